@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "oauth-relay",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "oauth-relay", targets: ["OAuthRelay"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // C libraries, each behind exactly one Swift module that imports it `internal`.
+        .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
+        .systemLibrary(name: "CLLHTTP", pkgConfig: "libllhttp", providers: [.apt(["libllhttp-dev"])]),
+
+        .target(name: "ByteBuffers"),
+        .target(name: "EventLoop", dependencies: ["CLibUV", "ByteBuffers"]),
+        .target(name: "HTTP1", dependencies: ["CLLHTTP", "ByteBuffers"]),
+        .target(name: "Config"),
+        .target(name: "Proxy", dependencies: [
+            "EventLoop", "HTTP1", "Config", "ByteBuffers",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "OAuthRelay", dependencies: [
+            "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Sources/oauth-relay"),
+
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(name: "ConfigTests", dependencies: ["Config"]),
+        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "Config"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,211 @@
+import Foundation
+
+/// A JSON value together with its path, as handed to the value decoders.
+struct Field {
+    var value: JSONValue
+    var path: JSONPath
+}
+
+/// The state of decoding one config file: the environment and base directory used to
+/// resolve values, and every problem found so far.
+///
+/// Decoders never stop at a problem: they report it, return nil (the caller then keeps its
+/// default) and go on, so one run lists every error in the file. `finish` sorts the problems
+/// into document order by the byte offset where each was found.
+final class DecodingContext {
+    let environment: [String: String]
+    let baseDirectory: String
+    private var problems: [(offset: Int, path: JSONPath, message: String)] = []
+
+    init(environment: [String: String], baseDirectory: String) {
+        self.environment = environment
+        self.baseDirectory = baseDirectory
+    }
+
+    var hasProblems: Bool { !problems.isEmpty }
+
+    func report(_ message: String, at path: JSONPath, offset: Int) {
+        problems.append((offset, path, message))
+    }
+
+    func report(_ message: String, at field: Field) {
+        report(message, at: field.path, offset: field.value.offset)
+    }
+
+    /// The problems in document order (stable for problems at the same place), with lines
+    /// and columns taken from the source.
+    func finish(source: [UInt8]) -> [ConfigError] {
+        problems.enumerated()
+            .sorted { ($0.element.offset, $0.offset) < ($1.element.offset, $1.offset) }
+            .map { _, problem in
+                let location = SourceLocation(offset: problem.offset, in: source)
+                return ConfigError(path: problem.path.description, message: problem.message,
+                                   line: location.line, column: location.column)
+            }
+    }
+
+    // MARK: - Scalar decoders
+
+    func typeMismatch(_ field: Field, expected: String) {
+        report("expected \(expected), got \(field.value.typeName)", at: field)
+    }
+
+    /// A string with `${NAME}` references resolved.
+    func string(_ field: Field) -> String? {
+        guard case .string(let raw) = field.value.kind else {
+            typeMismatch(field, expected: "a string")
+            return nil
+        }
+        switch EnvironmentInterpolation.expand(raw, environment: environment) {
+        case .success(let value):
+            return value
+        case .failure(let problem):
+            report(problem.message, at: field)
+            return nil
+        }
+    }
+
+    /// A string that must not be empty once resolved.
+    func nonEmptyString(_ field: Field) -> String? {
+        guard let value = string(field) else { return nil }
+        guard !value.isEmpty else {
+            report("must not be empty", at: field)
+            return nil
+        }
+        return value
+    }
+
+    /// A string turned into a value by `parse`, whose error message is reported at the field.
+    func parsed<T>(_ field: Field, _ parse: (String) throws(InvalidValue) -> T) -> T? {
+        guard let text = string(field) else { return nil }
+        do {
+            return try parse(text)
+        } catch {
+            report(error.message, at: field)
+            return nil
+        }
+    }
+
+    func bool(_ field: Field) -> Bool? {
+        guard case .bool(let value) = field.value.kind else {
+            typeMismatch(field, expected: "a boolean (true or false)")
+            return nil
+        }
+        return value
+    }
+
+    /// A whole number within `range`.
+    func integer(_ field: Field, in range: ClosedRange<Int>, rangeDescription: String) -> Int? {
+        guard case .number(let text) = field.value.kind else {
+            typeMismatch(field, expected: "an integer")
+            return nil
+        }
+        guard let value = Int(text) ?? Double(text).flatMap({ $0.rounded() == $0 ? Int(exactly: $0) : nil }) else {
+            report("expected an integer, got \(text)", at: field)
+            return nil
+        }
+        guard range.contains(value) else {
+            report("must be \(rangeDescription), got \(value)", at: field)
+            return nil
+        }
+        return value
+    }
+
+    /// A duration in seconds: a finite number greater than zero.
+    func seconds(_ field: Field) -> Double? {
+        guard case .number(let text) = field.value.kind, let value = Double(text) else {
+            typeMismatch(field, expected: "a number of seconds")
+            return nil
+        }
+        guard value > 0, value.isFinite else {
+            report("must be a number of seconds greater than 0, got \(text)", at: field)
+            return nil
+        }
+        return value
+    }
+
+    /// The fields of an array, or nil after reporting a type mismatch.
+    func elements(_ field: Field) -> [Field]? {
+        guard case .array(let values) = field.value.kind else {
+            typeMismatch(field, expected: "an array")
+            return nil
+        }
+        return values.enumerated().map { Field(value: $1, path: field.path.index($0)) }
+    }
+
+    /// A string or an array of strings (`"scope": "a b"` or `"scope": ["a", "b"]`).
+    func stringOrStrings(_ field: Field) -> [(value: String, field: Field)]? {
+        if case .string = field.value.kind {
+            return string(field).map { [($0, field)] }
+        }
+        guard case .array = field.value.kind else {
+            typeMismatch(field, expected: "a string or an array of strings")
+            return nil
+        }
+        let elements = elements(field) ?? []
+        let values = elements.compactMap { element in string(element).map { ($0, element) } }
+        return values.count == elements.count ? values : nil
+    }
+
+    /// An object whose values are all strings, in document order; keys are reported by the
+    /// caller's validation.
+    func stringMembers(_ field: Field) -> [(key: String, value: String, field: Field)]? {
+        guard let object = ObjectReader(field, knownKeys: nil, in: self) else { return nil }
+        var all = true
+        let members = object.fields.compactMap { key, member -> (String, String, Field)? in
+            guard let value = string(member) else {
+                all = false
+                return nil
+            }
+            return (key, value, member)
+        }
+        return all ? members : nil
+    }
+
+    // MARK: - Files
+
+    /// A path from the config, resolved against the config file's directory.
+    func resolvePath(_ path: String) -> String {
+        guard !path.hasPrefix("/") else { return path }
+        return baseDirectory.hasSuffix("/") ? baseDirectory + path : baseDirectory + "/" + path
+    }
+
+    /// A file path that must name a readable regular file; returns the resolved path.
+    func existingFile(_ field: Field) -> String? {
+        guard let path = nonEmptyString(field) else { return nil }
+        let resolved = resolvePath(path)
+        if let problem = Self.unreadableFileProblem(resolved) {
+            report("\(problem): \(resolved)", at: field)
+            return nil
+        }
+        return resolved
+    }
+
+    /// The contents of a secret file, trimmed of surrounding whitespace. Problems name the
+    /// file, never its content.
+    func secretFileContent(_ field: Field) -> String? {
+        guard let path = existingFile(field) else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            report("cannot read file: \(path)", at: field)
+            return nil
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            report("file is not UTF-8 text: \(path)", at: field)
+            return nil
+        }
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else {
+            report("file is empty: \(path)", at: field)
+            return nil
+        }
+        return trimmed
+    }
+
+    private static func unreadableFileProblem(_ path: String) -> String? {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return "no such file" }
+        if isDirectory.boolValue { return "is a directory, not a file" }
+        if !FileManager.default.isReadableFile(atPath: path) { return "file is not readable" }
+        return nil
+    }
+}

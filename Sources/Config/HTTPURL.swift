@@ -1,0 +1,162 @@
+import Foundation
+
+public enum URLScheme: String, Sendable, Equatable, Hashable {
+    case http
+    case https
+
+    public var defaultPort: UInt16 {
+        switch self {
+        case .http: 80
+        case .https: 443
+        }
+    }
+}
+
+/// An absolute `http`/`https` URL, such as an identity's `tokenUrl`. The host is lowercased,
+/// the path normalized like a request path (`/` when the URL has none); user info and
+/// fragments are rejected.
+public struct HTTPURL: Sendable, Equatable, Hashable, CustomStringConvertible {
+    public var scheme: URLScheme
+    /// Host name or IP address, lowercased, IPv6 without brackets.
+    public var host: String
+    /// The explicit port, or the scheme's default.
+    public var port: UInt16
+    /// The normalized path, starting with `/`.
+    public var path: String
+    /// The query without `?`, if any.
+    public var query: String?
+
+    public init(scheme: URLScheme, host: String, port: UInt16? = nil, path: String = "/", query: String? = nil) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port ?? scheme.defaultPort
+        self.path = path
+        self.query = query
+    }
+
+    public init?(parsing text: String) {
+        guard let url = try? Self.parse(text, allowsQuery: true) else { return nil }
+        self = url
+    }
+
+    /// `host`, or `host:port` when the port is not the scheme's default: the Host header.
+    public var authority: String {
+        HostSyntax.authority(host: host, port: port, scheme: scheme)
+    }
+
+    /// The path and query as sent in the request line.
+    public var requestTarget: String {
+        query.map { path + "?" + $0 } ?? path
+    }
+
+    public var description: String {
+        "\(scheme.rawValue)://\(authority)\(requestTarget)"
+    }
+
+    static func parse(_ text: String, allowsQuery: Bool) throws(InvalidValue) -> HTTPURL {
+        guard let separator = text.range(of: "://") else {
+            throw InvalidValue("\"\(text)\" is not an absolute URL (expected http://… or https://…)")
+        }
+        let schemeName = text[..<separator.lowerBound].lowercased()
+        guard let scheme = URLScheme(rawValue: schemeName) else {
+            throw InvalidValue("unsupported scheme \"\(schemeName)\" in \"\(text)\" (expected http or https)")
+        }
+        let afterScheme = text[separator.upperBound...]
+        let authorityEnd = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex
+        let authority = afterScheme[..<authorityEnd]
+        var rest = afterScheme[authorityEnd...]
+        guard !authority.contains("@") else {
+            throw InvalidValue("user info (user:password@) is not allowed in a URL; put credentials in an identity")
+        }
+        if rest.contains("#") {
+            throw InvalidValue("a fragment (#…) is not allowed in \"\(text)\"")
+        }
+        var query: String?
+        if let questionMark = rest.firstIndex(of: "?") {
+            guard allowsQuery else { throw InvalidValue("a query (?…) is not allowed in \"\(text)\"") }
+            let queryText = rest[rest.index(after: questionMark)...]
+            guard queryText.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw InvalidValue("the query in \"\(text)\" contains spaces or characters that must be percent-encoded")
+            }
+            query = String(queryText)
+            rest = rest[..<questionMark]
+        }
+        let (host, port) = try parseAuthority(authority, scheme: scheme, in: text)
+        guard let path = RequestPath.normalize(rest.isEmpty ? "/" : String(rest)) else {
+            throw InvalidValue("invalid path \"\(rest)\" in \"\(text)\"")
+        }
+        return HTTPURL(scheme: scheme, host: host, port: port, path: path, query: query)
+    }
+
+    private static func parseAuthority(_ authority: Substring, scheme: URLScheme, in text: String) throws(InvalidValue) -> (String, UInt16) {
+        let host: Substring
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { throw InvalidValue("unclosed \"[\" in \"\(text)\"") }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let afterHost = authority[authority.index(after: close)...]
+            if !afterHost.isEmpty {
+                guard afterHost.hasPrefix(":") else { throw InvalidValue("unexpected \"\(afterHost)\" after the host in \"\(text)\"") }
+                portText = afterHost.dropFirst()
+            }
+            guard HostSyntax.isIPv6(host) else { throw InvalidValue("\"\(host)\" is not an IPv6 address") }
+        } else {
+            if let colon = authority.firstIndex(of: ":") {
+                host = authority[..<colon]
+                portText = authority[authority.index(after: colon)...]
+            } else {
+                host = authority
+            }
+            guard !host.isEmpty else { throw InvalidValue("missing host in \"\(text)\"") }
+            guard HostSyntax.isHostName(host) else { throw InvalidValue("\"\(host)\" is not a valid host name or address") }
+        }
+        var port = scheme.defaultPort
+        if let portText {
+            port = try HostPort.parsePort(portText, in: text)
+            guard port != 0 else { throw InvalidValue("port 0 is not allowed in \"\(text)\"") }
+        }
+        return (host.lowercased(), port)
+    }
+}
+
+/// A route's upstream: where requests are forwarded. `basePath` is prepended to the
+/// forwarded path: `http://svc:8080/v1` sends `/orders` as `/v1/orders`.
+public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertible {
+    public var scheme: URLScheme
+    /// Host name or IP address, lowercased, IPv6 without brackets.
+    public var host: String
+    /// The explicit port, or the scheme's default.
+    public var port: UInt16
+    /// `""` when the URL has no path or just `/`; otherwise the normalized path without a
+    /// trailing slash (`/v1`).
+    public var basePath: String
+
+    public init(scheme: URLScheme, host: String, port: UInt16? = nil, basePath: String = "") {
+        self.scheme = scheme
+        self.host = host
+        self.port = port ?? scheme.defaultPort
+        self.basePath = basePath
+    }
+
+    /// Parses an upstream URL; nil for anything `ConfigLoader` would reject.
+    public init?(parsing text: String) {
+        guard let url = try? Self.parse(text) else { return nil }
+        self = url
+    }
+
+    /// `host`, or `host:port` when the port is not the scheme's default.
+    public var authority: String {
+        HostSyntax.authority(host: host, port: port, scheme: scheme)
+    }
+
+    public var description: String {
+        "\(scheme.rawValue)://\(authority)\(basePath)"
+    }
+
+    static func parse(_ text: String) throws(InvalidValue) -> UpstreamURL {
+        let url = try HTTPURL.parse(text, allowsQuery: false)
+        var basePath = Substring(url.path)
+        while basePath.hasSuffix("/") { basePath = basePath.dropLast() }
+        return UpstreamURL(scheme: url.scheme, host: url.host, port: url.port, basePath: String(basePath))
+    }
+}

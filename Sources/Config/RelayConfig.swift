@@ -1,0 +1,151 @@
+// The Config module: oauth-relay's configuration, decoded once at start-up into immutable
+// values, and the two pieces of per-request logic that depend only on it.
+//
+// - `ConfigLoader` turns a JSON file (the contract is the team's CONFIG.md) into a
+//   `RelayConfig`, or into `ConfigErrors` listing every problem in the file with its JSON
+//   path, line and column. It resolves `${NAME}` from an environment passed in and reads
+//   `…File` secrets; it does no other I/O and keeps no state.
+// - `RequestPath.normalize` and `RouteTable.match` run on every request: they work on raw
+//   bytes, never build a String and allocate nothing once the caller's buffers have grown.
+//
+// Secrets are `Secret` values whose descriptions are redacted, and no error message ever
+// quotes a secret: a message names the key, the variable or the file instead.
+
+/// The whole validated configuration. Build it with `ConfigLoader`; the memberwise
+/// initializer (every parameter defaulted) is for tests and does not validate.
+public struct RelayConfig: Sendable, Equatable {
+    public var listen: HostPort
+    /// Nil when the file sets `"admin": null` (no admin listener).
+    public var admin: HostPort?
+    /// 0 means one worker per core.
+    public var workers: Int
+    public var limits: Limits
+    public var identities: [String: Identity]
+    public var routes: [Route]
+    /// Log one line per request.
+    public var accessLog: Bool
+    /// When false, X-Forwarded-For/-Proto/-Host sent by a client are replaced, not appended to.
+    public var trustForwardedHeaders: Bool
+    /// The pseudonym the relay adds to the Via header (`1.1 oauth-relay`).
+    public var via: String
+
+    public static let defaultListen = HostPort(host: "127.0.0.1", port: 8180)
+    public static let defaultAdmin = HostPort(host: "127.0.0.1", port: 9180)
+
+    public init(listen: HostPort = Self.defaultListen, admin: HostPort? = Self.defaultAdmin, workers: Int = 0,
+                limits: Limits = Limits(), identities: [String: Identity] = [:], routes: [Route] = [],
+                accessLog: Bool = true, trustForwardedHeaders: Bool = false, via: String = "oauth-relay") {
+        self.listen = listen
+        self.admin = admin
+        self.workers = workers
+        self.limits = limits
+        self.identities = identities
+        self.routes = routes
+        self.accessLog = accessLog
+        self.trustForwardedHeaders = trustForwardedHeaders
+        self.via = via
+    }
+}
+
+/// Resource limits and timeouts. Durations are in seconds.
+public struct Limits: Sendable, Equatable {
+    /// Request line plus headers, in bytes (431 beyond).
+    public var maxHeaderBytes: Int
+    public var maxHeaderCount: Int
+    /// Time a client has to send the complete request head.
+    public var headerTimeoutSeconds: Double
+    /// Time a kept-alive client connection may sit idle.
+    public var idleTimeoutSeconds: Double
+    public var upstreamConnectTimeoutSeconds: Double
+    /// Time from the request sent to the upstream's response head.
+    public var upstreamResponseTimeoutSeconds: Double
+    /// On SIGTERM, time in-flight requests get to finish.
+    public var shutdownGraceSeconds: Double
+    /// How long resolved upstream addresses are reused.
+    public var dnsCacheSeconds: Double
+    /// Idle connections kept per upstream per worker; 0 disables pooling.
+    public var maxIdleUpstreamConnections: Int
+
+    public init(maxHeaderBytes: Int = 65536, maxHeaderCount: Int = 100, headerTimeoutSeconds: Double = 30,
+                idleTimeoutSeconds: Double = 60, upstreamConnectTimeoutSeconds: Double = 5,
+                upstreamResponseTimeoutSeconds: Double = 60, shutdownGraceSeconds: Double = 30,
+                dnsCacheSeconds: Double = 30, maxIdleUpstreamConnections: Int = 128) {
+        self.maxHeaderBytes = maxHeaderBytes
+        self.maxHeaderCount = maxHeaderCount
+        self.headerTimeoutSeconds = headerTimeoutSeconds
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.upstreamConnectTimeoutSeconds = upstreamConnectTimeoutSeconds
+        self.upstreamResponseTimeoutSeconds = upstreamResponseTimeoutSeconds
+        self.shutdownGraceSeconds = shutdownGraceSeconds
+        self.dnsCacheSeconds = dnsCacheSeconds
+        self.maxIdleUpstreamConnections = maxIdleUpstreamConnections
+    }
+}
+
+extension DecodingContext {
+    static let topLevelKeys = [
+        "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "trustForwardedHeaders", "via",
+    ]
+
+    func decodeRelayConfig(_ root: JSONValue) -> RelayConfig? {
+        guard let object = ObjectReader(root, at: .root, knownKeys: Self.topLevelKeys, in: self) else { return nil }
+        var config = RelayConfig()
+        config.listen = object.parsed("listen", HostPort.parse) ?? config.listen
+        if let field = object.field("admin") {
+            if case .null = field.value.kind {
+                config.admin = nil
+            } else {
+                config.admin = parsed(field, HostPort.parse) ?? config.admin
+            }
+        }
+        config.workers = object.field("workers").flatMap {
+            integer($0, in: 0...4096, rangeDescription: "0 (one per core) or a worker count up to 4096")
+        } ?? config.workers
+        config.limits = object.field("limits").flatMap(decodeLimits) ?? config.limits
+        var identityNames: [String] = []
+        if let field = object.field("identities") {
+            config.identities = decodeIdentities(field)
+            if case .object(let members) = field.value.kind {
+                identityNames = members.map(\.key)
+            }
+        }
+        config.routes = object.field("routes").map { decodeRoutes($0, identityNames: identityNames) } ?? []
+        config.accessLog = object.bool("accessLog") ?? config.accessLog
+        config.trustForwardedHeaders = object.bool("trustForwardedHeaders") ?? config.trustForwardedHeaders
+        config.via = object.parsed("via") { via throws(InvalidValue) in
+            guard ASCII.isToken(via) else {
+                throw InvalidValue("must be a single token without spaces (letters, digits, -, ., _ …), got \"\(via)\"")
+            }
+            return via
+        } ?? config.via
+        return config
+    }
+
+    private func decodeLimits(_ field: Field) -> Limits? {
+        let secondsKeys: [(String, WritableKeyPath<Limits, Double>)] = [
+            ("headerTimeoutSeconds", \.headerTimeoutSeconds),
+            ("idleTimeoutSeconds", \.idleTimeoutSeconds),
+            ("upstreamConnectTimeoutSeconds", \.upstreamConnectTimeoutSeconds),
+            ("upstreamResponseTimeoutSeconds", \.upstreamResponseTimeoutSeconds),
+            ("shutdownGraceSeconds", \.shutdownGraceSeconds),
+            ("dnsCacheSeconds", \.dnsCacheSeconds),
+        ]
+        let countKeys: [(String, WritableKeyPath<Limits, Int>, ClosedRange<Int>, String)] = [
+            ("maxHeaderBytes", \.maxHeaderBytes, 1...(1 << 24), "a positive number of bytes"),
+            ("maxHeaderCount", \.maxHeaderCount, 1...100_000, "a positive count"),
+            ("maxIdleUpstreamConnections", \.maxIdleUpstreamConnections, 0...1_000_000, "a count (0 disables pooling)"),
+        ]
+        let knownKeys = secondsKeys.map(\.0) + countKeys.map(\.0)
+        guard let object = ObjectReader(field, knownKeys: knownKeys, in: self) else { return nil }
+        var limits = Limits()
+        for (key, property) in secondsKeys {
+            if let value = object.seconds(key) { limits[keyPath: property] = value }
+        }
+        for (key, property, range, rangeDescription) in countKeys {
+            if let value = object.field(key).flatMap({ integer($0, in: range, rangeDescription: rangeDescription) }) {
+                limits[keyPath: property] = value
+            }
+        }
+        return limits
+    }
+}

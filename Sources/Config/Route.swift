@@ -1,0 +1,80 @@
+/// One entry of `routes`: which requests it takes and where and how it forwards them.
+public struct Route: Sendable, Equatable {
+    /// Position in the file's `routes` array (ties between equally specific routes go to the
+    /// lower index).
+    public var index: Int
+    /// The `name` key, or `routes[N]`; used in logs, metrics and problem responses.
+    public var name: String
+    public var match: RouteMatch
+    public var upstream: UpstreamURL
+    /// Key of `RelayConfig.identities`; nil forwards requests without a token.
+    public var identity: String?
+    /// Remove the matched `pathPrefix` before forwarding (the rest always starts with `/`).
+    public var stripPrefix: Bool
+    public var inject: Injection
+    /// Headers set on the forwarded request, replacing any the client sent; sorted by
+    /// lowercased name.
+    public var setHeaders: [HeaderSetting]
+    /// TLS options for an `https` upstream.
+    public var tls: TLSSettings?
+    /// Upstream statuses that mean "the token was refused": the relay fetches a new token
+    /// and may retry the request once.
+    public var retryOnStatus: [Int]
+
+    public init(index: Int = 0, name: String? = nil, match: RouteMatch = RouteMatch(), upstream: UpstreamURL,
+                identity: String? = nil, stripPrefix: Bool = false, inject: Injection = .header(),
+                setHeaders: [HeaderSetting] = [], tls: TLSSettings? = nil, retryOnStatus: [Int] = [401]) {
+        self.index = index
+        self.name = name ?? "routes[\(index)]"
+        self.match = match
+        self.upstream = upstream
+        self.identity = identity
+        self.stripPrefix = stripPrefix
+        self.inject = inject
+        self.setHeaders = setHeaders
+        self.tls = tls
+        self.retryOnStatus = retryOnStatus
+    }
+
+    /// Writes the path to request from the upstream into `output` (replacing its contents):
+    /// `upstream.basePath`, then the normalized request `path`, without `match.pathPrefix`
+    /// when `stripPrefix` is set. The caller appends `?query`.
+    public func upstreamPath(for path: UnsafeRawBufferPointer, into output: inout [UInt8]) {
+        output.removeAll(keepingCapacity: true)
+        output.append(contentsOf: upstream.basePath.utf8)
+        RequestPath.appendStripped(path, prefixLength: stripPrefix ? match.pathPrefix.utf8.count : 0, to: &output)
+    }
+}
+
+/// Which requests a route takes.
+public struct RouteMatch: Sendable, Equatable, Hashable {
+    /// Nil matches any host.
+    public var host: HostPattern?
+    /// A plain byte prefix of the normalized path, like nginx `location /api/`: `/api`
+    /// also matches `/apis`, so end a prefix with `/` to match whole segments.
+    public var pathPrefix: String
+
+    public init(host: HostPattern? = nil, pathPrefix: String = "/") {
+        self.host = host
+        self.pathPrefix = pathPrefix
+    }
+}
+
+/// Where the access token goes on the forwarded request. A client's own value is replaced.
+public enum Injection: Sendable, Equatable, Hashable {
+    /// `name: prefix token` (just the token when `prefix` is empty).
+    case header(name: String = "Authorization", prefix: String = "Bearer")
+    /// `?name=token` added to the query.
+    case query(name: String)
+}
+
+/// A header set on every forwarded request of a route.
+public struct HeaderSetting: Sendable, Equatable, Hashable {
+    public var name: String
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}

@@ -1,0 +1,97 @@
+// EventLoop: a thin Swift wrapper over libuv — one loop per worker thread.
+//
+// Lifetime rules for every handle wrapper in this module (TCPStream, TCPListener, LoopTimer,
+// LoopWakeup, SignalWatcher), written once here so no file has to repeat them:
+//
+//  1. A wrapper allocates its own uv handle and stores an unretained pointer to itself in
+//     `handle->data`, so C callbacks (non-capturing closures) recover it with `Unmanaged`.
+//  2. While the handle is open the wrapper holds a strong reference to itself. Dropping every
+//     Swift reference therefore never frees a handle libuv still knows about.
+//  3. `close()` calls `uv_close`; the close callback frees the uv memory, decrements the loop's
+//     `openHandles` counter and drops the self-reference. Nothing is freed before that callback.
+//     `close()` is idempotent.
+//  4. Every method runs on the loop's thread. The only exception is `LoopWakeup.wake()`, which is
+//     `uv_async_send` and safe from any thread.
+//  5. Reads land in one buffer per loop (`readBuffer`), valid only during the read callback:
+//     a delegate that wants to keep bytes copies them. No allocation per read.
+//
+// Tests close everything and assert `openHandles == 0` and that `close()` of the loop succeeds
+// (`uv_loop_close` returns 0 only when no handle is left), so each test is also a leak check.
+
+internal import CLibUV
+
+public final class EventLoop {
+    let uv: UnsafeMutablePointer<uv_loop_t>
+    /// Handles opened on this loop and not yet through their close callback.
+    public internal(set) var openHandles = 0
+    /// Shared by every stream of the loop; see rule 5.
+    let readBuffer: UnsafeMutableRawPointer
+    static let readBufferSize = 64 * 1024
+    private var closed = false
+
+    public init() throws(UVError) {
+        uv = .allocate(capacity: 1)
+        let rc = uv_loop_init(uv)
+        guard rc == 0 else {
+            uv.deallocate()
+            throw UVError(rc)
+        }
+        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+    }
+
+    /// Runs until no handle is active (or `stop()` is called).
+    public func run() {
+        uv_run(uv, UV_RUN_DEFAULT)
+    }
+
+    /// Runs callbacks that are ready without waiting; for tests that step a loop.
+    public func runOnce(wait: Bool) {
+        uv_run(uv, wait ? UV_RUN_ONCE : UV_RUN_NOWAIT)
+    }
+
+    public func stop() {
+        uv_stop(uv)
+    }
+
+    /// Milliseconds since an arbitrary point, cached by libuv at the start of each loop iteration.
+    public var nowMilliseconds: UInt64 { uv_now(uv) }
+
+    /// Releases the loop. Fails with `EBUSY` while any handle is still open: the leak check.
+    public func close() throws(UVError) {
+        guard !closed else { return }
+        // Give close callbacks that are already queued a chance to run.
+        uv_run(uv, UV_RUN_NOWAIT)
+        let rc = uv_loop_close(uv)
+        guard rc == 0 else { throw UVError(rc) }
+        closed = true
+    }
+
+    deinit {
+        if !closed { _ = uv_loop_close(uv) }
+        uv.deallocate()
+        readBuffer.deallocate()
+    }
+}
+
+/// Frees a handle's memory and the wrapper's self-reference once libuv is done with it (rule 3).
+/// Every wrapper's close goes through here, so the bookkeeping exists once.
+func closeHandle(_ handle: UnsafeMutablePointer<uv_handle_t>) {
+    guard uv_is_closing(handle) == 0 else { return }
+    uv_close(handle) { handle in
+        guard let handle, let data = handle.pointee.data else { return }
+        let owner = Unmanaged<AnyObject>.fromOpaque(data)
+        (owner.takeUnretainedValue() as? HandleOwner)?.handleDidClose()
+        owner.release()
+    }
+}
+
+/// Implemented by every handle wrapper: called from the close callback, before the
+/// self-reference taken at open is released.
+protocol HandleOwner: AnyObject {
+    func handleDidClose()
+}
+
+extension EventLoop {
+    /// A monotonic clock in nanoseconds (`uv_hrtime`), usable from any thread.
+    public static func monotonicNanoseconds() -> UInt64 { uv_hrtime() }
+}

@@ -1,0 +1,310 @@
+internal import CLibUV
+import ByteBuffers
+
+/// What a `TCPStream` reports to its owner. All calls happen on the loop's thread.
+public protocol TCPStreamDelegate: AnyObject {
+    /// Bytes arrived; they live in the loop's read buffer and are valid only during this call.
+    func stream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer)
+    /// The peer closed its side (`error == nil`) or the connection failed. Reading has stopped;
+    /// the owner decides when to `close()`.
+    func stream(_ stream: TCPStream, didEndWith error: UVError?)
+    /// A connect started with `connect(to:)` finished.
+    func stream(_ stream: TCPStream, didConnectWith error: UVError?)
+    /// The write backlog fell back below `lowWaterMark` after having passed `highWaterMark`.
+    func streamDidDrain(_ stream: TCPStream)
+    /// The handle is closed (after `close()` or a lingering close); the last call a delegate gets.
+    func streamDidClose(_ stream: TCPStream)
+}
+
+extension TCPStreamDelegate {
+    public func stream(_ stream: TCPStream, didConnectWith error: UVError?) {}
+    public func streamDidDrain(_ stream: TCPStream) {}
+    public func streamDidClose(_ stream: TCPStream) {}
+}
+
+/// A TCP connection on one loop: reads into the loop's buffer, writes through a double buffer
+/// (one `uv_write_t` in flight, later bytes gathered behind it), with a high-water mark so
+/// the owner can stop reading from the other side of a proxy until this side drains.
+public final class TCPStream: HandleOwner {
+    public let loop: EventLoop
+    let tcp: UnsafeMutablePointer<uv_tcp_t>
+    private let writeRequest: UnsafeMutablePointer<uv_write_t>
+    private var connectRequest: UnsafeMutablePointer<uv_connect_t>?
+    private var shutdownRequest: UnsafeMutablePointer<uv_shutdown_t>?
+    private var lingerTimer: LoopTimer?
+
+    /// Strong on purpose: the owner holds the stream, the stream holds the owner, and the cycle
+    /// is broken in `handleDidClose` (rule 3 of EventLoop.swift).
+    public var delegate: (any TCPStreamDelegate)?
+
+    /// Bytes waiting behind the write in flight.
+    private var pending = ByteBuffer()
+    /// Bytes handed to libuv by the write in flight; untouched until its callback.
+    private var inFlight = ByteBuffer()
+    private var writing = false
+    private var aboveHighWater = false
+    private var connected: Bool
+    private var reading = false
+    private var shutdownAfterWrites = false
+    private var lingering = false
+    public private(set) var isClosed = false
+
+    public var highWaterMark = 256 * 1024
+    public var lowWaterMark = 64 * 1024
+
+    /// Bytes accepted by `write` and not yet handed to the kernel.
+    public var queuedBytes: Int { pending.count + inFlight.count }
+    public var isAboveHighWater: Bool { queuedBytes > highWaterMark }
+    public var isReading: Bool { reading }
+
+    private init(loop: EventLoop, connected: Bool) throws(UVError) {
+        self.loop = loop
+        self.connected = connected
+        tcp = .allocate(capacity: 1)
+        writeRequest = .allocate(capacity: 1)
+        let rc = uv_tcp_init(loop.uv, tcp)
+        guard rc == 0 else {
+            tcp.deallocate()
+            writeRequest.deallocate()
+            throw UVError(rc)
+        }
+        tcp.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        writeRequest.pointee.data = tcp.pointee.data
+        loop.openHandles += 1
+        uv_tcp_nodelay(tcp, 1)
+    }
+
+    /// Wraps a connection accepted by `listener` (see `TCPListener`).
+    static func accept(on loop: EventLoop, from server: UnsafeMutablePointer<uv_stream_t>) throws(UVError) -> TCPStream {
+        let stream = try TCPStream(loop: loop, connected: true)
+        let rc = uv_accept(server, stream.streamHandle)
+        if rc < 0 {
+            stream.close()
+            throw UVError(rc)
+        }
+        return stream
+    }
+
+    /// Starts connecting; the delegate hears `didConnectWith`. Writes issued before the connect
+    /// completes are queued and sent once it does.
+    public static func connect(on loop: EventLoop, to address: SocketAddress, delegate: any TCPStreamDelegate) throws(UVError) -> TCPStream {
+        let stream = try TCPStream(loop: loop, connected: false)
+        stream.delegate = delegate
+        let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
+        request.pointee.data = stream.tcp.pointee.data
+        stream.connectRequest = request
+        let rc = address.withSockaddr { uv_tcp_connect(request, stream.tcp, $0, onConnect) }
+        if rc < 0 {
+            stream.connectRequest = nil
+            request.deallocate()
+            stream.close()
+            throw UVError(rc)
+        }
+        return stream
+    }
+
+    var streamHandle: UnsafeMutablePointer<uv_stream_t> { UnsafeMutablePointer(OpaquePointer(tcp)) }
+    var handle: UnsafeMutablePointer<uv_handle_t> { UnsafeMutablePointer(OpaquePointer(tcp)) }
+
+    public func peerAddress() -> SocketAddress? {
+        var storage = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        let rc = withUnsafeMutableBytes(of: &storage) { raw in
+            uv_tcp_getpeername(tcp, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
+        }
+        guard rc == 0 else { return nil }
+        return withUnsafeBytes(of: storage) { SocketAddress(copying: $0.baseAddress!.assumingMemoryBound(to: sockaddr.self)) }
+    }
+
+    // MARK: Reading
+
+    public func startReading() {
+        guard !reading, !isClosed, connected else { return }
+        reading = uv_read_start(streamHandle, allocateReadBuffer, onRead) == 0
+    }
+
+    public func stopReading() {
+        guard reading else { return }
+        uv_read_stop(streamHandle)
+        reading = false
+    }
+
+    fileprivate func didRead(_ count: Int) {
+        if count > 0 {
+            let bytes = UnsafeRawBufferPointer(start: loop.readBuffer, count: count)
+            if lingering { return }
+            delegate?.stream(self, didRead: bytes)
+        } else if count < 0 {
+            stopReading()
+            let error = count == Int(UV_EOF.rawValue) ? nil : UVError(Int32(count))
+            if lingering { close(); return }
+            delegate?.stream(self, didEndWith: error)
+        }
+    }
+
+    // MARK: Writing
+
+    /// Sends `bytes`, copying whatever the kernel does not take at once. Never blocks.
+    public func write(_ bytes: UnsafeRawBufferPointer) {
+        guard !isClosed, !shutdownAfterWrites, bytes.count > 0 else { return }
+        var rest = bytes
+        if connected && !writing && pending.isEmpty {
+            var buffer = uv_buf_t(base: UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)), len: bytes.count)
+            let written = Int(uv_try_write(streamHandle, &buffer, 1))
+            if written == bytes.count { return }
+            if written > 0 {
+                rest = UnsafeRawBufferPointer(rebasing: bytes[written...])
+            }
+            // On EAGAIN or an error the bytes go through uv_write, whose callback reports any
+            // error later: `write` never calls the delegate from inside the caller's own code.
+        }
+        pending.append(rest)
+        if pending.count > highWaterMark { aboveHighWater = true }
+        startWriteIfIdle()
+    }
+
+    public func write(_ buffer: borrowing ByteBuffer) {
+        write(buffer.readableBytes)
+    }
+
+    private func startWriteIfIdle() {
+        guard connected, !writing, !pending.isEmpty, !isClosed else { return }
+        inFlight.swapStorage(with: &pending)
+        var buffer = uv_buf_t(base: inFlight.baseAddress!.assumingMemoryBound(to: CChar.self), len: inFlight.count)
+        let rc = uv_write(writeRequest, streamHandle, &buffer, 1, onWrite)
+        if rc < 0 {
+            // Only for a handle libuv considers unusable; closing reports it to the delegate.
+            inFlight.clear()
+            pending.clear()
+            close()
+            return
+        }
+        writing = true
+        if queuedBytes > highWaterMark { aboveHighWater = true }
+    }
+
+    fileprivate func didWrite(status: Int32) {
+        writing = false
+        inFlight.clear()
+        guard !isClosed else { return }
+        if status < 0 {
+            failWrite(UVError(status))
+            return
+        }
+        startWriteIfIdle()
+        if aboveHighWater && queuedBytes <= lowWaterMark {
+            aboveHighWater = false
+            delegate?.streamDidDrain(self)
+        }
+        if shutdownAfterWrites && queuedBytes == 0 { beginShutdown() }
+    }
+
+    private func failWrite(_ error: UVError) {
+        pending.clear()
+        stopReading()
+        if shutdownAfterWrites || lingering { close(); return }
+        delegate?.stream(self, didEndWith: error)
+    }
+
+    // MARK: Connecting
+
+    fileprivate func didConnect(status: Int32) {
+        if let request = connectRequest {
+            request.deallocate()
+            connectRequest = nil
+        }
+        guard !isClosed else { return }
+        if status < 0 {
+            delegate?.stream(self, didConnectWith: UVError(status))
+            return
+        }
+        connected = true
+        uv_tcp_nodelay(tcp, 1)
+        startWriteIfIdle()
+        delegate?.stream(self, didConnectWith: nil)
+    }
+
+    // MARK: Closing
+
+    /// Flushes queued writes, sends FIN, then keeps reading and discarding what the peer still
+    /// sends until it closes or `lingerMilliseconds` pass, and closes. Closing at once could make
+    /// the kernel answer the peer's unread bytes with a reset that destroys the response we just
+    /// wrote (the "lingering close" of nginx and Apache).
+    public func closeAfterWrites(lingerMilliseconds: UInt64 = 2000) {
+        guard !isClosed, !shutdownAfterWrites else { return }
+        shutdownAfterWrites = true
+        lingering = true
+        lingerTimer = LoopTimer(loop: loop) { [unowned self] in self.close() }
+        lingerTimer?.start(afterMilliseconds: lingerMilliseconds)
+        if connected && queuedBytes == 0 { beginShutdown() }
+    }
+
+    private func beginShutdown() {
+        guard shutdownRequest == nil, !isClosed else { return }
+        let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        request.pointee.data = tcp.pointee.data
+        shutdownRequest = request
+        if uv_shutdown(request, streamHandle, onShutdown) < 0 {
+            shutdownRequest = nil
+            request.deallocate()
+            close()
+            return
+        }
+        startReading()
+    }
+
+    fileprivate func didShutdown() {
+        shutdownRequest?.deallocate()
+        shutdownRequest = nil
+    }
+
+    /// Closes now; queued writes are dropped. Safe to call more than once.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        reading = false
+        lingerTimer?.close()
+        lingerTimer = nil
+        closeHandle(handle)
+    }
+
+    func handleDidClose() {
+        // libuv has called every pending write/connect/shutdown callback (with ECANCELED) by now.
+        loop.openHandles -= 1
+        delegate?.streamDidClose(self)
+        delegate = nil
+        tcp.deallocate()
+        writeRequest.deallocate()
+        connectRequest?.deallocate()
+        connectRequest = nil
+        shutdownRequest?.deallocate()
+        shutdownRequest = nil
+    }
+}
+
+// MARK: C callbacks (non-capturing; they recover the stream from `data`)
+
+private func stream(from data: UnsafeMutableRawPointer?) -> TCPStream {
+    Unmanaged<TCPStream>.fromOpaque(data!).takeUnretainedValue()
+}
+
+private let allocateReadBuffer: uv_alloc_cb = { handle, _, buffer in
+    let owner = stream(from: handle!.pointee.data)
+    buffer!.pointee = uv_buf_t(base: owner.loop.readBuffer.assumingMemoryBound(to: CChar.self), len: EventLoop.readBufferSize)
+}
+
+private let onRead: uv_read_cb = { handle, nread, _ in
+    stream(from: handle!.pointee.data).didRead(nread)
+}
+
+private let onWrite: uv_write_cb = { request, status in
+    stream(from: request!.pointee.data).didWrite(status: status)
+}
+
+private let onConnect: uv_connect_cb = { request, status in
+    stream(from: request!.pointee.data).didConnect(status: status)
+}
+
+private let onShutdown: uv_shutdown_cb = { request, _ in
+    stream(from: request!.pointee.data).didShutdown()
+}

@@ -1,0 +1,25 @@
+internal import CLibUV
+
+/// A libuv error code with its symbolic name, e.g. `ECONNREFUSED`.
+public struct UVError: Error, Equatable, CustomStringConvertible, Sendable {
+    public let code: Int32
+
+    init(_ code: Int32) { self.code = code }
+
+    public var name: String { String(cString: uv_err_name(code)) }
+    public var message: String { String(cString: uv_strerror(code)) }
+    public var description: String { "\(name): \(message)" }
+
+    public var isConnectionRefused: Bool { code == UV_ECONNREFUSED.rawValue }
+    public var isTimeout: Bool { code == UV_ETIMEDOUT.rawValue }
+    public var isEndOfFile: Bool { code == UV_EOF.rawValue }
+
+    public static let endOfFile = UVError(UV_EOF.rawValue)
+    public static let timedOut = UVError(UV_ETIMEDOUT.rawValue)
+    public static let canceled = UVError(UV_ECANCELED.rawValue)
+}
+
+@inline(__always)
+func check(_ rc: Int32) throws(UVError) {
+    if rc < 0 { throw UVError(rc) }
+}

@@ -1,0 +1,33 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An OS thread that runs one closure (a worker's loop) and can be joined.
+public final class WorkerThread: @unchecked Sendable {
+    private var thread = pthread_t()
+
+    private final class Body {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+
+    /// `@unchecked Sendable`: `thread` is written once here, before any other thread sees `self`.
+    public init(_ body: @escaping @Sendable () -> Void) {
+        let box = Unmanaged.passRetained(Body(body)).toOpaque()
+        let rc = pthread_create(&thread, nil, { argument in
+            let body = Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue()
+            body.run()
+            return nil
+        }, box)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+    }
+
+    public func join() {
+        pthread_join(thread, nil)
+    }
+
+    /// Online cores, for `workers: 0`.
+    public static var processorCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+}

@@ -1,0 +1,36 @@
+/// Why a message could not be parsed. The proxy turns a request error into a 400/431 answer and
+/// an upstream response error into a 502; `reason` is safe to show (it never holds message bytes).
+public struct HTTP1Error: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Kind: Equatable, Sendable {
+        /// llhttp rejected the bytes (bad framing, bad token, bare LF, ...).
+        case malformed
+        /// The head is larger than `maxHeaderBytes`.
+        case headTooLarge
+        /// More than `maxHeaderCount` header fields.
+        case tooManyHeaders
+        /// An HTTP/1.1 request without Host, or with two.
+        case badHost
+        /// A header value with a byte RFC 9110 §5.5 forbids (NUL, CR, LF).
+        case invalidHeaderValue
+        /// The peer closed before the message was complete.
+        case truncated
+    }
+
+    public let kind: Kind
+    public let reason: String
+
+    public init(_ kind: Kind, _ reason: String) {
+        self.kind = kind
+        self.reason = reason
+    }
+
+    /// The status a server answers with: 431 for size limits, else 400.
+    public var requestStatus: Int {
+        switch kind {
+        case .headTooLarge, .tooManyHeaders: return 431
+        default: return 400
+        }
+    }
+
+    public var description: String { reason }
+}

@@ -1,0 +1,352 @@
+// HTTP1Parser: llhttp behind a Swift API that the proxy drives with raw socket bytes.
+//
+// Design: llhttp does the tokenising and framing in strict mode (no lenient flag is ever set);
+// this type adds what llhttp leaves to its user — head size and field count limits, Host rules,
+// forbidden bytes in values — and collects the head into one reused buffer as offsets (see
+// HTTPHead), so a warm connection parses without allocating. Body bytes are not copied: the
+// delegate sees slices of the caller's input buffer and forwards them.
+//
+// llhttp callbacks are non-capturing closures that recover the parser from `llhttp_t.data`.
+// The parser pauses after every complete message when the delegate asks (pipelined requests are
+// handled one at a time): `feed` then reports how many bytes it consumed, and the caller keeps
+// the rest until it calls `resume()` and feeds them again.
+
+internal import CLLHTTP
+import ByteBuffers
+
+public protocol HTTP1ParserDelegate: AnyObject {
+    /// The head is complete (`parser.head`). Return what the parser should assume of the body.
+    func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation
+    /// A piece of body; for chunked messages the bytes of the current chunk (no framing).
+    func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer)
+    /// A chunk of `size` bytes starts (chunked messages only; size 0 is the last chunk).
+    func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64)
+    /// The data of the current chunk has ended (not called for the last, empty chunk).
+    func parserDidFinishChunk(_ parser: HTTP1Parser)
+    /// The message (with trailers, in `parser.head.trailers`) is complete. Return true to pause
+    /// the parser here: `feed` stops and reports the bytes it consumed.
+    func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool
+}
+
+public struct HeaderLimits: Sendable {
+    public var maxHeadBytes: Int
+    public var maxFieldCount: Int
+    public init(maxHeadBytes: Int, maxFieldCount: Int) {
+        self.maxHeadBytes = maxHeadBytes
+        self.maxFieldCount = maxFieldCount
+    }
+}
+
+public final class HTTP1Parser {
+    public enum Kind: Sendable { case request, response }
+
+    public enum BodyExpectation {
+        /// Framing decides (Content-Length, chunked, or until close for responses).
+        case framed
+        /// No body whatever the headers say (a response to HEAD, or 1xx/204/304).
+        case none
+    }
+
+    public enum FeedResult: Equatable {
+        /// Every byte was consumed; feed more when it arrives.
+        case consumed
+        /// Paused after a complete message; `consumed` bytes were used, the rest belongs to the
+        /// next message. Call `resume()` before feeding them.
+        case paused(consumed: Int)
+        /// The connection switches protocols after the message: the bytes from `consumed` on are
+        /// the other protocol's.
+        case upgraded(consumed: Int)
+        case failed(HTTP1Error)
+    }
+
+    public let kind: Kind
+    public let head = HTTPHead()
+    public var limits: HeaderLimits
+    /// Unowned: the delegate owns the parser and outlives it.
+    public unowned(unsafe) var delegate: (any HTTP1ParserDelegate)?
+
+    /// Heap-allocated, not a stored struct: llhttp calls back into the parser during
+    /// `llhttp_execute`, and `&storedProperty` would then be an overlapping access.
+    private let state: UnsafeMutablePointer<llhttp_t>
+    private var headBytesSeen = 0
+    private var inTrailers = false
+    private var fieldStart = 0
+    private var inFieldName = false
+    // Bounds of the bytes given to the current `feed`, and what is known of the value being
+    // read, for telling a value split between reads from a folded one.
+    private var feedStart: UnsafePointer<CChar>?
+    private var feedEnd: UnsafePointer<CChar>?
+    private var valuePieces = 0
+    private var previousValuePieceEndedRead = false
+    private var pendingError: HTTP1Error?
+    private var paused = false
+    /// Between the first byte of a message and its end.
+    public private(set) var isInMessage = false
+
+    public init(kind: Kind, limits: HeaderLimits) {
+        self.kind = kind
+        self.limits = limits
+        state = .allocate(capacity: 1)
+        state.initialize(to: llhttp_t())
+        llhttp_init(state, kind == .request ? HTTP_REQUEST : HTTP_RESPONSE, &parserSettings)
+    }
+
+    deinit {
+        state.deallocate()
+    }
+
+    /// Parses `bytes`. Data callbacks to the delegate happen inside this call.
+    public func feed(_ bytes: UnsafeRawBufferPointer) -> FeedResult {
+        guard bytes.count > 0, let base = bytes.baseAddress else { return .consumed }
+        // `state.data` is set per call rather than once: `self` is a class, so its address is
+        // stable, and setting it here keeps init free of escaping `self`.
+        state.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let start = base.assumingMemoryBound(to: CChar.self)
+        feedStart = start
+        feedEnd = start + bytes.count
+        let rc = llhttp_execute(state, start, bytes.count)
+        switch rc {
+        case HPE_OK:
+            return .consumed
+        case HPE_PAUSED:
+            paused = true
+            return .paused(consumed: consumedCount(from: start))
+        case HPE_PAUSED_UPGRADE:
+            paused = true
+            return .upgraded(consumed: consumedCount(from: start))
+        default:
+            return .failed(takeError(rc))
+        }
+    }
+
+    private func consumedCount(from start: UnsafePointer<CChar>) -> Int {
+        guard let position = llhttp_get_error_pos(state) else { return 0 }
+        return start.distance(to: position)
+    }
+
+    private func takeError(_ rc: llhttp_errno_t) -> HTTP1Error {
+        if let error = pendingError {
+            pendingError = nil
+            return error
+        }
+        let reason = llhttp_get_error_reason(state).map { String(cString: $0) } ?? "invalid message"
+        return HTTP1Error(.malformed, "\(String(cString: llhttp_errno_name(rc))): \(reason)")
+    }
+
+    /// Continues after `.paused` (or `.upgraded`, when the other side declined the upgrade).
+    public func resume() {
+        guard paused else { return }
+        paused = false
+        if llhttp_get_errno(state) == HPE_PAUSED_UPGRADE {
+            llhttp_resume_after_upgrade(state)
+        } else {
+            llhttp_resume(state)
+        }
+    }
+
+    /// The peer closed. Completes a message delimited by the close (a response without length),
+    /// or reports a truncated one.
+    public func finish() -> HTTP1Error? {
+        state.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let rc = llhttp_finish(state)
+        if rc == HPE_OK || rc == HPE_PAUSED { return nil }
+        return HTTP1Error(.truncated, "connection closed before the message was complete")
+    }
+
+    /// Whether the peer closing now would complete the current message (close-delimited body).
+    public var messageNeedsEOF: Bool { llhttp_message_needs_eof(state) != 0 }
+
+    /// Forgets everything, for a connection reused for a new exchange.
+    public func reset() {
+        llhttp_reset(state)
+        paused = false
+        isInMessage = false
+        pendingError = nil
+        head.reset()
+        headBytesSeen = 0
+        inTrailers = false
+    }
+
+    // MARK: Callbacks from llhttp
+
+    fileprivate func messageBegin() -> Int32 {
+        head.reset()
+        headBytesSeen = 0
+        inTrailers = false
+        inFieldName = false
+        isInMessage = true
+        return 0
+    }
+
+    /// Appends a piece of the head and enforces the size limit. Returns an llhttp status.
+    fileprivate func appendHeadBytes(_ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
+        headBytesSeen += length
+        if headBytesSeen > limits.maxHeadBytes {
+            return fail(.headTooLarge, inTrailers ? "trailers exceed maxHeaderBytes" : "header block exceeds maxHeaderBytes")
+        }
+        head.bytes.append(UnsafeRawBufferPointer(start: at, count: length))
+        return 0
+    }
+
+    fileprivate func url(_ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
+        if head.targetLength == 0 { head.targetStart = head.bytes.count }
+        head.targetLength += length
+        return appendHeadBytes(at, length)
+    }
+
+    fileprivate func status(_ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
+        if head.reasonLength == 0 { head.reasonStart = head.bytes.count }
+        head.reasonLength += length
+        return appendHeadBytes(at, length)
+    }
+
+    fileprivate func headerField(_ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
+        // A name may arrive in several pieces when it straddles two reads.
+        if !inFieldName {
+            inFieldName = true
+            fieldStart = head.bytes.count
+        }
+        return appendHeadBytes(at, length)
+    }
+
+    fileprivate func headerFieldComplete() -> Int32 {
+        let count = inTrailers ? head.trailers.count : head.fields.count
+        if count >= limits.maxFieldCount {
+            return fail(.tooManyHeaders, inTrailers ? "more than maxHeaderCount trailer fields" : "more than maxHeaderCount header fields")
+        }
+        inFieldName = false
+        valuePieces = 0
+        // Each line also costs its ": " and CRLF on the wire.
+        headBytesSeen += 4
+        let nameLength = head.bytes.count - fieldStart
+        let field = HeaderField(nameStart: Int32(fieldStart), nameLength: Int32(nameLength),
+                                valueStart: Int32(head.bytes.count), valueLength: 0,
+                                known: KnownHeader(name: head.slice(fieldStart, nameLength)),
+                                listedInConnection: false)
+        if inTrailers { head.trailers.append(field) } else { head.fields.append(field) }
+        return 0
+    }
+
+    fileprivate func headerValue(_ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
+        // llhttp 8 accepts obsolete line folding (a value continued on a line that starts with
+        // white space) and reports the continuation as a further piece of the value. A value
+        // legitimately arrives in pieces only when it straddles two reads: the earlier piece
+        // ends where that read ended and the next starts where the next read starts. Any other
+        // further piece is a fold, which RFC 9112 §5.2 lets a server reject with 400.
+        if valuePieces > 0 && !(previousValuePieceEndedRead && at == feedStart) {
+            return fail(.malformed, "obsolete line folding in a header value")
+        }
+        valuePieces += 1
+        previousValuePieceEndedRead = at.map { $0 + length == feedEnd } ?? false
+        return appendHeadBytes(at, length)
+    }
+
+    fileprivate func headerValueComplete() -> Int32 {
+        var field = inTrailers ? head.trailers.removeLast() : head.fields.removeLast()
+        var end = head.bytes.count
+        // llhttp leaves trailing white space in the value; it is not part of it (RFC 9110 §5.5).
+        while end > Int(field.valueStart) {
+            let byte = head.bytes.baseAddress!.load(fromByteOffset: end - 1, as: UInt8.self)
+            guard byte == 0x20 || byte == 0x09 else { break }
+            end -= 1
+        }
+        field.valueLength = Int32(end - Int(field.valueStart))
+        for byte in head.value(field) where byte == 0 || byte == 0x0A || byte == 0x0D {
+            return fail(.invalidHeaderValue, "header value contains a NUL, CR or LF byte")
+        }
+        if inTrailers {
+            head.trailers.append(field)
+            return 0
+        }
+        switch field.known {
+        case .host:
+            if head.hostIndex != nil { return fail(.badHost, "more than one Host header") }
+            head.hostIndex = head.fields.count
+        case .expect:
+            if ASCII.equalsIgnoringCase(head.value(field), Self.hundredContinue) { head.expectsContinue = true }
+        default:
+            break
+        }
+        head.fields.append(field)
+        return 0
+    }
+
+    private static let hundredContinue = Array("100-continue".utf8)
+
+    fileprivate func headersComplete() -> Int32 {
+        head.method = llhttp_get_method(state)
+        head.statusCode = Int(llhttp_get_status_code(state))
+        head.versionMajor = llhttp_get_http_major(state)
+        head.versionMinor = llhttp_get_http_minor(state)
+        let flags = UInt32(state.pointee.flags)
+        head.isChunked = flags & F_CHUNKED.rawValue != 0
+        head.contentLength = flags & F_CONTENT_LENGTH.rawValue != 0 ? state.pointee.content_length : nil
+        head.keepAlive = llhttp_should_keep_alive(state) != 0
+        head.isUpgrade = state.pointee.upgrade != 0
+        head.markConnectionListedFields()
+        if kind == .request && head.hostIndex == nil && (head.versionMajor, head.versionMinor) >= (1, 1) {
+            return fail(.badHost, "HTTP/1.1 request without a Host header")
+        }
+        inTrailers = true
+        headBytesSeen = 0
+        switch delegate?.parserDidParseHead(self) ?? .framed {
+        case .framed: return 0
+        case .none: return 1
+        }
+    }
+
+    fileprivate func body(_ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
+        delegate?.parser(self, didParseBody: UnsafeRawBufferPointer(start: at, count: length))
+        return 0
+    }
+
+    fileprivate func chunkHeader() -> Int32 {
+        delegate?.parser(self, didStartChunkOfSize: state.pointee.content_length)
+        return 0
+    }
+
+    fileprivate func chunkComplete() -> Int32 {
+        // The last chunk's completion comes after the trailers; the delegate ends the body with
+        // the message instead.
+        if inTrailers && state.pointee.content_length == 0 && head.isChunked && lastChunkSeen { return 0 }
+        delegate?.parserDidFinishChunk(self)
+        return 0
+    }
+
+    private var lastChunkSeen: Bool { (UInt32(state.pointee.flags) & F_TRAILING.rawValue) != 0 }
+
+    fileprivate func messageComplete() -> Int32 {
+        isInMessage = false
+        let pause = delegate?.parserDidFinishMessage(self) ?? false
+        return pause ? Int32(HPE_PAUSED.rawValue) : 0
+    }
+
+    private func fail(_ kind: HTTP1Error.Kind, _ reason: String) -> Int32 {
+        pendingError = HTTP1Error(kind, reason)
+        return Int32(HPE_USER.rawValue)
+    }
+}
+
+// MARK: llhttp settings shared by every parser (llhttp keeps a pointer; it must outlive them)
+
+private func parser(_ state: UnsafeMutablePointer<llhttp_t>?) -> HTTP1Parser {
+    Unmanaged<HTTP1Parser>.fromOpaque(state!.pointee.data).takeUnretainedValue()
+}
+
+nonisolated(unsafe) private var parserSettings: llhttp_settings_t = {
+    var s = llhttp_settings_t()
+    llhttp_settings_init(&s)
+    s.on_message_begin = { parser($0).messageBegin() }
+    s.on_url = { parser($0).url($1, $2) }
+    s.on_status = { parser($0).status($1, $2) }
+    s.on_header_field = { parser($0).headerField($1, $2) }
+    s.on_header_field_complete = { parser($0).headerFieldComplete() }
+    s.on_header_value = { parser($0).headerValue($1, $2) }
+    s.on_header_value_complete = { parser($0).headerValueComplete() }
+    s.on_headers_complete = { parser($0).headersComplete() }
+    s.on_body = { parser($0).body($1, $2) }
+    s.on_chunk_header = { parser($0).chunkHeader() }
+    s.on_chunk_complete = { parser($0).chunkComplete() }
+    s.on_message_complete = { parser($0).messageComplete() }
+    return s
+}()

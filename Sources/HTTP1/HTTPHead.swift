@@ -1,0 +1,124 @@
+internal import CLLHTTP
+#if canImport(Glibc)
+import Glibc
+#endif
+import ByteBuffers
+
+/// One header field as offsets into its head's byte storage: no copy per field.
+public struct HeaderField: Sendable {
+    public var nameStart: Int32
+    public var nameLength: Int32
+    public var valueStart: Int32
+    public var valueLength: Int32
+    public var known: KnownHeader
+    /// Named by a `Connection` header of the same message, so hop-by-hop too.
+    public var listedInConnection: Bool
+}
+
+/// The head (start line and header fields) of one request or response, plus trailers.
+/// A parser reuses one `HTTPHead` for every message on its connection; its storage keeps its
+/// capacity, so a keep-alive connection allocates nothing per request once warm.
+/// Views returned by `name(_:)`, `value(_:)`, `target` are valid until the next `feed`.
+public final class HTTPHead {
+    public internal(set) var bytes = ByteBuffer(capacity: 1024)
+    public internal(set) var fields: [HeaderField] = []
+    public internal(set) var trailers: [HeaderField] = []
+
+    // Request line.
+    public internal(set) var method: UInt8 = 0
+    var targetStart = 0
+    var targetLength = 0
+    // Status line.
+    public internal(set) var statusCode = 0
+    var reasonStart = 0
+    var reasonLength = 0
+
+    public internal(set) var versionMajor: UInt8 = 1
+    public internal(set) var versionMinor: UInt8 = 1
+    /// Framing, from the parser at the end of the head.
+    public internal(set) var isChunked = false
+    public internal(set) var contentLength: UInt64?
+    /// The message asks to keep the connection (HTTP/1.1 default, or 1.0 with keep-alive).
+    public internal(set) var keepAlive = true
+    /// A request asking for a protocol switch (`Upgrade` + `Connection: upgrade`), or CONNECT.
+    public internal(set) var isUpgrade = false
+    /// Index into `fields` of the Host header, if any.
+    public internal(set) var hostIndex: Int?
+    public internal(set) var expectsContinue = false
+
+    init() {
+        fields.reserveCapacity(32)
+    }
+
+    func reset() {
+        bytes.clear()
+        bytes.shrink(ifLargerThan: 64 * 1024)
+        fields.removeAll(keepingCapacity: true)
+        trailers.removeAll(keepingCapacity: true)
+        method = 0
+        targetStart = 0; targetLength = 0
+        statusCode = 0
+        reasonStart = 0; reasonLength = 0
+        versionMajor = 1; versionMinor = 1
+        isChunked = false
+        contentLength = nil
+        keepAlive = true
+        isUpgrade = false
+        hostIndex = nil
+        expectsContinue = false
+    }
+
+    @inline(__always)
+    func slice(_ start: Int, _ count: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: bytes.baseAddress.map { UnsafeRawPointer($0 + start) }, count: count)
+    }
+
+    public func name(_ field: HeaderField) -> UnsafeRawBufferPointer {
+        slice(Int(field.nameStart), Int(field.nameLength))
+    }
+
+    public func value(_ field: HeaderField) -> UnsafeRawBufferPointer {
+        slice(Int(field.valueStart), Int(field.valueLength))
+    }
+
+    /// The request-target exactly as received.
+    public var target: UnsafeRawBufferPointer { slice(targetStart, targetLength) }
+    public var reason: UnsafeRawBufferPointer { slice(reasonStart, reasonLength) }
+    public var host: UnsafeRawBufferPointer? { hostIndex.map { value(fields[$0]) } }
+
+    /// The method's name as llhttp spells it (`GET`, `M-SEARCH`, ...).
+    public var methodName: UnsafeRawBufferPointer {
+        let name = llhttp_method_name(llhttp_method_t(UInt32(method)))!
+        return UnsafeRawBufferPointer(start: name, count: strlen(name))
+    }
+
+    public var isHead: Bool { method == UInt8(HTTP_HEAD.rawValue) }
+    public var isConnect: Bool { method == UInt8(HTTP_CONNECT.rawValue) }
+
+    /// Whether the field is connection-specific and must not be forwarded as is.
+    @inline(__always)
+    public func isHopByHop(_ field: HeaderField) -> Bool {
+        field.known.isHopByHop || field.listedInConnection
+    }
+
+    /// Whether any `Connection` header lists `token` (lower case), e.g. `close` or `upgrade`.
+    public func connectionHas(_ token: [UInt8]) -> Bool {
+        var found = false
+        for field in fields where field.known == .connection {
+            ASCII.forEachListElement(value(field)) { if ASCII.equalsIgnoringCase($0, token) { found = true } }
+        }
+        return found
+    }
+
+    /// Marks every field named by a `Connection` header (RFC 9110 §7.6.1).
+    func markConnectionListedFields() {
+        for field in fields where field.known == .connection {
+            ASCII.forEachListElement(value(field)) { token in
+                for i in fields.indices where !fields[i].listedInConnection
+                    && ASCII.equalsIgnoringCase(name(fields[i]), token) {
+                    fields[i].listedInConnection = true
+                }
+            }
+        }
+    }
+}

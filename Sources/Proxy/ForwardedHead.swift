@@ -1,0 +1,146 @@
+import ByteBuffers
+import HTTP1
+
+/// Writes the heads the relay forwards: the request to the upstream and the response to the
+/// client, applying the intermediary rules of RFC 9110 §7.6 and RFC 9112:
+/// - hop-by-hop fields (Connection and what it lists, Keep-Alive, Proxy-Connection, TE,
+///   Transfer-Encoding, Upgrade, Proxy-Authorization) are dropped; the relay writes its own
+///   framing and connection fields;
+/// - everything else is copied in order, duplicates and case preserved;
+/// - `Via` is appended; `X-Forwarded-For/-Proto/-Host` are set (client values kept and
+///   extended only when `trustForwardedHeaders` is on).
+/// Pure functions over bytes, so the rules are tested without sockets.
+enum ForwardedHead {
+    /// How the relay frames a body it forwards.
+    enum Framing: Equatable {
+        case none
+        /// The sender's Content-Length field is forwarded with the body as is.
+        case contentLength
+        /// Re-chunked by the relay (`Transfer-Encoding: chunked` written here).
+        case chunked
+        /// Delimited by closing the connection (HTTP/1.0 clients only).
+        case close
+    }
+
+    struct Forwarding {
+        /// The client's address as text, for X-Forwarded-For.
+        var clientAddress: [UInt8]
+        var trustForwardedHeaders: Bool
+        var viaSuffix: [UInt8]
+    }
+
+    static func writeRequest(_ head: HTTPHead, target: UnsafeRawBufferPointer, plan: RoutePlan,
+                             framing: Framing, forwarding: Forwarding,
+                             clientHost: UnsafeRawBufferPointer?, injected: UnsafeRawBufferPointer?,
+                             into out: inout ByteBuffer) {
+        out.append(head.methodName)
+        out.append(UInt8(ascii: " "))
+        out.append(target)
+        out.append(" HTTP/1.1\r\n")
+        out.append(plan.hostLine)
+        for field in head.fields {
+            if head.isHopByHop(field) { continue }
+            switch field.known {
+            case .host, .xForwardedFor:
+                continue
+            case .xForwardedProto, .xForwardedHost:
+                if !forwarding.trustForwardedHeaders { continue }
+            case .contentLength where framing != .contentLength:
+                continue
+            default:
+                break
+            }
+            let name = head.name(field)
+            if !plan.replacedNames.isEmpty && plan.replaces(name) { continue }
+            appendField(name: name, value: head.value(field), into: &out)
+        }
+        if framing == .chunked { out.append("Transfer-Encoding: chunked\r\n") }
+        if head.isUpgrade { appendUpgrade(head, into: &out) }
+        out.append("X-Forwarded-For: ")
+        if forwarding.trustForwardedHeaders {
+            // Every X-Forwarded-For field the client sent, in order, then this hop.
+            for field in head.fields where field.known == .xForwardedFor {
+                out.append(head.value(field))
+                out.append(", ")
+            }
+        }
+        out.append(forwarding.clientAddress)
+        out.append("\r\n")
+        if !(forwarding.trustForwardedHeaders && head.fields.contains { $0.known == .xForwardedProto }) {
+            out.append("X-Forwarded-Proto: http\r\n")
+        }
+        if let clientHost, !(forwarding.trustForwardedHeaders && head.fields.contains { $0.known == .xForwardedHost }) {
+            appendField(name: staticBytes("X-Forwarded-Host"), value: clientHost, into: &out)
+        }
+        appendVia(versionMinor: head.versionMinor, suffix: forwarding.viaSuffix, into: &out)
+        out.append(plan.setHeaderLines)
+        if let injected { out.append(injected) }
+        out.append("\r\n")
+    }
+
+    static func writeResponse(_ head: HTTPHead, framing: Framing, keepAlive: Bool, clientVersionMinor: UInt8,
+                              viaSuffix: [UInt8], into out: inout ByteBuffer) {
+        out.append("HTTP/1.1 ")
+        out.appendDecimal(head.statusCode)
+        out.append(UInt8(ascii: " "))
+        out.append(head.reason)
+        out.append("\r\n")
+        for field in head.fields {
+            if head.isHopByHop(field) { continue }
+            if field.known == .contentLength && framing != .contentLength && framing != .none { continue }
+            appendField(name: head.name(field), value: head.value(field), into: &out)
+        }
+        if framing == .chunked { out.append("Transfer-Encoding: chunked\r\n") }
+        if head.statusCode == 101 {
+            appendUpgrade(head, into: &out)
+        } else if !keepAlive || framing == .close {
+            out.append("Connection: close\r\n")
+        } else if clientVersionMinor == 0 {
+            out.append("Connection: keep-alive\r\n")
+        }
+        appendVia(versionMinor: head.versionMinor, suffix: viaSuffix, into: &out)
+        out.append("\r\n")
+    }
+
+    /// An interim (1xx) response relayed to the client: the fields as they came, minus hop-by-hop.
+    static func writeInterim(_ head: HTTPHead, into out: inout ByteBuffer) {
+        out.append("HTTP/1.1 ")
+        out.appendDecimal(head.statusCode)
+        out.append(UInt8(ascii: " "))
+        out.append(head.reason)
+        out.append("\r\n")
+        for field in head.fields where !head.isHopByHop(field) {
+            appendField(name: head.name(field), value: head.value(field), into: &out)
+        }
+        out.append("\r\n")
+    }
+
+    /// The last chunk and the trailers of a chunked body.
+    static func writeLastChunk(trailersOf head: HTTPHead, into out: inout ByteBuffer) {
+        out.append("0\r\n")
+        for field in head.trailers where !head.isHopByHop(field) && field.known != .contentLength {
+            appendField(name: head.name(field), value: head.value(field), into: &out)
+        }
+        out.append("\r\n")
+    }
+
+    private static func appendUpgrade(_ head: HTTPHead, into out: inout ByteBuffer) {
+        out.append("Connection: upgrade\r\n")
+        for field in head.fields where field.known == .upgrade {
+            appendField(name: head.name(field), value: head.value(field), into: &out)
+        }
+    }
+
+    private static func appendVia(versionMinor: UInt8, suffix: [UInt8], into out: inout ByteBuffer) {
+        out.append(versionMinor == 0 ? "Via: 1.0" : "Via: 1.1")
+        out.append(suffix)
+    }
+
+    @inline(__always)
+    static func appendField(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, into out: inout ByteBuffer) {
+        out.append(name)
+        out.append(": ")
+        out.append(value)
+        out.append("\r\n")
+    }
+}

@@ -1,0 +1,92 @@
+import ByteBuffers
+
+/// An error the relay answers itself, as `application/problem+json` (RFC 9457). The body names
+/// the route when one was matched and never carries a token, a secret or request bytes beyond
+/// what `detail` states.
+struct Problem {
+    let status: Int
+    /// Stable slug, the last part of `type` (`urn:oauth-relay:problem:<slug>`).
+    let slug: String
+    let title: String
+    let detail: String
+    var route: String?
+    var extraHeaders: [(String, String)] = []
+
+    static func badRequest(_ detail: String) -> Problem {
+        Problem(status: 400, slug: "bad-request", title: "Bad Request", detail: detail)
+    }
+    static func noRoute() -> Problem {
+        Problem(status: 404, slug: "no-route", title: "No Route", detail: "no route matches this host and path")
+    }
+    static func methodNotAllowed() -> Problem {
+        Problem(status: 405, slug: "method-not-allowed", title: "Method Not Allowed",
+                detail: "CONNECT is not supported by this reverse proxy",
+                extraHeaders: [("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")])
+    }
+    static func headerTimeout() -> Problem {
+        Problem(status: 408, slug: "request-timeout", title: "Request Timeout",
+                detail: "the request head did not arrive within headerTimeoutSeconds")
+    }
+    static func headersTooLarge(_ detail: String) -> Problem {
+        Problem(status: 431, slug: "request-header-fields-too-large", title: "Request Header Fields Too Large", detail: detail)
+    }
+    static func badGateway(_ detail: String, route: String?) -> Problem {
+        Problem(status: 502, slug: "bad-gateway", title: "Bad Gateway", detail: detail, route: route)
+    }
+    static func gatewayTimeout(_ detail: String, route: String?) -> Problem {
+        Problem(status: 504, slug: "gateway-timeout", title: "Gateway Timeout", detail: detail, route: route)
+    }
+
+    var reasonPhrase: String { title }
+
+    func json() -> String {
+        var body = "{\"type\":\"urn:oauth-relay:problem:\(slug)\",\"title\":\(JSONText.quote(title)),\"status\":\(status),\"detail\":\(JSONText.quote(detail))"
+        if let route { body += ",\"route\":\(JSONText.quote(route))" }
+        return body + "}"
+    }
+
+    /// The whole response; `keepAlive` false adds `Connection: close`.
+    func write(keepAlive: Bool, viaSuffix: [UInt8], into out: inout ByteBuffer) {
+        let body = json()
+        out.append("HTTP/1.1 ")
+        out.appendDecimal(status)
+        out.append(" ")
+        out.append(reasonPhrase)
+        out.append("\r\nContent-Type: application/problem+json\r\nContent-Length: ")
+        out.appendDecimal(body.utf8.count)
+        out.append("\r\nCache-Control: no-store\r\n")
+        for (name, value) in extraHeaders {
+            out.append(name)
+            out.append(": ")
+            out.append(value)
+            out.append("\r\n")
+        }
+        if !keepAlive { out.append("Connection: close\r\n") }
+        out.append("Via: 1.1")
+        out.append(viaSuffix)
+        out.append("\r\n")
+        out.append(body)
+    }
+}
+
+/// JSON string literals, for the few JSON documents the relay writes itself (problem bodies,
+/// log lines) without pulling Foundation's encoder into the hot path.
+public enum JSONText {
+    public static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

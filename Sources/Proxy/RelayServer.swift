@@ -1,0 +1,105 @@
+// RelayServer: starts one ProxyWorker per worker thread and stops them.
+//
+// Each worker binds its own listening socket to the same address with SO_REUSEPORT, so the
+// kernel balances connections and no lock is shared between workers on the request path.
+
+import Config
+import Dispatch
+import EventLoop
+import Logging
+import Synchronization
+
+public final class RelayServer: Sendable {
+    public enum StartError: Error, CustomStringConvertible {
+        case badListenAddress(String)
+        case bindFailed(String, UVError)
+
+        public var description: String {
+            switch self {
+            case .badListenAddress(let text): return "listen address \(text) is not an IP address"
+            case .bindFailed(let address, let error): return "cannot listen on \(address): \(error.message) (\(error.name))"
+            }
+        }
+    }
+
+    private struct Worker: Sendable {
+        let thread: WorkerThread
+        let stop: LoopWakeup
+    }
+
+    private let workers: [Worker]
+    private let stopRequested = Atomic<Bool>(false)
+    /// The address actually bound (differs from the config with port 0).
+    public let boundAddress: String
+
+    /// Binds and starts `count` workers; returns once all listen, or throws if any could not.
+    public static func start(settings: ProxySettings, workers count: Int, logger: Logger) throws(StartError) -> RelayServer {
+        let listen = settings.config.listen
+        guard var address = SocketAddress(ip: listen.host == "localhost" ? "127.0.0.1" : listen.host, port: listen.port) else {
+            throw .badListenAddress(listen.description)
+        }
+        var started: [Worker] = []
+        var bound = address.description
+        for index in 0..<count {
+            let outcome = Mutex<Result<(LoopWakeup, SocketAddress?), UVError>?>(nil)
+            let ready = DispatchSemaphore(value: 0)
+            let bindTo = address
+            var workerLogger = logger
+            workerLogger[metadataKey: "worker"] = "\(index)"
+            let finalLogger = workerLogger
+            let thread = WorkerThread {
+                let loop: EventLoop
+                let worker: ProxyWorker
+                do {
+                    loop = try EventLoop()
+                    worker = try ProxyWorker(loop: loop, settings: settings, address: bindTo, logger: finalLogger)
+                } catch {
+                    outcome.withLock { $0 = .failure(error as! UVError) }
+                    ready.signal()
+                    return
+                }
+                outcome.withLock { $0 = .success((worker.stopSignal, worker.boundAddress)) }
+                ready.signal()
+                loop.run()
+                do {
+                    try loop.close()
+                } catch {
+                    finalLogger.error("worker loop closed with handles still open", metadata: ["error": "\(error)"])
+                }
+                _ = worker
+            }
+            ready.wait()
+            switch outcome.withLock({ $0 })! {
+            case .success(let (wakeup, boundAddress)):
+                started.append(Worker(thread: thread, stop: wakeup))
+                // Port 0 picks a port for the first worker; the others join that one.
+                if index == 0, let boundAddress {
+                    address = boundAddress
+                    bound = boundAddress.description
+                }
+            case .failure(let error):
+                thread.join()
+                for worker in started { worker.stop.wake() }
+                for worker in started { worker.thread.join() }
+                throw .bindFailed(address.description, error)
+            }
+        }
+        return RelayServer(workers: started, boundAddress: bound)
+    }
+
+    private init(workers: [Worker], boundAddress: String) {
+        self.workers = workers
+        self.boundAddress = boundAddress
+    }
+
+    /// Asks every worker to drain and stop; safe from any thread, effective once.
+    public func stop() {
+        guard !stopRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for worker in workers { worker.stop.wake() }
+    }
+
+    /// Blocks until every worker has stopped.
+    public func wait() {
+        for worker in workers { worker.thread.join() }
+    }
+}

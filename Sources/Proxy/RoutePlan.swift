@@ -1,0 +1,79 @@
+import Config
+import HTTP1
+
+/// Everything about a route that the hot path needs as bytes, computed once per config load:
+/// the `Host` line for the upstream, the header lines the route sets, and the lower-cased names
+/// those lines replace. A request then copies slices instead of formatting strings.
+public final class RoutePlan: Sendable {
+    public let route: Route
+    /// `Host: upstream-authority\r\n`.
+    let hostLine: [UInt8]
+    /// `Name: value\r\n` for each `setHeaders` entry.
+    let setHeaderLines: [UInt8]
+    /// Lower-cased names of the headers this route writes itself; a client's fields with these
+    /// names are dropped.
+    let replacedNames: [[UInt8]]
+    /// Forward the request-target as received (no prefix to strip, no base path to add).
+    let forwardsTargetVerbatim: Bool
+    let upstreamKey: UpstreamKey
+    let nameBytes: [UInt8]
+
+    public init(route: Route) {
+        self.route = route
+        hostLine = Array("Host: \(route.upstream.authority)\r\n".utf8)
+        setHeaderLines = route.setHeaders.flatMap { Array("\($0.name): \($0.value)\r\n".utf8) }
+        replacedNames = route.setHeaders.map { Array($0.name.lowercased().utf8) }
+        forwardsTargetVerbatim = !route.stripPrefix && route.upstream.basePath.isEmpty
+        upstreamKey = UpstreamKey(host: route.upstream.host, port: route.upstream.port)
+        nameBytes = Array(route.name.utf8)
+    }
+
+    @inline(__always)
+    func replaces(_ name: UnsafeRawBufferPointer) -> Bool {
+        for replaced in replacedNames where ASCII.equalsIgnoringCase(name, replaced) { return true }
+        return false
+    }
+}
+
+/// Where a pooled upstream connection goes; one pool per key per worker.
+struct UpstreamKey: Hashable, Sendable {
+    let host: String
+    let port: UInt16
+}
+
+/// The immutable part of a worker's world, shared by every worker thread: built once from a
+/// validated `RelayConfig`.
+public final class ProxySettings: Sendable {
+    public let config: RelayConfig
+    let routes: RouteTable
+    let plans: [RoutePlan]
+    let headerLimits: HeaderLimits
+    /// ` 1.1 pseudonym` minus the version, e.g. ` oauth-relay\r\n`, appended after `Via: 1.x`.
+    let viaSuffix: [UInt8]
+    let headerTimeoutMilliseconds: UInt64
+    let idleTimeoutMilliseconds: UInt64
+    let connectTimeoutMilliseconds: UInt64
+    let responseTimeoutMilliseconds: UInt64
+    let shutdownGraceMilliseconds: UInt64
+    let dnsCacheMilliseconds: UInt64
+
+    public init(config: RelayConfig) {
+        self.config = config
+        routes = RouteTable(config.routes)
+        plans = config.routes.map(RoutePlan.init(route:))
+        headerLimits = HeaderLimits(maxHeadBytes: config.limits.maxHeaderBytes, maxFieldCount: config.limits.maxHeaderCount)
+        viaSuffix = Array(" \(config.via)\r\n".utf8)
+        func milliseconds(_ seconds: Double) -> UInt64 { UInt64(max(1, (seconds * 1000).rounded())) }
+        headerTimeoutMilliseconds = milliseconds(config.limits.headerTimeoutSeconds)
+        idleTimeoutMilliseconds = milliseconds(config.limits.idleTimeoutSeconds)
+        connectTimeoutMilliseconds = milliseconds(config.limits.upstreamConnectTimeoutSeconds)
+        responseTimeoutMilliseconds = milliseconds(config.limits.upstreamResponseTimeoutSeconds)
+        shutdownGraceMilliseconds = milliseconds(config.limits.shutdownGraceSeconds)
+        dnsCacheMilliseconds = milliseconds(config.limits.dnsCacheSeconds)
+    }
+
+    /// The plan of the route that takes this request, or nil (404).
+    func plan(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer) -> RoutePlan? {
+        routes.matchIndex(host: host, path: path).map { plans[$0] }
+    }
+}

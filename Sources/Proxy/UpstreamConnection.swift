@@ -1,0 +1,260 @@
+import ByteBuffers
+import EventLoop
+import HTTP1
+
+/// Why an exchange with the upstream failed before it completed.
+enum UpstreamFailure: Error {
+    case resolve(String)
+    case connect(UVError)
+    case connectTimeout
+    case responseTimeout
+    /// The upstream closed (or reset) the connection before the response was complete.
+    case closed(UVError?)
+    case badResponse(HTTP1Error)
+
+    /// Nothing of the response arrived, so a request without a body can be sent again on a
+    /// new connection (an idle pooled connection the upstream closed just as it was reused).
+    var allowsRetryOnFreshConnection: Bool {
+        if case .closed = self { return true }
+        return false
+    }
+}
+
+/// One HTTP/1.1 connection to an upstream, reused for many exchanges through its pool.
+/// While an exchange runs, `owner` (the client connection) receives the parsed response.
+final class UpstreamConnection: TCPStreamDelegate, HTTP1ParserDelegate {
+    enum State { case resolving, connecting, active, tunnelling, idle, closed }
+
+    unowned let pool: UpstreamPool
+    private(set) var stream: TCPStream?
+    let parser: HTTP1Parser
+    private(set) var state: State = .resolving
+    /// The client connection whose exchange this is; strong only during the exchange.
+    var owner: ClientConnection?
+    /// Exchanges completed on this connection before the current one.
+    private(set) var completedExchanges = 0
+    /// Any byte of a response arrived in the current exchange.
+    private(set) var receivedResponseBytes = false
+    /// The upstream allows another request after this response, and nothing went wrong.
+    var reusable = true
+    /// Request bytes written before a connection exists (while resolving).
+    private var beforeConnect = ByteBuffer()
+    private var timer: LoopTimer?
+    private var timerPurpose: TimerPurpose = .none
+    private enum TimerPurpose { case none, connect, response, idle }
+
+    init(pool: UpstreamPool) {
+        self.pool = pool
+        parser = HTTP1Parser(kind: .response, limits: pool.settings.headerLimits)
+        parser.delegate = self
+        timer = LoopTimer(loop: pool.loop) { [unowned self] in self.timerFired() }
+    }
+
+    var isReused: Bool { completedExchanges > 0 }
+
+    var isAboveHighWater: Bool {
+        stream?.isAboveHighWater ?? (beforeConnect.count > 256 * 1024)
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) {
+        if let stream {
+            stream.write(bytes)
+        } else {
+            beforeConnect.append(bytes)
+        }
+    }
+
+    func write(_ buffer: borrowing ByteBuffer) {
+        write(buffer.readableBytes)
+    }
+
+    // MARK: Lifecycle
+
+    func connect(to address: SocketAddress) {
+        guard state == .resolving else { return }
+        do {
+            stream = try TCPStream.connect(on: pool.loop, to: address, delegate: self)
+        } catch {
+            fail(.connect(error))
+            return
+        }
+        state = .connecting
+        arm(.connect, pool.settings.connectTimeoutMilliseconds)
+        if !beforeConnect.isEmpty {
+            stream?.write(beforeConnect)
+            beforeConnect.clear()
+        }
+    }
+
+    /// Starts an exchange for `owner` on this (new or idle) connection.
+    func begin(for owner: ClientConnection) {
+        self.owner = owner
+        receivedResponseBytes = false
+        if state == .idle {
+            state = .active
+            parser.reset()
+            arm(.response, pool.settings.responseTimeoutMilliseconds)
+        }
+    }
+
+    /// The exchange is over; back to the pool (or closed, when it cannot be reused).
+    func finishExchange() {
+        owner = nil
+        completedExchanges += 1
+        guard reusable, state == .active, parser.isInMessage == false else {
+            close()
+            return
+        }
+        state = .idle
+        arm(.idle, pool.settings.idleTimeoutMilliseconds)
+        // Keep reading while idle: an upstream that closes is noticed and dropped at once.
+        stream?.startReading()
+        pool.park(self)
+    }
+
+    /// The request is still flowing (request body bytes written): the upstream is not late.
+    func noteRequestProgress() {
+        if timerPurpose == .response { arm(.response, pool.settings.responseTimeoutMilliseconds) }
+    }
+
+    func startTunnel() {
+        state = .tunnelling
+        disarm()
+    }
+
+    /// The client ended the tunnel: deliver what is queued, then close.
+    func finishTunnel() {
+        guard state == .tunnelling else { return close() }
+        state = .closed
+        owner = nil
+        timer?.close()
+        timer = nil
+        stream?.closeAfterWrites(lingerMilliseconds: 1000)
+    }
+
+    func close() {
+        guard state != .closed else { return }
+        let wasIdle = state == .idle
+        state = .closed
+        owner = nil
+        timer?.close()
+        timer = nil
+        stream?.close()
+        if wasIdle { pool.unpark(self) }
+    }
+
+    private func fail(_ failure: UpstreamFailure) {
+        let owner = self.owner
+        close()
+        owner?.upstream(self, didFail: failure)
+    }
+
+    // MARK: Timers
+
+    private func arm(_ purpose: TimerPurpose, _ milliseconds: UInt64) {
+        timerPurpose = purpose
+        timer?.start(afterMilliseconds: milliseconds)
+    }
+
+    private func disarm() {
+        timerPurpose = .none
+        timer?.stop()
+    }
+
+    private func timerFired() {
+        switch timerPurpose {
+        case .connect: fail(.connectTimeout)
+        case .response: fail(.responseTimeout)
+        case .idle: close()
+        case .none: break
+        }
+    }
+
+    // MARK: TCPStreamDelegate
+
+    func stream(_ stream: TCPStream, didConnectWith error: UVError?) {
+        if let error {
+            fail(.connect(error))
+            return
+        }
+        state = .active
+        arm(.response, pool.settings.responseTimeoutMilliseconds)
+        stream.startReading()
+    }
+
+    func stream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer) {
+        switch state {
+        case .tunnelling:
+            owner?.upstreamTunnel(self, didRead: bytes)
+            return
+        case .active:
+            break
+        default:
+            // Bytes on an idle connection: the upstream is not speaking HTTP with us any more.
+            close()
+            return
+        }
+        receivedResponseBytes = true
+        if timerPurpose == .response { arm(.response, pool.settings.responseTimeoutMilliseconds) }
+        switch parser.feed(bytes) {
+        case .consumed:
+            break
+        case .paused(let consumed):
+            // Bytes after a complete response that nobody asked for: never reuse this one.
+            if consumed < bytes.count { reusable = false }
+            disarm()
+            owner?.upstreamDidFinishResponse(self)
+        case .upgraded(let consumed):
+            owner?.upstream(self, didUpgradeWith: UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
+        case .failed(let error):
+            fail(.badResponse(error))
+        }
+    }
+
+    func stream(_ stream: TCPStream, didEndWith error: UVError?) {
+        switch state {
+        case .tunnelling:
+            owner?.upstreamTunnelDidEnd(self)
+        case .active where error == nil && parser.messageNeedsEOF:
+            // A response delimited by the close: complete now.
+            reusable = false
+            if parser.finish() == nil {
+                disarm()
+                owner?.upstreamDidFinishResponse(self)
+            } else {
+                fail(.closed(nil))
+            }
+        case .active, .connecting:
+            fail(.closed(error))
+        default:
+            close()
+        }
+    }
+
+    func streamDidDrain(_ stream: TCPStream) {
+        owner?.upstreamDidDrain(self)
+    }
+
+    // MARK: HTTP1ParserDelegate (the response), handed to the owner
+
+    func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
+        if !parser.head.keepAlive { reusable = false }
+        return owner?.upstream(self, didReceiveHead: parser.head) ?? .none
+    }
+
+    func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
+        owner?.upstream(self, didReceiveBody: bytes)
+    }
+
+    func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {
+        owner?.upstream(self, didStartChunkOfSize: size)
+    }
+
+    func parserDidFinishChunk(_ parser: HTTP1Parser) {
+        owner?.upstreamDidFinishChunk(self)
+    }
+
+    func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
+        owner?.upstreamDidFinishMessage(self) ?? true
+    }
+}

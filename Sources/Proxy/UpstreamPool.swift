@@ -1,0 +1,95 @@
+import EventLoop
+
+/// The connections of one worker to one upstream `host:port`: idle ones kept for reuse (most
+/// recently used first, so the least used age out on their idle timer), and the upstream's
+/// addresses cached for `dnsCacheSeconds`.
+final class UpstreamPool {
+    let key: UpstreamKey
+    let loop: EventLoop
+    let settings: ProxySettings
+    private var idle: [UpstreamConnection] = []
+    private var addresses: [SocketAddress] = []
+    private var addressesExpireAt: UInt64 = 0
+    private var nextAddress = 0
+    private var waitingForAddresses: [UpstreamConnection] = []
+    private var resolving = false
+    private let maxIdle: Int
+
+    init(key: UpstreamKey, loop: EventLoop, settings: ProxySettings) {
+        self.key = key
+        self.loop = loop
+        self.settings = settings
+        maxIdle = settings.config.limits.maxIdleUpstreamConnections
+        if let literal = SocketAddress(ip: key.host, port: key.port) {
+            addresses = [literal]
+            addressesExpireAt = .max
+        }
+    }
+
+    var idleCount: Int { idle.count }
+
+    /// A connection for `owner`'s exchange: an idle one, or a new one (connecting, or waiting
+    /// for the host name to resolve). Never nil: failures arrive later through the owner.
+    func acquire(for owner: ClientConnection, fresh: Bool = false) -> UpstreamConnection {
+        if !fresh, let connection = idle.popLast() {
+            connection.begin(for: owner)
+            return connection
+        }
+        let connection = UpstreamConnection(pool: self)
+        connection.begin(for: owner)
+        if loop.nowMilliseconds < addressesExpireAt, !addresses.isEmpty {
+            connection.connect(to: pickAddress())
+        } else {
+            waitingForAddresses.append(connection)
+            resolve()
+        }
+        return connection
+    }
+
+    /// Round-robin over the resolved addresses.
+    private func pickAddress() -> SocketAddress {
+        nextAddress = (nextAddress + 1) % addresses.count
+        return addresses[nextAddress]
+    }
+
+    private func resolve() {
+        guard !resolving else { return }
+        resolving = true
+        Resolver.resolve(on: loop, host: key.host, port: key.port) { [self] result in
+            resolving = false
+            let waiting = waitingForAddresses
+            waitingForAddresses.removeAll()
+            switch result {
+            case .success(let resolved):
+                addresses = resolved
+                addressesExpireAt = loop.nowMilliseconds + settings.dnsCacheMilliseconds
+                for connection in waiting { connection.connect(to: pickAddress()) }
+            case .failure(let error):
+                for connection in waiting {
+                    let owner = connection.owner
+                    connection.close()
+                    owner?.upstream(connection, didFail: .resolve("cannot resolve upstream host \(key.host): \(error.name)"))
+                }
+            }
+        }
+    }
+
+    /// Keeps a connection whose exchange ended cleanly, unless the pool is full.
+    func park(_ connection: UpstreamConnection) {
+        if idle.count >= maxIdle {
+            idle.removeFirst().close()
+        }
+        idle.append(connection)
+    }
+
+    /// Forgets an idle connection that closed.
+    func unpark(_ connection: UpstreamConnection) {
+        if let index = idle.firstIndex(where: { $0 === connection }) { idle.remove(at: index) }
+    }
+
+    func closeIdle() {
+        let connections = idle
+        idle.removeAll()
+        for connection in connections { connection.close() }
+    }
+}

@@ -1,0 +1,73 @@
+import ArgumentParser
+import Config
+import Foundation
+import EventLoop
+import Logging
+import Proxy
+
+/// `oauth-relay demo`: the relay on its embedded default, in front of an echo upstream it
+/// starts itself, all on loopback.
+struct DemoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Run the relay on its embedded demo configuration, with its own echo upstream, on loopback.")
+
+    @Option(name: .long, help: "Where the relay listens.")
+    var listen: String = "127.0.0.1:8180"
+
+    @Option(name: .long, help: "Port of the demo echo upstream on 127.0.0.1.")
+    var upstreamPort: UInt16 = 9001
+
+    @OptionGroup var common: CommonOptions
+
+    /// The embedded default. It goes through the same loader as a file, so it is validated
+    /// the same way.
+    static func configJSON(listen: String, upstreamPort: UInt16) -> String {
+        """
+        {
+          "listen": "\(listen)",
+          "workers": 1,
+          "accessLog": true,
+          "routes": [
+            {
+              "name": "demo-echo",
+              "match": { "pathPrefix": "/" },
+              "upstream": "http://127.0.0.1:\(upstreamPort)",
+              "setHeaders": { "X-Demo": "added by oauth-relay" }
+            }
+          ]
+        }
+        """
+    }
+
+    func run() throws {
+        common.bootstrapLogging()
+        let logger = Logger(label: "oauth-relay")
+        let json = Self.configJSON(listen: listen, upstreamPort: upstreamPort)
+        let config: RelayConfig
+        do {
+            config = try ConfigLoader.decode(json: Data(json.utf8), baseDirectory: ".", environment: [:])
+        } catch {
+            FileHandleOutput.standardError("oauth-relay demo: \(error.description)\n")
+            throw ExitCode(1)
+        }
+        let echo: DemoEchoServer
+        do {
+            echo = try DemoEchoServer(address: SocketAddress(ip: "127.0.0.1", port: upstreamPort)!)
+        } catch {
+            logger.critical("cannot start the demo echo upstream", metadata: ["port": "\(upstreamPort)", "error": "\(error)"])
+            throw ExitCode(1)
+        }
+        defer { echo.stop() }
+        try serve(config, logger: logger) { server in
+            FileHandleOutput.standardError("""
+
+            oauth-relay demo: relay on \(server.boundAddress), echo upstream on 127.0.0.1:\(upstreamPort)
+            Try:  curl -s http://\(server.boundAddress)/hello
+            The echo shows the request as the upstream got it (note X-Demo, Via, X-Forwarded-*). Ctrl-C stops.
+
+
+            """)
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Config
+import EventLoop
+import Foundation
+import Logging
+import Proxy
+
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "run", abstract: "Serve with the given configuration file.")
+
+    @Option(name: .long, help: "The JSON configuration file.")
+    var config: String
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        common.bootstrapLogging()
+        let relayConfig = try loadConfig(path: config)
+        try serve(relayConfig, logger: Logger(label: "oauth-relay"))
+    }
+}
+
+/// Loads and validates a config file; on errors prints each with its JSON path and fails.
+func loadConfig(path: String) throws -> RelayConfig {
+    do {
+        return try ConfigLoader.load(path: path, environment: ProcessInfo.processInfo.environment)
+    } catch {
+        FileHandleOutput.standardError("oauth-relay: invalid configuration \(path):\n\(error.description)\n")
+        throw ExitCode(1)
+    }
+}
+
+/// Runs the relay until SIGTERM or SIGINT, then drains and returns.
+/// `whileServing` runs once the listeners are bound (the demo prints its instructions there).
+func serve(_ config: RelayConfig, logger: Logger, whileServing: (RelayServer) -> Void = { _ in }) throws {
+    SignalWatcher.ignoreBrokenPipe()
+    let settings = ProxySettings(config: config)
+    let workers = config.workers == 0 ? WorkerThread.processorCount : config.workers
+    let server: RelayServer
+    do {
+        server = try RelayServer.start(settings: settings, workers: workers, logger: logger)
+    } catch {
+        logger.critical("cannot start", metadata: ["error": "\(error)"])
+        throw ExitCode(1)
+    }
+    logger.info("listening", metadata: [
+        "listen": .string(server.boundAddress),
+        "workers": .stringConvertible(workers),
+        "routes": .array(config.routes.map { .string("\($0.name) \($0.match.host.map { "\($0)" } ?? "*")\($0.match.pathPrefix) -> \($0.upstream)") }),
+    ])
+    whileServing(server)
+
+    let loop = try EventLoop()
+    var watchers: [SignalWatcher] = []
+    let stop: (Int32) -> Void = { signal in
+        logger.info("shutting down", metadata: ["signal": .stringConvertible(signal)])
+        server.stop()
+        // With the watchers gone a second signal has its default effect: it ends the process.
+        for watcher in watchers { watcher.close() }
+    }
+    watchers.append(SignalWatcher(loop: loop, signal: SignalWatcher.terminate, callback: stop))
+    watchers.append(SignalWatcher(loop: loop, signal: SignalWatcher.interrupt, callback: stop))
+    watchers.append(SignalWatcher(loop: loop, signal: SignalWatcher.hangUp) { _ in
+        logger.warning("SIGHUP received: this version does not reload its configuration; nothing changed")
+    })
+    loop.run()
+    server.wait()
+    try? loop.close()
+    logger.info("stopped")
+}

@@ -1,0 +1,51 @@
+import Config
+import Foundation
+import XCTest
+
+/// Decodes `json` with the given environment and base directory.
+func decodeConfig(_ json: String, environment: [String: String] = [:], baseDirectory: String = "/nonexistent") throws(ConfigErrors) -> RelayConfig {
+    try ConfigLoader.decode(json: Data(json.utf8), baseDirectory: baseDirectory, environment: environment)
+}
+
+/// The errors decoding `json` reports; fails the test when it decodes.
+func configErrors(_ json: String, environment: [String: String] = [:], baseDirectory: String = "/nonexistent",
+                  file: StaticString = #filePath, line: UInt = #line) -> [ConfigError] {
+    do {
+        let config = try decodeConfig(json, environment: environment, baseDirectory: baseDirectory)
+        XCTFail("expected errors, decoded \(config)", file: file, line: line)
+        return []
+    } catch {
+        return error.errors
+    }
+}
+
+/// `path: message` of each error, for compact assertions.
+func describe(_ errors: [ConfigError]) -> [String] {
+    errors.map { "\($0.path): \($0.message)" }
+}
+
+/// A route list with one route to a local upstream plus `extra` keys, for tests about routes.
+func routeJSON(_ extra: String) -> String {
+    #"{ "routes": [ { "upstream": "http://127.0.0.1:9001"\#(extra.isEmpty ? "" : ", " + extra) } ] }"#
+}
+
+/// A fresh directory under the system temporary directory, removed on `remove()`.
+struct TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        path = NSTemporaryDirectory() + "config-tests-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    @discardableResult
+    func write(_ name: String, _ contents: String) throws -> String {
+        let file = path + "/" + name
+        try contents.write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}

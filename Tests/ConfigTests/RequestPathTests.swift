@@ -1,0 +1,85 @@
+import Config
+import XCTest
+
+/// Request paths are normalized once, before routing.
+final class RequestPathTests: XCTestCase {
+    func testNormalizationTable() {
+        let table: [(input: String, expected: String?)] = [
+            ("/", "/"),
+            ("/a/b", "/a/b"),
+            ("/a/./b", "/a/b"),
+            ("/a/b/../c", "/a/c"),
+            ("/a/b/..", "/a/"),
+            ("/a/.", "/a/"),
+            ("/..", "/"),
+            ("/../../a", "/a"),
+            ("/a/../../b/", "/b/"),
+            ("/a//b", "/a//b"),
+            ("//", "//"),
+            ("/a/b/", "/a/b/"),
+            ("/a/%2E%2e/b", "/b"),
+            ("/%41%7a%2D%5f%7E%30", "/Az-_~0"),
+            ("/a%2fb", "/a%2Fb"),
+            ("/a%2F..%2Fb", "/a%2F..%2Fb"),
+            ("/%c3%a9", "/%C3%A9"),
+            ("/a:b@c!$&'()*+,;=", "/a:b@c!$&'()*+,;="),
+            ("/a|b{c}", "/a%7Cb%7Bc%7D"),
+            ("/caf\u{E9}", "/caf%C3%A9"),
+            ("/..a/.b/a..", "/..a/.b/a.."),
+            ("", nil),
+            ("a/b", nil),
+            ("*", nil),
+            ("/a%", nil),
+            ("/a%4", nil),
+            ("/a%zz", nil),
+            ("/a%4g", nil),
+            ("/a b", nil),
+            ("/a\u{0}b", nil),
+            ("/a\tb", nil),
+            ("/a\u{7F}", nil),
+            ("/a#b", nil),
+            ("/a?b", nil),
+        ]
+        for (input, expected) in table {
+            XCTAssertEqual(RequestPath.normalize(input), expected, "normalize(\(input.debugDescription))")
+        }
+    }
+
+    func testNormalizeReusesTheCallersBuffer() {
+        var output: [UInt8] = Array("stale contents that must go".utf8)
+        let valid = "/x/../y".utf8.withContiguousStorageIfAvailable {
+            RequestPath.normalize(UnsafeRawBufferPointer($0), into: &output)
+        }
+        XCTAssertEqual(valid, true)
+        XCTAssertEqual(String(decoding: output, as: UTF8.self), "/y")
+    }
+
+    func testStrippingAPrefixAlwaysLeavesALeadingSlash() {
+        let cases: [(path: String, prefix: String, expected: String)] = [
+            ("/api/x", "/api/", "/x"),
+            ("/api/x", "/api", "/x"),
+            ("/api", "/api", "/"),
+            ("/api/", "/api/", "/"),
+            ("/apix", "/api", "/x"),
+            ("/x", "/", "/x"),
+            ("/x", "", "/x"),
+        ]
+        for (path, prefix, expected) in cases {
+            var output: [UInt8] = Array("/base".utf8)
+            Array(path.utf8).withUnsafeBytes { RequestPath.appendStripped($0, prefixLength: prefix.utf8.count, to: &output) }
+            XCTAssertEqual(String(decoding: output, as: UTF8.self), "/base" + expected, "strip \(prefix) from \(path)")
+        }
+    }
+
+    func testUpstreamPathJoinsBasePathAndStrippedPath() throws {
+        let config = try decodeConfig(#"""
+        { "routes": [ { "upstream": "http://svc/v1/", "match": { "pathPrefix": "/orders/" }, "stripPrefix": true },
+                      { "upstream": "http://svc/v2", "match": { "pathPrefix": "/keep/" } } ] }
+        """#)
+        var output: [UInt8] = []
+        Array("/orders/42".utf8).withUnsafeBytes { config.routes[0].upstreamPath(for: $0, into: &output) }
+        XCTAssertEqual(String(decoding: output, as: UTF8.self), "/v1/42")
+        Array("/keep/42".utf8).withUnsafeBytes { config.routes[1].upstreamPath(for: $0, into: &output) }
+        XCTAssertEqual(String(decoding: output, as: UTF8.self), "/v2/keep/42")
+    }
+}

@@ -1,0 +1,76 @@
+import Config
+import XCTest
+
+/// Secrets never show up in descriptions, dumps or error messages.
+final class SecretTests: XCTestCase {
+    func testShortSecretIsFullyRedacted() {
+        let secret = Secret("hunter2")
+        XCTAssertEqual(secret.description, "…")
+        XCTAssertEqual(secret.debugDescription, "…")
+        XCTAssertEqual("\(secret)", "…")
+    }
+
+    func testLongSecretShowsOnlyItsLastFourCharacters() {
+        let secret = Secret("0123456789abcdefWXYZ")
+        XCTAssertEqual(secret.description, "…WXYZ")
+        XCTAssertEqual(Secret("0123456789abcdef").description, "…cdef")
+        XCTAssertEqual(Secret("0123456789abcde").description, "…")
+    }
+
+    func testValueGivesTheSecret() {
+        XCTAssertEqual(Secret("hunter2").value, "hunter2")
+    }
+
+    func testIdentityDescriptionAndDumpNeverContainTheSecrets() throws {
+        let json = #"""
+        { "identities": { "legacy": { "tokenUrl": "https://idp/token", "grant": "password", "clientId": "legacy",
+          "clientSecret": "client-secret-0123456789", "username": "svc", "password": "password-0123456789" } } }
+        """#
+        let identity = try XCTUnwrap(decodeConfig(json).identities["legacy"])
+        var dumped = ""
+        dump(identity, to: &dumped)
+        for text in [String(describing: identity), String(reflecting: identity), dumped] {
+            XCTAssertFalse(text.contains("client-secret-01234"), text)
+            XCTAssertFalse(text.contains("password-01234"), text)
+        }
+        XCTAssertEqual(identity.clientSecret?.value, "client-secret-0123456789")
+    }
+
+    func testErrorsAboutASecretNeverContainItsValue() {
+        let json = #"""
+        { "identities": { "x": { "tokenUrl": "https://idp/token", "grant": "client_credentials", "clientId": "c",
+          "clientSecret": "super-secret-value", "clientAuth": "none", "password": "another-secret-value" } } }
+        """#
+        let text = describe(configErrors(json)).joined(separator: "\n")
+        XCTAssertTrue(text.contains("clientAuth is none but a client secret is set"), text)
+        XCTAssertTrue(text.contains("$.identities.x.password: password is only used by the password grant"), text)
+        XCTAssertFalse(text.contains("super-secret"), text)
+        XCTAssertFalse(text.contains("another-secret"), text)
+    }
+
+    func testSecretFileIsReadRelativeToTheConfigAndTrimmed() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("client-secret", "\n  s3cr3t value \t\r\n")
+        let json = #"{ "identities": { "x": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecretFile": "client-secret" } } }"#
+        let identity = try XCTUnwrap(decodeConfig(json, baseDirectory: directory.path).identities["x"])
+        XCTAssertEqual(identity.clientSecret?.value, "s3cr3t value")
+    }
+
+    func testEmptySecretFileIsReported() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try directory.write("empty", " \n")
+        let json = #"{ "identities": { "x": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecretFile": "\#(file)" } } }"#
+        XCTAssertEqual(describe(configErrors(json)), ["$.identities.x.clientSecretFile: file is empty: \(file)"])
+    }
+
+    func testSecretFileNamingADirectoryIsReported() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let json = #"{ "identities": { "x": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecretFile": "." } } }"#
+        let errors = configErrors(json, baseDirectory: directory.path)
+        XCTAssertEqual(errors.map(\.path), ["$.identities.x.clientSecretFile"])
+        XCTAssertTrue(errors.first?.message.hasPrefix("is a directory") ?? false, "\(errors)")
+    }
+}

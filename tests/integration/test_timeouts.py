@@ -1,0 +1,97 @@
+"""Timeouts and upstream failures: 408 for a head that does not arrive in time, 502 when the
+upstream refuses, hangs up or answers with bad framing, 504 when it does not connect or answer
+in time. Every error is a problem+json naming the route."""
+
+import select
+import time
+
+from conftest import assert_closed, assert_problem, curl, route, scaled
+
+
+def test_partial_head_gets_408_after_the_header_timeout(start_relay, upstream):
+    relay = start_relay([route(upstream)], limits={"headerTimeoutSeconds": 1})
+    with relay.connect() as conn:
+        conn.send(b"GET / HTTP/1.1\r\nHost: relay.test\r\nX-Partial: ")
+        t0 = time.monotonic()
+        resp = conn.read_response(timeout=5)
+        elapsed = time.monotonic() - t0
+        assert_problem(resp, 408)
+        assert_closed(conn)
+    assert scaled(0.8) <= elapsed, f"408 after {elapsed:.2f}s, before the 1s timeout"
+    assert upstream.stats()["requests_started"] == 0
+
+
+def test_header_timeout_is_not_extended_by_trickled_bytes(start_relay, upstream):
+    relay = start_relay([route(upstream)], limits={"headerTimeoutSeconds": 1})
+    with relay.connect() as conn:
+        conn.send(b"GET / HTTP/1.1\r\nHost: relay.test\r\nX-Slow: ")
+        t0 = time.monotonic()
+        deadline = t0 + scaled(5)
+        # One byte every 200 ms, until the relay answers (it must within ~1s, not 5).
+        while not select.select([conn.sock], [], [], 0.2)[0]:
+            assert time.monotonic() < deadline, "no answer while the head trickled in for 5s"
+            try:
+                conn.send(b"a")
+            except OSError:  # answered and closed between select and send
+                break
+        resp = conn.read_response(timeout=2)
+        elapsed = time.monotonic() - t0
+    assert_problem(resp, 408)
+    assert elapsed < scaled(3), f"408 only after {elapsed:.1f}s of trickling"
+
+
+def test_unreachable_upstream_gets_502(start_relay, closed_port):
+    relay = start_relay([route(f"http://127.0.0.1:{closed_port}", name="down")])
+    assert_problem(relay.request("GET", "/x"), 502, route="down")
+
+
+def test_unreachable_upstream_through_curl_gets_502_problem(start_relay, closed_port):
+    relay = start_relay([route(f"http://127.0.0.1:{closed_port}", name="down")])
+    resp = curl(relay.url + "/x")
+    assert_problem(resp, 502, route="down")
+
+
+def test_upstream_connect_timeout_gets_504(start_relay, blackhole_port):
+    relay = start_relay([route(f"http://127.0.0.1:{blackhole_port}", name="blackhole")],
+                        limits={"upstreamConnectTimeoutSeconds": 0.5})
+    t0 = time.monotonic()
+    resp = relay.request("GET", "/x", timeout=5)
+    elapsed = time.monotonic() - t0
+    assert_problem(resp, 504, route="blackhole")
+    assert elapsed < scaled(3), f"504 only after {elapsed:.1f}s"
+
+
+def test_slow_upstream_gets_504_after_the_response_timeout(start_relay, upstream):
+    relay = start_relay([route(upstream, name="slow")], limits={"upstreamResponseTimeoutSeconds": 0.5})
+    t0 = time.monotonic()
+    resp = relay.request("GET", "/slow?ms=5000", timeout=5)
+    elapsed = time.monotonic() - t0
+    assert_problem(resp, 504, route="slow")
+    assert scaled(0.4) <= elapsed < scaled(3), f"504 after {elapsed:.2f}s"
+
+
+def test_upstream_faster_than_the_response_timeout_is_answered(start_relay, upstream):
+    relay = start_relay([route(upstream)], limits={"upstreamResponseTimeoutSeconds": 2})
+    assert relay.request("GET", "/slow?ms=300").status == 200
+
+
+def test_upstream_closing_without_an_answer_gets_502(start_relay, upstream):
+    relay = start_relay([route(upstream, name="echo")])
+    assert_problem(relay.request("GET", "/close-early"), 502, route="echo")
+
+
+def test_upstream_response_with_content_length_and_chunked_gets_502(start_relay, upstream):
+    relay = start_relay([route(upstream, name="echo")])
+    assert_problem(relay.request("GET", "/bad-framing"), 502, route="echo")
+
+
+def test_upstream_response_with_invalid_chunk_size_gets_502(start_relay, upstream):
+    relay = start_relay([route(upstream, name="echo")])
+    assert_problem(relay.request("GET", "/bad-chunk"), 502, route="echo")
+
+
+def test_relay_keeps_serving_after_upstream_failures(start_relay, upstream):
+    relay = start_relay([route(upstream)], limits={"upstreamResponseTimeoutSeconds": 0.5})
+    for target in ("/close-early", "/bad-framing", "/bad-chunk", "/slow?ms=2000"):
+        assert relay.request("GET", target, timeout=5).status in (502, 504), target
+    assert relay.request("GET", "/fine").json()["target"] == "/fine"
