@@ -159,7 +159,9 @@ public final class TCPStream: HandleOwner {
             // error later: `write` never calls the delegate from inside the caller's own code.
         }
         pending.append(rest)
-        if pending.count > highWaterMark { aboveHighWater = true }
+        // The same measure as `isAboveHighWater`, which owners check: when they see it true,
+        // a drain notification must follow.
+        if queuedBytes > highWaterMark { aboveHighWater = true }
         startWriteIfIdle()
     }
 

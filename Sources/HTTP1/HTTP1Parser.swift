@@ -154,7 +154,9 @@ public final class HTTP1Parser {
     }
 
     /// Whether the peer closing now would complete the current message (close-delimited body).
-    public var messageNeedsEOF: Bool { llhttp_message_needs_eof(state) != 0 }
+    /// Only after a complete head: llhttp answers yes for a response parser that has seen nothing.
+    public var messageNeedsEOF: Bool { isInMessage && headComplete && llhttp_message_needs_eof(state) != 0 }
+    private var headComplete = false
 
     /// Forgets everything, for a connection reused for a new exchange.
     public func reset() {
@@ -174,6 +176,7 @@ public final class HTTP1Parser {
         headBytesSeen = 0
         inTrailers = false
         inFieldName = false
+        headComplete = false
         isInMessage = true
         return 0
     }
@@ -288,6 +291,7 @@ public final class HTTP1Parser {
             return fail(.badHost, "HTTP/1.1 request without a Host header")
         }
         inTrailers = true
+        headComplete = true
         headBytesSeen = 0
         switch delegate?.parserDidParseHead(self) ?? .framed {
         case .framed: return 0

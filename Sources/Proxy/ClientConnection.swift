@@ -35,8 +35,12 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
     private var parsing = ByteBuffer()
     /// Scratch for composing heads and chunk lines.
     private var scratch = ByteBuffer(capacity: 2048)
+    /// The response head, held back until body bytes follow or the upstream read that carried
+    /// it is fully parsed: bad framing right behind the head then still becomes a clean 502.
+    private var heldResponseHead = ByteBuffer(capacity: 1024)
     private var normalizedPath: [UInt8] = []
     private var rewrittenTarget: [UInt8] = []
+    private var targetScratch = RoutePlan.TargetScratch()
 
     // The current exchange.
     private var exchange = Exchange()
@@ -145,8 +149,13 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
             feedParser(parsing.readableBytes)
             parsing.clear()
         }
-        if phase == .awaitingRequest || (phase == .readingHead && !parserPaused) {
-            stream.startReading()
+        // Read on unless the parser waits for the current exchange, the upstream is full, or
+        // the connection is ending.
+        switch phase {
+        case .awaitingRequest, .readingHead, .exchanging:
+            if !parserPaused && !readsBlockedByUpstream { stream.startReading() }
+        case .tunnelling, .closing:
+            break
         }
     }
 
@@ -196,8 +205,10 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
             ForwardedHead.writeRequest(head, target: target.originForm, plan: plan, framing: exchange.requestFraming,
                                        forwarding: forwarding, clientHost: head.host, injected: nil, into: &scratch)
         } else {
-            normalizedPath.withUnsafeBytes { plan.route.upstreamPath(for: $0, into: &rewrittenTarget) }
-            rewrittenTarget.append(contentsOf: target.queryWithMark)
+            normalizedPath.withUnsafeBytes {
+                plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
+                                         into: &rewrittenTarget, scratch: &targetScratch)
+            }
             rewrittenTarget.withUnsafeBytes { rewritten in
                 ForwardedHead.writeRequest(head, target: rewritten, plan: plan, framing: exchange.requestFraming,
                                            forwarding: forwarding, clientHost: head.host, injected: nil, into: &scratch)
@@ -239,7 +250,9 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
             upstream.write(scratch)
         }
         exchange.requestDone = true
-        return true
+        // An upgrade request is not paused here: llhttp then stops by itself with
+        // HPE_PAUSED_UPGRADE, which `resume()` must answer with llhttp_resume_after_upgrade.
+        return !parser.head.isUpgrade
     }
 
     private func blockReadsForUpstream() {
@@ -268,7 +281,6 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
             return .none
         }
         exchange.status = status
-        exchange.responseHeadSent = true
         if settings.config.accessLog { exchange.upstreamHeadAt = worker.clock() }
         let noBody = exchange.requestIsHead || status == 204 || status == 304 || status == 101
         let framing: ForwardedHead.Framing
@@ -286,15 +298,23 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         // A response that arrives before the whole request did ends the connection after it:
         // the rest of that request cannot be told from a next one.
         if framing == .close || !exchange.requestDone { exchange.keepAlive = false }
-        scratch.clear()
+        heldResponseHead.clear()
         ForwardedHead.writeResponse(head, framing: framing, keepAlive: exchange.keepAlive,
                                     clientVersionMinor: exchange.clientVersionMinor,
-                                    viaSuffix: settings.viaSuffix, into: &scratch)
-        stream.write(scratch)
+                                    viaSuffix: settings.viaSuffix, into: &heldResponseHead)
         return noBody ? .none : .framed
     }
 
+    /// Sends the held response head, once.
+    func releaseResponseHead() {
+        guard !heldResponseHead.isEmpty else { return }
+        exchange.responseHeadSent = true
+        stream.write(heldResponseHead)
+        heldResponseHead.clear()
+    }
+
     func upstream(_ upstream: UpstreamConnection, didReceiveBody bytes: UnsafeRawBufferPointer) {
+        releaseResponseHead()
         exchange.bodyBytesSent += bytes.count
         if exchange.responseFraming == .chunked && !exchange.responseSourceChunked {
             // A body delimited by the upstream's close goes to the client as chunks.
@@ -312,6 +332,7 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
 
     func upstream(_ upstream: UpstreamConnection, didStartChunkOfSize size: UInt64) {
         guard exchange.responseFraming == .chunked, size > 0 else { return }
+        releaseResponseHead()
         scratch.clear()
         scratch.appendHex(size)
         scratch.append("\r\n")
@@ -328,6 +349,7 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
             exchange.interim = false
             return false
         }
+        releaseResponseHead()
         if exchange.responseFraming == .chunked {
             scratch.clear()
             if exchange.responseSourceChunked {
@@ -338,7 +360,8 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
             stream.write(scratch)
         }
         exchange.responseDone = true
-        return true
+        // A 101 stops llhttp with HPE_PAUSED_UPGRADE by itself; pausing would hide it.
+        return upstream.parser.head.statusCode != 101
     }
 
     func upstreamDidFinishResponse(_ upstream: UpstreamConnection) {
@@ -372,6 +395,7 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
     func upstream(_ upstream: UpstreamConnection, didFail failure: UpstreamFailure) {
         guard upstream === self.upstream else { return }
         self.upstream = nil
+        heldResponseHead.clear()
         if exchange.responseHeadSent {
             // Part of the response is out; the client can only learn of the failure by the close.
             worker.logUpstreamFailure(failure, route: plan?.route.name, midResponse: true)
@@ -406,6 +430,7 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
     // MARK: Upgrade tunnel
 
     func upstream(_ upstream: UpstreamConnection, didUpgradeWith bytes: UnsafeRawBufferPointer) {
+        releaseResponseHead()
         phase = .tunnelling
         upstream.startTunnel()
         timer?.stop()
@@ -450,20 +475,33 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
     /// A request the parser rejected: answer 400/431 and close (RFC 9112 §2.2: the framing of
     /// what follows cannot be trusted).
     private func rejectRequest(_ error: HTTP1Error) {
-        guard phase != .closing else { return }
-        exchange.keepAlive = false
         let problem: Problem = error.requestStatus == 431 ? .headersTooLarge(error.reason) : .badRequest(error.reason)
-        if exchange.responseHeadSent || (phase == .exchanging && exchange.responseDone && !exchange.answeredLocally) {
-            close()
+        switch phase {
+        case .closing, .tunnelling:
             return
-        }
-        if phase == .exchanging, let upstream {
+        case .awaitingRequest, .readingHead:
+            break
+        case .exchanging:
+            if exchange.responseHeadSent {
+                // The upstream's response is on its way; the client learns of the error by the close.
+                close()
+                return
+            }
+            if exchange.answeredLocally {
+                closeAfterResponse()
+                return
+            }
             // A body that turned out malformed mid-way: the upstream got part of it.
-            upstream.reusable = false
-            upstream.close()
-            self.upstream = nil
+            if let upstream {
+                upstream.reusable = false
+                upstream.close()
+                self.upstream = nil
+            }
         }
+        phase = .exchanging
+        exchange.keepAlive = false
         exchange.answeredLocally = true
+        exchange.responseDone = true
         exchange.status = problem.status
         scratch.clear()
         problem.write(keepAlive: false, viaSuffix: settings.viaSuffix, into: &scratch)
@@ -483,6 +521,7 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
             closeAfterResponse()
             return
         }
+        exchange = Exchange()
         parser.resume()
         parserPaused = false
         phase = .awaitingRequest

@@ -28,6 +28,37 @@ public final class RoutePlan: Sendable {
         nameBytes = Array(route.name.utf8)
     }
 
+    /// Scratch space for `writeUpstreamTarget`, owned by a connection and reused.
+    struct TargetScratch {
+        var normalizedRest: [UInt8] = []
+        var rawRest: [UInt8] = []
+        var check: [UInt8] = []
+    }
+
+    /// The request-target for a route that rewrites it (`stripPrefix` or an upstream base
+    /// path): base path, then the path after the matched prefix, then `?query`.
+    /// The client's own bytes are kept when they mean the same as the normalized path (so
+    /// `%7E` stays `%7E`); otherwise — dot segments, encoded dots — the normalized form is sent,
+    /// so nothing can climb out of the base path or past the stripped prefix.
+    func writeUpstreamTarget(rawPath: UnsafeRawBufferPointer, normalizedPath: UnsafeRawBufferPointer,
+                             queryWithMark: UnsafeRawBufferPointer, into out: inout [UInt8],
+                             scratch: inout TargetScratch) {
+        let prefixLength = route.stripPrefix ? route.match.pathPrefix.utf8.count : 0
+        scratch.normalizedRest.removeAll(keepingCapacity: true)
+        RequestPath.appendStripped(normalizedPath, prefixLength: prefixLength, to: &scratch.normalizedRest)
+        out.removeAll(keepingCapacity: true)
+        out.append(contentsOf: route.upstream.basePath.utf8)
+        var useRaw = false
+        if rawPath.count >= prefixLength && rawPath.starts(with: route.match.pathPrefix.utf8.prefix(prefixLength)) {
+            scratch.rawRest.removeAll(keepingCapacity: true)
+            RequestPath.appendStripped(rawPath, prefixLength: prefixLength, to: &scratch.rawRest)
+            useRaw = scratch.rawRest.withUnsafeBytes { RequestPath.normalize($0, into: &scratch.check) }
+                && scratch.check == scratch.normalizedRest
+        }
+        out.append(contentsOf: useRaw ? scratch.rawRest : scratch.normalizedRest)
+        out.append(contentsOf: queryWithMark)
+    }
+
     @inline(__always)
     func replaces(_ name: UnsafeRawBufferPointer) -> Bool {
         for replaced in replacedNames where ASCII.equalsIgnoringCase(name, replaced) { return true }

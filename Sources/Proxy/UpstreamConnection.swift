@@ -198,7 +198,7 @@ final class UpstreamConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         if timerPurpose == .response { arm(.response, pool.settings.responseTimeoutMilliseconds) }
         switch parser.feed(bytes) {
         case .consumed:
-            break
+            owner?.releaseResponseHead()
         case .paused(let consumed):
             // Bytes after a complete response that nobody asked for: never reuse this one.
             if consumed < bytes.count { reusable = false }
