@@ -1,6 +1,11 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// Release builds skip Swift's run-time exclusivity checks: on the request path they cost about
+/// 40% of the relay's own instructions (measured with callgrind). Debug builds, and so the unit
+/// tests, keep them, and any overlapping access they would catch shows there.
+let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+
 let package = Package(
     name: "oauth-relay",
     platforms: [.macOS(.v15)],
@@ -16,14 +21,14 @@ let package = Package(
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CLLHTTP", pkgConfig: "libllhttp", providers: [.apt(["libllhttp-dev"])]),
 
-        .target(name: "ByteBuffers"),
-        .target(name: "EventLoop", dependencies: ["CLibUV", "ByteBuffers"]),
-        .target(name: "HTTP1", dependencies: ["CLLHTTP", "ByteBuffers"]),
-        .target(name: "Config"),
+        .target(name: "ByteBuffers", swiftSettings: hotPath),
+        .target(name: "EventLoop", dependencies: ["CLibUV", "ByteBuffers"], swiftSettings: hotPath),
+        .target(name: "HTTP1", dependencies: ["CLLHTTP", "ByteBuffers"], swiftSettings: hotPath),
+        .target(name: "Config", swiftSettings: hotPath),
         .target(name: "Proxy", dependencies: [
             "EventLoop", "HTTP1", "Config", "ByteBuffers",
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
             "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -33,6 +38,7 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "Config"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -9,128 +9,154 @@
 // connection's buffer (with a second free) cannot compile.
 
 public struct ByteBuffer: ~Copyable {
-    /// Storage; nil until the first byte is appended.
-    public private(set) var baseAddress: UnsafeMutableRawPointer?
-    public private(set) var capacity: Int
-    /// Number of bytes in use, from `baseAddress`.
-    public private(set) var count: Int
+    // `@usableFromInline` storage and `@inlinable` methods: the buffer is written on every
+    // request from other modules, where a call per append would cost more than the copy.
+    @usableFromInline var storage: UnsafeMutableRawPointer?
+    @usableFromInline var storageCapacity: Int
+    @usableFromInline var used: Int
 
+    /// Storage; nil until the first byte is appended.
+    @inlinable public var baseAddress: UnsafeMutableRawPointer? { storage }
+    @inlinable public var capacity: Int { storageCapacity }
+    /// Number of bytes in use, from `baseAddress`.
+    @inlinable public var count: Int { used }
+
+    @inlinable
     public init(capacity: Int = 0) {
-        self.capacity = 0
-        self.count = 0
-        self.baseAddress = nil
+        storageCapacity = 0
+        used = 0
+        storage = nil
         if capacity > 0 { reserveCapacity(capacity) }
     }
 
     deinit {
-        baseAddress?.deallocate()
+        storage?.deallocate()
     }
 
-    public var isEmpty: Bool { count == 0 }
+    @inlinable
+    public var isEmpty: Bool { used == 0 }
 
+    @inlinable
     public var readableBytes: UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: baseAddress, count: count)
+        UnsafeRawBufferPointer(start: storage, count: used)
     }
 
-    /// Grows the storage to hold at least `minimumCapacity` bytes; invalidates `baseAddress`.
+    /// Grows the storage to hold at least `minimumCapacity` bytes; invalidates `storage`.
+    @inlinable
     public mutating func reserveCapacity(_ minimumCapacity: Int) {
-        guard minimumCapacity > capacity else { return }
-        var newCapacity = max(capacity, 256)
+        if minimumCapacity > storageCapacity { grow(to: minimumCapacity) }
+    }
+
+    @usableFromInline
+    mutating func grow(to minimumCapacity: Int) {
+        var newCapacity = max(storageCapacity, 256)
         while newCapacity < minimumCapacity { newCapacity *= 2 }
         let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
-        if let old = baseAddress {
-            newBase.copyMemory(from: old, byteCount: count)
+        if let old = storage {
+            newBase.copyMemory(from: old, byteCount: used)
             old.deallocate()
         }
-        baseAddress = newBase
-        capacity = newCapacity
+        storage = newBase
+        storageCapacity = newCapacity
     }
 
+    @inlinable
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
-        reserveCapacity(count + bytes.count)
-        (baseAddress! + count).copyMemory(from: source, byteCount: bytes.count)
-        count += bytes.count
+        reserveCapacity(used + bytes.count)
+        (storage! + used).copyMemory(from: source, byteCount: bytes.count)
+        used += bytes.count
     }
 
+    @inlinable
     public mutating func append(_ byte: UInt8) {
-        reserveCapacity(count + 1)
-        baseAddress!.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
-        count += 1
+        reserveCapacity(used + 1)
+        storage!.storeBytes(of: byte, toByteOffset: used, as: UInt8.self)
+        used += 1
     }
 
+    @inlinable
     public mutating func append(_ string: StaticString) {
         append(UnsafeRawBufferPointer(start: string.utf8Start, count: string.utf8CodeUnitCount))
     }
 
+    @inlinable
     public mutating func append(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { append($0) }
     }
 
+    @inlinable
     public mutating func append(_ string: String) {
         var string = string
         string.withUTF8 { append(UnsafeRawBufferPointer($0)) }
     }
 
     /// Appends `value` in decimal.
+    @inlinable
     public mutating func appendDecimal(_ value: Int) {
         appendInteger(UInt64(max(0, value)), radix: 10)
     }
 
     /// Appends `value` in lower-case hexadecimal (chunk sizes).
+    @inlinable
     public mutating func appendHex(_ value: UInt64) {
         appendInteger(value, radix: 16)
     }
 
-    private mutating func appendInteger(_ value: UInt64, radix: UInt64) {
+    @usableFromInline
+    mutating func appendInteger(_ value: UInt64, radix: UInt64) {
         var digits = 1
         var probe = value
         while probe >= radix { probe /= radix; digits += 1 }
-        reserveCapacity(count + digits)
+        reserveCapacity(used + digits)
         var rest = value
-        var position = count + digits - 1
+        var position = used + digits - 1
         repeat {
             let digit = UInt8(truncatingIfNeeded: rest % radix)
             // 0x57 + 10 == "a".
-            baseAddress!.storeBytes(of: digit < 10 ? 0x30 + digit : 0x57 + digit, toByteOffset: position, as: UInt8.self)
+            storage!.storeBytes(of: digit < 10 ? 0x30 + digit : 0x57 + digit, toByteOffset: position, as: UInt8.self)
             rest /= radix
             position -= 1
         } while rest > 0
-        count += digits
+        used += digits
     }
 
     /// Drops the first `n` bytes, moving the rest to the front.
+    @inlinable
     public mutating func removeFirst(_ n: Int) {
-        precondition(n <= count)
-        if n == count { count = 0; return }
-        baseAddress!.copyMemory(from: baseAddress! + n, byteCount: count - n)
-        count -= n
+        precondition(n <= used)
+        if n == used { used = 0; return }
+        storage!.copyMemory(from: storage! + n, byteCount: used - n)
+        used -= n
     }
 
     /// Forgets the contents and keeps the storage for reuse.
+    @inlinable
     public mutating func clear() {
-        count = 0
+        used = 0
     }
 
     /// Swaps contents and storage with `other` (double buffering without copying).
+    @inlinable
     public mutating func swapStorage(with other: inout ByteBuffer) {
-        swap(&baseAddress, &other.baseAddress)
-        swap(&capacity, &other.capacity)
-        swap(&count, &other.count)
+        swap(&storage, &other.storage)
+        swap(&storageCapacity, &other.storageCapacity)
+        swap(&used, &other.used)
     }
 
     /// Frees the storage if it grew past `limit`, so one large message does not pin memory
     /// for the rest of a long-lived connection.
+    @inlinable
     public mutating func shrink(ifLargerThan limit: Int) {
-        guard capacity > limit, count == 0 else { return }
-        baseAddress?.deallocate()
-        baseAddress = nil
-        capacity = 0
+        guard storageCapacity > limit, used == 0 else { return }
+        storage?.deallocate()
+        storage = nil
+        storageCapacity = 0
     }
 }
 
 /// The bytes of a string literal; they live in the binary, so the view never dangles.
-@inline(__always)
+@inlinable
 public func staticBytes(_ text: StaticString) -> UnsafeRawBufferPointer {
     UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
 }

@@ -14,6 +14,9 @@
 //     `uv_async_send` and safe from any thread.
 //  5. Reads land in one buffer per loop (`readBuffer`), valid only during the read callback:
 //     a delegate that wants to keep bytes copies them. No allocation per read.
+//  6. Writes issued while a read callback runs are gathered per stream and sent when the
+//     callback returns (`WriteBatch`): a response head, its body and chunk framing produced
+//     by one read leave in one system call.
 //
 // Tests close everything and assert `openHandles == 0` and that `close()` of the loop succeeds
 // (`uv_loop_close` returns 0 only when no handle is left), so each test is also a leak check.
@@ -28,6 +31,9 @@ public final class EventLoop {
     let readBuffer: UnsafeMutableRawPointer
     static let readBufferSize = 64 * 1024
     private var closed = false
+    /// Streams written to during the current read callback, flushed when it returns (rule 6).
+    var batchedStreams: [TCPStream] = []
+    var isBatchingWrites = false
 
     public init() throws(UVError) {
         uv = .allocate(capacity: 1)
@@ -37,6 +43,24 @@ public final class EventLoop {
             throw UVError(rc)
         }
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+    }
+
+    /// Runs `body` (a read callback) with writes batched, then sends what it wrote.
+    @inline(__always)
+    func batchingWrites(_ body: () -> Void) {
+        if isBatchingWrites {
+            body()
+            return
+        }
+        isBatchingWrites = true
+        body()
+        isBatchingWrites = false
+        // A flush can run a delegate (drain), which may write again: loop until quiet.
+        while !batchedStreams.isEmpty {
+            let streams = batchedStreams
+            batchedStreams.removeAll(keepingCapacity: true)
+            for stream in streams { stream.flushBatchedWrites() }
+        }
     }
 
     /// Runs until no handle is active (or `stop()` is called).

@@ -47,6 +47,8 @@ public final class TCPStream: HandleOwner {
     private var reading = false
     private var shutdownAfterWrites = false
     private var lingering = false
+    /// Listed in the loop's batch, waiting for `flushBatchedWrites`.
+    private var batched = false
     public private(set) var isClosed = false
 
     public var highWaterMark = 256 * 1024
@@ -133,7 +135,7 @@ public final class TCPStream: HandleOwner {
         if count > 0 {
             let bytes = UnsafeRawBufferPointer(start: loop.readBuffer, count: count)
             if lingering { return }
-            delegate?.stream(self, didRead: bytes)
+            loop.batchingWrites { delegate?.stream(self, didRead: bytes) }
         } else if count < 0 {
             stopReading()
             let error = count == Int(UV_EOF.rawValue) ? nil : UVError(Int32(count))
@@ -145,8 +147,18 @@ public final class TCPStream: HandleOwner {
     // MARK: Writing
 
     /// Sends `bytes`, copying whatever the kernel does not take at once. Never blocks.
+    /// During a read callback the bytes are gathered and sent when it returns (rule 6).
     public func write(_ bytes: UnsafeRawBufferPointer) {
         guard !isClosed, !shutdownAfterWrites, bytes.count > 0 else { return }
+        if loop.isBatchingWrites {
+            if !batched {
+                batched = true
+                loop.batchedStreams.append(self)
+            }
+            pending.append(bytes)
+            if queuedBytes > highWaterMark { aboveHighWater = true }
+            return
+        }
         var rest = bytes
         if connected && !writing && pending.isEmpty {
             var buffer = uv_buf_t(base: UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)), len: bytes.count)
@@ -167,6 +179,21 @@ public final class TCPStream: HandleOwner {
 
     public func write(_ buffer: borrowing ByteBuffer) {
         write(buffer.readableBytes)
+    }
+
+    /// Sends what was gathered during a read callback: one `write(2)` when the kernel takes it.
+    func flushBatchedWrites() {
+        batched = false
+        guard !isClosed, connected, !writing, !pending.isEmpty else { return }
+        var buffer = uv_buf_t(base: pending.baseAddress!.assumingMemoryBound(to: CChar.self), len: pending.count)
+        let written = Int(uv_try_write(streamHandle, &buffer, 1))
+        if written == pending.count {
+            pending.clear()
+            queueDidShrink()
+            return
+        }
+        if written > 0 { pending.removeFirst(written) }
+        startWriteIfIdle()
     }
 
     private func startWriteIfIdle() {
@@ -194,6 +221,10 @@ public final class TCPStream: HandleOwner {
             return
         }
         startWriteIfIdle()
+        queueDidShrink()
+    }
+
+    private func queueDidShrink() {
         if aboveHighWater && queuedBytes <= lowWaterMark {
             aboveHighWater = false
             delegate?.streamDidDrain(self)
@@ -239,6 +270,7 @@ public final class TCPStream: HandleOwner {
         lingerTimer = LoopTimer(loop: loop) { [unowned self] in self.close() }
         lingerTimer?.start(afterMilliseconds: lingerMilliseconds)
         if connected && queuedBytes == 0 { beginShutdown() }
+        // Otherwise the write in flight, or the batch flush, ends in `queueDidShrink`.
     }
 
     private func beginShutdown() {

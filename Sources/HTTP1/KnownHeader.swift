@@ -39,15 +39,23 @@ public enum KnownHeader: UInt8, Sendable {
         ("x-forwarded-host", .xForwardedHost), ("authorization", .authorization),
     ] as [(String, KnownHeader)]).map { (Array($0.0.utf8), $0.1) }
 
+    /// The table indexed by name length, so classifying a field compares at most two names.
+    private static let byLength: [[(name: [UInt8], header: KnownHeader)]] = {
+        var index = Array(repeating: [(name: [UInt8], header: KnownHeader)](), count: 20)
+        for entry in table { index[entry.name.count].append(entry) }
+        return index
+    }()
+
     /// Classifies a raw header name (any case).
     public init(name: UnsafeRawBufferPointer) {
-        for entry in Self.table where entry.name.count == name.count {
+        self = .other
+        guard name.count < Self.byLength.count else { return }
+        for entry in Self.byLength[name.count] where ASCII.lower(name[0]) == entry.name[0] {
             if ASCII.equalsIgnoringCase(name, entry.name) {
                 self = entry.header
                 return
             }
         }
-        self = .other
     }
 }
 

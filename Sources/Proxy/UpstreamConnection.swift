@@ -39,7 +39,7 @@ final class UpstreamConnection: TCPStreamDelegate, HTTP1ParserDelegate {
     var reusable = true
     /// Request bytes written before a connection exists (while resolving).
     private var beforeConnect = ByteBuffer()
-    private var timer: LoopTimer?
+    private var timer: DeadlineTimer?
     private var timerPurpose: TimerPurpose = .none
     private enum TimerPurpose { case none, connect, response, idle }
 
@@ -47,7 +47,7 @@ final class UpstreamConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         self.pool = pool
         parser = HTTP1Parser(kind: .response, limits: pool.settings.headerLimits)
         parser.delegate = self
-        timer = LoopTimer(loop: pool.loop) { [unowned self] in self.timerFired() }
+        timer = DeadlineTimer(loop: pool.loop) { [unowned self] in self.timerFired() }
     }
 
     var isReused: Bool { completedExchanges > 0 }
@@ -153,12 +153,12 @@ final class UpstreamConnection: TCPStreamDelegate, HTTP1ParserDelegate {
 
     private func arm(_ purpose: TimerPurpose, _ milliseconds: UInt64) {
         timerPurpose = purpose
-        timer?.start(afterMilliseconds: milliseconds)
+        timer?.arm(afterMilliseconds: milliseconds)
     }
 
     private func disarm() {
         timerPurpose = .none
-        timer?.stop()
+        timer?.disarm()
     }
 
     private func timerFired() {

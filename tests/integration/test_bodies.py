@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import build_request, chunked_body, curl, scaled
+from deadlines import scaled
 from echo_upstream import HEAD_TEST_LENGTH, pattern_chunks, pattern_sha256
+from http_client import build_request, chunked_body, curl
 
 GIB = 1 << 30
 MAX_RELAY_RSS = 100 * 1024 * 1024

@@ -4,7 +4,8 @@ broken config, log formats."""
 import json
 import signal
 
-from conftest import free_port, relay_config, route, run_cli, wait_until
+from deadlines import wait_until
+from processes import free_port, relay_config, route, run_cli
 
 
 def write(tmp_path, config, name="relay.json"):

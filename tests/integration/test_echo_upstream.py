@@ -4,8 +4,9 @@ import base64
 import hashlib
 import os
 
-from conftest import RawConnection, build_request, chunked_body, curl, wait_until
+from deadlines import wait_until
 from echo_upstream import encode_frame, pattern_sha256
+from http_client import build_request, chunked_body, curl
 
 
 def test_echo_reports_method_target_headers_in_order_and_raw_case(upstream):

@@ -6,7 +6,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from conftest import assert_problem, build_request, curl, ipv6_loopback_available, route
+from http_client import assert_problem, build_request, curl
+from processes import ipv6_loopback_available, route
 
 
 def split_list(values):

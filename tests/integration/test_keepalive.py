@@ -4,7 +4,9 @@ Connection: close and HTTP/1.0, the idle timeout, upstream connections that go a
 import threading
 import time
 
-from conftest import assert_closed, build_request, route, scaled, wait_until
+from deadlines import scaled, wait_until
+from http_client import assert_closed, build_request
+from processes import route
 
 
 def test_client_connection_serves_many_requests(relay):

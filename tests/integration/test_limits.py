@@ -1,7 +1,8 @@
 """Header limits enforced by the relay: 431 over `maxHeaderBytes` or over `maxHeaderCount` fields,
 without buffering an endless head; heads within the limits pass."""
 
-from conftest import assert_problem, build_request, route
+from http_client import assert_problem, build_request
+from processes import route
 
 LIMITS = {"maxHeaderBytes": 4096, "maxHeaderCount": 10}
 

@@ -1,7 +1,7 @@
 """Strict parsing: each malformed request gets a 400 problem, the connection is closed, and nothing
 reaches the upstream (no request smuggling past the relay)."""
 
-from conftest import assert_closed, assert_problem, build_request
+from http_client import assert_closed, assert_problem, build_request
 
 
 def assert_rejected(relay, upstream, raw: bytes, head_may_reach_upstream: bool = False) -> dict:

@@ -2,7 +2,8 @@
 the normalized path; 404 when nothing matches; stripPrefix. Each route marks the requests it
 forwards with `X-Route: <name>` (setHeaders), so the echo upstream tells which route matched."""
 
-from conftest import assert_problem, route
+from http_client import assert_problem
+from processes import route
 
 
 def marked(upstream, name, prefix="/", host=None, **options):

@@ -5,7 +5,9 @@ import signal
 import threading
 import time
 
-from conftest import build_request, connection_refused, route, scaled, wait_until
+from deadlines import scaled, wait_until
+from http_client import build_request
+from processes import connection_refused, route
 
 
 def start_slow_request(relay, upstream, ms: int):

@@ -5,7 +5,9 @@ in time. Every error is a problem+json naming the route."""
 import select
 import time
 
-from conftest import assert_closed, assert_problem, curl, route, scaled
+from deadlines import scaled
+from http_client import assert_closed, assert_problem, curl
+from processes import route
 
 
 def test_partial_head_gets_408_after_the_header_timeout(start_relay, upstream):

@@ -6,8 +6,9 @@ import hashlib
 import os
 import threading
 
-from conftest import assert_closed, scaled
+from deadlines import scaled
 from echo_upstream import WEBSOCKET_GUID, encode_frame
+from http_client import assert_closed
 
 
 def websocket_headers(key: str):

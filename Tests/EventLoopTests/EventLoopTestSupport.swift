@@ -1,0 +1,143 @@
+import ByteBuffers
+@testable import EventLoop
+import XCTest
+
+/// A loop for one test. Every wait on it is bounded, and `closeAndCheckForLeaks()` ends the
+/// test the way libuv's own tests end: every handle closed, the loop run until it returns,
+/// no handle left open and `close()` of the loop succeeding.
+final class LeakCheckedLoop {
+    let loop: EventLoop
+
+    init() throws {
+        loop = try EventLoop()
+    }
+
+    /// Runs the loop until `done()` holds (`what` says what that means, for the failure);
+    /// fails the test when it does not within `seconds`.
+    func run(until what: String, seconds: UInt64 = 5, file: StaticString = #filePath, line: UInt = #line,
+             _ done: () -> Bool) {
+        var timedOut = false
+        let deadline = LoopTimer(loop: loop) { timedOut = true }
+        deadline.start(afterMilliseconds: seconds * 1000)
+        while !done() && !timedOut {
+            loop.runOnce(wait: true)
+        }
+        deadline.close()
+        if timedOut { XCTFail("timed out after \(seconds) s waiting until \(what)", file: file, line: line) }
+    }
+
+    /// Runs the loop for `milliseconds`, for checking that something does not happen.
+    func run(forMilliseconds milliseconds: UInt64) {
+        var elapsed = false
+        let timer = LoopTimer(loop: loop) { elapsed = true }
+        timer.start(afterMilliseconds: milliseconds)
+        while !elapsed {
+            loop.runOnce(wait: true)
+        }
+        timer.close()
+    }
+
+    /// The end of every test, after it closed its handles: runs the loop until it returns
+    /// (failing if a handle keeps it running) and checks that nothing is left open.
+    func closeAndCheckForLeaks(file: StaticString = #filePath, line: UInt = #line) {
+        var stuck = false
+        let watchdog = LoopTimer(loop: loop) { [loop] in
+            stuck = true
+            loop.stop()
+        }
+        // Unreferenced, the watchdog does not keep the loop running on its own.
+        watchdog.unref()
+        watchdog.start(afterMilliseconds: 5000)
+        loop.run()
+        watchdog.close()
+        loop.runOnce(wait: false)
+        XCTAssertFalse(stuck, "the loop was still running after 5 s: a handle was left active", file: file, line: line)
+        XCTAssertEqual(loop.openHandles, 0, "handles left open", file: file, line: line)
+        XCTAssertNoThrow(try loop.close(), "uv_loop_close", file: file, line: line)
+    }
+}
+
+/// Records what a `TCPStream` reports to its delegate.
+final class StreamRecorder: TCPStreamDelegate {
+    /// Every byte read, in order (a `ByteBuffer`: megabytes arrive, and it copies with memcpy).
+    var received = ByteBuffer()
+    /// Set once the stream connected: nil on success, else the error.
+    var connectResult: UVError??
+    /// Set once the stream ended: nil for the peer's FIN, else the error.
+    var endResult: UVError??
+    /// How many bytes had arrived when the stream ended.
+    var receivedAtEnd: Int?
+    var drainCount = 0
+    var isClosed = false
+    /// Called with each read, e.g. to answer from inside the read callback.
+    var onRead: ((TCPStream, UnsafeRawBufferPointer) -> Void)?
+
+    var receivedText: String { String(decoding: received.readableBytes, as: UTF8.self) }
+
+    /// Whether exactly `bytes` arrived.
+    func received(_ bytes: [UInt8]) -> Bool {
+        guard received.count == bytes.count else { return false }
+        return bytes.isEmpty || bytes.withUnsafeBytes { memcmp($0.baseAddress!, received.baseAddress!, bytes.count) == 0 }
+    }
+
+    func stream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer) {
+        received.append(bytes)
+        onRead?(stream, bytes)
+    }
+
+    func stream(_ stream: TCPStream, didEndWith error: UVError?) {
+        endResult = .some(error)
+        receivedAtEnd = received.count
+    }
+
+    func stream(_ stream: TCPStream, didConnectWith error: UVError?) {
+        connectResult = .some(error)
+    }
+
+    func streamDidDrain(_ stream: TCPStream) {
+        drainCount += 1
+    }
+
+    func streamDidClose(_ stream: TCPStream) {
+        isClosed = true
+    }
+}
+
+/// A listener on `127.0.0.1` at a port the kernel picks, and the streams it accepts, each
+/// given a fresh recorder as delegate.
+final class LoopbackServer {
+    let listener: TCPListener
+    let address: SocketAddress
+    private(set) var accepted: [(stream: TCPStream, recorder: StreamRecorder)] = []
+
+    /// `onRead` is given to each accepted stream's recorder, to answer from the read callback.
+    init(on loop: EventLoop, startReading: Bool = true, onRead: ((TCPStream, UnsafeRawBufferPointer) -> Void)? = nil) throws {
+        let any = try XCTUnwrap(SocketAddress(ip: "127.0.0.1", port: 0))
+        weak var server: LoopbackServer?
+        listener = try TCPListener(loop: loop, address: any, reusePort: false) { stream in
+            let recorder = StreamRecorder()
+            recorder.onRead = onRead
+            stream.delegate = recorder
+            if startReading { stream.startReading() }
+            server?.accepted.append((stream, recorder))
+        }
+        address = try XCTUnwrap(listener.localAddress)
+        server = self
+    }
+}
+
+/// `count` bytes of a pattern that does not repeat at any power-of-two period, so a lost,
+/// duplicated or reordered piece shows.
+func patternBytes(_ count: Int) -> [UInt8] {
+    let period = (0..<251).map { UInt8($0) }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(count)
+    while bytes.count < count { bytes += period.prefix(count - bytes.count) }
+    return bytes
+}
+
+extension TCPStream {
+    func write(_ text: String) {
+        Array(text.utf8).withUnsafeBytes { write($0) }
+    }
+}

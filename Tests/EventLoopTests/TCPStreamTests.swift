@@ -1,0 +1,138 @@
+@testable import EventLoop
+import XCTest
+
+/// A leak-checked loop with one loopback connection on it: a client, and the stream the
+/// server accepted for it, each with the recorder that is its delegate.
+private final class LoopbackConnection {
+    let test: LeakCheckedLoop
+    let listener: TCPListener
+    let client: TCPStream
+    let clientEvents: StreamRecorder
+    let server: TCPStream
+    let serverEvents: StreamRecorder
+
+    /// Larger than what the kernel buffers for a loopback peer that reads nothing (about
+    /// 4 MiB of send buffer and a 128 KiB receive window here), so most of it has to queue.
+    static let farAboveHighWater = 8 << 20
+
+    /// Connects and waits until the connect finished and the server accepted. The server reads
+    /// from the start when `serverReads`, and calls `serverOnRead` from its read callback.
+    init(serverReads: Bool = true, serverOnRead: ((TCPStream, UnsafeRawBufferPointer) -> Void)? = nil,
+         file: StaticString = #filePath, line: UInt = #line) throws {
+        test = try LeakCheckedLoop()
+        let listening = try LoopbackServer(on: test.loop, startReading: serverReads, onRead: serverOnRead)
+        listener = listening.listener
+        let events = StreamRecorder()
+        client = try TCPStream.connect(on: test.loop, to: listening.address, delegate: events)
+        test.run(until: "the client connected and the server accepted", file: file, line: line) {
+            events.connectResult != nil && !listening.accepted.isEmpty
+        }
+        XCTAssertEqual(events.connectResult, .some(nil), "connect failed", file: file, line: line)
+        clientEvents = events
+        (server, serverEvents) = try XCTUnwrap(listening.accepted.first, file: file, line: line)
+    }
+
+    /// Writes `farAboveHighWater` bytes from the client and returns them.
+    func writeFarAboveHighWater() -> [UInt8] {
+        let payload = patternBytes(Self.farAboveHighWater)
+        payload.withUnsafeBytes { client.write($0) }
+        return payload
+    }
+
+    /// Closes both ends and the listener, waits for their close callbacks and checks for leaks.
+    func closeAndCheckForLeaks(file: StaticString = #filePath, line: UInt = #line) {
+        client.close()
+        server.close()
+        listener.close()
+        test.run(until: "both ends closed", file: file, line: line) { clientEvents.isClosed && serverEvents.isClosed }
+        test.closeAndCheckForLeaks(file: file, line: line)
+    }
+}
+
+final class TCPStreamTests: XCTestCase {
+    func testStreamsExchangeBytesBothWaysAndBothClose() throws {
+        // The server echoes from inside its read callback.
+        let connection = try LoopbackConnection { stream, bytes in stream.write(bytes) }
+        connection.client.startReading()
+        connection.client.write("ping")
+        connection.test.run(until: "the echo arrived") { connection.clientEvents.receivedText == "ping" }
+        XCTAssertEqual(connection.serverEvents.receivedText, "ping")
+
+        connection.client.close()
+        connection.test.run(until: "the server saw the client's FIN") { connection.serverEvents.endResult != nil }
+        XCTAssertEqual(connection.serverEvents.endResult, .some(nil))
+        connection.closeAndCheckForLeaks()
+    }
+
+    func testWriteFarAboveTheHighWaterMarkDrainsExactlyOnceWhenThePeerReads() throws {
+        let connection = try LoopbackConnection(serverReads: false)
+        let payload = connection.writeFarAboveHighWater()
+        XCTAssertTrue(connection.client.isAboveHighWater, "queued \(connection.client.queuedBytes) bytes")
+        connection.test.run(forMilliseconds: 100)
+        XCTAssertEqual(connection.clientEvents.drainCount, 0, "drained while the peer read nothing")
+
+        connection.server.startReading()
+        connection.test.run(until: "the server read the whole payload", seconds: 30) {
+            connection.serverEvents.received.count >= payload.count
+        }
+        XCTAssertEqual(connection.clientEvents.drainCount, 1)
+        XCTAssertFalse(connection.client.isAboveHighWater)
+        XCTAssertTrue(connection.serverEvents.received(payload), "the bytes that arrived differ from those written")
+        connection.closeAndCheckForLeaks()
+    }
+
+    func testCloseAfterWritesDeliversEveryQueuedByteBeforeTheFIN() throws {
+        let connection = try LoopbackConnection(serverReads: false)
+        let payload = connection.writeFarAboveHighWater()
+        XCTAssertGreaterThan(connection.client.queuedBytes, 0, "nothing was left queued to test with")
+        connection.client.closeAfterWrites()
+
+        connection.server.startReading()
+        connection.test.run(until: "the server saw the FIN", seconds: 30) { connection.serverEvents.endResult != nil }
+        XCTAssertEqual(connection.serverEvents.endResult, .some(nil))
+        XCTAssertEqual(connection.serverEvents.receivedAtEnd, payload.count)
+        XCTAssertTrue(connection.serverEvents.received(payload), "the bytes that arrived differ from those written")
+        connection.closeAndCheckForLeaks()
+    }
+
+    func testLingerTimeCountsFromTheFINNotFromCloseAfterWrites() throws {
+        let connection = try LoopbackConnection(serverReads: false)
+        let payload = connection.writeFarAboveHighWater()
+        connection.client.closeAfterWrites(lingerMilliseconds: 100)
+
+        // The peer reads only after the linger time: nothing queued may be dropped meanwhile.
+        connection.test.run(forMilliseconds: 300)
+        connection.server.startReading()
+        connection.test.run(until: "the server saw the FIN", seconds: 30) { connection.serverEvents.endResult != nil }
+        XCTAssertEqual(connection.serverEvents.receivedAtEnd, payload.count)
+        connection.closeAndCheckForLeaks()
+    }
+
+    func testLingeringStreamClosesItselfWhenThePeerCloses() throws {
+        let connection = try LoopbackConnection()
+        connection.client.write("last words")
+        connection.client.closeAfterWrites()
+        connection.test.run(until: "the server saw the FIN") { connection.serverEvents.endResult != nil }
+        XCTAssertEqual(connection.serverEvents.receivedText, "last words")
+
+        connection.server.close()
+        connection.test.run(until: "the client closed itself") { connection.clientEvents.isClosed }
+        XCTAssertTrue(connection.client.isClosed)
+        connection.closeAndCheckForLeaks()
+    }
+
+    func testConnectToAClosedPortReportsConnectionRefused() throws {
+        let test = try LeakCheckedLoop()
+        let server = try LoopbackServer(on: test.loop)
+        server.listener.close()
+        test.loop.runOnce(wait: false)
+
+        let events = StreamRecorder()
+        let client = try TCPStream.connect(on: test.loop, to: server.address, delegate: events)
+        test.run(until: "the connect finished") { events.connectResult != nil }
+        XCTAssertEqual(events.connectResult??.isConnectionRefused, true, "\(String(describing: events.connectResult))")
+        client.close()
+        test.run(until: "the client closed") { events.isClosed }
+        test.closeAndCheckForLeaks()
+    }
+}

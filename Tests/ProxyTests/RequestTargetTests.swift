@@ -1,0 +1,63 @@
+@testable import Proxy
+import XCTest
+
+/// The parts of a `RequestTarget` as text, so tests compare them as values.
+private struct TargetParts: Equatable {
+    var path: String
+    var queryWithMark: String
+    var originForm: String
+    var authority: String?
+    var isAsterisk = false
+}
+
+private func parts(_ raw: String) -> TargetParts? {
+    func text(_ bytes: UnsafeRawBufferPointer) -> String { String(decoding: bytes, as: UTF8.self) }
+    return withBytes(raw) { bytes in
+        RequestTarget(bytes).map {
+            TargetParts(path: text($0.path), queryWithMark: text($0.queryWithMark), originForm: text($0.originForm),
+                        authority: $0.authority.map(text), isAsterisk: $0.isAsterisk)
+        }
+    }
+}
+
+final class RequestTargetTests: XCTestCase {
+    func testOriginFormWithAQuery() {
+        XCTAssertEqual(parts("/a/b?x=1&y"), TargetParts(path: "/a/b", queryWithMark: "?x=1&y", originForm: "/a/b?x=1&y"))
+    }
+
+    func testOriginFormWithoutAQuery() {
+        XCTAssertEqual(parts("/a/b"), TargetParts(path: "/a/b", queryWithMark: "", originForm: "/a/b"))
+    }
+
+    func testAbsoluteFormSplitsAuthorityPathAndQuery() {
+        XCTAssertEqual(parts("http://host:8080/p?q"),
+                       TargetParts(path: "/p", queryWithMark: "?q", originForm: "/p?q", authority: "host:8080"))
+    }
+
+    func testAbsoluteFormWithoutAPathHasPathSlash() {
+        XCTAssertEqual(parts("http://host"), TargetParts(path: "/", queryWithMark: "", originForm: "/", authority: "host"))
+    }
+
+    func testAbsoluteFormWithAQueryButNoPathHasPathSlash() {
+        XCTAssertEqual(parts("http://host?q=1"),
+                       TargetParts(path: "/", queryWithMark: "?q=1", originForm: "/?q=1", authority: "host"))
+    }
+
+    func testAbsoluteFormSchemeIgnoresCase() {
+        XCTAssertEqual(parts("HTTP://Host/x"), TargetParts(path: "/x", queryWithMark: "", originForm: "/x", authority: "Host"))
+    }
+
+    func testAbsoluteFormAcceptsHTTPS() {
+        XCTAssertEqual(parts("https://host/x"), TargetParts(path: "/x", queryWithMark: "", originForm: "/x", authority: "host"))
+    }
+
+    func testAsteriskFormHasPathSlashAndIsForwardedAsAsterisk() {
+        XCTAssertEqual(parts("*"), TargetParts(path: "/", queryWithMark: "", originForm: "*", isAsterisk: true))
+    }
+
+    func testTargetsInNoFormAreRejected() {
+        for raw in ["", "host/x", "ftp://x/", "http:///x", "http://", "http:/x", "*x", "httpx://h/"] {
+            XCTAssertNil(parts(raw), "accepted \"\(raw)\"")
+        }
+    }
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Side-by-side throughput of oauth-relay, nginx and HAProxy doing the same job on loopback:
+# proxy to one nginx upstream (keep-alive) and set an `Authorization: Bearer …` header.
+# Everything runs in one go on this machine, so read the ratios, not the absolute figures.
+#
+#   bench/run.sh [seconds] [connections]        (defaults: 10 s, 64 connections)
+#   WORKERS_LIST="1 0" bench/run.sh             worker counts to compare (0 = relay one per core,
+#                                               peers as many as cores)
+#   IDLE_CONNECTIONS=10000 bench/run.sh         also measure relay RSS holding that many idle
+#                                               keep-alive connections (0 to skip)
+# Needs: wrk nginx haproxy (scripts/install-deps --test) and a release build (make build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+D=${1:-10}; C=${2:-64}
+WORKERS_LIST=${WORKERS_LIST:-"1 0"}
+IDLE_CONNECTIONS=${IDLE_CONNECTIONS:-10000}
+RELAY=${OAUTH_RELAY_BIN:-.build/release/oauth-relay}
+for t in wrk nginx haproxy python3; do command -v $t >/dev/null || { echo "missing $t: scripts/install-deps --test" >&2; exit 2; }; done
+[ -x "$RELAY" ] || { echo "missing $RELAY: make build" >&2; exit 2; }
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+CORES=$(nproc)
+TOKEN="Bearer abcdefghijklmnopqrstuvwxyz0123456789"
+UP=19001; RELAY_PORT=19100; NGINX_PORT=19101; HAPROXY_PORT=19102
+W=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"; }
+trap cleanup EXIT
+
+wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 did not open" >&2; return 1; }
+rss_kib() { awk '/VmRSS/{print $2}' /proc/$1/status; }
+
+cat >$W/up.conf <<NG
+worker_processes 1; daemon off; pid $W/up.pid; error_log $W/up.err;
+events { worker_connections 4096; }
+http { access_log off; keepalive_requests 1000000;
+  server { listen 127.0.0.1:$UP; location / { return 200 "hello from upstream\n"; } } }
+NG
+nginx -c $W/up.conf & PIDS+=($!)
+wait_port $UP
+
+start_peers() { # workers
+  local n=$1
+  cat >$W/px.conf <<NG
+worker_processes $n; daemon off; pid $W/px.pid; error_log $W/px.err;
+events { worker_connections 16384; }
+http { access_log off; keepalive_requests 1000000;
+  upstream u { server 127.0.0.1:$UP; keepalive 128; }
+  server { listen 127.0.0.1:$NGINX_PORT reuseport; location / { proxy_pass http://u; proxy_http_version 1.1;
+    proxy_set_header Connection ""; proxy_set_header Authorization "$TOKEN"; } } }
+NG
+  cat >$W/hap.cfg <<HA
+global
+  maxconn 8000
+  nbthread $n
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 30s
+  timeout server 30s
+  option http-keep-alive
+frontend f
+  bind 127.0.0.1:$HAPROXY_PORT
+  http-request set-header Authorization "$TOKEN"
+  default_backend b
+backend b
+  http-reuse always
+  server s1 127.0.0.1:$UP
+HA
+  cat >$W/relay.json <<JS
+{ "listen": "127.0.0.1:$RELAY_PORT", "admin": null, "workers": $2, "accessLog": false,
+  "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "http://127.0.0.1:$UP",
+                "setHeaders": { "Authorization": "$TOKEN" } } ] }
+JS
+  nginx -c $W/px.conf & NGINX_PID=$!
+  haproxy -f $W/hap.cfg -db >/dev/null 2>&1 & HAPROXY_PID=$!
+  "$RELAY" run --config $W/relay.json --log-level warning 2>$W/relay.err & RELAY_PID=$!
+  PIDS+=($NGINX_PID $HAPROXY_PID $RELAY_PID)
+  wait_port $NGINX_PORT; wait_port $HAPROXY_PORT; wait_port $RELAY_PORT
+}
+stop_peers() { kill $NGINX_PID $HAPROXY_PID $RELAY_PID 2>/dev/null || true; wait $NGINX_PID $HAPROXY_PID $RELAY_PID 2>/dev/null || true; }
+
+declare -A RPS P99
+measure() { # name port
+  local out; out=$(wrk -t1 -c"$C" -d"${D}s" --latency "http://127.0.0.1:$2/" 2>&1)
+  local rps p50 p99 non2xx errors
+  rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
+  p50=$(awk '$1=="50%"{print $2}' <<<"$out"); p99=$(awk '$1=="99%"{print $2}' <<<"$out")
+  non2xx=$(awk '/Non-2xx/{print $NF}' <<<"$out"); errors=$(awk '/Socket errors/{print}' <<<"$out")
+  RPS[$1]=$rps; P99[$1]=$(to_us "$p99")
+  printf "  %-8s rps=%-10s p50=%-9s p99=%-9s non2xx=%s %s\n" "$1" "$rps" "$p50" "$p99" "${non2xx:-0}" "$errors"
+}
+to_us() { awk -v v="$1" 'BEGIN { n=v+0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n*1000; else if (v ~ /s$/) print n*1000000; else print n }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
+
+echo "oauth-relay bench: ${D}s per run, $C connections, wrk -t1, $CORES cores, $(date -u +%FT%TZ)"
+for workers in $WORKERS_LIST; do
+  peer_workers=$workers; [ "$workers" = 0 ] && peer_workers=$CORES
+  echo "workers: relay $workers$([ "$workers" = 0 ] && echo " (one per core)"), nginx $peer_workers, haproxy $peer_workers threads"
+  start_peers "$peer_workers" "$workers"
+  wrk -t1 -c"$C" -d1s "http://127.0.0.1:$RELAY_PORT/" >/dev/null 2>&1 || true   # warm-up
+  measure relay $RELAY_PORT; measure nginx $NGINX_PORT; measure haproxy $HAPROXY_PORT
+  echo "  relay/nginx rps=$(ratio "${RPS[relay]}" "${RPS[nginx]}") p99=$(ratio "${P99[relay]}" "${P99[nginx]}")   relay/haproxy rps=$(ratio "${RPS[relay]}" "${RPS[haproxy]}") p99=$(ratio "${P99[relay]}" "${P99[haproxy]}")"
+  echo "  relay RSS after the run: $(rss_kib $RELAY_PID) KiB"
+  if [ "$IDLE_CONNECTIONS" -gt 0 ] && [ "$workers" = "$(echo $WORKERS_LIST | awk '{print $1}')" ]; then
+    before=$(rss_kib $RELAY_PID)
+    python3 bench/idle_connections.py 127.0.0.1 $RELAY_PORT "$IDLE_CONNECTIONS" $RELAY_PID
+    echo "  relay RSS before the idle connections: $before KiB"
+  fi
+  stop_peers
+done
