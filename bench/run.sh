@@ -3,7 +3,9 @@
 # proxy to one nginx upstream (keep-alive) and set an `Authorization: Bearer …` header.
 # Everything runs in one go on this machine, so read the ratios, not the absolute figures.
 #
-#   bench/run.sh [seconds] [connections]        (defaults: 10 s, 64 connections)
+#   bench/run.sh [seconds] [connections] [rounds]   (defaults: 5 s, 64 connections, 3 rounds)
+#   Each round measures the three proxies in a rotated order; medians are reported, so one
+#   unlucky run on a busy 2-core machine does not decide the ratio.
 #   WORKERS_LIST="1 0" bench/run.sh             worker counts to compare (0 = relay one per core,
 #                                               peers as many as cores)
 #   IDLE_CONNECTIONS=10000 bench/run.sh         also measure relay RSS holding that many idle
@@ -11,7 +13,7 @@
 # Needs: wrk nginx haproxy (scripts/install-deps --test) and a release build (make build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-D=${1:-10}; C=${2:-64}
+D=${1:-5}; C=${2:-64}; ROUNDS=${3:-3}
 WORKERS_LIST=${WORKERS_LIST:-"1 0"}
 IDLE_CONNECTIONS=${IDLE_CONNECTIONS:-10000}
 RELAY=${OAUTH_RELAY_BIN:-.build/release/oauth-relay}
@@ -80,25 +82,36 @@ JS
 stop_peers() { kill $NGINX_PID $HAPROXY_PID $RELAY_PID 2>/dev/null || true; wait $NGINX_PID $HAPROXY_PID $RELAY_PID 2>/dev/null || true; }
 
 declare -A RPS P99
-measure() { # name port
+measure() { # name port -> appends "rps p99_us" to $W/name.txt
   local out; out=$(wrk -t1 -c"$C" -d"${D}s" --latency "http://127.0.0.1:$2/" 2>&1)
-  local rps p50 p99 non2xx errors
-  rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
-  p50=$(awk '$1=="50%"{print $2}' <<<"$out"); p99=$(awk '$1=="99%"{print $2}' <<<"$out")
+  local rps p99 non2xx errors
+  rps=$(awk '/Requests\/sec/{print $2}' <<<"$out"); p99=$(awk '$1=="99%"{print $2}' <<<"$out")
   non2xx=$(awk '/Non-2xx/{print $NF}' <<<"$out"); errors=$(awk '/Socket errors/{print}' <<<"$out")
-  RPS[$1]=$rps; P99[$1]=$(to_us "$p99")
-  printf "  %-8s rps=%-10s p50=%-9s p99=%-9s non2xx=%s %s\n" "$1" "$rps" "$p50" "$p99" "${non2xx:-0}" "$errors"
+  echo "$rps $(to_us "$p99")" >>"$W/$1.txt"
+  [ -z "$non2xx$errors" ] || echo "  $1: non2xx=${non2xx:-0} $errors" >&2
+}
+median() { sort -n | awk '{ v[NR]=$1 } END { if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
+summarize() { # name
+  RPS[$1]=$(awk '{print $1}' "$W/$1.txt" | median); P99[$1]=$(awk '{print $2}' "$W/$1.txt" | median)
+  printf "  %-8s rps=%-10s p99=%sus   (runs: %s)\n" "$1" "${RPS[$1]}" "${P99[$1]}" "$(awk '{printf "%s/%sus ", $1, $2}' "$W/$1.txt")"
 }
 to_us() { awk -v v="$1" 'BEGIN { n=v+0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n*1000; else if (v ~ /s$/) print n*1000000; else print n }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 
-echo "oauth-relay bench: ${D}s per run, $C connections, wrk -t1, $CORES cores, $(date -u +%FT%TZ)"
+echo "oauth-relay bench: ${D}s per run, $C connections, $ROUNDS rounds, wrk -t1, $CORES cores, $(date -u +%FT%TZ)"
 for workers in $WORKERS_LIST; do
   peer_workers=$workers; [ "$workers" = 0 ] && peer_workers=$CORES
   echo "workers: relay $workers$([ "$workers" = 0 ] && echo " (one per core)"), nginx $peer_workers, haproxy $peer_workers threads"
   start_peers "$peer_workers" "$workers"
   wrk -t1 -c"$C" -d1s "http://127.0.0.1:$RELAY_PORT/" >/dev/null 2>&1 || true   # warm-up
-  measure relay $RELAY_PORT; measure nginx $NGINX_PORT; measure haproxy $HAPROXY_PORT
+  rm -f "$W"/relay.txt "$W"/nginx.txt "$W"/haproxy.txt
+  order=(relay nginx haproxy)
+  declare -A PORT=([relay]=$RELAY_PORT [nginx]=$NGINX_PORT [haproxy]=$HAPROXY_PORT)
+  for round in $(seq "$ROUNDS"); do
+    for name in "${order[@]}"; do measure "$name" "${PORT[$name]}"; done
+    order=("${order[@]:1}" "${order[0]}")
+  done
+  summarize relay; summarize nginx; summarize haproxy
   echo "  relay/nginx rps=$(ratio "${RPS[relay]}" "${RPS[nginx]}") p99=$(ratio "${P99[relay]}" "${P99[nginx]}")   relay/haproxy rps=$(ratio "${RPS[relay]}" "${RPS[haproxy]}") p99=$(ratio "${P99[relay]}" "${P99[haproxy]}")"
   echo "  relay RSS after the run: $(rss_kib $RELAY_PID) KiB"
   if [ "$IDLE_CONNECTIONS" -gt 0 ] && [ "$workers" = "$(echo $WORKERS_LIST | awk '{print $1}')" ]; then

@@ -35,15 +35,6 @@ public struct Route: Sendable, Equatable {
         self.tls = tls
         self.retryOnStatus = retryOnStatus
     }
-
-    /// Writes the path to request from the upstream into `output` (replacing its contents):
-    /// `upstream.basePath`, then the normalized request `path`, without `match.pathPrefix`
-    /// when `stripPrefix` is set. The caller appends `?query`.
-    public func upstreamPath(for path: UnsafeRawBufferPointer, into output: inout [UInt8]) {
-        output.removeAll(keepingCapacity: true)
-        output.append(contentsOf: upstream.basePath.utf8)
-        RequestPath.appendStripped(path, prefixLength: stripPrefix ? match.pathPrefix.utf8.count : 0, to: &output)
-    }
 }
 
 /// Which requests a route takes.

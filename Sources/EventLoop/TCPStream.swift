@@ -49,6 +49,8 @@ public final class TCPStream: HandleOwner {
     private var lingering = false
     /// Listed in the loop's batch, waiting for `flushBatchedWrites`.
     private var batched = false
+    private var lingerMilliseconds: UInt64 = 0
+    private var stallMilliseconds: UInt64 = 0
     public private(set) var isClosed = false
 
     public var highWaterMark = 256 * 1024
@@ -221,6 +223,8 @@ public final class TCPStream: HandleOwner {
             return
         }
         startWriteIfIdle()
+        // Progress: a closing stream's stall clock starts again.
+        if shutdownAfterWrites && shutdownRequest == nil { lingerTimer?.start(afterMilliseconds: stallMilliseconds) }
         queueDidShrink()
     }
 
@@ -254,27 +258,33 @@ public final class TCPStream: HandleOwner {
         connected = true
         uv_tcp_nodelay(tcp, 1)
         startWriteIfIdle()
+        if shutdownAfterWrites && queuedBytes == 0 { beginShutdown() }
         delegate?.stream(self, didConnectWith: nil)
     }
 
     // MARK: Closing
 
     /// Flushes queued writes, sends FIN, then keeps reading and discarding what the peer still
-    /// sends until it closes or `lingerMilliseconds` pass, and closes. Closing at once could make
-    /// the kernel answer the peer's unread bytes with a reset that destroys the response we just
-    /// wrote (the "lingering close" of nginx and Apache).
-    public func closeAfterWrites(lingerMilliseconds: UInt64 = 2000) {
+    /// sends until it closes or `lingerMilliseconds` pass after the FIN, and closes. Closing at
+    /// once could make the kernel answer the peer's unread bytes with a reset that destroys the
+    /// response just written (the "lingering close" of nginx and Apache).
+    /// A peer that stops reading altogether is given up on after `stallMilliseconds` without
+    /// write progress.
+    public func closeAfterWrites(lingerMilliseconds: UInt64 = 2000, stallMilliseconds: UInt64 = 60_000) {
         guard !isClosed, !shutdownAfterWrites else { return }
         shutdownAfterWrites = true
         lingering = true
+        self.lingerMilliseconds = lingerMilliseconds
+        self.stallMilliseconds = stallMilliseconds
         lingerTimer = LoopTimer(loop: loop) { [unowned self] in self.close() }
-        lingerTimer?.start(afterMilliseconds: lingerMilliseconds)
+        lingerTimer?.start(afterMilliseconds: stallMilliseconds)
         if connected && queuedBytes == 0 { beginShutdown() }
         // Otherwise the write in flight, or the batch flush, ends in `queueDidShrink`.
     }
 
     private func beginShutdown() {
         guard shutdownRequest == nil, !isClosed else { return }
+        lingerTimer?.start(afterMilliseconds: lingerMilliseconds)
         let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
         request.pointee.data = tcp.pointee.data
         shutdownRequest = request
@@ -318,27 +328,31 @@ public final class TCPStream: HandleOwner {
 
 // MARK: C callbacks (non-capturing; they recover the stream from `data`)
 
-private func stream(from data: UnsafeMutableRawPointer?) -> TCPStream {
-    Unmanaged<TCPStream>.fromOpaque(data!).takeUnretainedValue()
+/// The stream behind a handle or request. Guaranteed, not retained: the stream holds itself
+/// alive while its handle is open (rule 2), which covers every callback.
+@inline(__always)
+private func withStream(_ data: UnsafeMutableRawPointer?, _ body: (TCPStream) -> Void) {
+    Unmanaged<TCPStream>.fromOpaque(data!)._withUnsafeGuaranteedRef(body)
 }
 
 private let allocateReadBuffer: uv_alloc_cb = { handle, _, buffer in
-    let owner = stream(from: handle!.pointee.data)
-    buffer!.pointee = uv_buf_t(base: owner.loop.readBuffer.assumingMemoryBound(to: CChar.self), len: EventLoop.readBufferSize)
+    withStream(handle!.pointee.data) { owner in
+        buffer!.pointee = uv_buf_t(base: owner.loop.readBuffer.assumingMemoryBound(to: CChar.self), len: EventLoop.readBufferSize)
+    }
 }
 
 private let onRead: uv_read_cb = { handle, nread, _ in
-    stream(from: handle!.pointee.data).didRead(nread)
+    withStream(handle!.pointee.data) { $0.didRead(nread) }
 }
 
 private let onWrite: uv_write_cb = { request, status in
-    stream(from: request!.pointee.data).didWrite(status: status)
+    withStream(request!.pointee.data) { $0.didWrite(status: status) }
 }
 
 private let onConnect: uv_connect_cb = { request, status in
-    stream(from: request!.pointee.data).didConnect(status: status)
+    withStream(request!.pointee.data) { $0.didConnect(status: status) }
 }
 
 private let onShutdown: uv_shutdown_cb = { request, _ in
-    stream(from: request!.pointee.data).didShutdown()
+    withStream(request!.pointee.data) { $0.didShutdown() }
 }

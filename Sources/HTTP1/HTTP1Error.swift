@@ -14,6 +14,9 @@ public struct HTTP1Error: Error, Equatable, Sendable, CustomStringConvertible {
         case invalidHeaderValue
         /// The peer closed before the message was complete.
         case truncated
+        /// A transfer coding other than `chunked` (gzip, deflate, ...): the relay would have to
+        /// decode it to re-frame the body, and does not.
+        case unsupportedTransferCoding
     }
 
     public let kind: Kind
@@ -24,10 +27,12 @@ public struct HTTP1Error: Error, Equatable, Sendable, CustomStringConvertible {
         self.reason = reason
     }
 
-    /// The status a server answers with: 431 for size limits, else 400.
+    /// The status a server answers with: 431 for size limits, 501 for a transfer coding it
+    /// does not implement (RFC 9112 §6.1), else 400.
     public var requestStatus: Int {
         switch kind {
         case .headTooLarge, .tooManyHeaders: return 431
+        case .unsupportedTransferCoding: return 501
         default: return 400
         }
     }

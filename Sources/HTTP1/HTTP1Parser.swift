@@ -287,6 +287,9 @@ public final class HTTP1Parser {
         head.keepAlive = llhttp_should_keep_alive(state) != 0
         head.isUpgrade = state.pointee.upgrade != 0
         head.markConnectionListedFields()
+        if head.isChunked && !head.transferCodingIsOnlyChunked() {
+            return fail(.unsupportedTransferCoding, "transfer codings other than chunked are not supported")
+        }
         if kind == .request && head.hostIndex == nil && (head.versionMajor, head.versionMinor) >= (1, 1) {
             return fail(.badHost, "HTTP/1.1 request without a Host header")
         }
@@ -333,24 +336,28 @@ public final class HTTP1Parser {
 
 // MARK: llhttp settings shared by every parser (llhttp keeps a pointer; it must outlive them)
 
-private func parser(_ state: UnsafeMutablePointer<llhttp_t>?) -> HTTP1Parser {
-    Unmanaged<HTTP1Parser>.fromOpaque(state!.pointee.data).takeUnretainedValue()
+/// Runs `body` on the parser that owns `state`. `_withUnsafeGuaranteedRef` skips the
+/// retain/release pair of `takeUnretainedValue()`: the parser is alive for the whole
+/// `llhttp_execute` call that invokes these callbacks.
+@inline(__always)
+private func withParser(_ state: UnsafeMutablePointer<llhttp_t>?, _ body: (HTTP1Parser) -> Int32) -> Int32 {
+    Unmanaged<HTTP1Parser>.fromOpaque(state!.pointee.data)._withUnsafeGuaranteedRef(body)
 }
 
 nonisolated(unsafe) private var parserSettings: llhttp_settings_t = {
     var s = llhttp_settings_t()
     llhttp_settings_init(&s)
-    s.on_message_begin = { parser($0).messageBegin() }
-    s.on_url = { parser($0).url($1, $2) }
-    s.on_status = { parser($0).status($1, $2) }
-    s.on_header_field = { parser($0).headerField($1, $2) }
-    s.on_header_field_complete = { parser($0).headerFieldComplete() }
-    s.on_header_value = { parser($0).headerValue($1, $2) }
-    s.on_header_value_complete = { parser($0).headerValueComplete() }
-    s.on_headers_complete = { parser($0).headersComplete() }
-    s.on_body = { parser($0).body($1, $2) }
-    s.on_chunk_header = { parser($0).chunkHeader() }
-    s.on_chunk_complete = { parser($0).chunkComplete() }
-    s.on_message_complete = { parser($0).messageComplete() }
+    s.on_message_begin = { withParser($0) { $0.messageBegin() } }
+    s.on_url = { state, at, length in withParser(state) { $0.url(at, length) } }
+    s.on_status = { state, at, length in withParser(state) { $0.status(at, length) } }
+    s.on_header_field = { state, at, length in withParser(state) { $0.headerField(at, length) } }
+    s.on_header_field_complete = { withParser($0) { $0.headerFieldComplete() } }
+    s.on_header_value = { state, at, length in withParser(state) { $0.headerValue(at, length) } }
+    s.on_header_value_complete = { withParser($0) { $0.headerValueComplete() } }
+    s.on_headers_complete = { withParser($0) { $0.headersComplete() } }
+    s.on_body = { state, at, length in withParser(state) { $0.body(at, length) } }
+    s.on_chunk_header = { withParser($0) { $0.chunkHeader() } }
+    s.on_chunk_complete = { withParser($0) { $0.chunkComplete() } }
+    s.on_message_complete = { withParser($0) { $0.messageComplete() } }
     return s
 }()

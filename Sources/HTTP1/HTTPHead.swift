@@ -110,6 +110,17 @@ public final class HTTPHead {
         return found
     }
 
+    /// Whether the Transfer-Encoding fields list `chunked` and nothing else.
+    func transferCodingIsOnlyChunked() -> Bool {
+        var onlyChunked = true
+        for field in fields where field.known == .transferEncoding {
+            ASCII.forEachListElement(value(field)) { if !ASCII.equalsIgnoringCase($0, Self.chunked) { onlyChunked = false } }
+        }
+        return onlyChunked
+    }
+
+    private static let chunked = Array("chunked".utf8)
+
     /// Marks every field named by a `Connection` header (RFC 9110 §7.6.1).
     func markConnectionListedFields() {
         for field in fields where field.known == .connection {

@@ -206,8 +206,8 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         if logging { exchange.routeName = plan.route.name }
 
         scratch.clear()
-        if plan.forwardsTargetVerbatim || target.isAsterisk {
-            ForwardedHead.writeRequest(head, target: target.originForm, plan: plan, framing: exchange.requestFraming,
+        if let originForm = target.originForm, plan.forwardsTargetVerbatim || target.isAsterisk {
+            ForwardedHead.writeRequest(head, target: originForm, plan: plan, framing: exchange.requestFraming,
                                        forwarding: forwarding, clientHost: head.host, injected: nil, into: &scratch)
         } else {
             normalizedPath.withUnsafeBytes {
@@ -480,7 +480,12 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
     /// A request the parser rejected: answer 400/431 and close (RFC 9112 §2.2: the framing of
     /// what follows cannot be trusted).
     private func rejectRequest(_ error: HTTP1Error) {
-        let problem: Problem = error.requestStatus == 431 ? .headersTooLarge(error.reason) : .badRequest(error.reason)
+        let problem: Problem
+        switch error.requestStatus {
+        case 431: problem = .headersTooLarge(error.reason)
+        case 501: problem = .notImplemented(error.reason)
+        default: problem = .badRequest(error.reason)
+        }
         switch phase {
         case .closing, .tunnelling:
             return

@@ -37,7 +37,7 @@ enum ForwardedHead {
         out.append(UInt8(ascii: " "))
         out.append(target)
         out.append(" HTTP/1.1\r\n")
-        out.append(plan.hostLine)
+        if !plan.setsHost { out.append(plan.hostLine) }
         for field in head.fields {
             if head.isHopByHop(field) { continue }
             switch field.known {
@@ -56,23 +56,26 @@ enum ForwardedHead {
         }
         if framing == .chunked { out.append("Transfer-Encoding: chunked\r\n") }
         if head.isUpgrade { appendUpgrade(head, into: &out) }
-        out.append("X-Forwarded-For: ")
-        if forwarding.trustForwardedHeaders {
-            // Every X-Forwarded-For field the client sent, in order, then this hop.
-            for field in head.fields where field.known == .xForwardedFor {
-                out.append(head.value(field))
-                out.append(", ")
+        if !plan.setsForwardedFor {
+            out.append("X-Forwarded-For: ")
+            if forwarding.trustForwardedHeaders {
+                // Every X-Forwarded-For field the client sent, in order, then this hop.
+                for field in head.fields where field.known == .xForwardedFor {
+                    out.append(head.value(field))
+                    out.append(", ")
+                }
             }
+            out.append(forwarding.clientAddress)
+            out.append("\r\n")
         }
-        out.append(forwarding.clientAddress)
-        out.append("\r\n")
-        if !(forwarding.trustForwardedHeaders && head.fields.contains { $0.known == .xForwardedProto }) {
+        if !plan.setsForwardedProto && !(forwarding.trustForwardedHeaders && head.fields.contains { $0.known == .xForwardedProto }) {
             out.append("X-Forwarded-Proto: http\r\n")
         }
-        if let clientHost, !(forwarding.trustForwardedHeaders && head.fields.contains { $0.known == .xForwardedHost }) {
+        if let clientHost, !plan.setsForwardedHost,
+           !(forwarding.trustForwardedHeaders && head.fields.contains { $0.known == .xForwardedHost }) {
             appendField(name: staticBytes("X-Forwarded-Host"), value: clientHost, into: &out)
         }
-        appendVia(versionMinor: head.versionMinor, suffix: forwarding.viaSuffix, into: &out)
+        if !plan.setsVia { appendVia(versionMinor: head.versionMinor, suffix: forwarding.viaSuffix, into: &out) }
         out.append(plan.setHeaderLines)
         if let injected { out.append(injected) }
         out.append("\r\n")

@@ -30,6 +30,9 @@ struct Problem {
     static func headersTooLarge(_ detail: String) -> Problem {
         Problem(status: 431, slug: "request-header-fields-too-large", title: "Request Header Fields Too Large", detail: detail)
     }
+    static func notImplemented(_ detail: String) -> Problem {
+        Problem(status: 501, slug: "not-implemented", title: "Not Implemented", detail: detail)
+    }
     static func badGateway(_ detail: String, route: String?) -> Problem {
         Problem(status: 502, slug: "bad-gateway", title: "Bad Gateway", detail: detail, route: route)
     }

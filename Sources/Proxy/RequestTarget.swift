@@ -9,7 +9,9 @@ struct RequestTarget {
     /// `?query` including the mark, or empty.
     let queryWithMark: UnsafeRawBufferPointer
     /// What to send upstream as the request-target when not rewritten: path and query.
-    let originForm: UnsafeRawBufferPointer
+    /// Nil for an absolute-form target with a query but no path (`http://host?q`): its origin
+    /// form `/?q` is not a slice of the input, so the caller composes it.
+    let originForm: UnsafeRawBufferPointer?
     /// Host (and port) of an absolute-form target.
     let authority: UnsafeRawBufferPointer?
     let isAsterisk: Bool
@@ -45,7 +47,7 @@ struct RequestTarget {
         if start == raw.count || raw[start] == UInt8(ascii: "?") {
             // `http://host` or `http://host?q`: the path is "/".
             path = Self.slash
-            originForm = start == raw.count ? Self.slash : UnsafeRawBufferPointer(rebasing: raw[start...])
+            originForm = start == raw.count ? Self.slash : nil
         } else {
             path = UnsafeRawBufferPointer(rebasing: raw[start..<queryStart])
             originForm = UnsafeRawBufferPointer(rebasing: raw[start...])

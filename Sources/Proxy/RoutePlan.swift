@@ -13,6 +13,12 @@ public final class RoutePlan: Sendable {
     /// Lower-cased names of the headers this route writes itself; a client's fields with these
     /// names are dropped.
     let replacedNames: [[UInt8]]
+    /// Generated fields the route's `setHeaders` replace (the route's value wins).
+    let setsHost: Bool
+    let setsForwardedFor: Bool
+    let setsForwardedProto: Bool
+    let setsForwardedHost: Bool
+    let setsVia: Bool
     /// Forward the request-target as received (no prefix to strip, no base path to add).
     let forwardsTargetVerbatim: Bool
     let upstreamKey: UpstreamKey
@@ -23,6 +29,12 @@ public final class RoutePlan: Sendable {
         hostLine = Array("Host: \(route.upstream.authority)\r\n".utf8)
         setHeaderLines = route.setHeaders.flatMap { Array("\($0.name): \($0.value)\r\n".utf8) }
         replacedNames = route.setHeaders.map { Array($0.name.lowercased().utf8) }
+        let names = Set(route.setHeaders.map { $0.name.lowercased() })
+        setsHost = names.contains("host")
+        setsForwardedFor = names.contains("x-forwarded-for")
+        setsForwardedProto = names.contains("x-forwarded-proto")
+        setsForwardedHost = names.contains("x-forwarded-host")
+        setsVia = names.contains("via")
         forwardsTargetVerbatim = !route.stripPrefix && route.upstream.basePath.isEmpty
         upstreamKey = UpstreamKey(host: route.upstream.host, port: route.upstream.port)
         nameBytes = Array(route.name.utf8)
@@ -31,7 +43,7 @@ public final class RoutePlan: Sendable {
     /// Scratch space for `writeUpstreamTarget`, owned by a connection and reused.
     struct TargetScratch {
         var normalizedRest: [UInt8] = []
-        var rawRest: [UInt8] = []
+        var rawCandidate: [UInt8] = []
         var check: [UInt8] = []
     }
 
@@ -48,14 +60,17 @@ public final class RoutePlan: Sendable {
         RequestPath.appendStripped(normalizedPath, prefixLength: prefixLength, to: &scratch.normalizedRest)
         out.removeAll(keepingCapacity: true)
         out.append(contentsOf: route.upstream.basePath.utf8)
-        var useRaw = false
+        out.append(contentsOf: scratch.normalizedRest)
+        // The raw candidate is judged whole, base path included: a `..` that stays at the root
+        // of the rest alone would climb out of the base path once the upstream resolves it.
         if rawPath.count >= prefixLength && rawPath.starts(with: route.match.pathPrefix.utf8.prefix(prefixLength)) {
-            scratch.rawRest.removeAll(keepingCapacity: true)
-            RequestPath.appendStripped(rawPath, prefixLength: prefixLength, to: &scratch.rawRest)
-            useRaw = scratch.rawRest.withUnsafeBytes { RequestPath.normalize($0, into: &scratch.check) }
-                && scratch.check == scratch.normalizedRest
+            scratch.rawCandidate.removeAll(keepingCapacity: true)
+            scratch.rawCandidate.append(contentsOf: route.upstream.basePath.utf8)
+            RequestPath.appendStripped(rawPath, prefixLength: prefixLength, to: &scratch.rawCandidate)
+            let equivalent = scratch.rawCandidate.withUnsafeBytes { RequestPath.normalize($0, into: &scratch.check) }
+                && scratch.check == out
+            if equivalent { swap(&out, &scratch.rawCandidate) }
         }
-        out.append(contentsOf: useRaw ? scratch.rawRest : scratch.normalizedRest)
         out.append(contentsOf: queryWithMark)
     }
 

@@ -34,35 +34,46 @@ func loadConfig(path: String) throws -> RelayConfig {
 /// `whileServing` runs once the listeners are bound (the demo prints its instructions there).
 func serve(_ config: RelayConfig, logger: Logger, whileServing: (RelayServer) -> Void = { _ in }) throws {
     SignalWatcher.ignoreBrokenPipe()
+    // The signal watchers exist before any worker binds: a SIGTERM that arrives while the
+    // listeners start is queued by libuv and handled once the loop runs, instead of killing
+    // a process that already accepts connections.
+    let loop = try EventLoop()
+    final class Running {
+        var server: RelayServer?
+        var stopSignal: Int32?
+        var watchers: [SignalWatcher] = []
+    }
+    let running = Running()
+    let stop: (Int32) -> Void = { signal in
+        logger.info("shutting down", metadata: ["signal": .stringConvertible(signal)])
+        running.stopSignal = signal
+        running.server?.stop()
+        // With the watchers gone a second signal has its default effect: it ends the process.
+        for watcher in running.watchers { watcher.close() }
+    }
+    running.watchers.append(SignalWatcher(loop: loop, signal: SignalWatcher.terminate, callback: stop))
+    running.watchers.append(SignalWatcher(loop: loop, signal: SignalWatcher.interrupt, callback: stop))
+    running.watchers.append(SignalWatcher(loop: loop, signal: SignalWatcher.hangUp) { _ in
+        logger.warning("SIGHUP received: this version does not reload its configuration; nothing changed")
+    })
+
     let settings = ProxySettings(config: config)
     let workers = config.workers == 0 ? WorkerThread.processorCount : config.workers
-    let server: RelayServer
     do {
-        server = try RelayServer.start(settings: settings, workers: workers, logger: logger)
+        running.server = try RelayServer.start(settings: settings, workers: workers, logger: logger)
     } catch {
         logger.critical("cannot start", metadata: ["error": "\(error)"])
+        for watcher in running.watchers { watcher.close() }
+        try? loop.close()
         throw ExitCode(1)
     }
+    let server = running.server!
     logger.info("listening", metadata: [
         "listen": .string(server.boundAddress),
         "workers": .stringConvertible(workers),
         "routes": .array(config.routes.map { .string("\($0.name) \($0.match.host.map { "\($0)" } ?? "*")\($0.match.pathPrefix) -> \($0.upstream)") }),
     ])
     whileServing(server)
-
-    let loop = try EventLoop()
-    var watchers: [SignalWatcher] = []
-    let stop: (Int32) -> Void = { signal in
-        logger.info("shutting down", metadata: ["signal": .stringConvertible(signal)])
-        server.stop()
-        // With the watchers gone a second signal has its default effect: it ends the process.
-        for watcher in watchers { watcher.close() }
-    }
-    watchers.append(SignalWatcher(loop: loop, signal: SignalWatcher.terminate, callback: stop))
-    watchers.append(SignalWatcher(loop: loop, signal: SignalWatcher.interrupt, callback: stop))
-    watchers.append(SignalWatcher(loop: loop, signal: SignalWatcher.hangUp) { _ in
-        logger.warning("SIGHUP received: this version does not reload its configuration; nothing changed")
-    })
     loop.run()
     server.wait()
     try? loop.close()

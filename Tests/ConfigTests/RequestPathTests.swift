@@ -70,16 +70,4 @@ final class RequestPathTests: XCTestCase {
             XCTAssertEqual(String(decoding: output, as: UTF8.self), "/base" + expected, "strip \(prefix) from \(path)")
         }
     }
-
-    func testUpstreamPathJoinsBasePathAndStrippedPath() throws {
-        let config = try decodeConfig(#"""
-        { "routes": [ { "upstream": "http://svc/v1/", "match": { "pathPrefix": "/orders/" }, "stripPrefix": true },
-                      { "upstream": "http://svc/v2", "match": { "pathPrefix": "/keep/" } } ] }
-        """#)
-        var output: [UInt8] = []
-        Array("/orders/42".utf8).withUnsafeBytes { config.routes[0].upstreamPath(for: $0, into: &output) }
-        XCTAssertEqual(String(decoding: output, as: UTF8.self), "/v1/42")
-        Array("/keep/42".utf8).withUnsafeBytes { config.routes[1].upstreamPath(for: $0, into: &output) }
-        XCTAssertEqual(String(decoding: output, as: UTF8.self), "/v2/keep/42")
-    }
 }

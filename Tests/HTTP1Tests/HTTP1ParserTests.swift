@@ -187,6 +187,19 @@ final class HTTP1ParserTests: XCTestCase {
         guard case .failed = result else { return XCTFail("accepted \(result)") }
     }
 
+    func testTransferCodingOtherThanChunkedIsNotImplemented() {
+        let (_, result) = parseAtEveryBoundary("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n")
+        guard case .failed(let error) = result else { return XCTFail("accepted \(result)") }
+        XCTAssertEqual(error.kind, .unsupportedTransferCoding)
+        XCTAssertEqual(error.requestStatus, 501)
+    }
+
+    func testChunkedInAnyCaseIsAccepted() {
+        let (d, result) = parseAtEveryBoundary("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n")
+        XCTAssertEqual(result, .consumed)
+        XCTAssertEqual(d.body, [UInt8(ascii: "x")])
+    }
+
     func testParserIsReusableAfterReset() {
         let parser = HTTP1Parser(kind: .response, limits: defaultLimits)
         _ = feed(parser, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")

@@ -132,6 +132,18 @@ final class ForwardedRequestTests: XCTestCase {
                         route: route(setHeaders: setHeaders))
     }
 
+    func testRouteSetHeadersWinOverTheFieldsTheRelayGenerates() {
+        let setHeaders = [HeaderSetting(name: "Host", value: "public.example"), HeaderSetting(name: "Via", value: "1.1 gateway"),
+                          HeaderSetting(name: "X-Forwarded-For", value: "10.1.2.3"),
+                          HeaderSetting(name: "X-Forwarded-Host", value: "www.example"),
+                          HeaderSetting(name: "X-Forwarded-Proto", value: "https")]
+        assertForwarded(["GET /a HTTP/1.1", "Host: relay.example", "X-Forwarded-For: 203.0.113.9"],
+                        as: ["GET /a HTTP/1.1"]
+                            + ["Host: public.example", "Via: 1.1 gateway", "X-Forwarded-For: 10.1.2.3",
+                               "X-Forwarded-Host: www.example", "X-Forwarded-Proto: https"],
+                        route: route(setHeaders: setHeaders))
+    }
+
     func testRequestTargetIsWrittenAsGiven() {
         assertForwarded(["GET /svc/a%7e?q=%2F HTTP/1.1", "Host: relay.example"],
                         as: ["GET /v1/a%7e?q=%2F HTTP/1.1", "Host: orders.internal:8080"] + relayFields(),
