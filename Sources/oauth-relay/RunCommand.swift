@@ -22,11 +22,27 @@ struct RunCommand: ParsableCommand {
 
 /// Loads and validates a config file; on errors prints each with its JSON path and fails.
 func loadConfig(path: String) throws -> RelayConfig {
+    let config: RelayConfig
     do {
-        return try ConfigLoader.load(path: path, environment: ProcessInfo.processInfo.environment)
+        config = try ConfigLoader.load(path: path, environment: ProcessInfo.processInfo.environment)
     } catch {
         FileHandleOutput.standardError("oauth-relay: invalid configuration \(path):\n\(error.description)\n")
         throw ExitCode(1)
+    }
+    let unsupported = unsupportedByThisVersion(config)
+    if !unsupported.isEmpty {
+        FileHandleOutput.standardError("oauth-relay: configuration \(path) needs what this version cannot do yet:\n"
+                                       + unsupported.map { "\($0)\n" }.joined())
+        throw ExitCode(1)
+    }
+    return config
+}
+
+/// Valid settings this version cannot honour. A route with an identity is refused rather than
+/// served: forwarding it without its token would be a silent security downgrade.
+func unsupportedByThisVersion(_ config: RelayConfig) -> [String] {
+    config.routes.compactMap { route in
+        route.identity.map { "$.routes[\(route.index)].identity: \"\($0)\": fetching OAuth2 tokens is not part of this version yet" }
     }
 }
 

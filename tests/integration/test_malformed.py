@@ -4,10 +4,10 @@ reaches the upstream (no request smuggling past the relay)."""
 from http_client import assert_closed, assert_problem, build_request
 
 
-def assert_rejected(relay, upstream, raw: bytes, head_may_reach_upstream: bool = False) -> dict:
+def assert_rejected(relay, upstream, raw: bytes, head_may_reach_upstream: bool = False, status: int = 400) -> dict:
     with relay.connect() as conn:
         conn.send(raw)
-        problem = assert_problem(conn.read_response(), 400)
+        problem = assert_problem(conn.read_response(), status)
         assert_closed(conn)
     stats = upstream.stats()
     assert stats["requests_served"] == 0, f"the upstream answered a malformed request: {stats}"
@@ -33,6 +33,12 @@ def test_invalid_content_length_is_rejected(relay, upstream):
 def test_transfer_encoding_not_ending_in_chunked_is_rejected(relay, upstream):
     assert_rejected(relay, upstream, build_request("POST", "/", headers=[
         ("Transfer-Encoding", "chunked, gzip")]) + b"0\r\n\r\n")
+
+
+def test_transfer_coding_other_than_chunked_is_not_implemented(relay, upstream):
+    # gzip would reach the upstream relabelled as plain if the relay re-framed the body.
+    assert_rejected(relay, upstream, build_request("POST", "/", headers=[
+        ("Transfer-Encoding", "gzip, chunked")]) + b"0\r\n\r\n", status=501)
 
 
 def test_invalid_chunk_size_is_rejected(relay, upstream):
