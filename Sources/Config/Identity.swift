@@ -24,6 +24,22 @@ public struct Identity: Sendable, Equatable {
     public var assertion: Secret?
     /// TLS options for the token endpoint.
     public var tls: TLSSettings?
+    /// Accept an `http://` token URL on a host that is not loopback (logged as a warning);
+    /// loopback hosts may always use `http://`.
+    public var allowInsecureTokenUrl: Bool = false
+    /// The lifetime assumed for a token whose response has no `expires_in` and which is not a
+    /// JWT with an `exp` claim.
+    public var defaultExpiresInSeconds: Double = 3600
+    /// The least time before expiry at which a token is refreshed.
+    public var refreshSkewSeconds: Double = 10
+    /// The names of the token response's fields, for IdPs that do not use the standard ones.
+    public var responseFields = ResponseFields()
+    /// RFC 8693 token exchange: the `subject_token` form field and its `subject_token_type`.
+    public var subjectToken: Secret?
+    public var subjectTokenType: String?
+    /// RFC 8693 token exchange: the `actor_token` form field and its `actor_token_type`.
+    public var actorToken: Secret?
+    public var actorTokenType: String?
 
     public init(name: String, tokenUrl: HTTPURL, grant: Grant = .clientCredentials, clientId: String? = nil,
                 clientSecret: Secret? = nil, clientAuth: ClientAuth? = nil, scope: String? = nil, audience: String? = nil,
@@ -46,6 +62,20 @@ public struct Identity: Sendable, Equatable {
         self.refreshToken = refreshToken
         self.assertion = assertion
         self.tls = tls
+    }
+}
+
+/// The names of the fields of a token response that carry the token, its lifetime and its
+/// type (`responseFields`); the standard names by default.
+public struct ResponseFields: Sendable, Equatable, Hashable {
+    public var token: String
+    public var expiry: String
+    public var type: String
+
+    public init(token: String = "access_token", expiry: String = "expires_in", type: String = "token_type") {
+        self.token = token
+        self.expiry = expiry
+        self.type = type
     }
 }
 
@@ -86,6 +116,11 @@ public enum Grant: Sendable, Equatable, Hashable, CustomStringConvertible {
         default: grantType
         }
     }
+
+    /// RFC 8693 token exchange.
+    public static let tokenExchange = Grant.extension("urn:ietf:params:oauth:grant-type:token-exchange")
+    /// RFC 7523 JWT bearer assertion.
+    public static let jwtBearer = Grant.extension("urn:ietf:params:oauth:grant-type:jwt-bearer")
 
     static let names = ["client_credentials", "password", "refresh_token", "authorization_code", "device_code"]
 

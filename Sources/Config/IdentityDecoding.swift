@@ -2,7 +2,17 @@ extension DecodingContext {
     static let identityKeys = [
         "tokenUrl", "grant", "clientId", "clientSecret", "clientSecretFile", "clientAuth", "scope", "audience",
         "resource", "params", "headers", "username", "password", "passwordFile", "refreshToken", "refreshTokenFile",
-        "assertion", "assertionFile", "tls",
+        "assertion", "assertionFile", "tls", "allowInsecureTokenUrl", "defaultExpiresInSeconds", "refreshSkewSeconds",
+        "responseFields", "subjectToken", "subjectTokenFile", "subjectTokenType", "actorToken", "actorTokenFile",
+        "actorTokenType",
+    ]
+
+    /// Form fields the relay sets from a dedicated key: `params` may not set them again.
+    static let formFieldKeys = [
+        "client_id": "clientId", "client_secret": "clientSecret", "username": "username", "password": "password",
+        "refresh_token": "refreshToken", "assertion": "assertion", "subject_token": "subjectToken",
+        "subject_token_type": "subjectTokenType", "actor_token": "actorToken", "actor_token_type": "actorTokenType",
+        "scope": "scope", "audience": "audience", "resource": "resource",
     ]
 
     /// The `identities` object; names are used in URLs, logs and metrics labels, so they are
@@ -41,7 +51,7 @@ extension DecodingContext {
             }
             return uri
         } ?? []
-        identity.params = object.field("params").flatMap(decodeParams) ?? [:]
+        identity.params = object.field("params").flatMap { decodeParams($0, identity: object) } ?? [:]
         identity.headers = object.field("headers").flatMap {
             decodeHeaderFields($0, forbidden: HeaderRules.framingHeaders.union(["host"]))
         }.map { Dictionary($0.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }) } ?? [:]
@@ -50,6 +60,14 @@ extension DecodingContext {
         identity.refreshToken = object.secret("refreshToken")
         identity.assertion = object.secret("assertion")
         identity.tls = object.field("tls").flatMap { decodeTLS($0, endpoint: tokenUrl?.scheme, endpointName: "tokenUrl") }
+        identity.allowInsecureTokenUrl = object.bool("allowInsecureTokenUrl") ?? identity.allowInsecureTokenUrl
+        identity.defaultExpiresInSeconds = object.seconds("defaultExpiresInSeconds") ?? identity.defaultExpiresInSeconds
+        identity.refreshSkewSeconds = object.seconds("refreshSkewSeconds") ?? identity.refreshSkewSeconds
+        identity.responseFields = object.field("responseFields").flatMap(decodeResponseFields) ?? identity.responseFields
+        identity.subjectToken = object.secret("subjectToken")
+        identity.subjectTokenType = object.parsed("subjectTokenType", tokenTypeURI)
+        identity.actorToken = object.secret("actorToken")
+        identity.actorTokenType = object.parsed("actorTokenType", tokenTypeURI)
         let explicitAuth = object.parsed("clientAuth") { text throws(InvalidValue) in
             guard let auth = ClientAuth(rawValue: text) else {
                 throw InvalidValue("expected basic, post or none, got \"\(text)\"")
@@ -77,11 +95,8 @@ extension DecodingContext {
 
     /// Keys a grant needs, and keys only other grants use (a typo or a leftover otherwise).
     private func checkGrantRequirements(_ grant: Grant, object: ObjectReader) {
-        func has(_ key: String) -> Bool {
-            object.field(key) != nil || object.field(key + "File") != nil
-        }
         func requireKey(_ key: String, alternative: String? = nil) {
-            guard !has(key) else { return }
+            guard !object.has(key) else { return }
             let message = "required for the \(grant) grant" + (alternative.map { " (or \($0))" } ?? "")
             report(message, at: object.path.key(key), offset: object.lastOffset)
         }
@@ -112,12 +127,51 @@ extension DecodingContext {
             rejectKey("refreshToken", usedBy: "the refresh_token, authorization_code and device_code grants")
         }
         if case .extension = grant {} else {
-            rejectKey("assertion", usedBy: "extension grants")
+            for key in ["assertion", "subjectToken", "subjectTokenType", "actorToken", "actorTokenType"] {
+                rejectKey(key, usedBy: "extension grants")
+            }
+        }
+        checkTokenExchangeFields(grant, object: object)
+    }
+
+    /// RFC 8693: a token comes with its type; the token exchange grant needs a subject token,
+    /// the jwt-bearer grant (RFC 7523) an assertion, either from their keys or from `params`.
+    private func checkTokenExchangeFields(_ grant: Grant, object: ObjectReader) {
+        func hasParam(_ name: String) -> Bool {
+            guard case .object(let members) = object.field("params")?.value.kind else { return false }
+            return members.contains { $0.key == name }
+        }
+        var missing: [(key: String, message: String)] = []
+        for (token, type) in [("subjectToken", "subjectTokenType"), ("actorToken", "actorTokenType")]
+        where object.has(token) && !object.has(type) {
+            missing.append((type, "required with \(token) (RFC 8693)"))
+        }
+        let required: [(grant: Grant, key: String, field: String)] = [
+            (.tokenExchange, "subjectToken", "subject_token"), (.tokenExchange, "subjectTokenType", "subject_token_type"),
+            (.jwtBearer, "assertion", "assertion"),
+        ]
+        for (needingGrant, key, field) in required
+        where grant == needingGrant && !object.has(key) && !hasParam(field) && !missing.contains(where: { $0.key == key }) {
+            missing.append((key, "required for the \(grant) grant (or params.\(field))"))
+        }
+        for (key, message) in missing {
+            report(message, at: object.path.key(key), offset: object.lastOffset)
         }
     }
 
-    /// Form fields; `grant_type` is the relay's to set, from `grant`.
-    private func decodeParams(_ field: Field) -> [String: String]? {
+    /// `responseFields`: the names of the token, expiry and type fields of a token response.
+    private func decodeResponseFields(_ field: Field) -> ResponseFields? {
+        guard let object = ObjectReader(field, knownKeys: ["token", "expiry", "type"], in: self) else { return nil }
+        var fields = ResponseFields()
+        fields.token = object.nonEmptyString("token") ?? fields.token
+        fields.expiry = object.nonEmptyString("expiry") ?? fields.expiry
+        fields.type = object.nonEmptyString("type") ?? fields.type
+        return fields
+    }
+
+    /// Form fields; `grant_type` is the relay's to set, from `grant`, and so is every field whose
+    /// dedicated key the identity sets.
+    private func decodeParams(_ field: Field, identity: ObjectReader) -> [String: String]? {
         guard let members = stringMembers(field) else { return nil }
         var params: [String: String] = [:]
         for (name, value, member) in members {
@@ -125,10 +179,27 @@ extension DecodingContext {
                 report("a form field name must not be empty", at: member)
             } else if name == "grant_type" {
                 report("grant_type is set from \"grant\"; use \"grant\" instead", at: member)
+            } else if let key = Self.formFieldKeys[name], identity.has(key) {
+                report("\(name) is already set from \"\(key)\"; set it in one place", at: member)
             } else {
                 params[name] = value
             }
         }
         return params
     }
+}
+
+extension ObjectReader {
+    /// True when the key, or its `…File` form, is set.
+    fileprivate func has(_ key: String) -> Bool {
+        field(key) != nil || field(key + "File") != nil
+    }
+}
+
+/// An RFC 8693 token type identifier, such as `urn:ietf:params:oauth:token-type:jwt`.
+private func tokenTypeURI(_ text: String) throws(InvalidValue) -> String {
+    guard isAbsoluteURI(text) else {
+        throw InvalidValue("expected a token type URI such as urn:ietf:params:oauth:token-type:jwt, got \"\(text)\"")
+    }
+    return text
 }

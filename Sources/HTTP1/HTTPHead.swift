@@ -16,11 +16,12 @@ public struct HeaderField: Sendable {
 }
 
 /// The head (start line and header fields) of one request or response, plus trailers.
-/// A parser reuses one `HTTPHead` for every message on its connection; its storage keeps its
-/// capacity, so a keep-alive connection allocates nothing per request once warm.
+/// A parser reuses one `HTTPHead` for every message on its connection; its storage grows on the
+/// first message and keeps its capacity, so a keep-alive connection allocates nothing per
+/// request once warm, and an idle connection that never sent anything holds nothing.
 /// Views returned by `name(_:)`, `value(_:)`, `target` are valid until the next `feed`.
 public final class HTTPHead {
-    public internal(set) var bytes = ByteBuffer(capacity: 1024)
+    public internal(set) var bytes = ByteBuffer()
     public internal(set) var fields: [HeaderField] = []
     public internal(set) var trailers: [HeaderField] = []
 
@@ -46,9 +47,7 @@ public final class HTTPHead {
     public internal(set) var hostIndex: Int?
     public internal(set) var expectsContinue = false
 
-    init() {
-        fields.reserveCapacity(32)
-    }
+    init() {}
 
     func reset() {
         bytes.clear()

@@ -34,10 +34,10 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
     /// What `drive()` is parsing from `leftover`.
     private var parsing = ByteBuffer()
     /// Scratch for composing heads and chunk lines.
-    private var scratch = ByteBuffer(capacity: 2048)
+    private var scratch = ByteBuffer()
     /// The response head, held back until body bytes follow or the upstream read that carried
     /// it is fully parsed: bad framing right behind the head then still becomes a clean 502.
-    private var heldResponseHead = ByteBuffer(capacity: 1024)
+    private var heldResponseHead = ByteBuffer()
     private var normalizedPath: [UInt8] = []
     private var rewrittenTarget: [UInt8] = []
     private var targetScratch = RoutePlan.TargetScratch()
@@ -125,11 +125,14 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
     }
 
     private func feedParser(_ bytes: UnsafeRawBufferPointer) {
-        if phase == .awaitingRequest {
-            phase = .readingHead
+        let headStarts = phase == .awaitingRequest
+        if headStarts { phase = .readingHead }
+        let result = parser.feed(bytes)
+        // Most heads arrive whole in their first read; the header timeout is armed only for
+        // one that did not (its clock still starts at this read: the loop's time is cached).
+        if headStarts && phase == .readingHead {
             timer?.arm(afterMilliseconds: settings.headerTimeoutMilliseconds)
         }
-        let result = parser.feed(bytes)
         switch result {
         case .consumed:
             break

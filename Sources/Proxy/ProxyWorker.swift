@@ -14,6 +14,7 @@ final class ProxyWorker {
     private var listener: TCPListener?
     private var clients: [ObjectIdentifier: ClientConnection] = [:]
     private var pools: [UpstreamKey: UpstreamPool] = [:]
+    private var poolByRoute: [UpstreamPool?]
     private(set) var isDraining = false
     private var stopWakeup: LoopWakeup?
     private var graceTimer: LoopTimer?
@@ -23,6 +24,7 @@ final class ProxyWorker {
         self.loop = loop
         self.settings = settings
         self.logger = logger
+        poolByRoute = Array(repeating: nil, count: settings.plans.count)
         listener = try TCPListener(loop: loop, address: address, reusePort: true) { [unowned self] stream in
             self.accept(stream)
         }
@@ -44,10 +46,13 @@ final class ProxyWorker {
         if isDraining && clients.isEmpty { finishDrain() }
     }
 
+    /// The pool of a route's upstream. Routes to the same upstream share one pool; the lookup
+    /// per request is an array index, not a hash of the host name.
     func pool(for plan: RoutePlan) -> UpstreamPool {
-        if let pool = pools[plan.upstreamKey] { return pool }
-        let pool = UpstreamPool(key: plan.upstreamKey, loop: loop, settings: settings)
+        if let pool = poolByRoute[plan.position] { return pool }
+        let pool = pools[plan.upstreamKey] ?? UpstreamPool(key: plan.upstreamKey, loop: loop, settings: settings)
         pools[plan.upstreamKey] = pool
+        poolByRoute[plan.position] = pool
         return pool
     }
 

@@ -6,6 +6,8 @@ import HTTP1
 /// those lines replace. A request then copies slices instead of formatting strings.
 public final class RoutePlan: Sendable {
     public let route: Route
+    /// Index in `ProxySettings.plans` (per-worker tables are indexed by it).
+    let position: Int
     /// `Host: upstream-authority\r\n`.
     let hostLine: [UInt8]
     /// `Name: value\r\n` for each `setHeaders` entry.
@@ -24,8 +26,9 @@ public final class RoutePlan: Sendable {
     let upstreamKey: UpstreamKey
     let nameBytes: [UInt8]
 
-    public init(route: Route) {
+    public init(route: Route, position: Int = 0) {
         self.route = route
+        self.position = position
         hostLine = Array("Host: \(route.upstream.authority)\r\n".utf8)
         setHeaderLines = route.setHeaders.flatMap { Array("\($0.name): \($0.value)\r\n".utf8) }
         replacedNames = route.setHeaders.map { Array($0.name.lowercased().utf8) }
@@ -106,7 +109,7 @@ public final class ProxySettings: Sendable {
     public init(config: RelayConfig) {
         self.config = config
         routes = RouteTable(config.routes)
-        plans = config.routes.map(RoutePlan.init(route:))
+        plans = config.routes.enumerated().map { RoutePlan(route: $1, position: $0) }
         headerLimits = HeaderLimits(maxHeadBytes: config.limits.maxHeaderBytes, maxFieldCount: config.limits.maxHeaderCount)
         viaSuffix = Array(" \(config.via)\r\n".utf8)
         func milliseconds(_ seconds: Double) -> UInt64 { UInt64(max(1, (seconds * 1000).rounded())) }

@@ -1,0 +1,108 @@
+/// Why a token request did not produce a token. Every case says what the token endpoint did
+/// (HTTP status, content type, at most the first 200 bytes of a body that cannot hold a
+/// secret), never what it was sent.
+public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// An RFC 6749 §5.2 error response (`{"error": "invalid_grant", …}`), with any status.
+    case oauth(OAuthError, status: Int, retryAfter: Double?)
+    /// An answer that is neither a token nor an OAuth error: a bare 400/403/5xx, an HTML page,
+    /// non-JSON text, an empty body. `excerpt` is nil when the body was empty or could hold a
+    /// token.
+    case unexpectedStatus(status: Int, contentType: String?, excerpt: String?, retryAfter: Double?)
+    /// A 3xx: the token endpoint is never followed elsewhere. `location` is shown without its
+    /// query or fragment.
+    case redirect(status: Int, location: String?)
+    /// A 2xx whose body is not a usable token response (no `access_token`, not JSON, a token
+    /// that cannot go in a header, a JWT that has already expired).
+    case invalidTokenResponse(status: Int, contentType: String?, reason: String)
+    /// Reported by the HTTP client: no connection (DNS, refused, reset, TLS handshake).
+    case unreachable(reason: String)
+    /// Reported by the HTTP client: no complete answer within its timeout.
+    case timedOut(seconds: Double)
+
+    /// The HTTP status the token endpoint answered with, if it answered.
+    public var status: Int? {
+        switch self {
+        case .oauth(_, let status, _), .unexpectedStatus(let status, _, _, _), .redirect(let status, _),
+             .invalidTokenResponse(let status, _, _):
+            status
+        case .unreachable, .timedOut:
+            nil
+        }
+    }
+
+    /// `Retry-After` in seconds from the answer, if it had one.
+    public var retryAfter: Double? {
+        switch self {
+        case .oauth(_, _, let retryAfter), .unexpectedStatus(_, _, _, let retryAfter): retryAfter
+        default: nil
+        }
+    }
+
+    public var oauthError: OAuthError? {
+        if case .oauth(let error, _, _) = self { return error }
+        return nil
+    }
+
+    /// True when the token endpoint is unreachable, slow or overloaded (the relay answers 503
+    /// and retries); false when it refused or answered nonsense (502).
+    public var isTemporary: Bool {
+        switch self {
+        case .unreachable, .timedOut:
+            return true
+        case .oauth(let error, let status, _):
+            return error.isTemporary || Self.isTemporary(status: status)
+        case .unexpectedStatus(let status, _, _, _):
+            return Self.isTemporary(status: status)
+        case .redirect, .invalidTokenResponse:
+            return false
+        }
+    }
+
+    private static func isTemporary(status: Int) -> Bool {
+        status >= 500 || status == 429 || status == 408
+    }
+
+    /// A short code for logs, metrics and the `/identities` view: the OAuth error code, or
+    /// `http_503`, `redirect`, `invalid_token_response`, `unreachable`, `timeout`.
+    public var code: String {
+        switch self {
+        case .oauth(let error, _, _): error.code.rawValue
+        case .unexpectedStatus(let status, _, _, _): "http_\(status)"
+        case .redirect: "redirect"
+        case .invalidTokenResponse: "invalid_token_response"
+        case .unreachable: "unreachable"
+        case .timedOut: "timeout"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .oauth(let error, let status, let retryAfter):
+            return "the token endpoint answered HTTP \(status) with OAuth error \(error)" + Self.retryText(retryAfter)
+        case .unexpectedStatus(let status, let contentType, let excerpt, let retryAfter):
+            let body = excerpt.map { ": \"\($0)\"" } ?? ""
+            return "the token endpoint answered HTTP \(status) (\(contentType ?? "no content type")) without an OAuth error"
+                + Self.retryText(retryAfter) + body
+        case .redirect(let status, let location):
+            return "the token endpoint answered HTTP \(status), a redirect" + (location.map { " to \($0)" } ?? "")
+                + "; redirects are not followed"
+        case .invalidTokenResponse(let status, let contentType, let reason):
+            return "the token endpoint answered HTTP \(status) (\(contentType ?? "no content type")) but not with a usable token: \(reason)"
+        case .unreachable(let reason):
+            return "the token endpoint is unreachable: \(reason)"
+        case .timedOut(let seconds):
+            return "the token endpoint did not answer within \(SecondsText.format(seconds)) s"
+        }
+    }
+
+    private static func retryText(_ retryAfter: Double?) -> String {
+        retryAfter.map { ", Retry-After \(SecondsText.format($0)) s" } ?? ""
+    }
+}
+
+/// Seconds as text without a useless `.0`: `5`, `2.5`.
+enum SecondsText {
+    static func format(_ seconds: Double) -> String {
+        seconds.rounded() == seconds && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
+    }
+}

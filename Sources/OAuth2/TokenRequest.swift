@@ -1,0 +1,165 @@
+import Config
+import Foundation
+
+/// One request to an identity's token endpoint, as plain values for the relay's HTTP client:
+/// `POST`, `url`, `headers` and the form `body`. The client adds the framing headers itself
+/// (`Host`, `Content-Length`) and must not follow a redirect (it is reported as an error, so a
+/// secret never goes to another host).
+///
+/// Built by `grant(for:)` (the identity's own grant) or `refresh(for:refreshToken:)`; the
+/// answer is read with `parseResponse(_:unixTime:)`, which knows the identity's response
+/// field names and which secrets this request carried (so none is ever quoted in an error).
+public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// What the request is for.
+    public enum Purpose: Sendable, Equatable, CustomStringConvertible {
+        /// The identity's own grant (for the `refresh_token` grant: its seed refresh token).
+        case grant(Grant)
+        /// A refresh with a refresh token the token endpoint issued.
+        case refresh
+
+        public var description: String {
+            switch self {
+            case .grant(let grant): "\(grant) grant"
+            case .refresh: "refresh"
+            }
+        }
+    }
+
+    public let purpose: Purpose
+    public let url: HTTPURL
+    public var method: String { "POST" }
+    public let headers: [HeaderField]
+    /// The `application/x-www-form-urlencoded` body.
+    public let body: [UInt8]
+    /// How the answer is read.
+    public let responseFormat: TokenResponseFormat
+    /// The names of the form fields, in order (for descriptions; the values may be secret).
+    public let fieldNames: [String]
+    /// Every secret value the request carries, removed from IdP text quoted in errors.
+    let secrets: [String]
+
+    /// The request for the identity's own grant; nil for an interactive grant
+    /// (`authorization_code`, `device_code`), which needs a person first.
+    public static func grant(for identity: Identity) -> TokenRequest? {
+        guard !identity.grant.isInteractive else { return nil }
+        var form = TokenForm(grantType: identity.grant.grantType)
+        switch identity.grant {
+        case .password:
+            form.add("username", identity.username)
+            form.add("password", identity.password)
+        case .refreshToken:
+            form.add("refresh_token", identity.refreshToken)
+        case .extension:
+            form.add("assertion", identity.assertion)
+            form.add("subject_token", identity.subjectToken)
+            form.add("subject_token_type", identity.subjectTokenType)
+            form.add("actor_token", identity.actorToken)
+            form.add("actor_token_type", identity.actorTokenType)
+        case .clientCredentials, .authorizationCode, .deviceCode:
+            break
+        }
+        form.add("scope", identity.scope)
+        form.add("audience", identity.audience)
+        for resource in identity.resource {
+            form.add("resource", resource)
+        }
+        return TokenRequest(purpose: .grant(identity.grant), form: form, identity: identity)
+    }
+
+    /// A refresh (RFC 6749 §6) with a refresh token the endpoint issued. It asks for nothing
+    /// new: no `scope`, `audience` or `resource`, so the token keeps what was granted. The
+    /// identity's `params` go along unless they are the fields of an extension grant.
+    public static func refresh(for identity: Identity, refreshToken: Secret) -> TokenRequest {
+        var form = TokenForm(grantType: Grant.refreshToken.grantType)
+        form.add("refresh_token", refreshToken)
+        return TokenRequest(purpose: .refresh, form: form, identity: identity)
+    }
+
+    private init(purpose: Purpose, form: TokenForm, identity: Identity) {
+        var form = form
+        var headers = [
+            HeaderField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
+            HeaderField(name: "Accept", value: "application/json"),
+        ]
+        switch identity.clientAuth {
+        case .basic:
+            if let secret = identity.clientSecret {
+                headers.append(HeaderField(name: "Authorization", value: Self.basicCredentials(id: identity.clientId ?? "", secret: secret)))
+                form.secrets.append(secret.value)
+            }
+        case .post:
+            form.add("client_id", identity.clientId)
+            form.add("client_secret", identity.clientSecret)
+        case .publicClient:
+            form.add("client_id", identity.clientId)
+        }
+        let extensionFields: Bool
+        if case .extension = identity.grant { extensionFields = true } else { extensionFields = false }
+        if purpose != .refresh || !extensionFields {
+            form.addParams(identity.params)
+        }
+        for (name, value) in identity.headers.sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
+            headers.removeAll { $0.name.lowercased() == name.lowercased() }
+            headers.append(HeaderField(name: name, value: value))
+        }
+        self.purpose = purpose
+        self.url = identity.tokenUrl
+        self.headers = headers
+        self.body = Array(FormURLEncoding.encode(form.fields).utf8)
+        self.responseFormat = TokenResponseFormat(identity: identity)
+        self.fieldNames = form.fields.map(\.name)
+        self.secrets = form.secrets
+    }
+
+    /// `Basic base64(urlencode(id) ":" urlencode(secret))`: RFC 6749 §2.3.1 form-encodes both
+    /// before joining them, so a `:` or a non-ASCII character in either survives.
+    static func basicCredentials(id: String, secret: Secret) -> String {
+        let pair = FormURLEncoding.encode(id) + ":" + FormURLEncoding.encode(secret.value)
+        return "Basic " + Data(pair.utf8).base64EncodedString()
+    }
+
+    /// Reads the token endpoint's answer to this request. `unixTime` is the wall-clock time
+    /// (seconds since 1970), for a JWT's `exp` and an HTTP-date `Retry-After`.
+    public func parseResponse(_ reply: TokenEndpointReply, unixTime: Double) throws(TokenEndpointError) -> TokenResponse {
+        try TokenResponse.parse(reply, format: responseFormat, secrets: secrets, unixTime: unixTime)
+    }
+
+    public var description: String {
+        "POST \(redactedURL(url)) (\(purpose)) fields: \(fieldNames.joined(separator: ", "))"
+    }
+
+    public var debugDescription: String { description }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: ["request": description, "headers": headers.map(\.description)], displayStyle: .struct)
+    }
+}
+
+/// The form fields of a token request being built, and the secrets among their values.
+private struct TokenForm {
+    var fields: [(name: String, value: String)]
+    var secrets: [String] = []
+
+    init(grantType: String) {
+        fields = [("grant_type", grantType)]
+    }
+
+    mutating func add(_ name: String, _ value: String?) {
+        if let value { fields.append((name, value)) }
+    }
+
+    mutating func add(_ name: String, _ secret: Secret?) {
+        guard let secret else { return }
+        fields.append((name, secret.value))
+        secrets.append(secret.value)
+    }
+
+    /// `params`, sorted by name; a param named like a field already set replaces it (the
+    /// config reports such a pair, so this only decides for identities built in code).
+    mutating func addParams(_ params: [String: String]) {
+        for (name, value) in params.sorted(by: { $0.key < $1.key }) {
+            fields.removeAll { $0.name == name }
+            fields.append((name, value))
+        }
+    }
+}
