@@ -25,6 +25,7 @@ let package = Package(
         .target(name: "EventLoop", dependencies: ["CLibUV", "ByteBuffers"], swiftSettings: hotPath),
         .target(name: "HTTP1", dependencies: ["CLLHTTP", "ByteBuffers"], swiftSettings: hotPath),
         .target(name: "Config", swiftSettings: hotPath),
+        .target(name: "OAuth2", dependencies: ["Config"], swiftSettings: hotPath),
         .target(name: "Proxy", dependencies: [
             "EventLoop", "HTTP1", "Config", "ByteBuffers",
             .product(name: "Logging", package: "swift-log"),
@@ -39,6 +40,7 @@ let package = Package(
         .testTarget(name: "ConfigTests", dependencies: ["Config"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "Config"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
+        .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Config"]),
     ],
     swiftLanguageModes: [.v6]
 )

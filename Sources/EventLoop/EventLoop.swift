@@ -1,7 +1,7 @@
 // EventLoop: a thin Swift wrapper over libuv — one loop per worker thread.
 //
 // Lifetime rules for every handle wrapper in this module (TCPStream, TCPListener, LoopTimer,
-// LoopWakeup, SignalWatcher), written once here so no file has to repeat them:
+// LoopWakeup, SignalWatcher — all subclasses of `LoopHandle`, which implements rules 1–3 once):
 //
 //  1. A wrapper allocates its own uv handle and stores an unretained pointer to itself in
 //     `handle->data`, so C callbacks (non-capturing closures) recover it with `Unmanaged`.
@@ -97,22 +97,59 @@ public final class EventLoop {
     }
 }
 
-/// Frees a handle's memory and the wrapper's self-reference once libuv is done with it (rule 3).
-/// Every wrapper's close goes through here, so the bookkeeping exists once.
-func closeHandle(_ handle: UnsafeMutablePointer<uv_handle_t>) {
-    guard uv_is_closing(handle) == 0 else { return }
-    uv_close(handle) { handle in
-        guard let handle, let data = handle.pointee.data else { return }
-        let owner = Unmanaged<AnyObject>.fromOpaque(data)
-        (owner.takeUnretainedValue() as? HandleOwner)?.handleDidClose()
-        owner.release()
-    }
-}
+/// The bookkeeping every handle wrapper shares (rules 1–3): allocate the uv handle, point its
+/// `data` at the wrapper and keep the wrapper alive while it is open, count it on the loop, and
+/// free everything in the close callback. Subclasses add what their handle does.
+/// (Not generic over the handle type: a public subclass may not name libuv's types, which stay
+/// behind `internal import`.)
+public class LoopHandle {
+    public let loop: EventLoop
+    /// The uv handle's memory; each subclass views it as its own handle type.
+    let storage: UnsafeMutableRawPointer
+    public private(set) var isClosed = false
 
-/// Implemented by every handle wrapper: called from the close callback, before the
-/// self-reference taken at open is released.
-protocol HandleOwner: AnyObject {
-    func handleDidClose()
+    /// Allocates a `Handle`; the subclass then initialises it with its `uv_*_init` and calls
+    /// `didOpen()`, or `abandon()` when the init failed.
+    init<Handle>(loop: EventLoop, handleType: Handle.Type) {
+        self.loop = loop
+        storage = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<Handle>.size,
+                                                   alignment: MemoryLayout<Handle>.alignment)
+        storage.bindMemory(to: Handle.self, capacity: 1)
+    }
+
+    var uvHandle: UnsafeMutablePointer<uv_handle_t> { storage.assumingMemoryBound(to: uv_handle_t.self) }
+
+    /// The handle is initialised: libuv knows it, so from now on it is freed by the close callback.
+    func didOpen() {
+        uvHandle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        loop.openHandles += 1
+    }
+
+    /// The uv init failed: libuv never knew the handle.
+    func abandon() {
+        isClosed = true
+        storage.deallocate()
+    }
+
+    /// Idempotent. Subclasses drop their callbacks in `willClose()`.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        willClose()
+        uv_close(uvHandle) { handle in
+            let owner = Unmanaged<LoopHandle>.fromOpaque(handle!.pointee.data!)
+            owner.takeUnretainedValue().handleDidClose()
+            owner.release()
+        }
+    }
+
+    func willClose() {}
+
+    /// Called from the close callback; subclasses that override call `super` last.
+    func handleDidClose() {
+        loop.openHandles -= 1
+        storage.deallocate()
+    }
 }
 
 extension EventLoop {

@@ -1,49 +1,36 @@
 internal import CLibUV
 
 /// A one-shot or repeating timer on one loop (`uv_timer_t`).
-public final class LoopTimer: HandleOwner {
-    private let loop: EventLoop
-    private let timer: UnsafeMutablePointer<uv_timer_t>
+public final class LoopTimer: LoopHandle {
+    var handle: UnsafeMutablePointer<uv_timer_t> { storage.assumingMemoryBound(to: uv_timer_t.self) }
     private var callback: (() -> Void)?
-    private var closed = false
 
     public init(loop: EventLoop, callback: @escaping () -> Void) {
-        self.loop = loop
         self.callback = callback
-        timer = .allocate(capacity: 1)
-        uv_timer_init(loop.uv, timer)
-        timer.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        loop.openHandles += 1
+        super.init(loop: loop, handleType: uv_timer_t.self)
+        uv_timer_init(loop.uv, handle)
+        didOpen()
     }
 
     /// (Re)arms the timer; a running one is restarted.
     public func start(afterMilliseconds timeout: UInt64, repeatMilliseconds: UInt64 = 0) {
-        guard !closed else { return }
-        uv_timer_start(timer, { timer in
-            let owner = Unmanaged<LoopTimer>.fromOpaque(timer!.pointee.data).takeUnretainedValue()
-            owner.callback?()
+        guard !isClosed else { return }
+        uv_timer_start(handle, { timer in
+            Unmanaged<LoopTimer>.fromOpaque(timer!.pointee.data)._withUnsafeGuaranteedRef { $0.callback?() }
         }, timeout, repeatMilliseconds)
     }
 
     public func stop() {
-        guard !closed else { return }
-        uv_timer_stop(timer)
+        guard !isClosed else { return }
+        uv_timer_stop(handle)
     }
 
-    /// Does not keep the loop running on its own (for housekeeping timers).
+    /// Does not keep the loop running on its own (for watchdog and housekeeping timers).
     public func unref() {
-        uv_unref(UnsafeMutablePointer(OpaquePointer(timer)))
+        uv_unref(uvHandle)
     }
 
-    public func close() {
-        guard !closed else { return }
-        closed = true
+    override func willClose() {
         callback = nil
-        closeHandle(UnsafeMutablePointer(OpaquePointer(timer)))
-    }
-
-    func handleDidClose() {
-        loop.openHandles -= 1
-        timer.deallocate()
     }
 }

@@ -4,35 +4,22 @@ import Glibc
 #endif
 
 /// Delivers a POSIX signal as a callback on a loop (`uv_signal_t`).
-public final class SignalWatcher: HandleOwner {
-    private let loop: EventLoop
-    private let signal: UnsafeMutablePointer<uv_signal_t>
+public final class SignalWatcher: LoopHandle {
+    var handle: UnsafeMutablePointer<uv_signal_t> { storage.assumingMemoryBound(to: uv_signal_t.self) }
     private var callback: ((Int32) -> Void)?
-    private var closed = false
 
     public init(loop: EventLoop, signal number: Int32, callback: @escaping (Int32) -> Void) {
-        self.loop = loop
         self.callback = callback
-        signal = .allocate(capacity: 1)
-        uv_signal_init(loop.uv, signal)
-        signal.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        loop.openHandles += 1
-        uv_signal_start(signal, { signal, number in
-            let owner = Unmanaged<SignalWatcher>.fromOpaque(signal!.pointee.data).takeUnretainedValue()
-            owner.callback?(number)
+        super.init(loop: loop, handleType: uv_signal_t.self)
+        uv_signal_init(loop.uv, handle)
+        didOpen()
+        uv_signal_start(handle, { signal, number in
+            Unmanaged<SignalWatcher>.fromOpaque(signal!.pointee.data)._withUnsafeGuaranteedRef { $0.callback?(number) }
         }, number)
     }
 
-    public func close() {
-        guard !closed else { return }
-        closed = true
+    override func willClose() {
         callback = nil
-        closeHandle(UnsafeMutablePointer(OpaquePointer(signal)))
-    }
-
-    func handleDidClose() {
-        loop.openHandles -= 1
-        signal.deallocate()
     }
 
     /// A write to a socket the peer closed must be an error (EPIPE), not a process kill.

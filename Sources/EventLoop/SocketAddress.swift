@@ -15,6 +15,18 @@ public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
         if !ok { return nil }
     }
 
+    /// Reads an address with `uv_tcp_getsockname`/`uv_tcp_getpeername`-style calls.
+    static func read(_ call: (UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<Int32>) -> Int32) -> SocketAddress? {
+        var address = SocketAddress(zeroed: ())
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        let rc = withUnsafeMutableBytes(of: &address.storage) { raw in
+            call(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
+        }
+        return rc == 0 ? address : nil
+    }
+
+    private init(zeroed: Void) {}
+
     init(copying address: UnsafePointer<sockaddr>) {
         let length = address.pointee.sa_family == sa_family_t(AF_INET6)
             ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size

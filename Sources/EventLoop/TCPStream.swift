@@ -25,9 +25,8 @@ extension TCPStreamDelegate {
 /// A TCP connection on one loop: reads into the loop's buffer, writes through a double buffer
 /// (one `uv_write_t` in flight, later bytes gathered behind it), with a high-water mark so
 /// the owner can stop reading from the other side of a proxy until this side drains.
-public final class TCPStream: HandleOwner {
-    public let loop: EventLoop
-    let tcp: UnsafeMutablePointer<uv_tcp_t>
+public final class TCPStream: LoopHandle {
+    var handle: UnsafeMutablePointer<uv_tcp_t> { storage.assumingMemoryBound(to: uv_tcp_t.self) }
     private let writeRequest: UnsafeMutablePointer<uv_write_t>
     private var connectRequest: UnsafeMutablePointer<uv_connect_t>?
     private var shutdownRequest: UnsafeMutablePointer<uv_shutdown_t>?
@@ -51,7 +50,6 @@ public final class TCPStream: HandleOwner {
     private var batched = false
     private var lingerMilliseconds: UInt64 = 0
     private var stallMilliseconds: UInt64 = 0
-    public private(set) var isClosed = false
 
     public var highWaterMark = 256 * 1024
     public var lowWaterMark = 64 * 1024
@@ -62,20 +60,18 @@ public final class TCPStream: HandleOwner {
     public var isReading: Bool { reading }
 
     private init(loop: EventLoop, connected: Bool) throws(UVError) {
-        self.loop = loop
         self.connected = connected
-        tcp = .allocate(capacity: 1)
         writeRequest = .allocate(capacity: 1)
-        let rc = uv_tcp_init(loop.uv, tcp)
+        super.init(loop: loop, handleType: uv_tcp_t.self)
+        let rc = uv_tcp_init(loop.uv, handle)
         guard rc == 0 else {
-            tcp.deallocate()
+            abandon()
             writeRequest.deallocate()
             throw UVError(rc)
         }
-        tcp.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        writeRequest.pointee.data = tcp.pointee.data
-        loop.openHandles += 1
-        uv_tcp_nodelay(tcp, 1)
+        didOpen()
+        writeRequest.pointee.data = handle.pointee.data
+        uv_tcp_nodelay(handle, 1)
     }
 
     /// Wraps a connection accepted by `listener` (see `TCPListener`).
@@ -95,9 +91,9 @@ public final class TCPStream: HandleOwner {
         let stream = try TCPStream(loop: loop, connected: false)
         stream.delegate = delegate
         let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
-        request.pointee.data = stream.tcp.pointee.data
+        request.pointee.data = stream.handle.pointee.data
         stream.connectRequest = request
-        let rc = address.withSockaddr { uv_tcp_connect(request, stream.tcp, $0, onConnect) }
+        let rc = address.withSockaddr { uv_tcp_connect(request, stream.handle, $0, onConnect) }
         if rc < 0 {
             stream.connectRequest = nil
             request.deallocate()
@@ -107,17 +103,10 @@ public final class TCPStream: HandleOwner {
         return stream
     }
 
-    var streamHandle: UnsafeMutablePointer<uv_stream_t> { UnsafeMutablePointer(OpaquePointer(tcp)) }
-    var handle: UnsafeMutablePointer<uv_handle_t> { UnsafeMutablePointer(OpaquePointer(tcp)) }
+    var streamHandle: UnsafeMutablePointer<uv_stream_t> { UnsafeMutablePointer(OpaquePointer(handle)) }
 
     public func peerAddress() -> SocketAddress? {
-        var storage = sockaddr_storage()
-        var length = Int32(MemoryLayout<sockaddr_storage>.size)
-        let rc = withUnsafeMutableBytes(of: &storage) { raw in
-            uv_tcp_getpeername(tcp, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
-        }
-        guard rc == 0 else { return nil }
-        return withUnsafeBytes(of: storage) { SocketAddress(copying: $0.baseAddress!.assumingMemoryBound(to: sockaddr.self)) }
+        SocketAddress.read { uv_tcp_getpeername(handle, $0, $1) }
     }
 
     // MARK: Reading
@@ -256,7 +245,7 @@ public final class TCPStream: HandleOwner {
             return
         }
         connected = true
-        uv_tcp_nodelay(tcp, 1)
+        uv_tcp_nodelay(handle, 1)
         startWriteIfIdle()
         if shutdownAfterWrites && queuedBytes == 0 { beginShutdown() }
         delegate?.stream(self, didConnectWith: nil)
@@ -286,7 +275,7 @@ public final class TCPStream: HandleOwner {
         guard shutdownRequest == nil, !isClosed else { return }
         lingerTimer?.start(afterMilliseconds: lingerMilliseconds)
         let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
-        request.pointee.data = tcp.pointee.data
+        request.pointee.data = handle.pointee.data
         shutdownRequest = request
         if uv_shutdown(request, streamHandle, onShutdown) < 0 {
             shutdownRequest = nil
@@ -302,27 +291,23 @@ public final class TCPStream: HandleOwner {
         shutdownRequest = nil
     }
 
-    /// Closes now; queued writes are dropped. Safe to call more than once.
-    public func close() {
-        guard !isClosed else { return }
-        isClosed = true
+    // `close()` (from LoopHandle) closes now; queued writes are dropped.
+    override func willClose() {
         reading = false
         lingerTimer?.close()
         lingerTimer = nil
-        closeHandle(handle)
     }
 
-    func handleDidClose() {
+    override func handleDidClose() {
         // libuv has called every pending write/connect/shutdown callback (with ECANCELED) by now.
-        loop.openHandles -= 1
         delegate?.streamDidClose(self)
         delegate = nil
-        tcp.deallocate()
         writeRequest.deallocate()
         connectRequest?.deallocate()
         connectRequest = nil
         shutdownRequest?.deallocate()
         shutdownRequest = nil
+        super.handleDidClose()
     }
 }
 

@@ -1,0 +1,223 @@
+// The OAuth2 module: everything about access tokens that needs no socket, no file and no
+// clock, so all of it is tested without a network.
+//
+// - `TokenRequest` builds a request to an identity's token endpoint (every grant, client
+//   authentication, form encoding) as plain values the relay's HTTP client sends, and reads
+//   the answer into a `TokenResponse` or a `TokenEndpointError` (RFC 6749 §5.2 errors and
+//   what real IdPs send instead: HTML pages, bare statuses, `Retry-After`).
+// - `TokenEndpointSecurity` decides whether a token URL may be plain `http://`.
+// - `TokenLifecycle` (this file) is the state machine of one identity's token: when to fetch,
+//   which grant to use, what a request gets meanwhile, how failures back off.
+// - `redacted(_:)` is how any token or secret appears in a description: `…` and at most its
+//   last four characters. No description, debug description or mirror of a type here shows
+//   more.
+//
+// How the relay drives a lifecycle: one per identity, behind a `Mutex`, shared by all loops.
+// Times are seconds in one monotonic clock the relay reads and passes in (`now`); the
+// wall-clock time goes only to `TokenRequest.parseResponse` (JWT `exp`, HTTP dates).
+//
+// 1. After every event below, and when the timer armed at `nextFetchAt(after:)` fires, call
+//    `startFetchIfDue(at:)`; when it returns a request, send it. At most one is ever in
+//    flight, so any number of waiting requests cause exactly one token request.
+// 2. Report the outcome: `fetchSucceeded(_:at:)` with the parsed response, or
+//    `fetchFailed(_:at:)` with the parse error or the HTTP client's `unreachable`/`timedOut`.
+//    Then wake the requests that were told to `.wait`; they ask again.
+// 3. A request asks `decision(at:)`: `.inject` a valid token, `.wait`, or `.fail` with the
+//    problem to answer (502 refused, 503 + Retry-After unavailable, 401 needs login). The
+//    hot path may skip the lock while its snapshot's token is before `refreshAt`.
+// 4. When an upstream rejects a token (a `retryOnStatus` status), `invalidate(token:)`; it
+//    drops the token only if it is still the current one, so a burst of 401s for one token
+//    causes one new fetch.
+
+import Config
+
+/// The state machine of one identity's access token.
+///
+/// Rules: a token is refreshed at `refreshAt` (`RefreshSchedule`), in the background while it
+/// stays valid, and an expired token is never handed out. A fetch uses the refresh token when
+/// there is one and the identity's own grant otherwise; a refresh token the endpoint rejects
+/// with `invalid_grant` is dropped and the own grant is used at once (or, for an interactive
+/// identity, a login is needed). A refresh response without a refresh token keeps the old
+/// one. Failures back off (`BackoffPolicy`, honouring `Retry-After`); while they last a valid
+/// token is still used, and without one requests fail fast.
+public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public let identity: Identity
+    public var backoff: BackoffPolicy
+    /// The latest token, valid or not (nil before the first or after `invalidate`).
+    public private(set) var token: AccessToken?
+    /// The last failure, kept after a recovery for the `/identities` view.
+    public private(set) var lastError: TokenEndpointError?
+    public private(set) var consecutiveFailures = 0
+    /// A refresh token the endpoint issued (or an interactive identity's seed).
+    private var refreshToken: Secret?
+    private var inFlight: InFlightFetch?
+    /// Before this time no fetch starts (backoff).
+    private var retryAt: Double?
+    private var tokenCount: UInt64 = 0
+    /// Chooses the backoff's jitter.
+    private var random: any RandomNumberGenerator & Sendable
+
+    private struct InFlightFetch {
+        var purpose: TokenRequest.Purpose
+        var startedAt: Double
+    }
+
+    public init(identity: Identity, backoff: BackoffPolicy = BackoffPolicy(),
+                random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
+        self.identity = identity
+        self.backoff = backoff
+        self.random = random
+        // The `refresh_token` grant's seed is part of its own grant request; an interactive
+        // identity's seed stands in for a first login.
+        refreshToken = identity.grant.isInteractive ? identity.refreshToken : nil
+    }
+
+    // MARK: - Questions
+
+    /// What the next fetch would be: a refresh while a refresh token is held, else the
+    /// identity's own grant; nil when only a person logging in can help.
+    private var nextPurpose: TokenRequest.Purpose? {
+        if refreshToken != nil { return .refresh }
+        return identity.grant.isInteractive ? nil : .grant(identity.grant)
+    }
+
+    public var isFetching: Bool { inFlight != nil }
+
+    public func hasValidToken(at now: Double) -> Bool {
+        token?.isValid(at: now) ?? false
+    }
+
+    /// When the next fetch is due (`now` when it already is); nil while one is in flight or
+    /// when a login is needed. Arm a timer for it.
+    public func nextFetchAt(after now: Double) -> Double? {
+        guard inFlight == nil, nextPurpose != nil else { return nil }
+        return max(now, token?.refreshAt ?? now, retryAt ?? now)
+    }
+
+    public func shouldStartFetch(at now: Double) -> Bool {
+        nextFetchAt(after: now) == now
+    }
+
+    /// What a request does about its token now.
+    public func decision(at now: Double) -> TokenDecision {
+        if let token, token.isValid(at: now) { return .inject(token) }
+        if inFlight == nil, nextPurpose == nil {
+            return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin,
+                                          detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant)"))
+        }
+        guard consecutiveFailures > 0, let lastError else { return .wait }
+        let temporary = lastError.isTemporary
+        let retryAfter = Int(((retryAt ?? now) - now).rounded(.up))
+        return .fail(TokenUnavailable(identity: identity.name, reason: temporary ? .unavailable : .refused,
+                                      retryAfterSeconds: temporary ? max(1, retryAfter) : nil,
+                                      oauthError: lastError.oauthError?.code.rawValue,
+                                      oauthErrorDescription: lastError.oauthError?.errorDescription,
+                                      detail: "no valid token for identity \(identity.name): \(lastError)"))
+    }
+
+    /// The identity's state for `/identities` and `/readyz`.
+    public func status(at now: Double) -> IdentityStatus {
+        let valid = hasValidToken(at: now)
+        let state: IdentityStatus.State
+        if !valid && inFlight == nil && nextPurpose == nil {
+            state = .needsLogin
+        } else if consecutiveFailures > 0 {
+            state = .failing
+        } else if inFlight != nil {
+            state = .refreshing
+        } else {
+            state = valid ? .valid : .pending
+        }
+        return IdentityStatus(identity: identity.name, state: state, hasValidToken: valid, expiresAt: token?.expiresAt,
+                              expiresInSeconds: token.map { max(0, $0.expiresAt - now) }, refreshAt: token?.refreshAt,
+                              tokenType: token?.type, scope: token?.scope, hasRefreshToken: refreshToken != nil,
+                              nextFetchAt: nextFetchAt(after: now), consecutiveFailures: consecutiveFailures,
+                              lastErrorCode: lastError?.code, lastErrorDescription: lastError?.description)
+    }
+
+    // MARK: - Events
+
+    /// Starts the fetch that is due now, if one is: marks it in flight and returns the request
+    /// to send. Nil while another is in flight, during backoff, while the token does not need
+    /// a refresh yet, and when a login is needed.
+    public mutating func startFetchIfDue(at now: Double) -> TokenRequest? {
+        guard shouldStartFetch(at: now), let purpose = nextPurpose else { return nil }
+        let request: TokenRequest?
+        switch purpose {
+        case .refresh:
+            request = refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0) }
+        case .grant:
+            request = TokenRequest.grant(for: identity)
+        }
+        if request != nil {
+            inFlight = InFlightFetch(purpose: purpose, startedAt: now)
+        }
+        return request
+    }
+
+    /// The fetch in flight produced a token. Also how an interactive login's token arrives
+    /// (with no fetch in flight, its lifetime counts from `now`).
+    public mutating func fetchSucceeded(_ response: TokenResponse, at now: Double) {
+        let issuedAt = inFlight?.startedAt ?? now
+        inFlight = nil
+        let expiresAt = issuedAt + response.expiresIn
+        guard expiresAt > now else {
+            // Refetching at once would loop as fast as the endpoint answers.
+            recordFailure(.invalidTokenResponse(status: 200, contentType: nil, reason: "the token expired before it arrived"), at: now)
+            return
+        }
+        tokenCount += 1
+        token = AccessToken(value: response.accessToken.value, type: response.tokenType, issuedAt: issuedAt, expiresAt: expiresAt,
+                            refreshAt: RefreshSchedule.refreshAt(issuedAt: issuedAt, lifetime: response.expiresIn,
+                                                                 skew: identity.refreshSkewSeconds),
+                            scope: response.scope ?? token?.scope ?? identity.scope, serial: tokenCount)
+        if let rotated = response.refreshToken {
+            refreshToken = rotated
+        }
+        consecutiveFailures = 0
+        retryAt = nil
+    }
+
+    /// The fetch in flight failed.
+    public mutating func fetchFailed(_ error: TokenEndpointError, at now: Double) {
+        let purpose = inFlight?.purpose
+        inFlight = nil
+        if purpose == .refresh, error.oauthError?.code == .invalidGrant {
+            // The refresh token is dead: never send it again, fall back to the grant now.
+            refreshToken = nil
+            lastError = error
+            return
+        }
+        recordFailure(error, at: now)
+    }
+
+    private mutating func recordFailure(_ error: TokenEndpointError, at now: Double) {
+        lastError = error
+        consecutiveFailures += 1
+        let jitter = Double.random(in: 0..<1, using: &random)
+        retryAt = now + backoff.delay(afterFailures: consecutiveFailures, retryAfter: error.retryAfter, random: jitter)
+    }
+
+    /// An upstream rejected `token`: drop it if it is still the current token, so the next
+    /// request waits for a new one (a refresh token, if held, is kept). Returns whether it was.
+    @discardableResult
+    public mutating func invalidate(token value: String) -> Bool {
+        guard let current = token, current.value == value else { return false }
+        token = nil
+        return true
+    }
+
+    // MARK: - Descriptions (never a token)
+
+    public var description: String {
+        "TokenLifecycle(\(identity.name): token \(token?.description ?? "none"), refresh token \(refreshToken?.description ?? "none"), "
+            + "\(inFlight.map { "fetching (\($0.purpose))" } ?? "idle"), \(consecutiveFailures) failures"
+            + (lastError.map { ", last error \($0.code)" } ?? "") + ")"
+    }
+
+    public var debugDescription: String { description }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: ["lifecycle": description], displayStyle: .struct)
+    }
+}
