@@ -40,6 +40,25 @@ struct Problem {
         Problem(status: 504, slug: "gateway-timeout", title: "Gateway Timeout", detail: detail, route: route)
     }
 
+    /// What the client is told when the upstream failed before a response head went out.
+    static func upstreamFailure(_ failure: UpstreamFailure, route: String?) -> Problem {
+        switch failure {
+        case .resolve(let detail):
+            return .badGateway(detail, route: route)
+        case .connect(let error):
+            return .badGateway("cannot connect to the upstream: \(error.name)", route: route)
+        case .connectTimeout:
+            return .gatewayTimeout("connecting to the upstream timed out", route: route)
+        case .responseTimeout:
+            return .gatewayTimeout("the upstream did not respond within upstreamResponseTimeoutSeconds", route: route)
+        case .closed(let error):
+            return .badGateway(error.map { "the upstream reset the connection before responding (\($0.name))" }
+                               ?? "the upstream closed the connection before responding", route: route)
+        case .badResponse(let error):
+            return .badGateway("the upstream sent an invalid response: \(error.reason)", route: route)
+        }
+    }
+
     var reasonPhrase: String { title }
 
     func json() -> String {
