@@ -26,12 +26,17 @@ let package = Package(
         .target(name: "HTTP1", dependencies: ["CLLHTTP", "ByteBuffers"], swiftSettings: hotPath),
         .target(name: "Config", swiftSettings: hotPath),
         .target(name: "OAuth2", dependencies: ["Config"], swiftSettings: hotPath),
+        .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),
+        .target(name: "Tokens", dependencies: [
+            "Config", "OAuth2", "EventLoop", "HTTPClient",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "Proxy", dependencies: [
-            "EventLoop", "HTTP1", "Config", "ByteBuffers",
+            "EventLoop", "HTTP1", "Config", "ByteBuffers", "OAuth2", "Tokens",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
-            "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers",
+            "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "HTTPClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),

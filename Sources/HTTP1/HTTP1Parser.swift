@@ -45,6 +45,9 @@ public final class HTTP1Parser {
         case framed
         /// No body whatever the headers say (a response to HEAD, or 1xx/204/304).
         case none
+        /// Framing decides, but stop here: `feed` reports `.paused` with the bytes of the head
+        /// consumed, and parsing goes on after `resume()` (the relay waits for a token).
+        case pauseAfterHead
     }
 
     public enum FeedResult: Equatable {
@@ -299,6 +302,7 @@ public final class HTTP1Parser {
         switch delegate?.parserDidParseHead(self) ?? .framed {
         case .framed: return 0
         case .none: return 1
+        case .pauseAfterHead: return Int32(HPE_PAUSED.rawValue)
         }
     }
 

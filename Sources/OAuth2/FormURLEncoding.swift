@@ -5,18 +5,25 @@ public enum FormURLEncoding {
     public static func encode(_ text: String) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
+        append(encoding: text.utf8, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the encoding of `bytes` to `out`, allocating nothing more (for the request
+    /// path: RFC 6750 §2.3 puts `access_token=…` in the query this way).
+    @inlinable
+    public static func append(encoding bytes: some Sequence<UInt8>, to out: inout some RangeReplaceableCollection<UInt8>) {
+        for byte in bytes {
             if isUnreserved(byte) {
                 out.append(byte)
             } else if byte == UInt8(ascii: " ") {
                 out.append(UInt8(ascii: "+"))
             } else {
                 out.append(UInt8(ascii: "%"))
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0x0F)])
+                out.append(hexDigit(byte >> 4))
+                out.append(hexDigit(byte & 0x0F))
             }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// `name=value` pairs joined by `&`, in the given order (names may repeat).
@@ -52,9 +59,13 @@ public enum FormURLEncoding {
         return String(decoding: out, as: UTF8.self)
     }
 
-    private static let hexDigits = Array("0123456789ABCDEF".utf8)
+    @inlinable
+    static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10
+    }
 
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
+    @inlinable
+    static func isUnreserved(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
              UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):

@@ -99,10 +99,3 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         retryAfter.map { ", Retry-After \(SecondsText.format($0)) s" } ?? ""
     }
 }
-
-/// Seconds as text without a useless `.0`: `5`, `2.5`.
-enum SecondsText {
-    static func format(_ seconds: Double) -> String {
-        seconds.rounded() == seconds && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
-    }
-}

@@ -35,7 +35,8 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     public let responseFormat: TokenResponseFormat
     /// The names of the form fields, in order (for descriptions; the values may be secret).
     public let fieldNames: [String]
-    /// Every secret value the request carries, removed from IdP text quoted in errors.
+    /// Every secret value the request carries, as sent and form-encoded (and the Basic
+    /// credentials), removed from IdP text quoted in errors: a debug page may echo the request.
     let secrets: [String]
 
     /// The request for the identity's own grant; nil for an interactive grant
@@ -84,8 +85,10 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         switch identity.clientAuth {
         case .basic:
             if let secret = identity.clientSecret {
-                headers.append(HeaderField(name: "Authorization", value: Self.basicCredentials(id: identity.clientId ?? "", secret: secret)))
-                form.secrets.append(secret.value)
+                let credentials = Self.basicCredentials(id: identity.clientId ?? "", secret: secret)
+                headers.append(HeaderField(name: "Authorization", value: credentials))
+                form.remember(secret.value)
+                form.remember(String(credentials.dropFirst("Basic ".count)))
             }
         case .post:
             form.add("client_id", identity.clientId)
@@ -151,7 +154,13 @@ private struct TokenForm {
     mutating func add(_ name: String, _ secret: Secret?) {
         guard let secret else { return }
         fields.append((name, secret.value))
-        secrets.append(secret.value)
+        remember(secret.value)
+    }
+
+    /// Notes a secret the request carries, and its form-encoded spelling when that differs.
+    mutating func remember(_ secret: String) {
+        let encoded = FormURLEncoding.encode(secret)
+        secrets += encoded == secret ? [secret] : [secret, encoded]
     }
 
     /// `params`, sorted by name; a param named like a field already set replaces it (the

@@ -155,6 +155,7 @@ extension ClientConnection {
             upstream.close()
             self.upstream = nil
         }
+        worker.tokens?.unpark(self)
         worker.connectionDidClose(self)
     }
 }

@@ -20,6 +20,10 @@ extension ClientConnection {
             }
             return .none
         }
+        if shouldReplayWithNewToken(status: status) {
+            exchange.discardingRefusedResponse = true
+            return .framed
+        }
         exchange.status = status
         if settings.config.accessLog { exchange.upstreamHeadAt = worker.clock() }
         let noBody = exchange.requestIsHead || status == 204 || status == 304 || status == 101
@@ -54,6 +58,7 @@ extension ClientConnection {
     }
 
     func upstream(_ upstream: UpstreamConnection, didReceiveBody bytes: UnsafeRawBufferPointer) {
+        if exchange.discardingRefusedResponse { return }
         releaseResponseHead()
         exchange.bodyBytesSent += bytes.count
         if exchange.responseFraming == .chunked && !exchange.responseSourceChunked {
@@ -71,7 +76,7 @@ extension ClientConnection {
     }
 
     func upstream(_ upstream: UpstreamConnection, didStartChunkOfSize size: UInt64) {
-        guard exchange.responseFraming == .chunked, size > 0 else { return }
+        guard exchange.responseFraming == .chunked, size > 0, !exchange.discardingRefusedResponse else { return }
         releaseResponseHead()
         scratch.clear()
         scratch.appendHex(size)
@@ -80,7 +85,7 @@ extension ClientConnection {
     }
 
     func upstreamDidFinishChunk(_ upstream: UpstreamConnection) {
-        guard exchange.responseFraming == .chunked else { return }
+        guard exchange.responseFraming == .chunked, !exchange.discardingRefusedResponse else { return }
         stream.write(staticBytes("\r\n"))
     }
 
@@ -89,6 +94,7 @@ extension ClientConnection {
             exchange.interim = false
             return false
         }
+        if exchange.discardingRefusedResponse { return true }
         releaseResponseHead()
         if exchange.responseFraming == .chunked {
             scratch.clear()
@@ -106,6 +112,10 @@ extension ClientConnection {
 
     func upstreamDidFinishResponse(_ upstream: UpstreamConnection) {
         guard upstream === self.upstream else { return }
+        if exchange.discardingRefusedResponse {
+            replayWithNewToken(after: upstream)
+            return
+        }
         if exchange.responseFraming == .close {
             closeAfterResponse()
             return
@@ -182,5 +192,30 @@ extension ClientConnection {
         upstream.close()
         self.upstream = nil
         closeAfterResponse()
+    }
+
+    // MARK: The upstream refused the token
+
+    /// A `retryOnStatus` answer (401 by default) to a request that carried a token, that was
+    /// not replayed yet and can be sent again (no body): the token is dropped and the request
+    /// goes out once more with a new one, instead of the answer going to the client.
+    private func shouldReplayWithNewToken(status: Int) -> Bool {
+        guard let plan, exchange.token != nil, !exchange.replayedWithNewToken, exchange.requestDone,
+              !exchange.hasRequestBody else { return false }
+        return plan.route.retryOnStatus.contains(status)
+    }
+
+    private func replayWithNewToken(after upstream: UpstreamConnection) {
+        exchange.discardingRefusedResponse = false
+        exchange.replayedWithNewToken = true
+        upstream.finishExchange()
+        self.upstream = nil
+        guard let plan, let index = plan.identityIndex, let tokens = worker.tokens, let token = exchange.token else { return }
+        worker.logger.info("upstream refused the token; fetching a new one and sending the request again",
+                           metadata: ["route": .string(plan.route.name), "identity": .string(plan.route.identity ?? "-")])
+        tokens.invalidate(index, token: token)
+        exchange.token = nil
+        exchange.waitingForToken = true
+        tokenMayBeReady()
     }
 }

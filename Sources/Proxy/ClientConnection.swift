@@ -21,6 +21,12 @@ import EventLoop
 import HTTP1
 import Config
 
+/// Calls `body` with a view of `bytes`, or with nil.
+func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+    guard let bytes else { return body(nil) }
+    return bytes.withUnsafeBytes { body($0) }
+}
+
 final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
     enum Phase { case awaitingRequest, readingHead, exchanging, tunnelling, closing }
 
@@ -72,6 +78,16 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         /// The upstream message being parsed is an interim 1xx response.
         var interim = false
         var retried = false
+        /// The token injected into this request (for invalidation after an upstream 401).
+        var token: WorkerTokens.CachedToken?
+        /// Parked until the identity's token fetch ends.
+        var waitingForToken = false
+        /// The parser stopped right after this request's head (so it must be resumed).
+        var pausedAtHead = false
+        /// The upstream refused the token (`retryOnStatus`): its response is dropped and the
+        /// request sent again, once, with a new token.
+        var discardingRefusedResponse = false
+        var replayedWithNewToken = false
         // For the access log.
         var status = 0
         var bodyBytesSent = 0
@@ -210,28 +226,96 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         }
         self.plan = plan
         if logging { exchange.routeName = plan.route.name }
+        if let index = plan.identityIndex, let tokens = worker.tokens {
+            switch tokens.lookup(index) {
+            case .inject(let token):
+                exchange.token = token
+            case .wait:
+                // The head stays in the parser; the rest waits in `leftover` until the token
+                // thread wakes this worker (`tokenMayBeReady`).
+                exchange.waitingForToken = true
+                exchange.pausedAtHead = true
+                tokens.park(self)
+                return .pauseAfterHead
+            case .fail(let reason):
+                answerLocally(.tokenUnavailable(reason, route: plan.route.name))
+                return .framed
+            }
+        }
+        forwardRequestHead(plan)
+        return .framed
+    }
 
+    /// Writes the request head for `plan` (with the exchange's token, if any) to a pooled or new
+    /// upstream connection. The head is read from the parser, where it stays until the next
+    /// request, so this also serves a request that waited for its token or is replayed.
+    func forwardRequestHead(_ plan: RoutePlan) {
+        let head = parser.head
+        guard let target = RequestTarget(head.target) else { return }
+        let token = exchange.token
         scratch.clear()
         if let originForm = target.originForm, plan.forwardsTargetVerbatim || target.isAsterisk {
-            ForwardedHead.writeRequest(head, target: originForm, plan: plan, framing: exchange.requestFraming,
-                                       forwarding: forwarding, clientHost: head.host, injected: nil, into: &scratch)
-        } else {
-            normalizedPath.withUnsafeBytes {
-                plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
-                                         into: &rewrittenTarget, scratch: &targetScratch)
+            withOptionalBytes(token?.bytes) { token in
+                ForwardedHead.writeRequest(head, target: originForm, plan: plan, framing: exchange.requestFraming,
+                                           forwarding: forwarding, clientHost: head.host, token: token, into: &scratch)
             }
-            rewrittenTarget.withUnsafeBytes { rewritten in
-                ForwardedHead.writeRequest(head, target: rewritten, plan: plan, framing: exchange.requestFraming,
-                                           forwarding: forwarding, clientHost: head.host, injected: nil, into: &scratch)
+        } else {
+            withOptionalBytes(token?.bytes) { token in
+                normalizedPath.withUnsafeBytes {
+                    plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
+                                             token: token, into: &rewrittenTarget, scratch: &targetScratch)
+                }
+                rewrittenTarget.withUnsafeBytes { rewritten in
+                    ForwardedHead.writeRequest(head, target: rewritten, plan: plan, framing: exchange.requestFraming,
+                                               forwarding: forwarding, clientHost: head.host, token: token, into: &scratch)
+                }
             }
         }
         replayableHead.clear()
         if !exchange.hasRequestBody { replayableHead.append(scratch.readableBytes) }
-        if logging { exchange.upstreamStartedAt = worker.clock() }
+        if settings.config.accessLog { exchange.upstreamStartedAt = worker.clock() }
         let upstream = worker.pool(for: plan).acquire(for: self)
         self.upstream = upstream
         upstream.write(scratch)
-        return .framed
+    }
+
+    /// The token thread ended a fetch this parked request waited for: ask again.
+    func tokenMayBeReady() {
+        guard phase == .exchanging, exchange.waitingForToken, let plan, let index = plan.identityIndex,
+              let tokens = worker.tokens else { return }
+        switch tokens.lookup(index) {
+        case .wait:
+            tokens.park(self)
+            return
+        case .inject(let token):
+            exchange.waitingForToken = false
+            exchange.token = token
+            forwardRequestHead(plan)
+        case .fail(let reason):
+            exchange.waitingForToken = false
+            answerLocally(.tokenUnavailable(reason, route: plan.route.name))
+        }
+        if exchange.pausedAtHead {
+            exchange.pausedAtHead = false
+            resumeParsing()
+        } else {
+            finishExchangeIfDone()
+            drive()
+        }
+    }
+
+    /// Parses on after a pause in the middle of a request (its head was held for a token).
+    private func resumeParsing() {
+        guard phase == .exchanging else { return }
+        parserPaused = false
+        parser.resume()
+        if !leftover.isEmpty {
+            parsing.swapStorage(with: &leftover)
+            leftover.clear()
+            feedParser(parsing.readableBytes)
+            parsing.clear()
+        }
+        drive()
     }
 
     func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {

@@ -31,7 +31,7 @@ enum ForwardedHead {
 
     static func writeRequest(_ head: HTTPHead, target: UnsafeRawBufferPointer, plan: RoutePlan,
                              framing: Framing, forwarding: Forwarding,
-                             clientHost: UnsafeRawBufferPointer?, injected: UnsafeRawBufferPointer?,
+                             clientHost: UnsafeRawBufferPointer?, token: UnsafeRawBufferPointer?,
                              into out: inout ByteBuffer) {
         out.append(head.methodName)
         out.append(UInt8(ascii: " "))
@@ -77,7 +77,11 @@ enum ForwardedHead {
         }
         if !plan.setsVia { appendVia(versionMinor: head.versionMinor, suffix: forwarding.viaSuffix, into: &out) }
         out.append(plan.setHeaderLines)
-        if let injected { out.append(injected) }
+        if let token, let prefix = plan.tokenHeaderPrefix {
+            out.append(prefix)
+            out.append(token)
+            out.append("\r\n")
+        }
         out.append("\r\n")
     }
 

@@ -1,3 +1,4 @@
+import OAuth2
 import ByteBuffers
 
 /// An error the relay answers itself, as `application/problem+json` (RFC 9457). The body names
@@ -11,6 +12,10 @@ struct Problem {
     let detail: String
     var route: String?
     var extraHeaders: [(String, String)] = []
+    /// For token problems: the identity and what its token endpoint said (RFC 6749 §5.2).
+    var identity: String?
+    var oauthError: String?
+    var oauthErrorDescription: String?
 
     static func badRequest(_ detail: String) -> Problem {
         Problem(status: 400, slug: "bad-request", title: "Bad Request", detail: detail)
@@ -40,6 +45,22 @@ struct Problem {
         Problem(status: 504, slug: "gateway-timeout", title: "Gateway Timeout", detail: detail, route: route)
     }
 
+    /// A request on a route whose identity has no valid token (never carries the token).
+    static func tokenUnavailable(_ reason: TokenUnavailable, route: String?) -> Problem {
+        let (slug, title): (String, String)
+        switch reason.reason {
+        case .refused: (slug, title) = ("token-refused", "Bad Gateway")
+        case .unavailable: (slug, title) = ("token-endpoint-unavailable", "Service Unavailable")
+        case .needsLogin: (slug, title) = ("login-required", "Unauthorized")
+        }
+        var problem = Problem(status: reason.status, slug: slug, title: title, detail: reason.detail, route: route)
+        problem.identity = reason.identity
+        problem.oauthError = reason.oauthError
+        problem.oauthErrorDescription = reason.oauthErrorDescription
+        if let seconds = reason.retryAfterSeconds { problem.extraHeaders.append(("Retry-After", "\(seconds)")) }
+        return problem
+    }
+
     /// What the client is told when the upstream failed before a response head went out.
     static func upstreamFailure(_ failure: UpstreamFailure, route: String?) -> Problem {
         switch failure {
@@ -64,6 +85,9 @@ struct Problem {
     func json() -> String {
         var body = "{\"type\":\"urn:oauth-relay:problem:\(slug)\",\"title\":\(JSONText.quote(title)),\"status\":\(status),\"detail\":\(JSONText.quote(detail))"
         if let route { body += ",\"route\":\(JSONText.quote(route))" }
+        if let identity { body += ",\"identity\":\(JSONText.quote(identity))" }
+        if let oauthError { body += ",\"oauthError\":\(JSONText.quote(oauthError))" }
+        if let oauthErrorDescription { body += ",\"oauthErrorDescription\":\(JSONText.quote(oauthErrorDescription))" }
         return body + "}"
     }
 

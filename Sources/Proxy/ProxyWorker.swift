@@ -16,6 +16,8 @@ final class ProxyWorker {
     private var pools: [UpstreamKey: UpstreamPool] = [:]
     private var poolByRoute: [UpstreamPool?]
     private(set) var isDraining = false
+    /// This worker's side of the identities' tokens (nil without identities).
+    private(set) var tokens: WorkerTokens?
     private var stopWakeup: LoopWakeup?
     private var graceTimer: LoopTimer?
     private let startNanoseconds = EventLoop.monotonicNanoseconds()
@@ -29,6 +31,7 @@ final class ProxyWorker {
             self.accept(stream)
         }
         stopWakeup = LoopWakeup(loop: loop) { [unowned self] in self.beginDrain() }
+        tokens = settings.tokens.map { WorkerTokens(service: $0, loop: loop) }
     }
 
     /// For waking this worker from another thread to stop it.
@@ -86,6 +89,7 @@ final class ProxyWorker {
         graceTimer?.close()
         graceTimer = nil
         for pool in pools.values { pool.closeIdle() }
+        tokens?.close()
         stopWakeup?.close()
     }
 

@@ -1,5 +1,7 @@
 import Config
 import HTTP1
+import OAuth2
+import Tokens
 
 /// Everything about a route that the hot path needs as bytes, computed once per config load:
 /// the `Host` line for the upstream, the header lines the route sets, and the lower-cased names
@@ -25,20 +27,41 @@ public final class RoutePlan: Sendable {
     let forwardsTargetVerbatim: Bool
     let upstreamKey: UpstreamKey
     let nameBytes: [UInt8]
+    /// Index of the route's identity in the token service; nil forwards without a token.
+    let identityIndex: Int?
+    /// `Name: prefix ` for header injection (the token and CRLF follow), or nil.
+    let tokenHeaderPrefix: [UInt8]?
+    /// `name=` for query injection (the form-encoded token follows), or nil.
+    let tokenQueryPrefix: [UInt8]?
 
-    public init(route: Route, position: Int = 0) {
+    public init(route: Route, position: Int = 0, identityIndex: Int? = nil) {
         self.route = route
         self.position = position
+        self.identityIndex = route.identity == nil ? nil : identityIndex
+        var replaced = route.setHeaders.map { Array($0.name.lowercased().utf8) }
+        switch route.inject {
+        case .header(let name, let prefix) where self.identityIndex != nil:
+            tokenHeaderPrefix = Array((prefix.isEmpty ? "\(name): " : "\(name): \(prefix) ").utf8)
+            tokenQueryPrefix = nil
+            // The client's own value of the token header never reaches the upstream.
+            replaced.append(Array(name.lowercased().utf8))
+        case .query(let name) where self.identityIndex != nil:
+            tokenHeaderPrefix = nil
+            tokenQueryPrefix = Array("\(name)=".utf8)
+        default:
+            tokenHeaderPrefix = nil
+            tokenQueryPrefix = nil
+        }
+        replacedNames = replaced
         hostLine = Array("Host: \(route.upstream.authority)\r\n".utf8)
         setHeaderLines = route.setHeaders.flatMap { Array("\($0.name): \($0.value)\r\n".utf8) }
-        replacedNames = route.setHeaders.map { Array($0.name.lowercased().utf8) }
         let names = Set(route.setHeaders.map { $0.name.lowercased() })
         setsHost = names.contains("host")
         setsForwardedFor = names.contains("x-forwarded-for")
         setsForwardedProto = names.contains("x-forwarded-proto")
         setsForwardedHost = names.contains("x-forwarded-host")
         setsVia = names.contains("via")
-        forwardsTargetVerbatim = !route.stripPrefix && route.upstream.basePath.isEmpty
+        forwardsTargetVerbatim = !route.stripPrefix && route.upstream.basePath.isEmpty && tokenQueryPrefix == nil
         upstreamKey = UpstreamKey(host: route.upstream.host, port: route.upstream.port)
         nameBytes = Array(route.name.utf8)
     }
@@ -56,8 +79,8 @@ public final class RoutePlan: Sendable {
     /// `%7E` stays `%7E`); otherwise — dot segments, encoded dots — the normalized form is sent,
     /// so nothing can climb out of the base path or past the stripped prefix.
     func writeUpstreamTarget(rawPath: UnsafeRawBufferPointer, normalizedPath: UnsafeRawBufferPointer,
-                             queryWithMark: UnsafeRawBufferPointer, into out: inout [UInt8],
-                             scratch: inout TargetScratch) {
+                             queryWithMark: UnsafeRawBufferPointer, token: UnsafeRawBufferPointer? = nil,
+                             into out: inout [UInt8], scratch: inout TargetScratch) {
         let prefixLength = route.stripPrefix ? route.match.pathPrefix.utf8.count : 0
         scratch.normalizedRest.removeAll(keepingCapacity: true)
         RequestPath.appendStripped(normalizedPath, prefixLength: prefixLength, to: &scratch.normalizedRest)
@@ -75,6 +98,12 @@ public final class RoutePlan: Sendable {
             if equivalent { swap(&out, &scratch.rawCandidate) }
         }
         out.append(contentsOf: queryWithMark)
+        if let token, let prefix = tokenQueryPrefix {
+            // RFC 6750 §2.3: `access_token=…` added to the query, form-encoded.
+            out.append(queryWithMark.isEmpty ? UInt8(ascii: "?") : UInt8(ascii: "&"))
+            out.append(contentsOf: prefix)
+            FormURLEncoding.append(encoding: token, to: &out)
+        }
     }
 
     @inline(__always)
@@ -94,6 +123,8 @@ struct UpstreamKey: Hashable, Sendable {
 /// validated `RelayConfig`.
 public final class ProxySettings: Sendable {
     public let config: RelayConfig
+    /// Present when any identity is configured.
+    let tokens: TokenService?
     let routes: RouteTable
     let plans: [RoutePlan]
     let headerLimits: HeaderLimits
@@ -106,10 +137,13 @@ public final class ProxySettings: Sendable {
     let shutdownGraceMilliseconds: UInt64
     let dnsCacheMilliseconds: UInt64
 
-    public init(config: RelayConfig) {
+    public init(config: RelayConfig, tokens: TokenService? = nil) {
         self.config = config
+        self.tokens = tokens
         routes = RouteTable(config.routes)
-        plans = config.routes.enumerated().map { RoutePlan(route: $1, position: $0) }
+        plans = config.routes.enumerated().map { position, route in
+            RoutePlan(route: route, position: position, identityIndex: route.identity.flatMap { tokens?.index(of: $0) })
+        }
         headerLimits = HeaderLimits(maxHeadBytes: config.limits.maxHeaderBytes, maxFieldCount: config.limits.maxHeaderCount)
         viaSuffix = Array(" \(config.via)\r\n".utf8)
         func milliseconds(_ seconds: Double) -> UInt64 { UInt64(max(1, (seconds * 1000).rounded())) }

@@ -3,7 +3,10 @@ import Config
 import EventLoop
 import Foundation
 import Logging
+import HTTPClient
+import OAuth2
 import Proxy
+import Tokens
 
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "run", abstract: "Serve with the given configuration file.")
@@ -29,6 +32,22 @@ func loadConfig(path: String) throws -> RelayConfig {
         FileHandleOutput.standardError("oauth-relay: invalid configuration \(path):\n\(error.description)\n")
         throw ExitCode(1)
     }
+    // Plain-http token endpoints: loopback only, unless the identity says otherwise.
+    var insecure: [String] = []
+    for name in config.identities.keys.sorted() {
+        do throws(InsecureTokenURL) {
+            if case .insecureHTTPAllowed = try TokenEndpointSecurity.check(config.identities[name]!) {
+                Logger(label: "oauth-relay").warning("plain-http token endpoint allowed by allowInsecureTokenUrl",
+                                                     metadata: ["identity": .string(name)])
+            }
+        } catch {
+            insecure.append("\(error.path): \(error)")
+        }
+    }
+    if !insecure.isEmpty {
+        FileHandleOutput.standardError("oauth-relay: invalid configuration \(path):\n" + insecure.map { "\($0)\n" }.joined())
+        throw ExitCode(1)
+    }
     let unsupported = unsupportedByThisVersion(config)
     if !unsupported.isEmpty {
         FileHandleOutput.standardError("oauth-relay: configuration \(path) needs what this version cannot do yet:\n"
@@ -38,12 +57,22 @@ func loadConfig(path: String) throws -> RelayConfig {
     return config
 }
 
-/// Valid settings this version cannot honour. A route with an identity is refused rather than
-/// served: forwarding it without its token would be a silent security downgrade.
+/// Valid settings this version cannot honour, refused rather than half-served.
 func unsupportedByThisVersion(_ config: RelayConfig) -> [String] {
-    config.routes.compactMap { route in
-        route.identity.map { "$.routes[\(route.index)].identity: \"\($0)\": fetching OAuth2 tokens is not part of this version yet" }
+    config.identities.keys.sorted().compactMap { name in
+        config.identities[name]!.tokenUrl.scheme == .https
+            ? "$.identities.\(name).tokenUrl: https token endpoints need TLS, which this version does not have yet"
+            : nil
     }
+}
+
+/// Starts the token thread when the config has identities.
+func startTokenService(_ config: RelayConfig, logger: Logger) throws -> TokenService? {
+    guard !config.identities.isEmpty else { return nil }
+    let limits = HTTPClientLimits(
+        connectTimeoutMilliseconds: UInt64(config.limits.upstreamConnectTimeoutSeconds * 1000),
+        responseTimeoutMilliseconds: UInt64(min(config.limits.upstreamResponseTimeoutSeconds, 30) * 1000))
+    return try TokenService.start(identities: config.identities, limits: limits, logger: logger)
 }
 
 /// Runs the relay until SIGTERM or SIGINT, then drains and returns.
@@ -73,7 +102,9 @@ func serve(_ config: RelayConfig, logger: Logger, whileServing: (RelayServer) ->
         logger.warning("SIGHUP received: this version does not reload its configuration; nothing changed")
     })
 
-    let settings = ProxySettings(config: config)
+    let tokens = try startTokenService(config, logger: logger)
+    defer { tokens?.stop() }
+    let settings = ProxySettings(config: config, tokens: tokens)
     let workers = config.workers == 0 ? WorkerThread.processorCount : config.workers
     do {
         running.server = try RelayServer.start(settings: settings, workers: workers, logger: logger)

@@ -3,13 +3,25 @@ import XCTest
 
 /// Identities: grants, client authentication and what each grant needs.
 final class IdentityTests: XCTestCase {
+    /// A config with one identity `x`, its token URL and `body`.
+    private func identityJSON(_ body: String) -> String {
+        #"{ "identities": { "x": { "tokenUrl": "https://idp/token", \#(body) } } }"#
+    }
+
     private func identity(_ body: String) throws -> Identity {
-        let config = try decodeConfig(#"{ "identities": { "x": { "tokenUrl": "https://idp/token", \#(body) } } }"#)
-        return try XCTUnwrap(config.identities["x"])
+        try XCTUnwrap(decodeConfig(identityJSON(body)).identities["x"])
+    }
+
+    /// Identity `x` with `body`, decoded next to a file `name` holding `contents`.
+    private func identity(_ body: String, withFile name: String, holding contents: String) throws -> Identity {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write(name, contents)
+        return try XCTUnwrap(decodeConfig(identityJSON(body), baseDirectory: directory.path).identities["x"])
     }
 
     private func identityErrors(_ body: String) -> [String] {
-        describe(configErrors(#"{ "identities": { "x": { "tokenUrl": "https://idp/token", \#(body) } } }"#))
+        describe(configErrors(identityJSON(body)))
     }
 
     func testGrantDefaultsToClientCredentials() throws {
@@ -75,14 +87,9 @@ final class IdentityTests: XCTestCase {
     }
 
     func testJWTBearerGrantTakesAnAssertionFile() throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        try directory.write("assertion.jwt", "eyJ.eyJ.sig\n")
-        let json = #"""
-        { "identities": { "x": { "tokenUrl": "https://idp/token", "grant": "urn:ietf:params:oauth:grant-type:jwt-bearer",
-          "assertionFile": "assertion.jwt" } } }
-        """#
-        XCTAssertEqual(try decodeConfig(json, baseDirectory: directory.path).identities["x"]?.assertion?.value, "eyJ.eyJ.sig")
+        let identity = try identity(#""grant": "urn:ietf:params:oauth:grant-type:jwt-bearer", "assertionFile": "assertion.jwt""#,
+                                    withFile: "assertion.jwt", holding: "eyJ.eyJ.sig\n")
+        XCTAssertEqual(identity.assertion?.value, "eyJ.eyJ.sig")
     }
 
     func testDeviceCodeGrantUsesItsURNOnTheWire() throws {
@@ -125,5 +132,92 @@ final class IdentityTests: XCTestCase {
     func testGrantTypeCannotBeSetThroughParams() {
         XCTAssertEqual(identityErrors(#""clientId": "c", "params": { "grant_type": "password" }"#),
                        [#"$.identities.x.params.grant_type: grant_type is set from "grant"; use "grant" instead"#])
+    }
+
+    // MARK: - Token lifetimes, response fields, token exchange
+
+    func testTokenSettingsHaveDefaults() throws {
+        let identity = try identity(#""clientId": "c", "clientSecret": "s""#)
+        XCTAssertFalse(identity.allowInsecureTokenUrl)
+        XCTAssertEqual(identity.defaultExpiresInSeconds, 3600)
+        XCTAssertEqual(identity.refreshSkewSeconds, 10)
+        XCTAssertEqual(identity.responseFields, ResponseFields(token: "access_token", expiry: "expires_in", type: "token_type"))
+    }
+
+    func testTokenSettingsAreDecoded() throws {
+        let identity = try identity(#"""
+        "clientId": "c", "clientSecret": "s", "allowInsecureTokenUrl": true, "defaultExpiresInSeconds": 120,
+        "refreshSkewSeconds": 2.5, "responseFields": { "token": "jwt", "expiry": "ttl", "type": "kind" }
+        """#)
+        XCTAssertTrue(identity.allowInsecureTokenUrl)
+        XCTAssertEqual(identity.defaultExpiresInSeconds, 120)
+        XCTAssertEqual(identity.refreshSkewSeconds, 2.5)
+        XCTAssertEqual(identity.responseFields, ResponseFields(token: "jwt", expiry: "ttl", type: "kind"))
+    }
+
+    func testResponseFieldsNotGivenKeepTheirStandardNames() throws {
+        let identity = try identity(#""clientId": "c", "clientSecret": "s", "responseFields": { "token": "token" }"#)
+        XCTAssertEqual(identity.responseFields, ResponseFields(token: "token"))
+    }
+
+    func testUnknownResponseFieldIsReported() {
+        XCTAssertEqual(identityErrors(#""clientId": "c", "clientSecret": "s", "responseFields": { "refresh": "r" }"#),
+                       [#"$.identities.x.responseFields.refresh: unknown key "refresh""#])
+    }
+
+    func testDefaultExpiresInMustBePositive() {
+        XCTAssertEqual(identityErrors(#""clientId": "c", "clientSecret": "s", "defaultExpiresInSeconds": 0"#),
+                       ["$.identities.x.defaultExpiresInSeconds: must be a number of seconds greater than 0, got 0"])
+    }
+
+    func testTokenExchangeTakesItsSubjectTokenFromAFile() throws {
+        let identity = try identity(#"""
+        "grant": "urn:ietf:params:oauth:grant-type:token-exchange",
+        "subjectTokenFile": "subject.jwt", "subjectTokenType": "urn:ietf:params:oauth:token-type:jwt",
+        "actorToken": "actor", "actorTokenType": "urn:ietf:params:oauth:token-type:access_token"
+        """#, withFile: "subject.jwt", holding: "eyJ.subject.sig\n")
+        XCTAssertEqual(identity.grant, .tokenExchange)
+        XCTAssertEqual(identity.subjectToken?.value, "eyJ.subject.sig")
+        XCTAssertEqual(identity.subjectTokenType, "urn:ietf:params:oauth:token-type:jwt")
+        XCTAssertEqual(identity.actorToken?.value, "actor")
+        XCTAssertEqual(identity.actorTokenType, "urn:ietf:params:oauth:token-type:access_token")
+    }
+
+    func testATokenNeedsItsTokenType() {
+        XCTAssertEqual(identityErrors(#""grant": "urn:example:grant", "subjectToken": "s", "actorToken": "a""#), [
+            "$.identities.x.subjectTokenType: required with subjectToken (RFC 8693)",
+            "$.identities.x.actorTokenType: required with actorToken (RFC 8693)",
+        ])
+    }
+
+    func testTokenTypeMustBeAURI() {
+        XCTAssertEqual(identityErrors(#""grant": "urn:example:grant", "subjectToken": "s", "subjectTokenType": "jwt""#),
+                       [#"$.identities.x.subjectTokenType: expected a token type URI such as urn:ietf:params:oauth:token-type:jwt, got "jwt""#])
+    }
+
+    func testTokenExchangeNeedsASubjectTokenAndItsType() {
+        XCTAssertEqual(identityErrors(#""grant": "urn:ietf:params:oauth:grant-type:token-exchange""#), [
+            "$.identities.x.subjectToken: required for the urn:ietf:params:oauth:grant-type:token-exchange grant (or params.subject_token)",
+            "$.identities.x.subjectTokenType: required for the urn:ietf:params:oauth:grant-type:token-exchange grant (or params.subject_token_type)",
+        ])
+    }
+
+    func testJWTBearerNeedsAnAssertion() {
+        XCTAssertEqual(identityErrors(#""grant": "urn:ietf:params:oauth:grant-type:jwt-bearer""#),
+                       ["$.identities.x.assertion: required for the urn:ietf:params:oauth:grant-type:jwt-bearer grant (or params.assertion)"])
+    }
+
+    func testTokenExchangeKeysAreOnlyForExtensionGrants() {
+        XCTAssertEqual(identityErrors(#""clientId": "c", "subjectToken": "s", "subjectTokenType": "urn:t""#), [
+            "$.identities.x.subjectToken: subjectToken is only used by extension grants, not by the client_credentials grant",
+            "$.identities.x.subjectTokenType: subjectTokenType is only used by extension grants, not by the client_credentials grant",
+        ])
+    }
+
+    func testParamsCannotSetAFieldThatHasItsOwnKey() {
+        XCTAssertEqual(identityErrors(#""clientId": "c", "scope": "a", "params": { "scope": "b", "client_id": "d", "tenant": "t" }"#), [
+            #"$.identities.x.params.scope: scope is already set from "scope"; set it in one place"#,
+            #"$.identities.x.params.client_id: client_id is already set from "clientId"; set it in one place"#,
+        ])
     }
 }

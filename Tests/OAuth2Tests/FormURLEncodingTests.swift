@@ -25,6 +25,12 @@ final class FormURLEncodingTests: XCTestCase {
                        "resource=https%3A%2F%2Fa%2F&resource=https%3A%2F%2Fb%2F&x+y=1%262")
     }
 
+    func testAppendingEncodesBytesIntoABuffer() {
+        var out = Array("?access_token=".utf8)
+        FormURLEncoding.append(encoding: "a/b c~".utf8, to: &out)
+        XCTAssertEqual(String(decoding: out, as: UTF8.self), "?access_token=a%2Fb+c~")
+    }
+
     func testDecodeUndoesEncode() {
         let pairs = FormURLEncoding.decode("access_token=a%2Bb+c&expires_in=60&flag&bad=%zz%4")
         XCTAssertEqual(pairs.map(\.name), ["access_token", "expires_in", "flag", "bad"])

@@ -65,8 +65,8 @@ func everyRendering(of value: Any) -> [String] {
     return [String(describing: value), String(reflecting: value), "\(value)", dumped]
 }
 
-/// A random source that always yields the same value: `fraction` 0 is no jitter, near 1 the
-/// most.
+/// A random source that always yields the same value: `fraction` 0 is no jitter, near 1
+/// close to the most.
 struct FixedRandom: RandomNumberGenerator, Sendable {
     var fraction: Double
 

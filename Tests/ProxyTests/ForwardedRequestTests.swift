@@ -28,7 +28,7 @@ private func assertForwarded(_ request: [String], body: String = "", as expected
     let forwarded = withBytes(target ?? String(decoding: parsed.target, as: UTF8.self)) { target in
         written {
             ForwardedHead.writeRequest(parsed, target: target, plan: plan, framing: framing, forwarding: forwarding,
-                                       clientHost: parsed.host, injected: nil, into: &$0)
+                                       clientHost: parsed.host, token: nil, into: &$0)
         }
     }
     XCTAssertEqual(forwarded, head(expected), file: file, line: line)

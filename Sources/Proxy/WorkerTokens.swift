@@ -1,0 +1,89 @@
+// WorkerTokens: one worker's side of the identities' tokens.
+//
+// The hot path asks `lookup(identity)`. A cache hit — the generation of the identity's state is
+// the one the cached token came from, and the token is not expired — costs an atomic load and
+// a comparison. Otherwise the shared lifecycle decides (under its lock): inject a token, wait,
+// or fail. Requests that must wait are parked here; the token thread wakes this worker's loop
+// when the identity's fetch ends, and each parked request asks again.
+
+import EventLoop
+import OAuth2
+import Tokens
+
+final class WorkerTokens {
+    enum Lookup {
+        case inject(CachedToken)
+        case wait
+        case fail(TokenUnavailable)
+    }
+
+    /// A token as this worker injects it.
+    struct CachedToken {
+        /// The token (for invalidation after an upstream 401: only this exact token is dropped).
+        let value: String
+        let bytes: [UInt8]
+        let generation: UInt64
+        /// Loop milliseconds from which it is no longer injected.
+        let expiresAtMilliseconds: UInt64
+    }
+
+    let service: TokenService
+    private let loop: EventLoop
+    private var wakeup: LoopWakeup?
+    private var cache: [CachedToken?]
+    /// Connections waiting for a token, in arrival order.
+    private var parked: [ClientConnection] = []
+
+    init(service: TokenService, loop: EventLoop) {
+        self.service = service
+        self.loop = loop
+        cache = Array(repeating: nil, count: service.identities.count)
+        wakeup = LoopWakeup(loop: loop) { [unowned self] in self.fetchEnded() }
+    }
+
+    func lookup(_ index: Int) -> Lookup {
+        let tokens = service.identities[index]
+        let generation = tokens.generation
+        let now = loop.nowMilliseconds
+        if let cached = cache[index], cached.generation == generation, now < cached.expiresAtMilliseconds {
+            return .inject(cached)
+        }
+        switch tokens.decision(at: Double(now) / 1000) {
+        case .inject(let token):
+            let cached = CachedToken(value: token.value, bytes: Array(token.value.utf8), generation: generation,
+                                     expiresAtMilliseconds: UInt64(max(0, token.expiresAt * 1000)))
+            cache[index] = cached
+            return .inject(cached)
+        case .wait:
+            if let wakeup { service.needToken(index, wake: wakeup) }
+            return .wait
+        case .fail(let problem):
+            return .fail(problem)
+        }
+    }
+
+    func park(_ connection: ClientConnection) {
+        parked.append(connection)
+    }
+
+    func unpark(_ connection: ClientConnection) {
+        if let index = parked.firstIndex(where: { $0 === connection }) { parked.remove(at: index) }
+    }
+
+    /// An upstream refused `token`: the identity fetches anew (if it is still the current one).
+    func invalidate(_ index: Int, token: CachedToken) {
+        cache[index] = nil
+        service.invalidate(index, token: token.value)
+    }
+
+    private func fetchEnded() {
+        let waiting = parked
+        parked.removeAll()
+        for connection in waiting { connection.tokenMayBeReady() }
+    }
+
+    func close() {
+        wakeup?.close()
+        wakeup = nil
+    }
+}

@@ -1,0 +1,62 @@
+import ArgumentParser
+import Config
+import EventLoop
+import Logging
+import OAuth2
+import Tokens
+
+/// `oauth-relay token --config FILE NAME`: a valid access token for identity NAME on stdout,
+/// for scripts (`curl -H "Authorization: Bearer $(oauth-relay token …)"`), like `oauth2l fetch`.
+struct TokenCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token",
+        abstract: "Print a valid access token for an identity to stdout.")
+
+    @Option(name: .long, help: "The JSON configuration file.")
+    var config: String
+
+    @Argument(help: "The identity's name (a key of `identities`).")
+    var name: String
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        common.bootstrapLogging()
+        let relayConfig = try loadConfig(path: config)
+        guard relayConfig.identities[name] != nil else {
+            FileHandleOutput.standardError("oauth-relay token: no identity \"\(name)\" in \(config) (known: \(relayConfig.identities.keys.sorted().joined(separator: ", ")))\n")
+            throw ExitCode(1)
+        }
+        let logger = Logger(label: "oauth-relay")
+        guard let service = try startTokenService(relayConfig, logger: logger), let index = service.index(of: name) else {
+            throw ExitCode(1)
+        }
+        defer { service.stop() }
+        let tokens = service.identities[index]
+        let loop = try EventLoop()
+        var outcome: TokenDecision = .wait
+        var wakeup: LoopWakeup?
+        // Ask, and ask again each time the identity's fetch ends, until there is an answer.
+        let ask = {
+            outcome = tokens.decision(at: monotonicSeconds())
+            if case .wait = outcome {
+                service.needToken(index, wake: wakeup!)
+            } else {
+                wakeup?.close()
+            }
+        }
+        wakeup = LoopWakeup(loop: loop) { ask() }
+        ask()
+        loop.run()
+        try? loop.close()
+        switch outcome {
+        case .inject(let token):
+            FileHandleOutput.standardOutput(token.value + "\n")
+        case .fail(let problem):
+            FileHandleOutput.standardError("oauth-relay token: \(problem)\n")
+            throw ExitCode(1)
+        case .wait:
+            throw ExitCode(1)
+        }
+    }
+}

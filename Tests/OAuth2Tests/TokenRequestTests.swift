@@ -1,0 +1,154 @@
+import Config
+import OAuth2
+import XCTest
+
+/// Token requests: exact bodies and headers for every grant and client authentication.
+final class TokenRequestTests: XCTestCase {
+    private func grantRequest(_ identity: Identity, file: StaticString = #filePath, line: UInt = #line) throws -> TokenRequest {
+        try XCTUnwrap(TokenRequest.grant(for: identity), file: file, line: line)
+    }
+
+    func testRequestIsAPostToTheTokenURL() throws {
+        let request = try grantRequest(makeIdentity())
+        XCTAssertEqual(request.method, "POST")
+        XCTAssertEqual(request.url.host, "idp.example.com")
+        XCTAssertEqual(request.url.port, 443)
+        XCTAssertEqual(request.url.requestTarget, "/oauth2/token")
+    }
+
+    func testClientCredentialsWithBasicAuthentication() throws {
+        let request = try grantRequest(makeIdentity())
+        XCTAssertEqual(request.bodyText, "grant_type=client_credentials")
+        XCTAssertEqual(request.headers, [
+            HeaderField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
+            HeaderField(name: "Accept", value: "application/json"),
+            HeaderField(name: "Authorization", value: "Basic b3JkZXJzLXJlbGF5OnMzY3JldA=="),
+        ])
+        XCTAssertEqual(request.purpose, .grant(.clientCredentials))
+    }
+
+    func testBasicAuthenticationFormEncodesIdAndSecretBeforeBase64() throws {
+        let request = try grantRequest(makeIdentity(clientId: "my client:1", secret: "p@ss w+rd/é"))
+        // base64("my+client%3A1:p%40ss+w%2Brd%2F%C3%A9")
+        XCTAssertEqual(request.header("Authorization"), "Basic bXkrY2xpZW50JTNBMTpwJTQwc3MrdyUyQnJkJTJGJUMzJUE5")
+    }
+
+    func testPostAuthenticationPutsIdAndSecretInTheBody() throws {
+        let request = try grantRequest(makeIdentity(clientId: "my client", secret: "a&b=c", auth: .post))
+        XCTAssertEqual(request.bodyText, "grant_type=client_credentials&client_id=my+client&client_secret=a%26b%3Dc")
+        XCTAssertNil(request.header("Authorization"))
+    }
+
+    func testPublicClientSendsOnlyItsId() throws {
+        let request = try grantRequest(makeIdentity(.password, secret: nil) {
+            $0.username = "svc"
+            $0.password = Secret("pw")
+        })
+        XCTAssertEqual(request.bodyText, "grant_type=password&username=svc&password=pw&client_id=orders-relay")
+        XCTAssertNil(request.header("Authorization"))
+    }
+
+    func testScopeAudienceRepeatedResourceAndParams() throws {
+        let request = try grantRequest(makeIdentity {
+            $0.scope = "orders.read orders.write"
+            $0.audience = "orders-api"
+            $0.resource = ["https://orders.internal/", "https://billing.internal/"]
+            $0.params = ["tenant": "acme", "b": "2"]
+        })
+        XCTAssertEqual(request.bodyText, "grant_type=client_credentials&scope=orders.read+orders.write&audience=orders-api"
+                       + "&resource=https%3A%2F%2Forders.internal%2F&resource=https%3A%2F%2Fbilling.internal%2F&b=2&tenant=acme")
+    }
+
+    func testPasswordGrantSendsUsernameAndPassword() throws {
+        let request = try grantRequest(makeIdentity(.password) {
+            $0.username = "svc-legacy"
+            $0.password = Secret("p@ss word")
+        })
+        XCTAssertEqual(request.bodyText, "grant_type=password&username=svc-legacy&password=p%40ss+word")
+    }
+
+    func testRefreshTokenGrantSendsItsSeedWithScope() throws {
+        let request = try grantRequest(makeIdentity(.refreshToken) {
+            $0.refreshToken = Secret("seed/rt")
+            $0.scope = "offline"
+        })
+        XCTAssertEqual(request.bodyText, "grant_type=refresh_token&refresh_token=seed%2Frt&scope=offline")
+        XCTAssertEqual(request.purpose, .grant(.refreshToken))
+    }
+
+    func testRefreshSendsTheRefreshTokenAndAsksForNothingNew() {
+        let identity = makeIdentity(.password) {
+            $0.username = "u"
+            $0.password = Secret("p")
+            $0.scope = "orders.read"
+            $0.resource = ["https://orders.internal/"]
+            $0.params = ["tenant": "acme"]
+        }
+        let request = TokenRequest.refresh(for: identity, refreshToken: Secret("rt-1"))
+        XCTAssertEqual(request.bodyText, "grant_type=refresh_token&refresh_token=rt-1&tenant=acme")
+        XCTAssertEqual(request.purpose, .refresh)
+        XCTAssertNotNil(request.header("Authorization"))
+    }
+
+    func testTokenExchangeSendsSubjectAndActorTokens() throws {
+        let request = try grantRequest(makeIdentity(.tokenExchange, auth: .post) {
+            $0.subjectToken = Secret("subject.jwt")
+            $0.subjectTokenType = "urn:ietf:params:oauth:token-type:jwt"
+            $0.actorToken = Secret("actor.jwt")
+            $0.actorTokenType = "urn:ietf:params:oauth:token-type:access_token"
+            $0.audience = "backend"
+        })
+        XCTAssertEqual(request.bodyText, "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange"
+                       + "&subject_token=subject.jwt&subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Ajwt"
+                       + "&actor_token=actor.jwt&actor_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aaccess_token"
+                       + "&audience=backend&client_id=orders-relay&client_secret=s3cret")
+    }
+
+    func testJWTBearerSendsTheAssertion() throws {
+        let request = try grantRequest(makeIdentity(.jwtBearer, clientId: nil, secret: nil) {
+            $0.assertion = Secret("eyJ.eyJ.sig")
+        })
+        XCTAssertEqual(request.bodyText, "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=eyJ.eyJ.sig")
+    }
+
+    func testExtensionGrantTakesItsFieldsFromParams() throws {
+        let request = try grantRequest(makeIdentity(.extension("urn:example:grant"), clientId: nil, secret: nil) {
+            $0.params = ["ticket": "t 1"]
+        })
+        XCTAssertEqual(request.bodyText, "grant_type=urn%3Aexample%3Agrant&ticket=t+1")
+    }
+
+    func testRefreshOfAnExtensionGrantLeavesItsParamsOut() {
+        let identity = makeIdentity(.tokenExchange, clientId: nil, secret: nil) {
+            $0.params = ["subject_token": "s", "subject_token_type": "urn:x"]
+        }
+        XCTAssertEqual(TokenRequest.refresh(for: identity, refreshToken: Secret("rt")).bodyText,
+                       "grant_type=refresh_token&refresh_token=rt")
+    }
+
+    func testAParamReplacesAFieldOfTheSameName() throws {
+        let request = try grantRequest(makeIdentity { $0.scope = "a"; $0.params = ["scope": "b"] })
+        XCTAssertEqual(request.bodyText, "grant_type=client_credentials&scope=b")
+    }
+
+    func testExtraHeadersAreAddedSortedAndReplaceDefaultsOfTheSameName() throws {
+        let request = try grantRequest(makeIdentity {
+            $0.headers = ["X-Request-Source": "oauth-relay", "accept": "application/json, text/plain"]
+        })
+        XCTAssertEqual(request.headers.map(\.name), ["Content-Type", "Authorization", "accept", "X-Request-Source"])
+        XCTAssertEqual(request.header("Accept"), "application/json, text/plain")
+    }
+
+    func testInteractiveGrantsHaveNoRequestOfTheirOwn() {
+        XCTAssertNil(TokenRequest.grant(for: makeIdentity(.authorizationCode)))
+        XCTAssertNil(TokenRequest.grant(for: makeIdentity(.deviceCode)))
+    }
+
+    func testResponseFormatComesFromTheIdentity() throws {
+        let request = try grantRequest(makeIdentity {
+            $0.responseFields = ResponseFields(token: "token")
+            $0.defaultExpiresInSeconds = 120
+        })
+        XCTAssertEqual(request.responseFormat, TokenResponseFormat(fields: ResponseFields(token: "token"), defaultExpiresInSeconds: 120))
+    }
+}
