@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Side-by-side throughput of oauth-relay, nginx and HAProxy doing the same job on loopback:
 # proxy to one nginx upstream (keep-alive) and set an `Authorization: Bearer …` header.
+# The relay runs three ways: `relay` sets a static header (`setHeaders`, like the peers),
+# `relay-token` injects an identity's token (fetched from bench/token_issuer.py, 1 h lifetime),
+# `relay-5s` the same with a 5 s lifetime, so tokens expire and are refreshed under load.
 # Everything runs in one go on this machine, so read the ratios, not the absolute figures.
 #
 #   bench/run.sh [seconds] [connections] [rounds]   (defaults: 5 s, 64 connections, 3 rounds)
@@ -22,7 +25,7 @@ for t in wrk nginx haproxy python3; do command -v $t >/dev/null || { echo "missi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 CORES=$(nproc)
 TOKEN="Bearer abcdefghijklmnopqrstuvwxyz0123456789"
-UP=19001; RELAY_PORT=19100; NGINX_PORT=19101; HAPROXY_PORT=19102
+UP=19001; IDP=19002; RELAY_PORT=19100; NGINX_PORT=19101; HAPROXY_PORT=19102; TOKEN_PORT=19103; SHORT_PORT=19104
 W=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"; }
@@ -38,7 +41,8 @@ http { access_log off; keepalive_requests 1000000;
   server { listen 127.0.0.1:$UP; location / { return 200 "hello from upstream\n"; } } }
 NG
 nginx -c $W/up.conf & PIDS+=($!)
-wait_port $UP
+python3 bench/token_issuer.py $IDP & PIDS+=($!)
+wait_port $UP; wait_port $IDP
 
 start_peers() { # workers
   local n=$1
@@ -73,13 +77,26 @@ HA
   "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "http://127.0.0.1:$UP",
                 "setHeaders": { "Authorization": "$TOKEN" } } ] }
 JS
+  for ttl in 3600 5; do
+    port=$([ $ttl = 5 ] && echo $SHORT_PORT || echo $TOKEN_PORT)
+    cat >$W/relay-$ttl.json <<JS
+{ "listen": "127.0.0.1:$port", "admin": null, "workers": $2, "accessLog": false,
+  "identities": { "bench": { "tokenUrl": "http://127.0.0.1:$IDP/token?ttl=$ttl", "clientId": "bench", "clientSecret": "bench-secret" } },
+  "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "http://127.0.0.1:$UP", "identity": "bench" } ] }
+JS
+  done
   nginx -c $W/px.conf & NGINX_PID=$!
   haproxy -f $W/hap.cfg -db >/dev/null 2>&1 & HAPROXY_PID=$!
   "$RELAY" run --config $W/relay.json --log-level warning 2>$W/relay.err & RELAY_PID=$!
-  PIDS+=($NGINX_PID $HAPROXY_PID $RELAY_PID)
-  wait_port $NGINX_PORT; wait_port $HAPROXY_PORT; wait_port $RELAY_PORT
+  "$RELAY" run --config $W/relay-3600.json --log-level warning 2>$W/relay-token.err & TOKEN_PID=$!
+  "$RELAY" run --config $W/relay-5.json --log-level warning 2>$W/relay-5s.err & SHORT_PID=$!
+  PIDS+=($NGINX_PID $HAPROXY_PID $RELAY_PID $TOKEN_PID $SHORT_PID)
+  wait_port $NGINX_PORT; wait_port $HAPROXY_PORT; wait_port $RELAY_PORT; wait_port $TOKEN_PORT; wait_port $SHORT_PORT
 }
-stop_peers() { kill $NGINX_PID $HAPROXY_PID $RELAY_PID 2>/dev/null || true; wait $NGINX_PID $HAPROXY_PID $RELAY_PID 2>/dev/null || true; }
+stop_peers() {
+  kill $NGINX_PID $HAPROXY_PID $RELAY_PID $TOKEN_PID $SHORT_PID 2>/dev/null || true
+  wait $NGINX_PID $HAPROXY_PID $RELAY_PID $TOKEN_PID $SHORT_PID 2>/dev/null || true
+}
 
 declare -A RPS P99
 measure() { # name port -> appends "rps p99_us" to $W/name.txt
@@ -104,15 +121,20 @@ for workers in $WORKERS_LIST; do
   echo "workers: relay $workers$([ "$workers" = 0 ] && echo " (one per core)"), nginx $peer_workers, haproxy $peer_workers threads"
   start_peers "$peer_workers" "$workers"
   wrk -t1 -c"$C" -d1s "http://127.0.0.1:$RELAY_PORT/" >/dev/null 2>&1 || true   # warm-up
-  rm -f "$W"/relay.txt "$W"/nginx.txt "$W"/haproxy.txt
-  order=(relay nginx haproxy)
-  declare -A PORT=([relay]=$RELAY_PORT [nginx]=$NGINX_PORT [haproxy]=$HAPROXY_PORT)
+  rm -f "$W"/*.txt
+  order=(relay relay-token relay-5s nginx haproxy)
+  declare -A PORT=([relay]=$RELAY_PORT [relay-token]=$TOKEN_PORT [relay-5s]=$SHORT_PORT [nginx]=$NGINX_PORT [haproxy]=$HAPROXY_PORT)
+  tokens_before=$(curl -s http://127.0.0.1:$IDP/count | python3 -c 'import json,sys; print(json.load(sys.stdin)["count"])')
   for round in $(seq "$ROUNDS"); do
     for name in "${order[@]}"; do measure "$name" "${PORT[$name]}"; done
     order=("${order[@]:1}" "${order[0]}")
   done
-  summarize relay; summarize nginx; summarize haproxy
-  echo "  relay/nginx rps=$(ratio "${RPS[relay]}" "${RPS[nginx]}") p99=$(ratio "${P99[relay]}" "${P99[nginx]}")   relay/haproxy rps=$(ratio "${RPS[relay]}" "${RPS[haproxy]}") p99=$(ratio "${P99[relay]}" "${P99[haproxy]}")"
+  for name in relay relay-token relay-5s nginx haproxy; do summarize $name; done
+  tokens_after=$(curl -s http://127.0.0.1:$IDP/count | python3 -c 'import json,sys; print(json.load(sys.stdin)["count"])')
+  for name in relay relay-token relay-5s; do
+    echo "  $name/nginx rps=$(ratio "${RPS[$name]}" "${RPS[nginx]}") p99=$(ratio "${P99[$name]}" "${P99[nginx]}")   $name/haproxy rps=$(ratio "${RPS[$name]}" "${RPS[haproxy]}") p99=$(ratio "${P99[$name]}" "${P99[haproxy]}")"
+  done
+  echo "  relay-5s/relay-token p99=$(ratio "${P99[relay-5s]}" "${P99[relay-token]}") (token expiry under load); token requests during the runs: $((tokens_after - tokens_before))"
   echo "  relay RSS after the run: $(rss_kib $RELAY_PID) KiB"
   if [ "$IDLE_CONNECTIONS" -gt 0 ] && [ "$workers" = "$(echo $WORKERS_LIST | awk '{print $1}')" ]; then
     before=$(rss_kib $RELAY_PID)

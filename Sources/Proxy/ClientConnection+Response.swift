@@ -197,11 +197,12 @@ extension ClientConnection {
     // MARK: The upstream refused the token
 
     /// A `retryOnStatus` answer (401 by default) to a request that carried a token, that was
-    /// not replayed yet and can be sent again (no body): the token is dropped and the request
-    /// goes out once more with a new one, instead of the answer going to the client.
+    /// not replayed yet and can be sent again (no body, or one kept within the replay limit):
+    /// the token is dropped and the request goes out once more with a new one, instead of the
+    /// answer going to the client.
     private func shouldReplayWithNewToken(status: Int) -> Bool {
         guard let plan, exchange.token != nil, !exchange.replayedWithNewToken, exchange.requestDone,
-              !exchange.hasRequestBody else { return false }
+              !exchange.hasRequestBody || exchange.bodyReplayable else { return false }
         return plan.route.retryOnStatus.contains(status)
     }
 

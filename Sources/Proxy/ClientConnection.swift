@@ -58,6 +58,8 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
     /// The request head as sent upstream, kept to send again on a fresh connection when a
     /// reused one turns out closed (only for requests without a body).
     var replayableHead = ByteBuffer()
+    /// The request body as sent upstream, for a replay with a new token (see `sendRequestBody`).
+    var replayBody = ByteBuffer()
     var parserPaused = false
     var readsBlockedByUpstream = false
     var upstreamReadsBlockedByClient = false
@@ -88,6 +90,8 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         /// request sent again, once, with a new token.
         var discardingRefusedResponse = false
         var replayedWithNewToken = false
+        /// The body sent so far is in `replayBody` (it fits the replay limit).
+        var bodyReplayable = false
         // For the access log.
         var status = 0
         var bodyBytesSent = 0
@@ -198,6 +202,8 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         exchange.requestIsHead = head.isHead
         exchange.hasRequestBody = head.isChunked || (head.contentLength ?? 0) > 0
         exchange.requestFraming = head.isChunked ? .chunked : (head.contentLength != nil ? .contentLength : .none)
+        replayBody.clear()
+        replayBody.shrink(ifLargerThan: Self.maxReplayBodyBytes)
         let logging = settings.config.accessLog
         if logging {
             exchange.startedAt = worker.clock()
@@ -227,15 +233,20 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         self.plan = plan
         if logging { exchange.routeName = plan.route.name }
         if let index = plan.identityIndex, let tokens = worker.tokens {
+            exchange.bodyReplayable = exchange.hasRequestBody && !plan.route.retryOnStatus.isEmpty
+                && (head.contentLength ?? 0) <= UInt64(Self.maxReplayBodyBytes)
             switch tokens.lookup(index) {
             case .inject(let token):
                 exchange.token = token
             case .wait:
-                // The head stays in the parser; the rest waits in `leftover` until the token
-                // thread wakes this worker (`tokenMayBeReady`).
+                // The head stays in the parser until the token thread wakes this worker
+                // (`tokenMayBeReady`). A body waits unparsed in `leftover`: the parser stops
+                // after the head. A request without one completes and stops at its end, as
+                // every request does (llhttp would only report that end on further input).
                 exchange.waitingForToken = true
-                exchange.pausedAtHead = true
                 tokens.park(self)
+                guard exchange.hasRequestBody else { return .framed }
+                exchange.pausedAtHead = true
                 return .pauseAfterHead
             case .fail(let reason):
                 answerLocally(.tokenUnavailable(reason, route: plan.route.name))
@@ -277,6 +288,8 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         let upstream = worker.pool(for: plan).acquire(for: self)
         self.upstream = upstream
         upstream.write(scratch)
+        // A replay after the upstream refused the token sends the body it already received.
+        if exchange.replayedWithNewToken && !replayBody.isEmpty { upstream.write(replayBody) }
     }
 
     /// The token thread ended a fetch this parked request waited for: ask again.
@@ -320,29 +333,46 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
 
     func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
         guard !exchange.answeredLocally, let upstream else { return }
-        upstream.write(bytes)
+        sendRequestBody(bytes)
         upstream.noteRequestProgress()
         if upstream.isAboveHighWater { blockReadsForUpstream() }
     }
 
     func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {
-        guard !exchange.answeredLocally, let upstream, size > 0 else { return }
+        guard !exchange.answeredLocally, upstream != nil, size > 0 else { return }
         scratch.clear()
         scratch.appendHex(size)
         scratch.append("\r\n")
-        upstream.write(scratch)
+        sendRequestBody(scratch.readableBytes)
     }
 
     func parserDidFinishChunk(_ parser: HTTP1Parser) {
-        guard !exchange.answeredLocally, let upstream else { return }
-        upstream.write(staticBytes("\r\n"))
+        guard !exchange.answeredLocally, upstream != nil else { return }
+        sendRequestBody(staticBytes("\r\n"))
     }
 
+    /// Request body bytes as framed for the upstream. On a route with a token they are also
+    /// kept, up to `maxReplayBodyBytes`, so the request can be sent again if the upstream
+    /// refuses the token.
+    private func sendRequestBody(_ bytes: UnsafeRawBufferPointer) {
+        upstream?.write(bytes)
+        guard exchange.bodyReplayable else { return }
+        if replayBody.count + bytes.count > Self.maxReplayBodyBytes {
+            exchange.bodyReplayable = false
+            replayBody.clear()
+            return
+        }
+        replayBody.append(bytes)
+    }
+
+    /// The buffered-replay limit of a request body (issue 4: 64 KiB).
+    static let maxReplayBodyBytes = 64 * 1024
+
     func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
-        if !exchange.answeredLocally, let upstream, exchange.requestFraming == .chunked {
+        if !exchange.answeredLocally, upstream != nil, exchange.requestFraming == .chunked {
             scratch.clear()
             ForwardedHead.writeLastChunk(trailersOf: parser.head, into: &scratch)
-            upstream.write(scratch)
+            sendRequestBody(scratch.readableBytes)
         }
         exchange.requestDone = true
         // An upgrade request is not paused here: llhttp then stops by itself with

@@ -28,11 +28,21 @@ struct DemoCommand: ParsableCommand {
           "listen": "\(listen)",
           "workers": 1,
           "accessLog": true,
+          "identities": {
+            "demo": {
+              "tokenUrl": "http://127.0.0.1:\(upstreamPort)\(DemoEchoServer.tokenPath)",
+              "grant": "client_credentials",
+              "clientId": "oauth-relay-demo",
+              "clientSecret": "dev-only-not-a-secret",
+              "scope": "demo.read"
+            }
+          },
           "routes": [
             {
               "name": "demo-echo",
               "match": { "pathPrefix": "/" },
               "upstream": "http://127.0.0.1:\(upstreamPort)",
+              "identity": "demo",
               "setHeaders": { "X-Demo": "added by oauth-relay" }
             }
           ]
@@ -62,9 +72,11 @@ struct DemoCommand: ParsableCommand {
         try serve(config, logger: logger) { server in
             FileHandleOutput.standardError("""
 
-            oauth-relay demo: relay on \(server.boundAddress), echo upstream on 127.0.0.1:\(upstreamPort)
+            oauth-relay demo: relay on \(server.boundAddress), echo upstream and a DEV-ONLY token issuer on 127.0.0.1:\(upstreamPort)
             Try:  curl -s http://\(server.boundAddress)/hello
-            The echo shows the request as the upstream got it (note X-Demo, Via, X-Forwarded-*). Ctrl-C stops.
+            The echo shows the request as the upstream got it: the Authorization header is the identity
+            "demo"'s token (a new one every \(DemoEchoServer.devTokenSeconds / 2) s or so), plus X-Demo, Via and X-Forwarded-*.
+            Ctrl-C stops.
 
 
             """)

@@ -1,6 +1,11 @@
 // The demo's upstream: a small HTTP/1.1 server on its own loop and thread that answers every
 // request with a JSON description of what it received (method, target, headers, body size),
 // so `oauth-relay demo` shows what the relay adds and removes.
+//
+// It also plays a DEV-ONLY token issuer at `POST /dev-only/token`: any client_credentials
+// request gets a random opaque token that lives `devTokenSeconds`. It checks nothing and must
+// never stand in for an authorization server; it exists so the demo shows tokens being
+// injected and refreshed without anything else installed.
 
 import ByteBuffers
 import Dispatch
@@ -9,6 +14,10 @@ import HTTP1
 import Proxy
 
 final class DemoEchoServer {
+    /// Where the dev-only issuer answers, and how long its tokens live.
+    static let tokenPath = "/dev-only/token"
+    static let devTokenSeconds = 30
+
     private let thread: WorkerThread
     private let stopSignal: LoopWakeup
 
@@ -108,7 +117,9 @@ private final class EchoConnection: TCPStreamDelegate, HTTP1ParserDelegate {
     func parserDidFinishChunk(_ parser: HTTP1Parser) {}
 
     func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
-        let body = "{\"upstream\":\"oauth-relay demo echo\",\(description),\"bodyBytes\":\(bodyBytes)}\n"
+        let issuesToken = parser.head.isPost && ASCII.equalsIgnoringCase(parser.head.target, Self.tokenPath)
+        let body = issuesToken ? Self.devToken()
+            : "{\"upstream\":\"oauth-relay demo echo\",\(description),\"bodyBytes\":\(bodyBytes)}\n"
         out.clear()
         out.append("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ")
         out.appendDecimal(body.utf8.count)
@@ -117,5 +128,14 @@ private final class EchoConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         stream.write(out)
         if !parser.head.keepAlive { stream.closeAfterWrites() }
         return false
+    }
+
+    static let tokenPath = Array(DemoEchoServer.tokenPath.utf8)
+
+    /// A random opaque token, clearly marked as the demo's, with a short lifetime.
+    private static func devToken() -> String {
+        var random = SystemRandomNumberGenerator()
+        let hex = (0..<16).map { _ in String(random.next() & 0xFF, radix: 16) }.joined()
+        return "{\"access_token\":\"dev-only-\(hex)\",\"token_type\":\"Bearer\",\"expires_in\":\(DemoEchoServer.devTokenSeconds)}\n"
     }
 }

@@ -1,0 +1,44 @@
+"""A token endpoint for benchmarks only: answers every POST with a fresh opaque bearer token
+whose lifetime is the `ttl` query parameter (seconds, default 3600), and counts the requests
+(GET /count). Loopback only; not an authorization server.
+
+    python3 bench/token_issuer.py PORT
+"""
+import http.server
+import json
+import secrets
+import sys
+import threading
+import urllib.parse
+
+lock = threading.Lock()
+issued = {"count": 0}
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, body: bytes):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        ttl = int(urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("ttl", ["3600"])[0])
+        with lock:
+            issued["count"] += 1
+        self.reply(json.dumps({"access_token": "bench-" + secrets.token_urlsafe(24), "token_type": "Bearer",
+                               "expires_in": ttl}).encode())
+
+    def do_GET(self):
+        with lock:
+            self.reply(json.dumps(issued).encode())
+
+
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()

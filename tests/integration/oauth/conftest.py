@@ -1,0 +1,107 @@
+"""Fixtures of the OAuth tests (on top of ../conftest.py: start_relay, upstream, closed_port, ...).
+
+- `django_idp` / `start_django_idp(access_token_seconds=3600, rotate_refresh_token=True)`:
+  django-oauth-toolkit on a free loopback port, with its applications and user (credentials
+  generated per test, see idp_processes.DjangoIdP). The database is migrated once per session
+  into a template and copied per server.
+- `stub_idp` / `start_stub_idp()`: the scripted token endpoint (idp_stub.py).
+- `sensitive`: the values no relay log may contain; every IdP registers its secrets and issued
+  tokens there, and tests add their own. After every test here (autouse), the stderr of every
+  relay it started, and the outputs added to `sensitive`, are searched for them.
+A failing test's report carries the IdP logs (the relay and upstream logs come from ../conftest.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from idp_processes import DjangoIdP, StubIdP
+from idp_relay import SensitiveValues, find_leaks, relay_logs
+
+_IDPS = pytest.StashKey[list]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        for proc in item.stash.get(_IDPS, []):
+            text = proc.log()
+            if len(text) > 30_000:
+                text = "[...]\n" + text[-30_000:]
+            report.sections.append((f"{proc.name} log ({proc.log_path})", text or "(empty)"))
+    return report
+
+
+@pytest.fixture
+def sensitive() -> SensitiveValues:
+    return SensitiveValues()
+
+
+@pytest.fixture(autouse=True)
+def no_secret_in_relay_logs(tmp_path, sensitive):
+    """Set up before (so torn down after) the relays and IdPs of the test: the logs are complete."""
+    yield
+    leaks = find_leaks({**relay_logs(tmp_path), **sensitive.outputs}, sensitive.collect())
+    if leaks:
+        pytest.fail("secrets or tokens in the relay's output:\n  " + "\n  ".join(leaks), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def dot_template_db(tmp_path_factory):
+    """Where the first django-oauth-toolkit of the session leaves its migrated database."""
+    return tmp_path_factory.mktemp("dot-template") / "idp-template.sqlite3"
+
+
+@pytest.fixture
+def start_django_idp(request, tmp_path, sensitive, dot_template_db):
+    started: list[DjangoIdP] = []
+
+    def start(access_token_seconds: int = 3600, rotate_refresh_token: bool = True) -> DjangoIdP:
+        workdir = tmp_path / f"django-idp-{len(started)}"
+        workdir.mkdir()
+        idp = DjangoIdP(workdir, access_token_seconds, rotate_refresh_token, dot_template_db)
+        started.append(idp)
+        request.node.stash.setdefault(_IDPS, []).append(idp)
+        sensitive.add_source(idp.sensitive_values)
+        return idp.start()
+
+    yield start
+    for idp in started:
+        idp.kill()
+
+
+@pytest.fixture
+def django_idp(start_django_idp) -> DjangoIdP:
+    return start_django_idp()
+
+
+@pytest.fixture
+def start_stub_idp(request, tmp_path, sensitive):
+    started: list[StubIdP] = []
+    stopped: dict[int, dict] = {}
+
+    def start() -> StubIdP:
+        idp = StubIdP(tmp_path / f"stub-idp-{len(started)}.log")
+        started.append(idp)
+        request.node.stash.setdefault(_IDPS, []).append(idp)
+        index = len(started) - 1
+        # Its records are read while it runs; after the kill, the last read stands.
+        sensitive.add_source(lambda: stopped.get(index) if index in stopped else idp.sensitive_values())
+        return idp.start()
+
+    yield start
+    for i, idp in enumerate(started):
+        if idp.running():
+            try:
+                stopped[i] = idp.sensitive_values()
+            except (OSError, AssertionError):
+                stopped[i] = {}
+        else:
+            stopped[i] = {}
+        idp.kill()
+
+
+@pytest.fixture
+def stub_idp(start_stub_idp) -> StubIdP:
+    return start_stub_idp()

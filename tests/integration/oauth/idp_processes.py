@@ -1,0 +1,277 @@
+"""The authorization servers of the OAuth tests, as processes on loopback with a log file each:
+
+- `DjangoIdP`: django-oauth-toolkit (idp_django_server.py), the real server the happy paths run
+  against. Its applications and user get credentials generated per run (secrets and passwords
+  hold characters that must be form-urlencoded: " +%/=&:"); they are kept here, never printed.
+- `StubIdP`: idp_stub.py, the scripted token endpoint for the faults.
+
+Both know which values are sensitive (`sensitive_values()`), so the tests can prove none of them
+reaches a relay log.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.util
+import json
+import os
+import secrets
+import select
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote_plus, unquote_plus, urlencode
+
+import pytest
+
+from deadlines import scaled
+from processes import LOOPBACK, _Process
+
+HERE = Path(__file__).resolve().parent
+# The Python that runs django-oauth-toolkit: the test runner's own by default (make
+# integration-test installs Django into .venv-test from tests/requirements.txt).
+IDP_PYTHON = os.environ.get("OAUTH_RELAY_TEST_IDP_PYTHON", sys.executable)
+IDP_STARTUP_SECONDS = 30
+TOKEN_PATH = "/o/token/"
+SECRET_FORM_FIELDS = {"client_secret", "password", "refresh_token", "assertion", "subject_token", "actor_token"}
+
+
+def sha256(text: str) -> str:
+    """The fingerprint the IdPs record instead of a token (DOT's own token_checksum)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def tricky_secret(prefix: str) -> str:
+    """A random secret with the characters a careless client forgets to form-urlencode
+    (RFC 6749 §2.3.1: client_secret_basic encodes id and secret before the Basic header)."""
+    return f"{prefix}{secrets.token_urlsafe(12)} +%/=&:{secrets.token_urlsafe(12)}"
+
+
+def _read_listening_line(proc: _Process, timeout: float) -> int:
+    ready, _, _ = select.select([proc.proc.stdout], [], [], scaled(timeout))
+    line = proc.proc.stdout.readline().decode() if ready else ""
+    if not line.startswith("LISTENING"):
+        proc.kill()
+        pytest.fail(f"{proc.name} did not start within {scaled(timeout):.0f}s: {line!r}\n{proc.log()[-5000:]}")
+    return int(line.split()[2])
+
+
+class _IdP(_Process):
+    """An IdP process with a JSON control API on its own port."""
+
+    def _spawn(self, argv: list[str], timeout: float) -> None:
+        log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
+        log.close()
+        self.port = _read_listening_line(self, timeout)
+
+    @property
+    def token_url(self) -> str:
+        return f"{self.url}{TOKEN_PATH}"
+
+    def control(self, method: str, path: str, payload=None):
+        body = b"" if payload is None else json.dumps(payload).encode()
+        headers = [("Connection", "close")] + ([("Content-Type", "application/json")] if payload is not None else [])
+        resp = self.request(method, path, headers=headers, body=body)
+        assert resp.status in (200, 204), f"{self.name} control {method} {path}: {resp.status} {resp.body[:300]!r}"
+        return resp.json() if resp.body else None
+
+
+# ---------------------------------------------------------------------------------------------
+# django-oauth-toolkit.
+
+@dataclass
+class Client:
+    """An application registered at django-oauth-toolkit."""
+    name: str
+    client_id: str
+    client_secret: str | None
+    client_type: str          # confidential | public
+    grant: str                # DOT's authorization_grant_type: client-credentials | password
+
+
+class DjangoIdP(_IdP):
+    name = "django-oauth-toolkit"
+
+    def __init__(self, workdir: Path, access_token_seconds: int = 3600, rotate_refresh_token: bool = True,
+                 template_db: Path | None = None):
+        super().__init__(workdir / "idp.log")
+        self.workdir = workdir
+        self.access_token_seconds = access_token_seconds
+        self.rotate_refresh_token = rotate_refresh_token
+        self.template_db = template_db
+        self.host = LOOPBACK
+        suffix = secrets.token_hex(4)
+        self.clients = {c.name: c for c in [
+            Client("orders-cc", f"orders-cc.{suffix}", tricky_secret("occ"), "confidential", "client-credentials"),
+            Client("billing-cc", f"billing-cc.{suffix}", tricky_secret("bcc"), "confidential", "client-credentials"),
+            Client("legacy-pw", f"legacy-pw.{suffix}", tricky_secret("lpw"), "confidential", "password"),
+            Client("mobile-pw", f"mobile-pw.{suffix}", None, "public", "password"),
+        ]}
+        self.username = f"svc-legacy-{suffix}"
+        self.password = tricky_secret("pw")
+
+    def start(self) -> "DjangoIdP":
+        missing = [m for m in ("django", "oauth2_provider") if importlib.util.find_spec(m) is None]
+        if IDP_PYTHON == sys.executable and missing:
+            pytest.fail(f"{', '.join(missing)} not importable by {sys.executable}: install tests/requirements.txt "
+                        f"(make integration-test uses .venv-test), or set OAUTH_RELAY_TEST_IDP_PYTHON")
+        clients_file = self.workdir / "idp-clients.json"
+        clients_file.touch(mode=0o600)
+        clients_file.write_text(json.dumps({
+            "applications": [{"name": c.name, "client_id": c.client_id, "client_secret": c.client_secret,
+                              "client_type": c.client_type, "grant": c.grant} for c in self.clients.values()],
+            "users": [{"username": self.username, "password": self.password}],
+        }))
+        argv = [IDP_PYTHON, str(HERE / "idp_django_server.py"), "--dir", str(self.workdir), "--clients",
+                str(clients_file), "--host", self.host, "--port", "0",
+                "--access-token-seconds", str(self.access_token_seconds),
+                "--rotate-refresh-token", "1" if self.rotate_refresh_token else "0"]
+        if self.template_db is not None:
+            argv += ["--template-db", str(self.template_db)]
+        self._spawn(argv, IDP_STARTUP_SECONDS)
+        return self
+
+    # -- relay configuration -------------------------------------------------------------------
+
+    def identity(self, client: str, secret_files: bool = False, **options) -> dict:
+        """An `identities` entry for one of the applications (`clientAuth` etc. in options).
+        secret_files: the client secret and password go to files (…File keys) instead of the JSON."""
+        c = self.clients[client]
+        ident = {"tokenUrl": self.token_url,
+                 "grant": "client_credentials" if c.grant == "client-credentials" else "password",
+                 "clientId": c.client_id}
+        secrets_ = {}
+        if c.client_secret is not None:
+            secrets_["clientSecret"] = c.client_secret
+        if c.grant == "password":
+            ident["username"] = self.username
+            secrets_["password"] = self.password
+        for key, value in secrets_.items():
+            if secret_files:
+                path = self.workdir / f"{client}.{key}"
+                path.touch(mode=0o600)
+                path.write_text(value + "\n")
+                ident[key + "File"] = str(path)
+            else:
+                ident[key] = value
+        return {**ident, **options}
+
+    # -- observation and control -----------------------------------------------------------------
+
+    def token_requests(self, **match) -> list[dict]:
+        """The records of POST /o/token/ (see idp_django_server.TokenRequestRecorder), in order;
+        keyword arguments keep only records whose fields equal them (grant_type="refresh_token")."""
+        records = self.control("GET", "/_test/token-requests")["requests"]
+        return [r for r in records if all(r.get(k) == v for k, v in match.items())]
+
+    def hold(self, ms: int) -> None:
+        """Every later token request waits `ms` at the IdP before it is handled."""
+        self.control("POST", "/_test/hold", {"ms": ms})
+
+    def whoami(self, token: str):
+        """Asks the protected resource directly (not through the relay) whether DOT accepts `token`."""
+        return self.request("GET", "/api/whoami", headers=[("Authorization", f"Bearer {token}"), ("Connection", "close")])
+
+    def revoke(self, token: str, client: str) -> None:
+        """Revokes an access token through DOT's revocation endpoint (RFC 7009)."""
+        c = self.clients[client]
+        form = {"token": token, "token_type_hint": "access_token", "client_id": c.client_id}
+        headers = [("Content-Type", "application/x-www-form-urlencoded"), ("Connection", "close")]
+        if c.client_secret is not None:
+            basic = base64.b64encode(f"{quote_plus(c.client_id)}:{quote_plus(c.client_secret)}".encode()).decode()
+            headers.append(("Authorization", f"Basic {basic}"))
+        resp = self.request("POST", "/o/revoke_token/", headers=headers, body=urlencode(form).encode())
+        assert resp.status == 200, f"revocation answered {resp.status} {resp.body[:200]!r}"
+
+    def issued_tokens(self) -> list[str]:
+        """Every access and refresh token DOT has issued (read from its database)."""
+        db = self.workdir / "idp.sqlite3"
+        if not db.exists():
+            return []
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+            rows = conn.execute("SELECT token FROM oauth2_provider_accesstoken UNION ALL "
+                                "SELECT token FROM oauth2_provider_refreshtoken").fetchall()
+        return [r[0] for r in rows if r[0]]
+
+    def sensitive_values(self) -> dict[str, str]:
+        values = {f"client secret of {c.name}": c.client_secret for c in self.clients.values() if c.client_secret}
+        values["password of the django user"] = self.password
+        for i, token in enumerate(self.issued_tokens()):
+            values[f"token #{i + 1} issued by django"] = token
+        return values
+
+
+# ---------------------------------------------------------------------------------------------
+# The scripted stub.
+
+class StubIdP(_IdP):
+    name = "idp stub"
+
+    def __init__(self, log_path: Path):
+        super().__init__(log_path)
+        self.host = LOOPBACK
+        self.client_id = f"relay client.{secrets.token_hex(3)}"
+        self.client_secret = tricky_secret("stub")
+
+    def start(self) -> "StubIdP":
+        self._spawn([sys.executable, str(HERE / "idp_stub.py"), "--host", self.host, "--port", "0"], 10)
+        return self
+
+    def script(self, *queue: dict, by_grant: dict | None = None, default: dict | None = None) -> "StubIdP":
+        """Sets how token requests are answered (see idp_stub.py): the queued specs first, then
+        by grant_type, then `default` (a token living 3600 s when not given)."""
+        payload = {"queue": list(queue), "by_grant": by_grant or {}}
+        if default is not None:
+            payload["default"] = default
+        self.control("PUT", "/_stub/script", payload)
+        return self
+
+    def identity(self, **options) -> dict:
+        """A client_credentials identity of this stub's client (id and secret of this run);
+        `options` add to it or replace keys (None removes one)."""
+        ident = {"tokenUrl": self.token_url, "grant": "client_credentials", "clientId": self.client_id,
+                 "clientSecret": self.client_secret, **options}
+        return {k: v for k, v in ident.items() if v is not None}
+
+    def token_requests(self, **match) -> list[dict]:
+        """Every token request as received (headers, body, form pairs, issued tokens), in order."""
+        records = self.control("GET", "/_stub/requests")["requests"]
+        return [r for r in records if all(r.get(k) == v for k, v in match.items())]
+
+    def sensitive_values(self) -> dict[str, str]:
+        """The tokens the stub issued, and every secret the relay sent it (form fields and the
+        Basic credentials)."""
+        values = {"client secret of the stub's client": self.client_secret}
+        for r in self.token_requests():
+            for kind in ("access_token", "refresh_token"):
+                if r["issued"].get(kind):
+                    values[f"{kind} issued by the stub (request {r['n']})"] = r["issued"][kind]
+            for key, value in r["form"]:
+                if key in SECRET_FORM_FIELDS and value:
+                    values[f"form field {key} sent to the stub (request {r['n']})"] = value
+            for auth in header_values(r, "authorization"):
+                if auth[:6].lower() == "basic ":
+                    try:
+                        decoded = base64.b64decode(auth[6:].strip()).decode()
+                    except ValueError:
+                        continue
+                    secret = unquote_plus(decoded.partition(":")[2])
+                    if secret:
+                        values[f"Basic client secret sent to the stub (request {r['n']})"] = secret
+        return values
+
+
+def form(record: dict) -> dict[str, list[str]]:
+    """A stub record's form fields: name -> values in order."""
+    out: dict[str, list[str]] = {}
+    for k, v in record["form"]:
+        out.setdefault(k, []).append(v)
+    return out
+
+
+def header_values(record: dict, name: str) -> list[str]:
+    return [v for k, v in record["headers"] if k.lower() == name.lower()]

@@ -1,0 +1,300 @@
+"""A scripted OAuth2 token endpoint for the faults a real authorization server cannot be told to
+produce (429 with Retry-After, 500, slow answers, HTML pages, odd token responses).
+
+HTTP/1.1 on asyncio raw streams, like echo_upstream.py. Every path except /_stub/... is the token
+endpoint. Run it:
+    python3 idp_stub.py --port 0 [--host 127.0.0.1]
+The first line on stdout is `LISTENING <host> <port>`; SIGTERM or SIGINT stops it.
+
+Control (used by the tests through idp_processes.StubIdP):
+    PUT /_stub/script    JSON {"queue": [spec, ...], "by_grant": {grant_type: spec}, "default": spec}
+                         replaces the script. A token request is answered with the next spec of
+                         the queue, else by_grant[its grant_type], else default (initially a
+                         token that lives 3600 s).
+    GET /_stub/requests  JSON {"requests": [record, ...]}: every token request as received (raw:
+                         headers, body, form pairs) and what it was answered, including the
+                         tokens issued. Recorded when the head and body are in, before any delay.
+
+A spec is a JSON object; every kind takes "delay_ms" (wait before answering) and "headers" (extra
+response headers, [[name, value], ...]):
+    {"kind": "token", "expires_in": 2 | "2" | absent (omitted), "token_type": "Bearer" (null:
+     omitted), "refresh_token": "none" | "new" | "same" (the one presented) | "<literal>",
+     "scope": "...", "fields": {"token": "accessToken", "expiry": "expiresIn", "type": "tokenType",
+     "refresh": "refreshToken"} (non-standard names), "jwt_exp_in": N (the access token is an
+     unsigned JWT whose exp is N to N + 1 s from now: whole seconds), "status": 200}
+    {"kind": "oauth_error", "status": 400, "error": "invalid_client", "error_description": "...",
+     "error_uri": "..."}                     an RFC 6749 §5.2 error answer (application/json)
+    {"kind": "raw", "status": 500, "content_type": "text/html", "body": "...", "retry_after": "5"}
+    {"kind": "close"}                        closes the connection without answering
+Access and refresh tokens are random (43 URL-safe characters), never reused.
+
+The log (stderr) names method, path, grant_type, status and spec kind; never a secret or token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import http
+import json
+import math
+import re
+import secrets
+import signal
+import sys
+import time
+from urllib.parse import parse_qsl, urlsplit
+
+MAX_HEAD_BYTES = 64 * 1024
+MAX_BODY_BYTES = 1024 * 1024
+_TOKEN = re.compile(rb"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+DEFAULT_SPEC = {"kind": "token", "expires_in": 3600}
+
+
+class BadRequest(Exception):
+    pass
+
+
+def random_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def unsigned_jwt(claims: dict) -> str:
+    def part(obj) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).rstrip(b"=").decode()
+    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}."
+
+
+class Stub:
+    def __init__(self) -> None:
+        self.script: dict = {"queue": [], "by_grant": {}, "default": DEFAULT_SPEC}
+        self.records: list[dict] = []
+        self.server: asyncio.base_events.Server | None = None
+
+    # -- connections -------------------------------------------------------------------------
+
+    async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except asyncio.IncompleteReadError:
+                    return
+                except asyncio.LimitOverrunError:
+                    await self.send(writer, 431, "application/json", b'{"error":"head too large"}', close=True)
+                    return
+                try:
+                    method, target, headers = parse_head(head)
+                    body = await read_body(reader, headers)
+                except BadRequest as e:
+                    await self.send(writer, 400, "application/json", json.dumps({"stub": str(e)}).encode(), close=True)
+                    return
+                close = "close" in tokens(headers, "connection")
+                path = urlsplit(target).path
+                if path.startswith("/_stub/"):
+                    keep = await self.control(writer, method, path, body, close)
+                else:
+                    keep = await self.token_request(writer, method, target, headers, body, close)
+                if not keep:
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def send(self, writer, status: int, content_type: str | None, body: bytes, headers=(), close=False) -> bool:
+        try:
+            reason = http.HTTPStatus(status).phrase
+        except ValueError:
+            reason = "Status"
+        lines = [f"HTTP/1.1 {status} {reason}"]
+        if content_type:
+            lines.append(f"Content-Type: {content_type}")
+        lines += [f"{k}: {v}" for k, v in headers]
+        lines.append(f"Content-Length: {len(body)}")
+        lines.append("Cache-Control: no-store")
+        if close:
+            lines.append("Connection: close")
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        await writer.drain()
+        return not close
+
+    # -- control -------------------------------------------------------------------------------
+
+    async def control(self, writer, method: str, path: str, body: bytes, close: bool) -> bool:
+        if path == "/_stub/script" and method in ("PUT", "POST"):
+            script = json.loads(body or b"{}")
+            self.script = {"queue": list(script.get("queue", [])), "by_grant": dict(script.get("by_grant", {})),
+                           "default": script.get("default", DEFAULT_SPEC)}
+            return await self.send(writer, 204, None, b"", close=close)
+        if path == "/_stub/requests" and method == "GET":
+            return await self.send(writer, 200, "application/json", json.dumps({"requests": self.records}).encode(),
+                                   close=close)
+        return await self.send(writer, 404, "application/json", b'{"stub":"unknown control path"}', close=close)
+
+    # -- the token endpoint ----------------------------------------------------------------------
+
+    def next_spec(self, grant_type: str | None) -> dict:
+        if self.script["queue"]:
+            return self.script["queue"].pop(0)
+        return self.script["by_grant"].get(grant_type or "", self.script["default"])
+
+    async def token_request(self, writer, method: str, target: str, headers, body: bytes, close: bool) -> bool:
+        text = body.decode("utf-8", "replace")
+        form = parse_qsl(text, keep_blank_values=True) if text else []
+        grant_type = next((v for k, v in form if k == "grant_type"), None)
+        record = {"n": len(self.records) + 1, "time": time.time(), "answered": None, "method": method,
+                  "target": target, "headers": [list(h) for h in headers], "body": text,
+                  "form": [list(p) for p in form], "grant_type": grant_type, "status": None, "kind": None,
+                  "issued": {}}
+        self.records.append(record)
+        spec = self.next_spec(grant_type)
+        record["kind"] = kind = spec.get("kind", "token")
+        if spec.get("delay_ms"):
+            await asyncio.sleep(spec["delay_ms"] / 1000)
+        extra = [tuple(h) for h in spec.get("headers", [])]
+        if kind == "close":
+            record["answered"] = time.time()
+            self.log(method, target, grant_type, "-", kind)
+            return False
+        if kind == "token":
+            status = spec.get("status", 200)
+            payload = self.token_payload(spec, dict(form), record)
+            content_type, out = "application/json", json.dumps(payload).encode()
+        elif kind == "oauth_error":
+            status = spec.get("status", 400)
+            payload = {k: spec[k] for k in ("error", "error_description", "error_uri") if k in spec}
+            content_type, out = "application/json", json.dumps(payload).encode()
+        elif kind == "raw":
+            status = spec.get("status", 500)
+            content_type, out = spec.get("content_type"), spec.get("body", "").encode()
+            if "retry_after" in spec:
+                extra.append(("Retry-After", str(spec["retry_after"])))
+        else:
+            status, content_type, out = 500, "text/plain", f"stub: unknown spec kind {kind!r}".encode()
+        record["status"] = status
+        keep = await self.send(writer, status, content_type, out, extra, close=close)
+        record["answered"] = time.time()
+        self.log(method, target, grant_type, status, kind)
+        return keep
+
+    def token_payload(self, spec: dict, form: dict, record: dict) -> dict:
+        names = {"token": "access_token", "expiry": "expires_in", "type": "token_type", "refresh": "refresh_token",
+                 **spec.get("fields", {})}
+        if "jwt_exp_in" in spec:
+            now = math.ceil(time.time())  # exp is whole seconds: the token lives jwt_exp_in to jwt_exp_in + 1 s
+            access = unsigned_jwt({"sub": "stub", "iat": now - 1, "exp": now + int(spec["jwt_exp_in"]),
+                                   "jti": secrets.token_hex(8)})
+        else:
+            access = random_token()
+        payload = {names["token"]: access}
+        token_type = spec.get("token_type", "Bearer")
+        if token_type is not None:
+            payload[names["type"]] = token_type
+        if "expires_in" in spec and spec["expires_in"] is not None:
+            payload[names["expiry"]] = spec["expires_in"]
+        refresh = spec.get("refresh_token", "none")
+        if refresh == "new":
+            refresh = random_token()
+        elif refresh == "same":
+            refresh = form.get("refresh_token")
+        elif refresh == "none":
+            refresh = None
+        if refresh:
+            payload[names["refresh"]] = refresh
+        if "scope" in spec:
+            payload["scope"] = spec["scope"]
+        record["issued"] = {"access_token": access, "refresh_token": refresh, "expires_in": spec.get("expires_in")}
+        return payload
+
+    @staticmethod
+    def log(method, target, grant_type, status, kind) -> None:
+        path = urlsplit(target).path
+        print(f"{method} {path} grant_type={grant_type} -> {status} ({kind})", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing.
+
+def parse_head(raw: bytes):
+    if b"\n" in raw.replace(b"\r\n", b"") or b"\r" in raw.replace(b"\r\n", b""):
+        raise BadRequest("bare CR or LF in the head")
+    lines = raw[:-4].split(b"\r\n")
+    parts = lines[0].split(b" ")
+    if len(parts) != 3 or not _TOKEN.match(parts[0]) or not parts[2].startswith(b"HTTP/1."):
+        raise BadRequest(f"bad request line {lines[0]!r}")
+    headers = []
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not _TOKEN.match(name) or line[:1] in (b" ", b"\t"):
+            raise BadRequest(f"bad header line {line[:80]!r}")
+        headers.append((name.decode("latin-1"), value.strip(b" \t").decode("latin-1")))
+    return parts[0].decode(), parts[1].decode("latin-1"), headers
+
+
+def values(headers, name: str) -> list[str]:
+    return [v for k, v in headers if k.lower() == name]
+
+
+def tokens(headers, name: str) -> list[str]:
+    return [t.strip().lower() for v in values(headers, name) for t in v.split(",") if t.strip()]
+
+
+async def read_body(reader: asyncio.StreamReader, headers) -> bytes:
+    te = tokens(headers, "transfer-encoding")
+    lengths = {v.strip() for v in values(headers, "content-length")}
+    if te and lengths:
+        raise BadRequest("both Content-Length and Transfer-Encoding")
+    if te:
+        if te != ["chunked"]:
+            raise BadRequest(f"unsupported Transfer-Encoding {te}")
+        body = bytearray()
+        while True:
+            line = await reader.readuntil(b"\r\n")
+            size = int(line[:-2].split(b";")[0].strip() or b"x", 16)
+            if size == 0:
+                while await reader.readuntil(b"\r\n") != b"\r\n":
+                    pass
+                return bytes(body)
+            body += await reader.readexactly(size)
+            if len(body) > MAX_BODY_BYTES:
+                raise BadRequest("body too large")
+            if await reader.readexactly(2) != b"\r\n":
+                raise BadRequest("chunk data not followed by CRLF")
+    if lengths:
+        if len(lengths) != 1 or not next(iter(lengths)).isdigit():
+            raise BadRequest(f"bad Content-Length {sorted(lengths)}")
+        n = int(next(iter(lengths)))
+        if n > MAX_BODY_BYTES:
+            raise BadRequest("body too large")
+        return await reader.readexactly(n)
+    return b""
+
+
+# ---------------------------------------------------------------------------------------------
+
+async def _main(host: str, port: int) -> None:
+    stub = Stub()
+    stub.server = await asyncio.start_server(stub.connection, host, port, limit=MAX_HEAD_BYTES)
+    print(f"LISTENING {host} {stub.server.sockets[0].getsockname()[1]}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    stub.server.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args(argv)
+    if args.host not in ("127.0.0.1", "::1"):
+        parser.error("only loopback addresses (127.0.0.1, ::1)")
+    asyncio.run(_main(args.host, args.port))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
