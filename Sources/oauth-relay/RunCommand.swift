@@ -57,13 +57,20 @@ func loadConfig(path: String) throws -> RelayConfig {
     return config
 }
 
-/// Valid settings this version cannot honour, refused rather than half-served.
+/// Valid settings this version cannot honour, refused rather than half-served (an https
+/// upstream sent plaintext would be worse than no answer).
 func unsupportedByThisVersion(_ config: RelayConfig) -> [String] {
-    config.identities.keys.sorted().compactMap { name in
+    let tokenEndpoints = config.identities.keys.sorted().compactMap { name in
         config.identities[name]!.tokenUrl.scheme == .https
             ? "$.identities.\(name).tokenUrl: https token endpoints need TLS, which this version does not have yet"
             : nil
     }
+    let upstreams = config.routes.compactMap { route in
+        route.upstream.scheme == .https
+            ? "$.routes[\(route.index)].upstream: https upstreams need TLS, which this version does not have yet"
+            : nil
+    }
+    return tokenEndpoints + upstreams
 }
 
 /// Starts the token thread when the config has identities.
