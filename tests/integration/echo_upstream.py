@@ -58,8 +58,8 @@ size, ...) gets 400 and the connection is closed: it is strict so that sloppy fo
 """
 
 from __future__ import annotations
+from loopback_server import run_loopback_server, wait_for_stop_signal
 
-import argparse
 import asyncio
 import base64
 import functools
@@ -67,7 +67,6 @@ import hashlib
 import http
 import json
 import re
-import signal
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -531,22 +530,12 @@ async def _main(host: str, port: int) -> None:
     server = EchoServer()
     bound = await server.start(host, port)
     print(f"LISTENING {host} {bound}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    await wait_for_stop_signal()
     await server.close()
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
-    args = parser.parse_args(argv)
-    if args.host not in ("127.0.0.1", "::1"):
-        parser.error("only loopback addresses (127.0.0.1, ::1)")
-    asyncio.run(_main(args.host, args.port))
+    run_loopback_server(__doc__.split("\n\n")[0], _main, argv)
 
 
 if __name__ == "__main__":

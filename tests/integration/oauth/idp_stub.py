@@ -33,7 +33,6 @@ The log (stderr) names method, path, grant_type, status and spec kind; never a s
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import http
@@ -41,10 +40,14 @@ import json
 import math
 import re
 import secrets
-import signal
 import sys
 import time
+from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
+
+# Run as a script from oauth/: the shared test-server command line lives one directory up.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from loopback_server import run_loopback_server, wait_for_stop_signal  # noqa: E402
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 1024 * 1024
@@ -278,22 +281,12 @@ async def _main(host: str, port: int) -> None:
     stub = Stub()
     stub.server = await asyncio.start_server(stub.connection, host, port, limit=MAX_HEAD_BYTES)
     print(f"LISTENING {host} {stub.server.sockets[0].getsockname()[1]}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    await wait_for_stop_signal()
     stub.server.close()
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
-    args = parser.parse_args(argv)
-    if args.host not in ("127.0.0.1", "::1"):
-        parser.error("only loopback addresses (127.0.0.1, ::1)")
-    asyncio.run(_main(args.host, args.port))
+    run_loopback_server(__doc__.split("\n\n")[0], _main, argv)
 
 
 if __name__ == "__main__":
