@@ -1,31 +1,61 @@
 internal import CLibUV
 import ByteBuffers
 
-/// What a `TCPStream` reports to its owner. All calls happen on the loop's thread.
-public protocol TCPStreamDelegate: AnyObject {
-    /// Bytes arrived; they live in the loop's read buffer and are valid only during this call.
-    func stream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer)
-    /// The peer closed its side (`error == nil`) or the connection failed. Reading has stopped;
-    /// the owner decides when to `close()`.
-    func stream(_ stream: TCPStream, didEndWith error: UVError?)
-    /// A connect started with `connect(to:)` finished.
-    func stream(_ stream: TCPStream, didConnectWith error: UVError?)
-    /// The write backlog fell back below `lowWaterMark` after having passed `highWaterMark`.
-    func streamDidDrain(_ stream: TCPStream)
-    /// The handle is closed (after `close()` or a lingering close); the last call a delegate gets.
-    func streamDidClose(_ stream: TCPStream)
+/// A connected byte stream on one loop: plain TCP (`TCPStream`) or TLS over TCP. The proxy's
+/// upstream side and the HTTP client work with either.
+public protocol ByteStream: AnyObject {
+    var delegate: (any ByteStreamDelegate)? { get set }
+    var loop: EventLoop { get }
+    var isClosed: Bool { get }
+    /// Bytes accepted by `write` and not yet handed to the kernel.
+    var queuedBytes: Int { get }
+    var isAboveHighWater: Bool { get }
+    func startReading()
+    func stopReading()
+    /// Sends `bytes` (for TLS: as plaintext), copying what cannot go out at once. Never blocks.
+    func write(_ bytes: UnsafeRawBufferPointer)
+    /// Flushes, ends the stream (FIN, or close_notify then FIN), and closes after a linger.
+    func closeAfterWrites(lingerMilliseconds: UInt64, stallMilliseconds: UInt64)
+    /// Closes now; queued writes are dropped. Idempotent.
+    func close()
+    func peerAddress() -> SocketAddress?
 }
 
-extension TCPStreamDelegate {
-    public func stream(_ stream: TCPStream, didConnectWith error: UVError?) {}
-    public func streamDidDrain(_ stream: TCPStream) {}
-    public func streamDidClose(_ stream: TCPStream) {}
+extension ByteStream {
+    public func closeAfterWrites() {
+        closeAfterWrites(lingerMilliseconds: 2000, stallMilliseconds: 60_000)
+    }
+
+    public func write(_ buffer: borrowing ByteBuffer) {
+        write(buffer.readableBytes)
+    }
+}
+
+/// What a byte stream reports to its owner. All calls happen on the loop's thread.
+public protocol ByteStreamDelegate: AnyObject {
+    /// Bytes arrived; they live in the loop's read buffer and are valid only during this call.
+    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer)
+    /// The peer closed its side (`error == nil`) or the connection failed. Reading has stopped;
+    /// the owner decides when to `close()`.
+    func stream(_ stream: any ByteStream, didEndWith error: UVError?)
+    /// A connect started with `connect(to:)` finished.
+    func stream(_ stream: any ByteStream, didConnectWith error: UVError?)
+    /// The write backlog fell back below `lowWaterMark` after having passed `highWaterMark`.
+    func streamDidDrain(_ stream: any ByteStream)
+    /// The handle is closed (after `close()` or a lingering close); the last call a delegate gets.
+    func streamDidClose(_ stream: any ByteStream)
+}
+
+extension ByteStreamDelegate {
+    public func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {}
+    public func streamDidDrain(_ stream: any ByteStream) {}
+    public func streamDidClose(_ stream: any ByteStream) {}
 }
 
 /// A TCP connection on one loop: reads into the loop's buffer, writes through a double buffer
 /// (one `uv_write_t` in flight, later bytes gathered behind it), with a high-water mark so
 /// the owner can stop reading from the other side of a proxy until this side drains.
-public final class TCPStream: LoopHandle {
+public final class TCPStream: LoopHandle, ByteStream {
     var handle: UnsafeMutablePointer<uv_tcp_t> { storage.assumingMemoryBound(to: uv_tcp_t.self) }
     private let writeRequest: UnsafeMutablePointer<uv_write_t>
     private var connectRequest: UnsafeMutablePointer<uv_connect_t>?
@@ -34,7 +64,7 @@ public final class TCPStream: LoopHandle {
 
     /// Strong on purpose: the owner holds the stream, the stream holds the owner, and the cycle
     /// is broken in `handleDidClose` (rule 3 of EventLoop.swift).
-    public var delegate: (any TCPStreamDelegate)?
+    public var delegate: (any ByteStreamDelegate)?
 
     /// Bytes waiting behind the write in flight.
     private var pending = ByteBuffer()
@@ -87,7 +117,7 @@ public final class TCPStream: LoopHandle {
 
     /// Starts connecting; the delegate hears `didConnectWith`. Writes issued before the connect
     /// completes are queued and sent once it does.
-    public static func connect(on loop: EventLoop, to address: SocketAddress, delegate: any TCPStreamDelegate) throws(UVError) -> TCPStream {
+    public static func connect(on loop: EventLoop, to address: SocketAddress, delegate: any ByteStreamDelegate) throws(UVError) -> TCPStream {
         let stream = try TCPStream(loop: loop, connected: false)
         stream.delegate = delegate
         let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
@@ -166,10 +196,6 @@ public final class TCPStream: LoopHandle {
         // a drain notification must follow.
         if queuedBytes > highWaterMark { aboveHighWater = true }
         startWriteIfIdle()
-    }
-
-    public func write(_ buffer: borrowing ByteBuffer) {
-        write(buffer.readableBytes)
     }
 
     /// Sends what was gathered during a read callback: one `write(2)` when the kernel takes it.

@@ -112,12 +112,12 @@ public struct HTTPClientCall {
     }
 }
 
-final class HTTPClientExchange: TCPStreamDelegate, HTTP1ParserDelegate {
+final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
     private let request: HTTPClientRequest
     private let loop: EventLoop
     private let limits: HTTPClientLimits
     private var completion: ((Result<HTTPClientResponse, HTTPClientError>) -> Void)?
-    private var stream: TCPStream?
+    private var stream: (any ByteStream)?
     private let parser: HTTP1Parser
     private var timer: LoopTimer?
     private var connected = false
@@ -200,9 +200,9 @@ final class HTTPClientExchange: TCPStreamDelegate, HTTP1ParserDelegate {
         selfReference = nil
     }
 
-    // MARK: TCPStreamDelegate
+    // MARK: ByteStreamDelegate
 
-    func stream(_ stream: TCPStream, didConnectWith error: UVError?) {
+    func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {
         if let error {
             finish(.failure(.connect(error.name)))
             return
@@ -212,13 +212,13 @@ final class HTTPClientExchange: TCPStreamDelegate, HTTP1ParserDelegate {
         stream.startReading()
     }
 
-    func stream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer) {
+    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         if case .failed(let error) = parser.feed(bytes) {
             finish(.failure(.invalidResponse(error.reason)))
         }
     }
 
-    func stream(_ stream: TCPStream, didEndWith error: UVError?) {
+    func stream(_ stream: any ByteStream, didEndWith error: UVError?) {
         if error == nil && parser.messageNeedsEOF && parser.finish() == nil { return }
         finish(.failure(.closedEarly))
     }

@@ -132,7 +132,7 @@ extension ClientConnection {
         }
     }
 
-    func stream(_ stream: TCPStream, didEndWith error: UVError?) {
+    func stream(_ stream: any ByteStream, didEndWith error: UVError?) {
         switch phase {
         case .exchanging where error == nil && exchange.requestDone:
             // The client closed its sending side after a complete request: answer, then close.
@@ -146,7 +146,7 @@ extension ClientConnection {
         }
     }
 
-    func streamDidClose(_ stream: TCPStream) {
+    func streamDidClose(_ stream: any ByteStream) {
         phase = .closing
         timer?.close()
         timer = nil

@@ -136,7 +136,7 @@ extension ClientConnection {
         upstream.stream?.stopReading()
     }
 
-    func streamDidDrain(_ stream: TCPStream) {
+    func streamDidDrain(_ stream: any ByteStream) {
         guard upstreamReadsBlockedByClient else { return }
         upstreamReadsBlockedByClient = false
         upstream?.stream?.startReading()

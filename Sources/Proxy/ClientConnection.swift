@@ -27,7 +27,7 @@ func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -
     return bytes.withUnsafeBytes { body($0) }
 }
 
-final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
+final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     enum Phase { case awaitingRequest, readingHead, exchanging, tunnelling, closing }
 
     unowned let worker: ProxyWorker
@@ -126,7 +126,7 @@ final class ClientConnection: TCPStreamDelegate, HTTP1ParserDelegate {
 
     // MARK: Reading and parsing
 
-    func stream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer) {
+    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         switch phase {
         case .tunnelling:
             upstream?.write(bytes)

@@ -22,11 +22,11 @@ enum UpstreamFailure: Error {
 
 /// One HTTP/1.1 connection to an upstream, reused for many exchanges through its pool.
 /// While an exchange runs, `owner` (the client connection) receives the parsed response.
-final class UpstreamConnection: TCPStreamDelegate, HTTP1ParserDelegate {
+final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     enum State { case resolving, connecting, active, tunnelling, idle, closed }
 
     unowned let pool: UpstreamPool
-    private(set) var stream: TCPStream?
+    private(set) var stream: (any ByteStream)?
     let parser: HTTP1Parser
     private(set) var state: State = .resolving
     /// The client connection whose exchange this is; strong only during the exchange.
@@ -129,7 +129,7 @@ final class UpstreamConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         owner = nil
         timer?.close()
         timer = nil
-        stream?.closeAfterWrites(lingerMilliseconds: 1000)
+        stream?.closeAfterWrites(lingerMilliseconds: 1000, stallMilliseconds: 60_000)
     }
 
     func close() {
@@ -170,9 +170,9 @@ final class UpstreamConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         }
     }
 
-    // MARK: TCPStreamDelegate
+    // MARK: ByteStreamDelegate
 
-    func stream(_ stream: TCPStream, didConnectWith error: UVError?) {
+    func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {
         if let error {
             fail(.connect(error))
             return
@@ -182,7 +182,7 @@ final class UpstreamConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         stream.startReading()
     }
 
-    func stream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer) {
+    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         switch state {
         case .tunnelling:
             owner?.upstreamTunnel(self, didRead: bytes)
@@ -211,7 +211,7 @@ final class UpstreamConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         }
     }
 
-    func stream(_ stream: TCPStream, didEndWith error: UVError?) {
+    func stream(_ stream: any ByteStream, didEndWith error: UVError?) {
         switch state {
         case .tunnelling:
             owner?.upstreamTunnelDidEnd(self)
@@ -231,7 +231,7 @@ final class UpstreamConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         }
     }
 
-    func streamDidDrain(_ stream: TCPStream) {
+    func streamDidDrain(_ stream: any ByteStream) {
         owner?.upstreamDidDrain(self)
     }
 

@@ -77,7 +77,7 @@ private final class EchoListener {
     }
 }
 
-private final class EchoConnection: TCPStreamDelegate, HTTP1ParserDelegate {
+private final class EchoConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     let stream: TCPStream
     unowned let server: EchoListener
     let parser = HTTP1Parser(kind: .request, limits: HeaderLimits(maxHeadBytes: 65536, maxFieldCount: 100))
@@ -93,13 +93,13 @@ private final class EchoConnection: TCPStreamDelegate, HTTP1ParserDelegate {
         stream.startReading()
     }
 
-    func stream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer) {
+    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         if case .failed = parser.feed(bytes) { stream.closeAfterWrites() }
     }
 
-    func stream(_ stream: TCPStream, didEndWith error: UVError?) { stream.close() }
+    func stream(_ stream: any ByteStream, didEndWith error: UVError?) { stream.close() }
 
-    func streamDidClose(_ stream: TCPStream) {
+    func streamDidClose(_ stream: any ByteStream) {
         server.connections.removeValue(forKey: ObjectIdentifier(self))
     }
 

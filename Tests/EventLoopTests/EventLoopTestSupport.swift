@@ -58,7 +58,7 @@ final class LeakCheckedLoop {
 }
 
 /// Records what a `TCPStream` reports to its delegate.
-final class StreamRecorder: TCPStreamDelegate {
+final class StreamRecorder: ByteStreamDelegate {
     /// Every byte read, in order (a `ByteBuffer`: megabytes arrive, and it copies with memcpy).
     var received = ByteBuffer()
     /// Set once the stream connected: nil on success, else the error.
@@ -70,7 +70,7 @@ final class StreamRecorder: TCPStreamDelegate {
     var drainCount = 0
     var isClosed = false
     /// Called with each read, e.g. to answer from inside the read callback.
-    var onRead: ((TCPStream, UnsafeRawBufferPointer) -> Void)?
+    var onRead: ((any ByteStream, UnsafeRawBufferPointer) -> Void)?
 
     var receivedText: String { String(decoding: received.readableBytes, as: UTF8.self) }
 
@@ -80,25 +80,25 @@ final class StreamRecorder: TCPStreamDelegate {
         return bytes.isEmpty || bytes.withUnsafeBytes { memcmp($0.baseAddress!, received.baseAddress!, bytes.count) == 0 }
     }
 
-    func stream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer) {
+    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         received.append(bytes)
         onRead?(stream, bytes)
     }
 
-    func stream(_ stream: TCPStream, didEndWith error: UVError?) {
+    func stream(_ stream: any ByteStream, didEndWith error: UVError?) {
         endResult = .some(error)
         receivedAtEnd = received.count
     }
 
-    func stream(_ stream: TCPStream, didConnectWith error: UVError?) {
+    func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {
         connectResult = .some(error)
     }
 
-    func streamDidDrain(_ stream: TCPStream) {
+    func streamDidDrain(_ stream: any ByteStream) {
         drainCount += 1
     }
 
-    func streamDidClose(_ stream: TCPStream) {
+    func streamDidClose(_ stream: any ByteStream) {
         isClosed = true
     }
 }
@@ -111,7 +111,7 @@ final class LoopbackServer {
     private(set) var accepted: [(stream: TCPStream, recorder: StreamRecorder)] = []
 
     /// `onRead` is given to each accepted stream's recorder, to answer from the read callback.
-    init(on loop: EventLoop, startReading: Bool = true, onRead: ((TCPStream, UnsafeRawBufferPointer) -> Void)? = nil) throws {
+    init(on loop: EventLoop, startReading: Bool = true, onRead: ((any ByteStream, UnsafeRawBufferPointer) -> Void)? = nil) throws {
         let any = try XCTUnwrap(SocketAddress(ip: "127.0.0.1", port: 0))
         weak var server: LoopbackServer?
         listener = try TCPListener(loop: loop, address: any, reusePort: false) { stream in

@@ -17,7 +17,7 @@ private final class LoopbackConnection {
 
     /// Connects and waits until the connect finished and the server accepted. The server reads
     /// from the start when `serverReads`, and calls `serverOnRead` from its read callback.
-    init(serverReads: Bool = true, serverOnRead: ((TCPStream, UnsafeRawBufferPointer) -> Void)? = nil,
+    init(serverReads: Bool = true, serverOnRead: ((any ByteStream, UnsafeRawBufferPointer) -> Void)? = nil,
          file: StaticString = #filePath, line: UInt = #line) throws {
         test = try LeakCheckedLoop()
         let listening = try LoopbackServer(on: test.loop, startReading: serverReads, onRead: serverOnRead)
