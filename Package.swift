@@ -20,23 +20,26 @@ let package = Package(
         // C libraries, each behind exactly one Swift module that imports it `internal`.
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CLLHTTP", pkgConfig: "libllhttp", providers: [.apt(["libllhttp-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
         .target(name: "ByteBuffers", swiftSettings: hotPath),
         .target(name: "EventLoop", dependencies: ["CLibUV", "ByteBuffers"], swiftSettings: hotPath),
         .target(name: "HTTP1", dependencies: ["CLLHTTP", "ByteBuffers"], swiftSettings: hotPath),
         .target(name: "Config", swiftSettings: hotPath),
         .target(name: "OAuth2", dependencies: ["Config"], swiftSettings: hotPath),
-        .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),
+        .target(name: "TLS", dependencies: ["COpenSSL", "ByteBuffers"]),
+        .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
+        .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "ByteBuffers", "TLS", "TLSStream"]),
         .target(name: "Tokens", dependencies: [
-            "Config", "OAuth2", "EventLoop", "HTTPClient",
+            "Config", "OAuth2", "EventLoop", "HTTPClient", "TLS",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Proxy", dependencies: [
-            "EventLoop", "HTTP1", "Config", "ByteBuffers", "OAuth2", "Tokens",
+            "EventLoop", "HTTP1", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
-            "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "HTTPClient",
+            "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "HTTPClient", "TLS",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),
@@ -46,6 +49,7 @@ let package = Package(
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "Config"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
         .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Config"]),
+        .testTarget(name: "TLSTests", dependencies: ["TLS"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -17,6 +17,8 @@ public struct UVError: Error, Equatable, CustomStringConvertible, Sendable {
     public static let endOfFile = UVError(UV_EOF.rawValue)
     public static let timedOut = UVError(UV_ETIMEDOUT.rawValue)
     public static let canceled = UVError(UV_ECANCELED.rawValue)
+    /// EPROTO: what a TLS stream reports for a TLS failure (its own reason says more).
+    public static let protocolError = UVError(UV_EPROTO.rawValue)
 }
 
 @inline(__always)

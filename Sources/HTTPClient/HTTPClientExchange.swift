@@ -7,6 +7,8 @@
 import ByteBuffers
 import EventLoop
 import HTTP1
+import TLS
+import TLSStream
 
 public struct HTTPClientRequest: Sendable {
     public var method: String
@@ -17,14 +19,18 @@ public struct HTTPClientRequest: Sendable {
     /// Sent in order after `Host`; `Content-Length` and `Connection` are the client's own.
     public var headers: [HTTPField]
     public var body: [UInt8]
+    /// https: the TLS settings to connect with; nil for plain http.
+    public var tls: TLSConfiguration?
 
-    public init(method: String, host: String, port: UInt16, target: String, headers: [HTTPField] = [], body: [UInt8] = []) {
+    public init(method: String, host: String, port: UInt16, target: String, headers: [HTTPField] = [], body: [UInt8] = [],
+                tls: TLSConfiguration? = nil) {
         self.method = method
         self.host = host
         self.port = port
         self.target = target
         self.headers = headers
         self.body = body
+        self.tls = tls
     }
 }
 
@@ -58,6 +64,8 @@ public struct HTTPClientResponse: Sendable, Equatable {
 public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible {
     case resolve(String)
     case connect(String)
+    /// The TLS handshake failed (unknown CA, name mismatch, expired, pin, ...).
+    case tls(String)
     case connectTimeout
     case responseTimeout
     /// The server closed before a complete response.
@@ -70,6 +78,7 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
         switch self {
         case .resolve(let detail): return "cannot resolve the host: \(detail)"
         case .connect(let detail): return "cannot connect: \(detail)"
+        case .tls(let detail): return "TLS failed: \(detail)"
         case .connectTimeout: return "connecting timed out"
         case .responseTimeout: return "no complete response in time"
         case .closedEarly: return "the server closed the connection before a complete response"
@@ -157,7 +166,11 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
 
     private func connect(to address: SocketAddress) {
         do {
-            stream = try TCPStream.connect(on: loop, to: address, delegate: self)
+            if let tls = request.tls {
+                stream = try TLSStream.connect(on: loop, to: address, configuration: tls, host: request.host, delegate: self)
+            } else {
+                stream = try TCPStream.connect(on: loop, to: address, delegate: self)
+            }
         } catch {
             finish(.failure(.connect(error.name)))
             return
@@ -167,7 +180,9 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
         out.append(" ")
         out.append(request.target)
         out.append(" HTTP/1.1\r\nHost: ")
-        out.append(request.port == 80 ? request.host : "\(request.host.contains(":") ? "[\(request.host)]" : request.host):\(request.port)")
+        let defaultPort: UInt16 = request.tls == nil ? 80 : 443
+        let hostText = request.host.contains(":") ? "[\(request.host)]" : request.host
+        out.append(request.port == defaultPort ? hostText : "\(hostText):\(request.port)")
         out.append("\r\n")
         for field in request.headers {
             out.append(field.name)
@@ -204,7 +219,11 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
 
     func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {
         if let error {
-            finish(.failure(.connect(error.name)))
+            if let reason = (stream as? TLSStream)?.failureReason {
+                finish(.failure(.tls(reason)))
+            } else {
+                finish(.failure(.connect(error.name)))
+            }
             return
         }
         connected = true

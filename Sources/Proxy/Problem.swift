@@ -68,8 +68,10 @@ struct Problem {
             return .badGateway(detail, route: route)
         case .connect(let error):
             return .badGateway("cannot connect to the upstream: \(error.name)", route: route)
+        case .tls(let reason):
+            return .badGateway("TLS with the upstream failed: \(reason)", route: route)
         case .connectTimeout:
-            return .gatewayTimeout("connecting to the upstream timed out", route: route)
+            return .gatewayTimeout("connecting to the upstream (TCP and TLS handshake) timed out", route: route)
         case .responseTimeout:
             return .gatewayTimeout("the upstream did not respond within upstreamResponseTimeoutSeconds", route: route)
         case .closed(let error):

@@ -53,7 +53,7 @@ final class ProxyWorker {
     /// per request is an array index, not a hash of the host name.
     func pool(for plan: RoutePlan) -> UpstreamPool {
         if let pool = poolByRoute[plan.position] { return pool }
-        let pool = pools[plan.upstreamKey] ?? UpstreamPool(key: plan.upstreamKey, loop: loop, settings: settings)
+        let pool = pools[plan.upstreamKey] ?? UpstreamPool(key: plan.upstreamKey, loop: loop, settings: settings, tls: plan.tls)
         pools[plan.upstreamKey] = pool
         poolByRoute[plan.position] = pool
         return pool

@@ -1,6 +1,7 @@
 import Config
 import HTTP1
 import OAuth2
+import TLS
 import Tokens
 
 /// Everything about a route that the hot path needs as bytes, computed once per config load:
@@ -26,6 +27,8 @@ public final class RoutePlan: Sendable {
     /// Forward the request-target as received (no prefix to strip, no base path to add).
     let forwardsTargetVerbatim: Bool
     let upstreamKey: UpstreamKey
+    /// For an https upstream: how to connect.
+    let tls: TLSConfiguration?
     let nameBytes: [UInt8]
     /// Index of the route's identity in the token service; nil forwards without a token.
     let identityIndex: Int?
@@ -34,9 +37,10 @@ public final class RoutePlan: Sendable {
     /// `name=` for query injection (the form-encoded token follows), or nil.
     let tokenQueryPrefix: [UInt8]?
 
-    public init(route: Route, position: Int = 0, identityIndex: Int? = nil) {
+    public init(route: Route, position: Int = 0, identityIndex: Int? = nil, tls: TLSConfiguration? = nil) {
         self.route = route
         self.position = position
+        self.tls = tls
         self.identityIndex = route.identity == nil ? nil : identityIndex
         var replaced = route.setHeaders.map { Array($0.name.lowercased().utf8) }
         switch route.inject {
@@ -62,7 +66,8 @@ public final class RoutePlan: Sendable {
         setsForwardedHost = names.contains("x-forwarded-host")
         setsVia = names.contains("via")
         forwardsTargetVerbatim = !route.stripPrefix && route.upstream.basePath.isEmpty && tokenQueryPrefix == nil
-        upstreamKey = UpstreamKey(host: route.upstream.host, port: route.upstream.port)
+        // Routes to one https upstream with different TLS settings must not share connections.
+        upstreamKey = UpstreamKey(host: route.upstream.host, port: route.upstream.port, tlsRoute: tls == nil ? nil : position)
         nameBytes = Array(route.name.utf8)
     }
 
@@ -117,6 +122,8 @@ public final class RoutePlan: Sendable {
 struct UpstreamKey: Hashable, Sendable {
     let host: String
     let port: UInt16
+    /// The route whose TLS settings the connections use; nil for plain http.
+    let tlsRoute: Int?
 }
 
 /// The immutable part of a worker's world, shared by every worker thread: built once from a
@@ -137,12 +144,13 @@ public final class ProxySettings: Sendable {
     let shutdownGraceMilliseconds: UInt64
     let dnsCacheMilliseconds: UInt64
 
-    public init(config: RelayConfig, tokens: TokenService? = nil) {
+    public init(config: RelayConfig, tokens: TokenService? = nil, tls: ClientTLS = ClientTLS()) {
         self.config = config
         self.tokens = tokens
         routes = RouteTable(config.routes)
         plans = config.routes.enumerated().map { position, route in
-            RoutePlan(route: route, position: position, identityIndex: route.identity.flatMap { tokens?.index(of: $0) })
+            RoutePlan(route: route, position: position, identityIndex: route.identity.flatMap { tokens?.index(of: $0) },
+                      tls: tls.routes[position])
         }
         headerLimits = HeaderLimits(maxHeadBytes: config.limits.maxHeaderBytes, maxFieldCount: config.limits.maxHeaderCount)
         viaSuffix = Array(" \(config.via)\r\n".utf8)

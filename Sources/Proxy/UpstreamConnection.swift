@@ -1,11 +1,14 @@
 import ByteBuffers
 import EventLoop
 import HTTP1
+import TLSStream
 
 /// Why an exchange with the upstream failed before it completed.
 enum UpstreamFailure: Error {
     case resolve(String)
     case connect(UVError)
+    /// The TLS handshake (or a TLS record later) failed; the reason is safe to show.
+    case tls(String)
     case connectTimeout
     case responseTimeout
     /// The upstream closed (or reset) the connection before the response was complete.
@@ -73,7 +76,11 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     func connect(to address: SocketAddress) {
         guard state == .resolving else { return }
         do {
-            stream = try TCPStream.connect(on: pool.loop, to: address, delegate: self)
+            if let tls = pool.tls {
+                stream = try TLSStream.connect(on: pool.loop, to: address, configuration: tls, host: pool.key.host, delegate: self)
+            } else {
+                stream = try TCPStream.connect(on: pool.loop, to: address, delegate: self)
+            }
         } catch {
             fail(.connect(error))
             return
@@ -174,7 +181,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {
         if let error {
-            fail(.connect(error))
+            fail((stream as? TLSStream)?.failureReason.map { .tls($0) } ?? .connect(error))
             return
         }
         state = .active
@@ -225,7 +232,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                 fail(.closed(nil))
             }
         case .active, .connecting:
-            fail(.closed(error))
+            fail((stream as? TLSStream)?.failureReason.map { .tls($0) } ?? .closed(error))
         default:
             close()
         }

@@ -1,4 +1,5 @@
 import EventLoop
+import TLS
 
 /// The connections of one worker to one upstream `host:port`: idle ones kept for reuse (most
 /// recently used first, so the least used age out on their idle timer), and the upstream's
@@ -15,8 +16,13 @@ final class UpstreamPool {
     private var resolving = false
     private let maxIdle: Int
 
-    init(key: UpstreamKey, loop: EventLoop, settings: ProxySettings) {
+    /// For an https upstream: how to connect (SNI and checked name: the URL's host unless the
+    /// settings name another).
+    let tls: TLSConfiguration?
+
+    init(key: UpstreamKey, loop: EventLoop, settings: ProxySettings, tls: TLSConfiguration?) {
         self.key = key
+        self.tls = tls
         self.loop = loop
         self.settings = settings
         maxIdle = settings.config.limits.maxIdleUpstreamConnections

@@ -11,6 +11,7 @@ import HTTPClient
 import Logging
 import OAuth2
 import Synchronization
+import TLS
 
 public final class TokenService: Sendable {
     public let identities: [IdentityTokens]
@@ -22,7 +23,9 @@ public final class TokenService: Sendable {
 
     /// Starts the token thread and, in the background, the first fetch of every identity that
     /// needs no person to log in.
-    public static func start(identities: [String: Identity], limits: HTTPClientLimits, logger: Logger) throws -> TokenService {
+    /// `tls`: the TLS configuration of each identity whose token endpoint is https.
+    public static func start(identities: [String: Identity], tls: [String: TLSConfiguration] = [:],
+                             limits: HTTPClientLimits, logger: Logger) throws -> TokenService {
         let names = identities.keys.sorted()
         let tokens = names.enumerated().map { IdentityTokens(identity: identities[$1]!, index: $0) }
         final class Started: @unchecked Sendable {
@@ -42,7 +45,7 @@ public final class TokenService: Sendable {
                 ready.signal()
                 return
             }
-            let fetcher = TokenFetcher(loop: loop, identities: tokens, limits: limits, logger: logger, stopFlag: stopFlag)
+            let fetcher = TokenFetcher(loop: loop, identities: tokens, tls: tls, limits: limits, logger: logger, stopFlag: stopFlag)
             started.wakeup = fetcher.wakeup
             ready.signal()
             fetcher.runDueFetches()
@@ -108,6 +111,7 @@ final class StopFlag: Sendable {
 final class TokenFetcher {
     let loop: EventLoop
     let identities: [IdentityTokens]
+    let tls: [String: TLSConfiguration]
     let limits: HTTPClientLimits
     let logger: Logger
     let stopFlag: StopFlag
@@ -117,9 +121,11 @@ final class TokenFetcher {
     private var inFlight: [Int: HTTPClientCall] = [:]
     private var stopping = false
 
-    init(loop: EventLoop, identities: [IdentityTokens], limits: HTTPClientLimits, logger: Logger, stopFlag: StopFlag) {
+    init(loop: EventLoop, identities: [IdentityTokens], tls: [String: TLSConfiguration], limits: HTTPClientLimits,
+         logger: Logger, stopFlag: StopFlag) {
         self.loop = loop
         self.identities = identities
+        self.tls = tls
         self.limits = limits
         self.logger = logger
         self.stopFlag = stopFlag
@@ -164,13 +170,15 @@ final class TokenFetcher {
     private func send(_ request: TokenRequest, for tokens: IdentityTokens) {
         let url = request.url
         let name = tokens.identity.name
-        guard url.scheme == .http else {
-            finish(tokens, .failure(.unreachable(reason: "https token endpoints need TLS, which this version does not have yet")))
+        let tls = url.scheme == .https ? self.tls[name] : nil
+        if url.scheme == .https && tls == nil {
+            finish(tokens, .failure(.unreachable(reason: "no TLS configuration for the https token endpoint")))
             return
         }
         logger.debug("token request", metadata: ["identity": .string(name), "purpose": .string("\(request.purpose)")])
         let httpRequest = HTTPClientRequest(method: request.method, host: url.host, port: url.port, target: url.requestTarget,
-                                            headers: request.headers.map { HTTPField($0.name, $0.value) }, body: request.body)
+                                            headers: request.headers.map { HTTPField($0.name, $0.value) }, body: request.body,
+                                            tls: tls)
         let started = monotonicSeconds()
         inFlight[tokens.index] = sendHTTPRequest(httpRequest, on: loop, limits: limits) { [self] result in
             inFlight[tokens.index] = nil

@@ -10,7 +10,7 @@ struct CheckCommand: ParsableCommand {
     var config: String
 
     func run() throws {
-        let relayConfig = try loadConfig(path: config)
+        let relayConfig = try loadConfig(path: config).config
         let identities = relayConfig.identities.count
         FileHandleOutput.standardOutput("\(config): ok (\(relayConfig.routes.count) routes, \(identities) identities, listen \(relayConfig.listen))\n")
     }

@@ -18,13 +18,19 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         common.bootstrapLogging()
-        let relayConfig = try loadConfig(path: config)
-        try serve(relayConfig, logger: Logger(label: "oauth-relay"))
+        let loaded = try loadConfig(path: config)
+        try serve(loaded.config, tls: loaded.tls, logger: Logger(label: "oauth-relay"))
     }
 }
 
+/// A validated config and the TLS configurations it needs (certificates and keys loaded).
+struct LoadedConfig {
+    var config: RelayConfig
+    var tls: ClientTLS
+}
+
 /// Loads and validates a config file; on errors prints each with its JSON path and fails.
-func loadConfig(path: String) throws -> RelayConfig {
+func loadConfig(path: String) throws -> LoadedConfig {
     let config: RelayConfig
     do {
         config = try ConfigLoader.load(path: path, environment: ProcessInfo.processInfo.environment)
@@ -32,8 +38,8 @@ func loadConfig(path: String) throws -> RelayConfig {
         FileHandleOutput.standardError("oauth-relay: invalid configuration \(path):\n\(error.description)\n")
         throw ExitCode(1)
     }
+    var errors: [String] = []
     // Plain-http token endpoints: loopback only, unless the identity says otherwise.
-    var insecure: [String] = []
     for name in config.identities.keys.sorted() {
         do throws(InsecureTokenURL) {
             if case .insecureHTTPAllowed = try TokenEndpointSecurity.check(config.identities[name]!) {
@@ -41,50 +47,35 @@ func loadConfig(path: String) throws -> RelayConfig {
                                                      metadata: ["identity": .string(name)])
             }
         } catch {
-            insecure.append("\(error.path): \(error)")
+            errors.append("\(error.path): \(error)")
         }
     }
-    if !insecure.isEmpty {
-        FileHandleOutput.standardError("oauth-relay: invalid configuration \(path):\n" + insecure.map { "\($0)\n" }.joined())
+    let (tls, tlsErrors, tlsWarnings) = ClientTLS.build(for: config)
+    errors += tlsErrors
+    for warning in tlsWarnings {
+        FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
+        Logger(label: "oauth-relay").warning("TLS verification disabled", metadata: ["setting": .string(warning)])
+    }
+    if !errors.isEmpty {
+        FileHandleOutput.standardError("oauth-relay: invalid configuration \(path):\n" + errors.map { "\($0)\n" }.joined())
         throw ExitCode(1)
     }
-    let unsupported = unsupportedByThisVersion(config)
-    if !unsupported.isEmpty {
-        FileHandleOutput.standardError("oauth-relay: configuration \(path) needs what this version cannot do yet:\n"
-                                       + unsupported.map { "\($0)\n" }.joined())
-        throw ExitCode(1)
-    }
-    return config
-}
-
-/// Valid settings this version cannot honour, refused rather than half-served (an https
-/// upstream sent plaintext would be worse than no answer).
-func unsupportedByThisVersion(_ config: RelayConfig) -> [String] {
-    let tokenEndpoints = config.identities.keys.sorted().compactMap { name in
-        config.identities[name]!.tokenUrl.scheme == .https
-            ? "$.identities.\(name).tokenUrl: https token endpoints need TLS, which this version does not have yet"
-            : nil
-    }
-    let upstreams = config.routes.compactMap { route in
-        route.upstream.scheme == .https
-            ? "$.routes[\(route.index)].upstream: https upstreams need TLS, which this version does not have yet"
-            : nil
-    }
-    return tokenEndpoints + upstreams
+    return LoadedConfig(config: config, tls: tls)
 }
 
 /// Starts the token thread when the config has identities.
-func startTokenService(_ config: RelayConfig, logger: Logger) throws -> TokenService? {
+func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger) throws -> TokenService? {
     guard !config.identities.isEmpty else { return nil }
     let limits = HTTPClientLimits(
         connectTimeoutMilliseconds: UInt64(config.limits.upstreamConnectTimeoutSeconds * 1000),
         responseTimeoutMilliseconds: UInt64(min(config.limits.upstreamResponseTimeoutSeconds, 30) * 1000))
-    return try TokenService.start(identities: config.identities, limits: limits, logger: logger)
+    return try TokenService.start(identities: config.identities, tls: tls.identities, limits: limits, logger: logger)
 }
 
 /// Runs the relay until SIGTERM or SIGINT, then drains and returns.
 /// `whileServing` runs once the listeners are bound (the demo prints its instructions there).
-func serve(_ config: RelayConfig, logger: Logger, whileServing: (RelayServer) -> Void = { _ in }) throws {
+func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), logger: Logger,
+           whileServing: (RelayServer) -> Void = { _ in }) throws {
     SignalWatcher.ignoreBrokenPipe()
     // The signal watchers exist before any worker binds: a SIGTERM that arrives while the
     // listeners start is queued by libuv and handled once the loop runs, instead of killing
@@ -109,9 +100,9 @@ func serve(_ config: RelayConfig, logger: Logger, whileServing: (RelayServer) ->
         logger.warning("SIGHUP received: this version does not reload its configuration; nothing changed")
     })
 
-    let tokens = try startTokenService(config, logger: logger)
+    let tokens = try startTokenService(config, tls: tls, logger: logger)
     defer { tokens?.stop() }
-    let settings = ProxySettings(config: config, tokens: tokens)
+    let settings = ProxySettings(config: config, tokens: tokens, tls: tls)
     let workers = config.workers == 0 ? WorkerThread.processorCount : config.workers
     do {
         running.server = try RelayServer.start(settings: settings, workers: workers, logger: logger)

@@ -22,13 +22,14 @@ struct TokenCommand: ParsableCommand {
 
     func run() throws {
         common.bootstrapLogging()
-        let relayConfig = try loadConfig(path: config)
+        let loaded = try loadConfig(path: config)
+        let relayConfig = loaded.config
         guard relayConfig.identities[name] != nil else {
             FileHandleOutput.standardError("oauth-relay token: no identity \"\(name)\" in \(config) (known: \(relayConfig.identities.keys.sorted().joined(separator: ", ")))\n")
             throw ExitCode(1)
         }
         let logger = Logger(label: "oauth-relay")
-        guard let service = try startTokenService(relayConfig, logger: logger), let index = service.index(of: name) else {
+        guard let service = try startTokenService(relayConfig, tls: loaded.tls, logger: logger), let index = service.index(of: name) else {
             throw ExitCode(1)
         }
         defer { service.stop() }

@@ -76,13 +76,13 @@ def test_check_rejects_a_listen_address_without_port(tmp_path):
     assert lines_naming(result.stdout + result.stderr, "$.listen")
 
 
-def test_check_refuses_an_https_upstream_until_tls_exists(tmp_path):
-    # Sending plaintext HTTP to an https upstream would be worse than refusing the config.
+def test_check_reports_an_unreadable_tls_file_with_its_path(tmp_path):
     config = valid_config()
     config["routes"][1]["upstream"] = "https://127.0.0.1:8443"
+    config["routes"][1]["tls"] = {"caFile": str(tmp_path / "no-such-ca.pem")}
     result = run_cli("check", "--config", write(tmp_path, config))
     assert result.returncode == 1
-    assert lines_naming(result.stdout + result.stderr, "$.routes[1].upstream")
+    assert lines_naming(result.stdout + result.stderr, "$.routes[1].tls")
 
 
 def test_check_rejects_invalid_json_with_exit_1(tmp_path):

@@ -1,0 +1,46 @@
+import Config
+import TLS
+
+/// The TLS configurations the relay connects with, built once from the config (they load
+/// certificates and keys, so they are validated at start-up and by `check`).
+public struct ClientTLS: Sendable {
+    /// By route position (https upstreams only).
+    public var routes: [Int: TLSConfiguration] = [:]
+    /// By identity name (https token endpoints only).
+    public var identities: [String: TLSConfiguration] = [:]
+
+    public init() {}
+
+    /// Builds every configuration `config` needs. Errors name their JSON path; each setting that
+    /// turns verification off is returned as a warning.
+    public static func build(for config: RelayConfig) -> (tls: ClientTLS, errors: [String], warnings: [String]) {
+        var tls = ClientTLS()
+        var errors: [String] = []
+        var warnings: [String] = []
+        func make(_ settings: TLSSettings?, path: String) -> TLSConfiguration? {
+            if settings?.insecureSkipVerify == true {
+                warnings.append("\(path).insecureSkipVerify: certificate and host-name verification is OFF for this connection")
+            }
+            do throws(TLSConfigurationError) {
+                return try configuration(settings)
+            } catch {
+                errors.append("\(path).\(error.setting): \(error.problem)")
+                return nil
+            }
+        }
+        for (position, route) in config.routes.enumerated() where route.upstream.scheme == .https {
+            tls.routes[position] = make(route.tls, path: "$.routes[\(route.index)].tls")
+        }
+        for name in config.identities.keys.sorted() where config.identities[name]!.tokenUrl.scheme == .https {
+            tls.identities[name] = make(config.identities[name]!.tls, path: "$.identities.\(name).tls")
+        }
+        return (tls, errors, warnings)
+    }
+
+    static func configuration(_ settings: TLSSettings?) throws(TLSConfigurationError) -> TLSConfiguration {
+        try TLSConfiguration.client(caFile: settings?.caFile, serverName: settings?.serverName,
+                                    pinnedSPKISHA256: settings?.pinnedSHA256Digests ?? [],
+                                    clientCertificateFile: settings?.clientCert, clientKeyFile: settings?.clientKey,
+                                    insecureSkipVerify: settings?.insecureSkipVerify ?? false)
+    }
+}

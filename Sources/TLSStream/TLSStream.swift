@@ -1,0 +1,155 @@
+// TLSStream: TLS over a TCP stream, as a `ByteStream`, so the proxy's upstream connections and
+// the token client speak https without knowing it. The engine (TLS module) transforms bytes;
+// this class moves them: TCP reads are fed to the engine and its plaintext goes to the
+// delegate; plaintext writes go through the engine and its ciphertext to TCP.
+//
+// "Connected" is reported to the delegate only when the handshake has completed (and the
+// certificate, name and pins were accepted), so a connect timeout covers the handshake and a
+// refused certificate is a connect failure. Why it failed is in `failureReason`.
+
+import ByteBuffers
+import EventLoop
+import TLS
+
+public final class TLSStream: ByteStream, ByteStreamDelegate {
+    public var delegate: (any ByteStreamDelegate)?
+    public let loop: EventLoop
+    private var tcp: TCPStream!
+    private let engine: TLSEngine
+    /// Ciphertext on its way to `tcp` (reused).
+    private var outgoing = ByteBuffer()
+    private var handshakeReported = false
+    /// The TLS error that ended the stream, in words safe to show a client.
+    public private(set) var failureReason: String?
+
+    private init(loop: EventLoop, configuration: TLSConfiguration, host: String) {
+        self.loop = loop
+        engine = TLSEngine(client: configuration, host: host)
+    }
+
+    /// Connects to `address` and starts the handshake for `host` (SNI and the checked name,
+    /// unless the configuration names another).
+    public static func connect(on loop: EventLoop, to address: SocketAddress, configuration: TLSConfiguration,
+                               host: String, delegate: any ByteStreamDelegate) throws(UVError) -> TLSStream {
+        let stream = TLSStream(loop: loop, configuration: configuration, host: host)
+        stream.delegate = delegate
+        stream.tcp = try TCPStream.connect(on: loop, to: address, delegate: stream)
+        // The ClientHello waits in the TCP stream's queue until the connection is up.
+        stream.flushOutgoing()
+        return stream
+    }
+
+    // MARK: ByteStream
+
+    public var isClosed: Bool { tcp.isClosed }
+    public var queuedBytes: Int { tcp.queuedBytes }
+    public var isAboveHighWater: Bool { tcp.isAboveHighWater }
+    public func startReading() { tcp.startReading() }
+    public func stopReading() { tcp.stopReading() }
+    public func peerAddress() -> SocketAddress? { tcp.peerAddress() }
+    public func close() { tcp.close() }
+
+    public func write(_ bytes: UnsafeRawBufferPointer) {
+        guard !tcp.isClosed else { return }
+        engine.write(bytes)
+        flushOutgoing()
+    }
+
+    public func closeAfterWrites(lingerMilliseconds: UInt64, stallMilliseconds: UInt64) {
+        engine.close()
+        flushOutgoing()
+        tcp.closeAfterWrites(lingerMilliseconds: lingerMilliseconds, stallMilliseconds: stallMilliseconds)
+    }
+
+    private func flushOutgoing() {
+        guard engine.hasOutgoing else { return }
+        outgoing.clear()
+        engine.takeOutgoing(into: &outgoing)
+        tcp.write(outgoing.readableBytes)
+        outgoing.clear()
+    }
+
+    // MARK: ByteStreamDelegate (the TCP stream underneath)
+
+    public func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {
+        if let error {
+            delegate?.stream(self, didConnectWith: error)
+            return
+        }
+        // TCP is up; the handshake goes on as the server answers.
+        tcp.startReading()
+        flushOutgoing()
+    }
+
+    public func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
+        engine.feed(bytes)
+        deliverPlaintext()
+    }
+
+    public func stream(_ stream: any ByteStream, didEndWith error: UVError?) {
+        if let error {
+            if handshakeReported {
+                delegate?.stream(self, didEndWith: error)
+            } else {
+                delegate?.stream(self, didConnectWith: error)
+            }
+            return
+        }
+        // A TCP end: clean only after close_notify; otherwise the stream was cut short.
+        engine.feedEndOfStream()
+        deliverPlaintext()
+        if case .failed = engine.state { return }
+        if handshakeReported {
+            delegate?.stream(self, didEndWith: nil)
+        } else {
+            failureReason = "the upstream closed the connection during the TLS handshake"
+            delegate?.stream(self, didConnectWith: Self.protocolError)
+        }
+    }
+
+    public func streamDidDrain(_ stream: any ByteStream) {
+        delegate?.streamDidDrain(self)
+    }
+
+    public func streamDidClose(_ stream: any ByteStream) {
+        delegate?.streamDidClose(self)
+        delegate = nil
+    }
+
+    /// Decrypts what was fed, hands the plaintext on, sends what the engine has to send, and
+    /// reports the handshake's end or the stream's failure.
+    private func deliverPlaintext() {
+        let status = engine.read { plaintext in
+            reportHandshakeIfDone()
+            delegate?.stream(self, didRead: plaintext)
+        }
+        flushOutgoing()
+        switch status {
+        case .wantsRead, .established:
+            reportHandshakeIfDone()
+        case .handshaking:
+            break
+        case .closed:
+            reportHandshakeIfDone()
+            tcp.stopReading()
+            delegate?.stream(self, didEndWith: nil)
+        case .failed(let error):
+            failureReason = "\(error)"
+            tcp.stopReading()
+            if handshakeReported {
+                delegate?.stream(self, didEndWith: Self.protocolError)
+            } else {
+                delegate?.stream(self, didConnectWith: Self.protocolError)
+            }
+        }
+    }
+
+    private func reportHandshakeIfDone() {
+        guard !handshakeReported, case .established = engine.state else { return }
+        handshakeReported = true
+        delegate?.stream(self, didConnectWith: nil)
+    }
+
+    /// What the delegate's UVError-typed callbacks get for a TLS failure (`failureReason` says why).
+    static let protocolError = UVError.protocolError
+}
