@@ -11,6 +11,9 @@
 #   unlucky run on a busy 2-core machine does not decide the ratio.
 #   WORKERS_LIST="1 0" bench/run.sh             worker counts to compare (0 = relay one per core,
 #                                               peers as many as cores)
+#   SCHEME=https bench/run.sh                   the upstream speaks TLS (a certificate from a CA the
+#                                               run generates); every proxy verifies it and keeps
+#                                               connections (and TLS sessions) alive
 #   IDLE_CONNECTIONS=10000 bench/run.sh         also measure relay RSS holding that many idle
 #                                               keep-alive connections (0 to skip)
 # Needs: wrk nginx haproxy (scripts/install-deps --test) and a release build (make build).
@@ -19,6 +22,7 @@ cd "$(dirname "$0")/.."
 D=${1:-5}; C=${2:-64}; ROUNDS=${3:-3}
 WORKERS_LIST=${WORKERS_LIST:-"1 0"}
 IDLE_CONNECTIONS=${IDLE_CONNECTIONS:-10000}
+SCHEME=${SCHEME:-http}
 RELAY=${OAUTH_RELAY_BIN:-.build/release/oauth-relay}
 for t in wrk nginx haproxy python3; do command -v $t >/dev/null || { echo "missing $t: scripts/install-deps --test" >&2; exit 2; }; done
 [ -x "$RELAY" ] || { echo "missing $RELAY: make build" >&2; exit 2; }
@@ -34,11 +38,22 @@ trap cleanup EXIT
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 did not open" >&2; return 1; }
 rss_kib() { awk '/VmRSS/{print $2}' /proc/$1/status; }
 
+UPSTREAM_TLS=""; NGINX_UPSTREAM_TLS=""; HAPROXY_UPSTREAM_TLS=""; RELAY_UPSTREAM_TLS=""
+if [ "$SCHEME" = https ]; then
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout $W/ca.key -out $W/ca.pem -days 1 -subj "/CN=bench CA" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout $W/up.key -out $W/up.csr -subj "/CN=localhost" 2>/dev/null
+  printf "subjectAltName=DNS:localhost,IP:127.0.0.1\n" >$W/ext
+  openssl x509 -req -in $W/up.csr -CA $W/ca.pem -CAkey $W/ca.key -CAcreateserial -out $W/up.pem -days 1 -extfile $W/ext 2>/dev/null
+  UPSTREAM_TLS="ssl; ssl_certificate $W/up.pem; ssl_certificate_key $W/up.key; ssl_session_cache shared:S:1m"
+  NGINX_UPSTREAM_TLS="proxy_ssl_trusted_certificate $W/ca.pem; proxy_ssl_verify on; proxy_ssl_name localhost; proxy_ssl_session_reuse on;"
+  HAPROXY_UPSTREAM_TLS="ssl verify required ca-file $W/ca.pem"
+  RELAY_UPSTREAM_TLS=", \"tls\": { \"caFile\": \"$W/ca.pem\" }"
+fi
 cat >$W/up.conf <<NG
 worker_processes 1; daemon off; pid $W/up.pid; error_log $W/up.err;
 events { worker_connections 4096; }
 http { access_log off; keepalive_requests 1000000;
-  server { listen 127.0.0.1:$UP; location / { return 200 "hello from upstream\n"; } } }
+  server { listen 127.0.0.1:$UP ${UPSTREAM_TLS:+$UPSTREAM_TLS}; location / { return 200 "hello from upstream\n"; } } }
 NG
 nginx -c $W/up.conf & PIDS+=($!)
 python3 bench/token_issuer.py $IDP & PIDS+=($!)
@@ -51,8 +66,8 @@ worker_processes $n; daemon off; pid $W/px.pid; error_log $W/px.err;
 events { worker_connections 16384; }
 http { access_log off; keepalive_requests 1000000;
   upstream u { server 127.0.0.1:$UP; keepalive 128; }
-  server { listen 127.0.0.1:$NGINX_PORT reuseport; location / { proxy_pass http://u; proxy_http_version 1.1;
-    proxy_set_header Connection ""; proxy_set_header Authorization "$TOKEN"; } } }
+  server { listen 127.0.0.1:$NGINX_PORT reuseport; location / { proxy_pass $SCHEME://u; proxy_http_version 1.1;
+    proxy_set_header Connection ""; proxy_set_header Authorization "$TOKEN"; $NGINX_UPSTREAM_TLS } } }
 NG
   cat >$W/hap.cfg <<HA
 global
@@ -70,19 +85,19 @@ frontend f
   default_backend b
 backend b
   http-reuse always
-  server s1 127.0.0.1:$UP
+  server s1 127.0.0.1:$UP $HAPROXY_UPSTREAM_TLS
 HA
   cat >$W/relay.json <<JS
 { "listen": "127.0.0.1:$RELAY_PORT", "admin": null, "workers": $2, "accessLog": false,
-  "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "http://127.0.0.1:$UP",
-                "setHeaders": { "Authorization": "$TOKEN" } } ] }
+  "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "$SCHEME://127.0.0.1:$UP",
+                "setHeaders": { "Authorization": "$TOKEN" }$RELAY_UPSTREAM_TLS } ] }
 JS
   for ttl in 3600 5; do
     port=$([ $ttl = 5 ] && echo $SHORT_PORT || echo $TOKEN_PORT)
     cat >$W/relay-$ttl.json <<JS
 { "listen": "127.0.0.1:$port", "admin": null, "workers": $2, "accessLog": false,
   "identities": { "bench": { "tokenUrl": "http://127.0.0.1:$IDP/token?ttl=$ttl", "clientId": "bench", "clientSecret": "bench-secret" } },
-  "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "http://127.0.0.1:$UP", "identity": "bench" } ] }
+  "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "$SCHEME://127.0.0.1:$UP", "identity": "bench"$RELAY_UPSTREAM_TLS } ] }
 JS
   done
   nginx -c $W/px.conf & NGINX_PID=$!
@@ -115,7 +130,7 @@ summarize() { # name
 to_us() { awk -v v="$1" 'BEGIN { n=v+0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n*1000; else if (v ~ /s$/) print n*1000000; else print n }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 
-echo "oauth-relay bench: ${D}s per run, $C connections, $ROUNDS rounds, wrk -t1, $CORES cores, $(date -u +%FT%TZ)"
+echo "oauth-relay bench: $SCHEME upstream, ${D}s per run, $C connections, $ROUNDS rounds, wrk -t1, $CORES cores, $(date -u +%FT%TZ)"
 for workers in $WORKERS_LIST; do
   peer_workers=$workers; [ "$workers" = 0 ] && peer_workers=$CORES
   echo "workers: relay $workers$([ "$workers" = 0 ] && echo " (one per core)"), nginx $peer_workers, haproxy $peer_workers threads"

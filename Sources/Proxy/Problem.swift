@@ -71,7 +71,7 @@ struct Problem {
         case .tls(let reason):
             return .badGateway("TLS with the upstream failed: \(reason)", route: route)
         case .connectTimeout:
-            return .gatewayTimeout("connecting to the upstream (TCP and TLS handshake) timed out", route: route)
+            return .gatewayTimeout("connecting to the upstream timed out", route: route)
         case .responseTimeout:
             return .gatewayTimeout("the upstream did not respond within upstreamResponseTimeoutSeconds", route: route)
         case .closed(let error):

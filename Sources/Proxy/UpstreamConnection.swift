@@ -170,7 +170,9 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     private func timerFired() {
         switch timerPurpose {
-        case .connect: fail(.connectTimeout)
+        case .connect:
+            // Issue 3: a handshake that does not finish is a TLS failure (502), not a slow network.
+            fail((stream as? TLSStream)?.isHandshaking == true ? .tls("TLS handshake timed out") : .connectTimeout)
         case .response: fail(.responseTimeout)
         case .idle: close()
         case .none: break

@@ -19,6 +19,10 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
     /// Ciphertext on its way to `tcp` (reused).
     private var outgoing = ByteBuffer()
     private var handshakeReported = false
+    private var tcpConnected = false
+
+    /// TCP is up and the TLS handshake is still going on (what a connect timeout interrupted).
+    public var isHandshaking: Bool { tcpConnected && !handshakeReported }
     /// The TLS error that ended the stream, in words safe to show a client.
     public private(set) var failureReason: String?
 
@@ -77,6 +81,7 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
             return
         }
         // TCP is up; the handshake goes on as the server answers.
+        tcpConnected = true
         tcp.startReading()
         flushOutgoing()
     }
