@@ -17,6 +17,8 @@ public struct RelayConfig: Sendable, Equatable {
     public var listen: HostPort
     /// Nil when the file sets `"admin": null` (no admin listener).
     public var admin: HostPort?
+    /// A second, TLS listener (browsers speaking https to the relay); nil when not configured.
+    public var listenTls: TLSListener?
     /// 0 means one worker per core.
     public var workers: Int
     public var limits: Limits
@@ -85,12 +87,14 @@ public struct Limits: Sendable, Equatable {
 extension DecodingContext {
     static let topLevelKeys = [
         "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "trustForwardedHeaders", "via",
+        "listenTls",
     ]
 
     func decodeRelayConfig(_ root: JSONValue) -> RelayConfig? {
         guard let object = ObjectReader(root, at: .root, knownKeys: Self.topLevelKeys, in: self) else { return nil }
         var config = RelayConfig()
         config.listen = object.parsed("listen", HostPort.parse) ?? config.listen
+        config.listenTls = object.field("listenTls").flatMap(decodeTLSListener)
         if let field = object.field("admin") {
             if case .null = field.value.kind {
                 config.admin = nil
@@ -147,5 +151,38 @@ extension DecodingContext {
             }
         }
         return limits
+    }
+}
+
+/// `listenTls`: where the relay accepts TLS connections, and with which certificate.
+public struct TLSListener: Sendable, Equatable {
+    public var address: HostPort
+    public var certFile: String
+    public var keyFile: String
+    /// Clients must present a certificate from this CA (mutual TLS); nil asks for none.
+    public var clientCaFile: String?
+
+    public init(address: HostPort, certFile: String, keyFile: String, clientCaFile: String? = nil) {
+        self.address = address
+        self.certFile = certFile
+        self.keyFile = keyFile
+        self.clientCaFile = clientCaFile
+    }
+
+    static let knownKeys = ["address", "certFile", "keyFile", "clientCaFile"]
+}
+
+extension DecodingContext {
+    func decodeTLSListener(_ field: Field) -> TLSListener? {
+        guard let object = ObjectReader(field, knownKeys: TLSListener.knownKeys, in: self) else { return nil }
+        let address = object.parsed("address", HostPort.parse)
+        let certFile = object.field("certFile").flatMap(existingFile)
+        let keyFile = object.field("keyFile").flatMap(existingFile)
+        let clientCaFile = object.field("clientCaFile").flatMap(existingFile)
+        for key in ["address", "certFile", "keyFile"] where object.field(key) == nil {
+            report("required", at: object.path.key(key), offset: object.lastOffset)
+        }
+        guard let address, let certFile, let keyFile else { return nil }
+        return TLSListener(address: address, certFile: certFile, keyFile: keyFile, clientCaFile: clientCaFile)
     }
 }

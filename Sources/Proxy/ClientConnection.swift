@@ -31,7 +31,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     enum Phase { case awaitingRequest, readingHead, exchanging, tunnelling, closing }
 
     unowned let worker: ProxyWorker
-    let stream: TCPStream
+    let stream: any ByteStream
     let parser: HTTP1Parser
     var timer: DeadlineTimer?
     let settings: ProxySettings
@@ -106,7 +106,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// Pipelined bytes held while a response is pending before reading stops.
     static let maxBufferedPipelineBytes = 64 * 1024
 
-    init(worker: ProxyWorker, stream: TCPStream) {
+    init(worker: ProxyWorker, stream: any ByteStream, overTLS: Bool = false) {
         self.worker = worker
         self.stream = stream
         settings = worker.settings
@@ -114,7 +114,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         let address = stream.peerAddress()?.ipString ?? "unknown"
         forwarding = ForwardedHead.Forwarding(clientAddress: Array(address.utf8),
                                               trustForwardedHeaders: settings.config.trustForwardedHeaders,
-                                              viaSuffix: settings.viaSuffix)
+                                              viaSuffix: settings.viaSuffix, overTLS: overTLS)
         parser.delegate = self
         stream.delegate = self
         timer = DeadlineTimer(loop: stream.loop) { [unowned self] in self.timerFired() }

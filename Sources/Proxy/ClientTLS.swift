@@ -1,13 +1,15 @@
 import Config
 import TLS
 
-/// The TLS configurations the relay connects with, built once from the config (they load
+/// The TLS configurations the relay connects and listens with, built once from the config (they load
 /// certificates and keys, so they are validated at start-up and by `check`).
 public struct ClientTLS: Sendable {
     /// By route position (https upstreams only).
     public var routes: [Int: TLSConfiguration] = [:]
     /// By identity name (https token endpoints only).
     public var identities: [String: TLSConfiguration] = [:]
+    /// The TLS listener's certificate and key (`listenTls`).
+    public var listener: TLSConfiguration?
 
     public init() {}
 
@@ -33,6 +35,15 @@ public struct ClientTLS: Sendable {
         }
         for name in config.identities.keys.sorted() where config.identities[name]!.tokenUrl.scheme == .https {
             tls.identities[name] = make(config.identities[name]!.tls, path: "$.identities.\(name).tls")
+        }
+        if let listen = config.listenTls {
+            do throws(TLSConfigurationError) {
+                tls.listener = try TLSConfiguration.server(
+                    certificateFile: listen.certFile, keyFile: listen.keyFile,
+                    clientCertificates: listen.clientCaFile.map { .required(caFile: $0) } ?? .notRequested)
+            } catch {
+                errors.append("$.listenTls.\(error.setting): \(error.problem)")
+            }
         }
         return (tls, errors, warnings)
     }

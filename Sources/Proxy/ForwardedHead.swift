@@ -27,6 +27,8 @@ enum ForwardedHead {
         var clientAddress: [UInt8]
         var trustForwardedHeaders: Bool
         var viaSuffix: [UInt8]
+        /// The client connected over the TLS listener (`X-Forwarded-Proto: https`).
+        var overTLS = false
     }
 
     static func writeRequest(_ head: HTTPHead, target: UnsafeRawBufferPointer, plan: RoutePlan,
@@ -69,7 +71,7 @@ enum ForwardedHead {
             out.append("\r\n")
         }
         if !plan.setsForwardedProto && !(forwarding.trustForwardedHeaders && head.fields.contains { $0.known == .xForwardedProto }) {
-            out.append("X-Forwarded-Proto: http\r\n")
+            out.append(forwarding.overTLS ? "X-Forwarded-Proto: https\r\n" : "X-Forwarded-Proto: http\r\n")
         }
         if let clientHost, !plan.setsForwardedHost,
            !(forwarding.trustForwardedHeaders && head.fields.contains { $0.known == .xForwardedHost }) {

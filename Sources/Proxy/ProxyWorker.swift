@@ -6,6 +6,7 @@ import EventLoop
 import Logging
 import Config
 import Synchronization
+import TLSStream
 
 final class ProxyWorker {
     let loop: EventLoop
@@ -22,13 +23,26 @@ final class ProxyWorker {
     private var graceTimer: LoopTimer?
     private let startNanoseconds = EventLoop.monotonicNanoseconds()
 
-    init(loop: EventLoop, settings: ProxySettings, address: SocketAddress, logger: Logger) throws(UVError) {
+    private var tlsListener: TCPListener?
+
+    init(loop: EventLoop, settings: ProxySettings, address: SocketAddress, tlsAddress: SocketAddress?,
+         logger: Logger) throws(UVError) {
         self.loop = loop
         self.settings = settings
         self.logger = logger
         poolByRoute = Array(repeating: nil, count: settings.plans.count)
         listener = try TCPListener(loop: loop, address: address, reusePort: true) { [unowned self] stream in
             self.accept(stream)
+        }
+        if let tlsAddress, let serverTLS = settings.listenerTLS {
+            do throws(UVError) {
+                tlsListener = try TCPListener(loop: loop, address: tlsAddress, reusePort: true) { [unowned self] tcp in
+                    self.accept(TLSStream.accept(tcp, configuration: serverTLS), overTLS: true)
+                }
+            } catch {
+                listener?.close()
+                throw error
+            }
         }
         stopWakeup = LoopWakeup(loop: loop) { [unowned self] in self.beginDrain() }
         tokens = settings.tokens.map { WorkerTokens(service: $0, loop: loop) }
@@ -38,9 +52,10 @@ final class ProxyWorker {
     var stopSignal: LoopWakeup { stopWakeup! }
 
     var boundAddress: SocketAddress? { listener?.localAddress }
+    var boundTLSAddress: SocketAddress? { tlsListener?.localAddress }
 
-    private func accept(_ stream: TCPStream) {
-        let connection = ClientConnection(worker: self, stream: stream)
+    private func accept(_ stream: any ByteStream, overTLS: Bool = false) {
+        let connection = ClientConnection(worker: self, stream: stream, overTLS: overTLS)
         clients[ObjectIdentifier(connection)] = connection
     }
 
@@ -71,6 +86,8 @@ final class ProxyWorker {
         isDraining = true
         listener?.close()
         listener = nil
+        tlsListener?.close()
+        tlsListener = nil
         for pool in pools.values { pool.closeIdle() }
         for connection in Array(clients.values) { connection.drain() }
         if clients.isEmpty {

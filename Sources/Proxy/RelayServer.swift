@@ -31,6 +31,8 @@ public final class RelayServer: Sendable {
     private let stopRequested = Atomic<Bool>(false)
     /// The address actually bound (differs from the config with port 0).
     public let boundAddress: String
+    /// The TLS listener's bound address, when there is one.
+    public let boundTLSAddress: String?
 
     /// Binds and starts `count` workers; returns once all listen, or throws if any could not.
     public static func start(settings: ProxySettings, workers count: Int, logger: Logger) throws(StartError) -> RelayServer {
@@ -38,12 +40,22 @@ public final class RelayServer: Sendable {
         guard var address = SocketAddress(ip: listen.host == "localhost" ? "127.0.0.1" : listen.host, port: listen.port) else {
             throw .badListenAddress(listen.description)
         }
+        var tlsAddress: SocketAddress? = nil
+        if let tlsListen = settings.config.listenTls {
+            guard let parsed = SocketAddress(ip: tlsListen.address.host == "localhost" ? "127.0.0.1" : tlsListen.address.host,
+                                             port: tlsListen.address.port) else {
+                throw .badListenAddress(tlsListen.address.description)
+            }
+            tlsAddress = parsed
+        }
         var started: [Worker] = []
         var bound = address.description
+        var boundTLS = tlsAddress?.description
         for index in 0..<count {
-            let outcome = Mutex<Result<(LoopWakeup, SocketAddress?), UVError>?>(nil)
+            let outcome = Mutex<Result<(LoopWakeup, SocketAddress?, SocketAddress?), UVError>?>(nil)
             let ready = DispatchSemaphore(value: 0)
             let bindTo = address
+            let bindTLSTo = tlsAddress
             var workerLogger = logger
             workerLogger[metadataKey: "worker"] = "\(index)"
             let finalLogger = workerLogger
@@ -52,13 +64,14 @@ public final class RelayServer: Sendable {
                 let worker: ProxyWorker
                 do {
                     loop = try EventLoop()
-                    worker = try ProxyWorker(loop: loop, settings: settings, address: bindTo, logger: finalLogger)
+                    worker = try ProxyWorker(loop: loop, settings: settings, address: bindTo, tlsAddress: bindTLSTo,
+                                             logger: finalLogger)
                 } catch {
                     outcome.withLock { $0 = .failure(error as! UVError) }
                     ready.signal()
                     return
                 }
-                outcome.withLock { $0 = .success((worker.stopSignal, worker.boundAddress)) }
+                outcome.withLock { $0 = .success((worker.stopSignal, worker.boundAddress, worker.boundTLSAddress)) }
                 ready.signal()
                 loop.run()
                 do {
@@ -70,12 +83,16 @@ public final class RelayServer: Sendable {
             }
             ready.wait()
             switch outcome.withLock({ $0 })! {
-            case .success(let (wakeup, boundAddress)):
+            case .success(let (wakeup, boundAddress, boundTLSAddress)):
                 started.append(Worker(thread: thread, stop: wakeup))
                 // Port 0 picks a port for the first worker; the others join that one.
                 if index == 0, let boundAddress {
                     address = boundAddress
                     bound = boundAddress.description
+                }
+                if index == 0, let boundTLSAddress {
+                    tlsAddress = boundTLSAddress
+                    boundTLS = boundTLSAddress.description
                 }
             case .failure(let error):
                 thread.join()
@@ -84,12 +101,13 @@ public final class RelayServer: Sendable {
                 throw .bindFailed(address.description, error)
             }
         }
-        return RelayServer(workers: started, boundAddress: bound)
+        return RelayServer(workers: started, boundAddress: bound, boundTLSAddress: boundTLS)
     }
 
-    private init(workers: [Worker], boundAddress: String) {
+    private init(workers: [Worker], boundAddress: String, boundTLSAddress: String?) {
         self.workers = workers
         self.boundAddress = boundAddress
+        self.boundTLSAddress = boundTLSAddress
     }
 
     /// Asks every worker to drain and stop; safe from any thread, effective once.

@@ -132,6 +132,8 @@ public final class ProxySettings: Sendable {
     public let config: RelayConfig
     /// Present when any identity is configured.
     let tokens: TokenService?
+    /// The TLS listener's server configuration (`listenTls`).
+    let listenerTLS: TLSConfiguration?
     let routes: RouteTable
     let plans: [RoutePlan]
     let headerLimits: HeaderLimits
@@ -147,6 +149,7 @@ public final class ProxySettings: Sendable {
     public init(config: RelayConfig, tokens: TokenService? = nil, tls: ClientTLS = ClientTLS()) {
         self.config = config
         self.tokens = tokens
+        listenerTLS = tls.listener
         routes = RouteTable(config.routes)
         plans = config.routes.enumerated().map { position, route in
             RoutePlan(route: route, position: position, identityIndex: route.identity.flatMap { tokens?.index(of: $0) },

@@ -26,9 +26,29 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
     /// The TLS error that ended the stream, in words safe to show a client.
     public private(set) var failureReason: String?
 
+    /// The relay's side of a TLS listener (a server engine), not a connection it opened.
+    private let accepted: Bool
+
     private init(loop: EventLoop, configuration: TLSConfiguration, host: String) {
         self.loop = loop
         engine = TLSEngine(client: configuration, host: host)
+        accepted = false
+    }
+
+    private init(accepting tcp: TCPStream, configuration: TLSConfiguration) {
+        loop = tcp.loop
+        engine = TLSEngine(server: configuration)
+        accepted = true
+        self.tcp = tcp
+        tcpConnected = true
+    }
+
+    /// Serves TLS on a connection accepted by a TLS listener; the client's handshake is read
+    /// once the owner starts reading. A failed handshake ends the stream (`didEndWith`).
+    public static func accept(_ tcp: TCPStream, configuration: TLSConfiguration) -> TLSStream {
+        let stream = TLSStream(accepting: tcp, configuration: configuration)
+        tcp.delegate = stream
+        return stream
     }
 
     /// Connects to `address` and starts the handshake for `host` (SNI and the checked name,
@@ -93,7 +113,7 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
 
     public func stream(_ stream: any ByteStream, didEndWith error: UVError?) {
         if let error {
-            if handshakeReported {
+            if handshakeReported || accepted {
                 delegate?.stream(self, didEndWith: error)
             } else {
                 delegate?.stream(self, didConnectWith: error)
@@ -104,7 +124,7 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
         engine.feedEndOfStream()
         deliverPlaintext()
         if case .failed = engine.state { return }
-        if handshakeReported {
+        if handshakeReported || accepted {
             delegate?.stream(self, didEndWith: nil)
         } else {
             failureReason = "the upstream closed the connection during the TLS handshake"
@@ -141,7 +161,7 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
         case .failed(let error):
             failureReason = "\(error)"
             tcp.stopReading()
-            if handshakeReported {
+            if handshakeReported || accepted {
                 delegate?.stream(self, didEndWith: Self.protocolError)
             } else {
                 delegate?.stream(self, didConnectWith: Self.protocolError)
@@ -152,7 +172,7 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
     private func reportHandshakeIfDone() {
         guard !handshakeReported, case .established = engine.state else { return }
         handshakeReported = true
-        delegate?.stream(self, didConnectWith: nil)
+        if !accepted { delegate?.stream(self, didConnectWith: nil) }
     }
 
     /// What the delegate's UVError-typed callbacks get for a TLS failure (`failureReason` says why).

@@ -115,6 +115,7 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), logger: Logger,
     let server = running.server!
     logger.info("listening", metadata: [
         "listen": .string(server.boundAddress),
+        "listen_tls": .string(server.boundTLSAddress ?? "-"),
         "workers": .stringConvertible(workers),
         "routes": .array(config.routes.map { .string("\($0.name) \($0.match.host.map { "\($0)" } ?? "*")\($0.match.pathPrefix) -> \($0.upstream)") }),
     ])
