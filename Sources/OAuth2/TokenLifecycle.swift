@@ -54,6 +54,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// Before this time no fetch starts (backoff).
     private var retryAt: Double?
     private var tokenCount: UInt64 = 0
+    /// An operator asked for a new token now (`refreshNow`).
+    private var refreshRequested = false
     /// Chooses the backoff's jitter.
     private var random: any RandomNumberGenerator & Sendable
 
@@ -91,6 +93,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// when a login is needed. Arm a timer for it.
     public func nextFetchAt(after now: Double) -> Double? {
         guard inFlight == nil, nextPurpose != nil else { return nil }
+        if refreshRequested { return now }
         return max(now, token?.refreshAt ?? now, retryAt ?? now)
     }
 
@@ -151,6 +154,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         }
         if request != nil {
             inFlight = InFlightFetch(purpose: purpose, startedAt: now)
+            refreshRequested = false
         }
         return request
     }
@@ -205,6 +209,20 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         guard let current = token, current.value == value else { return false }
         token = nil
         return true
+    }
+
+    /// An operator asked for a new token (`POST /identities/NAME/refresh`): the next fetch is
+    /// due at once, backoff or not; the current token stays in use until the new one arrives.
+    public mutating func refreshNow() {
+        refreshRequested = true
+    }
+
+    /// Forgets the token and the refresh token (`DELETE /identities/NAME/token`, the seeds'
+    /// logout): the next request waits for a fetch with the identity's own grant (an
+    /// interactive identity needs a login again).
+    public mutating func forget() {
+        token = nil
+        refreshToken = nil
     }
 
     // MARK: - Descriptions (never a token)

@@ -91,6 +91,20 @@ public final class TokenService: Sendable {
         }
     }
 
+    /// Fetches a new token for identity `index` now (the current one stays in use meanwhile).
+    /// Thread-safe.
+    public func refreshNow(_ index: Int) {
+        identities[index].lifecycle.withLock { $0.refreshNow() }
+        if !stopFlag.isSet { wakeup.wake() }
+    }
+
+    /// Forgets identity `index`'s token and refresh token. Thread-safe.
+    public func forget(_ index: Int) {
+        identities[index].lifecycle.withLock { $0.forget() }
+        identities[index].publish()
+        if !stopFlag.isSet { wakeup.wake() }
+    }
+
     /// Stops the token thread; token requests in flight are abandoned. Effective once.
     public func stop() {
         guard stopFlag.set() else { return }

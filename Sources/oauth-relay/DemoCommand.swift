@@ -18,14 +18,18 @@ struct DemoCommand: ParsableCommand {
     @Option(name: .long, help: "Port of the demo echo upstream on 127.0.0.1.")
     var upstreamPort: UInt16 = 9001
 
+    @Option(name: .long, help: "Where the admin listener serves /healthz, /readyz and /identities.")
+    var admin: String = "127.0.0.1:9180"
+
     @OptionGroup var common: CommonOptions
 
     /// The embedded default. It goes through the same loader as a file, so it is validated
     /// the same way.
-    static func configJSON(listen: String, upstreamPort: UInt16) -> String {
+    static func configJSON(listen: String, admin: String, upstreamPort: UInt16) -> String {
         """
         {
           "listen": "\(listen)",
+          "admin": "\(admin)",
           "workers": 1,
           "accessLog": true,
           "identities": {
@@ -53,7 +57,7 @@ struct DemoCommand: ParsableCommand {
     func run() throws {
         common.bootstrapLogging()
         let logger = Logger(label: "oauth-relay")
-        let json = Self.configJSON(listen: listen, upstreamPort: upstreamPort)
+        let json = Self.configJSON(listen: listen, admin: admin, upstreamPort: upstreamPort)
         let config: RelayConfig
         do {
             config = try ConfigLoader.decode(json: Data(json.utf8), baseDirectory: ".", environment: [:])
@@ -76,6 +80,7 @@ struct DemoCommand: ParsableCommand {
             Try:  curl -s http://\(server.boundAddress)/hello
             The echo shows the request as the upstream got it: the Authorization header is the identity
             "demo"'s token (a new one every \(DemoEchoServer.devTokenSeconds / 2) s or so), plus X-Demo, Via and X-Forwarded-*.
+            The identity's state (never its token): curl -s http://\(admin)/identities
             Ctrl-C stops.
 
 

@@ -85,12 +85,14 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), logger: Logger,
         var server: RelayServer?
         var stopSignal: Int32?
         var watchers: [SignalWatcher] = []
+        var admin: AdminServer?
     }
     let running = Running()
     let stop: (Int32) -> Void = { signal in
         logger.info("shutting down", metadata: ["signal": .stringConvertible(signal)])
         running.stopSignal = signal
         running.server?.stop()
+        running.admin?.close()
         // With the watchers gone a second signal has its default effect: it ends the process.
         for watcher in running.watchers { watcher.close() }
     }
@@ -119,6 +121,27 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), logger: Logger,
         "workers": .stringConvertible(workers),
         "routes": .array(config.routes.map { .string("\($0.name) \($0.match.host.map { "\($0)" } ?? "*")\($0.match.pathPrefix) -> \($0.upstream)") }),
     ])
+    // The admin listener, on this thread's loop (issue 5): health, readiness, identities.
+    var admin: AdminServer?
+    if let adminAddress = config.admin {
+        guard let address = SocketAddress(ip: adminAddress.host == "localhost" ? "127.0.0.1" : adminAddress.host,
+                                          port: adminAddress.port) else {
+            logger.critical("cannot start", metadata: ["error": "admin address \(adminAddress) is not an IP address"])
+            server.stop()
+            server.wait()
+            throw ExitCode(1)
+        }
+        do {
+            admin = try AdminServer(loop: loop, address: address, config: config, tokens: tokens)
+        } catch {
+            logger.critical("cannot start", metadata: ["error": "cannot listen on \(adminAddress) (admin): \(error.message)"])
+            server.stop()
+            server.wait()
+            throw ExitCode(1)
+        }
+        running.admin = admin
+        logger.info("admin listening", metadata: ["admin": .string(admin?.boundAddress?.description ?? adminAddress.description)])
+    }
     whileServing(server)
     loop.run()
     server.wait()

@@ -210,6 +210,8 @@ def route(upstream, prefix: str | None = "/", host: str | None = None, base: str
 def relay_config(listen: str, routes: list, limits: dict | None = None, workers: int = 1, **top) -> dict:
     return {
         "listen": listen,
+        # No admin listener unless a test asks for one (it would default to 127.0.0.1:9180).
+        "admin": None,
         "workers": workers,
         "limits": {"shutdownGraceSeconds": 5, **(limits or {})},
         "accessLog": True,
