@@ -1,0 +1,721 @@
+"""Config/oauth-relay.schema.json against the decoder (Sources/Config) and the examples in Config/.
+
+- Every Config/*.json but the schema validates against the schema (jsonschema, draft 2020-12) and
+  passes `oauth-relay check` with the environment variables it names set to sample values.
+- Schema and decoder agree, read from the sources: the keys of every object the schema describes
+  equal the `knownKeys` list of the Swift function that decodes it (`topLevelKeys`, `routeKeys`,
+  `identityKeys`, the limits tables, `TLSSettings`/`TLSListener.knownKeys`, the inline lists), the
+  grant names, `clientAuth` values and `…File` secrets too. Adding a key on one side only fails here.
+- Schema and decoder agree, at run time: for every key the schema allows, a minimal config using it
+  is valid for the schema and passes `check`; configs both must reject (an unknown key in each
+  object, `$schema`, broken values) fail both.
+No servers: only `oauth-relay check` subprocesses, and openssl for one self-signed certificate.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from deadlines import scaled
+from processes import REPO, require_relay_bin
+
+CONFIG_DIR = REPO / "Config"
+SCHEMA_PATH = CONFIG_DIR / "oauth-relay.schema.json"
+SWIFT_CONFIG = REPO / "Sources" / "Config"
+EXAMPLES = sorted(path for path in CONFIG_DIR.glob("*.json") if path != SCHEMA_PATH)
+# The common cases of issue 5 ("Config ergonomics"), each with an example file.
+REQUIRED_EXAMPLES = {"demo.json", "sidecar.json", "legacy-password.json", "token-exchange.json",
+                     "dev-proxy-https.json"}
+
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+JWT_TYPE = "urn:ietf:params:oauth:token-type:jwt"
+
+# Files the sample configs name by relative path (resolved against the config's directory).
+SECRET_FILE, CERT_FILE, KEY_FILE = "secret.txt", "cert.pem", "key.pem"
+
+
+# ---------------------------------------------------------------------------------------------
+# Running `check`.
+
+@pytest.fixture(scope="module")
+def material(tmp_path_factory) -> Path:
+    """A directory with a secret file and a self-signed certificate and key (PEM)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    directory = tmp_path_factory.mktemp("config-material")
+    (directory / SECRET_FILE).write_text("  sample-secret-value\n")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", str(directory / KEY_FILE), "-out", str(directory / CERT_FILE), "-days", "2",
+                    "-subj", "/CN=localhost"], check=True, capture_output=True, timeout=scaled(30))
+    return directory
+
+
+@pytest.fixture
+def workdir(tmp_path, material) -> Path:
+    for name in (SECRET_FILE, CERT_FILE, KEY_FILE):
+        shutil.copy(material / name, tmp_path / name)
+    return tmp_path
+
+
+def check(path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`oauth-relay check --config PATH` with only PATH and `env` in the environment."""
+    return subprocess.run([str(require_relay_bin()), "check", "--config", str(path)], capture_output=True, text=True,
+                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **(env or {})}, cwd=path.parent,
+                          stdin=subprocess.DEVNULL, timeout=scaled(15))
+
+
+def check_config(workdir: Path, config: dict, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    path = workdir / "relay.json"
+    path.write_text(json.dumps(config, indent=2))
+    return check(path, env)
+
+
+def output(result: subprocess.CompletedProcess) -> str:
+    return result.stdout + result.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# The schema.
+
+@pytest.fixture(scope="module")
+def schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+@pytest.fixture(scope="module")
+def validator(schema) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema)
+
+
+def schema_errors(validator, instance) -> list[str]:
+    return [f"{error.json_path}: {error.message}" for error in validator.iter_errors(instance)]
+
+
+def resolve(schema: dict, node: dict) -> dict:
+    """The node with its `$ref` (local, #/...) replaced by the target, the node's own keywords winning."""
+    while "$ref" in node:
+        target = schema
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = {**target, **{key: value for key, value in node.items() if key != "$ref"}}
+    return node
+
+
+def schema_objects(schema: dict) -> dict[str, list[dict]]:
+    """Every object the schema gives properties, by location (`$`, `$.routes[].tls`, `$.identities.*`):
+    the schema nodes (several under oneOf/anyOf). Conditions (if/then/not/dependentSchemas) only
+    constrain keys the properties already define, so they are not walked."""
+    found: dict[str, list[dict]] = {}
+
+    def walk(node: dict, location: str) -> None:
+        node = resolve(schema, node)
+        if "properties" in node:
+            found.setdefault(location, []).append(node)
+            for key, child in node["properties"].items():
+                walk(child, f"{location}.{key}")
+        if isinstance(node.get("additionalProperties"), dict):
+            walk(node["additionalProperties"], f"{location}.*")
+        if isinstance(node.get("items"), dict):
+            walk(node["items"], f"{location}[]")
+        for keyword in ("anyOf", "oneOf", "allOf"):
+            for child in node.get(keyword, []):
+                walk(child, location)
+
+    walk(schema, "$")
+    return found
+
+
+def schema_keys(schema: dict) -> dict[str, set[str]]:
+    return {location: {key for node in nodes for key in node["properties"]}
+            for location, nodes in schema_objects(schema).items()}
+
+
+def schema_key_paths(schema: dict) -> set[str]:
+    return {f"{location}.{key}" for location, keys in schema_keys(schema).items() for key in keys}
+
+
+def property_schema(schema: dict, location: str, key: str) -> dict:
+    nodes = [node for node in schema_objects(schema)[location] if key in node["properties"]]
+    return resolve(schema, nodes[0]["properties"][key])
+
+
+def enum_values(node: dict) -> set[str]:
+    return {value for alternative in node.get("anyOf", [node]) for value in alternative.get("enum", [])}
+
+
+def test_the_schema_is_a_valid_draft_2020_12_schema(schema):
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_every_object_rejects_unknown_keys_and_every_key_is_described(schema):
+    open_objects = [location for location, nodes in schema_objects(schema).items()
+                    if any(node.get("additionalProperties") is not False for node in nodes)]
+    assert not open_objects, f"objects without additionalProperties: false: {open_objects}"
+    undescribed = sorted(f"{location}.{key}" for location, nodes in schema_objects(schema).items()
+                         for node in nodes for key, child in node["properties"].items()
+                         if "description" not in resolve(schema, child))
+    assert not undescribed, f"keys without a description (editors show it): {undescribed}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The decoder's key lists, read from Sources/Config/*.swift.
+
+# The Swift function that decodes each object of the file, and where that object is in the schema.
+DECODER_LOCATIONS = {
+    "decodeRelayConfig": ["$"],
+    "decodeLimits": ["$.limits"],
+    "decodeTLSListener": ["$.listenTls"],
+    "decodeRoute": ["$.routes[]"],
+    "decodeRouteMatch": ["$.routes[].match"],
+    "decodeInjection": ["$.routes[].inject"],
+    "decodeTLS": ["$.routes[].tls", "$.identities.*.tls"],
+    "decodeIdentity": ["$.identities.*"],
+    "decodeResponseFields": ["$.identities.*.responseFields"],
+}
+
+
+def swift_sources() -> dict[str, str]:
+    return {path.name: path.read_text() for path in sorted(SWIFT_CONFIG.glob("*.swift"))}
+
+
+def literal_after(text: str, start: int) -> str:
+    """The bracketed array literal beginning at text[start] == "[" (strings may hold brackets)."""
+    assert text[start] == "[", text[start:start + 40]
+    depth, index, in_string = 0, start, False
+    while index < len(text):
+        char = text[index]
+        if in_string:
+            if char == "\\":
+                index += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if depth == 0:
+                return text[start:index + 1]
+        index += 1
+    raise AssertionError(f"unterminated array literal at {text[start:start + 60]!r}")
+
+
+def strings_in(literal: str) -> list[str]:
+    return re.findall(r'"((?:[^"\\]|\\.)*)"', literal)
+
+
+def static_array(sources: dict[str, str], owner: str, name: str) -> list[str]:
+    """`static let NAME = [...]` of type OWNER (`Self`: the one static of that name)."""
+    declaration = re.compile(rf"static let {name}\s*(?::[^=]+)?=\s*\[")
+    if owner == "Self":
+        hits = [(text, match) for text in sources.values() for match in declaration.finditer(text)]
+        assert len(hits) == 1, f"expected one `static let {name}`, found {len(hits)}"
+        text, match = hits[0]
+        return strings_in(literal_after(text, match.end() - 1))
+    for text in sources.values():
+        for owner_match in re.finditer(rf"\b(?:struct|enum|class|extension)\s+{owner}\b", text):
+            match = declaration.search(text, owner_match.end())
+            if match:
+                return strings_in(literal_after(text, match.end() - 1))
+    raise AssertionError(f"no `static let {name}` in {owner}")
+
+
+def local_key_list(body: str, name: str) -> list[str]:
+    """A local `let NAME = ...` before the ObjectReader: an array literal, or `a.map(\\.0) + b.map(\\.0)`
+    over arrays of tuples whose first elements are the keys (the limits tables)."""
+    matches = list(re.finditer(rf"\blet {name}\s*(?::[^=]+)?=\s*", body))
+    assert matches, f"cannot find `let {name}`"
+    expression_start = matches[-1].end()
+    if body[expression_start] == "[":
+        return strings_in(literal_after(body, expression_start))
+    expression = body[expression_start:body.index("\n", expression_start)]
+    tables = re.findall(r"(\w+)\.map\(\\\.0\)", expression)
+    assert tables, f"cannot read the key list `let {name} = {expression.strip()}`"
+    keys: list[str] = []
+    for table in tables:
+        table_match = list(re.finditer(rf"\blet {table}\s*(?::[^=]+)?=\s*\[", body))[-1]
+        keys += re.findall(r'\(\s*"([^"]+)"', literal_after(body, table_match.end() - 1))
+    return keys
+
+
+def decoder_key_lists() -> dict[str, list[str]]:
+    """{Swift function: its keys} for every `ObjectReader(..., knownKeys: LIST, in: ...)` in
+    Sources/Config (`knownKeys: nil`, maps such as params and headers, take any key)."""
+    sources = swift_sources()
+    found: dict[str, list[str]] = {}
+    reader = re.compile(r"ObjectReader\([^()]*?knownKeys:\s*(\[[^\]]*\]|[\w.]+)\s*,\s*in:")
+    for text in sources.values():
+        for match in reader.finditer(text):
+            functions = list(re.finditer(r"\bfunc (\w+)", text[:match.start()]))
+            assert functions, f"ObjectReader outside a function: {match.group(0)}"
+            function, body = functions[-1].group(1), text[functions[-1].start():match.start()]
+            expression = match.group(1)
+            if expression == "nil":
+                continue
+            if expression.startswith("["):
+                keys = strings_in(expression)
+            elif "." in expression:
+                keys = static_array(sources, *expression.split(".", 1))
+            else:
+                keys = local_key_list(body, expression)
+            assert function not in found, f"{function} creates two ObjectReaders with key lists"
+            assert keys and len(keys) == len(set(keys)), f"{function}: odd key list {keys}"
+            found[function] = keys
+    return found
+
+
+def test_the_decoder_key_lists_are_all_read():
+    lists = decoder_key_lists()
+    assert set(lists) == set(DECODER_LOCATIONS), (
+        "the functions decoding objects with a key list changed; map each to its place in the schema in "
+        f"DECODER_LOCATIONS (new: {sorted(set(lists) - set(DECODER_LOCATIONS))}, "
+        f"gone: {sorted(set(DECODER_LOCATIONS) - set(lists))})")
+    # Spot checks that the reader sees the lists it should (the top level and the limits tables).
+    assert {"listen", "admin", "routes", "identities", "listenTls"} <= set(lists["decodeRelayConfig"])
+    assert {"maxHeaderBytes", "headerTimeoutSeconds", "dnsCacheSeconds"} <= set(lists["decodeLimits"])
+
+
+def test_every_object_of_the_schema_is_decoded_by_the_relay(schema):
+    described = {location for locations in DECODER_LOCATIONS.values() for location in locations}
+    assert set(schema_keys(schema)) == described
+
+
+@pytest.mark.parametrize("function", sorted(DECODER_LOCATIONS))
+def test_schema_keys_equal_the_decoder_keys(schema, function):
+    decoder = set(decoder_key_lists()[function])
+    for location in DECODER_LOCATIONS[function]:
+        allowed = schema_keys(schema).get(location, set())
+        assert allowed == decoder, (
+            f"{location} ({function}): decoder only: {sorted(decoder - allowed)}, "
+            f"schema only: {sorted(allowed - decoder)}")
+
+
+def test_every_secret_has_a_file_form_in_both(schema, validator):
+    """Every `object.secret("X")` of the decoder: X and XFile in both, and not both at once."""
+    secrets = re.findall(r'\.secret\("(\w+)"\)', swift_sources()["IdentityDecoding.swift"])
+    assert {"clientSecret", "password", "refreshToken", "assertion", "subjectToken"} <= set(secrets)
+    allowed = schema_keys(schema)["$.identities.*"]
+    decoder = set(decoder_key_lists()["decodeIdentity"])
+    for secret in secrets:
+        assert {secret, secret + "File"} <= allowed & decoder, secret
+        config = identity(**{secret: "inline", secret + "File": SECRET_FILE})
+        assert any(f"{secret}File" in error for error in schema_errors(validator, config)), (
+            f"the schema should reject {secret} together with {secret}File, as the decoder does")
+
+
+def test_grant_names_and_client_auth_values_equal_the_decoder(schema):
+    identity_swift = swift_sources()["Identity.swift"]
+    parse = identity_swift[identity_swift.index("static func parse(_ text: String) throws(InvalidValue) -> Grant"):]
+    parse = parse[:parse.index("default:")]
+    cases = re.findall(r"^\s*case (.+?):\s*return", parse, re.M)
+    decoder_grants = {name for case in cases for name in strings_in(case)}
+    assert "client_credentials" in decoder_grants
+    assert enum_values(property_schema(schema, "$.identities.*", "grant")) == decoder_grants
+
+    client_auth = identity_swift[identity_swift.index("public enum ClientAuth"):]
+    client_auth = client_auth[:client_auth.index("\n}")]
+    decoder_auths = {raw or name for name, raw in re.findall(r'^\s*case (\w+)(?:\s*=\s*"([^"]*)")?', client_auth, re.M)}
+    assert decoder_auths == {"basic", "post", "none"}
+    assert enum_values(property_schema(schema, "$.identities.*", "clientAuth")) == decoder_auths
+
+
+# ---------------------------------------------------------------------------------------------
+# Every key the schema allows, used in a minimal config: valid for the schema and for `check`.
+
+TOKEN_URL = "https://idp.example.test/oauth2/token"
+HTTP_UPSTREAM = "http://127.0.0.1:9001"
+HTTPS_UPSTREAM = "https://api.example.test"
+PIN = "sha256/" + base64.b64encode(bytes(range(32))).decode()
+LISTEN_TLS = {"address": "127.0.0.1:18443", "certFile": CERT_FILE, "keyFile": KEY_FILE}
+
+
+def route(**keys) -> dict:
+    return {"routes": [{"upstream": HTTP_UPSTREAM, **keys}]}
+
+
+def https_route(**tls) -> dict:
+    return {"routes": [{"upstream": HTTPS_UPSTREAM, "tls": tls}]}
+
+
+def identity(**keys) -> dict:
+    return {"identities": {"svc": {"tokenUrl": TOKEN_URL, "clientId": "relay", **keys}}}
+
+
+def routed(**route_keys) -> dict:
+    return {**identity(), "routes": [{"upstream": HTTP_UPSTREAM, "identity": "svc", **route_keys}]}
+
+
+def extension(grant: str, **keys) -> dict:
+    return {"identities": {"svc": {"tokenUrl": TOKEN_URL, "grant": grant, **keys}}}
+
+
+def exchange(subject: dict | None = None, **keys) -> dict:
+    subject = {"subjectToken": "subject-jwt"} if subject is None else subject
+    return extension(TOKEN_EXCHANGE, **subject, subjectTokenType=JWT_TYPE, **keys)
+
+
+LIMIT_SAMPLES = {"maxHeaderBytes": 8192, "maxHeaderCount": 50, "headerTimeoutSeconds": 0.5, "idleTimeoutSeconds": 30,
+                 "upstreamConnectTimeoutSeconds": 1, "upstreamResponseTimeoutSeconds": 2.5,
+                 "shutdownGraceSeconds": 5, "dnsCacheSeconds": 10, "maxIdleUpstreamConnections": 0}
+TLS_SAMPLES = {"caFile": {"caFile": CERT_FILE}, "serverName": {"serverName": "api.example.test"},
+               "pins": {"pins": [PIN]},
+               "clientCert": {"clientCert": CERT_FILE, "clientKey": KEY_FILE},
+               "clientKey": {"clientCert": CERT_FILE, "clientKey": KEY_FILE},
+               "insecureSkipVerify": {"insecureSkipVerify": True}}
+
+# Schema key path -> a minimal config using that key. Must cover every key the schema allows.
+KEY_SAMPLES: dict[str, dict] = {
+    "$.listen": {"listen": "127.0.0.1:18180"},
+    "$.admin": {"admin": "[::1]:19180"},
+    "$.workers": {"workers": 2},
+    "$.limits": {"limits": {}},
+    **{f"$.limits.{key}": {"limits": {key: value}} for key, value in LIMIT_SAMPLES.items()},
+    "$.identities": {"identities": {}},
+    "$.routes": {"routes": []},
+    "$.accessLog": {"accessLog": False},
+    "$.trustForwardedHeaders": {"trustForwardedHeaders": True},
+    "$.via": {"via": "edge-relay"},
+    "$.listenTls": {"listenTls": LISTEN_TLS},
+    **{f"$.listenTls.{key}": {"listenTls": LISTEN_TLS} for key in LISTEN_TLS},
+    "$.listenTls.clientCaFile": {"listenTls": {**LISTEN_TLS, "clientCaFile": CERT_FILE}},
+    "$.routes[].name": route(name="orders"),
+    "$.routes[].match": route(match={}),
+    "$.routes[].match.host": route(match={"host": "*.example.test"}),
+    "$.routes[].match.pathPrefix": route(match={"pathPrefix": "/api/"}),
+    "$.routes[].upstream": route(upstream="http://127.0.0.1:9001/v1"),
+    "$.routes[].identity": routed(),
+    "$.routes[].stripPrefix": route(match={"pathPrefix": "/api/"}, stripPrefix=True),
+    "$.routes[].inject": routed(inject={}),
+    "$.routes[].inject.header": routed(inject={"header": "X-Access-Token"}),
+    "$.routes[].inject.prefix": routed(inject={"prefix": "Token"}),
+    "$.routes[].inject.query": routed(inject={"query": "access_token"}),
+    "$.routes[].setHeaders": route(setHeaders={"X-Tenant": "acme"}),
+    "$.routes[].tls": https_route(),
+    **{f"$.routes[].tls.{key}": https_route(**tls) for key, tls in TLS_SAMPLES.items()},
+    "$.routes[].retryOnStatus": route(retryOnStatus=[401, 403]),
+    "$.identities.*.tokenUrl": identity(tokenUrl="https://idp.example.test:8443/oauth2/token?tenant=acme"),
+    "$.identities.*.grant": identity(grant="client_credentials"),
+    "$.identities.*.clientId": identity(clientId="orders-relay"),
+    "$.identities.*.clientSecret": identity(clientSecret="s3cret"),
+    "$.identities.*.clientSecretFile": identity(clientSecretFile=SECRET_FILE),
+    "$.identities.*.clientAuth": identity(clientSecret="s3cret", clientAuth="post"),
+    "$.identities.*.scope": identity(scope=["orders.read", "orders.write"]),
+    "$.identities.*.audience": identity(audience="orders-api"),
+    "$.identities.*.resource": identity(resource=["https://orders.internal/"]),
+    "$.identities.*.params": identity(params={"tenant": "acme"}),
+    "$.identities.*.headers": identity(headers={"X-Request-Source": "oauth-relay"}),
+    "$.identities.*.username": identity(grant="password", username="svc", password="pw"),
+    "$.identities.*.password": identity(grant="password", username="svc", password="pw"),
+    "$.identities.*.passwordFile": identity(grant="password", username="svc", passwordFile=SECRET_FILE),
+    "$.identities.*.refreshToken": identity(grant="refresh_token", refreshToken="seed"),
+    "$.identities.*.refreshTokenFile": identity(grant="refresh_token", refreshTokenFile=SECRET_FILE),
+    "$.identities.*.assertion": extension(JWT_BEARER, assertion="signed.jwt.assertion"),
+    "$.identities.*.assertionFile": extension(JWT_BEARER, assertionFile=SECRET_FILE),
+    "$.identities.*.subjectToken": exchange(),
+    "$.identities.*.subjectTokenFile": exchange({"subjectTokenFile": SECRET_FILE}),
+    "$.identities.*.subjectTokenType": exchange(),
+    "$.identities.*.actorToken": exchange(actorToken="actor-jwt", actorTokenType=JWT_TYPE),
+    "$.identities.*.actorTokenFile": exchange(actorTokenFile=SECRET_FILE, actorTokenType=JWT_TYPE),
+    "$.identities.*.actorTokenType": exchange(actorToken="actor-jwt", actorTokenType=JWT_TYPE),
+    "$.identities.*.tls": identity(tls={}),
+    **{f"$.identities.*.tls.{key}": identity(tls=tls) for key, tls in TLS_SAMPLES.items()},
+    "$.identities.*.allowInsecureTokenUrl": identity(tokenUrl="http://idp.example.test/token",
+                                                     allowInsecureTokenUrl=True),
+    "$.identities.*.defaultExpiresInSeconds": identity(defaultExpiresInSeconds=900),
+    "$.identities.*.refreshSkewSeconds": identity(refreshSkewSeconds=30),
+    "$.identities.*.responseFields": identity(responseFields={}),
+    "$.identities.*.responseFields.token": identity(responseFields={"token": "accessToken"}),
+    "$.identities.*.responseFields.expiry": identity(responseFields={"expiry": "expiresIn"}),
+    "$.identities.*.responseFields.type": identity(responseFields={"type": "tokenType"}),
+}
+
+# Other accepted forms worth pinning down: the alternatives of anyOf/oneOf and ${...} references.
+OTHER_SAMPLES: dict[str, tuple[dict, dict[str, str]]] = {
+    "the smallest route": (route(), {}),
+    "the smallest identity": (identity(), {}),
+    "admin null (no admin listener)": ({"admin": None}, {}),
+    "IPv6 listen": ({"listen": "[::1]:18180"}, {}),
+    "listen on every address": ({"listen": "0.0.0.0:18180"}, {}),
+    "scope as a string, resource as one URI": (identity(scope="a b", resource="urn:example:orders"), {}),
+    "bare token (empty prefix)": (routed(inject={"header": "X-Token", "prefix": ""}), {}),
+    "IPv6 upstream and exact IPv6 host": (route(upstream="http://[::1]:9001", match={"host": "[::1]"}), {}),
+    "uppercase scheme": (route(upstream="HTTP://127.0.0.1:9001"), {}),
+    "device_code as its URN": (identity(grant="urn:ietf:params:oauth:grant-type:device_code"), {}),
+    "token exchange from params": (
+        extension(TOKEN_EXCHANGE, params={"subject_token": "t", "subject_token_type": JWT_TYPE}), {}),
+    "public client with clientId": (identity(clientAuth="none"), {}),
+    "${...} wherever the schema constrains a string": ({
+        "listen": "${LISTEN}", "admin": "127.0.0.1:${ADMIN_PORT}", "via": "${VIA}", "workers": 1,
+        "listenTls": {"address": "${TLS_LISTEN:-127.0.0.1:18443}", "certFile": "${CERT}", "keyFile": KEY_FILE},
+        "identities": {
+            "svc": {"tokenUrl": "${TOKEN_URL}", "grant": "${GRANT}", "clientId": "${CLIENT_ID}",
+                    "clientAuth": "${CLIENT_AUTH}", "clientSecret": "${CLIENT_SECRET}", "resource": "${RESOURCE}",
+                    "tls": {"caFile": "${CA_FILE}", "serverName": "${SNI}", "pins": ["${PIN}"]}},
+            "exchange": {"tokenUrl": TOKEN_URL, "grant": TOKEN_EXCHANGE, "subjectTokenFile": "${SUBJECT_FILE}",
+                         "subjectTokenType": "${SUBJECT_TYPE}"},
+        },
+        "routes": [
+            {"upstream": "${UPSTREAM}", "identity": "svc", "match": {"host": "${HOST}", "pathPrefix": "${PREFIX}"},
+             "inject": {"header": "${TOKEN_HEADER}"}, "tls": {"serverName": "${SNI}"}},
+            {"upstream": "${PLAIN_UPSTREAM:-http://127.0.0.1:9001}", "identity": "exchange",
+             "match": {"pathPrefix": "/q/"}, "inject": {"query": "${QUERY_NAME}"}},
+        ],
+    }, {
+        "LISTEN": "127.0.0.1:18180", "ADMIN_PORT": "19180", "VIA": "edge", "CERT": CERT_FILE,
+        "TOKEN_URL": TOKEN_URL, "GRANT": "client_credentials", "CLIENT_ID": "relay", "CLIENT_AUTH": "post",
+        "CLIENT_SECRET": "s3cret", "RESOURCE": "https://orders.internal/", "CA_FILE": CERT_FILE,
+        "SNI": "api.example.test",
+        "PIN": PIN, "SUBJECT_FILE": SECRET_FILE, "SUBJECT_TYPE": JWT_TYPE, "UPSTREAM": HTTPS_UPSTREAM,
+        "HOST": "*.example.test", "PREFIX": "/api/", "TOKEN_HEADER": "X-Token", "QUERY_NAME": "access_token",
+    }),
+}
+
+# Every grant the schema names, with what that grant needs.
+GRANT_SAMPLES = {
+    "client_credentials": identity(grant="client_credentials"),
+    "password": identity(grant="password", username="svc", passwordFile=SECRET_FILE),
+    "refresh_token": identity(grant="refresh_token", refreshTokenFile=SECRET_FILE),
+    "authorization_code": identity(grant="authorization_code", refreshToken="seed"),
+    "device_code": identity(grant="device_code"),
+    "urn:ietf:params:oauth:grant-type:device_code": identity(grant="urn:ietf:params:oauth:grant-type:device_code"),
+}
+CLIENT_AUTH_SAMPLES = {
+    "basic": identity(clientSecret="s3cret", clientAuth="basic"),
+    "post": identity(clientSecretFile=SECRET_FILE, clientAuth="post"),
+    "none": identity(clientAuth="none"),
+}
+
+
+def path_tokens(path: str) -> list[str]:
+    """`$.routes[].tls.caFile` -> ["routes", "[]", "tls", "caFile"]."""
+    return [key or "[]" for key, _ in re.findall(r"\.([^.\[]+)|(\[\])", path)]
+
+
+def uses(config, tokens: list[str]) -> bool:
+    """True when the config has a value at the schema key path (`*` any key, `[]` any element)."""
+    if not tokens:
+        return True
+    head, rest = tokens[0], tokens[1:]
+    if head == "[]":
+        return isinstance(config, list) and any(uses(item, rest) for item in config)
+    if head == "*":
+        return isinstance(config, dict) and any(uses(value, rest) for value in config.values())
+    return isinstance(config, dict) and head in config and uses(config[head], rest)
+
+
+def test_every_schema_key_has_a_sample(schema):
+    allowed = schema_key_paths(schema)
+    assert set(KEY_SAMPLES) == allowed, (
+        f"schema keys without a sample config here: {sorted(allowed - set(KEY_SAMPLES))}; "
+        f"samples for keys the schema does not allow: {sorted(set(KEY_SAMPLES) - allowed)}")
+
+
+def test_every_grant_and_client_auth_value_has_a_sample(schema):
+    assert set(GRANT_SAMPLES) == enum_values(property_schema(schema, "$.identities.*", "grant"))
+    assert set(CLIENT_AUTH_SAMPLES) == enum_values(property_schema(schema, "$.identities.*", "clientAuth"))
+
+
+def assert_accepted_by_both(validator, workdir, config, env=None):
+    errors = schema_errors(validator, config)
+    assert not errors, f"the schema rejects {json.dumps(config)}:\n" + "\n".join(errors)
+    result = check_config(workdir, config, env)
+    assert result.returncode == 0, f"check rejects {json.dumps(config)}:\n{output(result)}"
+    assert "unknown key" not in output(result)
+
+
+@pytest.mark.parametrize("key_path", sorted(KEY_SAMPLES))
+def test_a_key_the_schema_allows_is_accepted_by_the_decoder(validator, workdir, key_path):
+    config = KEY_SAMPLES[key_path]
+    assert uses(config, path_tokens(key_path)), f"the sample for {key_path} does not use it: {config}"
+    assert_accepted_by_both(validator, workdir, config)
+
+
+@pytest.mark.parametrize("label", sorted(OTHER_SAMPLES))
+def test_other_accepted_forms(validator, workdir, label):
+    config, env = OTHER_SAMPLES[label]
+    assert_accepted_by_both(validator, workdir, config, env)
+
+
+@pytest.mark.parametrize("grant", sorted(GRANT_SAMPLES))
+def test_every_grant_name_is_accepted(validator, workdir, grant):
+    assert_accepted_by_both(validator, workdir, GRANT_SAMPLES[grant])
+
+
+@pytest.mark.parametrize("auth", sorted(CLIENT_AUTH_SAMPLES))
+def test_every_client_auth_is_accepted(validator, workdir, auth):
+    assert_accepted_by_both(validator, workdir, CLIENT_AUTH_SAMPLES[auth])
+
+
+# ---------------------------------------------------------------------------------------------
+# What both reject.
+
+def object_at(config, tokens: list[str], json_path: str = "$"):
+    """The first object at the schema path in config, with its JSON path as `check` prints it."""
+    if not tokens:
+        return config, json_path
+    head, rest = tokens[0], tokens[1:]
+    if head == "[]":
+        for index, item in enumerate(config):
+            if uses(item, rest):
+                return object_at(item, rest, f"{json_path}[{index}]")
+    elif head == "*":
+        for key, value in config.items():
+            if uses(value, rest):
+                return object_at(value, rest, f"{json_path}.{key}")
+    else:
+        return object_at(config[head], rest, f"{json_path}.{head}")
+    raise AssertionError(f"nothing at {tokens} in {config}")
+
+
+ALL_LOCATIONS = sorted({location for locations in DECODER_LOCATIONS.values() for location in locations})
+
+
+@pytest.mark.parametrize("location", ALL_LOCATIONS)
+def test_an_unknown_key_fails_the_schema_and_check(validator, workdir, location):
+    sample_key = next(path for path in sorted(KEY_SAMPLES) if path.rsplit(".", 1)[0] == location)
+    config = copy.deepcopy(KEY_SAMPLES[sample_key])
+    target, json_path = object_at(config, path_tokens(location))
+    target["bogusKey"] = True
+    assert schema_errors(validator, config), f"the schema accepts an unknown key at {location}"
+    result = check_config(workdir, config)
+    assert result.returncode == 1, output(result)
+    assert any(f"{json_path}.bogusKey" in line and 'unknown key "bogusKey"' in line
+               for line in output(result).splitlines()), output(result)
+
+
+def test_a_schema_reference_in_the_file_is_an_unknown_key_for_both(validator, workdir):
+    """The decoder rejects "$schema", so the examples cannot name their schema: editors associate
+    it by file name instead (the schema's description says how)."""
+    config = {"$schema": "./oauth-relay.schema.json", **route()}
+    assert schema_errors(validator, config)
+    result = check_config(workdir, config)
+    assert result.returncode == 1 and 'unknown key "$schema"' in output(result), output(result)
+
+
+# (label, config, the JSON path `check` must name)
+REJECTED_BY_BOTH = [
+    ("typo in a top-level key", {"lisen": "127.0.0.1:8180"}, "$.lisen"),
+    ("listen without host", {"listen": "8180"}, "$.listen"),
+    ("workers out of range", {"workers": 5000}, "$.workers"),
+    ("zero timeout", {"limits": {"headerTimeoutSeconds": 0}}, "$.limits.headerTimeoutSeconds"),
+    ("ftp upstream", route(upstream="ftp://127.0.0.1:9"), "$.routes[0].upstream"),
+    ("route without upstream", {"routes": [{"name": "x"}]}, "$.routes[0].upstream"),
+    ("pathPrefix without /", route(match={"pathPrefix": "api"}), "$.routes[0].match.pathPrefix"),
+    ("header and query", routed(inject={"header": "X-Token", "query": "t"}), "$.routes[0].inject"),
+    ("framing header set", route(setHeaders={"Transfer-Encoding": "chunked"}), "$.routes[0].setHeaders"),
+    ("retry on a success", route(retryOnStatus=[200]), "$.routes[0].retryOnStatus[0]"),
+    ("bad pin", https_route(pins=["md5/abc"]), "$.routes[0].tls.pins[0]"),
+    ("tls for an http upstream", {"routes": [{"upstream": HTTP_UPSTREAM, "tls": {}}]}, "$.routes[0].tls"),
+    ("tls for an http token endpoint", identity(tokenUrl="http://127.0.0.1:9/token", tls={}), "$.identities.svc.tls"),
+    ("clientCert without clientKey", https_route(clientCert=CERT_FILE), "$.routes[0].tls.clientKey"),
+    ("unknown grant", identity(grant="client_credential"), "$.identities.svc.grant"),
+    ("unknown clientAuth", identity(clientSecret="s", clientAuth="jwt"), "$.identities.svc.clientAuth"),
+    ("basic without secret", identity(clientAuth="basic"), "$.identities.svc.clientAuth"),
+    ("none with a secret", identity(clientAuth="none", clientSecret="s"), "$.identities.svc.clientAuth"),
+    ("secret inline and as file", identity(clientSecret="s", clientSecretFile=SECRET_FILE),
+     "$.identities.svc.clientSecretFile"),
+    ("client_credentials without clientId", {"identities": {"svc": {"tokenUrl": TOKEN_URL}}},
+     "$.identities.svc.clientId"),
+    ("password grant without username", identity(grant="password", password="p"), "$.identities.svc.username"),
+    ("refresh_token grant without token", identity(grant="refresh_token"), "$.identities.svc.refreshToken"),
+    ("username with client_credentials", identity(username="u"), "$.identities.svc.username"),
+    ("subjectToken with client_credentials", identity(subjectToken="t", subjectTokenType=JWT_TYPE),
+     "$.identities.svc.subjectToken"),
+    ("token exchange without subject", extension(TOKEN_EXCHANGE), "$.identities.svc.subjectToken"),
+    ("subjectToken without its type", extension(TOKEN_EXCHANGE, subjectToken="t"), "$.identities.svc.subjectTokenType"),
+    ("jwt-bearer without assertion", extension(JWT_BEARER), "$.identities.svc.assertion"),
+    ("grant_type in params", identity(params={"grant_type": "x"}), "$.identities.svc.params.grant_type"),
+    ("identity name with a space", {"identities": {"my svc": identity()["identities"]["svc"]}},
+     '$.identities["my svc"]'),
+    ("resource with a fragment", identity(resource="https://orders.internal/#x"), "$.identities.svc.resource"),
+    ("listenTls without keyFile", {"listenTls": {"address": "127.0.0.1:18443", "certFile": CERT_FILE}},
+     "$.listenTls.keyFile"),
+]
+
+
+@pytest.mark.parametrize("label", [label for label, _, _ in REJECTED_BY_BOTH])
+def test_invalid_configs_fail_the_schema_and_check(validator, workdir, label):
+    _, config, json_path = next(case for case in REJECTED_BY_BOTH if case[0] == label)
+    assert schema_errors(validator, config), f"the schema accepts {json.dumps(config)}"
+    result = check_config(workdir, config)
+    assert result.returncode == 1, output(result)
+    assert any(line.lstrip().startswith(json_path) for line in output(result).splitlines()), (
+        f"no error at {json_path}:\n{output(result)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The files in Config/.
+
+# Sample values for the variables the examples name ({secret}, {ca}: files made for the test).
+EXAMPLE_ENV = {
+    "IDP_TOKEN_URL": "https://idp.example.test/oauth2/token",
+    "ORDERS_CLIENT_ID": "orders-relay",
+    "ORDERS_CLIENT_SECRET": "sample-client-secret",
+    "LEGACY_CLIENT_SECRET_FILE": "{secret}",
+    "LEGACY_PASSWORD_FILE": "{secret}",
+    "STS_TOKEN_URL": "https://sts.example.test/token",
+    "SUBJECT_TOKEN_FILE": "{secret}",
+    "DEV_IDP_TOKEN_URL": "https://idp.example.test/oauth2/token",
+    "DEV_REFRESH_TOKEN_FILE": "{secret}",
+    "STAGING_CA_FILE": "{ca}",
+}
+REFERENCE = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
+
+
+def test_the_common_cases_have_examples():
+    assert REQUIRED_EXAMPLES <= {path.name for path in EXAMPLES}
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda path: path.name)
+def test_every_config_file_validates_against_the_schema(validator, example):
+    errors = schema_errors(validator, json.loads(example.read_text()))
+    assert not errors, "\n".join(errors)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda path: path.name)
+def test_every_example_passes_check(material, example):
+    references = REFERENCE.findall(example.read_text())
+    unset = sorted({name for name, default in references if not default and name not in EXAMPLE_ENV})
+    assert not unset, f"{example.name} needs {unset}: add sample values to EXAMPLE_ENV"
+    files = sorted({name for name, _ in references if name.endswith("_FILE") and name not in EXAMPLE_ENV})
+    assert not files, f"{example.name}: give {files} a sample file (the default paths need not exist here)"
+    env = {name: EXAMPLE_ENV[name].format(secret=material / SECRET_FILE, ca=material / CERT_FILE)
+           for name, _ in references if name in EXAMPLE_ENV}
+    result = check(example, env)
+    assert result.returncode == 0, output(result)
+    assert ": ok (" in result.stdout, output(result)
+    if any(not default for _, default in references):
+        result = check(example, {})
+        assert result.returncode == 1 and "is not set" in output(result), output(result)
+
+
+def examples_json() -> dict[str, dict]:
+    return {path.name: json.loads(path.read_text()) for path in EXAMPLES}
+
+
+def test_the_examples_show_what_their_names_say():
+    files = examples_json()
+    sidecar = files["sidecar.json"]
+    assert {identity.get("grant", "client_credentials") for identity in sidecar["identities"].values()} == {
+        "client_credentials"}
+    legacy = next(iter(files["legacy-password.json"]["identities"].values()))
+    assert legacy["grant"] == "password" and {"passwordFile", "clientSecretFile", "username"} <= set(legacy)
+    exchanged = next(iter(files["token-exchange.json"]["identities"].values()))
+    assert exchanged["grant"] == TOKEN_EXCHANGE and {"subjectTokenFile", "subjectTokenType"} <= set(exchanged)
+    dev_route = files["dev-proxy-https.json"]["routes"][0]
+    assert "https://" in dev_route["upstream"] and dev_route["tls"] and dev_route.get("identity")
+    for name, config in files.items():
+        assert "$schema" not in config, f"{name}: the decoder rejects $schema"
