@@ -92,7 +92,6 @@ public final class HTTPHead {
     }
 
     public var isHead: Bool { method == UInt8(HTTP_HEAD.rawValue) }
-    public var isPost: Bool { method == UInt8(HTTP_POST.rawValue) }
     public var isConnect: Bool { method == UInt8(HTTP_CONNECT.rawValue) }
 
     /// Whether the field is connection-specific and must not be forwarded as is.

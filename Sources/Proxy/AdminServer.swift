@@ -12,59 +12,49 @@
 //
 // Answers are JSON; errors are problem+json like the relay's own.
 
-import ByteBuffers
 import Config
 import EventLoop
-import HTTP1
 import OAuth2
 import Tokens
 
 public final class AdminServer {
-    private let loop: EventLoop
     private let config: RelayConfig
     private let tokens: TokenService?
-    private var listener: TCPListener?
-    private var connections: [ObjectIdentifier: AdminConnection] = [:]
+    private var server: LocalHTTPServer?
 
     public init(loop: EventLoop, address: SocketAddress, config: RelayConfig, tokens: TokenService?) throws(UVError) {
-        self.loop = loop
         self.config = config
         self.tokens = tokens
-        listener = try TCPListener(loop: loop, address: address, reusePort: false) { [unowned self] stream in
-            let connection = AdminConnection(stream: stream, server: self)
-            self.connections[ObjectIdentifier(connection)] = connection
+        // Unowned: the admin server owns the HTTP server and outlives its requests.
+        server = try LocalHTTPServer(loop: loop, address: address) { [unowned self] request in
+            self.answer(method: request.method, path: request.path)
         }
     }
 
-    public var boundAddress: SocketAddress? { listener?.localAddress }
+    public var boundAddress: SocketAddress? { server?.boundAddress }
 
     /// Stops listening and closes the admin connections.
     public func close() {
-        listener?.close()
-        listener = nil
-        for connection in connections.values { connection.stream.close() }
+        server?.close()
+        server = nil
     }
 
-    fileprivate func connectionDidClose(_ connection: AdminConnection) {
-        connections.removeValue(forKey: ObjectIdentifier(connection))
-    }
-
-    /// The answer to one admin request: status, content type and body.
-    fileprivate func answer(method: String, path: String) -> (Int, String, String) {
+    /// The answer to one admin request.
+    private func answer(method: String, path: String) -> LocalResponse {
         let now = monotonicSeconds()
         switch (method, path) {
         case ("GET", "/healthz"):
-            return (200, "application/json", "{\"status\":\"serving\"}\n")
+            return LocalResponse(status: 200, body: "{\"status\":\"serving\"}\n")
         case ("GET", "/readyz"):
             let missing = (tokens?.identities ?? [])
                 .filter { !$0.identity.grant.isInteractive && !$0.status(at: now).hasValidToken }
                 .map(\.identity.name)
-            if missing.isEmpty { return (200, "application/json", "{\"status\":\"ready\"}\n") }
+            if missing.isEmpty { return LocalResponse(status: 200, body: "{\"status\":\"ready\"}\n") }
             return problem(503, "not-ready", "Service Unavailable",
                            "identities without a valid token yet: \(missing.joined(separator: ", "))")
         case ("GET", "/identities"):
             let entries = (tokens?.identities ?? []).map { describe($0, now: now) }
-            return (200, "application/json", "{\"identities\":[\(entries.joined(separator: ","))]}\n")
+            return LocalResponse(status: 200, body: "{\"identities\":[\(entries.joined(separator: ","))]}\n")
         default:
             break
         }
@@ -78,10 +68,10 @@ public final class AdminServer {
         switch (method, parts[3]) {
         case ("POST", "refresh"):
             tokens.refreshNow(index)
-            return (202, "application/json", "{\"identity\":\(JSONText.quote(String(parts[2]))),\"refresh\":\"started\"}\n")
+            return LocalResponse(status: 202, body: "{\"identity\":\(JSONText.quote(String(parts[2]))),\"refresh\":\"started\"}\n")
         case ("DELETE", "token"):
             tokens.forget(index)
-            return (204, "application/json", "")
+            return LocalResponse(status: 204, body: "")
         case (_, "refresh"), (_, "token"):
             return problem(405, "method-not-allowed", "Method Not Allowed", "\(method) is not allowed on \(path)")
         default:
@@ -108,68 +98,8 @@ public final class AdminServer {
         return "{" + fields.joined(separator: ",") + "}"
     }
 
-    private func problem(_ status: Int, _ slug: String, _ title: String, _ detail: String) -> (Int, String, String) {
-        (status, "application/problem+json", Problem(status: status, slug: slug, title: title, detail: detail).json() + "\n")
-    }
-}
-
-/// One admin client connection: requests answered in order, keep-alive.
-private final class AdminConnection: ByteStreamDelegate, HTTP1ParserDelegate {
-    let stream: TCPStream
-    unowned let server: AdminServer
-    private let parser = HTTP1Parser(kind: .request, limits: HeaderLimits(maxHeadBytes: 16 * 1024, maxFieldCount: 64))
-    private var method = ""
-    private var path = ""
-    private var out = ByteBuffer()
-
-    init(stream: TCPStream, server: AdminServer) {
-        self.stream = stream
-        self.server = server
-        parser.delegate = self
-        stream.delegate = self
-        stream.startReading()
-    }
-
-    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
-        if case .failed = parser.feed(bytes) {
-            respond(400, "application/problem+json",
-                    Problem.badRequest("malformed admin request").json() + "\n", keepAlive: false)
-        }
-    }
-
-    func stream(_ stream: any ByteStream, didEndWith error: UVError?) { stream.close() }
-
-    func streamDidClose(_ stream: any ByteStream) { server.connectionDidClose(self) }
-
-    func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
-        method = String(decoding: parser.head.methodName, as: UTF8.self)
-        let target = String(decoding: parser.head.target, as: UTF8.self)
-        path = String(target.prefix { $0 != "?" })
-        return .framed
-    }
-
-    func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {}
-    func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {}
-    func parserDidFinishChunk(_ parser: HTTP1Parser) {}
-
-    func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
-        let (status, type, body) = server.answer(method: method, path: path)
-        respond(status, type, body, keepAlive: parser.head.keepAlive)
-        return false
-    }
-
-    private func respond(_ status: Int, _ type: String, _ body: String, keepAlive: Bool) {
-        out.clear()
-        out.append("HTTP/1.1 ")
-        out.appendDecimal(status)
-        out.append(status == 200 ? " OK" : status == 202 ? " Accepted" : status == 204 ? " No Content" : " Error")
-        out.append("\r\nContent-Type: ")
-        out.append(type)
-        out.append("\r\nCache-Control: no-store\r\nContent-Length: ")
-        out.appendDecimal(body.utf8.count)
-        out.append(keepAlive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n")
-        out.append(body)
-        stream.write(out)
-        if !keepAlive { stream.closeAfterWrites() }
+    private func problem(_ status: Int, _ slug: String, _ title: String, _ detail: String) -> LocalResponse {
+        LocalResponse(status: status, contentType: "application/problem+json",
+                      body: Problem(status: status, slug: slug, title: title, detail: detail).json() + "\n")
     }
 }

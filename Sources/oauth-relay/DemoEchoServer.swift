@@ -7,10 +7,8 @@
 // never stand in for an authorization server; it exists so the demo shows tokens being
 // injected and refreshed without anything else installed.
 
-import ByteBuffers
 import Dispatch
 import EventLoop
-import HTTP1
 import Proxy
 
 final class DemoEchoServer {
@@ -57,80 +55,27 @@ final class DemoEchoServer {
     }
 }
 
+/// The echo and the dev-only issuer, on the demo's own loop.
 private final class EchoListener {
-    let loop: EventLoop
-    var listener: TCPListener?
-    var connections: [ObjectIdentifier: EchoConnection] = [:]
+    var server: LocalHTTPServer?
     var stopSignal: LoopWakeup!
 
     init(loop: EventLoop, address: SocketAddress) throws(UVError) {
-        self.loop = loop
-        listener = try TCPListener(loop: loop, address: address, reusePort: false) { [unowned self] stream in
-            let connection = EchoConnection(stream: stream, server: self)
-            self.connections[ObjectIdentifier(connection)] = connection
+        server = try LocalHTTPServer(loop: loop, address: address) { request in
+            if request.method == "POST" && request.path == DemoEchoServer.tokenPath {
+                return LocalResponse(status: 200, body: Self.devToken())
+            }
+            func quote(_ text: String) -> String { JSONText.quote(text) }
+            let headers = request.headers.map { "[\(quote($0.name)),\(quote($0.value))]" }.joined(separator: ",")
+            return LocalResponse(status: 200, body: "{\"upstream\":\"oauth-relay demo echo\",\"method\":\(quote(request.method)),"
+                                 + "\"target\":\(quote(request.target)),\"headers\":[\(headers)],\"bodyBytes\":\(request.body.count)}\n")
         }
         stopSignal = LoopWakeup(loop: loop) { [unowned self] in
-            self.listener?.close()
-            for connection in self.connections.values { connection.stream.close() }
+            self.server?.close()
+            self.server = nil
             self.stopSignal.close()
         }
     }
-}
-
-private final class EchoConnection: ByteStreamDelegate, HTTP1ParserDelegate {
-    let stream: TCPStream
-    unowned let server: EchoListener
-    let parser = HTTP1Parser(kind: .request, limits: HeaderLimits(maxHeadBytes: 65536, maxFieldCount: 100))
-    var description = ""
-    var bodyBytes = 0
-    var out = ByteBuffer()
-
-    init(stream: TCPStream, server: EchoListener) {
-        self.stream = stream
-        self.server = server
-        parser.delegate = self
-        stream.delegate = self
-        stream.startReading()
-    }
-
-    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
-        if case .failed = parser.feed(bytes) { stream.closeAfterWrites() }
-    }
-
-    func stream(_ stream: any ByteStream, didEndWith error: UVError?) { stream.close() }
-
-    func streamDidClose(_ stream: any ByteStream) {
-        server.connections.removeValue(forKey: ObjectIdentifier(self))
-    }
-
-    func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
-        let head = parser.head
-        func text(_ bytes: UnsafeRawBufferPointer) -> String { JSONText.quote(String(decoding: bytes, as: UTF8.self)) }
-        let headers = head.fields.map { "[\(text(head.name($0))),\(text(head.value($0)))]" }.joined(separator: ",")
-        description = "\"method\":\(text(head.methodName)),\"target\":\(text(head.target)),\"headers\":[\(headers)]"
-        bodyBytes = 0
-        return .framed
-    }
-
-    func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) { bodyBytes += bytes.count }
-    func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {}
-    func parserDidFinishChunk(_ parser: HTTP1Parser) {}
-
-    func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
-        let issuesToken = parser.head.isPost && ASCII.equalsIgnoringCase(parser.head.target, Self.tokenPath)
-        let body = issuesToken ? Self.devToken()
-            : "{\"upstream\":\"oauth-relay demo echo\",\(description),\"bodyBytes\":\(bodyBytes)}\n"
-        out.clear()
-        out.append("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ")
-        out.appendDecimal(body.utf8.count)
-        out.append(parser.head.keepAlive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n")
-        out.append(body)
-        stream.write(out)
-        if !parser.head.keepAlive { stream.closeAfterWrites() }
-        return false
-    }
-
-    static let tokenPath = Array(DemoEchoServer.tokenPath.utf8)
 
     /// A random opaque token, clearly marked as the demo's, with a short lifetime.
     private static func devToken() -> String {

@@ -1,0 +1,140 @@
+// LocalHTTPServer: a small HTTP/1.1 server on one loop for the relay's own endpoints (the admin
+// listener, the demo's echo upstream): each request, with its body, is answered by a handler,
+// in order, with keep-alive. Not the proxy's request path; simplicity over speed.
+
+import ByteBuffers
+import EventLoop
+import HTTP1
+
+/// A request as the handler sees it.
+public struct LocalRequest {
+    public var method: String
+    /// As received, query included.
+    public var target: String
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    /// The target without its query.
+    public var path: String { String(target.prefix { $0 != "?" }) }
+}
+
+public struct LocalResponse {
+    public var status: Int
+    public var contentType: String
+    public var body: String
+
+    public init(status: Int, contentType: String = "application/json", body: String) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+    }
+}
+
+public final class LocalHTTPServer {
+    private let loop: EventLoop
+    private var listener: TCPListener?
+    private var connections: [ObjectIdentifier: LocalHTTPConnection] = [:]
+    fileprivate let handler: (LocalRequest) -> LocalResponse
+    /// Bodies larger than this are refused (these endpoints take small ones).
+    fileprivate let maxBodyBytes: Int
+
+    public init(loop: EventLoop, address: SocketAddress, maxBodyBytes: Int = 1 << 20,
+                handler: @escaping (LocalRequest) -> LocalResponse) throws(UVError) {
+        self.loop = loop
+        self.handler = handler
+        self.maxBodyBytes = maxBodyBytes
+        listener = try TCPListener(loop: loop, address: address, reusePort: false) { [unowned self] stream in
+            let connection = LocalHTTPConnection(stream: stream, server: self)
+            self.connections[ObjectIdentifier(connection)] = connection
+        }
+    }
+
+    public var boundAddress: SocketAddress? { listener?.localAddress }
+
+    /// Stops listening and closes every connection.
+    public func close() {
+        listener?.close()
+        listener = nil
+        for connection in connections.values { connection.stream.close() }
+    }
+
+    fileprivate func connectionDidClose(_ connection: LocalHTTPConnection) {
+        connections.removeValue(forKey: ObjectIdentifier(connection))
+    }
+}
+
+private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate {
+    let stream: TCPStream
+    unowned let server: LocalHTTPServer
+    private let parser = HTTP1Parser(kind: .request, limits: HeaderLimits(maxHeadBytes: 64 * 1024, maxFieldCount: 100))
+    private var request = LocalRequest(method: "", target: "", headers: [], body: [])
+    private var out = ByteBuffer()
+
+    init(stream: TCPStream, server: LocalHTTPServer) {
+        self.stream = stream
+        self.server = server
+        parser.delegate = self
+        stream.delegate = self
+        stream.startReading()
+    }
+
+    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
+        if case .failed(let error) = parser.feed(bytes) {
+            respond(LocalResponse(status: 400, contentType: "application/problem+json",
+                                  body: Problem.badRequest(error.reason).json() + "\n"), keepAlive: false)
+        }
+    }
+
+    func stream(_ stream: any ByteStream, didEndWith error: UVError?) { stream.close() }
+
+    func streamDidClose(_ stream: any ByteStream) { server.connectionDidClose(self) }
+
+    func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
+        let head = parser.head
+        func text(_ bytes: UnsafeRawBufferPointer) -> String { String(decoding: bytes, as: UTF8.self) }
+        request = LocalRequest(method: text(head.methodName), target: text(head.target),
+                               headers: head.fields.map { (text(head.name($0)), text(head.value($0))) }, body: [])
+        return .framed
+    }
+
+    func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
+        if request.body.count + bytes.count <= server.maxBodyBytes { request.body.append(contentsOf: bytes) }
+    }
+
+    func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {}
+    func parserDidFinishChunk(_ parser: HTTP1Parser) {}
+
+    func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
+        respond(server.handler(request), keepAlive: parser.head.keepAlive)
+        return false
+    }
+
+    private func respond(_ response: LocalResponse, keepAlive: Bool) {
+        out.clear()
+        out.append("HTTP/1.1 ")
+        out.appendDecimal(response.status)
+        out.append(" ")
+        out.append(Self.reason(response.status))
+        out.append("\r\nContent-Type: ")
+        out.append(response.contentType)
+        out.append("\r\nCache-Control: no-store\r\nContent-Length: ")
+        out.appendDecimal(response.body.utf8.count)
+        out.append(keepAlive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n")
+        out.append(response.body)
+        stream.write(out)
+        if !keepAlive { stream.closeAfterWrites() }
+    }
+
+    private static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 202: "Accepted"
+        case 204: "No Content"
+        case 400: "Bad Request"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 503: "Service Unavailable"
+        default: "Status"
+        }
+    }
+}
