@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -268,6 +269,24 @@ def curl(url: str, *args: str, timeout: float = 15) -> CurlResult:
         result.status, result.reason, result.version = int(code), reason, version
         result.headers = [(k, v.strip()) for k, _, v in (line.partition(":") for line in lines[1:] if line)]
     return result
+
+
+def curl_chunked_upload(url: str, size: int, timeout: float) -> dict:
+    """Uploads `size` bytes of the echo upstream's pattern with curl reading stdin (length
+    unknown, so sent chunked) and returns the echo's JSON answer."""
+    feeder = subprocess.Popen([sys.executable, "-c", "import sys; from echo_upstream import pattern_chunks\n"
+                               f"for piece in pattern_chunks({size}): sys.stdout.buffer.write(piece)"],
+                              cwd=Path(__file__).resolve().parent, stdout=subprocess.PIPE)
+    try:
+        upload = subprocess.run(["curl", "-sS", "--noproxy", "*", "--max-time", str(scaled(timeout)),
+                                 "-H", "Expect:", "-T", "-", url],
+                                stdin=feeder.stdout, capture_output=True, timeout=scaled(timeout) + 5)
+    finally:
+        feeder.stdout.close()
+        feeder.kill()
+        feeder.wait()
+    assert upload.returncode == 0, upload.stderr
+    return json.loads(upload.stdout)
 
 
 def assert_problem(resp: Response, status: int, route: str | None = None) -> dict:

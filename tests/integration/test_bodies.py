@@ -2,18 +2,14 @@
 relay memory, Expect: 100-continue, and the responses that never have a body (HEAD, 204, 304)."""
 
 import hashlib
-import json
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from deadlines import scaled
 from echo_upstream import HEAD_TEST_LENGTH, pattern_chunks, pattern_sha256
-from http_client import build_request, chunked_body, curl
+from http_client import build_request, chunked_body, curl, curl_chunked_upload
 
 GIB = 1 << 30
 MAX_RELAY_RSS = 100 * 1024 * 1024
@@ -67,19 +63,7 @@ def test_large_chunked_response_through_curl(relay):
 def test_chunked_upload_from_curl_stdin_is_forwarded(relay):
     size = 256 << 20
     # A generator process writes the body into curl's stdin; curl sends it chunked (length unknown).
-    feeder = subprocess.Popen([sys.executable, "-c", "import sys; from echo_upstream import pattern_chunks\n"
-                               f"for piece in pattern_chunks({size}): sys.stdout.buffer.write(piece)"],
-                              cwd=Path(__file__).parent, stdout=subprocess.PIPE)
-    try:
-        upload = subprocess.run(["curl", "-sS", "--noproxy", "*", "--max-time", str(scaled(TRANSFER_SECONDS)),
-                                 "-H", "Expect:", "-T", "-", relay.url + "/upload"],
-                                stdin=feeder.stdout, capture_output=True, timeout=scaled(TRANSFER_SECONDS) + 5)
-    finally:
-        feeder.stdout.close()
-        feeder.kill()
-        feeder.wait()
-    assert upload.returncode == 0, upload.stderr
-    echo = json.loads(upload.stdout)
+    echo = curl_chunked_upload(relay.url + "/upload", size, TRANSFER_SECONDS)
     assert echo["body_length"] == size
     assert echo["body_sha256"] == pattern_sha256(size)
 

@@ -38,7 +38,6 @@ import base64
 import http
 import json
 import math
-import re
 import secrets
 import sys
 import time
@@ -47,16 +46,12 @@ from urllib.parse import parse_qsl, urlsplit
 
 # Run as a script from oauth/: the shared test-server command line lives one directory up.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from echo_upstream import BadRequest, parse_head  # noqa: E402  (the one strict head parser of the test servers)
 from loopback_server import run_loopback_server, wait_for_stop_signal  # noqa: E402
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 1024 * 1024
-_TOKEN = re.compile(rb"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 DEFAULT_SPEC = {"kind": "token", "expires_in": 3600}
-
-
-class BadRequest(Exception):
-    pass
 
 
 def random_token() -> str:
@@ -88,7 +83,8 @@ class Stub:
                     await self.send(writer, 431, "application/json", b'{"error":"head too large"}', close=True)
                     return
                 try:
-                    method, target, headers = parse_head(head)
+                    request = parse_head(head)
+                    method, target, headers = request.method, request.target, request.headers
                     body = await read_body(reader, headers)
                 except BadRequest as e:
                     await self.send(writer, 400, "application/json", json.dumps({"stub": str(e)}).encode(), close=True)
@@ -219,22 +215,6 @@ class Stub:
 
 # ---------------------------------------------------------------------------------------------
 # Parsing.
-
-def parse_head(raw: bytes):
-    if b"\n" in raw.replace(b"\r\n", b"") or b"\r" in raw.replace(b"\r\n", b""):
-        raise BadRequest("bare CR or LF in the head")
-    lines = raw[:-4].split(b"\r\n")
-    parts = lines[0].split(b" ")
-    if len(parts) != 3 or not _TOKEN.match(parts[0]) or not parts[2].startswith(b"HTTP/1."):
-        raise BadRequest(f"bad request line {lines[0]!r}")
-    headers = []
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon or not _TOKEN.match(name) or line[:1] in (b" ", b"\t"):
-            raise BadRequest(f"bad header line {line[:80]!r}")
-        headers.append((name.decode("latin-1"), value.strip(b" \t").decode("latin-1")))
-    return parts[0].decode(), parts[1].decode("latin-1"), headers
-
 
 def values(headers, name: str) -> list[str]:
     return [v for k, v in headers if k.lower() == name]

@@ -3,17 +3,13 @@ proxies /echo/ to the echo upstream unbuffered), checked by SHA-256, with the re
 bounded: it must not hold a body."""
 
 import hashlib
-import json
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from deadlines import scaled
 from echo_upstream import pattern_chunks, pattern_sha256
-from http_client import build_request
+from http_client import build_request, curl_chunked_upload
 from tls_relay import tls_route
 
 pytestmark = pytest.mark.tls
@@ -78,19 +74,7 @@ def test_tls_chunked_upload_from_curl_is_streamed(tls_echo_relay):
     relay = tls_echo_relay
     size = 16 * MIB
     # curl reads the body from a generator on stdin: length unknown, so it is sent chunked.
-    feeder = subprocess.Popen([sys.executable, "-c", "import sys; from echo_upstream import pattern_chunks\n"
-                               f"for piece in pattern_chunks({size}): sys.stdout.buffer.write(piece)"],
-                              cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE)
-    try:
-        upload = subprocess.run(["curl", "-sS", "--noproxy", "*", "--max-time", str(scaled(TRANSFER_SECONDS)),
-                                 "-H", "Expect:", "-T", "-", relay.url + "/echo/upload"],
-                                stdin=feeder.stdout, capture_output=True, timeout=scaled(TRANSFER_SECONDS) + 5)
-    finally:
-        feeder.stdout.close()
-        feeder.kill()
-        feeder.wait()
-    assert upload.returncode == 0, upload.stderr
-    echo = json.loads(upload.stdout)
+    echo = curl_chunked_upload(relay.url + "/echo/upload", size, TRANSFER_SECONDS)
     assert (echo["body_length"], echo["body_sha256"]) == (size, pattern_sha256(size))
 
 
