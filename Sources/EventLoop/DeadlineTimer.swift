@@ -29,8 +29,6 @@ public final class DeadlineTimer {
         deadline = nil
     }
 
-    public var isArmed: Bool { deadline != nil }
-
     public func close() {
         deadline = nil
         scheduledAt = nil

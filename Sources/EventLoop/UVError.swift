@@ -11,12 +11,7 @@ public struct UVError: Error, Equatable, CustomStringConvertible, Sendable {
     public var description: String { "\(name): \(message)" }
 
     public var isConnectionRefused: Bool { code == UV_ECONNREFUSED.rawValue }
-    public var isTimeout: Bool { code == UV_ETIMEDOUT.rawValue }
-    public var isEndOfFile: Bool { code == UV_EOF.rawValue }
 
-    public static let endOfFile = UVError(UV_EOF.rawValue)
-    public static let timedOut = UVError(UV_ETIMEDOUT.rawValue)
-    public static let canceled = UVError(UV_ECANCELED.rawValue)
     /// EPROTO: what a TLS stream reports for a TLS failure (its own reason says more).
     public static let protocolError = UVError(UV_EPROTO.rawValue)
 }

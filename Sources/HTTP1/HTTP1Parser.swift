@@ -264,20 +264,13 @@ public final class HTTP1Parser {
             head.trailers.append(field)
             return 0
         }
-        switch field.known {
-        case .host:
+        if field.known == .host {
             if head.hostIndex != nil { return fail(.badHost, "more than one Host header") }
             head.hostIndex = head.fields.count
-        case .expect:
-            if ASCII.equalsIgnoringCase(head.value(field), Self.hundredContinue) { head.expectsContinue = true }
-        default:
-            break
         }
         head.fields.append(field)
         return 0
     }
-
-    private static let hundredContinue = Array("100-continue".utf8)
 
     fileprivate func headersComplete() -> Int32 {
         head.method = llhttp_get_method(state)

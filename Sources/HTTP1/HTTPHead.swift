@@ -45,7 +45,6 @@ public final class HTTPHead {
     public internal(set) var isUpgrade = false
     /// Index into `fields` of the Host header, if any.
     public internal(set) var hostIndex: Int?
-    public internal(set) var expectsContinue = false
 
     init() {}
 
@@ -64,7 +63,6 @@ public final class HTTPHead {
         keepAlive = true
         isUpgrade = false
         hostIndex = nil
-        expectsContinue = false
     }
 
     @inline(__always)

@@ -29,7 +29,6 @@ public final class RoutePlan: Sendable {
     let upstreamKey: UpstreamKey
     /// For an https upstream: how to connect.
     let tls: TLSConfiguration?
-    let nameBytes: [UInt8]
     /// Index of the route's identity in the token service; nil forwards without a token.
     let identityIndex: Int?
     /// `Name: prefix ` for header injection (the token and CRLF follow), or nil.
@@ -68,7 +67,6 @@ public final class RoutePlan: Sendable {
         forwardsTargetVerbatim = !route.stripPrefix && route.upstream.basePath.isEmpty && tokenQueryPrefix == nil
         // Routes to one https upstream with different TLS settings must not share connections.
         upstreamKey = UpstreamKey(host: route.upstream.host, port: route.upstream.port, tlsRoute: tls == nil ? nil : position)
-        nameBytes = Array(route.name.utf8)
     }
 
     /// Scratch space for `writeUpstreamTarget`, owned by a connection and reused.

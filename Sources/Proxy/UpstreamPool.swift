@@ -32,8 +32,6 @@ final class UpstreamPool {
         }
     }
 
-    var idleCount: Int { idle.count }
-
     /// A connection for `owner`'s exchange: an idle one, or a new one (connecting, or waiting
     /// for the host name to resolve). Never nil: failures arrive later through the owner.
     func acquire(for owner: ClientConnection, fresh: Bool = false) -> UpstreamConnection {
