@@ -1,3 +1,4 @@
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -30,4 +31,30 @@ public final class WorkerThread: @unchecked Sendable {
 
     /// Online cores, for `workers: 0`.
     public static var processorCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+}
+
+extension WorkerThread {
+    /// Starts a thread that sets itself up, reports how that went, and then goes on — a worker
+    /// that binds its listeners before it runs its loop. Returns once the thread has reported.
+    /// `body` must call `report` exactly once, before anything long; after reporting a
+    /// failure it should return, and the caller joins the thread.
+    public static func start<Value: Sendable>(
+        _ body: @escaping @Sendable (_ report: (Result<Value, any Error>) -> Void) -> Void
+    ) -> (thread: WorkerThread, outcome: Result<Value, any Error>) {
+        let outcome = StartOutcome<Value>()
+        let ready = DispatchSemaphore(value: 0)
+        let thread = WorkerThread {
+            body { result in
+                outcome.value = result
+                ready.signal()
+            }
+        }
+        ready.wait()
+        return (thread, outcome.value!)
+    }
+}
+
+/// Written by the starting thread before it signals, read by the starter after the wait.
+private final class StartOutcome<Value>: @unchecked Sendable {
+    var value: Result<Value, any Error>?
 }

@@ -4,7 +4,6 @@
 // kernel balances connections and no lock is shared between workers on the request path.
 
 import Config
-import Dispatch
 import EventLoop
 import Logging
 import Synchronization
@@ -37,13 +36,12 @@ public final class RelayServer: Sendable {
     /// Binds and starts `count` workers; returns once all listen, or throws if any could not.
     public static func start(settings: ProxySettings, workers count: Int, logger: Logger) throws(StartError) -> RelayServer {
         let listen = settings.config.listen
-        guard var address = SocketAddress(ip: listen.host == "localhost" ? "127.0.0.1" : listen.host, port: listen.port) else {
+        guard var address = SocketAddress(binding: listen) else {
             throw .badListenAddress(listen.description)
         }
         var tlsAddress: SocketAddress? = nil
         if let tlsListen = settings.config.listenTls {
-            guard let parsed = SocketAddress(ip: tlsListen.address.host == "localhost" ? "127.0.0.1" : tlsListen.address.host,
-                                             port: tlsListen.address.port) else {
+            guard let parsed = SocketAddress(binding: tlsListen.address) else {
                 throw .badListenAddress(tlsListen.address.description)
             }
             tlsAddress = parsed
@@ -52,14 +50,12 @@ public final class RelayServer: Sendable {
         var bound = address.description
         var boundTLS = tlsAddress?.description
         for index in 0..<count {
-            let outcome = Mutex<Result<(LoopWakeup, SocketAddress?, SocketAddress?), UVError>?>(nil)
-            let ready = DispatchSemaphore(value: 0)
             let bindTo = address
             let bindTLSTo = tlsAddress
             var workerLogger = logger
             workerLogger[metadataKey: "worker"] = "\(index)"
             let finalLogger = workerLogger
-            let thread = WorkerThread {
+            let (thread, outcome) = WorkerThread.start { (report: (Result<(LoopWakeup, SocketAddress?, SocketAddress?), any Error>) -> Void) in
                 let loop: EventLoop
                 let worker: ProxyWorker
                 do {
@@ -67,12 +63,10 @@ public final class RelayServer: Sendable {
                     worker = try ProxyWorker(loop: loop, settings: settings, address: bindTo, tlsAddress: bindTLSTo,
                                              logger: finalLogger)
                 } catch {
-                    outcome.withLock { $0 = .failure(error as! UVError) }
-                    ready.signal()
+                    report(.failure(error))
                     return
                 }
-                outcome.withLock { $0 = .success((worker.stopSignal, worker.boundAddress, worker.boundTLSAddress)) }
-                ready.signal()
+                report(.success((worker.stopSignal, worker.boundAddress, worker.boundTLSAddress)))
                 loop.run()
                 do {
                     try loop.close()
@@ -81,8 +75,7 @@ public final class RelayServer: Sendable {
                 }
                 _ = worker
             }
-            ready.wait()
-            switch outcome.withLock({ $0 })! {
+            switch outcome {
             case .success(let (wakeup, boundAddress, boundTLSAddress)):
                 started.append(Worker(thread: thread, stop: wakeup))
                 // Port 0 picks a port for the first worker; the others join that one.
@@ -98,7 +91,7 @@ public final class RelayServer: Sendable {
                 thread.join()
                 for worker in started { worker.stop.wake() }
                 for worker in started { worker.thread.join() }
-                throw .bindFailed(address.description, error)
+                throw .bindFailed(address.description, error as! UVError)
             }
         }
         return RelayServer(workers: started, boundAddress: bound, boundTLSAddress: boundTLS)
@@ -119,5 +112,13 @@ public final class RelayServer: Sendable {
     /// Blocks until every worker has stopped.
     public func wait() {
         for worker in workers { worker.thread.join() }
+    }
+}
+
+extension SocketAddress {
+    /// The address to bind for a configured `host:port` (listeners take IP literals;
+    /// `localhost` means 127.0.0.1).
+    public init?(binding hostPort: HostPort) {
+        self.init(ip: hostPort.host == "localhost" ? "127.0.0.1" : hostPort.host, port: hostPort.port)
     }
 }

@@ -4,7 +4,6 @@
 // across all workers; the lifecycle additionally refuses to start a second one.
 
 import Config
-import Dispatch
 import EventLoop
 import Foundation
 import HTTPClient
@@ -28,36 +27,29 @@ public final class TokenService: Sendable {
                              limits: HTTPClientLimits, logger: Logger) throws -> TokenService {
         let names = identities.keys.sorted()
         let tokens = names.enumerated().map { IdentityTokens(identity: identities[$1]!, index: $0) }
-        final class Started: @unchecked Sendable {
-            // Written by the token thread before `ready` is signalled, read after.
-            var wakeup: LoopWakeup?
-            var error: (any Error)?
-        }
-        let started = Started()
-        let ready = DispatchSemaphore(value: 0)
         let stopFlag = StopFlag()
-        let thread = WorkerThread {
+        let (thread, outcome) = WorkerThread.start { (report: (Result<LoopWakeup, any Error>) -> Void) in
             let loop: EventLoop
             do {
                 loop = try EventLoop()
             } catch {
-                started.error = error
-                ready.signal()
+                report(.failure(error))
                 return
             }
             let fetcher = TokenFetcher(loop: loop, identities: tokens, tls: tls, limits: limits, logger: logger, stopFlag: stopFlag)
-            started.wakeup = fetcher.wakeup
-            ready.signal()
+            report(.success(fetcher.wakeup))
             fetcher.runDueFetches()
             loop.run()
             try? loop.close()
         }
-        ready.wait()
-        if let error = started.error {
+        let wakeup: LoopWakeup
+        switch outcome {
+        case .success(let started): wakeup = started
+        case .failure(let error):
             thread.join()
             throw error
         }
-        return TokenService(identities: tokens, thread: thread, wakeup: started.wakeup!, stopFlag: stopFlag,
+        return TokenService(identities: tokens, thread: thread, wakeup: wakeup, stopFlag: stopFlag,
                             byName: Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) }))
     }
 

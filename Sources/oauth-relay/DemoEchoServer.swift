@@ -7,7 +7,6 @@
 // never stand in for an authorization server; it exists so the demo shows tokens being
 // injected and refreshed without anything else installed.
 
-import Dispatch
 import EventLoop
 import Proxy
 
@@ -21,27 +20,19 @@ final class DemoEchoServer {
 
     /// Starts listening on `address`; throws when it cannot bind.
     init(address: SocketAddress) throws {
-        final class Outcome: @unchecked Sendable {
-            // Written by the server thread before `ready` is signalled, read after.
-            var result: Result<LoopWakeup, UVError>?
-        }
-        let outcome = Outcome()
-        let ready = DispatchSemaphore(value: 0)
-        thread = WorkerThread {
+        let (thread, outcome) = WorkerThread.start { (report: (Result<LoopWakeup, any Error>) -> Void) in
             do {
                 let loop = try EventLoop()
                 let server = try EchoListener(loop: loop, address: address)
-                outcome.result = .success(server.stopSignal)
-                ready.signal()
+                report(.success(server.stopSignal))
                 loop.run()
                 try? loop.close()
             } catch {
-                outcome.result = .failure(error as! UVError)
-                ready.signal()
+                report(.failure(error))
             }
         }
-        ready.wait()
-        switch outcome.result! {
+        self.thread = thread
+        switch outcome {
         case .success(let wakeup): stopSignal = wakeup
         case .failure(let error):
             thread.join()

@@ -124,8 +124,7 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), logger: Logger,
     // The admin listener, on this thread's loop (issue 5): health, readiness, identities.
     var admin: AdminServer?
     if let adminAddress = config.admin {
-        guard let address = SocketAddress(ip: adminAddress.host == "localhost" ? "127.0.0.1" : adminAddress.host,
-                                          port: adminAddress.port) else {
+        guard let address = SocketAddress(binding: adminAddress) else {
             logger.critical("cannot start", metadata: ["error": "admin address \(adminAddress) is not an IP address"])
             server.stop()
             server.wait()
