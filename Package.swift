@@ -15,6 +15,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
     ],
     targets: [
         // C libraries, each behind exactly one Swift module that imports it `internal`.
@@ -34,12 +35,13 @@ let package = Package(
             "Config", "OAuth2", "EventLoop", "HTTPClient", "TLS",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        .target(name: "RelayMetrics", dependencies: [.product(name: "Prometheus", package: "swift-prometheus")]),
         .target(name: "Proxy", dependencies: [
-            "EventLoop", "HTTP1", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream",
+            "EventLoop", "HTTP1", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
-            "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "HTTPClient", "TLS",
+            "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "HTTPClient", "TLS", "RelayMetrics",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),

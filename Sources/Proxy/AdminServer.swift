@@ -5,26 +5,41 @@
 //   GET    /readyz                     200 once every non-interactive identity holds a valid
 //                                      token (the listeners are bound before this server
 //                                      starts); else 503 naming what is missing
+//   GET    /metrics                    Prometheus text format (see RelayMetrics)
 //   GET    /identities                 each identity's grant, state, expiry and last error —
 //                                      never a token or a secret
 //   POST   /identities/NAME/refresh    fetch a new token now (202)
 //   DELETE /identities/NAME/token      forget the token and refresh token (204)
+//   POST   /reload                     re-read the configuration file, like SIGHUP: 200 with
+//                                      what changed, or 422 with every error (nothing changed)
 //
 // Answers are JSON; errors are problem+json like the relay's own.
 
 import Config
 import EventLoop
 import OAuth2
+import RelayMetrics
 import Tokens
 
+/// What a configuration reload did.
+public enum ReloadOutcome {
+    /// In force for new requests. `summary`: a JSON object describing the change.
+    case applied(summary: String)
+    /// Nothing changed; each error with its JSON path.
+    case rejected(errors: [String])
+}
+
 public final class AdminServer {
-    private let config: RelayConfig
     private let tokens: TokenService?
+    private let metrics: RelayMetrics?
+    private let reload: () -> ReloadOutcome
     private var server: LocalHTTPServer?
 
-    public init(loop: EventLoop, address: SocketAddress, config: RelayConfig, tokens: TokenService?) throws(UVError) {
-        self.config = config
+    public init(loop: EventLoop, address: SocketAddress, tokens: TokenService?, metrics: RelayMetrics?,
+                reload: @escaping () -> ReloadOutcome) throws(UVError) {
         self.tokens = tokens
+        self.metrics = metrics
+        self.reload = reload
         // Unowned: the admin server owns the HTTP server and outlives its requests.
         server = try LocalHTTPServer(loop: loop, address: address) { [unowned self] request in
             self.answer(method: request.method, path: request.path)
@@ -55,6 +70,22 @@ public final class AdminServer {
         case ("GET", "/identities"):
             let entries = (tokens?.identities ?? []).map { describe($0, now: now) }
             return LocalResponse(status: 200, body: "{\"identities\":[\(entries.joined(separator: ","))]}\n")
+        case ("GET", "/metrics"):
+            guard let metrics else { return problem(404, "not-found", "Not Found", "metrics are off") }
+            return LocalResponse(status: 200, contentType: RelayMetrics.contentType,
+                                 body: String(decoding: metrics.exposition(), as: UTF8.self))
+        case ("POST", "/reload"):
+            switch reload() {
+            case .applied(let summary):
+                return LocalResponse(status: 200, body: summary + "\n")
+            case .rejected(let errors):
+                var rejected = Problem(status: 422, slug: "config-invalid", title: "Unprocessable Content",
+                                       detail: "the configuration was not reloaded; nothing changed")
+                rejected.errors = errors
+                return LocalResponse(status: 422, contentType: "application/problem+json", body: rejected.json() + "\n")
+            }
+        case (_, "/reload"), (_, "/metrics"), (_, "/healthz"), (_, "/readyz"), (_, "/identities"):
+            return problem(405, "method-not-allowed", "Method Not Allowed", "\(method) is not allowed on \(path)")
         default:
             break
         }
@@ -62,15 +93,15 @@ public final class AdminServer {
         guard parts.count == 4, parts[1] == "identities", let tokens else {
             return problem(404, "not-found", "Not Found", "no admin endpoint \(path)")
         }
-        guard let index = tokens.index(of: String(parts[2])) else {
+        guard let identity = tokens.tokenSet[String(parts[2])] else {
             return problem(404, "unknown-identity", "Not Found", "no identity named \(parts[2])")
         }
         switch (method, parts[3]) {
         case ("POST", "refresh"):
-            tokens.refreshNow(index)
+            tokens.refreshNow(identity)
             return LocalResponse(status: 202, body: "{\"identity\":\(JSONText.quote(String(parts[2]))),\"refresh\":\"started\"}\n")
         case ("DELETE", "token"):
-            tokens.forget(index)
+            tokens.forget(identity)
             return LocalResponse(status: 204, body: "")
         case (_, "refresh"), (_, "token"):
             return problem(405, "method-not-allowed", "Method Not Allowed", "\(method) is not allowed on \(path)")

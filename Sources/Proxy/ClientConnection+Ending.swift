@@ -36,7 +36,7 @@ extension ClientConnection {
         case .closing, .tunnelling:
             return
         case .awaitingRequest, .readingHead:
-            break
+            worker.countRejected(status: problem.status)
         case .exchanging:
             if exchange.responseHeadSent {
                 // The upstream's response is on its way; the client learns of the error by the close.
@@ -67,7 +67,7 @@ extension ClientConnection {
 
     func finishExchangeIfDone() {
         guard phase == .exchanging, exchange.requestDone, exchange.responseDone else { return }
-        logAccess()
+        recordExchange()
         if let upstream {
             upstream.finishExchange()
             self.upstream = nil
@@ -86,7 +86,7 @@ extension ClientConnection {
 
     func closeAfterResponse() {
         guard phase != .closing else { return }
-        if phase == .exchanging && exchange.responseDone { logAccess() }
+        if phase == .exchanging && exchange.responseDone { recordExchange() }
         phase = .closing
         timer?.disarm()
         if let upstream {
@@ -108,9 +108,10 @@ extension ClientConnection {
         if isIdle { close() }
     }
 
-    func logAccess() {
-        guard settings.config.accessLog, exchange.startedAt != 0 else { return }
-        worker.logAccess(exchange)
+    /// Counts and logs the exchange, once.
+    func recordExchange() {
+        guard exchange.startedAt != 0 else { return }
+        worker.record(exchange, plan: plan, settings: settings)
         exchange.startedAt = 0
     }
 
@@ -123,8 +124,10 @@ extension ClientConnection {
         case .readingHead:
             exchange = Exchange()
             exchange.keepAlive = false
+            let problem = Problem.headerTimeout()
+            worker.countRejected(status: problem.status)
             scratch.clear()
-            Problem.headerTimeout().write(keepAlive: false, viaSuffix: settings.viaSuffix, into: &scratch)
+            problem.write(keepAlive: false, viaSuffix: settings.viaSuffix, into: &scratch)
             stream.write(scratch)
             closeAfterResponse()
         default:

@@ -25,7 +25,7 @@ extension ClientConnection {
             return .framed
         }
         exchange.status = status
-        if settings.config.accessLog { exchange.upstreamHeadAt = worker.clock() }
+        if worker.timesExchanges { exchange.upstreamHeadAt = worker.clock() }
         let noBody = exchange.requestIsHead || status == 204 || status == 304 || status == 101
         let framing: ForwardedHead.Framing
         if noBody {
@@ -148,19 +148,19 @@ extension ClientConnection {
         heldResponseHead.clear()
         if exchange.responseHeadSent {
             // Part of the response is out; the client can only learn of the failure by the close.
-            worker.logUpstreamFailure(failure, route: plan?.route.name, midResponse: true)
+            worker.upstreamFailed(failure, plan: plan, settings: settings, midResponse: true)
             close()
             return
         }
         if failure.allowsRetryOnFreshConnection && upstream.isReused && !upstream.receivedResponseBytes
             && !exchange.retried && !exchange.hasRequestBody, let plan {
             exchange.retried = true
-            let fresh = worker.pool(for: plan).acquire(for: self, fresh: true)
+            let fresh = worker.pool(for: plan, of: settings).acquire(for: self, fresh: true)
             self.upstream = fresh
             fresh.write(replayableHead)
             return
         }
-        worker.logUpstreamFailure(failure, route: plan?.route.name, midResponse: false)
+        worker.upstreamFailed(failure, plan: plan, settings: settings, midResponse: false)
         let problem = Problem.upstreamFailure(failure, route: plan?.route.name)
         answerLocally(problem)
         if !exchange.requestDone { closeAfterResponse() } else { finishExchangeIfDone(); drive() }
@@ -173,7 +173,7 @@ extension ClientConnection {
         phase = .tunnelling
         upstream.startTunnel()
         timer?.disarm()
-        logAccess()
+        recordExchange()
         if bytes.count > 0 { stream.write(bytes) }
         if !leftover.isEmpty {
             upstream.write(leftover)
@@ -211,10 +211,10 @@ extension ClientConnection {
         exchange.replayedWithNewToken = true
         upstream.finishExchange()
         self.upstream = nil
-        guard let plan, let index = plan.identityIndex, let tokens = worker.tokens, let token = exchange.token else { return }
+        guard let plan, let identity = plan.identity, let tokens = worker.tokens, let token = exchange.token else { return }
         worker.logger.info("upstream refused the token; fetching a new one and sending the request again",
                            metadata: ["route": .string(plan.route.name), "identity": .string(plan.route.identity ?? "-")])
-        tokens.invalidate(index, token: token)
+        tokens.invalidate(identity, token: token)
         exchange.token = nil
         exchange.waitingForToken = true
         tokenMayBeReady()

@@ -34,8 +34,9 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     let stream: any ByteStream
     let parser: HTTP1Parser
     var timer: DeadlineTimer?
-    let settings: ProxySettings
-    let forwarding: ForwardedHead.Forwarding
+    /// The settings of the current exchange (a reload applies from the next request on).
+    var settings: ProxySettings
+    var forwarding: ForwardedHead.Forwarding
     var phase: Phase = .awaitingRequest
 
     /// Bytes received after the request being handled (pipelined), not parsed yet.
@@ -109,7 +110,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     init(worker: ProxyWorker, stream: any ByteStream, overTLS: Bool = false) {
         self.worker = worker
         self.stream = stream
-        settings = worker.settings
+        settings = worker.currentSettings
         parser = HTTP1Parser(kind: .request, limits: settings.headerLimits)
         let address = stream.peerAddress()?.ipString ?? "unknown"
         forwarding = ForwardedHead.Forwarding(clientAddress: Array(address.utf8),
@@ -123,6 +124,13 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     }
 
     var isIdle: Bool { phase == .awaitingRequest && leftover.isEmpty }
+
+    /// Takes the settings a reload published, between exchanges.
+    private func adopt(_ current: ProxySettings) {
+        settings = current
+        forwarding.trustForwardedHeaders = current.config.trustForwardedHeaders
+        forwarding.viaSuffix = current.viaSuffix
+    }
 
     // MARK: Reading and parsing
 
@@ -204,11 +212,11 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         exchange.requestFraming = head.isChunked ? .chunked : (head.contentLength != nil ? .contentLength : .none)
         replayBody.clear()
         replayBody.shrink(ifLargerThan: Self.maxReplayBodyBytes)
+        let current = worker.currentSettings
+        if current !== settings { adopt(current) }
         let logging = settings.config.accessLog
-        if logging {
-            exchange.startedAt = worker.clock()
-            exchange.method = String(decoding: head.methodName, as: UTF8.self)
-        }
+        if worker.timesExchanges { exchange.startedAt = worker.clock() }
+        if logging { exchange.method = String(decoding: head.methodName, as: UTF8.self) }
 
         if head.isConnect {
             answerLocally(.methodNotAllowed())
@@ -232,10 +240,10 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         }
         self.plan = plan
         if logging { exchange.routeName = plan.route.name }
-        if let index = plan.identityIndex, let tokens = worker.tokens {
+        if let identity = plan.identity, let tokens = worker.tokens {
             exchange.bodyReplayable = exchange.hasRequestBody && !plan.route.retryOnStatus.isEmpty
                 && (head.contentLength ?? 0) <= UInt64(Self.maxReplayBodyBytes)
-            switch tokens.lookup(index) {
+            switch tokens.lookup(identity) {
             case .inject(let token):
                 exchange.token = token
             case .wait:
@@ -284,8 +292,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         }
         replayableHead.clear()
         if !exchange.hasRequestBody { replayableHead.append(scratch.readableBytes) }
-        if settings.config.accessLog { exchange.upstreamStartedAt = worker.clock() }
-        let upstream = worker.pool(for: plan).acquire(for: self)
+        if worker.timesExchanges { exchange.upstreamStartedAt = worker.clock() }
+        let upstream = worker.pool(for: plan, of: settings).acquire(for: self)
         self.upstream = upstream
         upstream.write(scratch)
         // A replay after the upstream refused the token sends the body it already received.
@@ -294,9 +302,9 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     /// The token thread ended a fetch this parked request waited for: ask again.
     func tokenMayBeReady() {
-        guard phase == .exchanging, exchange.waitingForToken, let plan, let index = plan.identityIndex,
+        guard phase == .exchanging, exchange.waitingForToken, let plan, let identity = plan.identity,
               let tokens = worker.tokens else { return }
-        switch tokens.lookup(index) {
+        switch tokens.lookup(identity) {
         case .wait:
             tokens.park(self)
             return

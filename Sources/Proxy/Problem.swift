@@ -16,6 +16,8 @@ struct Problem {
     var identity: String?
     var oauthError: String?
     var oauthErrorDescription: String?
+    /// Each error, when there are several (a configuration that failed to load).
+    var errors: [String] = []
 
     static func badRequest(_ detail: String) -> Problem {
         Problem(status: 400, slug: "bad-request", title: "Bad Request", detail: detail)
@@ -90,6 +92,7 @@ struct Problem {
         if let identity { body += ",\"identity\":\(JSONText.quote(identity))" }
         if let oauthError { body += ",\"oauthError\":\(JSONText.quote(oauthError))" }
         if let oauthErrorDescription { body += ",\"oauthErrorDescription\":\(JSONText.quote(oauthErrorDescription))" }
+        if !errors.isEmpty { body += ",\"errors\":[" + errors.map(JSONText.quote).joined(separator: ",") + "]" }
         return body + "}"
     }
 

@@ -1,21 +1,37 @@
 // ProxyWorker: everything one worker thread owns — its loop, its SO_REUSEPORT listener, its
-// client connections and its upstream pools. Nothing here is shared with other workers except
-// the immutable `ProxySettings`; a connection never leaves its worker.
+// client connections, its upstream pools and its metrics. Nothing here is shared with other
+// workers except the immutable `ProxySettings`; a connection never leaves its worker.
+//
+// A reload publishes new settings in the server's `SettingsMailbox`. Each request head asks
+// for `currentSettings`, which adopts them on first sight (one atomic load otherwise): the
+// worker's upstream pools are retired (their busy connections finish, then close; new
+// exchanges get new pools) and requests already under way keep the settings they began with.
 
 import EventLoop
 import Logging
 import Config
+import RelayMetrics
 import Synchronization
 import TLSStream
 
 final class ProxyWorker {
     let loop: EventLoop
-    let settings: ProxySettings
+    private(set) var settings: ProxySettings
+    private let mailbox: SettingsMailbox
+    private var adoptedGeneration: UInt64
     let logger: Logger
+    /// This worker's series; nil when metrics are off (no admin listener).
+    let metrics: WorkerMetrics?
+    /// Route series of the current settings, by route position.
+    private var routeMetrics: [RouteMetrics?]
+    /// Exchanges are timed (for the access log or the metrics).
+    let timesExchanges: Bool
     private var listener: TCPListener?
     private var clients: [ObjectIdentifier: ClientConnection] = [:]
     private var pools: [UpstreamKey: UpstreamPool] = [:]
     private var poolByRoute: [UpstreamPool?]
+    /// Pools of earlier settings, kept until their last connection closes.
+    private var retiredPools: [ObjectIdentifier: UpstreamPool] = [:]
     private(set) var isDraining = false
     /// This worker's side of the identities' tokens (nil without identities).
     private(set) var tokens: WorkerTokens?
@@ -25,18 +41,24 @@ final class ProxyWorker {
 
     private var tlsListener: TCPListener?
 
-    init(loop: EventLoop, settings: ProxySettings, address: SocketAddress, tlsAddress: SocketAddress?,
-         logger: Logger) throws(UVError) {
+    init(loop: EventLoop, mailbox: SettingsMailbox, address: SocketAddress, tlsAddress: SocketAddress?,
+         logger: Logger, metrics: WorkerMetrics?) throws(UVError) {
         self.loop = loop
-        self.settings = settings
+        self.mailbox = mailbox
+        (settings, adoptedGeneration) = mailbox.current
         self.logger = logger
+        self.metrics = metrics
+        timesExchanges = metrics != nil || settings.config.accessLog
         poolByRoute = Array(repeating: nil, count: settings.plans.count)
+        routeMetrics = Array(repeating: nil, count: settings.plans.count)
         listener = try TCPListener(loop: loop, address: address, reusePort: true) { [unowned self] stream in
             self.accept(stream)
         }
-        if let tlsAddress, let serverTLS = settings.listenerTLS {
+        if let tlsAddress, settings.listenerTLS != nil {
             do throws(UVError) {
                 tlsListener = try TCPListener(loop: loop, address: tlsAddress, reusePort: true) { [unowned self] tcp in
+                    // The certificate of the settings in force (a reload may have rotated it).
+                    guard let serverTLS = self.currentSettings.listenerTLS else { return tcp.close() }
                     self.accept(TLSStream.accept(tcp, configuration: serverTLS), overTLS: true)
                 }
             } catch {
@@ -57,18 +79,56 @@ final class ProxyWorker {
     private func accept(_ stream: any ByteStream, overTLS: Bool = false) {
         let connection = ClientConnection(worker: self, stream: stream, overTLS: overTLS)
         clients[ObjectIdentifier(connection)] = connection
+        metrics?.clientConnectionOpened()
     }
 
     func connectionDidClose(_ connection: ClientConnection) {
         clients.removeValue(forKey: ObjectIdentifier(connection))
+        metrics?.clientConnectionClosed()
         if isDraining && clients.isEmpty { finishDrain() }
     }
 
+    // MARK: Settings and reloads
+
+    /// The settings for a request that starts now: the newest a reload published.
+    var currentSettings: ProxySettings {
+        if mailbox.generation != adoptedGeneration { adoptNewSettings() }
+        return settings
+    }
+
+    private func adoptNewSettings() {
+        (settings, adoptedGeneration) = mailbox.current
+        // New routes may name other upstreams, TLS settings or limits: new exchanges get new
+        // pools, and the old ones close as their exchanges end.
+        for pool in pools.values { retire(pool) }
+        pools.removeAll()
+        poolByRoute = Array(repeating: nil, count: settings.plans.count)
+        routeMetrics = Array(repeating: nil, count: settings.plans.count)
+        if let tokens, let identities = settings.identities { tokens.keepOnly(identities) }
+    }
+
+    private func retire(_ pool: UpstreamPool) {
+        pool.retire()
+        if !pool.isEmpty { retiredPools[ObjectIdentifier(pool)] = pool }
+    }
+
+    /// A retired pool's last connection closed.
+    func retiredPoolEmptied(_ pool: UpstreamPool) {
+        retiredPools.removeValue(forKey: ObjectIdentifier(pool))
+    }
+
     /// The pool of a route's upstream. Routes to the same upstream share one pool; the lookup
-    /// per request is an array index, not a hash of the host name.
-    func pool(for plan: RoutePlan) -> UpstreamPool {
+    /// per request is an array index, not a hash of the host name. A plan of earlier settings
+    /// (its request began before a reload) gets a pool of its own, retired from the start.
+    func pool(for plan: RoutePlan, of planSettings: ProxySettings) -> UpstreamPool {
+        guard planSettings === settings else {
+            let pool = UpstreamPool(key: plan.upstreamKey, worker: self, settings: planSettings, tls: plan.tls)
+            retiredPools[ObjectIdentifier(pool)] = pool
+            pool.retire()
+            return pool
+        }
         if let pool = poolByRoute[plan.position] { return pool }
-        let pool = pools[plan.upstreamKey] ?? UpstreamPool(key: plan.upstreamKey, loop: loop, settings: settings, tls: plan.tls)
+        let pool = pools[plan.upstreamKey] ?? UpstreamPool(key: plan.upstreamKey, worker: self, settings: settings, tls: plan.tls)
         pools[plan.upstreamKey] = pool
         poolByRoute[plan.position] = pool
         return pool
@@ -110,10 +170,36 @@ final class ProxyWorker {
         stopWakeup?.close()
     }
 
-    // MARK: Logging
+    // MARK: Metrics and logging
 
-    func logAccess(_ exchange: ClientConnection.Exchange) {
+    /// Counts and logs a finished exchange.
+    func record(_ exchange: ClientConnection.Exchange, plan: RoutePlan?, settings: ProxySettings) {
         let now = clock()
+        let upstreamTimed = exchange.upstreamHeadAt > exchange.upstreamStartedAt && exchange.upstreamStartedAt > 0
+        if let metrics {
+            let series = routeMetrics(metrics, plan, settings: settings)
+            series.countRequest(status: exchange.status, seconds: Double(now - exchange.startedAt) / 1_000_000_000)
+            if upstreamTimed { series.recordUpstream(seconds: Double(exchange.upstreamHeadAt - exchange.upstreamStartedAt) / 1_000_000_000) }
+        }
+        if settings.config.accessLog { logAccess(exchange, now: now, upstreamTimed: upstreamTimed) }
+    }
+
+    /// Counts a request rejected before it had a head worth timing (400, 431, 408).
+    func countRejected(status: Int) {
+        metrics?.route("").countRequest(status: status, seconds: nil)
+    }
+
+    /// The series of `plan`'s route (no plan: requests no route took).
+    private func routeMetrics(_ metrics: WorkerMetrics, _ plan: RoutePlan?, settings planSettings: ProxySettings) -> RouteMetrics {
+        guard let plan else { return metrics.route("") }
+        guard planSettings === settings else { return metrics.route(plan.route.name) }
+        if let series = routeMetrics[plan.position] { return series }
+        let series = metrics.route(plan.route.name)
+        routeMetrics[plan.position] = series
+        return series
+    }
+
+    private func logAccess(_ exchange: ClientConnection.Exchange, now: UInt64, upstreamTimed: Bool) {
         var metadata: Logger.Metadata = [
             "method": .string(exchange.method),
             "path": .string(exchange.path),
@@ -122,15 +208,17 @@ final class ProxyWorker {
             "bytes": .stringConvertible(exchange.bodyBytesSent),
             "duration_ms": .string(Self.milliseconds(now - exchange.startedAt)),
         ]
-        if exchange.upstreamHeadAt > exchange.upstreamStartedAt && exchange.upstreamStartedAt > 0 {
+        if upstreamTimed {
             metadata["upstream_ms"] = .string(Self.milliseconds(exchange.upstreamHeadAt - exchange.upstreamStartedAt))
         }
         logger.info("access", metadata: metadata)
     }
 
-    func logUpstreamFailure(_ failure: UpstreamFailure, route: String?, midResponse: Bool) {
+    /// Counts and logs an upstream exchange that failed.
+    func upstreamFailed(_ failure: UpstreamFailure, plan: RoutePlan?, settings: ProxySettings, midResponse: Bool) {
+        if let metrics { routeMetrics(metrics, plan, settings: settings).countUpstreamError(kind: failure.metricKind) }
         logger.warning("upstream failure", metadata: [
-            "route": .string(route ?? "-"),
+            "route": .string(plan?.route.name ?? "-"),
             "error": .string("\(failure)"),
             "mid_response": .stringConvertible(midResponse),
         ])

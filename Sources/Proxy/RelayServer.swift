@@ -2,10 +2,12 @@
 //
 // Each worker binds its own listening socket to the same address with SO_REUSEPORT, so the
 // kernel balances connections and no lock is shared between workers on the request path.
+// `reload` publishes new settings to all of them at once.
 
 import Config
 import EventLoop
 import Logging
+import RelayMetrics
 import Synchronization
 
 public final class RelayServer: Sendable {
@@ -27,6 +29,7 @@ public final class RelayServer: Sendable {
     }
 
     private let workers: [Worker]
+    private let mailbox: SettingsMailbox
     private let stopRequested = Atomic<Bool>(false)
     /// The address actually bound (differs from the config with port 0).
     public let boundAddress: String
@@ -34,7 +37,10 @@ public final class RelayServer: Sendable {
     public let boundTLSAddress: String?
 
     /// Binds and starts `count` workers; returns once all listen, or throws if any could not.
-    public static func start(settings: ProxySettings, workers count: Int, logger: Logger) throws(StartError) -> RelayServer {
+    /// `metrics`: where the workers count requests (nil: not counted).
+    public static func start(settings: ProxySettings, workers count: Int, logger: Logger,
+                             metrics: RelayMetrics? = nil) throws(StartError) -> RelayServer {
+        let mailbox = SettingsMailbox(settings)
         let listen = settings.config.listen
         guard var address = SocketAddress(binding: listen) else {
             throw .badListenAddress(listen.description)
@@ -55,13 +61,14 @@ public final class RelayServer: Sendable {
             var workerLogger = logger
             workerLogger[metadataKey: "worker"] = "\(index)"
             let finalLogger = workerLogger
+            let workerMetrics = metrics.map { WorkerMetricsHandoff($0, index) }
             let (thread, outcome) = WorkerThread.start { (report: (Result<(LoopWakeup, SocketAddress?, SocketAddress?), any Error>) -> Void) in
                 let loop: EventLoop
                 let worker: ProxyWorker
                 do {
                     loop = try EventLoop()
-                    worker = try ProxyWorker(loop: loop, settings: settings, address: bindTo, tlsAddress: bindTLSTo,
-                                             logger: finalLogger)
+                    worker = try ProxyWorker(loop: loop, mailbox: mailbox, address: bindTo, tlsAddress: bindTLSTo,
+                                             logger: finalLogger, metrics: workerMetrics?.make())
                 } catch {
                     report(.failure(error))
                     return
@@ -94,13 +101,24 @@ public final class RelayServer: Sendable {
                 throw .bindFailed(address.description, error as! UVError)
             }
         }
-        return RelayServer(workers: started, boundAddress: bound, boundTLSAddress: boundTLS)
+        return RelayServer(workers: started, mailbox: mailbox, boundAddress: bound, boundTLSAddress: boundTLS)
     }
 
-    private init(workers: [Worker], boundAddress: String, boundTLSAddress: String?) {
+    private init(workers: [Worker], mailbox: SettingsMailbox, boundAddress: String, boundTLSAddress: String?) {
         self.workers = workers
+        self.mailbox = mailbox
         self.boundAddress = boundAddress
         self.boundTLSAddress = boundTLSAddress
+    }
+
+    /// The settings in force.
+    public var settings: ProxySettings { mailbox.settings }
+
+    /// Puts `settings` in force: every request whose head arrives after this returns uses them;
+    /// requests under way finish with the settings they began with, and connections stay open.
+    /// The listen addresses and the worker count are those the server started with.
+    public func reload(_ settings: ProxySettings) {
+        mailbox.publish(settings)
     }
 
     /// Asks every worker to drain and stop; safe from any thread, effective once.
@@ -113,6 +131,14 @@ public final class RelayServer: Sendable {
     public func wait() {
         for worker in workers { worker.thread.join() }
     }
+}
+
+/// Carries the metrics into a worker thread, which makes its own (non-Sendable) series there.
+private struct WorkerMetricsHandoff: Sendable {
+    let metrics: RelayMetrics
+    let index: Int
+    init(_ metrics: RelayMetrics, _ index: Int) { (self.metrics, self.index) = (metrics, index) }
+    func make() -> WorkerMetrics { metrics.worker(index) }
 }
 
 extension SocketAddress {

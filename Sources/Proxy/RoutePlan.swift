@@ -2,6 +2,7 @@ import Config
 import HTTP1
 import OAuth2
 import TLS
+import Synchronization
 import Tokens
 
 /// Everything about a route that the hot path needs as bytes, computed once per config load:
@@ -29,26 +30,26 @@ public final class RoutePlan: Sendable {
     let upstreamKey: UpstreamKey
     /// For an https upstream: how to connect.
     let tls: TLSConfiguration?
-    /// Index of the route's identity in the token service; nil forwards without a token.
-    let identityIndex: Int?
+    /// The token state of the route's identity; nil forwards without a token.
+    let identity: IdentityTokens?
     /// `Name: prefix ` for header injection (the token and CRLF follow), or nil.
     let tokenHeaderPrefix: [UInt8]?
     /// `name=` for query injection (the form-encoded token follows), or nil.
     let tokenQueryPrefix: [UInt8]?
 
-    public init(route: Route, position: Int = 0, identityIndex: Int? = nil, tls: TLSConfiguration? = nil) {
+    public init(route: Route, position: Int = 0, identity: IdentityTokens? = nil, tls: TLSConfiguration? = nil) {
         self.route = route
         self.position = position
         self.tls = tls
-        self.identityIndex = route.identity == nil ? nil : identityIndex
+        self.identity = route.identity == nil ? nil : identity
         var replaced = route.setHeaders.map { Array($0.name.lowercased().utf8) }
         switch route.inject {
-        case .header(let name, let prefix) where self.identityIndex != nil:
+        case .header(let name, let prefix) where self.identity != nil:
             tokenHeaderPrefix = Array((prefix.isEmpty ? "\(name): " : "\(name): \(prefix) ").utf8)
             tokenQueryPrefix = nil
             // The client's own value of the token header never reaches the upstream.
             replaced.append(Array(name.lowercased().utf8))
-        case .query(let name) where self.identityIndex != nil:
+        case .query(let name) where self.identity != nil:
             tokenHeaderPrefix = nil
             tokenQueryPrefix = Array("\(name)=".utf8)
         default:
@@ -124,12 +125,15 @@ struct UpstreamKey: Hashable, Sendable {
     let tlsRoute: Int?
 }
 
-/// The immutable part of a worker's world, shared by every worker thread: built once from a
-/// validated `RelayConfig`.
+/// The immutable part of a worker's world, shared by every worker thread: built from a
+/// validated `RelayConfig` at start and at each reload. Requests that began under one keep it
+/// to their end.
 public final class ProxySettings: Sendable {
     public let config: RelayConfig
-    /// Present when any identity is configured.
+    /// The token thread (the same across reloads).
     let tokens: TokenService?
+    /// The identities the plans refer to.
+    let identities: TokenSet?
     /// The TLS listener's server configuration (`listenTls`).
     let listenerTLS: TLSConfiguration?
     let routes: RouteTable
@@ -144,13 +148,17 @@ public final class ProxySettings: Sendable {
     let shutdownGraceMilliseconds: UInt64
     let dnsCacheMilliseconds: UInt64
 
-    public init(config: RelayConfig, tokens: TokenService? = nil, tls: ClientTLS = ClientTLS()) {
+    /// `identities`: the token service's identities for this config (what `replace` returned);
+    /// by default those in force.
+    public init(config: RelayConfig, tokens: TokenService? = nil, identities: TokenSet? = nil, tls: ClientTLS = ClientTLS()) {
         self.config = config
         self.tokens = tokens
         listenerTLS = tls.listener
         routes = RouteTable(config.routes)
+        let identities = identities ?? tokens?.tokenSet
+        self.identities = identities
         plans = config.routes.enumerated().map { position, route in
-            RoutePlan(route: route, position: position, identityIndex: route.identity.flatMap { tokens?.index(of: $0) },
+            RoutePlan(route: route, position: position, identity: route.identity.flatMap { identities?[$0] },
                       tls: tls.routes[position])
         }
         headerLimits = HeaderLimits(maxHeadBytes: config.limits.maxHeaderBytes, maxFieldCount: config.limits.maxHeaderCount)
@@ -167,5 +175,32 @@ public final class ProxySettings: Sendable {
     /// The plan of the route that takes this request, or nil (404).
     func plan(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer) -> RoutePlan? {
         routes.matchIndex(host: host, path: path).map { plans[$0] }
+    }
+}
+
+/// Where a reload publishes new settings for every worker: a generation number each request
+/// compares (one atomic load, never written on the request path) and the settings behind a lock
+/// taken only when the generation changed.
+public final class SettingsMailbox: Sendable {
+    private let published: Mutex<(ProxySettings, UInt64)>
+    private let generationCounter = Atomic<UInt64>(0)
+
+    public init(_ settings: ProxySettings) {
+        published = Mutex((settings, 0))
+    }
+
+    var generation: UInt64 { generationCounter.load(ordering: .acquiring) }
+
+    /// The settings in force and their generation.
+    var current: (ProxySettings, UInt64) { published.withLock { $0 } }
+
+    public var settings: ProxySettings { current.0 }
+
+    /// Puts `settings` in force for requests that start from now on.
+    public func publish(_ settings: ProxySettings) {
+        published.withLock { value in
+            value = (settings, value.1 + 1)
+            generationCounter.store(value.1, ordering: .releasing)
+        }
     }
 }

@@ -21,6 +21,19 @@ enum UpstreamFailure: Error {
         if case .closed = self { return true }
         return false
     }
+
+    /// The `kind` label of `oauth_relay_upstream_errors_total`.
+    var metricKind: String {
+        switch self {
+        case .resolve: "resolve"
+        case .connect: "connect"
+        case .tls: "tls"
+        case .connectTimeout: "connect_timeout"
+        case .responseTimeout: "response_timeout"
+        case .closed: "closed"
+        case .badResponse: "bad_response"
+        }
+    }
 }
 
 /// One HTTP/1.1 connection to an upstream, reused for many exchanges through its pool.
@@ -137,6 +150,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         timer?.close()
         timer = nil
         stream?.closeAfterWrites(lingerMilliseconds: 1000, stallMilliseconds: 60_000)
+        pool.connectionClosed()
     }
 
     func close() {
@@ -148,6 +162,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         timer = nil
         stream?.close()
         if wasIdle { pool.unpark(self) }
+        pool.connectionClosed()
     }
 
     private func fail(_ failure: UpstreamFailure) {

@@ -4,9 +4,13 @@ import TLS
 /// The connections of one worker to one upstream `host:port`: idle ones kept for reuse (most
 /// recently used first, so the least used age out on their idle timer), and the upstream's
 /// addresses cached for `dnsCacheSeconds`.
+///
+/// After a reload the worker retires its pools: idle connections close, busy ones close when
+/// their exchange ends, and the worker lets go of the pool with its last connection.
 final class UpstreamPool {
     let key: UpstreamKey
     let loop: EventLoop
+    unowned let worker: ProxyWorker
     let settings: ProxySettings
     private var idle: [UpstreamConnection] = []
     private var addresses: [SocketAddress] = []
@@ -15,15 +19,19 @@ final class UpstreamPool {
     private var waitingForAddresses: [UpstreamConnection] = []
     private var resolving = false
     private let maxIdle: Int
+    private var retired = false
+    /// Connections of this pool not closed yet (busy, idle or connecting).
+    private var openConnections = 0
 
     /// For an https upstream: how to connect (SNI and checked name: the URL's host unless the
     /// settings name another).
     let tls: TLSConfiguration?
 
-    init(key: UpstreamKey, loop: EventLoop, settings: ProxySettings, tls: TLSConfiguration?) {
+    init(key: UpstreamKey, worker: ProxyWorker, settings: ProxySettings, tls: TLSConfiguration?) {
         self.key = key
         self.tls = tls
-        self.loop = loop
+        self.worker = worker
+        loop = worker.loop
         self.settings = settings
         maxIdle = settings.config.limits.maxIdleUpstreamConnections
         if let literal = SocketAddress(ip: key.host, port: key.port) {
@@ -40,6 +48,8 @@ final class UpstreamPool {
             return connection
         }
         let connection = UpstreamConnection(pool: self)
+        openConnections += 1
+        worker.metrics?.upstreamConnectionOpened()
         connection.begin(for: owner)
         if loop.nowMilliseconds < addressesExpireAt, !addresses.isEmpty {
             connection.connect(to: pickAddress())
@@ -78,8 +88,27 @@ final class UpstreamPool {
         }
     }
 
-    /// Keeps a connection whose exchange ended cleanly, unless the pool is full.
+    /// A connection of this pool closed (it no longer uses the pool).
+    func connectionClosed() {
+        openConnections -= 1
+        worker.metrics?.upstreamConnectionClosed()
+        if retired && openConnections == 0 { worker.retiredPoolEmptied(self) }
+    }
+
+    var isEmpty: Bool { openConnections == 0 }
+
+    /// Takes no more connections back: idle ones close now, busy ones when their exchange ends.
+    func retire() {
+        retired = true
+        closeIdle()
+    }
+
+    /// Keeps a connection whose exchange ended cleanly, unless the pool is full or retired.
     func park(_ connection: UpstreamConnection) {
+        if retired {
+            connection.close()
+            return
+        }
         if idle.count >= maxIdle {
             idle.removeFirst().close()
         }

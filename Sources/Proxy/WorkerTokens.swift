@@ -1,6 +1,7 @@
 // WorkerTokens: one worker's side of the identities' tokens.
 //
-// The hot path asks `lookup(identity)`. A cache hit — the generation of the identity's state is
+// The hot path asks `lookup(identity)`; the cache is indexed by the identity's slot, which is
+// unique for the life of the process, so it stays right across reloads. A cache hit — the generation of the identity's state is
 // the one the cached token came from, and the token is not expired — costs an atomic load and
 // a comparison. Otherwise the shared lifecycle decides (under its lock): inject a token, wait,
 // or fail. Requests that must wait are parked here; the token thread wakes this worker's loop
@@ -37,25 +38,26 @@ final class WorkerTokens {
     init(service: TokenService, loop: EventLoop) {
         self.service = service
         self.loop = loop
-        cache = Array(repeating: nil, count: service.identities.count)
+        cache = []
         wakeup = LoopWakeup(loop: loop) { [unowned self] in self.fetchEnded() }
     }
 
-    func lookup(_ index: Int) -> Lookup {
-        let tokens = service.identities[index]
+    func lookup(_ tokens: IdentityTokens) -> Lookup {
+        let slot = tokens.slot
         let generation = tokens.generation
         let now = loop.nowMilliseconds
-        if let cached = cache[index], cached.generation == generation, now < cached.expiresAtMilliseconds {
+        if slot < cache.count, let cached = cache[slot], cached.generation == generation, now < cached.expiresAtMilliseconds {
             return .inject(cached)
         }
         switch tokens.decision(at: Double(now) / 1000) {
         case .inject(let token):
             let cached = CachedToken(value: token.value, bytes: Array(token.value.utf8), generation: generation,
                                      expiresAtMilliseconds: UInt64(max(0, token.expiresAt * 1000)))
-            cache[index] = cached
+            if slot >= cache.count { cache.append(contentsOf: repeatElement(nil, count: slot + 1 - cache.count)) }
+            cache[slot] = cached
             return .inject(cached)
         case .wait:
-            if let wakeup { service.needToken(index, wake: wakeup) }
+            if let wakeup { service.needToken(tokens, wake: wakeup) }
             return .wait
         case .fail(let problem):
             return .fail(problem)
@@ -71,9 +73,15 @@ final class WorkerTokens {
     }
 
     /// An upstream refused `token`: the identity fetches anew (if it is still the current one).
-    func invalidate(_ index: Int, token: CachedToken) {
-        cache[index] = nil
-        service.invalidate(index, token: token.value)
+    func invalidate(_ tokens: IdentityTokens, token: CachedToken) {
+        if tokens.slot < cache.count { cache[tokens.slot] = nil }
+        service.invalidate(tokens, token: token.value)
+    }
+
+    /// Drops the cached tokens of identities a reload replaced or removed.
+    func keepOnly(_ identities: TokenSet) {
+        let inForce = Set(identities.identities.map(\.slot))
+        for slot in cache.indices where !inForce.contains(slot) { cache[slot] = nil }
     }
 
     private func fetchEnded() {

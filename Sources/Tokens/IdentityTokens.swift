@@ -5,6 +5,9 @@
 // `generation`; workers keep the header line they inject per identity with the generation it
 // came from, so a cache hit on the request path is one atomic load and a time comparison —
 // no lock, no contention between workers.
+//
+// A reload keeps the IdentityTokens of every identity whose settings did not change, so its
+// token survives; a changed or new identity gets a new one, with a new `slot`.
 
 import Config
 import EventLoop
@@ -13,16 +16,17 @@ import Synchronization
 
 public final class IdentityTokens: Sendable {
     public let identity: Identity
-    /// Position in `TokenService.identities`; routes refer to identities by it.
-    public let index: Int
+    /// Unique for the life of the process (never reused after a reload), so per-worker tables
+    /// indexed by it never mistake a replaced identity for its successor.
+    public let slot: Int
     let lifecycle: Mutex<TokenLifecycle>
     let generationCounter = Atomic<UInt64>(1)
     /// Worker loops to wake when the next fetch ends (they have requests parked on it).
     let waiting = Mutex<[LoopWakeup]>([])
 
-    init(identity: Identity, index: Int) {
+    init(identity: Identity, slot: Int) {
         self.identity = identity
-        self.index = index
+        self.slot = slot
         lifecycle = Mutex(TokenLifecycle(identity: identity))
     }
 
@@ -37,6 +41,8 @@ public final class IdentityTokens: Sendable {
         lifecycle.withLock { $0.status(at: now) }
     }
 
+    var hasWaiters: Bool { waiting.withLock { !$0.isEmpty } }
+
     func publish() {
         generationCounter.add(1, ordering: .releasing)
         let loops = waiting.withLock { list in
@@ -45,6 +51,20 @@ public final class IdentityTokens: Sendable {
         }
         for loop in loops { loop.wake() }
     }
+}
+
+/// The identities in force for one configuration, by name; immutable.
+public struct TokenSet: Sendable {
+    /// Sorted by name.
+    public let identities: [IdentityTokens]
+    private let byName: [String: IdentityTokens]
+
+    init(_ identities: [IdentityTokens]) {
+        self.identities = identities.sorted { $0.identity.name < $1.identity.name }
+        byName = Dictionary(uniqueKeysWithValues: identities.map { ($0.identity.name, $0) })
+    }
+
+    public subscript(name: String) -> IdentityTokens? { byName[name] }
 }
 
 /// The clock every lifecycle runs on: monotonic seconds (libuv's hrtime), the same on all threads.

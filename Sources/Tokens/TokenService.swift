@@ -2,6 +2,11 @@
 // HTTPClient), arms each identity's refresh timer, and wakes the worker loops waiting for a
 // result. Fetching happens here and only here, so "one fetch in flight per identity" holds
 // across all workers; the lifecycle additionally refuses to start a second one.
+//
+// A reload hands the service a new configuration's identities (`replace`): identities whose
+// settings did not change keep their state and token; the others start afresh. A replaced or
+// removed identity is retired: it fetches only while requests that began before the reload
+// still wait for it, and its refresh timer stops.
 
 import Config
 import EventLoop
@@ -12,22 +17,59 @@ import OAuth2
 import Synchronization
 import TLS
 
+/// How a token request ended, as counted by `oauth_relay_token_requests_total{outcome}`.
+public enum TokenRequestOutcome: String, Sendable, CaseIterable {
+    case success
+    /// The token endpoint said no for good (an OAuth error such as `invalid_grant`, a redirect,
+    /// an unreadable answer): retried only after backoff or a configuration change.
+    case refused
+    /// The token endpoint could not answer now (unreachable, timed out, 5xx, 429).
+    case unavailable
+
+    init(_ error: TokenEndpointError) {
+        self = error.isTemporary ? .unavailable : .refused
+    }
+}
+
+/// Told about token requests and expiry changes (the metrics). Called on the token thread,
+/// except `tokenExpiryChanged`, which may come from any thread.
+public protocol TokenObserver: Sendable {
+    func tokenRequestEnded(identity: String, outcome: TokenRequestOutcome)
+    /// The identity's token now expires at `unixTime`, or it has none (nil).
+    func tokenExpiryChanged(identity: String, unixTime: Double?)
+    /// The identity is no longer configured.
+    func identityRemoved(_ name: String)
+}
+
+/// What `TokenService.replace` did, by identity name.
+public struct TokenSetChange: Sendable {
+    public let set: TokenSet
+    /// Same settings: state and token kept.
+    public let kept: [String]
+    /// New or changed settings: a new token will be fetched.
+    public let started: [String]
+    public let removed: [String]
+}
+
 public final class TokenService: Sendable {
-    public let identities: [IdentityTokens]
-    private let byName: [String: Int]
+    private let current = Mutex(TokenSet([]))
+    private let nextSlot = Atomic<Int>(0)
+    /// The identity set and TLS configurations the token loop has yet to adopt.
+    private let updates: FetcherMailbox
     private let thread: WorkerThread
     /// Wakes the token loop: something was asked of it (a fetch, an invalidation, stop).
     private let wakeup: LoopWakeup
     private let stopFlag: StopFlag
+    private let observer: (any TokenObserver)?
 
     /// Starts the token thread and, in the background, the first fetch of every identity that
     /// needs no person to log in.
     /// `tls`: the TLS configuration of each identity whose token endpoint is https.
     public static func start(identities: [String: Identity], tls: [String: TLSConfiguration] = [:],
-                             limits: HTTPClientLimits, logger: Logger) throws -> TokenService {
-        let names = identities.keys.sorted()
-        let tokens = names.enumerated().map { IdentityTokens(identity: identities[$1]!, index: $0) }
+                             limits: HTTPClientLimits, logger: Logger,
+                             observer: (any TokenObserver)? = nil) throws -> TokenService {
         let stopFlag = StopFlag()
+        let updates = FetcherMailbox()
         let (thread, outcome) = WorkerThread.start { (report: (Result<LoopWakeup, any Error>) -> Void) in
             let loop: EventLoop
             do {
@@ -36,38 +78,78 @@ public final class TokenService: Sendable {
                 report(.failure(error))
                 return
             }
-            let fetcher = TokenFetcher(loop: loop, identities: tokens, tls: tls, limits: limits, logger: logger, stopFlag: stopFlag)
+            let fetcher = TokenFetcher(loop: loop, limits: limits, logger: logger, stopFlag: stopFlag, updates: updates,
+                                       observer: observer)
             report(.success(fetcher.wakeup))
-            fetcher.runDueFetches()
             loop.run()
             try? loop.close()
         }
-        let wakeup: LoopWakeup
+        let service: TokenService
         switch outcome {
-        case .success(let started): wakeup = started
+        case .success(let wakeup):
+            service = TokenService(thread: thread, wakeup: wakeup, stopFlag: stopFlag, updates: updates, observer: observer)
         case .failure(let error):
             thread.join()
             throw error
         }
-        return TokenService(identities: tokens, thread: thread, wakeup: wakeup, stopFlag: stopFlag,
-                            byName: Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) }))
+        service.replace(identities: identities, tls: tls, limits: limits)
+        return service
     }
 
-    private init(identities: [IdentityTokens], thread: WorkerThread, wakeup: LoopWakeup, stopFlag: StopFlag,
-                 byName: [String: Int]) {
-        self.identities = identities
+    private init(thread: WorkerThread, wakeup: LoopWakeup, stopFlag: StopFlag, updates: FetcherMailbox,
+                 observer: (any TokenObserver)?) {
         self.thread = thread
+        self.updates = updates
         self.wakeup = wakeup
         self.stopFlag = stopFlag
-        self.byName = byName
+        self.observer = observer
     }
 
-    public func index(of name: String) -> Int? { byName[name] }
+    /// The identities in force, sorted by name.
+    public var identities: [IdentityTokens] { current.withLock { $0.identities } }
 
-    /// A worker has requests waiting for identity `index`: wake `loop` when the next fetch ends,
-    /// and make sure one is under way. Thread-safe.
-    public func needToken(_ index: Int, wake loop: LoopWakeup) {
-        identities[index].waiting.withLock { list in
+    public var tokenSet: TokenSet { current.withLock { $0 } }
+
+    /// Puts a configuration's identities in force for new requests. An identity whose settings
+    /// equal those in force keeps its state (its token stays, no token request is made); new
+    /// and changed ones get a fresh state and fetch at once. `tls` and `limits` apply to every
+    /// token request from now on. Call from one thread at a time.
+    @discardableResult
+    public func replace(identities: [String: Identity], tls: [String: TLSConfiguration],
+                        limits: HTTPClientLimits) -> TokenSetChange {
+        let old = tokenSet
+        var kept: [String] = [], started: [String] = []
+        var fresh: [IdentityTokens] = []
+        for name in identities.keys.sorted() {
+            let identity = identities[name]!
+            if let existing = old[name], existing.identity == identity {
+                fresh.append(existing)
+                kept.append(name)
+            } else {
+                fresh.append(IdentityTokens(identity: identity, slot: nextSlot.add(1, ordering: .relaxed).oldValue))
+                started.append(name)
+            }
+        }
+        let removed = old.identities.map(\.identity.name).filter { identities[$0] == nil }
+        // A changed identity's old token is no longer injected: its expiry reads 0 until the new one.
+        let replaced = started.filter { old[$0] != nil }
+        let set = TokenSet(fresh)
+        var tlsBySlot: [Int: TLSConfiguration] = [:]
+        for tokens in fresh { tlsBySlot[tokens.slot] = tls[tokens.identity.name] }
+        // The token loop adopts the set before it handles any wake-up a worker sends for it:
+        // the update is stored before the set is published.
+        updates.post(FetcherUpdate(identities: fresh, tls: tlsBySlot, limits: limits))
+        current.withLock { $0 = set }
+        for name in replaced { observer?.tokenExpiryChanged(identity: name, unixTime: nil) }
+        for name in removed { observer?.identityRemoved(name) }
+        if !stopFlag.isSet { wakeup.wake() }
+        return TokenSetChange(set: set, kept: kept, started: started, removed: removed)
+    }
+
+    /// A worker has requests waiting for `tokens`: wake `loop` when the next fetch ends, and
+    /// make sure one is under way. Thread-safe.
+    public func needToken(_ tokens: IdentityTokens, wake loop: LoopWakeup) {
+        tokens.waiting.withLock { list in
             if !list.contains(where: { $0 === loop }) { list.append(loop) }
         }
         if !stopFlag.isSet { wakeup.wake() }
@@ -75,25 +157,27 @@ public final class TokenService: Sendable {
 
     /// An upstream refused `token` (a `retryOnStatus` status): drop it if it is still the
     /// current one, and fetch anew. Thread-safe.
-    public func invalidate(_ index: Int, token: String) {
-        let dropped = identities[index].lifecycle.withLock { $0.invalidate(token: token) }
+    public func invalidate(_ tokens: IdentityTokens, token: String) {
+        let dropped = tokens.lifecycle.withLock { $0.invalidate(token: token) }
         if dropped {
-            identities[index].publish()
+            tokens.publish()
+            observer?.tokenExpiryChanged(identity: tokens.identity.name, unixTime: nil)
             if !stopFlag.isSet { wakeup.wake() }
         }
     }
 
-    /// Fetches a new token for identity `index` now (the current one stays in use meanwhile).
+    /// Fetches a new token for `tokens` now (the current one stays in use meanwhile).
     /// Thread-safe.
-    public func refreshNow(_ index: Int) {
-        identities[index].lifecycle.withLock { $0.refreshNow() }
+    public func refreshNow(_ tokens: IdentityTokens) {
+        tokens.lifecycle.withLock { $0.refreshNow() }
         if !stopFlag.isSet { wakeup.wake() }
     }
 
-    /// Forgets identity `index`'s token and refresh token. Thread-safe.
-    public func forget(_ index: Int) {
-        identities[index].lifecycle.withLock { $0.forget() }
-        identities[index].publish()
+    /// Forgets the token and refresh token of `tokens`. Thread-safe.
+    public func forget(_ tokens: IdentityTokens) {
+        tokens.lifecycle.withLock { $0.forget() }
+        tokens.publish()
+        observer?.tokenExpiryChanged(identity: tokens.identity.name, unixTime: nil)
         if !stopFlag.isSet { wakeup.wake() }
     }
 
@@ -102,6 +186,30 @@ public final class TokenService: Sendable {
         guard stopFlag.set() else { return }
         wakeup.wake()
         thread.join()
+    }
+}
+
+/// A new identity set for the token loop, with the TLS configuration of each https token
+/// endpoint by slot.
+struct FetcherUpdate: Sendable {
+    let identities: [IdentityTokens]
+    let tls: [Int: TLSConfiguration]
+    let limits: HTTPClientLimits
+}
+
+/// Hands identity sets to the token loop, in order: each one is adopted, even when two reloads
+/// come before the loop wakes, so that an identity only the first one had still fetches for
+/// the requests that began under it.
+final class FetcherMailbox: Sendable {
+    private let pending = Mutex<[FetcherUpdate]>([])
+
+    func post(_ update: FetcherUpdate) { pending.withLock { $0.append(update) } }
+
+    func takeAll() -> [FetcherUpdate] {
+        pending.withLock { updates in
+            defer { updates.removeAll() }
+            return updates
+        }
     }
 }
 
@@ -116,29 +224,32 @@ final class StopFlag: Sendable {
 /// Runs on the token loop only.
 final class TokenFetcher {
     let loop: EventLoop
-    let identities: [IdentityTokens]
-    let tls: [String: TLSConfiguration]
-    let limits: HTTPClientLimits
+    private var limits: HTTPClientLimits
     let logger: Logger
     let stopFlag: StopFlag
+    let updates: FetcherMailbox
+    let observer: (any TokenObserver)?
     private(set) var wakeup: LoopWakeup!
-    private var timers: [LoopTimer] = []
-    /// Token requests under way, by identity index, so stopping can abandon them.
+    /// The identities in force.
+    private var identities: [IdentityTokens] = []
+    /// Identities a reload replaced or removed; kept while requests still wait for them.
+    private var retired: [IdentityTokens] = []
+    private var tls: [Int: TLSConfiguration] = [:]
+    /// Refresh timers, by slot, of the identities in force.
+    private var timers: [Int: LoopTimer] = [:]
+    /// Token requests under way, by slot, so stopping can abandon them.
     private var inFlight: [Int: HTTPClientCall] = [:]
     private var stopping = false
 
-    init(loop: EventLoop, identities: [IdentityTokens], tls: [String: TLSConfiguration], limits: HTTPClientLimits,
-         logger: Logger, stopFlag: StopFlag) {
+    init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, stopFlag: StopFlag, updates: FetcherMailbox,
+         observer: (any TokenObserver)?) {
         self.loop = loop
-        self.identities = identities
-        self.tls = tls
+        self.updates = updates
         self.limits = limits
         self.logger = logger
         self.stopFlag = stopFlag
+        self.observer = observer
         wakeup = LoopWakeup(loop: loop) { [unowned self] in self.woken() }
-        timers = identities.map { tokens in
-            LoopTimer(loop: loop) { [unowned self] in self.runDueFetch(tokens) }
-        }
     }
 
     private func woken() {
@@ -146,15 +257,34 @@ final class TokenFetcher {
             stop()
             return
         }
-        runDueFetches()
+        for update in updates.takeAll() { adopt(update) }
+        for tokens in identities { runDueFetch(tokens) }
+        for tokens in retired { runDueFetch(tokens) }
+        // A retired identity goes once nothing waits for it and its last request ended.
+        retired.removeAll { !$0.hasWaiters && inFlight[$0.slot] == nil }
     }
 
-    func runDueFetches() {
-        for tokens in identities { runDueFetch(tokens) }
+    private func adopt(_ update: FetcherUpdate) {
+        let inForce = Set(update.identities.map(\.slot))
+        for tokens in identities where !inForce.contains(tokens.slot) {
+            timers.removeValue(forKey: tokens.slot)?.close()
+            retired.append(tokens)
+        }
+        for tokens in update.identities where timers[tokens.slot] == nil {
+            timers[tokens.slot] = LoopTimer(loop: loop) { [unowned self] in self.runDueFetch(tokens) }
+        }
+        // Retired identities keep the TLS configuration they fetched with.
+        for (slot, configuration) in update.tls { tls[slot] = configuration }
+        identities = update.identities
+        limits = update.limits
     }
+
+    private func isInForce(_ tokens: IdentityTokens) -> Bool { timers[tokens.slot] != nil }
 
     private func runDueFetch(_ tokens: IdentityTokens) {
         guard !stopping else { return }
+        // A retired identity fetches only for requests that still wait for it.
+        guard isInForce(tokens) || tokens.hasWaiters else { return }
         let now = monotonicSeconds()
         let request = tokens.lifecycle.withLock { $0.startFetchIfDue(at: now) }
         if let request {
@@ -165,7 +295,7 @@ final class TokenFetcher {
     }
 
     private func schedule(_ tokens: IdentityTokens, now: Double) {
-        let timer = timers[tokens.index]
+        guard let timer = timers[tokens.slot] else { return }
         guard let due = tokens.lifecycle.withLock({ $0.nextFetchAt(after: now) }) else {
             timer.stop()
             return
@@ -176,7 +306,7 @@ final class TokenFetcher {
     private func send(_ request: TokenRequest, for tokens: IdentityTokens) {
         let url = request.url
         let name = tokens.identity.name
-        let tls = url.scheme == .https ? self.tls[name] : nil
+        let tls = url.scheme == .https ? self.tls[tokens.slot] : nil
         if url.scheme == .https && tls == nil {
             finish(tokens, .failure(.unreachable(reason: "no TLS configuration for the https token endpoint")))
             return
@@ -186,8 +316,8 @@ final class TokenFetcher {
                                             headers: request.headers.map { HTTPField($0.name, $0.value) }, body: request.body,
                                             tls: tls)
         let started = monotonicSeconds()
-        inFlight[tokens.index] = sendHTTPRequest(httpRequest, on: loop, limits: limits) { [self] result in
-            inFlight[tokens.index] = nil
+        inFlight[tokens.slot] = sendHTTPRequest(httpRequest, on: loop, limits: limits) { [self] result in
+            inFlight[tokens.slot] = nil
             guard !stopping else { return }
             switch result {
             case .success(let response):
@@ -210,16 +340,22 @@ final class TokenFetcher {
 
     private func finish(_ tokens: IdentityTokens, _ outcome: Result<TokenResponse, TokenEndpointError>) {
         let now = monotonicSeconds()
+        let name = tokens.identity.name
         switch outcome {
         case .success(let response):
             tokens.lifecycle.withLock { $0.fetchSucceeded(response, at: now) }
-            logger.info("token obtained", metadata: ["identity": .string(tokens.identity.name),
+            logger.info("token obtained", metadata: ["identity": .string(name),
                                                      "expires_in": .stringConvertible(Int(response.expiresIn)),
                                                      "expiry_from": .string(response.expirySource.rawValue)])
+            observer?.tokenRequestEnded(identity: name, outcome: .success)
+            if isInForce(tokens) {
+                observer?.tokenExpiryChanged(identity: name, unixTime: Date().timeIntervalSince1970 + response.expiresIn)
+            }
         case .failure(let error):
             tokens.lifecycle.withLock { $0.fetchFailed(error, at: now) }
-            logger.warning("token request failed", metadata: ["identity": .string(tokens.identity.name),
+            logger.warning("token request failed", metadata: ["identity": .string(name),
                                                               "error": .string("\(error)")])
+            observer?.tokenRequestEnded(identity: name, outcome: TokenRequestOutcome(error))
         }
         tokens.publish()
         runDueFetch(tokens)
@@ -229,7 +365,7 @@ final class TokenFetcher {
         stopping = true
         for call in inFlight.values { call.cancel() }
         inFlight.removeAll()
-        for timer in timers { timer.close() }
+        for timer in timers.values { timer.close() }
         timers.removeAll()
         wakeup.close()
     }

@@ -6,6 +6,7 @@ import Logging
 import HTTPClient
 import OAuth2
 import Proxy
+import RelayMetrics
 import Tokens
 
 struct RunCommand: ParsableCommand {
@@ -19,7 +20,7 @@ struct RunCommand: ParsableCommand {
     func run() throws {
         common.bootstrapLogging()
         let loaded = try loadConfig(path: config)
-        try serve(loaded.config, tls: loaded.tls, logger: Logger(label: "oauth-relay"))
+        try serve(loaded.config, tls: loaded.tls, configPath: config, logger: Logger(label: "oauth-relay"))
     }
 }
 
@@ -29,14 +30,14 @@ struct LoadedConfig {
     var tls: ClientTLS
 }
 
-/// Loads and validates a config file; on errors prints each with its JSON path and fails.
-func loadConfig(path: String) throws -> LoadedConfig {
+/// Loads and validates a config file: the config, or every error with its JSON path. Warnings
+/// (verification switched off, plain-http token endpoints allowed) are logged and printed.
+func validateConfig(path: String) -> Result<LoadedConfig, ConfigErrorLines> {
     let config: RelayConfig
     do {
         config = try ConfigLoader.load(path: path, environment: ProcessInfo.processInfo.environment)
     } catch {
-        FileHandleOutput.standardError("oauth-relay: invalid configuration \(path):\n\(error.description)\n")
-        throw ExitCode(1)
+        return .failure(ConfigErrorLines(lines: error.errors.map(\.description)))
     }
     var errors: [String] = []
     // Plain-http token endpoints: loopback only, unless the identity says otherwise.
@@ -56,25 +57,43 @@ func loadConfig(path: String) throws -> LoadedConfig {
         FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
         Logger(label: "oauth-relay").warning("TLS verification disabled", metadata: ["setting": .string(warning)])
     }
-    if !errors.isEmpty {
-        FileHandleOutput.standardError("oauth-relay: invalid configuration \(path):\n" + errors.map { "\($0)\n" }.joined())
+    if !errors.isEmpty { return .failure(ConfigErrorLines(lines: errors)) }
+    return .success(LoadedConfig(config: config, tls: tls))
+}
+
+/// Why a config file did not load: one line per error, each starting with its JSON path.
+struct ConfigErrorLines: Error {
+    var lines: [String]
+}
+
+/// Loads and validates a config file; on errors prints each with its JSON path and fails.
+func loadConfig(path: String) throws -> LoadedConfig {
+    switch validateConfig(path: path) {
+    case .success(let loaded):
+        return loaded
+    case .failure(let errors):
+        FileHandleOutput.standardError("oauth-relay: invalid configuration \(path):\n" + errors.lines.map { "\($0)\n" }.joined())
         throw ExitCode(1)
     }
-    return LoadedConfig(config: config, tls: tls)
 }
 
-/// Starts the token thread when the config has identities.
-func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger) throws -> TokenService? {
-    guard !config.identities.isEmpty else { return nil }
-    let limits = HTTPClientLimits(
-        connectTimeoutMilliseconds: UInt64(config.limits.upstreamConnectTimeoutSeconds * 1000),
-        responseTimeoutMilliseconds: UInt64(min(config.limits.upstreamResponseTimeoutSeconds, 30) * 1000))
-    return try TokenService.start(identities: config.identities, tls: tls.identities, limits: limits, logger: logger)
+/// Starts the token thread (also without identities: a reload may add some).
+func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger,
+                       observer: (any TokenObserver)? = nil) throws -> TokenService {
+    try TokenService.start(identities: config.identities, tls: tls.identities, limits: tokenClientLimits(config),
+                           logger: logger, observer: observer)
 }
 
-/// Runs the relay until SIGTERM or SIGINT, then drains and returns.
+/// Token requests time out like upstream exchanges, but after 30 s at most.
+func tokenClientLimits(_ config: RelayConfig) -> HTTPClientLimits {
+    HTTPClientLimits(connectTimeoutMilliseconds: UInt64(config.limits.upstreamConnectTimeoutSeconds * 1000),
+                     responseTimeoutMilliseconds: UInt64(min(config.limits.upstreamResponseTimeoutSeconds, 30) * 1000))
+}
+
+/// Runs the relay until SIGTERM or SIGINT, then drains and returns. SIGHUP and the admin
+/// `POST /reload` re-read `configPath` (the demo has none: its config is built in).
 /// `whileServing` runs once the listeners are bound (the demo prints its instructions there).
-func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), logger: Logger,
+func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), configPath: String? = nil, logger: Logger,
            whileServing: (RelayServer) -> Void = { _ in }) throws {
     SignalWatcher.ignoreBrokenPipe()
     // The signal watchers exist before any worker binds: a SIGTERM that arrives while the
@@ -83,14 +102,13 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), logger: Logger,
     let loop = try EventLoop()
     final class Running {
         var server: RelayServer?
-        var stopSignal: Int32?
+        var reloader: Reloader?
         var watchers: [SignalWatcher] = []
         var admin: AdminServer?
     }
     let running = Running()
     let stop: (Int32) -> Void = { signal in
         logger.info("shutting down", metadata: ["signal": .stringConvertible(signal)])
-        running.stopSignal = signal
         running.server?.stop()
         running.admin?.close()
         // With the watchers gone a second signal has its default effect: it ends the process.
@@ -99,15 +117,17 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), logger: Logger,
     running.watchers.append(SignalWatcher(loop: loop, signal: SignalWatcher.terminate, callback: stop))
     running.watchers.append(SignalWatcher(loop: loop, signal: SignalWatcher.interrupt, callback: stop))
     running.watchers.append(SignalWatcher(loop: loop, signal: SignalWatcher.hangUp) { _ in
-        logger.warning("SIGHUP received: this version does not reload its configuration; nothing changed")
+        _ = running.reloader?.reload(trigger: "SIGHUP")
     })
 
-    let tokens = try startTokenService(config, tls: tls, logger: logger)
-    defer { tokens?.stop() }
+    // Metrics exist with the admin listener that serves them; without it nothing is counted.
+    let metrics = config.admin == nil ? nil : RelayMetrics()
+    let tokens = try startTokenService(config, tls: tls, logger: logger, observer: metrics.map(TokenMetrics.init))
+    defer { tokens.stop() }
     let settings = ProxySettings(config: config, tokens: tokens, tls: tls)
     let workers = config.workers == 0 ? WorkerThread.processorCount : config.workers
     do {
-        running.server = try RelayServer.start(settings: settings, workers: workers, logger: logger)
+        running.server = try RelayServer.start(settings: settings, workers: workers, logger: logger, metrics: metrics)
     } catch {
         logger.critical("cannot start", metadata: ["error": "\(error)"])
         for watcher in running.watchers { watcher.close() }
@@ -115,35 +135,70 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), logger: Logger,
         throw ExitCode(1)
     }
     let server = running.server!
+    let reloader = Reloader(configPath: configPath, config: config, server: server, tokens: tokens, metrics: metrics,
+                            logger: logger)
+    running.reloader = reloader
     logger.info("listening", metadata: [
         "listen": .string(server.boundAddress),
         "listen_tls": .string(server.boundTLSAddress ?? "-"),
         "workers": .stringConvertible(workers),
-        "routes": .array(config.routes.map { .string("\($0.name) \($0.match.host.map { "\($0)" } ?? "*")\($0.match.pathPrefix) -> \($0.upstream)") }),
+        "routes": .array(config.routes.map { .string(Reloader.describe($0)) }),
+        "identities": .array(config.identities.keys.sorted().map { .string(Reloader.describe(config.identities[$0]!)) }),
     ])
-    // The admin listener, on this thread's loop (issue 5): health, readiness, identities.
-    var admin: AdminServer?
+    // The admin listener, on this thread's loop: health, readiness, metrics, identities, reload.
     if let adminAddress = config.admin {
-        guard let address = SocketAddress(binding: adminAddress) else {
-            logger.critical("cannot start", metadata: ["error": "admin address \(adminAddress) is not an IP address"])
-            server.stop()
-            server.wait()
-            throw ExitCode(1)
-        }
-        do {
-            admin = try AdminServer(loop: loop, address: address, config: config, tokens: tokens)
+        do throws(StartFailure) {
+            let admin = try startAdmin(on: loop, at: adminAddress, tokens: tokens, metrics: metrics) {
+                reloader.reload(trigger: "POST /reload")
+            }
+            running.admin = admin
+            logger.info("admin listening", metadata: ["admin": .string(admin.boundAddress?.description ?? adminAddress.description)])
         } catch {
-            logger.critical("cannot start", metadata: ["error": "cannot listen on \(adminAddress) (admin): \(error.message)"])
+            logger.critical("cannot start", metadata: ["error": .string(error.reason)])
             server.stop()
             server.wait()
             throw ExitCode(1)
         }
-        running.admin = admin
-        logger.info("admin listening", metadata: ["admin": .string(admin?.boundAddress?.description ?? adminAddress.description)])
     }
     whileServing(server)
     loop.run()
     server.wait()
     try? loop.close()
     logger.info("stopped")
+}
+
+/// Why the relay could not start, as logged.
+private struct StartFailure: Error {
+    let reason: String
+}
+
+private func startAdmin(on loop: EventLoop, at hostPort: HostPort, tokens: TokenService, metrics: RelayMetrics?,
+                        reload: @escaping () -> ReloadOutcome) throws(StartFailure) -> AdminServer {
+    guard let address = SocketAddress(binding: hostPort) else {
+        throw StartFailure(reason: "admin address \(hostPort) is not an IP address")
+    }
+    do {
+        return try AdminServer(loop: loop, address: address, tokens: tokens, metrics: metrics, reload: reload)
+    } catch {
+        throw StartFailure(reason: "cannot listen on \(hostPort) (admin): \(error.message)")
+    }
+}
+
+/// Counts token requests and exports token expiry (the token service's observer).
+struct TokenMetrics: TokenObserver {
+    let metrics: RelayMetrics
+
+    init(_ metrics: RelayMetrics) { self.metrics = metrics }
+
+    func tokenRequestEnded(identity: String, outcome: TokenRequestOutcome) {
+        metrics.tokenRequestEnded(identity: identity, outcome: outcome.rawValue)
+    }
+
+    func tokenExpiryChanged(identity: String, unixTime: Double?) {
+        metrics.tokenExpiryChanged(identity: identity, unixTime: unixTime)
+    }
+
+    func identityRemoved(_ name: String) {
+        metrics.identityRemoved(name)
+    }
 }

@@ -29,11 +29,9 @@ struct TokenCommand: ParsableCommand {
             throw ExitCode(1)
         }
         let logger = Logger(label: "oauth-relay")
-        guard let service = try startTokenService(relayConfig, tls: loaded.tls, logger: logger), let index = service.index(of: name) else {
-            throw ExitCode(1)
-        }
+        let service = try startTokenService(relayConfig, tls: loaded.tls, logger: logger)
         defer { service.stop() }
-        let tokens = service.identities[index]
+        guard let tokens = service.tokenSet[name] else { throw ExitCode(1) }
         let loop = try EventLoop()
         var outcome: TokenDecision = .wait
         var wakeup: LoopWakeup?
@@ -41,7 +39,7 @@ struct TokenCommand: ParsableCommand {
         let ask = {
             outcome = tokens.decision(at: monotonicSeconds())
             if case .wait = outcome {
-                service.needToken(index, wake: wakeup!)
+                service.needToken(tokens, wake: wakeup!)
             } else {
                 wakeup?.close()
             }

@@ -1,0 +1,185 @@
+// RelayMetrics: the relay's Prometheus metrics (swift-prometheus), served at `GET /metrics`.
+//
+// Per-request series carry a `worker` label: each worker records into its own counters and
+// histograms, so the request path never takes a lock another worker could hold (a histogram's
+// lock is shared only with the scrape). Sum over `worker` for the relay's totals.
+//
+//   oauth_relay_requests_total{route,status_class,worker}         counter
+//   oauth_relay_request_duration_seconds{route,worker}             histogram (head in → response out)
+//   oauth_relay_upstream_duration_seconds{route,worker}            histogram (request sent → response head)
+//   oauth_relay_upstream_errors_total{route,kind,worker}           counter
+//   oauth_relay_connections{side,worker}                            gauge (open client / upstream connections)
+//   oauth_relay_token_requests_total{identity,outcome}              counter (token thread)
+//   oauth_relay_token_expiry_timestamp_seconds{identity}            gauge (Unix time; 0 without a token)
+//   oauth_relay_config_reloads_total{outcome}                       counter
+//   oauth_relay_config_last_reload_success_timestamp_seconds        gauge
+
+import Foundation
+import Prometheus
+
+public final class RelayMetrics: Sendable {
+    /// Request and upstream duration buckets, in seconds: a local relay answers in well under a
+    /// millisecond, upstreams in milliseconds to seconds.
+    static let durationBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+    /// The series' names and help texts (the registry requires every series of a name to share
+    /// one help text). Computed: the descriptor type is not Sendable.
+    enum Series {
+        static var requests: MetricNameDescriptor {
+            describe("requests", "total", "Requests answered, by route (empty: none matched) and status class.")
+        }
+        static var requestDuration: MetricNameDescriptor {
+            describe("request_duration", "seconds", "Time from a request's head to the end of its response.")
+        }
+        static var upstreamDuration: MetricNameDescriptor {
+            describe("upstream_duration", "seconds", "Time from sending a request upstream to the upstream's response head.")
+        }
+        static var upstreamErrors: MetricNameDescriptor {
+            describe("upstream_errors", "total", "Upstream exchanges that failed, by kind.")
+        }
+        static var connections: MetricNameDescriptor {
+            describe("connections", "", "Open connections, by side (client or upstream).")
+        }
+        static var tokenRequests: MetricNameDescriptor {
+            describe("token_requests", "total", "Requests to the identity's token endpoint, by outcome.")
+        }
+        static var tokenExpiry: MetricNameDescriptor {
+            describe("token_expiry_timestamp", "seconds", "When the identity's access token expires (Unix time; 0: no token).")
+        }
+        static var reloads: MetricNameDescriptor {
+            describe("config_reloads", "total", "Configuration reloads, by outcome (applied or rejected).")
+        }
+        static var lastReload: MetricNameDescriptor {
+            describe("config_last_reload_success_timestamp", "seconds", "When the configuration was last loaded (Unix time).")
+        }
+
+        private static func describe(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+            MetricNameDescriptor(namespace: "oauth_relay", metricName: name, unitName: unit, helpText: help)
+        }
+    }
+
+    let registry = PrometheusCollectorRegistry()
+
+    public init() {
+        registry.makeGauge(descriptor: Series.lastReload).set(to: Self.unixTime())
+        for outcome in ["applied", "rejected"] {
+            _ = registry.makeCounter(descriptor: Series.reloads, labels: [("outcome", outcome)])
+        }
+    }
+
+    /// The text exposition format (version 0.0.4).
+    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    public func exposition() -> [UInt8] {
+        var text: [UInt8] = []
+        registry.emit(into: &text)
+        return text
+    }
+
+    /// The metrics one worker records into; use them from that worker's thread only.
+    public func worker(_ index: Int) -> WorkerMetrics {
+        WorkerMetrics(registry: registry, worker: String(index))
+    }
+
+    // MARK: Tokens (the token thread) and reloads (the main thread)
+
+    public func tokenRequestEnded(identity: String, outcome: String) {
+        registry.makeCounter(descriptor: Series.tokenRequests, labels: [("identity", identity), ("outcome", outcome)]).increment()
+    }
+
+    public func tokenExpiryChanged(identity: String, unixTime: Double?) {
+        registry.makeGauge(descriptor: Series.tokenExpiry, labels: [("identity", identity)]).set(to: unixTime ?? 0)
+    }
+
+    /// Drops the expiry series of an identity no longer configured (its counters stay: they
+    /// count what happened).
+    public func identityRemoved(_ identity: String) {
+        registry.unregisterGauge(registry.makeGauge(descriptor: Series.tokenExpiry, labels: [("identity", identity)]))
+    }
+
+    public func reloadEnded(applied: Bool) {
+        registry.makeCounter(descriptor: Series.reloads, labels: [("outcome", applied ? "applied" : "rejected")]).increment()
+        if applied { registry.makeGauge(descriptor: Series.lastReload).set(to: Self.unixTime()) }
+    }
+
+    static func unixTime() -> Double { Date().timeIntervalSince1970 }
+}
+
+/// One worker's series. Not thread-safe by design: only its worker updates it.
+public final class WorkerMetrics {
+    private let registry: PrometheusCollectorRegistry
+    private let worker: String
+    private let clientConnections: Gauge
+    private let upstreamConnections: Gauge
+    private var routes: [String: RouteMetrics] = [:]
+
+    init(registry: PrometheusCollectorRegistry, worker: String) {
+        self.registry = registry
+        self.worker = worker
+        typealias Series = RelayMetrics.Series
+        clientConnections = registry.makeGauge(descriptor: Series.connections, labels: [("side", "client"), ("worker", worker)])
+        upstreamConnections = registry.makeGauge(descriptor: Series.connections, labels: [("side", "upstream"), ("worker", worker)])
+    }
+
+    /// The series of route `name` (empty: requests no route took).
+    public func route(_ name: String) -> RouteMetrics {
+        if let known = routes[name] { return known }
+        let made = RouteMetrics(registry: registry, route: name, worker: worker)
+        routes[name] = made
+        return made
+    }
+
+    public func clientConnectionOpened() { clientConnections.increment(by: 1) }
+    public func clientConnectionClosed() { clientConnections.decrement(by: 1) }
+    public func upstreamConnectionOpened() { upstreamConnections.increment(by: 1) }
+    public func upstreamConnectionClosed() { upstreamConnections.decrement(by: 1) }
+}
+
+/// One route's series in one worker.
+public final class RouteMetrics {
+    private let registry: PrometheusCollectorRegistry
+    private let labels: [(String, String)]
+    /// By status class 1xx…5xx; made on first use, so classes never seen are not exported.
+    private var requests: [Counter?] = Array(repeating: nil, count: 6)
+    private let requestDuration: ValueHistogram
+    private let upstreamDuration: ValueHistogram
+    private var upstreamErrors: [String: Counter] = [:]
+
+    init(registry: PrometheusCollectorRegistry, route: String, worker: String) {
+        self.registry = registry
+        labels = [("route", route), ("worker", worker)]
+        typealias Series = RelayMetrics.Series
+        requestDuration = registry.makeValueHistogram(descriptor: Series.requestDuration, labels: labels,
+                                                      buckets: RelayMetrics.durationBuckets)
+        upstreamDuration = registry.makeValueHistogram(descriptor: Series.upstreamDuration, labels: labels,
+                                                       buckets: RelayMetrics.durationBuckets)
+    }
+
+    /// A request answered with `status`, `seconds` after its head arrived (nil: not timed).
+    public func countRequest(status: Int, seconds: Double?) {
+        let statusClass = min(max(status / 100, 1), 5)
+        let counter = requests[statusClass] ?? makeRequestCounter(statusClass)
+        counter.increment()
+        if let seconds { requestDuration.record(seconds) }
+    }
+
+    private func makeRequestCounter(_ statusClass: Int) -> Counter {
+        let counter = registry.makeCounter(descriptor: RelayMetrics.Series.requests,
+                                           labels: [labels[0], ("status_class", "\(statusClass)xx"), labels[1]])
+        requests[statusClass] = counter
+        return counter
+    }
+
+    public func recordUpstream(seconds: Double) {
+        upstreamDuration.record(seconds)
+    }
+
+    /// `kind`: resolve, connect, connect_timeout, tls, response_timeout, closed, bad_response.
+    public func countUpstreamError(kind: String) {
+        if let counter = upstreamErrors[kind] { return counter.increment() }
+        let counter = registry.makeCounter(descriptor: RelayMetrics.Series.upstreamErrors,
+                                           labels: [labels[0], ("kind", kind), labels[1]])
+        upstreamErrors[kind] = counter
+        counter.increment()
+    }
+}
