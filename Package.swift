@@ -52,6 +52,10 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
         .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Config"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
+        .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics"]),
+        .testTarget(name: "TokensTests", dependencies: [
+            "Tokens", "Config", "HTTPClient", .product(name: "Logging", package: "swift-log"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -186,3 +186,21 @@ extension DecodingContext {
         return TLSListener(address: address, certFile: certFile, keyFile: keyFile, clientCaFile: clientCaFile)
     }
 }
+
+extension RelayConfig {
+    /// What a reload cannot apply, because the running listeners and threads were made from it:
+    /// one error per changed key, with its JSON path. Empty when `new` can be reloaded.
+    public func restartOnlyChanges(to new: RelayConfig) -> [String] {
+        var errors: [String] = []
+        func check(_ path: String, _ before: String, _ after: String) {
+            if before != after {
+                errors.append("\(path): changed from \(before) to \(after); this takes a restart, not a reload")
+            }
+        }
+        check("$.listen", listen.description, new.listen.description)
+        check("$.listenTls.address", listenTls?.address.description ?? "none", new.listenTls?.address.description ?? "none")
+        check("$.admin", admin?.description ?? "null", new.admin?.description ?? "null")
+        check("$.workers", String(workers), String(new.workers))
+        return errors
+    }
+}

@@ -43,7 +43,7 @@ final class Reloader {
         case .failure(let errors): return reject(errors.lines, trigger: trigger)
         case .success(let valid): loaded = valid
         }
-        let restartOnly = Self.restartOnlyChanges(from: config, to: loaded.config)
+        let restartOnly = config.restartOnlyChanges(to: loaded.config)
         if !restartOnly.isEmpty { return reject(restartOnly, trigger: trigger) }
 
         let change = tokens.replace(identities: loaded.config.identities, tls: loaded.tls.identities,
@@ -71,21 +71,6 @@ final class Reloader {
             "errors": .array(errors.map { .string($0) }),
         ])
         return .rejected(errors: errors)
-    }
-
-    /// Settings the running listeners and threads were made from.
-    static func restartOnlyChanges(from old: RelayConfig, to new: RelayConfig) -> [String] {
-        var errors: [String] = []
-        func check(_ path: String, _ before: String, _ after: String) {
-            if before != after {
-                errors.append("\(path): changed from \(before) to \(after); this takes a restart, not a reload")
-            }
-        }
-        check("$.listen", old.listen.description, new.listen.description)
-        check("$.listenTls.address", old.listenTls?.address.description ?? "none", new.listenTls?.address.description ?? "none")
-        check("$.admin", old.admin?.description ?? "null", new.admin?.description ?? "null")
-        check("$.workers", String(old.workers), String(new.workers))
-        return errors
     }
 
     /// A route as the start-up and reload log lines list it.

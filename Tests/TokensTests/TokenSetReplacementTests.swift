@@ -1,0 +1,73 @@
+import Config
+import HTTPClient
+import Logging
+import Synchronization
+import Tokens
+import XCTest
+
+/// `TokenService.replace` (a reload): unchanged identities keep their state object, and so their
+/// token; changed and new ones start afresh with slots never used before. The identities use an
+/// interactive grant, so the token thread makes no request.
+final class TokenSetReplacementTests: XCTestCase {
+    private final class Observed: TokenObserver {
+        let events = Mutex<[String]>([])
+        func tokenRequestEnded(identity: String, outcome: TokenRequestOutcome) {
+            events.withLock { $0.append("request \(identity) \(outcome)") }
+        }
+        func tokenExpiryChanged(identity: String, unixTime: Double?) {
+            events.withLock { $0.append("expiry \(identity) \(unixTime.map { "\($0)" } ?? "none")") }
+        }
+        func identityRemoved(_ name: String) {
+            events.withLock { $0.append("removed \(name)") }
+        }
+    }
+
+    private func identity(_ name: String, scope: String? = nil) -> Identity {
+        Identity(name: name, tokenUrl: HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/token"),
+                 grant: .authorizationCode, clientId: "client-\(name)", scope: scope)
+    }
+
+    private func identities(_ list: Identity...) -> [String: Identity] {
+        Dictionary(uniqueKeysWithValues: list.map { ($0.name, $0) })
+    }
+
+    func testUnchangedIdentitiesAreKeptAndChangedOnesStartAfresh() throws {
+        let observer = Observed()
+        let service = try TokenService.start(identities: identities(identity("a"), identity("b", scope: "read")),
+                                             limits: HTTPClientLimits(), logger: Logger(label: "test"), observer: observer)
+        defer { service.stop() }
+        let before = service.tokenSet
+        let (a, b) = (before["a"]!, before["b"]!)
+
+        let change = service.replace(identities: identities(identity("a"), identity("b", scope: "write"), identity("c")),
+                                     tls: [:], limits: HTTPClientLimits())
+        XCTAssertEqual(change.kept, ["a"])
+        XCTAssertEqual(change.started, ["b", "c"])
+        XCTAssertEqual(change.removed, [])
+        XCTAssertTrue(change.set["a"] === a, "an unchanged identity keeps its state")
+        XCTAssertFalse(change.set["b"] === b, "a changed identity starts afresh")
+        XCTAssertEqual(change.set["b"]?.identity.scope, "write")
+        let slots = [a.slot, b.slot, change.set["b"]!.slot, change.set["c"]!.slot]
+        XCTAssertEqual(Set(slots).count, 4, "slots are never reused: \(slots)")
+        XCTAssertEqual(service.identities.map(\.identity.name), ["a", "b", "c"])
+        XCTAssertTrue(service.tokenSet["b"] === change.set["b"], "the new set is in force")
+
+        let second = service.replace(identities: identities(identity("a")), tls: [:], limits: HTTPClientLimits())
+        XCTAssertEqual(second.kept, ["a"])
+        XCTAssertEqual(second.removed, ["b", "c"])
+        XCTAssertNil(second.set["b"])
+        XCTAssertEqual(service.identities.map(\.identity.name), ["a"])
+        XCTAssertEqual(observer.events.withLock { $0 }, ["expiry b none", "removed b", "removed c"])
+    }
+
+    func testAnIdentityChangedOnlyInItsSecretIsNotKept() throws {
+        var first = identity("a")
+        first.clientSecret = Secret("one")
+        var rotated = first
+        rotated.clientSecret = Secret("two")
+        let service = try TokenService.start(identities: identities(first), limits: HTTPClientLimits(), logger: Logger(label: "test"))
+        defer { service.stop() }
+        XCTAssertEqual(service.replace(identities: identities(first), tls: [:], limits: HTTPClientLimits()).kept, ["a"])
+        XCTAssertEqual(service.replace(identities: identities(rotated), tls: [:], limits: HTTPClientLimits()).started, ["a"])
+    }
+}
