@@ -16,6 +16,9 @@
 #                                               connections (and TLS sessions) alive
 #   IDLE_CONNECTIONS=10000 bench/run.sh         also measure relay RSS holding that many idle
 #                                               keep-alive connections (0 to skip)
+#   METRICS=0 bench/run.sh                      relays without the admin listener, so without
+#                                               metrics (default 1: metrics on, as deployed; the run
+#                                               checks the relay's request count against wrk's)
 # Needs: wrk nginx haproxy (scripts/install-deps --test) and a release build (make build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +26,7 @@ D=${1:-5}; C=${2:-64}; ROUNDS=${3:-3}
 WORKERS_LIST=${WORKERS_LIST:-"1 0"}
 IDLE_CONNECTIONS=${IDLE_CONNECTIONS:-10000}
 SCHEME=${SCHEME:-http}
+METRICS=${METRICS:-1}
 RELAY=${OAUTH_RELAY_BIN:-.build/release/oauth-relay}
 for t in wrk nginx haproxy python3; do command -v $t >/dev/null || { echo "missing $t: scripts/install-deps --test" >&2; exit 2; }; done
 [ -x "$RELAY" ] || { echo "missing $RELAY: make build" >&2; exit 2; }
@@ -30,6 +34,8 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 CORES=$(nproc)
 TOKEN="Bearer abcdefghijklmnopqrstuvwxyz0123456789"
 UP=19001; IDP=19002; RELAY_PORT=19100; NGINX_PORT=19101; HAPROXY_PORT=19102; TOKEN_PORT=19103; SHORT_PORT=19104
+ADMIN_PORT=19110   # the relay's admin port (+3 and +4 for the token relays), when METRICS=1
+admin() { [ "$METRICS" = 1 ] && echo "\"127.0.0.1:$1\"" || echo null; }
 W=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"; }
@@ -88,14 +94,14 @@ backend b
   server s1 127.0.0.1:$UP $HAPROXY_UPSTREAM_TLS
 HA
   cat >$W/relay.json <<JS
-{ "listen": "127.0.0.1:$RELAY_PORT", "admin": null, "workers": $2, "accessLog": false,
+{ "listen": "127.0.0.1:$RELAY_PORT", "admin": $(admin $ADMIN_PORT), "workers": $2, "accessLog": false,
   "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "$SCHEME://127.0.0.1:$UP",
                 "setHeaders": { "Authorization": "$TOKEN" }$RELAY_UPSTREAM_TLS } ] }
 JS
   for ttl in 3600 5; do
     port=$([ $ttl = 5 ] && echo $SHORT_PORT || echo $TOKEN_PORT)
     cat >$W/relay-$ttl.json <<JS
-{ "listen": "127.0.0.1:$port", "admin": null, "workers": $2, "accessLog": false,
+{ "listen": "127.0.0.1:$port", "admin": $(admin $((ADMIN_PORT + port - RELAY_PORT))), "workers": $2, "accessLog": false,
   "identities": { "bench": { "tokenUrl": "http://127.0.0.1:$IDP/token?ttl=$ttl", "clientId": "bench", "clientSecret": "bench-secret" } },
   "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "$SCHEME://127.0.0.1:$UP", "identity": "bench"$RELAY_UPSTREAM_TLS } ] }
 JS
@@ -118,6 +124,7 @@ measure() { # name port -> appends "rps p99_us" to $W/name.txt
   local out; out=$(wrk -t1 -c"$C" -d"${D}s" --latency "http://127.0.0.1:$2/" 2>&1)
   local rps p99 non2xx errors
   rps=$(awk '/Requests\/sec/{print $2}' <<<"$out"); p99=$(awk '$1=="99%"{print $2}' <<<"$out")
+  awk '/requests in/{print $1}' <<<"$out" >>"$W/$1.count"
   non2xx=$(awk '/Non-2xx/{print $NF}' <<<"$out"); errors=$(awk '/Socket errors/{print}' <<<"$out")
   echo "$rps $(to_us "$p99")" >>"$W/$1.txt"
   [ -z "$non2xx$errors" ] || echo "  $1: non2xx=${non2xx:-0} $errors" >&2
@@ -128,6 +135,8 @@ summarize() { # name
   printf "  %-8s rps=%-10s p99=%sus   (runs: %s)\n" "$1" "${RPS[$1]}" "${P99[$1]}" "$(awk '{printf "%s/%sus ", $1, $2}' "$W/$1.txt")"
 }
 to_us() { awk -v v="$1" 'BEGIN { n=v+0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n*1000; else if (v ~ /s$/) print n*1000000; else print n }'; }
+# Requests the relay behind admin port $1 counted (oauth_relay_requests_total summed over its series).
+counted() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^oauth_relay_requests_total\{/{s+=$NF} END{print s+0}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 
 echo "oauth-relay bench: $SCHEME upstream, ${D}s per run, $C connections, $ROUNDS rounds, wrk -t1, $CORES cores, $(date -u +%FT%TZ)"
@@ -136,7 +145,8 @@ for workers in $WORKERS_LIST; do
   echo "workers: relay $workers$([ "$workers" = 0 ] && echo " (one per core)"), nginx $peer_workers, haproxy $peer_workers threads"
   start_peers "$peer_workers" "$workers"
   wrk -t1 -c"$C" -d1s "http://127.0.0.1:$RELAY_PORT/" >/dev/null 2>&1 || true   # warm-up
-  rm -f "$W"/*.txt
+  rm -f "$W"/*.txt "$W"/*.count
+  [ "$METRICS" = 1 ] && counted_before=$(counted $ADMIN_PORT)
   order=(relay relay-token relay-5s nginx haproxy)
   declare -A PORT=([relay]=$RELAY_PORT [relay-token]=$TOKEN_PORT [relay-5s]=$SHORT_PORT [nginx]=$NGINX_PORT [haproxy]=$HAPROXY_PORT)
   tokens_before=$(curl -s http://127.0.0.1:$IDP/count | python3 -c 'import json,sys; print(json.load(sys.stdin)["count"])')
@@ -150,6 +160,11 @@ for workers in $WORKERS_LIST; do
     echo "  $name/nginx rps=$(ratio "${RPS[$name]}" "${RPS[nginx]}") p99=$(ratio "${P99[$name]}" "${P99[nginx]}")   $name/haproxy rps=$(ratio "${RPS[$name]}" "${RPS[haproxy]}") p99=$(ratio "${P99[$name]}" "${P99[haproxy]}")"
   done
   echo "  relay-5s/relay-token p99=$(ratio "${P99[relay-5s]}" "${P99[relay-token]}") (token expiry under load); token requests during the runs: $((tokens_after - tokens_before))"
+  if [ "$METRICS" = 1 ]; then
+    echo "  metrics on: the relay counted $(( $(counted $ADMIN_PORT) - counted_before )) requests, wrk sent $(awk '{s+=$1} END{print s}' "$W/relay.count")"
+  else
+    echo "  metrics off (METRICS=0)"
+  fi
   echo "  relay RSS after the run: $(rss_kib $RELAY_PID) KiB"
   if [ "$IDLE_CONNECTIONS" -gt 0 ] && [ "$workers" = "$(echo $WORKERS_LIST | awk '{print $1}')" ]; then
     before=$(rss_kib $RELAY_PID)

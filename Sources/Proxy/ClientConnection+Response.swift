@@ -25,7 +25,7 @@ extension ClientConnection {
             return .framed
         }
         exchange.status = status
-        if worker.timesExchanges { exchange.upstreamHeadAt = worker.clock() }
+        if timesExchanges { exchange.upstreamHeadAt = worker.clock() }
         let noBody = exchange.requestIsHead || status == 204 || status == 304 || status == 101
         let framing: ForwardedHead.Framing
         if noBody {

@@ -125,9 +125,14 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     var isIdle: Bool { phase == .awaitingRequest && leftover.isEmpty }
 
-    /// Takes the settings a reload published, between exchanges.
+    /// Exchanges are timed for the metrics or the access log (a reload may switch the log).
+    var timesExchanges: Bool { worker.metrics != nil || settings.config.accessLog }
+
+    /// Takes the settings a reload published, at a request's head (its header limits apply from
+    /// the next head on).
     private func adopt(_ current: ProxySettings) {
         settings = current
+        parser.limits = current.headerLimits
         forwarding.trustForwardedHeaders = current.config.trustForwardedHeaders
         forwarding.viaSuffix = current.viaSuffix
     }
@@ -215,7 +220,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         let current = worker.currentSettings
         if current !== settings { adopt(current) }
         let logging = settings.config.accessLog
-        if worker.timesExchanges { exchange.startedAt = worker.clock() }
+        if timesExchanges { exchange.startedAt = worker.clock() }
         if logging { exchange.method = String(decoding: head.methodName, as: UTF8.self) }
 
         if head.isConnect {
@@ -292,7 +297,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         }
         replayableHead.clear()
         if !exchange.hasRequestBody { replayableHead.append(scratch.readableBytes) }
-        if worker.timesExchanges { exchange.upstreamStartedAt = worker.clock() }
+        if timesExchanges { exchange.upstreamStartedAt = worker.clock() }
         let upstream = worker.pool(for: plan, of: settings).acquire(for: self)
         self.upstream = upstream
         upstream.write(scratch)

@@ -24,8 +24,6 @@ final class ProxyWorker {
     let metrics: WorkerMetrics?
     /// Route series of the current settings, by route position.
     private var routeMetrics: [RouteMetrics?]
-    /// Exchanges are timed (for the access log or the metrics).
-    let timesExchanges: Bool
     private var listener: TCPListener?
     private var clients: [ObjectIdentifier: ClientConnection] = [:]
     private var pools: [UpstreamKey: UpstreamPool] = [:]
@@ -48,7 +46,6 @@ final class ProxyWorker {
         (settings, adoptedGeneration) = mailbox.current
         self.logger = logger
         self.metrics = metrics
-        timesExchanges = metrics != nil || settings.config.accessLog
         poolByRoute = Array(repeating: nil, count: settings.plans.count)
         routeMetrics = Array(repeating: nil, count: settings.plans.count)
         listener = try TCPListener(loop: loop, address: address, reusePort: true) { [unowned self] stream in

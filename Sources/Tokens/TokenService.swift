@@ -152,6 +152,9 @@ public final class TokenService: Sendable {
         tokens.waiting.withLock { list in
             if !list.contains(where: { $0 === loop }) { list.append(loop) }
         }
+        // Named to the token loop: it may be an identity a reload retired, which the loop no
+        // longer looks at unless asked.
+        updates.ask(tokens)
         if !stopFlag.isSet { wakeup.wake() }
     }
 
@@ -202,6 +205,21 @@ struct FetcherUpdate: Sendable {
 /// the requests that began under it.
 final class FetcherMailbox: Sendable {
     private let pending = Mutex<[FetcherUpdate]>([])
+    /// Identities requests wait for, since the loop last looked.
+    private let asked = Mutex<[IdentityTokens]>([])
+
+    func ask(_ tokens: IdentityTokens) {
+        asked.withLock { list in
+            if !list.contains(where: { $0 === tokens }) { list.append(tokens) }
+        }
+    }
+
+    func takeAsked() -> [IdentityTokens] {
+        asked.withLock { list in
+            defer { list.removeAll() }
+            return list
+        }
+    }
 
     func post(_ update: FetcherUpdate) { pending.withLock { $0.append(update) } }
 
@@ -258,6 +276,10 @@ final class TokenFetcher {
             return
         }
         for update in updates.takeAll() { adopt(update) }
+        // A request that began before a reload may wait for an identity retired since.
+        for tokens in updates.takeAsked() where !isInForce(tokens) && !retired.contains(where: { $0 === tokens }) {
+            retired.append(tokens)
+        }
         for tokens in identities { runDueFetch(tokens) }
         for tokens in retired { runDueFetch(tokens) }
         // A retired identity goes once nothing waits for it and its last request ended.
