@@ -65,7 +65,9 @@ public final class LocalHTTPServer {
 
 private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     let stream: TCPStream
-    unowned let server: LocalHTTPServer
+    /// Weak: `LocalHTTPServer.close()` only starts closing its connections, and the server may
+    /// be gone by the time a close completes (the stream keeps its connection alive till then).
+    weak var server: LocalHTTPServer?
     private let parser = HTTP1Parser(kind: .request, limits: HeaderLimits(maxHeadBytes: 64 * 1024, maxFieldCount: 100))
     private var request = LocalRequest(method: "", target: "", headers: [], body: [])
     private var out = ByteBuffer()
@@ -87,7 +89,7 @@ private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate
 
     func stream(_ stream: any ByteStream, didEndWith error: UVError?) { stream.close() }
 
-    func streamDidClose(_ stream: any ByteStream) { server.connectionDidClose(self) }
+    func streamDidClose(_ stream: any ByteStream) { server?.connectionDidClose(self) }
 
     func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
         let head = parser.head
@@ -98,13 +100,17 @@ private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate
     }
 
     func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
-        if request.body.count + bytes.count <= server.maxBodyBytes { request.body.append(contentsOf: bytes) }
+        if let server, request.body.count + bytes.count <= server.maxBodyBytes { request.body.append(contentsOf: bytes) }
     }
 
     func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {}
     func parserDidFinishChunk(_ parser: HTTP1Parser) {}
 
     func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
+        guard let server else {
+            stream.close()
+            return false
+        }
         respond(server.handler(request), keepAlive: parser.head.keepAlive)
         return false
     }
@@ -133,6 +139,7 @@ private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate
         case 400: "Bad Request"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
+        case 422: "Unprocessable Content"
         case 503: "Service Unavailable"
         default: "Status"
         }
