@@ -266,14 +266,17 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                 return .framed
             }
         }
-        forwardRequestHead(plan)
+        // Forwarded in the same callback as the head arrived: the head's time serves (one clock
+        // read less per request).
+        forwardRequestHead(plan, at: exchange.startedAt)
         return .framed
     }
 
     /// Writes the request head for `plan` (with the exchange's token, if any) to a pooled or new
     /// upstream connection. The head is read from the parser, where it stays until the next
     /// request, so this also serves a request that waited for its token or is replayed.
-    func forwardRequestHead(_ plan: RoutePlan) {
+    /// `now`: the exchange clock if the caller just read it (0: read it here, when timing).
+    func forwardRequestHead(_ plan: RoutePlan, at now: UInt64 = 0) {
         let head = parser.head
         guard let target = RequestTarget(head.target) else { return }
         let token = exchange.token
@@ -297,7 +300,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         }
         replayableHead.clear()
         if !exchange.hasRequestBody { replayableHead.append(scratch.readableBytes) }
-        if timesExchanges { exchange.upstreamStartedAt = worker.clock() }
+        if timesExchanges { exchange.upstreamStartedAt = now != 0 ? now : worker.clock() }
         let upstream = worker.pool(for: plan, of: settings).acquire(for: self)
         self.upstream = upstream
         upstream.write(scratch)
