@@ -16,9 +16,9 @@
 #                                               connections (and TLS sessions) alive
 #   IDLE_CONNECTIONS=10000 bench/run.sh         also measure relay RSS holding that many idle
 #                                               keep-alive connections (0 to skip)
-#   METRICS=0 bench/run.sh                      relays without the admin listener, so without
-#                                               metrics (default 1: metrics on, as deployed; the run
-#                                               checks the relay's request count against wrk's)
+#   METRICS=0 bench/run.sh                      relays with `"metrics": false` (default 1: metrics
+#                                               on, as deployed; the run checks the relay's request
+#                                               count against wrk's)
 # Needs: wrk nginx haproxy (scripts/install-deps --test) and a release build (make build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +35,7 @@ CORES=$(nproc)
 TOKEN="Bearer abcdefghijklmnopqrstuvwxyz0123456789"
 UP=19001; IDP=19002; RELAY_PORT=19100; NGINX_PORT=19101; HAPROXY_PORT=19102; TOKEN_PORT=19103; SHORT_PORT=19104
 ADMIN_PORT=19110   # the relay's admin port (+3 and +4 for the token relays), when METRICS=1
-admin() { [ "$METRICS" = 1 ] && echo "\"127.0.0.1:$1\"" || echo null; }
+admin() { echo "\"127.0.0.1:$1\", \"metrics\": $([ "$METRICS" = 1 ] && echo true || echo false)"; }
 W=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"; }

@@ -26,6 +26,9 @@ public struct RelayConfig: Sendable, Equatable {
     public var routes: [Route]
     /// Log one line per request.
     public var accessLog: Bool
+    /// Count requests, upstream errors, connections and token requests for `GET /metrics` on
+    /// the admin listener (nothing is counted without one).
+    public var metrics: Bool
     /// When false, X-Forwarded-For/-Proto/-Host sent by a client are replaced, not appended to.
     public var trustForwardedHeaders: Bool
     /// The pseudonym the relay adds to the Via header (`1.1 oauth-relay`).
@@ -36,7 +39,8 @@ public struct RelayConfig: Sendable, Equatable {
 
     public init(listen: HostPort = Self.defaultListen, admin: HostPort? = Self.defaultAdmin, workers: Int = 0,
                 limits: Limits = Limits(), identities: [String: Identity] = [:], routes: [Route] = [],
-                accessLog: Bool = true, trustForwardedHeaders: Bool = false, via: String = "oauth-relay") {
+                accessLog: Bool = true, metrics: Bool = true, trustForwardedHeaders: Bool = false,
+                via: String = "oauth-relay") {
         self.listen = listen
         self.admin = admin
         self.workers = workers
@@ -44,6 +48,7 @@ public struct RelayConfig: Sendable, Equatable {
         self.identities = identities
         self.routes = routes
         self.accessLog = accessLog
+        self.metrics = metrics
         self.trustForwardedHeaders = trustForwardedHeaders
         self.via = via
     }
@@ -86,7 +91,7 @@ public struct Limits: Sendable, Equatable {
 
 extension DecodingContext {
     static let topLevelKeys = [
-        "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "trustForwardedHeaders", "via",
+        "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "metrics", "trustForwardedHeaders", "via",
         "listenTls",
     ]
 
@@ -115,6 +120,7 @@ extension DecodingContext {
         }
         config.routes = object.field("routes").map { decodeRoutes($0, identityNames: identityNames) } ?? []
         config.accessLog = object.bool("accessLog") ?? config.accessLog
+        config.metrics = object.bool("metrics") ?? config.metrics
         config.trustForwardedHeaders = object.bool("trustForwardedHeaders") ?? config.trustForwardedHeaders
         config.via = object.parsed("via") { via throws(InvalidValue) in
             guard ASCII.isToken(via) else {
@@ -201,6 +207,7 @@ extension RelayConfig {
         check("$.listenTls.address", listenTls?.address.description ?? "none", new.listenTls?.address.description ?? "none")
         check("$.admin", admin?.description ?? "null", new.admin?.description ?? "null")
         check("$.workers", String(workers), String(new.workers))
+        check("$.metrics", String(metrics), String(new.metrics))
         return errors
     }
 }

@@ -71,7 +71,9 @@ public final class AdminServer {
             let entries = (tokens?.identities ?? []).map { describe($0, now: now) }
             return LocalResponse(status: 200, body: "{\"identities\":[\(entries.joined(separator: ","))]}\n")
         case ("GET", "/metrics"):
-            guard let metrics else { return problem(404, "not-found", "Not Found", "metrics are off") }
+            guard let metrics else {
+                return problem(404, "not-found", "Not Found", "metrics are off (\"metrics\": false in the configuration)")
+            }
             return LocalResponse(status: 200, contentType: RelayMetrics.contentType,
                                  body: String(decoding: metrics.exposition(), as: UTF8.self))
         case ("POST", "/reload"):

@@ -5,7 +5,7 @@
 // and the workers take the new routes at their next request head. Requests under way finish
 // with what they began with, and no connection closes. A file that does not load, or that
 // changes what only a restart can (the listen addresses, the admin address, the worker
-// count), changes nothing: each error is logged with its JSON path.
+// count, metrics on or off), changes nothing: each error is logged with its JSON path.
 
 import Config
 import Foundation

@@ -121,7 +121,7 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), configPath: Stri
     })
 
     // Metrics exist with the admin listener that serves them; without it nothing is counted.
-    let metrics = config.admin == nil ? nil : RelayMetrics()
+    let metrics = config.admin != nil && config.metrics ? RelayMetrics() : nil
     let tokens = try startTokenService(config, tls: tls, logger: logger, observer: metrics.map(TokenMetrics.init))
     defer { tokens.stop() }
     let settings = ProxySettings(config: config, tokens: tokens, tls: tls)

@@ -12,6 +12,7 @@ final class ConfigDefaultsTests: XCTestCase {
         XCTAssertEqual(config.identities, [:])
         XCTAssertEqual(config.routes, [])
         XCTAssertTrue(config.accessLog)
+        XCTAssertTrue(config.metrics)
         XCTAssertFalse(config.trustForwardedHeaders)
         XCTAssertEqual(config.via, "oauth-relay")
     }

@@ -27,6 +27,8 @@ final class ReloadCompatibilityTests: XCTestCase {
             { "listen": "127.0.0.1:8181", "routes": [ { "upstream": "http://127.0.0.1:9001" } ] }
             """)), ["$.listen: changed from 127.0.0.1:8180 to 127.0.0.1:8181; this takes a restart, not a reload"])
         XCTAssertEqual(old.restartOnlyChanges(to: try config(#""workers": 3,"#)).map { $0.prefix(9) }, ["$.workers"])
+        XCTAssertEqual(old.restartOnlyChanges(to: try config(#""metrics": false,"#)),
+                       ["$.metrics: changed from true to false; this takes a restart, not a reload"])
         XCTAssertEqual(old.restartOnlyChanges(to: try config(#""admin": null,"#)),
                        ["$.admin: changed from 127.0.0.1:9180 to null; this takes a restart, not a reload"])
         let both = old.restartOnlyChanges(to: try decodeConfig("""

@@ -386,6 +386,7 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.identities": {"identities": {}},
     "$.routes": {"routes": []},
     "$.accessLog": {"accessLog": False},
+    "$.metrics": {"metrics": False},
     "$.trustForwardedHeaders": {"trustForwardedHeaders": True},
     "$.via": {"via": "edge-relay"},
     "$.listenTls": {"listenTls": LISTEN_TLS},

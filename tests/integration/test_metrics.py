@@ -435,3 +435,13 @@ def test_without_admin_listener_nothing_but_the_relay_listens(start_relay, upstr
     with_admin, admin = start_with_admin(start_relay, [route(upstream, "/", name="echo")])
     assert listening_ports(with_admin.pid) == {with_admin.port, admin.port}
     assert admin.scrape().families
+
+
+def test_metrics_false_keeps_the_admin_listener_but_counts_nothing(start_relay, upstream):
+    relay, admin = start_with_admin(start_relay, [route(upstream, "/", name="echo")], metrics=False)
+    assert relay.request("GET", "/x").status == 200
+    resp = admin.request("GET", "/metrics")
+    assert resp.status == 404 and resp.header("Content-Type") == "application/problem+json"
+    assert '"metrics": false' in json.loads(resp.body)["detail"]
+    assert admin.request("GET", "/healthz").status == 200
+    assert admin.request("GET", "/readyz").status == 200
