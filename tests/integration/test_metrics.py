@@ -16,88 +16,15 @@ import os
 import time
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
+from admin_client import Metrics, start_with_admin
 from deadlines import scaled, wait_until
-from http_client import RawConnection, Response, assert_closed, assert_problem, build_request
-from processes import LOOPBACK, free_port, route
+from http_client import RawConnection, assert_problem, build_request
+from processes import LOOPBACK, route
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, math.inf]
 HISTOGRAMS = ("oauth_relay_request_duration_seconds", "oauth_relay_upstream_duration_seconds")
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading /metrics.
-
-class Metrics:
-    """One scrape, parsed by prometheus_client. Sample names keep their suffix (`_total`,
-    `_bucket`, `_count`, `_sum`); the parser's family names drop a counter's `_total`."""
-
-    def __init__(self, resp: Response):
-        assert resp.status == 200, f"GET /metrics answered {resp.status}: {resp.body[:300]!r}"
-        self.response = resp
-        self.text = resp.body.decode("utf-8")
-        self.families = {f.name: f for f in text_string_to_metric_families(self.text)}
-
-    def samples(self, name: str, **labels: str) -> list:
-        return [s for f in self.families.values() for s in f.samples
-                if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
-
-    def total(self, name: str, **labels: str) -> float:
-        """The sum of the samples `name` whose labels include `labels` (over `worker` and any
-        label not given)."""
-        return sum(s.value for s in self.samples(name, **labels))
-
-    def by(self, name: str, label: str, **labels: str) -> dict[str, float]:
-        """The samples `name` matching `labels`, summed per value of `label`."""
-        out: dict[str, float] = {}
-        for s in self.samples(name, **labels):
-            out[s.labels.get(label)] = out.get(s.labels.get(label), 0) + s.value
-        return out
-
-    def summary(self) -> str:
-        """The scrape without the histogram buckets (for failure messages)."""
-        return "\n".join(line for line in self.text.splitlines() if "_bucket{" not in line)
-
-
-class Admin:
-    """The relay's admin listener."""
-
-    def __init__(self, port: int, relay):
-        self.host, self.port = LOOPBACK, port
-        self.relay = relay
-
-    def request(self, method: str, path: str) -> Response:
-        """One request with `Connection: close`."""
-        with RawConnection(self.host, self.port) as conn:
-            resp = conn.request(method, path, headers=[("Connection", "close")])
-            assert_closed(conn)
-        return resp
-
-    def scrape(self) -> Metrics:
-        return Metrics(self.request("GET", "/metrics"))
-
-    def wait_for(self, predicate, message: str, timeout: float = 5) -> Metrics:
-        """Scrapes until `predicate(metrics)` holds; returns that scrape."""
-        last: list[Metrics] = []
-
-        def check():
-            last[:] = [self.scrape()]
-            return predicate(last[0])
-
-        try:
-            wait_until(check, timeout, message)
-        except pytest.fail.Exception:
-            pytest.fail(f"timed out after {scaled(timeout):.1f}s waiting for {message}; last scrape:\n"
-                        f"{last[0].summary() if last else '(none)'}", pytrace=False)
-        return last[0]
-
-
-def start_with_admin(start_relay, routes: list, **kw) -> tuple:
-    admin_port = free_port()
-    relay = start_relay(routes, admin=f"{LOOPBACK}:{admin_port}", **kw)
-    return relay, Admin(admin_port, relay)
 
 
 def series_key(sample) -> tuple:
@@ -378,7 +305,7 @@ def test_sigterm_with_a_scraper_keep_alive_connection_open_exits_cleanly(start_r
     """Prometheus keeps its scrape connection alive between scrapes: a SIGTERM then must still
     end the relay with exit code 0 (it closes the admin connections as it stops)."""
     relay, admin = start_with_admin(start_relay, [route(upstream, "/", name="echo")])
-    with RawConnection(admin.host, admin.port) as conn:
+    with RawConnection(LOOPBACK, admin.port) as conn:
         for _ in range(2):  # two scrapes on one connection, as a scraper does
             resp = conn.request("GET", "/metrics")
             assert resp.status == 200 and resp.header("Connection") is None, resp.headers

@@ -6,128 +6,29 @@ routes; keep-alive connections stay open and get the new routes on their next re
 file, or one that changes what only a restart can (`listen`, `listenTls.address`, `admin`,
 `workers`), changes nothing: 422 problem with every error and its JSON path, and a log line.
 Each route marks what it forwards with `X-Route: <name>` (setHeaders), so the echo upstream tells
-which route, of which configuration, served a request.
-
-The helpers at the top are shared with oauth/test_reload_identities.py.
+which route, of which configuration, served a request. The admin client and the reload and wrk
+helpers are in admin_client.py (shared with oauth/test_reload_identities.py).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import signal
 import socket
 import ssl
-import subprocess
 import time
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
+from admin_client import (ERROR_WITH_PATH, NOT_RELOADED, RELOADED, log_records, reload_under_wrk, rewrite, sighup,
+                          start_with_admin, wait_for_log)
 from deadlines import scaled, wait_until
 from http_client import RawConnection, Response, assert_problem, build_request, curl
 from processes import LOOPBACK, connection_refused, free_port, route
 
-RELOADED = "configuration reloaded"
-NOT_RELOADED = "configuration not reloaded; nothing changed"
-CONFIG_INVALID = "urn:oauth-relay:problem:config-invalid"
-# An error line: a JSON path ($, $.key, $.list[0].key, ...), then ": " and a message.
-ERROR_WITH_PATH = re.compile(r"^\$(\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])*: \S")
-
-
 # ---------------------------------------------------------------------------------------------
-# Helpers (also used by oauth/test_reload_identities.py).
-
-class Admin:
-    """The relay's admin listener: POST /reload, GET /metrics, /identities, /readyz."""
-
-    def __init__(self, port: int):
-        self.port = port
-
-    def request(self, method: str, path: str) -> Response:
-        with RawConnection(LOOPBACK, self.port) as conn:
-            return conn.request(method, path, headers=[("Connection", "close")], host=f"{LOOPBACK}:{self.port}")
-
-    def reload(self) -> Response:
-        return self.request("POST", "/reload")
-
-    def reload_applied(self) -> dict:
-        """POST /reload, which must answer 200 `applied`; returns the JSON answer."""
-        resp = self.reload()
-        assert resp.status == 200, f"reload answered {resp.status}: {resp.body[:800]!r}"
-        assert (resp.header("content-type") or "").split(";")[0].strip() == "application/json", resp.headers
-        doc = resp.json()
-        assert doc["status"] == "applied", doc
-        return doc
-
-    def reload_rejected(self) -> list[str]:
-        """POST /reload, which must answer 422 config-invalid; returns its `errors`, each checked
-        to start with a JSON path."""
-        doc = assert_problem(self.reload(), 422)
-        assert doc["type"] == CONFIG_INVALID, doc
-        errors = doc.get("errors")
-        assert isinstance(errors, list) and errors, f"422 without errors: {doc}"
-        for error in errors:
-            assert isinstance(error, str) and ERROR_WITH_PATH.match(error), f"error without a JSON path: {error!r}"
-        return errors
-
-    def samples(self, name: str) -> list:
-        """The samples named `name` (e.g. oauth_relay_requests_total) at GET /metrics."""
-        resp = self.request("GET", "/metrics")
-        assert resp.status == 200, resp.status
-        return [sample for family in text_string_to_metric_families(resp.body.decode())
-                for sample in family.samples if sample.name == name]
-
-    def reloads(self) -> dict[str, float]:
-        """oauth_relay_config_reloads_total by outcome (absent outcomes read 0)."""
-        counts = {"applied": 0.0, "rejected": 0.0}
-        for sample in self.samples("oauth_relay_config_reloads_total"):
-            counts[sample.labels["outcome"]] = sample.value
-        return counts
-
-    def answered_2xx(self) -> float:
-        """oauth_relay_requests_total with status_class 2xx, summed over routes and workers."""
-        return sum(s.value for s in self.samples("oauth_relay_requests_total") if s.labels.get("status_class") == "2xx")
-
-
-def start_reloadable(start_relay, routes: list, **top):
-    """A relay with an admin listener; returns (relay, Admin)."""
-    port = free_port()
-    relay = start_relay(routes, admin=f"{LOOPBACK}:{port}", **top)
-    return relay, Admin(port)
-
-
-def rewrite(relay, **changes) -> None:
-    """Changes top-level keys of the relay's config file (the file `run --config` reads)."""
-    relay.config = {**relay.config, **changes}
-    relay.config_path.write_text(json.dumps(relay.config, indent=2))
-
-
-def log_records(relay, msg: str | None = None) -> list[dict]:
-    """The relay's JSON log lines (whole lines only), those with message `msg` if given."""
-    records = []
-    for line in relay.log().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and (msg is None or record.get("msg") == msg):
-            records.append(record)
-    return records
-
-
-def sighup(relay) -> None:
-    """SIGHUP must not end the relay: sent directly, so that the relay is not marked as
-    signalled and an exit is still reported as a death at teardown."""
-    relay.proc.send_signal(signal.SIGHUP)
-
-
-def wait_for_log(relay, msg: str, count: int, timeout: float = 5) -> dict:
-    """Waits for the `count`-th log line with message `msg`; returns it."""
-    return wait_until(lambda: (r := log_records(relay, msg))[count - 1:] and r[count - 1], timeout,
-                      f"log line #{count} {msg!r}")
-
+# Routes that say which one took a request.
 
 def marked(upstream, name: str, prefix: str = "/", **options) -> dict:
     return route(upstream, prefix, name=name, setHeaders={"X-Route": name, **options.pop("setHeaders", {})},
@@ -141,53 +42,11 @@ def routed_by(resp: Response) -> str:
     return routes[0]
 
 
-# -- wrk ----------------------------------------------------------------------------------------
-
-def start_wrk(url: str, connections: int, seconds: int, timeout_s: int | None = None) -> subprocess.Popen:
-    assert shutil.which("wrk"), "wrk is not installed"
-    cmd = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s"]
-    if timeout_s is not None:
-        cmd += ["--timeout", f"{timeout_s}s"]
-    return subprocess.Popen([*cmd, url], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-
-
-def finish_wrk(wrk: subprocess.Popen, seconds: int) -> dict:
-    """Waits for wrk (bounded) and parses its report: requests, socket errors, non-2xx."""
-    try:
-        out, _ = wrk.communicate(timeout=scaled(seconds + 20))
-    except subprocess.TimeoutExpired:
-        wrk.kill()
-        out, _ = wrk.communicate()
-        pytest.fail(f"wrk still running {scaled(seconds + 20):.0f}s after start:\n{out}")
-    assert wrk.returncode == 0, f"wrk exited with {wrk.returncode}:\n{out}"
-    done = re.search(r"^\s*(\d+) requests in ", out, re.M)
-    assert done, f"no request count in wrk's report:\n{out}"
-    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {"requests": int(done.group(1)), "out": out,
-            "socket_errors": dict(zip(("connect", "read", "write", "timeout"), map(int, errors.groups())))
-            if errors else {},
-            "non2xx": int(non2xx.group(1)) if non2xx else 0}
-
-
-def kill_wrk(wrk: subprocess.Popen) -> None:
-    if wrk.poll() is None:
-        wrk.kill()
-        wrk.communicate()
-
-
-def assert_wrk_clean(report: dict) -> None:
-    assert report["requests"] > 0, report["out"]
-    assert not any(report["socket_errors"].values()), f"socket errors under reload:\n{report['out']}"
-    assert report["non2xx"] == 0, f"non-2xx answers under reload:\n{report['out']}"
-
-
 # ---------------------------------------------------------------------------------------------
 # Applying a valid file.
 
 def test_post_reload_adds_a_route_then_removes_one(start_relay, upstream):
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "a", "/a/")])
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "a", "/a/")])
     assert routed_by(relay.request("GET", "/a/1")) == "a"
     assert_problem(relay.request("GET", "/b/1"), 404)
 
@@ -211,7 +70,7 @@ def test_post_reload_adds_a_route_then_removes_one(start_relay, upstream):
 
 
 def test_a_changed_route_applies_to_the_next_request(start_relay, upstream):
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "old", "/")])
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "old", "/")])
     assert routed_by(relay.request("GET", "/x")) == "old"
     rewrite(relay, routes=[marked(upstream, "new", "/")])
     admin.reload_applied()
@@ -241,7 +100,7 @@ def test_sighup_adds_and_removes_routes_like_post_reload(start_relay, upstream):
 # Connections and requests that span a reload.
 
 def test_keep_alive_connection_opened_before_the_reload_gets_the_new_routes(start_relay, upstream):
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "a", "/a/")])
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "a", "/a/")])
     with relay.connect() as conn:
         assert routed_by(conn.request("GET", "/a/1")) == "a"
         assert_problem(conn.request("GET", "/b/1"), 404)
@@ -257,7 +116,7 @@ def test_keep_alive_connection_opened_before_the_reload_gets_the_new_routes(star
 
 
 def test_idle_keep_alive_connections_stay_open_across_a_reload(start_relay, upstream):
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "a", "/")], workers=2)
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "a", "/")], workers=2)
     conns = [relay.connect() for _ in range(6)]
     try:
         for conn in conns:
@@ -274,7 +133,7 @@ def test_idle_keep_alive_connections_stay_open_across_a_reload(start_relay, upst
 
 
 def test_a_request_in_flight_at_the_reload_completes_through_the_old_route(start_relay, upstream):
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "old", "/slow")])
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "old", "/slow")])
     with relay.connect(timeout=15) as conn:
         conn.send(build_request("GET", "/slow?ms=1500"))
         wait_until(lambda: upstream.stats()["requests_in_flight"] == 1, 5, "the slow request at the upstream")
@@ -294,7 +153,7 @@ def test_a_request_in_flight_at_the_reload_completes_through_the_old_route(start
 
 
 def test_a_request_whose_body_is_still_arriving_at_the_reload_completes_through_the_old_route(start_relay, upstream):
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "old", "/a/")])
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "old", "/a/")])
     body = b"x" * 200_000
     with relay.connect(timeout=15) as conn:
         conn.send(build_request("POST", "/a/upload", headers=[("Content-Length", str(len(body)))]))
@@ -312,7 +171,7 @@ def test_a_request_whose_body_is_still_arriving_at_the_reload_completes_through_
 
 
 def test_header_limits_follow_a_reload(start_relay, upstream):
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "a", "/")], limits={"maxHeaderBytes": 16384})
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "a", "/")], limits={"maxHeaderBytes": 16384})
     big = [("X-Big", "a" * 6000)]
     assert routed_by(relay.request("GET", "/1", headers=big)) == "a"
     rewrite(relay, limits={**relay.config["limits"], "maxHeaderBytes": 4096})
@@ -325,7 +184,7 @@ def test_header_limits_follow_a_reload(start_relay, upstream):
 
 
 def test_the_access_log_follows_a_reload(start_relay, upstream):
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "a", "/")])  # accessLog: true, one worker
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "a", "/")])  # accessLog: true, one worker
 
     def logged_paths() -> list[str]:
         return [r["path"] for r in log_records(relay, "access")]
@@ -360,7 +219,7 @@ INVALID_FILES = {
 @pytest.mark.parametrize("case", sorted(INVALID_FILES))
 def test_an_invalid_file_is_refused_with_json_paths_and_changes_nothing(start_relay, upstream, case):
     make_text, path = INVALID_FILES[case]
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "a", "/a/")])
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "a", "/a/")])
     relay.config_path.write_text(make_text(relay.config, upstream))
 
     errors = admin.reload_rejected()
@@ -383,7 +242,7 @@ def test_an_invalid_file_is_refused_with_json_paths_and_changes_nothing(start_re
 
 
 def test_every_error_of_a_file_is_reported(start_relay, upstream):
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "a", "/a/")])
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "a", "/a/")])
     rewrite(relay, routes=[{**marked(upstream, "a", "/a/"), "upstream": "ftp://x"},
                            {**marked(upstream, "b", "/b/"), "bogus": 1}])
     errors = admin.reload_rejected()
@@ -411,7 +270,7 @@ def test_sighup_with_an_invalid_file_logs_the_errors_and_changes_nothing(start_r
 
 
 def test_a_missing_file_is_refused_and_changes_nothing(start_relay, upstream):
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "a", "/a/")])
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "a", "/a/")])
     relay.config_path.unlink()
     admin.reload_rejected()
     assert routed_by(relay.request("GET", "/a/1")) == "a"
@@ -424,7 +283,7 @@ def test_a_missing_file_is_refused_and_changes_nothing(start_relay, upstream):
 
 @pytest.mark.parametrize("key", ["listen", "workers", "admin"])
 def test_a_restart_only_change_is_refused_and_the_relay_keeps_serving(start_relay, upstream, key):
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "a", "/a/")])
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "a", "/a/")])
     other_port = free_port()
     change = {"listen": f"{LOOPBACK}:{other_port}", "workers": 2, "admin": f"{LOOPBACK}:{other_port}"}[key]
     # The same file also adds a route: it must not apply either.
@@ -447,7 +306,7 @@ def test_a_listen_tls_address_change_is_refused(start_relay, upstream, tmp_path)
     ca, cert, key = make_certificate(tmp_path)
     tls_port, other_port = free_port(), free_port()
     tls = {"address": f"{LOOPBACK}:{tls_port}", "certFile": str(cert), "keyFile": str(key)}
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "a", "/")], listenTls=tls)
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "a", "/")], listenTls=tls)
     rewrite(relay, listenTls={**tls, "address": f"{LOOPBACK}:{other_port}"})
     [error] = admin.reload_rejected()
     assert error.startswith("$.listenTls.address: ") and "restart" in error, error
@@ -475,7 +334,7 @@ def test_a_rotated_listen_tls_certificate_applies_to_new_connections(start_relay
     shutil.copyfile(cert_one, live_cert)
     shutil.copyfile(key_one, live_key)
     tls_port = free_port()
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "a", "/")], listenTls={
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "a", "/")], listenTls={
         "address": f"{LOOPBACK}:{tls_port}", "certFile": str(live_cert), "keyFile": str(live_key)})
     assert served_certificate(tls_port) == ssl.PEM_cert_to_DER_cert(cert_one.read_text())
 
@@ -493,25 +352,15 @@ def test_a_rotated_listen_tls_certificate_applies_to_new_connections(start_relay
 # Under load.
 
 def test_reloads_under_load_lose_no_request(start_relay, upstream):
-    seconds, reloads = 5, 10
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "gen-0", "/load/")], workers=2, accessLog=False)
-    wrk = start_wrk(f"{relay.url}/load/x", connections=16, seconds=seconds)
-    try:
-        served = wait_until(lambda: upstream.stats()["requests_served"], 5, "wrk's first requests at the upstream")
-        for i in range(1, reloads + 1):
-            assert wrk.poll() is None, f"wrk ended after {i - 1} reloads: the reloads were not under load"
-            rewrite(relay, routes=[marked(upstream, f"gen-{i % 2}", "/load/")])
-            assert admin.reload_applied()["routes"] == 1
-            # Requests keep flowing after each reload (a stall would show here, not only in wrk).
-            before = served
-            served = wait_until(lambda: (n := upstream.stats()["requests_served"]) > before and n, 3,
-                                f"requests served after reload {i}")
-            time.sleep(0.3)  # pacing between reloads, not a wait for a condition
-        assert wrk.poll() is None, "wrk ended before the last reload: the reloads were not all under load"
-        report = finish_wrk(wrk, seconds)
-    finally:
-        kill_wrk(wrk)
-    assert_wrk_clean(report)
+    reloads = 10
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "gen-0", "/load/")], workers=2, accessLog=False)
+
+    def reload_once(i: int) -> None:
+        rewrite(relay, routes=[marked(upstream, f"gen-{i % 2}", "/load/")])
+        assert admin.reload_applied()["routes"] == 1
+
+    reload_under_wrk(f"{relay.url}/load/x", connections=16, seconds=5, reloads=reloads,
+                     answered=lambda: upstream.stats()["requests_served"], reload_once=reload_once)
     assert len(log_records(relay, RELOADED)) == reloads
     assert admin.reloads() == {"applied": reloads, "rejected": 0}
     assert routed_by(relay.request("GET", "/load/after")) == f"gen-{reloads % 2}"
@@ -523,7 +372,7 @@ def test_reloads_under_load_lose_no_request(start_relay, upstream):
 def test_sigterm_with_the_admin_connection_that_reloaded_still_open_exits_0(start_relay, upstream):
     # An operator's client (or a sidecar) that POSTs /reload on a keep-alive connection and is
     # still connected when the relay is told to stop: the relay must drain and exit 0.
-    relay, admin = start_reloadable(start_relay, [marked(upstream, "a", "/")])
+    relay, admin = start_with_admin(start_relay, [marked(upstream, "a", "/")])
     with RawConnection(LOOPBACK, admin.port) as conn:
         resp = conn.request("POST", "/reload", host=f"{LOOPBACK}:{admin.port}")
         assert resp.status == 200, resp.body

@@ -12,12 +12,11 @@ import json
 import time
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from deadlines import scaled, wait_until
-from http_client import RawConnection, Response, assert_closed
+from admin_client import Metrics, start_with_admin
+from deadlines import wait_until
 from idp_relay import assert_oauth_problem, bearer, oauth_route, token_timeout_limits
-from processes import LOOPBACK, free_port, route
+from processes import route
 
 pytestmark = pytest.mark.oauth
 
@@ -26,82 +25,21 @@ EXPIRY = "oauth_relay_token_expiry_timestamp_seconds"
 LIFETIME = 3600
 
 
-# ---------------------------------------------------------------------------------------------
-# Reading /metrics (as in ../test_metrics.py).
+def start_with_orders(start_relay, sensitive, upstream, identity: dict, limits: dict | None = None):
+    """A relay with the identity `orders` and an admin listener whose every scrape body goes to
+    `sensitive` (no token or secret may show in it)."""
+    scrapes = []
 
-class Metrics:
-    def __init__(self, resp: Response):
-        assert resp.status == 200, f"GET /metrics answered {resp.status}: {resp.body[:300]!r}"
-        self.text = resp.body.decode("utf-8")
-        self.families = {f.name: f for f in text_string_to_metric_families(self.text)}
+    def record(body: bytes) -> None:
+        scrapes.append(body)
+        sensitive.add_output(f"GET /metrics (scrape {len(scrapes)})", body)
 
-    def samples(self, name: str, **labels: str) -> list:
-        return [s for f in self.families.values() for s in f.samples
-                if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
-
-    def total(self, name: str, **labels: str) -> float:
-        return sum(s.value for s in self.samples(name, **labels))
-
-    def by(self, name: str, label: str, **labels: str) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for s in self.samples(name, **labels):
-            out[s.labels.get(label)] = out.get(s.labels.get(label), 0) + s.value
-        return out
-
-    def expiry(self, identity: str) -> float | None:
-        """The identity's expiry gauge; None when the series is not exported."""
-        found = self.samples(EXPIRY, identity=identity)
-        assert len(found) <= 1, f"{len(found)} expiry series for {identity}"
-        return found[0].value if found else None
-
-    def summary(self) -> str:
-        return "\n".join(line for line in self.text.splitlines() if "_bucket{" not in line)
-
-
-class Admin:
-    def __init__(self, port: int, relay, sensitive):
-        self.host, self.port = LOOPBACK, port
-        self.relay = relay
-        self.sensitive = sensitive
-        self.scrapes = 0
-
-    def request(self, method: str, path: str) -> Response:
-        """One request with `Connection: close`."""
-        with RawConnection(self.host, self.port) as conn:
-            resp = conn.request(method, path, headers=[("Connection", "close")])
-            assert_closed(conn)
-        return resp
-
-    def scrape(self) -> Metrics:
-        resp = self.request("GET", "/metrics")
-        self.scrapes += 1
-        self.sensitive.add_output(f"GET /metrics (scrape {self.scrapes})", resp.body)
-        return Metrics(resp)
-
-    def wait_for(self, predicate, message: str, timeout: float = 5) -> Metrics:
-        last: list[Metrics] = []
-
-        def check():
-            last[:] = [self.scrape()]
-            return predicate(last[0])
-
-        try:
-            wait_until(check, timeout, message)
-        except pytest.fail.Exception:
-            pytest.fail(f"timed out after {scaled(timeout):.1f}s waiting for {message}; last scrape:\n"
-                        f"{last[0].summary() if last else '(none)'}", pytrace=False)
-        return last[0]
-
-
-def start_with_admin(start_relay, sensitive, upstream, identity: dict, limits: dict | None = None):
-    admin_port = free_port()
-    relay = start_relay([oauth_route(upstream, "/", "orders", name="orders-api")], limits=limits,
-                        identities={"orders": identity}, admin=f"{LOOPBACK}:{admin_port}")
-    return relay, Admin(admin_port, relay, sensitive)
+    return start_with_admin(start_relay, [oauth_route(upstream, "/", "orders", name="orders-api")], on_scrape=record,
+                            limits=limits, identities={"orders": identity})
 
 
 def assert_expiry_between(m: Metrics, low: float, high: float) -> float:
-    expiry = m.expiry("orders")
+    expiry = m.value(EXPIRY, identity="orders")
     assert expiry is not None, "no expiry series for identity orders"
     assert low <= expiry <= high, (f"expiry {expiry:.1f} not within [{low:.1f}, {high:.1f}] "
                                    f"(now {time.time():.1f}, the token lives {LIFETIME}s)")
@@ -114,10 +52,10 @@ def assert_expiry_between(m: Metrics, low: float, high: float) -> float:
 def test_a_token_fetched_is_counted_as_success_with_its_expiry(stub_idp, upstream, start_relay, sensitive):
     stub_idp.script(default={"kind": "token", "expires_in": LIFETIME})
     t0 = time.time()
-    relay, admin = start_with_admin(start_relay, sensitive, upstream, stub_idp.identity())
+    relay, admin = start_with_orders(start_relay, sensitive, upstream, stub_idp.identity())
     token = bearer(relay.request("GET", "/orders/1"))
     t1 = time.time()
-    m = admin.wait_for(lambda m: m.total(REQUESTS, identity="orders") >= 1 and (m.expiry("orders") or 0) > 0,
+    m = admin.wait_for(lambda m: m.total(REQUESTS, identity="orders") >= 1 and (m.value(EXPIRY, identity="orders") or 0) > 0,
                        "the token request counted and the expiry exported")
     assert len(stub_idp.token_requests()) == 1
     assert m.by(REQUESTS, "outcome", identity="orders") == {"success": 1}
@@ -134,20 +72,20 @@ def test_deleting_the_token_zeroes_the_expiry_until_the_next_token(stub_idp, ups
     # the relay fetches again right after the DELETE.
     stub_idp.script({"kind": "token", "expires_in": LIFETIME},
                     default={"kind": "token", "expires_in": LIFETIME, "delay_ms": 2000})
-    relay, admin = start_with_admin(start_relay, sensitive, upstream, stub_idp.identity())
+    relay, admin = start_with_orders(start_relay, sensitive, upstream, stub_idp.identity())
     before = bearer(relay.request("GET", "/orders/1"))
-    first = admin.wait_for(lambda m: (m.expiry("orders") or 0) > 0, "the first expiry").expiry("orders")
+    first = admin.wait_for(lambda m: (m.value(EXPIRY, identity="orders") or 0) > 0, "the first expiry").value(EXPIRY, identity="orders")
 
     t_delete = time.time()
     assert admin.request("DELETE", "/identities/orders/token").status == 204
-    admin.wait_for(lambda m: m.expiry("orders") == 0, "the expiry gauge 0 after DELETE /identities/orders/token",
+    admin.wait_for(lambda m: m.value(EXPIRY, identity="orders") == 0, "the expiry gauge 0 after DELETE /identities/orders/token",
                    timeout=1.5)
 
     after = bearer(relay.request("GET", "/orders/2", timeout=10))
     t_after = time.time()
     assert after != before
     m = admin.wait_for(lambda m: m.total(REQUESTS, identity="orders", outcome="success") >= 2
-                       and (m.expiry("orders") or 0) > 0, "the second token counted and its expiry exported")
+                       and (m.value(EXPIRY, identity="orders") or 0) > 0, "the second token counted and its expiry exported")
     assert m.by(REQUESTS, "outcome", identity="orders") == {"success": 2}
     assert len(stub_idp.token_requests()) == 2
     second = assert_expiry_between(m, t_delete + LIFETIME - 1, t_after + LIFETIME + 1)
@@ -179,26 +117,26 @@ def counted_like_the_stub(stub, outcome: str):
 def test_an_idp_that_cannot_answer_now_is_counted_as_unavailable(stub_idp, upstream, start_relay, sensitive, case):
     spec, limits = UNAVAILABLE[case]
     stub_idp.script(default=spec)
-    relay, admin = start_with_admin(start_relay, sensitive, upstream, stub_idp.identity(), limits=limits)
+    relay, admin = start_with_orders(start_relay, sensitive, upstream, stub_idp.identity(), limits=limits)
     resp = relay.request("GET", "/orders/1", timeout=10)
     sensitive.add_output("problem body", resp.body)
     assert_oauth_problem(resp, 503, identity="orders")
     m = admin.wait_for(counted_like_the_stub(stub_idp, "unavailable"),
                        "every token request counted as unavailable", timeout=8)
     assert set(m.by(REQUESTS, "outcome", identity="orders")) == {"unavailable"}
-    assert m.expiry("orders") in (None, 0), f"expiry {m.expiry('orders')} without a token"
+    assert m.value(EXPIRY, identity="orders") in (None, 0), f"expiry {m.expiry('orders')} without a token"
 
 
 def test_an_oauth_error_is_counted_as_refused(stub_idp, upstream, start_relay, sensitive):
     stub_idp.script(default={"kind": "oauth_error", "status": 401, "error": "invalid_client",
                              "error_description": "unknown client"})
-    relay, admin = start_with_admin(start_relay, sensitive, upstream, stub_idp.identity())
+    relay, admin = start_with_orders(start_relay, sensitive, upstream, stub_idp.identity())
     resp = relay.request("GET", "/orders/1")
     sensitive.add_output("problem body", resp.body)
     assert_oauth_problem(resp, 502, identity="orders", oauth_error="invalid_client")
     m = admin.wait_for(counted_like_the_stub(stub_idp, "refused"), "every token request counted as refused")
     assert set(m.by(REQUESTS, "outcome", identity="orders")) == {"refused"}
-    assert m.expiry("orders") in (None, 0), f"expiry {m.expiry('orders')} without a token"
+    assert m.value(EXPIRY, identity="orders") in (None, 0), f"expiry {m.expiry('orders')} without a token"
     assert stub_idp.client_secret not in m.text
 
 
@@ -206,14 +144,14 @@ def test_success_after_failures_counts_each_outcome(stub_idp, upstream, start_re
     # 500 first (start-up fetch), then tokens: the relay retries after its backoff.
     stub_idp.script({"kind": "raw", "status": 500, "content_type": "text/plain", "body": "boom"},
                     default={"kind": "token", "expires_in": LIFETIME})
-    relay, admin = start_with_admin(start_relay, sensitive, upstream, stub_idp.identity())
+    relay, admin = start_with_orders(start_relay, sensitive, upstream, stub_idp.identity())
     wait_until(lambda: relay.request("GET", "/orders/1").status == 200, 15, "a token after the failure")
     m = admin.wait_for(lambda m: m.total(REQUESTS, identity="orders", outcome="success") >= 1,
                        "the successful token request counted")
     records = stub_idp.token_requests()
     assert [r["status"] for r in records] == [500, 200], [r["status"] for r in records]
     assert m.by(REQUESTS, "outcome", identity="orders") == {"unavailable": 1, "success": 1}
-    assert (m.expiry("orders") or 0) > time.time() + LIFETIME - 100
+    assert (m.value(EXPIRY, identity="orders") or 0) > time.time() + LIFETIME - 100
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,9 +159,9 @@ def test_success_after_failures_counts_each_outcome(stub_idp, upstream, start_re
 
 def test_removing_the_identity_drops_its_expiry_but_keeps_its_counts(stub_idp, upstream, start_relay, sensitive):
     stub_idp.script(default={"kind": "token", "expires_in": LIFETIME})
-    relay, admin = start_with_admin(start_relay, sensitive, upstream, stub_idp.identity())
+    relay, admin = start_with_orders(start_relay, sensitive, upstream, stub_idp.identity())
     bearer(relay.request("GET", "/orders/1"))
-    admin.wait_for(lambda m: (m.expiry("orders") or 0) > 0, "the expiry exported")
+    admin.wait_for(lambda m: (m.value(EXPIRY, identity="orders") or 0) > 0, "the expiry exported")
 
     config = json.loads(relay.config_path.read_text())
     config["routes"] = [route(upstream, "/", name="plain")]
@@ -232,7 +170,7 @@ def test_removing_the_identity_drops_its_expiry_but_keeps_its_counts(stub_idp, u
     resp = admin.request("POST", "/reload")
     assert resp.status == 200, resp.body
     assert relay.request("GET", "/x").echo_headers("Authorization") == []
-    m = admin.wait_for(lambda m: m.expiry("orders") is None, "the expiry series of identity orders dropped")
+    m = admin.wait_for(lambda m: m.value(EXPIRY, identity="orders") is None, "the expiry series of identity orders dropped")
     assert m.by(REQUESTS, "outcome", identity="orders") == {"success": 1}
     assert m.by("oauth_relay_config_reloads_total", "outcome") == {"applied": 1, "rejected": 0}
 
@@ -242,11 +180,11 @@ def test_removing_the_identity_drops_its_expiry_but_keeps_its_counts(stub_idp, u
 
 def test_a_django_token_is_counted_with_its_expiry(django_idp, upstream, start_relay, sensitive):
     t0 = time.time()
-    relay, admin = start_with_admin(start_relay, sensitive, upstream, django_idp.identity("orders-cc"))
+    relay, admin = start_with_orders(start_relay, sensitive, upstream, django_idp.identity("orders-cc"))
     token = bearer(relay.request("GET", "/orders/1"))
     t1 = time.time()
     assert django_idp.whoami(token).status == 200
-    m = admin.wait_for(lambda m: m.total(REQUESTS, identity="orders") >= 1 and (m.expiry("orders") or 0) > 0,
+    m = admin.wait_for(lambda m: m.total(REQUESTS, identity="orders") >= 1 and (m.value(EXPIRY, identity="orders") or 0) > 0,
                        "the token request counted and the expiry exported")
     [record] = django_idp.token_requests()
     assert record["status"] == 200

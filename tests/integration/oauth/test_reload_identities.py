@@ -20,8 +20,8 @@ from deadlines import scaled, wait_until
 from http_client import assert_problem, build_request
 from idp_processes import form, header_values, sha256, tricky_secret
 from idp_relay import bearer, oauth_route
-from test_reload import (NOT_RELOADED, RELOADED, assert_wrk_clean, finish_wrk, kill_wrk, log_records, rewrite,
-                         sighup, start_reloadable, start_wrk, wait_for_log)
+from admin_client import (NOT_RELOADED, RELOADED, log_records, reload_under_wrk, rewrite, sighup, start_with_admin,
+                          wait_for_log)
 
 pytestmark = pytest.mark.oauth
 
@@ -63,7 +63,7 @@ def secret_sent(record: dict) -> str | None:
 def test_an_unchanged_identity_keeps_its_token_and_a_changed_one_fetches_a_new_one(django_idp, upstream,
                                                                                    start_relay, change):
     identity = django_idp.identity("orders-cc", clientAuth="basic")
-    relay, admin = start_reloadable(start_relay, [oauth_route(upstream, "/echo/", "orders")],
+    relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/echo/", "orders")],
                                     identities={"orders": identity})
     first = token_of(relay.request("GET", "/echo/1"))
     assert len(django_idp.token_requests()) == 1
@@ -103,29 +103,18 @@ def test_reloads_under_load_make_no_token_request_for_an_unchanged_identity(djan
     def api_route(generation: int) -> dict:
         return oauth_route(django_idp, "/api/", "orders", name="api", setHeaders={"X-Generation": str(generation)})
 
-    relay, admin = start_reloadable(start_relay, [api_route(0)], identities={"orders": identity}, workers=2,
+    relay, admin = start_with_admin(start_relay, [api_route(0)], identities={"orders": identity}, workers=2,
                                     accessLog=False)
     first = whoami(relay)["token_sha256"]
     assert len(django_idp.token_requests()) == 1
     # Every request goes to django's /api/whoami: a request without a valid token is a 401 there
     # (and a 401 would make the relay fetch a new token, which the count below would show).
-    wrk = start_wrk(f"{relay.url}/api/whoami", connections=8, seconds=seconds)
-    try:
-        answered = wait_until(lambda: admin.answered_2xx() > 1 and admin.answered_2xx(), 5,
-                              "wrk's first answers through the relay")
-        for i in range(1, reloads + 1):
-            assert wrk.poll() is None, f"wrk ended after {i - 1} reloads: the reloads were not under load"
-            rewrite(relay, routes=[api_route(i % 2)])
-            assert admin.reload_applied()["identities"] == {"kept": ["orders"], "started": [], "removed": []}
-            before = answered
-            answered = wait_until(lambda: (n := admin.answered_2xx()) > before and n, 3,
-                                  f"requests answered after reload {i}")
-            time.sleep(0.3)  # pacing between reloads, not a wait for a condition
-        assert wrk.poll() is None, "wrk ended before the last reload: the reloads were not all under load"
-        report = finish_wrk(wrk, seconds)
-    finally:
-        kill_wrk(wrk)
-    assert_wrk_clean(report)
+    def reload_once(i: int) -> None:
+        rewrite(relay, routes=[api_route(i % 2)])
+        assert admin.reload_applied()["identities"] == {"kept": ["orders"], "started": [], "removed": []}
+
+    reload_under_wrk(f"{relay.url}/api/whoami", connections=8, seconds=seconds, reloads=reloads,
+                     answered=admin.answered_2xx, reload_once=reload_once)
     assert len(django_idp.token_requests()) == 1, "token requests under reload for an unchanged identity"
     assert whoami(relay)["token_sha256"] == first
     assert len(log_records(relay, RELOADED)) == reloads
@@ -138,7 +127,7 @@ def test_a_removed_identity_loses_its_routes_and_stops_refreshing_and_an_added_o
         start_stub_idp, upstream, start_relay):
     orders, billing, shipping = start_stub_idp(), start_stub_idp(), start_stub_idp()
     billing.script(default={"kind": "token", "expires_in": 2})  # refreshed every second or two
-    relay, admin = start_reloadable(
+    relay, admin = start_with_admin(
         start_relay, [oauth_route(upstream, "/orders/", "orders"), oauth_route(upstream, "/billing/", "billing")],
         identities={"orders": orders.identity(), "billing": billing.identity()})
     orders_token = token_of(relay.request("GET", "/orders/1"))
@@ -171,7 +160,7 @@ def test_a_removed_identity_loses_its_routes_and_stops_refreshing_and_an_added_o
 
 def test_a_request_waiting_for_a_kept_identity_token_gets_it_after_a_reload(stub_idp, upstream, start_relay):
     stub_idp.script({"kind": "token", "expires_in": 3600, "delay_ms": 1500})
-    relay, admin = start_reloadable(start_relay, [oauth_route(upstream, "/orders/", "orders")],
+    relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/orders/", "orders")],
                                     identities={"orders": stub_idp.identity()})
     with relay.connect(timeout=10) as conn:
         conn.send(build_request("GET", "/orders/1"))
@@ -192,7 +181,7 @@ def test_a_request_waiting_for_an_identity_the_reload_retires_gets_the_old_ident
     # The first token request (the one the relay makes at start) is held 1.5 s at the stub, so
     # the request below waits for it; the reload then changes or removes the identity.
     stub_idp.script({"kind": "token", "expires_in": 3600, "delay_ms": 1500})
-    relay, admin = start_reloadable(start_relay, [oauth_route(upstream, "/orders/", "orders")],
+    relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/orders/", "orders")],
                                     identities={"orders": stub_idp.identity()})
     with relay.connect(timeout=10) as conn:
         conn.send(build_request("GET", "/orders/1"))  # its head arrives before the reload is asked for
@@ -224,7 +213,7 @@ def test_a_secret_file_whose_content_changed_counts_as_a_changed_identity(stub_i
     secret_file.touch(mode=0o600)
     secret_file.write_text(stub_idp.client_secret + "\n")
     identity = stub_idp.identity(clientSecret=None, clientSecretFile=str(secret_file))
-    relay, admin = start_reloadable(start_relay, [oauth_route(upstream, "/orders/", "orders")],
+    relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/orders/", "orders")],
                                     identities={"orders": identity})
     first = token_of(relay.request("GET", "/orders/1"))
 
@@ -257,7 +246,7 @@ BREAKAGES = {
 
 @pytest.mark.parametrize("breakage", sorted(BREAKAGES))
 def test_a_refused_reload_changes_no_identity(stub_idp, upstream, start_relay, breakage):
-    relay, admin = start_reloadable(start_relay, [oauth_route(upstream, "/orders/", "orders")],
+    relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/orders/", "orders")],
                                     identities={"orders": stub_idp.identity()})
     before = token_of(relay.request("GET", "/orders/1"))
     assert len(stub_idp.token_requests()) == 1
@@ -283,7 +272,7 @@ def test_a_refused_reload_changes_no_identity(stub_idp, upstream, start_relay, b
 
 
 def test_a_refused_sighup_reload_changes_no_identity(stub_idp, upstream, start_relay):
-    relay, admin = start_reloadable(start_relay, [oauth_route(upstream, "/orders/", "orders")],
+    relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/orders/", "orders")],
                                     identities={"orders": stub_idp.identity()})
     before = token_of(relay.request("GET", "/orders/1"))
     rewrite(relay, routes=[{**oauth_route(upstream, "/orders/", "orders"), "upstream": "not a url"}],
