@@ -221,15 +221,17 @@ def assert_wrk_clean(report: dict) -> None:
     assert report["non2xx"] == 0, f"non-2xx answers under reload:\n{report['out']}"
 
 
-def reload_under_wrk(url: str, connections: int, seconds: int, reloads: int, answered, reload_once) -> dict:
+def reload_under_wrk(url: str, connections: int, seconds: int, reloads: int, answered, reload_once,
+                     already: float = 0) -> dict:
     """Runs wrk against `url` and reloads `reloads` times while it runs, 0.3 s apart:
     `reload_once(i)` rewrites the file and reloads (asserting what it expects), and after each
     reload `answered()` (a count of answered requests) must grow, so a stall shows here and not
-    only in wrk's totals. Returns wrk's report, checked clean: requests, no socket error, no
-    non-2xx."""
+    only in wrk's totals. `already` is that count before wrk starts (the test's own requests):
+    the reloads begin once wrk's first answers are counted above it. Returns wrk's report,
+    checked clean: requests, no socket error, no non-2xx."""
     wrk = start_wrk(url, connections=connections, seconds=seconds)
     try:
-        count = wait_until(lambda: (n := answered()) > 0 and n, 5, "wrk's first answers through the relay")
+        count = wait_until(lambda: (n := answered()) > already and n, 5, "wrk's first answers through the relay")
         for i in range(1, reloads + 1):
             assert wrk.poll() is None, f"wrk ended after {i - 1} reloads: the reloads were not under load"
             reload_once(i)

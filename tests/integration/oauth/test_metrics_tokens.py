@@ -38,12 +38,17 @@ def start_with_orders(start_relay, sensitive, upstream, identity: dict, limits: 
                             limits=limits, identities={"orders": identity})
 
 
+def expiry(m: Metrics) -> float | None:
+    """The expiry gauge of identity orders; None when the series is not exported."""
+    return m.value(EXPIRY, identity="orders")
+
+
 def assert_expiry_between(m: Metrics, low: float, high: float) -> float:
-    expiry = m.value(EXPIRY, identity="orders")
-    assert expiry is not None, "no expiry series for identity orders"
-    assert low <= expiry <= high, (f"expiry {expiry:.1f} not within [{low:.1f}, {high:.1f}] "
-                                   f"(now {time.time():.1f}, the token lives {LIFETIME}s)")
-    return expiry
+    found = expiry(m)
+    assert found is not None, "no expiry series for identity orders"
+    assert low <= found <= high, (f"expiry {found:.1f} not within [{low:.1f}, {high:.1f}] "
+                                  f"(now {time.time():.1f}, the token lives {LIFETIME}s)")
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -55,7 +60,7 @@ def test_a_token_fetched_is_counted_as_success_with_its_expiry(stub_idp, upstrea
     relay, admin = start_with_orders(start_relay, sensitive, upstream, stub_idp.identity())
     token = bearer(relay.request("GET", "/orders/1"))
     t1 = time.time()
-    m = admin.wait_for(lambda m: m.total(REQUESTS, identity="orders") >= 1 and (m.value(EXPIRY, identity="orders") or 0) > 0,
+    m = admin.wait_for(lambda m: m.total(REQUESTS, identity="orders") >= 1 and (expiry(m) or 0) > 0,
                        "the token request counted and the expiry exported")
     assert len(stub_idp.token_requests()) == 1
     assert m.by(REQUESTS, "outcome", identity="orders") == {"success": 1}
@@ -74,18 +79,18 @@ def test_deleting_the_token_zeroes_the_expiry_until_the_next_token(stub_idp, ups
                     default={"kind": "token", "expires_in": LIFETIME, "delay_ms": 2000})
     relay, admin = start_with_orders(start_relay, sensitive, upstream, stub_idp.identity())
     before = bearer(relay.request("GET", "/orders/1"))
-    first = admin.wait_for(lambda m: (m.value(EXPIRY, identity="orders") or 0) > 0, "the first expiry").value(EXPIRY, identity="orders")
+    first = expiry(admin.wait_for(lambda m: (expiry(m) or 0) > 0, "the first expiry"))
 
     t_delete = time.time()
     assert admin.request("DELETE", "/identities/orders/token").status == 204
-    admin.wait_for(lambda m: m.value(EXPIRY, identity="orders") == 0, "the expiry gauge 0 after DELETE /identities/orders/token",
+    admin.wait_for(lambda m: expiry(m) == 0, "the expiry gauge 0 after DELETE /identities/orders/token",
                    timeout=1.5)
 
     after = bearer(relay.request("GET", "/orders/2", timeout=10))
     t_after = time.time()
     assert after != before
     m = admin.wait_for(lambda m: m.total(REQUESTS, identity="orders", outcome="success") >= 2
-                       and (m.value(EXPIRY, identity="orders") or 0) > 0, "the second token counted and its expiry exported")
+                       and (expiry(m) or 0) > 0, "the second token counted and its expiry exported")
     assert m.by(REQUESTS, "outcome", identity="orders") == {"success": 2}
     assert len(stub_idp.token_requests()) == 2
     second = assert_expiry_between(m, t_delete + LIFETIME - 1, t_after + LIFETIME + 1)
@@ -124,7 +129,7 @@ def test_an_idp_that_cannot_answer_now_is_counted_as_unavailable(stub_idp, upstr
     m = admin.wait_for(counted_like_the_stub(stub_idp, "unavailable"),
                        "every token request counted as unavailable", timeout=8)
     assert set(m.by(REQUESTS, "outcome", identity="orders")) == {"unavailable"}
-    assert m.value(EXPIRY, identity="orders") in (None, 0), f"expiry {m.expiry('orders')} without a token"
+    assert expiry(m) in (None, 0), f"expiry {expiry(m)} without a token"
 
 
 def test_an_oauth_error_is_counted_as_refused(stub_idp, upstream, start_relay, sensitive):
@@ -136,7 +141,7 @@ def test_an_oauth_error_is_counted_as_refused(stub_idp, upstream, start_relay, s
     assert_oauth_problem(resp, 502, identity="orders", oauth_error="invalid_client")
     m = admin.wait_for(counted_like_the_stub(stub_idp, "refused"), "every token request counted as refused")
     assert set(m.by(REQUESTS, "outcome", identity="orders")) == {"refused"}
-    assert m.value(EXPIRY, identity="orders") in (None, 0), f"expiry {m.expiry('orders')} without a token"
+    assert expiry(m) in (None, 0), f"expiry {expiry(m)} without a token"
     assert stub_idp.client_secret not in m.text
 
 
@@ -151,7 +156,7 @@ def test_success_after_failures_counts_each_outcome(stub_idp, upstream, start_re
     records = stub_idp.token_requests()
     assert [r["status"] for r in records] == [500, 200], [r["status"] for r in records]
     assert m.by(REQUESTS, "outcome", identity="orders") == {"unavailable": 1, "success": 1}
-    assert (m.value(EXPIRY, identity="orders") or 0) > time.time() + LIFETIME - 100
+    assert (expiry(m) or 0) > time.time() + LIFETIME - 100
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,7 +166,7 @@ def test_removing_the_identity_drops_its_expiry_but_keeps_its_counts(stub_idp, u
     stub_idp.script(default={"kind": "token", "expires_in": LIFETIME})
     relay, admin = start_with_orders(start_relay, sensitive, upstream, stub_idp.identity())
     bearer(relay.request("GET", "/orders/1"))
-    admin.wait_for(lambda m: (m.value(EXPIRY, identity="orders") or 0) > 0, "the expiry exported")
+    admin.wait_for(lambda m: (expiry(m) or 0) > 0, "the expiry exported")
 
     config = json.loads(relay.config_path.read_text())
     config["routes"] = [route(upstream, "/", name="plain")]
@@ -170,7 +175,7 @@ def test_removing_the_identity_drops_its_expiry_but_keeps_its_counts(stub_idp, u
     resp = admin.request("POST", "/reload")
     assert resp.status == 200, resp.body
     assert relay.request("GET", "/x").echo_headers("Authorization") == []
-    m = admin.wait_for(lambda m: m.value(EXPIRY, identity="orders") is None, "the expiry series of identity orders dropped")
+    m = admin.wait_for(lambda m: expiry(m) is None, "the expiry series of identity orders dropped")
     assert m.by(REQUESTS, "outcome", identity="orders") == {"success": 1}
     assert m.by("oauth_relay_config_reloads_total", "outcome") == {"applied": 1, "rejected": 0}
 
@@ -184,7 +189,7 @@ def test_a_django_token_is_counted_with_its_expiry(django_idp, upstream, start_r
     token = bearer(relay.request("GET", "/orders/1"))
     t1 = time.time()
     assert django_idp.whoami(token).status == 200
-    m = admin.wait_for(lambda m: m.total(REQUESTS, identity="orders") >= 1 and (m.value(EXPIRY, identity="orders") or 0) > 0,
+    m = admin.wait_for(lambda m: m.total(REQUESTS, identity="orders") >= 1 and (expiry(m) or 0) > 0,
                        "the token request counted and the expiry exported")
     [record] = django_idp.token_requests()
     assert record["status"] == 200
