@@ -61,14 +61,13 @@ public final class RelayServer: Sendable {
             var workerLogger = logger
             workerLogger[metadataKey: "worker"] = "\(index)"
             let finalLogger = workerLogger
-            let workerMetrics = metrics.map { WorkerMetricsHandoff($0, index) }
             let (thread, outcome) = WorkerThread.start { (report: (Result<(LoopWakeup, SocketAddress?, SocketAddress?), any Error>) -> Void) in
                 let loop: EventLoop
                 let worker: ProxyWorker
                 do {
                     loop = try EventLoop()
                     worker = try ProxyWorker(loop: loop, mailbox: mailbox, address: bindTo, tlsAddress: bindTLSTo,
-                                             logger: finalLogger, metrics: workerMetrics?.make())
+                                             logger: finalLogger, metrics: metrics?.worker(index))
                 } catch {
                     report(.failure(error))
                     return
@@ -111,9 +110,6 @@ public final class RelayServer: Sendable {
         self.boundTLSAddress = boundTLSAddress
     }
 
-    /// The settings in force.
-    public var settings: ProxySettings { mailbox.settings }
-
     /// Puts `settings` in force: every request whose head arrives after this returns uses them;
     /// requests under way finish with the settings they began with, and connections stay open.
     /// The listen addresses and the worker count are those the server started with.
@@ -131,14 +127,6 @@ public final class RelayServer: Sendable {
     public func wait() {
         for worker in workers { worker.thread.join() }
     }
-}
-
-/// Carries the metrics into a worker thread, which makes its own (non-Sendable) series there.
-private struct WorkerMetricsHandoff: Sendable {
-    let metrics: RelayMetrics
-    let index: Int
-    init(_ metrics: RelayMetrics, _ index: Int) { (self.metrics, self.index) = (metrics, index) }
-    func make() -> WorkerMetrics { metrics.worker(index) }
 }
 
 extension SocketAddress {

@@ -194,8 +194,6 @@ public final class SettingsMailbox: Sendable {
     /// The settings in force and their generation.
     var current: (ProxySettings, UInt64) { published.withLock { $0 } }
 
-    public var settings: ProxySettings { current.0 }
-
     /// Puts `settings` in force for requests that start from now on.
     public func publish(_ settings: ProxySettings) {
         published.withLock { value in

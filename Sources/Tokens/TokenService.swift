@@ -18,7 +18,7 @@ import Synchronization
 import TLS
 
 /// How a token request ended, as counted by `oauth_relay_token_requests_total{outcome}`.
-public enum TokenRequestOutcome: String, Sendable, CaseIterable {
+public enum TokenRequestOutcome: String, Sendable {
     case success
     /// The token endpoint said no for good (an OAuth error such as `invalid_grant`, a redirect,
     /// an unreadable answer): retried only after backoff or a configuration change.
