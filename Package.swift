@@ -54,7 +54,7 @@ let package = Package(
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics"]),
         .testTarget(name: "TokensTests", dependencies: [
-            "Tokens", "Config", "HTTPClient", .product(name: "Logging", package: "swift-log"),
+            "Tokens", "Config", "OAuth2", "EventLoop", "HTTPClient", .product(name: "Logging", package: "swift-log"),
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -99,6 +99,10 @@ public struct ByteBuffer: ~Copyable {
 
     /// Appends `value` in lower-case hexadecimal (chunk sizes).
     @inlinable
+    public mutating func appendDecimal(_ value: UInt64) {
+        appendInteger(value, radix: 10)
+    }
+
     public mutating func appendHex(_ value: UInt64) {
         appendInteger(value, radix: 16)
     }

@@ -72,11 +72,19 @@ public struct Limits: Sendable, Equatable {
     public var dnsCacheSeconds: Double
     /// Idle connections kept per upstream per worker; 0 disables pooling.
     public var maxIdleUpstreamConnections: Int
+    /// Time a request may wait for its identity's token before it is answered 503.
+    public var tokenWaitSeconds: Double
+    /// Time a request body has, from its head, to arrive; every byte received extends it by
+    /// 1/`requestBodyMinBytesPerSecond` s, so a body slower than that rate on average is cut off
+    /// (like Apache's mod_reqtimeout), while a fast large upload never is.
+    public var requestBodyTimeoutSeconds: Double
+    public var requestBodyMinBytesPerSecond: Int
 
     public init(maxHeaderBytes: Int = 65536, maxHeaderCount: Int = 100, headerTimeoutSeconds: Double = 30,
                 idleTimeoutSeconds: Double = 60, upstreamConnectTimeoutSeconds: Double = 5,
                 upstreamResponseTimeoutSeconds: Double = 60, shutdownGraceSeconds: Double = 30,
-                dnsCacheSeconds: Double = 30, maxIdleUpstreamConnections: Int = 128) {
+                dnsCacheSeconds: Double = 30, maxIdleUpstreamConnections: Int = 128, tokenWaitSeconds: Double = 30,
+                requestBodyTimeoutSeconds: Double = 30, requestBodyMinBytesPerSecond: Int = 500) {
         self.maxHeaderBytes = maxHeaderBytes
         self.maxHeaderCount = maxHeaderCount
         self.headerTimeoutSeconds = headerTimeoutSeconds
@@ -86,6 +94,9 @@ public struct Limits: Sendable, Equatable {
         self.shutdownGraceSeconds = shutdownGraceSeconds
         self.dnsCacheSeconds = dnsCacheSeconds
         self.maxIdleUpstreamConnections = maxIdleUpstreamConnections
+        self.tokenWaitSeconds = tokenWaitSeconds
+        self.requestBodyTimeoutSeconds = requestBodyTimeoutSeconds
+        self.requestBodyMinBytesPerSecond = requestBodyMinBytesPerSecond
     }
 }
 
@@ -139,11 +150,14 @@ extension DecodingContext {
             ("upstreamResponseTimeoutSeconds", \.upstreamResponseTimeoutSeconds),
             ("shutdownGraceSeconds", \.shutdownGraceSeconds),
             ("dnsCacheSeconds", \.dnsCacheSeconds),
+            ("tokenWaitSeconds", \.tokenWaitSeconds),
+            ("requestBodyTimeoutSeconds", \.requestBodyTimeoutSeconds),
         ]
         let countKeys: [(String, WritableKeyPath<Limits, Int>, ClosedRange<Int>, String)] = [
             ("maxHeaderBytes", \.maxHeaderBytes, 1...(1 << 24), "a positive number of bytes"),
             ("maxHeaderCount", \.maxHeaderCount, 1...100_000, "a positive count"),
             ("maxIdleUpstreamConnections", \.maxIdleUpstreamConnections, 0...1_000_000, "a count (0 disables pooling)"),
+            ("requestBodyMinBytesPerSecond", \.requestBodyMinBytesPerSecond, 1...(1 << 30), "a positive number of bytes per second"),
         ]
         let knownKeys = secondsKeys.map(\.0) + countKeys.map(\.0)
         guard let object = ObjectReader(field, knownKeys: knownKeys, in: self) else { return nil }

@@ -20,10 +20,19 @@ public struct Route: Sendable, Equatable {
     /// Upstream statuses that mean "the token was refused": the relay fetches a new token
     /// and may retry the request once.
     public var retryOnStatus: [Int]
+    /// A token fetched because an upstream refused the previous one is not dropped again by
+    /// this route's refusals before it is this old: an upstream that answers 401 for reasons
+    /// other than the token then costs at most one token request per interval, not one per 401.
+    public var minTokenAgeForRetrySeconds: Double
+    /// Protocols a client may switch to through this route (`Upgrade`), lowercased; others are
+    /// removed from the forwarded request, which then stays plain HTTP/1.1. `h2c` is not among
+    /// the defaults: after it the upstream would serve HTTP/2 requests this route never sees.
+    public var upgrade: [String]
 
     public init(index: Int = 0, name: String? = nil, match: RouteMatch = RouteMatch(), upstream: UpstreamURL,
                 identity: String? = nil, stripPrefix: Bool = false, inject: Injection = .header(),
-                setHeaders: [HeaderSetting] = [], tls: TLSSettings? = nil, retryOnStatus: [Int] = [401]) {
+                setHeaders: [HeaderSetting] = [], tls: TLSSettings? = nil, retryOnStatus: [Int] = [401],
+                minTokenAgeForRetrySeconds: Double = 10, upgrade: [String] = ["websocket"]) {
         self.index = index
         self.name = name ?? "routes[\(index)]"
         self.match = match
@@ -34,6 +43,8 @@ public struct Route: Sendable, Equatable {
         self.setHeaders = setHeaders
         self.tls = tls
         self.retryOnStatus = retryOnStatus
+        self.minTokenAgeForRetrySeconds = minTokenAgeForRetrySeconds
+        self.upgrade = upgrade
     }
 }
 

@@ -1,5 +1,6 @@
 extension DecodingContext {
-    static let routeKeys = ["name", "match", "upstream", "identity", "stripPrefix", "inject", "setHeaders", "tls", "retryOnStatus"]
+    static let routeKeys = ["name", "match", "upstream", "identity", "stripPrefix", "inject", "setHeaders", "tls", "retryOnStatus",
+                            "minTokenAgeForRetrySeconds", "upgrade"]
 
     /// The `routes` array. `identityNames` are the keys of `identities` (valid or not), so a
     /// route naming a broken identity gets no second error.
@@ -59,6 +60,8 @@ extension DecodingContext {
         }
         route.tls = object.field("tls").flatMap { decodeTLS($0, endpoint: upstream?.scheme, endpointName: "the upstream") }
         route.retryOnStatus = object.field("retryOnStatus").flatMap(decodeStatuses) ?? route.retryOnStatus
+        route.minTokenAgeForRetrySeconds = object.seconds("minTokenAgeForRetrySeconds") ?? route.minTokenAgeForRetrySeconds
+        route.upgrade = object.field("upgrade").flatMap(decodeUpgradeProtocols) ?? route.upgrade
         return upstream == nil ? nil : route
     }
 
@@ -95,6 +98,20 @@ extension DecodingContext {
         } ?? "Authorization"
         let prefix = object.field("prefix").flatMap(headerValue) ?? "Bearer"
         return .header(name: name, prefix: prefix)
+    }
+
+    /// Protocol names as in `Upgrade` (RFC 9110 §7.8), without a version, lowercased.
+    private func decodeUpgradeProtocols(_ field: Field) -> [String]? {
+        guard let elements = elements(field) else { return nil }
+        let names = elements.compactMap { element -> String? in
+            guard let name = string(element) else { return nil }
+            guard ASCII.isToken(name) else {
+                report("must be a protocol name such as \"websocket\" (an HTTP token, no version), got \"\(name)\"", at: element)
+                return nil
+            }
+            return name.lowercased()
+        }
+        return names.count == elements.count ? Array(Set(names)).sorted() : nil
     }
 
     private func decodeStatuses(_ field: Field) -> [Int]? {

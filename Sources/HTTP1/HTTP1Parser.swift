@@ -48,6 +48,8 @@ public final class HTTP1Parser {
         /// Framing decides, but stop here: `feed` reports `.paused` with the bytes of the head
         /// consumed, and parsing goes on after `resume()` (the relay waits for a token).
         case pauseAfterHead
+        /// The delegate refuses the message (a 101 nobody asked for): `feed` fails with this.
+        case reject(HTTP1Error)
     }
 
     public enum FeedResult: Equatable {
@@ -216,6 +218,11 @@ public final class HTTP1Parser {
     }
 
     fileprivate func headerFieldComplete() -> Int32 {
+        // llhttp 8 reports a line that starts with ':' as a field whose name is empty (no name
+        // callback at all); RFC 9110 §5.1 requires at least one token character.
+        guard inFieldName && head.bytes.count > fieldStart else {
+            return fail(.malformed, inTrailers ? "a trailer field with an empty name" : "a header field with an empty name")
+        }
         let count = inTrailers ? head.trailers.count : head.fields.count
         if count >= limits.maxFieldCount {
             return fail(.tooManyHeaders, inTrailers ? "more than maxHeaderCount trailer fields" : "more than maxHeaderCount header fields")
@@ -296,6 +303,7 @@ public final class HTTP1Parser {
         case .framed: return 0
         case .none: return 1
         case .pauseAfterHead: return Int32(HPE_PAUSED.rawValue)
+        case .reject(let error): return fail(error.kind, error.reason)
         }
     }
 

@@ -25,9 +25,11 @@
 // 3. A request asks `decision(at:)`: `.inject` a valid token, `.wait`, or `.fail` with the
 //    problem to answer (502 refused, 503 + Retry-After unavailable, 401 needs login). The
 //    hot path may skip the lock while its snapshot's token is before `refreshAt`.
-// 4. When an upstream rejects a token (a `retryOnStatus` status), `invalidate(token:)`; it
-//    drops the token only if it is still the current one, so a burst of 401s for one token
-//    causes one new fetch.
+// 4. When an upstream rejects a token (a `retryOnStatus` status), `refused(token:at:minimumAge:)`;
+//    it drops the token only if it is still the current one, so a burst of 401s for one token
+//    causes one new fetch, and it keeps a token that was itself fetched after a refusal until
+//    that token is `minimumAge` old, so an upstream that refuses for other reasons (a missing
+//    permission) cannot turn its 401s into a stream of token requests.
 
 import Config
 
@@ -56,6 +58,10 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     private var tokenCount: UInt64 = 0
     /// An operator asked for a new token now (`refreshNow`).
     private var refreshRequested = false
+    /// An upstream refused the previous token: the next one obtained is `tokenFollowsRefusal`.
+    private var fetchFollowsRefusal = false
+    /// The current token was fetched because an upstream refused its predecessor.
+    private var tokenFollowsRefusal = false
     /// Chooses the backoff's jitter.
     private var random: any RandomNumberGenerator & Sendable
 
@@ -178,6 +184,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         if let rotated = response.refreshToken {
             refreshToken = rotated
         }
+        tokenFollowsRefusal = fetchFollowsRefusal
+        fetchFollowsRefusal = false
         consecutiveFailures = 0
         retryAt = nil
     }
@@ -202,13 +210,26 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         retryAt = now + backoff.delay(afterFailures: consecutiveFailures, retryAfter: error.retryAfter, random: jitter)
     }
 
-    /// An upstream rejected `token`: drop it if it is still the current token, so the next
-    /// request waits for a new one (a refresh token, if held, is kept). Returns whether it was.
-    @discardableResult
-    public mutating func invalidate(token value: String) -> Bool {
-        guard let current = token, current.value == value else { return false }
+    /// What `refused(token:at:minimumAge:)` did with an upstream's refusal.
+    public enum Refusal: String, Sendable, Equatable {
+        /// The token was dropped; the next request waits for a new one.
+        case dropped
+        /// The token is no longer the current one (dropped or replaced already): a request
+        /// sent again gets the newer one.
+        case superseded
+        /// The token was itself fetched after a refusal and is younger than the minimum age:
+        /// it stays, and the refusal goes to the client.
+        case kept
+    }
+
+    /// An upstream refused `token` (a `retryOnStatus` status) at `now`.
+    public mutating func refused(token value: String, at now: Double, minimumAge: Double) -> Refusal {
+        guard let current = token, current.value == value else { return .superseded }
+        if tokenFollowsRefusal && now - current.issuedAt < minimumAge { return .kept }
         token = nil
-        return true
+        tokenFollowsRefusal = false
+        fetchFollowsRefusal = true
+        return .dropped
     }
 
     /// An operator asked for a new token (`POST /identities/NAME/refresh`): the next fetch is
@@ -223,6 +244,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public mutating func forget() {
         token = nil
         refreshToken = nil
+        fetchFollowsRefusal = false
+        tokenFollowsRefusal = false
     }
 
     // MARK: - Descriptions (never a token)

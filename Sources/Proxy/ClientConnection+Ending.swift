@@ -130,9 +130,33 @@ extension ClientConnection {
             problem.write(keepAlive: false, viaSuffix: settings.viaSuffix, into: &scratch)
             stream.write(scratch)
             closeAfterResponse()
-        default:
+        case .exchanging:
+            if exchange.waitingForToken {
+                tokenWaitExpired()
+            } else if exchange.bodyClockStartedAt != 0 {
+                requestBodyTimedOut()
+            }
+        case .tunnelling, .closing:
             break
         }
+    }
+
+    /// The request body stopped coming (or crawls below `requestBodyMinBytesPerSecond`): the
+    /// upstream connection, which holds a part of it, and the client connection end; the
+    /// client gets a 408 if no response has begun.
+    func requestBodyTimedOut() {
+        exchange.bodyClockStartedAt = 0
+        if let upstream {
+            upstream.reusable = false
+            upstream.close()
+            self.upstream = nil
+        }
+        heldResponseHead.clear()
+        if exchange.responseHeadSent || exchange.responseDone {
+            close()
+            return
+        }
+        answerLocally(.requestBodyTimeout())
     }
 
     func stream(_ stream: any ByteStream, didEndWith error: UVError?) {

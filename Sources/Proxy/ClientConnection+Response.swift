@@ -20,6 +20,11 @@ extension ClientConnection {
             }
             return .none
         }
+        if status == 101 && exchange.upgrade == nil {
+            // The relay asked for no protocol switch (it removed the client's `Upgrade`): a
+            // tunnel now would carry requests this route never saw.
+            return .reject(HTTP1Error(.malformed, "101 Switching Protocols to a request that asked for no upgrade"))
+        }
         if shouldReplayWithNewToken(status: status) {
             exchange.discardingRefusedResponse = true
             return .framed
@@ -198,12 +203,20 @@ extension ClientConnection {
 
     /// A `retryOnStatus` answer (401 by default) to a request that carried a token, that was
     /// not replayed yet and can be sent again (no body, or one kept within the replay limit):
-    /// the token is dropped and the request goes out once more with a new one, instead of the
-    /// answer going to the client.
+    /// the token is reported refused at once (its successor's fetch starts while this answer
+    /// drains), and unless the identity keeps it (`minTokenAgeForRetrySeconds`) the request
+    /// goes out once more with a new one, instead of the answer going to the client.
     private func shouldReplayWithNewToken(status: Int) -> Bool {
-        guard let plan, exchange.token != nil, !exchange.replayedWithNewToken, exchange.requestDone,
-              !exchange.hasRequestBody || exchange.bodyReplayable else { return false }
-        return plan.route.retryOnStatus.contains(status)
+        guard let plan, let token = exchange.token, !exchange.replayedWithNewToken, exchange.requestDone,
+              !exchange.hasRequestBody || exchange.bodyReplayable, plan.route.retryOnStatus.contains(status),
+              let identity = plan.identity, let tokens = worker.tokens else { return false }
+        let refusal = tokens.refused(identity, token: token, minimumAge: plan.route.minTokenAgeForRetrySeconds)
+        if refusal == .kept {
+            worker.logger.debug("upstream refused a token fetched after an earlier refusal; passing its answer through",
+                                metadata: ["route": .string(plan.route.name), "identity": .string(identity.identity.name)])
+            return false
+        }
+        return true
     }
 
     private func replayWithNewToken(after upstream: UpstreamConnection) {
@@ -211,12 +224,12 @@ extension ClientConnection {
         exchange.replayedWithNewToken = true
         upstream.finishExchange()
         self.upstream = nil
-        guard let plan, let identity = plan.identity, let tokens = worker.tokens, let token = exchange.token else { return }
-        worker.logger.info("upstream refused the token; fetching a new one and sending the request again",
+        guard let plan else { return }
+        worker.logger.info("upstream refused the token; sending the request again with a new one",
                            metadata: ["route": .string(plan.route.name), "identity": .string(plan.route.identity ?? "-")])
-        tokens.invalidate(identity, token: token)
         exchange.token = nil
         exchange.waitingForToken = true
+        timer?.arm(afterMilliseconds: settings.tokenWaitMilliseconds)
         tokenMayBeReady()
     }
 }

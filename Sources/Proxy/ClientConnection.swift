@@ -20,6 +20,7 @@ import ByteBuffers
 import EventLoop
 import HTTP1
 import Config
+import OAuth2
 
 /// Calls `body` with a view of `bytes`, or with nil.
 func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
@@ -83,8 +84,15 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         var retried = false
         /// The token injected into this request (for invalidation after an upstream 401).
         var token: WorkerTokens.CachedToken?
-        /// Parked until the identity's token fetch ends.
+        /// Parked until the identity's token fetch ends (at most `tokenWaitSeconds`).
         var waitingForToken = false
+        /// The `Upgrade` value forwarded (the protocols the route allows), nil for none: an
+        /// upstream's 101 is accepted only when there is one.
+        var upgrade: [UInt8]?
+        /// When the request body's deadline was last started (loop milliseconds; 0: not
+        /// running), and the body bytes received since, each of which extends it.
+        var bodyClockStartedAt: UInt64 = 0
+        var bodyBytesSinceClockStart: UInt64 = 0
         /// The parser stopped right after this request's head (so it must be resumed).
         var pausedAtHead = false
         /// The upstream refused the token (`retryOnStatus`): its response is dropped and the
@@ -245,6 +253,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         }
         self.plan = plan
         if logging { exchange.routeName = plan.route.name }
+        if head.isUpgrade { exchange.upgrade = plan.allowedUpgrade(head) }
         if let identity = plan.identity, let tokens = worker.tokens {
             exchange.bodyReplayable = exchange.hasRequestBody && !plan.route.retryOnStatus.isEmpty
                 && (head.contentLength ?? 0) <= UInt64(Self.maxReplayBodyBytes)
@@ -258,6 +267,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                 // every request does (llhttp would only report that end on further input).
                 exchange.waitingForToken = true
                 tokens.park(self)
+                timer?.arm(afterMilliseconds: settings.tokenWaitMilliseconds)
                 guard exchange.hasRequestBody else { return .framed }
                 exchange.pausedAtHead = true
                 return .pauseAfterHead
@@ -284,7 +294,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         if let originForm = target.originForm, plan.forwardsTargetVerbatim || target.isAsterisk {
             withOptionalBytes(token?.bytes) { token in
                 ForwardedHead.writeRequest(head, target: originForm, plan: plan, framing: exchange.requestFraming,
-                                           forwarding: forwarding, clientHost: head.host, token: token, into: &scratch)
+                                           forwarding: forwarding, clientHost: head.host, token: token,
+                                           upgrade: exchange.upgrade, into: &scratch)
             }
         } else {
             withOptionalBytes(token?.bytes) { token in
@@ -294,7 +305,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                 }
                 rewrittenTarget.withUnsafeBytes { rewritten in
                     ForwardedHead.writeRequest(head, target: rewritten, plan: plan, framing: exchange.requestFraming,
-                                               forwarding: forwarding, clientHost: head.host, token: token, into: &scratch)
+                                               forwarding: forwarding, clientHost: head.host, token: token,
+                                               upgrade: exchange.upgrade, into: &scratch)
                 }
             }
         }
@@ -306,23 +318,48 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         upstream.write(scratch)
         // A replay after the upstream refused the token sends the body it already received.
         if exchange.replayedWithNewToken && !replayBody.isEmpty { upstream.write(replayBody) }
+        // A client that sent `Expect: 100-continue` waits for the interim answer (or a second)
+        // before its body: its clock starts with the first byte instead.
+        if !head.fields.contains(where: { $0.known == .expect }) { startBodyClock() }
     }
 
     /// The token thread ended a fetch this parked request waited for: ask again.
     func tokenMayBeReady() {
         guard phase == .exchanging, exchange.waitingForToken, let plan, let identity = plan.identity,
               let tokens = worker.tokens else { return }
-        switch tokens.lookup(identity) {
-        case .wait:
+        let lookup = tokens.lookup(identity)
+        if case .wait = lookup {
+            // Not this identity's result, or a new fetch began: wait on, to the same deadline.
             tokens.park(self)
             return
+        }
+        endTokenWait(lookup, plan: plan)
+    }
+
+    /// The request waited `tokenWaitSeconds` for its token: 503, so no request hangs on a token
+    /// endpoint that does not answer.
+    func tokenWaitExpired() {
+        guard exchange.waitingForToken, let plan, let name = plan.route.identity else { return }
+        worker.tokens?.unpark(self)
+        let seconds = settings.config.limits.tokenWaitSeconds
+        endTokenWait(.fail(TokenUnavailable(identity: name, reason: .unavailable, retryAfterSeconds: 1,
+                                            detail: "no token for identity \(name) within tokenWaitSeconds "
+                                                + "(\(SecondsText.format(seconds)) s): the token endpoint has not answered")),
+                     plan: plan)
+    }
+
+    /// Ends a wait for the token: the request goes out with it, or is answered locally.
+    private func endTokenWait(_ lookup: WorkerTokens.Lookup, plan: RoutePlan) {
+        exchange.waitingForToken = false
+        timer?.disarm()
+        switch lookup {
         case .inject(let token):
-            exchange.waitingForToken = false
             exchange.token = token
             forwardRequestHead(plan)
         case .fail(let reason):
-            exchange.waitingForToken = false
             answerLocally(.tokenUnavailable(reason, route: plan.route.name))
+        case .wait:
+            return
         }
         if exchange.pausedAtHead {
             exchange.pausedAtHead = false
@@ -349,6 +386,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
         guard !exchange.answeredLocally, let upstream else { return }
+        bodyBytesArrived(bytes.count)
         sendRequestBody(bytes)
         upstream.noteRequestProgress()
         if upstream.isAboveHighWater { blockReadsForUpstream() }
@@ -391,6 +429,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             sendRequestBody(scratch.readableBytes)
         }
         exchange.requestDone = true
+        stopBodyClock()
         // An upgrade request is not paused here: llhttp then stops by itself with
         // HPE_PAUSED_UPGRADE, which `resume()` must answer with llhttp_resume_after_upgrade.
         return !parser.head.isUpgrade
@@ -399,11 +438,44 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     func blockReadsForUpstream() {
         readsBlockedByUpstream = true
         stream.stopReading()
+        // The relay stopped reading, not the client: that time is not the body's.
+        if exchange.bodyClockStartedAt != 0 { timer?.disarm() }
     }
 
     func upstreamDidDrain(_ upstream: UpstreamConnection) {
         guard readsBlockedByUpstream else { return }
         readsBlockedByUpstream = false
+        if exchange.bodyClockStartedAt != 0 { startBodyClock() }
         if leftover.count <= Self.maxBufferedPipelineBytes || phase == .tunnelling { stream.startReading() }
+    }
+
+    // MARK: The request body's deadline
+
+    /// (Re)starts the request body's deadline: `requestBodyTimeoutSeconds` from now, extended
+    /// by 1/`requestBodyMinBytesPerSecond` s per byte received (`bodyBytesArrived`), so a body
+    /// that averages less than that rate is cut off (slow-body attacks pin an upstream connection
+    /// each) while a large upload at any useful speed never is.
+    func startBodyClock() {
+        guard exchange.hasRequestBody, !exchange.requestDone, !exchange.answeredLocally, phase == .exchanging else { return }
+        exchange.bodyClockStartedAt = max(1, stream.loop.nowMilliseconds)
+        exchange.bodyBytesSinceClockStart = 0
+        if !readsBlockedByUpstream { timer?.arm(afterMilliseconds: settings.requestBodyTimeoutMilliseconds) }
+    }
+
+    @inline(__always)
+    private func bodyBytesArrived(_ count: Int) {
+        guard exchange.bodyClockStartedAt != 0 else { return startBodyClock() }
+        exchange.bodyBytesSinceClockStart += UInt64(count)
+        guard !readsBlockedByUpstream else { return }
+        let due = exchange.bodyClockStartedAt + settings.requestBodyTimeoutMilliseconds
+            + exchange.bodyBytesSinceClockStart * 1000 / settings.requestBodyMinBytesPerSecond
+        let now = stream.loop.nowMilliseconds
+        timer?.arm(afterMilliseconds: due > now ? due - now : 0)
+    }
+
+    func stopBodyClock() {
+        guard exchange.bodyClockStartedAt != 0 else { return }
+        exchange.bodyClockStartedAt = 0
+        timer?.disarm()
     }
 }

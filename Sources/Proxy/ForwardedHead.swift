@@ -31,10 +31,11 @@ enum ForwardedHead {
         var overTLS = false
     }
 
+    /// `upgrade`: the `Upgrade` value to forward (`RoutePlan.allowedUpgrade`), nil for none.
     static func writeRequest(_ head: HTTPHead, target: UnsafeRawBufferPointer, plan: RoutePlan,
                              framing: Framing, forwarding: Forwarding,
                              clientHost: UnsafeRawBufferPointer?, token: UnsafeRawBufferPointer?,
-                             into out: inout ByteBuffer) {
+                             upgrade: [UInt8]? = nil, into out: inout ByteBuffer) {
         out.append(head.methodName)
         out.append(UInt8(ascii: " "))
         out.append(target)
@@ -47,7 +48,10 @@ enum ForwardedHead {
                 continue
             case .xForwardedProto, .xForwardedHost:
                 if !forwarding.trustForwardedHeaders { continue }
-            case .contentLength where framing != .contentLength:
+            case .contentLength:
+                // Written from the parsed value, so `005` or `+5` spellings never reach a
+                // server that might read them differently.
+                if framing == .contentLength { appendContentLength(head, into: &out) }
                 continue
             default:
                 break
@@ -57,7 +61,11 @@ enum ForwardedHead {
             appendField(name: name, value: head.value(field), into: &out)
         }
         if framing == .chunked { out.append("Transfer-Encoding: chunked\r\n") }
-        if head.isUpgrade { appendUpgrade(head, into: &out) }
+        if let upgrade {
+            out.append("Connection: upgrade\r\nUpgrade: ")
+            out.append(upgrade)
+            out.append("\r\n")
+        }
         if !plan.setsForwardedFor {
             out.append("X-Forwarded-For: ")
             if forwarding.trustForwardedHeaders {
@@ -96,7 +104,10 @@ enum ForwardedHead {
         out.append("\r\n")
         for field in head.fields {
             if head.isHopByHop(field) { continue }
-            if field.known == .contentLength && framing != .contentLength && framing != .none { continue }
+            if field.known == .contentLength {
+                if framing == .contentLength || framing == .none { appendContentLength(head, into: &out) }
+                continue
+            }
             appendField(name: head.name(field), value: head.value(field), into: &out)
         }
         if framing == .chunked { out.append("Transfer-Encoding: chunked\r\n") }
@@ -138,6 +149,14 @@ enum ForwardedHead {
         for field in head.fields where field.known == .upgrade {
             appendField(name: head.name(field), value: head.value(field), into: &out)
         }
+    }
+
+    /// The message's Content-Length as the parser read it, in its one canonical spelling.
+    private static func appendContentLength(_ head: HTTPHead, into out: inout ByteBuffer) {
+        guard let length = head.contentLength else { return }
+        out.append("Content-Length: ")
+        out.appendDecimal(length)
+        out.append("\r\n")
     }
 
     private static func appendVia(versionMinor: UInt8, suffix: [UInt8], into out: inout ByteBuffer) {

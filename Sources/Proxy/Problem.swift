@@ -34,6 +34,10 @@ struct Problem {
         Problem(status: 408, slug: "request-timeout", title: "Request Timeout",
                 detail: "the request head did not arrive within headerTimeoutSeconds")
     }
+    static func requestBodyTimeout() -> Problem {
+        Problem(status: 408, slug: "request-timeout", title: "Request Timeout",
+                detail: "the request body did not arrive within requestBodyTimeoutSeconds (at requestBodyMinBytesPerSecond)")
+    }
     static func headersTooLarge(_ detail: String) -> Problem {
         Problem(status: 431, slug: "request-header-fields-too-large", title: "Request Header Fields Too Large", detail: detail)
     }

@@ -36,6 +36,8 @@ public final class RoutePlan: Sendable {
     let tokenHeaderPrefix: [UInt8]?
     /// `name=` for query injection (the form-encoded token follows), or nil.
     let tokenQueryPrefix: [UInt8]?
+    /// `route.upgrade` as bytes: the protocols a client may switch to.
+    let upgradeProtocols: [[UInt8]]
 
     public init(route: Route, position: Int = 0, identity: IdentityTokens? = nil, tls: TLSConfiguration? = nil) {
         self.route = route
@@ -57,6 +59,7 @@ public final class RoutePlan: Sendable {
             tokenQueryPrefix = nil
         }
         replacedNames = replaced
+        upgradeProtocols = route.upgrade.map { Array($0.utf8) }
         hostLine = Array("Host: \(route.upstream.authority)\r\n".utf8)
         setHeaderLines = route.setHeaders.flatMap { Array("\($0.name): \($0.value)\r\n".utf8) }
         let names = Set(route.setHeaders.map { $0.name.lowercased() })
@@ -110,6 +113,22 @@ public final class RoutePlan: Sendable {
         }
     }
 
+    /// The `Upgrade` value to forward for an upgrade request: the protocols it lists that this
+    /// route allows, in the client's order (`websocket`, `foo/2`: a version does not matter), or
+    /// nil when it lists none, and the request is forwarded as a plain one.
+    func allowedUpgrade(_ head: HTTPHead) -> [UInt8]? {
+        var allowed: [UInt8] = []
+        for field in head.fields where field.known == .upgrade {
+            ASCII.forEachListElement(head.value(field)) { element in
+                let name = UnsafeRawBufferPointer(rebasing: element.prefix { $0 != UInt8(ascii: "/") })
+                guard upgradeProtocols.contains(where: { ASCII.equalsIgnoringCase(name, $0) }) else { return }
+                if !allowed.isEmpty { allowed.append(contentsOf: ", ".utf8) }
+                allowed.append(contentsOf: element)
+            }
+        }
+        return allowed.isEmpty ? nil : allowed
+    }
+
     @inline(__always)
     func replaces(_ name: UnsafeRawBufferPointer) -> Bool {
         for replaced in replacedNames where ASCII.equalsIgnoringCase(name, replaced) { return true }
@@ -147,6 +166,9 @@ public final class ProxySettings: Sendable {
     let responseTimeoutMilliseconds: UInt64
     let shutdownGraceMilliseconds: UInt64
     let dnsCacheMilliseconds: UInt64
+    let tokenWaitMilliseconds: UInt64
+    let requestBodyTimeoutMilliseconds: UInt64
+    let requestBodyMinBytesPerSecond: UInt64
 
     /// `identities`: the token service's identities for this config (what `replace` returned);
     /// by default those in force.
@@ -170,6 +192,9 @@ public final class ProxySettings: Sendable {
         responseTimeoutMilliseconds = milliseconds(config.limits.upstreamResponseTimeoutSeconds)
         shutdownGraceMilliseconds = milliseconds(config.limits.shutdownGraceSeconds)
         dnsCacheMilliseconds = milliseconds(config.limits.dnsCacheSeconds)
+        tokenWaitMilliseconds = milliseconds(config.limits.tokenWaitSeconds)
+        requestBodyTimeoutMilliseconds = milliseconds(config.limits.requestBodyTimeoutSeconds)
+        requestBodyMinBytesPerSecond = UInt64(config.limits.requestBodyMinBytesPerSecond)
     }
 
     /// The plan of the route that takes this request, or nil (404).

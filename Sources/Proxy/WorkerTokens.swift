@@ -4,8 +4,10 @@
 // unique for the life of the process, so it stays right across reloads. A cache hit — the generation of the identity's state is
 // the one the cached token came from, and the token is not expired — costs an atomic load and
 // a comparison. Otherwise the shared lifecycle decides (under its lock): inject a token, wait,
-// or fail. Requests that must wait are parked here; the token thread wakes this worker's loop
-// when the identity's fetch ends, and each parked request asks again.
+// or fail; a decision to wait registers this worker's wake-up under the same lock
+// (`IdentityTokens.decide`). Requests that must wait are parked here; the token thread wakes
+// this worker's loop when the identity's fetch ends, and each parked request asks again. A
+// parked request also has a deadline (`limits.tokenWaitSeconds`, kept by its connection).
 
 import EventLoop
 import OAuth2
@@ -49,7 +51,7 @@ final class WorkerTokens {
         if slot < cache.count, let cached = cache[slot], cached.generation == generation, now < cached.expiresAtMilliseconds {
             return .inject(cached)
         }
-        switch tokens.decision(at: Double(now) / 1000) {
+        switch tokens.decide(at: Double(now) / 1000, wakingOnResult: wakeup) {
         case .inject(let token):
             let cached = CachedToken(value: token.value, bytes: Array(token.value.utf8), generation: generation,
                                      expiresAtMilliseconds: UInt64(max(0, token.expiresAt * 1000)))
@@ -57,7 +59,7 @@ final class WorkerTokens {
             cache[slot] = cached
             return .inject(cached)
         case .wait:
-            if let wakeup { service.needToken(tokens, wake: wakeup) }
+            service.needToken(tokens)
             return .wait
         case .fail(let problem):
             return .fail(problem)
@@ -72,10 +74,13 @@ final class WorkerTokens {
         if let index = parked.firstIndex(where: { $0 === connection }) { parked.remove(at: index) }
     }
 
-    /// An upstream refused `token`: the identity fetches anew (if it is still the current one).
-    func invalidate(_ tokens: IdentityTokens, token: CachedToken) {
-        if tokens.slot < cache.count { cache[tokens.slot] = nil }
-        service.invalidate(tokens, token: token.value)
+    /// An upstream refused `token` on a route whose `minTokenAgeForRetrySeconds` is
+    /// `minimumAge`: the identity fetches anew unless the token is kept (see
+    /// `TokenLifecycle.refused`).
+    func refused(_ tokens: IdentityTokens, token: CachedToken, minimumAge: Double) -> TokenLifecycle.Refusal {
+        let refusal = service.refused(tokens, token: token.value, at: Double(loop.nowMilliseconds) / 1000, minimumAge: minimumAge)
+        if refusal != .kept, tokens.slot < cache.count { cache[tokens.slot] = nil }
+        return refusal
     }
 
     /// Drops the cached tokens of identities a reload replaced or removed.

@@ -43,6 +43,11 @@ public final class RelayMetrics: Sendable {
         static var tokenRequests: MetricNameDescriptor {
             describe("token_requests", "total", "Requests to the identity's token endpoint, by outcome.")
         }
+        static var upstreamTokenRefusals: MetricNameDescriptor {
+            describe("upstream_token_refusals", "total",
+                     "Upstream retryOnStatus answers to a current token, by action: refetch (dropped, a new one fetched) "
+                        + "or passed (kept: fetched after an earlier refusal and younger than minTokenAgeForRetrySeconds).")
+        }
         static var tokenExpiry: MetricNameDescriptor {
             describe("token_expiry_timestamp", "seconds", "When the identity's access token expires (Unix time; 0: no token).")
         }
@@ -85,6 +90,12 @@ public final class RelayMetrics: Sendable {
 
     public func tokenRequestEnded(identity: String, outcome: String) {
         registry.makeCounter(descriptor: Series.tokenRequests, labels: [("identity", identity), ("outcome", outcome)]).increment()
+    }
+
+    /// Any thread.
+    public func upstreamRefusedToken(identity: String, refetch: Bool) {
+        registry.makeCounter(descriptor: Series.upstreamTokenRefusals,
+                             labels: [("identity", identity), ("action", refetch ? "refetch" : "passed")]).increment()
     }
 
     public func tokenExpiryChanged(identity: String, unixTime: Double?) {

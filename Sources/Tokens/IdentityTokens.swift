@@ -1,10 +1,19 @@
 // The token state of one identity, shared by every worker and the token thread.
 //
-// The lifecycle (a pure state machine, see OAuth2/TokenLifecycle.swift) sits behind a Mutex.
-// Every change that matters to a request (a new token, a failure, an invalidation) bumps
-// `generation`; workers keep the header line they inject per identity with the generation it
-// came from, so a cache hit on the request path is one atomic load and a time comparison —
-// no lock, no contention between workers.
+// The lifecycle (a pure state machine, see OAuth2/TokenLifecycle.swift) and the worker loops
+// waiting for its next result sit behind one Mutex. That one lock is the hand-off protocol:
+//
+//  1. A request that must wait decides so and registers its loop's wake-up in one step
+//     (`decide(at:wakingOnResult:)`).
+//  2. A result (a token, a failure, an invalidation) is recorded and the waiting loops are taken
+//     in one step (`publish`), and woken after the lock is released.
+//
+// So a result either comes before a decision, which then sees it, or after a registration,
+// which it then wakes: none can end between the two and publish to nobody.
+//
+// Every change that matters to a request bumps `generation`; workers keep the header line they
+// inject per identity with the generation it came from, so a cache hit on the request path is
+// one atomic load and a time comparison — no lock, no contention between workers.
 //
 // A reload keeps the IdentityTokens of every identity whose settings did not change, so its
 // token survives; a changed or new identity gets a new one, with a new `slot`.
@@ -19,37 +28,59 @@ public final class IdentityTokens: Sendable {
     /// Unique for the life of the process (never reused after a reload), so per-worker tables
     /// indexed by it never mistake a replaced identity for its successor.
     public let slot: Int
-    let lifecycle: Mutex<TokenLifecycle>
-    let generationCounter = Atomic<UInt64>(1)
-    /// Worker loops to wake when the next fetch ends (they have requests parked on it).
-    let waiting = Mutex<[LoopWakeup]>([])
+    private let state: Mutex<State>
+    private let generationCounter = Atomic<UInt64>(1)
+
+    private struct State {
+        var lifecycle: TokenLifecycle
+        /// Worker loops to wake when the next result is published (they have requests parked).
+        var waiting: [LoopWakeup] = []
+    }
 
     init(identity: Identity, slot: Int) {
         self.identity = identity
         self.slot = slot
-        lifecycle = Mutex(TokenLifecycle(identity: identity))
+        state = Mutex(State(lifecycle: TokenLifecycle(identity: identity)))
     }
 
     public var generation: UInt64 { generationCounter.load(ordering: .acquiring) }
 
-    /// What a request on a route with this identity does now (`now`: monotonic seconds).
-    public func decision(at now: Double) -> TokenDecision {
-        lifecycle.withLock { $0.decision(at: now) }
+    /// What a request on a route with this identity does now (`now`: monotonic seconds). When
+    /// it must wait, `wake` is registered in the same step and is woken by the next result.
+    public func decide(at now: Double, wakingOnResult wake: LoopWakeup?) -> TokenDecision {
+        state.withLock { state in
+            let decision = state.lifecycle.decision(at: now)
+            if case .wait = decision, let wake, !state.waiting.contains(where: { $0 === wake }) {
+                state.waiting.append(wake)
+            }
+            return decision
+        }
     }
 
     public func status(at now: Double) -> IdentityStatus {
-        lifecycle.withLock { $0.status(at: now) }
+        state.withLock { $0.lifecycle.status(at: now) }
     }
 
-    var hasWaiters: Bool { waiting.withLock { !$0.isEmpty } }
+    var hasWaiters: Bool { state.withLock { !$0.waiting.isEmpty } }
 
-    func publish() {
-        generationCounter.add(1, ordering: .releasing)
-        let loops = waiting.withLock { list in
-            defer { list.removeAll() }
-            return list
+    /// Reads or changes the lifecycle where no request needs to hear of it (starting a fetch,
+    /// scheduling, an operator's refresh).
+    func update<Result>(_ body: (inout TokenLifecycle) -> Result) -> Result {
+        state.withLock { body(&$0.lifecycle) }
+    }
+
+    /// Changes the lifecycle where requests must hear of it: when `body` returns true, the
+    /// generation moves on and every waiting loop is woken (step 2 above).
+    @discardableResult
+    func publish(_ body: (inout TokenLifecycle) -> Bool) -> Bool {
+        let (changed, wakeups) = state.withLock { state -> (Bool, [LoopWakeup]) in
+            guard body(&state.lifecycle) else { return (false, []) }
+            generationCounter.add(1, ordering: .releasing)
+            defer { state.waiting.removeAll() }
+            return (true, state.waiting)
         }
-        for loop in loops { loop.wake() }
+        for wakeup in wakeups { wakeup.wake() }
+        return changed
     }
 }
 

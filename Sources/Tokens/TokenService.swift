@@ -32,13 +32,20 @@ public enum TokenRequestOutcome: String, Sendable {
 }
 
 /// Told about token requests and expiry changes (the metrics). Called on the token thread,
-/// except `tokenExpiryChanged`, which may come from any thread.
+/// except `tokenExpiryChanged` and `upstreamRefusedToken`, which may come from any thread.
 public protocol TokenObserver: Sendable {
     func tokenRequestEnded(identity: String, outcome: TokenRequestOutcome)
     /// The identity's token now expires at `unixTime`, or it has none (nil).
     func tokenExpiryChanged(identity: String, unixTime: Double?)
     /// The identity is no longer configured.
     func identityRemoved(_ name: String)
+    /// An upstream refused the identity's token (a `retryOnStatus` answer), and the relay
+    /// dropped it to fetch another (`refetch`) or kept it and let the answer through.
+    func upstreamRefusedToken(identity: String, refetch: Bool)
+}
+
+extension TokenObserver {
+    public func upstreamRefusedToken(identity: String, refetch: Bool) {}
 }
 
 /// What `TokenService.replace` did, by identity name.
@@ -146,40 +153,50 @@ public final class TokenService: Sendable {
         return TokenSetChange(set: set, kept: kept, started: started, removed: removed)
     }
 
-    /// A worker has requests waiting for `tokens`: wake `loop` when the next fetch ends, and
-    /// make sure one is under way. Thread-safe.
-    public func needToken(_ tokens: IdentityTokens, wake loop: LoopWakeup) {
-        tokens.waiting.withLock { list in
-            if !list.contains(where: { $0 === loop }) { list.append(loop) }
-        }
+    /// A worker has requests waiting for `tokens` (their wake-ups are registered by
+    /// `IdentityTokens.decide`): make sure a fetch is under way. Thread-safe.
+    public func needToken(_ tokens: IdentityTokens) {
         // Named to the token loop: it may be an identity a reload retired, which the loop no
         // longer looks at unless asked.
         updates.ask(tokens)
         if !stopFlag.isSet { wakeup.wake() }
     }
 
-    /// An upstream refused `token` (a `retryOnStatus` status): drop it if it is still the
-    /// current one, and fetch anew. Thread-safe.
-    public func invalidate(_ tokens: IdentityTokens, token: String) {
-        let dropped = tokens.lifecycle.withLock { $0.invalidate(token: token) }
-        if dropped {
-            tokens.publish()
+    /// An upstream refused `token` (a `retryOnStatus` status) at `now` on a route whose
+    /// `minTokenAgeForRetrySeconds` is `minimumAge`: drop it if it is still the current one and
+    /// may be dropped, and fetch anew (see `TokenLifecycle.refused`). Thread-safe.
+    public func refused(_ tokens: IdentityTokens, token: String, at now: Double, minimumAge: Double) -> TokenLifecycle.Refusal {
+        var refusal = TokenLifecycle.Refusal.superseded
+        tokens.publish { lifecycle in
+            refusal = lifecycle.refused(token: token, at: now, minimumAge: minimumAge)
+            return refusal == .dropped
+        }
+        switch refusal {
+        case .dropped:
+            observer?.upstreamRefusedToken(identity: tokens.identity.name, refetch: true)
             observer?.tokenExpiryChanged(identity: tokens.identity.name, unixTime: nil)
             if !stopFlag.isSet { wakeup.wake() }
+        case .kept:
+            observer?.upstreamRefusedToken(identity: tokens.identity.name, refetch: false)
+        case .superseded:
+            break
         }
+        return refusal
     }
 
     /// Fetches a new token for `tokens` now (the current one stays in use meanwhile).
     /// Thread-safe.
     public func refreshNow(_ tokens: IdentityTokens) {
-        tokens.lifecycle.withLock { $0.refreshNow() }
+        tokens.update { $0.refreshNow() }
         if !stopFlag.isSet { wakeup.wake() }
     }
 
     /// Forgets the token and refresh token of `tokens`. Thread-safe.
     public func forget(_ tokens: IdentityTokens) {
-        tokens.lifecycle.withLock { $0.forget() }
-        tokens.publish()
+        tokens.publish { lifecycle in
+            lifecycle.forget()
+            return true
+        }
         observer?.tokenExpiryChanged(identity: tokens.identity.name, unixTime: nil)
         if !stopFlag.isSet { wakeup.wake() }
     }
@@ -308,7 +325,7 @@ final class TokenFetcher {
         // A retired identity fetches only for requests that still wait for it.
         guard isInForce(tokens) || tokens.hasWaiters else { return }
         let now = monotonicSeconds()
-        let request = tokens.lifecycle.withLock { $0.startFetchIfDue(at: now) }
+        let request = tokens.update { $0.startFetchIfDue(at: now) }
         if let request {
             send(request, for: tokens)
         } else {
@@ -318,7 +335,7 @@ final class TokenFetcher {
 
     private func schedule(_ tokens: IdentityTokens, now: Double) {
         guard let timer = timers[tokens.slot] else { return }
-        guard let due = tokens.lifecycle.withLock({ $0.nextFetchAt(after: now) }) else {
+        guard let due = tokens.update({ $0.nextFetchAt(after: now) }) else {
             timer.stop()
             return
         }
@@ -363,9 +380,16 @@ final class TokenFetcher {
     private func finish(_ tokens: IdentityTokens, _ outcome: Result<TokenResponse, TokenEndpointError>) {
         let now = monotonicSeconds()
         let name = tokens.identity.name
+        // The result and the wake-up of the requests waiting for it, in one step.
+        tokens.publish { lifecycle in
+            switch outcome {
+            case .success(let response): lifecycle.fetchSucceeded(response, at: now)
+            case .failure(let error): lifecycle.fetchFailed(error, at: now)
+            }
+            return true
+        }
         switch outcome {
         case .success(let response):
-            tokens.lifecycle.withLock { $0.fetchSucceeded(response, at: now) }
             logger.info("token obtained", metadata: ["identity": .string(name),
                                                      "expires_in": .stringConvertible(Int(response.expiresIn)),
                                                      "expiry_from": .string(response.expirySource.rawValue)])
@@ -374,12 +398,10 @@ final class TokenFetcher {
                 observer?.tokenExpiryChanged(identity: name, unixTime: Date().timeIntervalSince1970 + response.expiresIn)
             }
         case .failure(let error):
-            tokens.lifecycle.withLock { $0.fetchFailed(error, at: now) }
             logger.warning("token request failed", metadata: ["identity": .string(name),
                                                               "error": .string("\(error)")])
             observer?.tokenRequestEnded(identity: name, outcome: TokenRequestOutcome(error))
         }
-        tokens.publish()
         runDueFetch(tokens)
     }
 

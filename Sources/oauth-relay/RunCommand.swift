@@ -201,4 +201,8 @@ struct TokenMetrics: TokenObserver {
     func identityRemoved(_ name: String) {
         metrics.identityRemoved(name)
     }
+
+    func upstreamRefusedToken(identity: String, refetch: Bool) {
+        metrics.upstreamRefusedToken(identity: identity, refetch: refetch)
+    }
 }

@@ -37,9 +37,9 @@ struct TokenCommand: ParsableCommand {
         var wakeup: LoopWakeup?
         // Ask, and ask again each time the identity's fetch ends, until there is an answer.
         let ask = {
-            outcome = tokens.decision(at: monotonicSeconds())
+            outcome = tokens.decide(at: monotonicSeconds(), wakingOnResult: wakeup)
             if case .wait = outcome {
-                service.needToken(tokens, wake: wakeup!)
+                service.needToken(tokens)
             } else {
                 wakeup?.close()
             }

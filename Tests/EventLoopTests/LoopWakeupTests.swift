@@ -1,4 +1,5 @@
 @testable import EventLoop
+import Synchronization
 import XCTest
 
 final class LoopWakeupTests: XCTestCase {
@@ -16,4 +17,38 @@ final class LoopWakeupTests: XCTestCase {
         wakeup.close()
         test.closeAndCheckForLeaks()
     }
+
+    /// A worker closes its wake-up while the token thread may still wake it: the wakes that
+    /// come during and after the close must not touch the freed handle (run under
+    /// AddressSanitizer or ThreadSanitizer to see the difference; without the lock, `wake()`
+    /// after the close callback writes into freed memory).
+    func testWakesRacingWithCloseNeverReachTheClosedHandle() throws {
+        let test = try LeakCheckedLoop()
+        let wakeup = LoopWakeup(loop: test.loop) {}
+        let flags = RaceFlags()
+        let waker = WorkerThread {
+            flags.started.store(true, ordering: .releasing)
+            while !flags.stop.load(ordering: .acquiring) {
+                wakeup.wake()
+                flags.wakes.add(1, ordering: .relaxed)
+            }
+            // And some after the close callback freed the handle.
+            for _ in 0..<1000 { wakeup.wake() }
+        }
+        while !flags.started.load(ordering: .acquiring) { sched_yield() }
+        test.loop.runOnce(wait: false)
+        wakeup.close()
+        // The close callback frees the handle during this run; the waker goes on meanwhile.
+        test.run(forMilliseconds: 20)
+        flags.stop.store(true, ordering: .releasing)
+        waker.join()
+        XCTAssertGreaterThan(flags.wakes.load(ordering: .relaxed), 0)
+        test.closeAndCheckForLeaks()
+    }
+}
+
+private final class RaceFlags: Sendable {
+    let started = Atomic<Bool>(false)
+    let stop = Atomic<Bool>(false)
+    let wakes = Atomic<Int>(0)
 }

@@ -108,6 +108,21 @@ final class HTTP1ParserTests: XCTestCase {
         assertRejected("GET / HTTP/1.1\r\nHost : a\r\n\r\n", .malformed)
     }
 
+    func testFieldWithAnEmptyNameIsRejected() {
+        assertRejected("GET / HTTP/1.1\r\nHost: a\r\n: value\r\n\r\n", .malformed)
+        assertRejected("GET / HTTP/1.1\r\n: value\r\nHost: a\r\n\r\n", .malformed)
+    }
+
+    func testTrailerWithAnEmptyNameIsRejected() {
+        assertRejected("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n: v\r\n\r\n", .malformed)
+    }
+
+    func testResponseFieldWithAnEmptyNameIsRejected() {
+        let (_, result) = parseAtEveryBoundary("HTTP/1.1 200 OK\r\n: v\r\nContent-Length: 0\r\n\r\n", kind: .response)
+        guard case .failed(let error) = result else { return XCTFail("accepted \(result)") }
+        XCTAssertEqual(error.kind, .malformed)
+    }
+
     func testHeadOverByteLimitIs431() {
         let parser = HTTP1Parser(kind: .request, limits: HeaderLimits(maxHeadBytes: 100, maxFieldCount: 10))
         let result = feed(parser, "GET / HTTP/1.1\r\nHost: a\r\nX-Big: \(String(repeating: "a", count: 200))\r\n\r\n")

@@ -111,7 +111,7 @@ final class TokenLifecycleFailureTests: XCTestCase {
     func testInvalidateDropsTheCurrentTokenAndAFetchIsDue() throws {
         var lifecycle = makeLifecycle()
         try lifecycle.fetch(at: 0, answer: tokenResponse("at-1", expiresIn: 3600))
-        XCTAssertTrue(lifecycle.invalidate(token: "at-1"))
+        XCTAssertEqual(lifecycle.refused(token: "at-1", at: 5, minimumAge: 10), .dropped)
         XCTAssertEqual(lifecycle.decision(at: 5), .wait)
         XCTAssertTrue(lifecycle.shouldStartFetch(at: 5))
     }
@@ -120,7 +120,7 @@ final class TokenLifecycleFailureTests: XCTestCase {
         var lifecycle = makeLifecycle()
         try lifecycle.fetch(at: 0, answer: tokenResponse("at-1", expiresIn: 20))
         try lifecycle.fetch(at: 10, answer: tokenResponse("at-2", expiresIn: 20))
-        XCTAssertFalse(lifecycle.invalidate(token: "at-1"))
+        XCTAssertEqual(lifecycle.refused(token: "at-1", at: 11, minimumAge: 10), .superseded)
         XCTAssertEqual(lifecycle.injected(at: 11), "at-2")
     }
 
@@ -129,7 +129,7 @@ final class TokenLifecycleFailureTests: XCTestCase {
         try lifecycle.fetch(at: 0, answer: tokenResponse("at-1", expiresIn: 3600))
         var fetches = 0
         for _ in 0..<100 {
-            lifecycle.invalidate(token: "at-1")
+            _ = lifecycle.refused(token: "at-1", at: 5, minimumAge: 10)
             if lifecycle.startFetchIfDue(at: 5) != nil { fetches += 1 }
         }
         XCTAssertEqual(fetches, 1)
@@ -138,7 +138,49 @@ final class TokenLifecycleFailureTests: XCTestCase {
     func testInvalidateKeepsTheRefreshToken() throws {
         var lifecycle = makeLifecycle(passwordIdentity())
         try lifecycle.fetch(at: 0, answer: tokenResponse("at-1", expiresIn: 3600, refreshToken: "rt-1"))
-        lifecycle.invalidate(token: "at-1")
+        _ = lifecycle.refused(token: "at-1", at: 1, minimumAge: 10)
         XCTAssertEqual(try lifecycle.startFetch(at: 1).purpose, .refresh)
+    }
+
+    func testATokenFetchedAfterARefusalIsKeptUntilItIsOldEnough() throws {
+        var lifecycle = makeLifecycle()
+        try lifecycle.fetch(at: 0, answer: tokenResponse("at-1", expiresIn: 3600))
+        XCTAssertEqual(lifecycle.refused(token: "at-1", at: 100, minimumAge: 10), .dropped)
+        try lifecycle.fetch(at: 101, answer: tokenResponse("at-2", expiresIn: 3600))
+        XCTAssertEqual(lifecycle.refused(token: "at-2", at: 105, minimumAge: 10), .kept)
+        XCTAssertEqual(lifecycle.injected(at: 105), "at-2", "a kept token is still injected")
+        XCTAssertFalse(lifecycle.shouldStartFetch(at: 105))
+        XCTAssertEqual(lifecycle.refused(token: "at-2", at: 111, minimumAge: 10), .dropped)
+    }
+
+    func testAnUpstreamRefusingEveryFewSecondsCostsOneFetchPerMinimumAge() throws {
+        var lifecycle = makeLifecycle()
+        try lifecycle.fetch(at: 0, answer: tokenResponse("at-0", expiresIn: 3600))
+        var fetches = 0
+        // A refusal every 0.5 s for 60 s, whatever the token: at most one fetch per 10 s.
+        for step in 1...120 {
+            let now = Double(step) / 2
+            _ = lifecycle.refused(token: lifecycle.injected(at: now) ?? "", at: now, minimumAge: 10)
+            if lifecycle.startFetchIfDue(at: now) != nil {
+                fetches += 1
+                lifecycle.fetchSucceeded(tokenResponse("at-\(fetches)", expiresIn: 3600), at: now)
+            }
+        }
+        XCTAssertEqual(fetches, 6)
+    }
+
+    func testAFirstRefusalOfAnOrdinaryTokenDropsItWhateverItsAge() throws {
+        var lifecycle = makeLifecycle()
+        try lifecycle.fetch(at: 0, answer: tokenResponse("at-1", expiresIn: 3600))
+        XCTAssertEqual(lifecycle.refused(token: "at-1", at: 0.5, minimumAge: 10), .dropped)
+    }
+
+    func testForgettingClearsTheRefusalHistory() throws {
+        var lifecycle = makeLifecycle()
+        try lifecycle.fetch(at: 0, answer: tokenResponse("at-1", expiresIn: 3600))
+        _ = lifecycle.refused(token: "at-1", at: 1, minimumAge: 10)
+        lifecycle.forget()
+        try lifecycle.fetch(at: 2, answer: tokenResponse("at-2", expiresIn: 3600))
+        XCTAssertEqual(lifecycle.refused(token: "at-2", at: 3, minimumAge: 10), .dropped)
     }
 }

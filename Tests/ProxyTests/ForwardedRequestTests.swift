@@ -28,7 +28,8 @@ private func assertForwarded(_ request: [String], body: String = "", as expected
     let forwarded = withBytes(target ?? String(decoding: parsed.target, as: UTF8.self)) { target in
         written {
             ForwardedHead.writeRequest(parsed, target: target, plan: plan, framing: framing, forwarding: forwarding,
-                                       clientHost: parsed.host, token: nil, into: &$0)
+                                       clientHost: parsed.host, token: nil,
+                                       upgrade: parsed.isUpgrade ? plan.allowedUpgrade(parsed) : nil, into: &$0)
         }
     }
     XCTAssertEqual(forwarded, head(expected), file: file, line: line)
@@ -74,6 +75,32 @@ final class ForwardedRequestTests: XCTestCase {
                          "Sec-WebSocket-Key: dGhlIHNhbXBsZQ=="],
                         as: ["GET /ws HTTP/1.1", "Host: orders.internal:8080", "Sec-WebSocket-Key: dGhlIHNhbXBsZQ==",
                              "Connection: upgrade", "Upgrade: websocket"] + relayFields())
+    }
+
+    func testAnUpgradeToAProtocolTheRouteDoesNotAllowIsForwardedAsAPlainRequest() {
+        assertForwarded(["GET /a HTTP/1.1", "Host: relay.example", "Connection: Upgrade, HTTP2-Settings", "Upgrade: h2c",
+                         "HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA"],
+                        as: ["GET /a HTTP/1.1", "Host: orders.internal:8080"] + relayFields())
+    }
+
+    func testOnlyTheAllowedProtocolsOfAnUpgradeAreForwarded() {
+        assertForwarded(["GET /ws HTTP/1.1", "Host: relay.example", "Connection: Upgrade", "Upgrade: h2c, WebSocket",
+                         "Upgrade: foo/2"],
+                        as: ["GET /ws HTTP/1.1", "Host: orders.internal:8080", "Connection: upgrade", "Upgrade: WebSocket"]
+                            + relayFields())
+    }
+
+    func testARouteMayAllowOtherProtocolsWithTheirVersions() {
+        var route = route()
+        route.upgrade = ["h2c", "foo"]
+        assertForwarded(["GET /a HTTP/1.1", "Host: relay.example", "Connection: Upgrade", "Upgrade: websocket, foo/2, h2c"],
+                        as: ["GET /a HTTP/1.1", "Host: orders.internal:8080", "Connection: upgrade", "Upgrade: foo/2, h2c"]
+                            + relayFields(), route: route)
+    }
+
+    func testContentLengthIsWrittenInItsCanonicalForm() {
+        assertForwarded(["POST /a HTTP/1.1", "Host: relay.example", "Content-Length: 005", "X-After: 1"], body: "hello",
+                        as: ["POST /a HTTP/1.1", "Host: orders.internal:8080", "Content-Length: 5", "X-After: 1"] + relayFields())
     }
 
     func testChunkedRequestIsForwardedWithTheRelaysOwnChunkedFraming() {

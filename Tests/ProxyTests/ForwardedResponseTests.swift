@@ -80,6 +80,14 @@ final class ForwardedResponseTests: XCTestCase {
                       framing: .none)
     }
 
+    func testContentLengthIsWrittenInItsCanonicalForm() {
+        assertRelayed(["HTTP/1.1 200 OK", "Content-Length: 005", "X-After: 1"], body: "hello",
+                      as: ["HTTP/1.1 200 OK", "Content-Length: 5", "X-After: 1", "Via: 1.1 oauth-relay"],
+                      framing: .contentLength)
+        assertRelayed(["HTTP/1.1 200 OK", "Content-Length: 0042"],
+                      as: ["HTTP/1.1 200 OK", "Content-Length: 42", "Via: 1.1 oauth-relay"], framing: .none)
+    }
+
     func testSwitchingProtocolsGetsConnectionUpgradeAndItsUpgradeFields() {
         assertRelayed(["HTTP/1.1 101 Switching Protocols", "Connection: Upgrade", "Upgrade: websocket",
                        "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="],

@@ -369,7 +369,8 @@ def exchange(subject: dict | None = None, **keys) -> dict:
 
 LIMIT_SAMPLES = {"maxHeaderBytes": 8192, "maxHeaderCount": 50, "headerTimeoutSeconds": 0.5, "idleTimeoutSeconds": 30,
                  "upstreamConnectTimeoutSeconds": 1, "upstreamResponseTimeoutSeconds": 2.5,
-                 "shutdownGraceSeconds": 5, "dnsCacheSeconds": 10, "maxIdleUpstreamConnections": 0}
+                 "shutdownGraceSeconds": 5, "dnsCacheSeconds": 10, "maxIdleUpstreamConnections": 0,
+                 "tokenWaitSeconds": 5, "requestBodyTimeoutSeconds": 10, "requestBodyMinBytesPerSecond": 100}
 TLS_SAMPLES = {"caFile": {"caFile": CERT_FILE}, "serverName": {"serverName": "api.example.test"},
                "pins": {"pins": [PIN]},
                "clientCert": {"clientCert": CERT_FILE, "clientKey": KEY_FILE},
@@ -407,6 +408,8 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.routes[].tls": https_route(),
     **{f"$.routes[].tls.{key}": https_route(**tls) for key, tls in TLS_SAMPLES.items()},
     "$.routes[].retryOnStatus": route(retryOnStatus=[401, 403]),
+    "$.routes[].minTokenAgeForRetrySeconds": routed(minTokenAgeForRetrySeconds=2.5),
+    "$.routes[].upgrade": route(upgrade=["websocket", "h2c"]),
     "$.identities.*.tokenUrl": identity(tokenUrl="https://idp.example.test:8443/oauth2/token?tenant=acme"),
     "$.identities.*.grant": identity(grant="client_credentials"),
     "$.identities.*.clientId": identity(clientId="orders-relay"),
@@ -618,6 +621,10 @@ REJECTED_BY_BOTH = [
     ("header and query", routed(inject={"header": "X-Token", "query": "t"}), "$.routes[0].inject"),
     ("framing header set", route(setHeaders={"Transfer-Encoding": "chunked"}), "$.routes[0].setHeaders"),
     ("retry on a success", route(retryOnStatus=[200]), "$.routes[0].retryOnStatus[0]"),
+    ("zero minimum token age", routed(minTokenAgeForRetrySeconds=0), "$.routes[0].minTokenAgeForRetrySeconds"),
+    ("upgrade protocol with a version", route(upgrade=["websocket/13"]), "$.routes[0].upgrade[0]"),
+    ("upgrade not a list", route(upgrade="websocket"), "$.routes[0].upgrade"),
+    ("zero body rate", {"limits": {"requestBodyMinBytesPerSecond": 0}}, "$.limits.requestBodyMinBytesPerSecond"),
     ("bad pin", https_route(pins=["md5/abc"]), "$.routes[0].tls.pins[0]"),
     ("tls for an http upstream", {"routes": [{"upstream": HTTP_UPSTREAM, "tls": {}}]}, "$.routes[0].tls"),
     ("tls for an http token endpoint", identity(tokenUrl="http://127.0.0.1:9/token", tls={}), "$.identities.svc.tls"),
