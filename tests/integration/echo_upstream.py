@@ -34,11 +34,23 @@ Behaviours, chosen by path:
     /close-early           reads the request, then closes the connection without answering
     /bad-framing           answers with both `Content-Length` and `Transfer-Encoding: chunked`
     /bad-chunk             chunked answer whose first chunk size is not hexadecimal
+    /flaky-401?every=N     the echo body with 401 to the 1st, (N+1)-th, (2N+1)-th, ... request to
+                           this path and 200 to the others (one count per server, over all
+                           connections and queries; default N=50): an upstream that refuses a
+                           share of requests whatever token they carry
     /expect                sends `HTTP/1.1 100 Continue` before reading the body when the request
                            has `Expect: 100-continue` (every other path just reads the body)
     /ws                    WebSocket handshake (RFC 6455) -> 101, then echoes each frame back
                            unmasked (ping -> pong, close -> close and hang up);
     /ws?raw=1              the same handshake, then echoes raw bytes until the peer's EOF
+    /ws-report             the /ws handshake and echo, its 101 also carrying `X-Echo-Upgrade` and
+                           `X-Echo-Connection`: the request's Upgrade and Connection values as
+                           received (joined with ", ")
+    /switch-protocols      reads the request, then answers `101 Switching Protocols` with
+                           `Upgrade: h2c` whatever the request asked for (even nothing), and echoes
+                           raw bytes until the peer's EOF
+    /padded-length         200 with `Content-Length: 005` (leading zeros) and the body `hello`
+    /read-late?ms=N        waits N ms before reading the request body at all, then echoes
     /stats                 JSON counters: connections_accepted, connections_open,
                            requests_started (head received), requests_served (answer sent),
                            requests_in_flight. /stats requests, and connections whose first
@@ -199,6 +211,7 @@ class EchoServer:
     def __init__(self) -> None:
         self.stats = Stats()
         self._next_connection_id = 0
+        self.flaky_requests = 0  # requests to /flaky-401 so far
         self._server: asyncio.base_events.Server | None = None
 
     async def start(self, host: str, port: int) -> int:
@@ -294,6 +307,10 @@ class _Connection:
             continue_sent = True
         if path == "/ws":
             return await self._websocket(req)
+        if path == "/ws-report":
+            return await self._websocket(req, report=True)
+        if path == "/read-late":
+            await asyncio.sleep(int(req.param("ms", "1000")) / 1000)
 
         digest = hashlib.sha256()
         length, trailers = await self._drain_body(framing, digest)
@@ -318,10 +335,22 @@ class _Connection:
             await self._write_raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                                   b"zz\r\nhello\r\n0\r\n\r\n")
             return False
+        if path == "/switch-protocols":
+            return await self._switch_protocols(req)
+        if path == "/padded-length":
+            close = req.wants_close or req.param("close") == "1"
+            await self._write_raw(self._head(req, 200, [("Content-Type", "text/plain"),
+                                                        ("Content-Length", "005")], close) + b"hello")
+            return not close
         if path == "/slow":
             await asyncio.sleep(int(req.param("ms", "1000")) / 1000)
         if path.startswith("/status/"):
             return await self._send(req, int(path[len("/status/"):]), json_type, body)
+        if path == "/flaky-401":
+            every = max(1, int(req.param("every", "50")))
+            n = self.server.flaky_requests
+            self.server.flaky_requests += 1
+            return await self._send(req, 401 if n % every == 0 else 200, json_type, body)
         if path == "/no-content":
             return await self._send(req, 204, [], None)
         if path == "/not-modified":
@@ -455,7 +484,16 @@ class _Connection:
 
     # -- WebSocket -------------------------------------------------------------------------------
 
-    async def _websocket(self, req: Request) -> bool:
+    async def _switch_protocols(self, req: Request) -> bool:
+        self.writer.write(self._head(req, 101, [("Connection", "Upgrade"), ("Upgrade", "h2c")], close=False))
+        await self.writer.drain()
+        self.stats.requests_served += 1
+        while data := await self.reader.read(IO_CHUNK):
+            self.writer.write(data)
+            await self.writer.drain()
+        return False
+
+    async def _websocket(self, req: Request, report: bool = False) -> bool:
         key = req.values("sec-websocket-key")
         if (req.method != "GET" or "websocket" not in req.tokens("upgrade")
                 or "upgrade" not in req.tokens("connection") or len(key) != 1
@@ -464,8 +502,11 @@ class _Connection:
                                "headers": [list(h) for h in req.headers]}).encode()
             return await self._send(req, 400, [("Content-Type", "application/json")], body)
         accept = base64.b64encode(hashlib.sha1(key[0].encode() + WEBSOCKET_GUID).digest()).decode()
-        self.writer.write(self._head(req, 101, [("Upgrade", "websocket"), ("Connection", "Upgrade"),
-                                                ("Sec-WebSocket-Accept", accept)], close=False))
+        headers = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Accept", accept)]
+        if report:
+            headers += [("X-Echo-Upgrade", ", ".join(req.values("upgrade"))),
+                        ("X-Echo-Connection", ", ".join(req.values("connection")))]
+        self.writer.write(self._head(req, 101, headers, close=False))
         await self.writer.drain()
         self.stats.requests_served += 1
         if req.param("raw") == "1":
