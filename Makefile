@@ -1,13 +1,17 @@
 # oauth-relay — the two commands of the README, and what they build on.
 #   make run    install what is missing, build (release), start `oauth-relay demo`
 #   make test   install what is missing, run the unit tests and the integration tests
+#   make test-checked   the proxy, token and reload integration tests against a debug build
+#                       (Swift's exclusivity checks on: release builds turn them off)
+#   make test-tsan      the thread-sensitive unit tests and the same integration tests under
+#                       ThreadSanitizer (a separate build in .build-tsan)
 SHELL := /bin/bash
 SWIFT_FLAGS ?=
 RELEASE_BIN := .build/release/oauth-relay
 VENV := .venv-test
 PYTHON ?= python3
 
-.PHONY: run test deps test-deps build unit-test integration-test bench clean
+.PHONY: run test deps test-deps build unit-test integration-test test-checked test-tsan bench clean
 
 deps:
 	scripts/install-deps
@@ -36,6 +40,26 @@ integration-test: $(VENV)/.installed
 test: test-deps
 	$(MAKE) unit-test
 	$(MAKE) integration-test
+
+# The integration tests that drive the data path, the token hand-off and reloads, for the
+# checked and sanitized builds (the others test the CLI, schema and packaging).
+CHECKED_TESTS := tests/integration/oauth tests/integration/test_forwarding.py tests/integration/test_bodies.py \
+	tests/integration/test_keepalive.py tests/integration/test_upgrade.py tests/integration/test_shutdown.py \
+	tests/integration/test_reload.py tests/integration/test_timeouts.py tests/integration/test_malformed.py \
+	tests/integration/test_hardening.py
+TSAN_BUILD := .build-tsan
+TSAN_FLAGS := --scratch-path $(TSAN_BUILD) -c debug -Xswiftc -sanitize=thread
+
+test-checked: test-deps $(VENV)/.installed
+	swift build -c debug $(SWIFT_FLAGS)
+	OAUTH_RELAY_BIN=$(CURDIR)/.build/debug/oauth-relay OAUTH_RELAY_TEST_TIME_SCALE=3 \
+		$(VENV)/bin/python -m pytest -q -m "not slow" $(CHECKED_TESTS)
+
+test-tsan: test-deps $(VENV)/.installed
+	swift build $(TSAN_FLAGS) --build-tests
+	TSAN_OPTIONS=halt_on_error=1 swift test $(TSAN_FLAGS) --skip-build --filter 'EventLoopTests|TokensTests|TokenHandOff'
+	OAUTH_RELAY_BIN=$(CURDIR)/$(TSAN_BUILD)/debug/oauth-relay OAUTH_RELAY_TEST_TIME_SCALE=5 TSAN_OPTIONS=halt_on_error=1 \
+		$(VENV)/bin/python -m pytest -q -m "not slow" $(CHECKED_TESTS)
 
 bench: test-deps build
 	bench/run.sh
