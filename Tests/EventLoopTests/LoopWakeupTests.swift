@@ -18,6 +18,23 @@ final class LoopWakeupTests: XCTestCase {
         test.closeAndCheckForLeaks()
     }
 
+    /// A wake-up closed by its worker may still be woken by the token thread. Its handle's memory
+    /// is freed by then and, here, most likely taken by the next handle allocated: a wake that
+    /// still reached libuv would run that other handle's callback.
+    func testAWakeAfterCloseReachesNoOtherHandle() throws {
+        let test = try LeakCheckedLoop()
+        let closed = LoopWakeup(loop: test.loop) {}
+        closed.close()
+        test.run(forMilliseconds: 10)
+        var woken = false
+        let next = LoopWakeup(loop: test.loop) { woken = true }
+        closed.wake()
+        test.run(forMilliseconds: 20)
+        XCTAssertFalse(woken, "a wake of a closed handle ran another handle's callback")
+        next.close()
+        test.closeAndCheckForLeaks()
+    }
+
     /// A worker closes its wake-up while the token thread may still wake it: the wakes that
     /// come during and after the close must not touch the freed handle (run under
     /// AddressSanitizer or ThreadSanitizer to see the difference; without the lock, `wake()`

@@ -1,0 +1,63 @@
+import Config
+import HTTP1
+import TLS
+import Tokens
+
+/// The immutable part of a worker's world, shared by every worker thread: built from a
+/// validated `RelayConfig` at start and at each reload. Requests that began under one keep it
+/// to their end.
+public final class ProxySettings: Sendable {
+    public let config: RelayConfig
+    /// The token thread (the same across reloads).
+    let tokens: TokenService?
+    /// The identities the plans refer to.
+    let identities: TokenSet?
+    /// The TLS listener's server configuration (`listenTls`).
+    let listenerTLS: TLSConfiguration?
+    let routes: RouteTable
+    let plans: [RoutePlan]
+    let headerLimits: HeaderLimits
+    /// ` 1.1 pseudonym` minus the version, e.g. ` oauth-relay\r\n`, appended after `Via: 1.x`.
+    let viaSuffix: [UInt8]
+    let headerTimeoutMilliseconds: UInt64
+    let idleTimeoutMilliseconds: UInt64
+    let connectTimeoutMilliseconds: UInt64
+    let responseTimeoutMilliseconds: UInt64
+    let shutdownGraceMilliseconds: UInt64
+    let dnsCacheMilliseconds: UInt64
+    let tokenWaitMilliseconds: UInt64
+    let requestBodyTimeoutMilliseconds: UInt64
+    let requestBodyMinBytesPerSecond: UInt64
+
+    /// `identities`: the token service's identities for this config (what `replace` returned);
+    /// by default those in force.
+    public init(config: RelayConfig, tokens: TokenService? = nil, identities: TokenSet? = nil, tls: ClientTLS = ClientTLS()) {
+        self.config = config
+        self.tokens = tokens
+        listenerTLS = tls.listener
+        routes = RouteTable(config.routes)
+        let identities = identities ?? tokens?.tokenSet
+        self.identities = identities
+        plans = config.routes.enumerated().map { position, route in
+            RoutePlan(route: route, position: position, identity: route.identity.flatMap { identities?[$0] },
+                      tls: tls.routes[position])
+        }
+        headerLimits = HeaderLimits(maxHeadBytes: config.limits.maxHeaderBytes, maxFieldCount: config.limits.maxHeaderCount)
+        viaSuffix = Array(" \(config.via)\r\n".utf8)
+        func milliseconds(_ seconds: Double) -> UInt64 { UInt64(max(1, (seconds * 1000).rounded())) }
+        headerTimeoutMilliseconds = milliseconds(config.limits.headerTimeoutSeconds)
+        idleTimeoutMilliseconds = milliseconds(config.limits.idleTimeoutSeconds)
+        connectTimeoutMilliseconds = milliseconds(config.limits.upstreamConnectTimeoutSeconds)
+        responseTimeoutMilliseconds = milliseconds(config.limits.upstreamResponseTimeoutSeconds)
+        shutdownGraceMilliseconds = milliseconds(config.limits.shutdownGraceSeconds)
+        dnsCacheMilliseconds = milliseconds(config.limits.dnsCacheSeconds)
+        tokenWaitMilliseconds = milliseconds(config.limits.tokenWaitSeconds)
+        requestBodyTimeoutMilliseconds = milliseconds(config.limits.requestBodyTimeoutSeconds)
+        requestBodyMinBytesPerSecond = UInt64(config.limits.requestBodyMinBytesPerSecond)
+    }
+
+    /// The plan of the route that takes this request, or nil (404).
+    func plan(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer) -> RoutePlan? {
+        routes.matchIndex(host: host, path: path).map { plans[$0] }
+    }
+}

@@ -1,0 +1,34 @@
+// What the token service tells its observer (the metrics) about token requests and tokens.
+
+import OAuth2
+
+/// How a token request ended, as counted by `oauth_relay_token_requests_total{outcome}`.
+public enum TokenRequestOutcome: String, Sendable {
+    case success
+    /// The token endpoint said no for good (an OAuth error such as `invalid_grant`, a redirect,
+    /// an unreadable answer): retried only after backoff or a configuration change.
+    case refused
+    /// The token endpoint could not answer now (unreachable, timed out, 5xx, 429).
+    case unavailable
+
+    init(_ error: TokenEndpointError) {
+        self = error.isTemporary ? .unavailable : .refused
+    }
+}
+
+/// Told about token requests and expiry changes (the metrics). Called on the token thread,
+/// except `tokenExpiryChanged` and `upstreamRefusedToken`, which may come from any thread.
+public protocol TokenObserver: Sendable {
+    func tokenRequestEnded(identity: String, outcome: TokenRequestOutcome)
+    /// The identity's token now expires at `unixTime`, or it has none (nil).
+    func tokenExpiryChanged(identity: String, unixTime: Double?)
+    /// The identity is no longer configured.
+    func identityRemoved(_ name: String)
+    /// An upstream refused the identity's token (a `retryOnStatus` answer), and the relay
+    /// dropped it to fetch another (`refetch`) or kept it and let the answer through.
+    func upstreamRefusedToken(identity: String, refetch: Bool)
+}
+
+extension TokenObserver {
+    public func upstreamRefusedToken(identity: String, refetch: Bool) {}
+}
