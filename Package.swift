@@ -35,13 +35,15 @@ let package = Package(
             "Config", "OAuth2", "EventLoop", "HTTPClient", "TLS",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),
         .target(name: "RelayMetrics", dependencies: [.product(name: "Prometheus", package: "swift-prometheus")]),
         .target(name: "Proxy", dependencies: [
-            "EventLoop", "HTTP1", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics",
+            "EventLoop", "HTTP1", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "LocalHTTP",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
             "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "HTTPClient", "TLS", "RelayMetrics",
+            "LocalHTTP",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),
@@ -53,6 +55,7 @@ let package = Package(
         .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Config"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics"]),
+        .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
         .testTarget(name: "TokensTests", dependencies: [
             "Tokens", "Config", "OAuth2", "EventLoop", "HTTPClient", .product(name: "Logging", package: "swift-log"),
         ]),

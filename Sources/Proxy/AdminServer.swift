@@ -17,6 +17,7 @@
 
 import Config
 import EventLoop
+import LocalHTTP
 import OAuth2
 import RelayMetrics
 import Tokens
@@ -40,10 +41,10 @@ public final class AdminServer {
         self.tokens = tokens
         self.metrics = metrics
         self.reload = reload
-        // Unowned: the admin server owns the HTTP server and outlives its requests.
-        server = try LocalHTTPServer(loop: loop, address: address) { [unowned self] request in
-            self.answer(method: request.method, path: request.path)
-        }
+        let router = makeRouter()
+        server = try LocalHTTPServer(loop: loop, address: address,
+                                     badRequest: { Self.problem(400, "bad-request", "Bad Request", $0) },
+                                     handler: router.respond(to:))
     }
 
     public var boundAddress: SocketAddress? { server?.boundAddress }
@@ -54,62 +55,80 @@ public final class AdminServer {
         server = nil
     }
 
-    /// The answer to one admin request.
-    private func answer(method: String, path: String) -> LocalResponse {
+    /// The admin endpoints (see the top of this file). Unowned: the admin server owns the HTTP
+    /// server, and so the router, and outlives its requests.
+    private func makeRouter() -> LocalRouter {
+        var router = LocalRouter(
+            notFound: { Self.problem(404, "not-found", "Not Found", "no admin endpoint \($0.path)") },
+            methodNotAllowed: { request, allowed in
+                var answer = Self.problem(405, "method-not-allowed", "Method Not Allowed", "\(request.method) is not allowed on \(request.path)")
+                answer.headers = [("Allow", allowed.joined(separator: ", "))]
+                return answer
+            })
+        router.add("GET", "/healthz") { _, _ in LocalResponse(status: 200, body: "{\"status\":\"serving\"}\n") }
+        router.add("GET", "/readyz") { [unowned self] _, _ in readiness() }
+        router.add("GET", "/identities") { [unowned self] _, _ in identities() }
+        router.add("GET", "/metrics") { [unowned self] _, _ in exposition() }
+        router.add("POST", "/reload") { [unowned self] _, _ in reloaded() }
+        router.add("POST", "/identities/{name}/refresh") { [unowned self] request, parameters in
+            withIdentity(parameters["name"]!, request) { tokens, identity in
+                tokens.refreshNow(identity)
+                return LocalResponse(status: 202, body: "{\"identity\":\(JSONText.quote(identity.identity.name)),\"refresh\":\"started\"}\n")
+            }
+        }
+        router.add("DELETE", "/identities/{name}/token") { [unowned self] request, parameters in
+            withIdentity(parameters["name"]!, request) { tokens, identity in
+                tokens.forget(identity)
+                return LocalResponse(status: 204, body: "")
+            }
+        }
+        return router
+    }
+
+    private func readiness() -> LocalResponse {
         let now = monotonicSeconds()
-        switch (method, path) {
-        case ("GET", "/healthz"):
-            return LocalResponse(status: 200, body: "{\"status\":\"serving\"}\n")
-        case ("GET", "/readyz"):
-            let missing = (tokens?.identities ?? [])
-                .filter { !$0.identity.grant.isInteractive && !$0.status(at: now).hasValidToken }
-                .map(\.identity.name)
-            if missing.isEmpty { return LocalResponse(status: 200, body: "{\"status\":\"ready\"}\n") }
-            return problem(503, "not-ready", "Service Unavailable",
-                           "identities without a valid token yet: \(missing.joined(separator: ", "))")
-        case ("GET", "/identities"):
-            let entries = (tokens?.identities ?? []).map { describe($0, now: now) }
-            return LocalResponse(status: 200, body: "{\"identities\":[\(entries.joined(separator: ","))]}\n")
-        case ("GET", "/metrics"):
-            guard let metrics else {
-                return problem(404, "not-found", "Not Found", "metrics are off (\"metrics\": false in the configuration)")
-            }
-            return LocalResponse(status: 200, contentType: RelayMetrics.contentType,
-                                 body: String(decoding: metrics.exposition(), as: UTF8.self))
-        case ("POST", "/reload"):
-            switch reload() {
-            case .applied(let summary):
-                return LocalResponse(status: 200, body: summary + "\n")
-            case .rejected(let errors):
-                var rejected = Problem(status: 422, slug: "config-invalid", title: "Unprocessable Content",
-                                       detail: "the configuration was not reloaded; nothing changed")
-                rejected.errors = errors
-                return LocalResponse(status: 422, contentType: "application/problem+json", body: rejected.json() + "\n")
-            }
-        case (_, "/reload"), (_, "/metrics"), (_, "/healthz"), (_, "/readyz"), (_, "/identities"):
-            return problem(405, "method-not-allowed", "Method Not Allowed", "\(method) is not allowed on \(path)")
-        default:
-            break
+        let missing = (tokens?.identities ?? [])
+            .filter { !$0.identity.grant.isInteractive && !$0.status(at: now).hasValidToken }
+            .map(\.identity.name)
+        if missing.isEmpty { return LocalResponse(status: 200, body: "{\"status\":\"ready\"}\n") }
+        return Self.problem(503, "not-ready", "Service Unavailable",
+                            "identities without a valid token yet: \(missing.joined(separator: ", "))")
+    }
+
+    private func identities() -> LocalResponse {
+        let now = monotonicSeconds()
+        let entries = (tokens?.identities ?? []).map { describe($0, now: now) }
+        return LocalResponse(status: 200, body: "{\"identities\":[\(entries.joined(separator: ","))]}\n")
+    }
+
+    private func exposition() -> LocalResponse {
+        guard let metrics else {
+            return Self.problem(404, "not-found", "Not Found", "metrics are off (\"metrics\": false in the configuration)")
         }
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[1] == "identities", let tokens else {
-            return problem(404, "not-found", "Not Found", "no admin endpoint \(path)")
+        return LocalResponse(status: 200, contentType: RelayMetrics.contentType,
+                             body: String(decoding: metrics.exposition(), as: UTF8.self))
+    }
+
+    private func reloaded() -> LocalResponse {
+        switch reload() {
+        case .applied(let summary):
+            return LocalResponse(status: 200, body: summary + "\n")
+        case .rejected(let errors):
+            var rejected = Problem(status: 422, slug: "config-invalid", title: "Unprocessable Content",
+                                   detail: "the configuration was not reloaded; nothing changed")
+            rejected.errors = errors
+            return LocalResponse(status: 422, contentType: "application/problem+json", body: rejected.json() + "\n")
         }
-        guard let identity = tokens.tokenSet[String(parts[2])] else {
-            return problem(404, "unknown-identity", "Not Found", "no identity named \(parts[2])")
+    }
+
+    /// Runs `body` on the identity named `name`, or answers 404.
+    private func withIdentity(_ name: String, _ request: LocalRequest,
+                              _ body: (TokenService, IdentityTokens) -> LocalResponse) -> LocalResponse {
+        guard let tokens else { return Self.problem(404, "not-found", "Not Found", "no admin endpoint \(request.path)") }
+        guard let identity = tokens.tokenSet[name] else {
+            return Self.problem(404, "unknown-identity", "Not Found", "no identity named \(name)")
         }
-        switch (method, parts[3]) {
-        case ("POST", "refresh"):
-            tokens.refreshNow(identity)
-            return LocalResponse(status: 202, body: "{\"identity\":\(JSONText.quote(String(parts[2]))),\"refresh\":\"started\"}\n")
-        case ("DELETE", "token"):
-            tokens.forget(identity)
-            return LocalResponse(status: 204, body: "")
-        case (_, "refresh"), (_, "token"):
-            return problem(405, "method-not-allowed", "Method Not Allowed", "\(method) is not allowed on \(path)")
-        default:
-            return problem(404, "not-found", "Not Found", "no admin endpoint \(path)")
-        }
+        return body(tokens, identity)
     }
 
     private func describe(_ identity: IdentityTokens, now: Double) -> String {
@@ -131,7 +150,7 @@ public final class AdminServer {
         return "{" + fields.joined(separator: ",") + "}"
     }
 
-    private func problem(_ status: Int, _ slug: String, _ title: String, _ detail: String) -> LocalResponse {
+    private static func problem(_ status: Int, _ slug: String, _ title: String, _ detail: String) -> LocalResponse {
         LocalResponse(status: status, contentType: "application/problem+json",
                       body: Problem(status: status, slug: slug, title: title, detail: detail).json() + "\n")
     }

@@ -8,6 +8,7 @@
 // injected and refreshed without anything else installed.
 
 import EventLoop
+import LocalHTTP
 import Proxy
 
 final class DemoEchoServer {
@@ -52,7 +53,8 @@ private final class EchoListener {
     var stopSignal: LoopWakeup!
 
     init(loop: EventLoop, address: SocketAddress) throws(UVError) {
-        server = try LocalHTTPServer(loop: loop, address: address) { request in
+        server = try LocalHTTPServer(loop: loop, address: address,
+                                     badRequest: { LocalResponse(status: 400, contentType: "text/plain", body: $0 + "\n") }) { request in
             if request.method == "POST" && request.path == DemoEchoServer.tokenPath {
                 return LocalResponse(status: 200, body: Self.devToken())
             }

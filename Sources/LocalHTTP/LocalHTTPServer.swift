@@ -1,31 +1,43 @@
-// LocalHTTPServer: a small HTTP/1.1 server on one loop for the relay's own endpoints (the admin
-// listener, the demo's echo upstream): each request, with its body, is answered by a handler,
-// in order, with keep-alive. Not the proxy's request path; simplicity over speed.
+// The LocalHTTP module: a small HTTP/1.1 server on one loop for the relay's own endpoints (the
+// admin listener, the demo's echo upstream, and next the login endpoints), and a router those
+// endpoints register on (LocalRouter.swift). Each request, with its body, is answered by a
+// handler, in order, with keep-alive. Not the proxy's request path; simplicity over speed.
 
 import ByteBuffers
 import EventLoop
 import HTTP1
 
 /// A request as the handler sees it.
-public struct LocalRequest {
+public struct LocalRequest: Sendable {
     public var method: String
     /// As received, query included.
     public var target: String
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
 
+    public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+    }
+
     /// The target without its query.
     public var path: String { String(target.prefix { $0 != "?" }) }
 }
 
-public struct LocalResponse {
+public struct LocalResponse: Sendable {
     public var status: Int
     public var contentType: String
+    /// Fields besides Content-Type, Content-Length, Cache-Control and Connection.
+    public var headers: [(name: String, value: String)]
     public var body: String
 
-    public init(status: Int, contentType: String = "application/json", body: String) {
+    public init(status: Int, contentType: String = "application/json", headers: [(name: String, value: String)] = [],
+                body: String) {
         self.status = status
         self.contentType = contentType
+        self.headers = headers
         self.body = body
     }
 }
@@ -35,13 +47,17 @@ public final class LocalHTTPServer {
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: LocalHTTPConnection] = [:]
     fileprivate let handler: (LocalRequest) -> LocalResponse
+    /// The answer to a request the parser refused (the reason is safe to show).
+    fileprivate let badRequest: (String) -> LocalResponse
     /// Bodies larger than this are refused (these endpoints take small ones).
     fileprivate let maxBodyBytes: Int
 
     public init(loop: EventLoop, address: SocketAddress, maxBodyBytes: Int = 1 << 20,
+                badRequest: @escaping (String) -> LocalResponse,
                 handler: @escaping (LocalRequest) -> LocalResponse) throws(UVError) {
         self.loop = loop
         self.handler = handler
+        self.badRequest = badRequest
         self.maxBodyBytes = maxBodyBytes
         listener = try TCPListener(loop: loop, address: address, reusePort: false) { [unowned self] stream in
             let connection = LocalHTTPConnection(stream: stream, server: self)
@@ -82,8 +98,9 @@ private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate
 
     func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         if case .failed(let error) = parser.feed(bytes) {
-            respond(LocalResponse(status: 400, contentType: "application/problem+json",
-                                  body: Problem.badRequest(error.reason).json() + "\n"), keepAlive: false)
+            var answer = server?.badRequest(error.reason) ?? LocalResponse(status: 400, contentType: "text/plain", body: "")
+            answer.status = 400
+            respond(answer, keepAlive: false)
         }
     }
 
@@ -123,6 +140,12 @@ private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate
         out.append(Self.reason(response.status))
         out.append("\r\nContent-Type: ")
         out.append(response.contentType)
+        for field in response.headers {
+            out.append("\r\n")
+            out.append(field.name)
+            out.append(": ")
+            out.append(field.value)
+        }
         out.append("\r\nCache-Control: no-store\r\nContent-Length: ")
         out.appendDecimal(response.body.utf8.count)
         out.append(keepAlive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n")
@@ -136,7 +159,9 @@ private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate
         case 200: "OK"
         case 202: "Accepted"
         case 204: "No Content"
+        case 302: "Found"
         case 400: "Bad Request"
+        case 401: "Unauthorized"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
         case 422: "Unprocessable Content"
