@@ -16,9 +16,9 @@
 // Times are seconds in one monotonic clock the relay reads and passes in (`now`); the
 // wall-clock time goes only to `TokenRequest.parseResponse` (JWT `exp`, HTTP dates).
 //
-// 1. After every event below, and when the timer armed at `nextFetchAt(after:)` fires, call
-//    `startFetchIfDue(at:)`; when it returns a request, send it. At most one is ever in
-//    flight, so any number of waiting requests cause exactly one token request.
+// 1. After every event below, and when the timer it asked for fires, call `nextAction(at:)`:
+//    send the request of a `.fetch`, arm a timer for a `.sleep`, do nothing for `.idle`. At
+//    most one request is ever in flight, so any number of waiting requests cause exactly one.
 // 2. Report the outcome: `fetchSucceeded(_:at:)` with the parsed response, or
 //    `fetchFailed(_:at:)` with the parse error or the HTTP client's `unreachable`/`timedOut`.
 //    Then wake the requests that were told to `.wait`; they ask again.
@@ -145,6 +145,14 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     }
 
     // MARK: - Events
+
+    /// What to do now: start the fetch that is due (marked in flight), or sleep until the next
+    /// one is, or nothing until an event.
+    public mutating func nextAction(at now: Double) -> TokenAction {
+        if let request = startFetchIfDue(at: now) { return .fetch(request) }
+        guard let due = nextFetchAt(after: now) else { return .idle }
+        return .sleep(until: due)
+    }
 
     /// Starts the fetch that is due now, if one is: marks it in flight and returns the request
     /// to send. Nil while another is in flight, during backoff, while the token does not need

@@ -15,10 +15,9 @@ final class TokenFetcher {
     let loop: EventLoop
     private var limits: HTTPClientLimits
     let logger: Logger
-    let stopFlag: StopFlag
-    let updates: FetcherMailbox
     let observer: (any TokenObserver)?
-    private(set) var wakeup: LoopWakeup!
+    private(set) var inbox: TokenInbox!
+    private var wakeup: LoopWakeup!
     /// The identities in force.
     private var identities: [IdentityTokens] = []
     /// Identities a reload replaced or removed; kept while requests still wait for them.
@@ -30,31 +29,34 @@ final class TokenFetcher {
     private var inFlight: [Int: HTTPClientCall] = [:]
     private var stopping = false
 
-    init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, stopFlag: StopFlag, updates: FetcherMailbox,
-         observer: (any TokenObserver)?) {
+    init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, observer: (any TokenObserver)?) {
         self.loop = loop
-        self.updates = updates
         self.limits = limits
         self.logger = logger
-        self.stopFlag = stopFlag
         self.observer = observer
-        wakeup = LoopWakeup(loop: loop) { [unowned self] in self.woken() }
+        wakeup = LoopWakeup(loop: loop) { [unowned self] in
+            for message in inbox.takeAll() where !stopping { handle(message) }
+            // A retired identity goes once nothing waits for it and its last request ended.
+            retired.removeAll { !$0.hasWaiters && inFlight[$0.slot] == nil }
+        }
+        inbox = TokenInbox(wakeup: wakeup)
     }
 
-    private func woken() {
-        if stopFlag.isSet {
+    /// The one entry point of the token loop's work (TokenInbox.swift).
+    func handle(_ message: TokenMessage) {
+        switch message {
+        case .adopt(let update):
+            adopt(update)
+        case .needToken(let tokens):
+            if !isInForce(tokens) && !retired.contains(where: { $0 === tokens }) { retired.append(tokens) }
+            runNextAction(tokens)
+        case .reconsider(let tokens):
+            runNextAction(tokens)
+        case .fetchEnded(let tokens, let outcome):
+            record(outcome, for: tokens)
+        case .stop:
             stop()
-            return
         }
-        for update in updates.takeAll() { adopt(update) }
-        // A request that began before a reload may wait for an identity retired since.
-        for tokens in updates.takeAsked() where !isInForce(tokens) && !retired.contains(where: { $0 === tokens }) {
-            retired.append(tokens)
-        }
-        for tokens in identities { runDueFetch(tokens) }
-        for tokens in retired { runDueFetch(tokens) }
-        // A retired identity goes once nothing waits for it and its last request ended.
-        retired.removeAll { !$0.hasWaiters && inFlight[$0.slot] == nil }
     }
 
     private func adopt(_ update: FetcherUpdate) {
@@ -64,36 +66,33 @@ final class TokenFetcher {
             retired.append(tokens)
         }
         for tokens in update.identities where timers[tokens.slot] == nil {
-            timers[tokens.slot] = LoopTimer(loop: loop) { [unowned self] in self.runDueFetch(tokens) }
+            timers[tokens.slot] = LoopTimer(loop: loop) { [unowned self] in self.runNextAction(tokens) }
         }
         // Retired identities keep the TLS configuration they fetched with.
         for (slot, configuration) in update.tls { tls[slot] = configuration }
         identities = update.identities
         limits = update.limits
+        // New identities fetch at once; kept ones go on as scheduled.
+        for tokens in identities { runNextAction(tokens) }
     }
 
     private func isInForce(_ tokens: IdentityTokens) -> Bool { timers[tokens.slot] != nil }
 
-    private func runDueFetch(_ tokens: IdentityTokens) {
+    /// Asks the identity's lifecycle what to do now, and does it.
+    private func runNextAction(_ tokens: IdentityTokens) {
         guard !stopping else { return }
         // A retired identity fetches only for requests that still wait for it.
         guard isInForce(tokens) || tokens.hasWaiters else { return }
         let now = monotonicSeconds()
-        let request = tokens.update { $0.startFetchIfDue(at: now) }
-        if let request {
+        switch tokens.update({ $0.nextAction(at: now) }) {
+        case .fetch(let request):
+            timers[tokens.slot]?.stop()
             send(request, for: tokens)
-        } else {
-            schedule(tokens, now: now)
+        case .sleep(let due):
+            timers[tokens.slot]?.start(afterMilliseconds: UInt64(max(0, (due - now) * 1000).rounded(.up)))
+        case .idle:
+            timers[tokens.slot]?.stop()
         }
-    }
-
-    private func schedule(_ tokens: IdentityTokens, now: Double) {
-        guard let timer = timers[tokens.slot] else { return }
-        guard let due = tokens.update({ $0.nextFetchAt(after: now) }) else {
-            timer.stop()
-            return
-        }
-        timer.start(afterMilliseconds: UInt64(max(0, (due - now) * 1000).rounded(.up)))
     }
 
     private func send(_ request: TokenRequest, for tokens: IdentityTokens) {
@@ -101,7 +100,7 @@ final class TokenFetcher {
         let name = tokens.identity.name
         let tls = url.scheme == .https ? self.tls[tokens.slot] : nil
         if url.scheme == .https && tls == nil {
-            finish(tokens, .failure(.unreachable(reason: "no TLS configuration for the https token endpoint")))
+            handle(.fetchEnded(tokens, .failure(.unreachable(reason: "no TLS configuration for the https token endpoint"))))
             return
         }
         logger.debug("token request", metadata: ["identity": .string(name), "purpose": .string("\(request.purpose)")])
@@ -112,26 +111,28 @@ final class TokenFetcher {
         inFlight[tokens.slot] = sendHTTPRequest(httpRequest, on: loop, limits: limits) { [self] result in
             inFlight[tokens.slot] = nil
             guard !stopping else { return }
+            let outcome: Result<TokenResponse, TokenEndpointError>
             switch result {
             case .success(let response):
                 let reply = TokenEndpointReply(status: response.status,
                                                headers: response.headers.map { HeaderField(name: $0.name, value: $0.value) },
                                                body: response.body)
                 do throws(TokenEndpointError) {
-                    let parsed = try request.parseResponse(reply, unixTime: Date().timeIntervalSince1970)
-                    finish(tokens, .success(parsed))
+                    outcome = .success(try request.parseResponse(reply, unixTime: Date().timeIntervalSince1970))
                 } catch {
-                    finish(tokens, .failure(error))
+                    outcome = .failure(error)
                 }
             case .failure(.responseTimeout), .failure(.connectTimeout):
-                finish(tokens, .failure(.timedOut(seconds: monotonicSeconds() - started)))
+                outcome = .failure(.timedOut(seconds: monotonicSeconds() - started))
             case .failure(let error):
-                finish(tokens, .failure(.unreachable(reason: error.description)))
+                outcome = .failure(.unreachable(reason: error.description))
             }
+            handle(.fetchEnded(tokens, outcome))
         }
     }
 
-    private func finish(_ tokens: IdentityTokens, _ outcome: Result<TokenResponse, TokenEndpointError>) {
+    /// A token request ended: record its outcome and wake the requests waiting for it.
+    private func record(_ outcome: Result<TokenResponse, TokenEndpointError>, for tokens: IdentityTokens) {
         let now = monotonicSeconds()
         let name = tokens.identity.name
         // The result and the wake-up of the requests waiting for it, in one step.
@@ -156,7 +157,7 @@ final class TokenFetcher {
                                                               "error": .string("\(error)")])
             observer?.tokenRequestEnded(identity: name, outcome: TokenRequestOutcome(error))
         }
-        runDueFetch(tokens)
+        runNextAction(tokens)
     }
 
     private func stop() {

@@ -1,7 +1,9 @@
 // TokenService: the token thread. It owns one loop that sends every token request (through
 // HTTPClient), arms each identity's refresh timer, and wakes the worker loops waiting for a
 // result. Fetching happens here and only here, so "one fetch in flight per identity" holds
-// across all workers; the lifecycle additionally refuses to start a second one.
+// across all workers; the lifecycle additionally refuses to start a second one. Everything
+// this service is asked from other threads reaches the token loop as a message in its inbox
+// (TokenInbox.swift), handled in order by `TokenFetcher.handle`.
 //
 // A reload hands the service a new configuration's identities (`replace`): identities whose
 // settings did not change keep their state and token; the others start afresh. A replaced or
@@ -30,12 +32,10 @@ public struct TokenSetChange: Sendable {
 public final class TokenService: Sendable {
     private let current = Mutex(TokenSet([]))
     private let nextSlot = Atomic<Int>(0)
-    /// The identity set and TLS configurations the token loop has yet to adopt.
-    private let updates: FetcherMailbox
+    /// Every piece of work for the token loop goes through it.
+    private let inbox: TokenInbox
     private let thread: WorkerThread
-    /// Wakes the token loop: something was asked of it (a fetch, an invalidation, stop).
-    private let wakeup: LoopWakeup
-    private let stopFlag: StopFlag
+    private let stopped = Atomic<Bool>(false)
     private let observer: (any TokenObserver)?
 
     /// Starts the token thread and, in the background, the first fetch of every identity that
@@ -44,9 +44,7 @@ public final class TokenService: Sendable {
     public static func start(identities: [String: Identity], tls: [String: TLSConfiguration] = [:],
                              limits: HTTPClientLimits, logger: Logger,
                              observer: (any TokenObserver)? = nil) throws -> TokenService {
-        let stopFlag = StopFlag()
-        let updates = FetcherMailbox()
-        let (thread, outcome) = WorkerThread.start { (report: (Result<LoopWakeup, any Error>) -> Void) in
+        let (thread, outcome) = WorkerThread.start { (report: (Result<TokenInbox, any Error>) -> Void) in
             let loop: EventLoop
             do {
                 loop = try EventLoop()
@@ -54,16 +52,15 @@ public final class TokenService: Sendable {
                 report(.failure(error))
                 return
             }
-            let fetcher = TokenFetcher(loop: loop, limits: limits, logger: logger, stopFlag: stopFlag, updates: updates,
-                                       observer: observer)
-            report(.success(fetcher.wakeup))
+            let fetcher = TokenFetcher(loop: loop, limits: limits, logger: logger, observer: observer)
+            report(.success(fetcher.inbox))
             loop.run()
             try? loop.close()
         }
         let service: TokenService
         switch outcome {
-        case .success(let wakeup):
-            service = TokenService(thread: thread, wakeup: wakeup, stopFlag: stopFlag, updates: updates, observer: observer)
+        case .success(let inbox):
+            service = TokenService(thread: thread, inbox: inbox, observer: observer)
         case .failure(let error):
             thread.join()
             throw error
@@ -72,12 +69,9 @@ public final class TokenService: Sendable {
         return service
     }
 
-    private init(thread: WorkerThread, wakeup: LoopWakeup, stopFlag: StopFlag, updates: FetcherMailbox,
-                 observer: (any TokenObserver)?) {
+    private init(thread: WorkerThread, inbox: TokenInbox, observer: (any TokenObserver)?) {
         self.thread = thread
-        self.updates = updates
-        self.wakeup = wakeup
-        self.stopFlag = stopFlag
+        self.inbox = inbox
         self.observer = observer
     }
 
@@ -112,13 +106,12 @@ public final class TokenService: Sendable {
         let set = TokenSet(fresh)
         var tlsBySlot: [Int: TLSConfiguration] = [:]
         for tokens in fresh { tlsBySlot[tokens.slot] = tls[tokens.identity.name] }
-        // The token loop adopts the set before it handles any wake-up a worker sends for it:
-        // the update is stored before the set is published.
-        updates.post(FetcherUpdate(identities: fresh, tls: tlsBySlot, limits: limits))
+        // The token loop adopts the set before it handles any message a worker posts for it:
+        // the inbox keeps order, and the update is posted before the set is published.
+        inbox.post(.adopt(FetcherUpdate(identities: fresh, tls: tlsBySlot, limits: limits)))
         current.withLock { $0 = set }
         for name in replaced { observer?.tokenExpiryChanged(identity: name, unixTime: nil) }
         for name in removed { observer?.identityRemoved(name) }
-        if !stopFlag.isSet { wakeup.wake() }
         return TokenSetChange(set: set, kept: kept, started: started, removed: removed)
     }
 
@@ -127,8 +120,7 @@ public final class TokenService: Sendable {
     public func needToken(_ tokens: IdentityTokens) {
         // Named to the token loop: it may be an identity a reload retired, which the loop no
         // longer looks at unless asked.
-        updates.ask(tokens)
-        if !stopFlag.isSet { wakeup.wake() }
+        inbox.post(.needToken(tokens))
     }
 
     /// An upstream refused `token` (a `retryOnStatus` status) at `now` on a route whose
@@ -144,7 +136,7 @@ public final class TokenService: Sendable {
         case .dropped:
             observer?.upstreamRefusedToken(identity: tokens.identity.name, refetch: true)
             observer?.tokenExpiryChanged(identity: tokens.identity.name, unixTime: nil)
-            if !stopFlag.isSet { wakeup.wake() }
+            inbox.post(.reconsider(tokens))
         case .kept:
             observer?.upstreamRefusedToken(identity: tokens.identity.name, refetch: false)
         case .superseded:
@@ -157,7 +149,7 @@ public final class TokenService: Sendable {
     /// Thread-safe.
     public func refreshNow(_ tokens: IdentityTokens) {
         tokens.update { $0.refreshNow() }
-        if !stopFlag.isSet { wakeup.wake() }
+        inbox.post(.reconsider(tokens))
     }
 
     /// Forgets the token and refresh token of `tokens`. Thread-safe.
@@ -167,13 +159,13 @@ public final class TokenService: Sendable {
             return true
         }
         observer?.tokenExpiryChanged(identity: tokens.identity.name, unixTime: nil)
-        if !stopFlag.isSet { wakeup.wake() }
+        inbox.post(.reconsider(tokens))
     }
 
     /// Stops the token thread; token requests in flight are abandoned. Effective once.
     public func stop() {
-        guard stopFlag.set() else { return }
-        wakeup.wake()
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        inbox.post(.stop)
         thread.join()
     }
 }

@@ -174,4 +174,24 @@ final class TokenLifecycleRefreshTests: XCTestCase {
         try lifecycle.fetch(at: 10, answer: granted)
         XCTAssertEqual(lifecycle.token?.scope, "orders.read orders.write")
     }
+
+    func testNextActionFetchesWhenDueThenIdlesWhileTheFetchIsInFlight() {
+        var lifecycle = makeLifecycle()
+        guard case .fetch(let request) = lifecycle.nextAction(at: 0) else { return XCTFail("no fetch at start") }
+        XCTAssertEqual(request.purpose, .grant(.clientCredentials))
+        guard case .idle = lifecycle.nextAction(at: 0) else { return XCTFail("a second fetch while one is in flight") }
+    }
+
+    func testNextActionSleepsUntilTheRefreshIsDue() throws {
+        var lifecycle = makeLifecycle()
+        try lifecycle.fetch(at: 0, answer: tokenResponse("at-1", expiresIn: 100))
+        guard case .sleep(let until) = lifecycle.nextAction(at: 1) else { return XCTFail("no sleep") }
+        XCTAssertEqual(until, lifecycle.token?.refreshAt)
+        guard case .fetch = lifecycle.nextAction(at: until) else { return XCTFail("no fetch at the refresh time") }
+    }
+
+    func testNextActionIsIdleWhenOnlyALoginCanHelp() {
+        var lifecycle = makeLifecycle(makeIdentity(.authorizationCode))
+        guard case .idle = lifecycle.nextAction(at: 0) else { return XCTFail("an interactive identity fetched on its own") }
+    }
 }

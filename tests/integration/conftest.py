@@ -29,6 +29,13 @@ def _register_log(request, proc) -> None:
     request.node.stash.setdefault(_LOGS, []).append(proc)
 
 
+@pytest.fixture
+def register_log(request):
+    """`register_log(proc)`: a process (with .name, .log_path, .log()) whose log a failing test's
+    report carries, for servers a test module starts itself."""
+    return lambda proc: _register_log(request, proc)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield

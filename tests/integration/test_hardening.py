@@ -34,7 +34,6 @@ import h2.connection
 import h2.events
 import pytest
 
-from conftest import _register_log
 from deadlines import scaled, wait_until
 from echo_upstream import WEBSOCKET_GUID, encode_frame, pattern_chunks, pattern_sha256
 from http_client import RawConnection, assert_closed, assert_problem, build_request, chunked_body
@@ -69,9 +68,9 @@ class H2cUpstream(_Process):
 
 
 @pytest.fixture
-def h2c_upstream(request, tmp_path):
+def h2c_upstream(register_log, tmp_path):
     up = H2cUpstream(tmp_path / "h2c-upstream.log")
-    _register_log(request, up)
+    register_log(up)
     yield up.start()
     up.kill()
 

@@ -1,0 +1,10 @@
+/// What the token loop does next for one identity, as `TokenLifecycle.nextAction(at:)` answers
+/// it. The interactive flows will add theirs here (poll a device code, wait for a login).
+public enum TokenAction: Sendable {
+    /// Send this token request now; the lifecycle counts it in flight.
+    case fetch(TokenRequest)
+    /// Nothing is due before `until` (monotonic seconds): arm a timer for it.
+    case sleep(until: Double)
+    /// Nothing to do until an event: a fetch's result, a login, a configuration change.
+    case idle
+}

@@ -1,0 +1,86 @@
+// How work reaches the token thread: every piece of it is a message in one inbox, handled on the
+// token loop in the order it was posted. A configuration's identity set, a request waiting for a
+// token, an operator's refresh, the end of a token request (and next: a finished login, a store
+// read, a shared cache's answer) all arrive the same way, so the token loop has one entry point
+// (`TokenFetcher.handle`) and one order of events to reason about.
+
+import HTTPClient
+import EventLoop
+import OAuth2
+import Synchronization
+import TLS
+
+/// One piece of work for the token loop.
+enum TokenMessage: Sendable {
+    /// A configuration's identities to put in force (start or reload). Each set is adopted, even
+    /// when two reloads come before the loop wakes, so that an identity only the first one had
+    /// still fetches for the requests that began under it.
+    case adopt(FetcherUpdate)
+    /// Requests wait for this identity's token: make sure a fetch is under way. It may be an
+    /// identity a reload retired since the requests began.
+    case needToken(IdentityTokens)
+    /// Something changed that may make a fetch due (a token dropped or forgotten, an operator's
+    /// refresh): look at this identity again.
+    case reconsider(IdentityTokens)
+    /// A token request ended (posted by the token loop itself).
+    case fetchEnded(IdentityTokens, Result<TokenResponse, TokenEndpointError>)
+    /// Stop: abandon token requests under way and let the loop end.
+    case stop
+}
+
+/// A new identity set for the token loop, with the TLS configuration of each https token
+/// endpoint by slot.
+struct FetcherUpdate: Sendable {
+    let identities: [IdentityTokens]
+    let tls: [Int: TLSConfiguration]
+    let limits: HTTPClientLimits
+}
+
+/// The token loop's inbox: any thread posts, the loop takes everything at once when woken.
+final class TokenInbox: Sendable {
+    private let messages = Mutex<[TokenMessage]>([])
+    private let wakeup: LoopWakeup
+
+    init(wakeup: LoopWakeup) {
+        self.wakeup = wakeup
+    }
+
+    /// Thread-safe. A `needToken` or `reconsider` already waiting for the same identity is not
+    /// posted twice: a burst of parked requests costs one message.
+    func post(_ message: TokenMessage) {
+        let posted = messages.withLock { queue -> Bool in
+            if let tokens = message.coalescingIdentity,
+               queue.contains(where: { $0.coalescingIdentity === tokens && $0.isSameKind(as: message) }) {
+                return false
+            }
+            queue.append(message)
+            return true
+        }
+        if posted { wakeup.wake() }
+    }
+
+    /// On the token loop.
+    func takeAll() -> [TokenMessage] {
+        messages.withLock { queue in
+            defer { queue.removeAll() }
+            return queue
+        }
+    }
+}
+
+extension TokenMessage {
+    /// The identity of a message that may be coalesced with an equal one still queued.
+    fileprivate var coalescingIdentity: IdentityTokens? {
+        switch self {
+        case .needToken(let tokens), .reconsider(let tokens): tokens
+        case .adopt, .fetchEnded, .stop: nil
+        }
+    }
+
+    fileprivate func isSameKind(as other: TokenMessage) -> Bool {
+        switch (self, other) {
+        case (.needToken, .needToken), (.reconsider, .reconsider): true
+        default: false
+        }
+    }
+}
