@@ -97,12 +97,13 @@ public struct ByteBuffer: ~Copyable {
         appendInteger(UInt64(max(0, value)), radix: 10)
     }
 
-    /// Appends `value` in lower-case hexadecimal (chunk sizes).
     @inlinable
     public mutating func appendDecimal(_ value: UInt64) {
         appendInteger(value, radix: 10)
     }
 
+    /// Appends `value` in lower-case hexadecimal (chunk sizes).
+    @inlinable
     public mutating func appendHex(_ value: UInt64) {
         appendInteger(value, radix: 16)
     }

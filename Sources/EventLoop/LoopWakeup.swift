@@ -1,5 +1,5 @@
 internal import CLibUV
-import Synchronization
+import Locking
 
 /// Wakes a loop from another thread (`uv_async_t`): the one handle whose `wake()` may be called
 /// from any thread. Several wakes before the loop runs coalesce into one callback.
@@ -15,7 +15,7 @@ import Synchronization
 public final class LoopWakeup: LoopHandle, @unchecked Sendable {
     var handle: UnsafeMutablePointer<uv_async_t> { storage.assumingMemoryBound(to: uv_async_t.self) }
     private var callback: (() -> Void)?
-    private let open = Mutex(false)
+    private let open = Locked(false)
 
     public init(loop: EventLoop, callback: @escaping () -> Void) {
         self.callback = callback

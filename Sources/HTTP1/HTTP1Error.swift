@@ -17,6 +17,8 @@ public struct HTTP1Error: Error, Equatable, Sendable, CustomStringConvertible {
         /// A transfer coding other than `chunked` (gzip, deflate, ...): the relay would have to
         /// decode it to re-frame the body, and does not.
         case unsupportedTransferCoding
+        /// A major HTTP version other than 1 (505).
+        case unsupportedVersion
     }
 
     public let kind: Kind
@@ -33,6 +35,7 @@ public struct HTTP1Error: Error, Equatable, Sendable, CustomStringConvertible {
         switch kind {
         case .headTooLarge, .tooManyHeaders: return 431
         case .unsupportedTransferCoding: return 501
+        case .unsupportedVersion: return 505
         default: return 400
         }
     }

@@ -83,6 +83,9 @@ public final class HTTP1Parser {
     private var feedEnd: UnsafePointer<CChar>?
     private var valuePieces = 0
     private var previousValuePieceEndedRead = false
+    /// The last byte other than SP or HTAB of the bytes fed before this `feed`, for telling a
+    /// value that is the fold of an empty one (`X:` CRLF SP `value`) when it starts a read.
+    private var lastNonBlankBeforeFeed: UInt8 = 0
     private var pendingError: HTTP1Error?
     private var paused = false
     /// Between the first byte of a message and its end.
@@ -110,6 +113,7 @@ public final class HTTP1Parser {
         feedStart = start
         feedEnd = start + bytes.count
         let rc = llhttp_execute(state, start, bytes.count)
+        if let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) { lastNonBlankBeforeFeed = bytes[last] }
         switch rc {
         case HPE_OK:
             return .consumed
@@ -249,9 +253,27 @@ public final class HTTP1Parser {
         if valuePieces > 0 && !(previousValuePieceEndedRead && at == feedStart) {
             return fail(.malformed, "obsolete line folding in a header value")
         }
+        // The first piece of a value that was empty on its own line arrives right after the
+        // fold's line break (llhttp reports no piece for the empty part).
+        if valuePieces == 0, length > 0, let at, followsLineBreak(at) {
+            return fail(.malformed, "obsolete line folding in a header value")
+        }
         valuePieces += 1
         previousValuePieceEndedRead = at.map { $0 + length == feedEnd } ?? false
         return appendHeadBytes(at, length)
+    }
+
+    /// Whether only SP or HTAB stand between the last line break and `at`.
+    private func followsLineBreak(_ at: UnsafePointer<CChar>) -> Bool {
+        guard let feedStart else { return false }
+        var position = at
+        while position > feedStart {
+            position -= 1
+            let byte = UInt8(bitPattern: position.pointee)
+            if byte == 0x20 || byte == 0x09 { continue }
+            return byte == 0x0A
+        }
+        return lastNonBlankBeforeFeed == 0x0A
     }
 
     fileprivate func headerValueComplete() -> Int32 {
@@ -268,6 +290,11 @@ public final class HTTP1Parser {
             return fail(.invalidHeaderValue, "header value contains a NUL, CR or LF byte")
         }
         if inTrailers {
+            // RFC 9110 §6.5.1: framing fields have no business in trailers, and llhttp would
+            // take a Content-Length there as the length of the message it is ending.
+            if field.known == .contentLength || field.known == .transferEncoding {
+                return fail(.malformed, "a trailer field that frames the message (Content-Length or Transfer-Encoding)")
+            }
             head.trailers.append(field)
             return 0
         }
@@ -290,8 +317,28 @@ public final class HTTP1Parser {
         head.keepAlive = llhttp_should_keep_alive(state) != 0
         head.isUpgrade = state.pointee.upgrade != 0
         head.markConnectionListedFields()
-        if head.isChunked && !head.transferCodingIsOnlyChunked() {
-            return fail(.unsupportedTransferCoding, "transfer codings other than chunked are not supported")
+        if head.connectionListsFramingField() {
+            return fail(.malformed, "Connection lists Content-Length, Transfer-Encoding or Host")
+        }
+        if head.versionMajor != 1 {
+            return head.versionMajor == 0 ? fail(.malformed, "HTTP/0.9 is not supported")
+                : fail(.unsupportedVersion, "only HTTP/1.x is spoken here")
+        }
+        if kind == .response && !(100...999).contains(head.statusCode) {
+            return fail(.malformed, "a status code must have three digits")
+        }
+        if head.fields.contains(where: { $0.known == .transferEncoding }) {
+            // RFC 9112 §6.1 and §6.3: an HTTP/1.0 message with Transfer-Encoding has faulty
+            // framing, and a request whose codings do not end in chunked has no known length.
+            if head.versionMinor == 0 {
+                return fail(.malformed, "Transfer-Encoding in an HTTP/1.0 message")
+            }
+            if kind == .request && !head.isChunked {
+                return fail(.malformed, "Transfer-Encoding without chunked as the final coding")
+            }
+            if !head.transferCodingIsOnlyChunked() {
+                return fail(.unsupportedTransferCoding, "transfer codings other than one chunked are not supported")
+            }
         }
         if kind == .request && head.hostIndex == nil && (head.versionMajor, head.versionMinor) >= (1, 1) {
             return fail(.badHost, "HTTP/1.1 request without a Host header")

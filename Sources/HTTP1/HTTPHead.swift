@@ -107,13 +107,25 @@ public final class HTTPHead {
         return found
     }
 
-    /// Whether the Transfer-Encoding fields list `chunked` and nothing else.
+    /// Whether the Transfer-Encoding fields list `chunked` once and nothing else (`chunked,
+    /// chunked` would have to be decoded twice; an empty list frames nothing).
     func transferCodingIsOnlyChunked() -> Bool {
+        var codings = 0
         var onlyChunked = true
         for field in fields where field.known == .transferEncoding {
-            ASCII.forEachListElement(value(field)) { if !ASCII.equalsIgnoringCase($0, Self.chunked) { onlyChunked = false } }
+            ASCII.forEachListElement(value(field)) {
+                codings += 1
+                if !ASCII.equalsIgnoringCase($0, Self.chunked) { onlyChunked = false }
+            }
         }
-        return onlyChunked
+        return onlyChunked && codings == 1
+    }
+
+    /// Whether a `Connection` header lists a field the message's framing or routing depends on
+    /// (Content-Length, Transfer-Encoding, Host): removing it as hop-by-hop would let the next
+    /// hop read the body, or the target, differently from the relay.
+    func connectionListsFramingField() -> Bool {
+        fields.contains { $0.listedInConnection && ($0.known == .contentLength || $0.known == .transferEncoding || $0.known == .host) }
     }
 
     private static let chunked = Array("chunked".utf8)

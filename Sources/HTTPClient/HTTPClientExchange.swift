@@ -176,26 +176,16 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
             return
         }
         var out = ByteBuffer()
-        out.append(request.method)
-        out.append(" ")
-        out.append(request.target)
-        out.append(" HTTP/1.1\r\nHost: ")
+        out.appendRequestLine(method: request.method, target: request.target)
         let defaultPort: UInt16 = request.tls == nil ? 80 : 443
         let hostText = request.host.contains(":") ? "[\(request.host)]" : request.host
-        out.append(request.port == defaultPort ? hostText : "\(hostText):\(request.port)")
-        out.append("\r\n")
-        for field in request.headers {
-            out.append(field.name)
-            out.append(": ")
-            out.append(field.value)
-            out.append("\r\n")
-        }
+        out.appendField("Host", request.port == defaultPort ? hostText : "\(hostText):\(request.port)")
+        for field in request.headers { out.appendField(field.name, field.value) }
         if !request.body.isEmpty || request.method == "POST" || request.method == "PUT" {
-            out.append("Content-Length: ")
-            out.appendDecimal(request.body.count)
-            out.append("\r\n")
+            out.appendContentLength(UInt64(request.body.count))
         }
-        out.append("Connection: close\r\n\r\n")
+        out.appendField("Connection", "close")
+        out.appendEndOfHead()
         out.append(request.body)
         stream?.write(out)
     }

@@ -134,39 +134,15 @@ private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate
 
     private func respond(_ response: LocalResponse, keepAlive: Bool) {
         out.clear()
-        out.append("HTTP/1.1 ")
-        out.appendDecimal(response.status)
-        out.append(" ")
-        out.append(Self.reason(response.status))
-        out.append("\r\nContent-Type: ")
-        out.append(response.contentType)
-        for field in response.headers {
-            out.append("\r\n")
-            out.append(field.name)
-            out.append(": ")
-            out.append(field.value)
-        }
-        out.append("\r\nCache-Control: no-store\r\nContent-Length: ")
-        out.appendDecimal(response.body.utf8.count)
-        out.append(keepAlive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n")
+        out.appendStatusLine(response.status)
+        out.appendField("Content-Type", response.contentType)
+        for field in response.headers { out.appendField(field.name, field.value) }
+        out.appendField("Cache-Control", "no-store")
+        out.appendContentLength(UInt64(response.body.utf8.count))
+        if !keepAlive { out.appendField("Connection", "close") }
+        out.appendEndOfHead()
         out.append(response.body)
         stream.write(out)
         if !keepAlive { stream.closeAfterWrites() }
-    }
-
-    private static func reason(_ status: Int) -> String {
-        switch status {
-        case 200: "OK"
-        case 202: "Accepted"
-        case 204: "No Content"
-        case 302: "Found"
-        case 400: "Bad Request"
-        case 401: "Unauthorized"
-        case 404: "Not Found"
-        case 405: "Method Not Allowed"
-        case 422: "Unprocessable Content"
-        case 503: "Service Unavailable"
-        default: "Status"
-        }
     }
 }

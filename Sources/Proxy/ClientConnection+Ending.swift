@@ -30,6 +30,7 @@ extension ClientConnection {
         switch error.requestStatus {
         case 431: problem = .headersTooLarge(error.reason)
         case 501: problem = .notImplemented(error.reason)
+        case 505: problem = .versionNotSupported(error.reason)
         default: problem = .badRequest(error.reason)
         }
         switch phase {

@@ -11,6 +11,10 @@ extension ClientConnection {
     func upstream(_ upstream: UpstreamConnection, didReceiveHead head: HTTPHead) -> HTTP1Parser.BodyExpectation {
         let status = head.statusCode
         if status >= 100 && status < 200 && status != 101 {
+            exchange.interimResponses += 1
+            if exchange.interimResponses > Self.maxInterimResponses {
+                return .reject(HTTP1Error(.malformed, "more than \(Self.maxInterimResponses) interim (1xx) responses"))
+            }
             exchange.interim = true
             // HTTP/1.0 clients do not understand interim responses (RFC 9110 §15.2).
             if exchange.clientVersionMinor >= 1 {
@@ -53,6 +57,10 @@ extension ClientConnection {
                                     viaSuffix: settings.viaSuffix, into: &heldResponseHead)
         return noBody ? .none : .framed
     }
+
+    /// Interim responses relayed per request before the upstream counts as misbehaving (a 1xx
+    /// flood would otherwise keep the exchange, and the client, busy forever).
+    static let maxInterimResponses = 16
 
     /// Sends the held response head, once.
     func releaseResponseHead() {

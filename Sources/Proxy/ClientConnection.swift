@@ -82,6 +82,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         var responseSourceChunked = false
         /// The upstream message being parsed is an interim 1xx response.
         var interim = false
+        var interimResponses = 0
         var retried = false
         /// The token injected into this request (for invalidation after an upstream 401).
         var token: WorkerTokens.CachedToken?
@@ -112,6 +113,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         var path = ""
         var routeName = ""
     }
+
+    private static let options = Array("options".utf8)
 
     /// Pipelined bytes held while a response is pending before reading stops.
     static let maxBufferedPipelineBytes = 64 * 1024
@@ -236,16 +239,28 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             answerLocally(.methodNotAllowed())
             return .framed
         }
+        // A request the relay cannot place is malformed: 400 and the connection closes
+        // (DESIGN.md's error model), as for what the parser refuses.
         guard let target = RequestTarget(head.target) else {
-            answerLocally(.badRequest("the request-target is not origin-form, absolute-form or *"))
+            exchange.keepAlive = false
+            answerLocally(.badRequest("the request-target is not origin-form, absolute-form (without userinfo) or *"))
             return .framed
         }
         if logging { exchange.path = String(decoding: target.path, as: UTF8.self) }
+        if target.isAsterisk && !ASCII.equalsIgnoringCase(head.methodName, Self.options) {
+            answerLocally(.badRequest("the asterisk-form request-target is for OPTIONS only"))
+            return .framed
+        }
         guard target.isAsterisk || RequestPath.normalize(target.path, into: &normalizedPath) else {
             answerLocally(.badRequest("the request path is malformed"))
             return .framed
         }
         if target.isAsterisk { normalizedPath = [UInt8(ascii: "/")] }
+        if let host = head.host, !host.isEmpty, !RequestTarget.isAuthority(host) {
+            exchange.keepAlive = false
+            answerLocally(.badRequest("the Host header is not a host[:port]"))
+            return .framed
+        }
         let host = target.authority ?? head.host ?? UnsafeRawBufferPointer(start: nil, count: 0)
         let plan = normalizedPath.withUnsafeBytes { settings.plan(host: host, path: $0) }
         guard let plan else {
@@ -295,7 +310,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         if let originForm = target.originForm, plan.forwardsTargetVerbatim || target.isAsterisk {
             withOptionalBytes(token?.bytes) { token in
                 ForwardedHead.writeRequest(head, target: originForm, plan: plan, framing: exchange.requestFraming,
-                                           forwarding: forwarding, clientHost: head.host, token: token,
+                                           forwarding: forwarding, clientHost: target.authority ?? head.host, token: token,
                                            upgrade: exchange.upgrade, into: &scratch)
             }
         } else {
@@ -306,7 +321,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                 }
                 rewrittenTarget.withUnsafeBytes { rewritten in
                     ForwardedHead.writeRequest(head, target: rewritten, plan: plan, framing: exchange.requestFraming,
-                                               forwarding: forwarding, clientHost: head.host, token: token,
+                                               forwarding: forwarding, clientHost: target.authority ?? head.host, token: token,
                                                upgrade: exchange.upgrade, into: &scratch)
                 }
             }

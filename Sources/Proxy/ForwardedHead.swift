@@ -36,10 +36,7 @@ enum ForwardedHead {
                              framing: Framing, forwarding: Forwarding,
                              clientHost: UnsafeRawBufferPointer?, token: UnsafeRawBufferPointer?,
                              upgrade: [UInt8]? = nil, into out: inout ByteBuffer) {
-        out.append(head.methodName)
-        out.append(UInt8(ascii: " "))
-        out.append(target)
-        out.append(" HTTP/1.1\r\n")
+        out.appendRequestLine(method: head.methodName, target: target)
         if !plan.setsHost { out.append(plan.hostLine) }
         for field in head.fields {
             if head.isHopByHop(field) { continue }
@@ -58,7 +55,7 @@ enum ForwardedHead {
             }
             let name = head.name(field)
             if !plan.replacedNames.isEmpty && plan.replaces(name) { continue }
-            appendField(name: name, value: head.value(field), into: &out)
+            out.appendField(name, head.value(field))
         }
         if framing == .chunked { out.append("Transfer-Encoding: chunked\r\n") }
         if let upgrade {
@@ -83,7 +80,7 @@ enum ForwardedHead {
         }
         if let clientHost, !plan.setsForwardedHost,
            !(forwarding.trustForwardedHeaders && head.fields.contains { $0.known == .xForwardedHost }) {
-            appendField(name: staticBytes("X-Forwarded-Host"), value: clientHost, into: &out)
+            out.appendField(staticBytes("X-Forwarded-Host"), clientHost)
         }
         if !plan.setsVia { appendVia(versionMinor: head.versionMinor, suffix: forwarding.viaSuffix, into: &out) }
         out.append(plan.setHeaderLines)
@@ -92,23 +89,19 @@ enum ForwardedHead {
             out.append(token)
             out.append("\r\n")
         }
-        out.append("\r\n")
+        out.appendEndOfHead()
     }
 
     static func writeResponse(_ head: HTTPHead, framing: Framing, keepAlive: Bool, clientVersionMinor: UInt8,
                               viaSuffix: [UInt8], into out: inout ByteBuffer) {
-        out.append("HTTP/1.1 ")
-        out.appendDecimal(head.statusCode)
-        out.append(UInt8(ascii: " "))
-        out.append(head.reason)
-        out.append("\r\n")
+        out.appendStatusLine(head.statusCode, reason: head.reason)
         for field in head.fields {
             if head.isHopByHop(field) { continue }
             if field.known == .contentLength {
                 if framing == .contentLength || framing == .none { appendContentLength(head, into: &out) }
                 continue
             }
-            appendField(name: head.name(field), value: head.value(field), into: &out)
+            out.appendField(head.name(field), head.value(field))
         }
         if framing == .chunked { out.append("Transfer-Encoding: chunked\r\n") }
         if head.statusCode == 101 {
@@ -119,56 +112,42 @@ enum ForwardedHead {
             out.append("Connection: keep-alive\r\n")
         }
         appendVia(versionMinor: head.versionMinor, suffix: viaSuffix, into: &out)
-        out.append("\r\n")
+        out.appendEndOfHead()
     }
 
     /// An interim (1xx) response relayed to the client: the fields as they came, minus hop-by-hop.
     static func writeInterim(_ head: HTTPHead, into out: inout ByteBuffer) {
-        out.append("HTTP/1.1 ")
-        out.appendDecimal(head.statusCode)
-        out.append(UInt8(ascii: " "))
-        out.append(head.reason)
-        out.append("\r\n")
+        out.appendStatusLine(head.statusCode, reason: head.reason)
         for field in head.fields where !head.isHopByHop(field) {
-            appendField(name: head.name(field), value: head.value(field), into: &out)
+            out.appendField(head.name(field), head.value(field))
         }
-        out.append("\r\n")
+        out.appendEndOfHead()
     }
 
     /// The last chunk and the trailers of a chunked body.
     static func writeLastChunk(trailersOf head: HTTPHead, into out: inout ByteBuffer) {
         out.append("0\r\n")
         for field in head.trailers where !head.isHopByHop(field) && field.known != .contentLength {
-            appendField(name: head.name(field), value: head.value(field), into: &out)
+            out.appendField(head.name(field), head.value(field))
         }
-        out.append("\r\n")
+        out.appendEndOfHead()
     }
 
     private static func appendUpgrade(_ head: HTTPHead, into out: inout ByteBuffer) {
         out.append("Connection: upgrade\r\n")
         for field in head.fields where field.known == .upgrade {
-            appendField(name: head.name(field), value: head.value(field), into: &out)
+            out.appendField(head.name(field), head.value(field))
         }
     }
 
     /// The message's Content-Length as the parser read it, in its one canonical spelling.
     private static func appendContentLength(_ head: HTTPHead, into out: inout ByteBuffer) {
         guard let length = head.contentLength else { return }
-        out.append("Content-Length: ")
-        out.appendDecimal(length)
-        out.append("\r\n")
+        out.appendContentLength(length)
     }
 
     private static func appendVia(versionMinor: UInt8, suffix: [UInt8], into out: inout ByteBuffer) {
         out.append(versionMinor == 0 ? "Via: 1.0" : "Via: 1.1")
         out.append(suffix)
-    }
-
-    @inline(__always)
-    static func appendField(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, into out: inout ByteBuffer) {
-        out.append(name)
-        out.append(": ")
-        out.append(value)
-        out.append("\r\n")
     }
 }

@@ -44,6 +44,9 @@ struct Problem {
     static func notImplemented(_ detail: String) -> Problem {
         Problem(status: 501, slug: "not-implemented", title: "Not Implemented", detail: detail)
     }
+    static func versionNotSupported(_ detail: String) -> Problem {
+        Problem(status: 505, slug: "http-version-not-supported", title: "HTTP Version Not Supported", detail: detail)
+    }
     static func badGateway(_ detail: String, route: String?) -> Problem {
         Problem(status: 502, slug: "bad-gateway", title: "Bad Gateway", detail: detail, route: route)
     }
@@ -103,23 +106,15 @@ struct Problem {
     /// The whole response; `keepAlive` false adds `Connection: close`.
     func write(keepAlive: Bool, viaSuffix: [UInt8], into out: inout ByteBuffer) {
         let body = json()
-        out.append("HTTP/1.1 ")
-        out.appendDecimal(status)
-        out.append(" ")
-        out.append(reasonPhrase)
-        out.append("\r\nContent-Type: application/problem+json\r\nContent-Length: ")
-        out.appendDecimal(body.utf8.count)
-        out.append("\r\nCache-Control: no-store\r\n")
-        for (name, value) in extraHeaders {
-            out.append(name)
-            out.append(": ")
-            out.append(value)
-            out.append("\r\n")
-        }
+        out.appendStatusLine(status, reason: reasonPhrase)
+        out.appendField("Content-Type", "application/problem+json")
+        out.appendContentLength(UInt64(body.utf8.count))
+        out.appendField("Cache-Control", "no-store")
+        for (name, value) in extraHeaders { out.appendField(name, value) }
         if !keepAlive { out.append("Connection: close\r\n") }
         out.append("Via: 1.1")
         out.append(viaSuffix)
-        out.append("\r\n")
+        out.appendEndOfHead()
         out.append(body)
     }
 }

@@ -40,6 +40,9 @@ struct RequestTarget {
             while end < raw.count && raw[end] != UInt8(ascii: "/") && raw[end] != UInt8(ascii: "?") { end += 1 }
             guard end > authorityStart else { return nil }
             authority = UnsafeRawBufferPointer(rebasing: raw[authorityStart..<end])
+            // RFC 9110 §4.2.4: userinfo in an http(s) URI is an error (and `user@host` would
+            // route and forward as a different host than it names).
+            guard Self.isAuthority(authority!) else { return nil }
             start = end
         }
         var queryStart = start
@@ -53,6 +56,45 @@ struct RequestTarget {
             originForm = UnsafeRawBufferPointer(rebasing: raw[start...])
         }
         queryWithMark = UnsafeRawBufferPointer(rebasing: raw[queryStart...])
+    }
+
+    /// Whether `bytes` can be a `uri-host [ ":" port ]` (RFC 9112 §3.2, RFC 3986 §3.2.2): a
+    /// reg-name or IPv4 address (unreserved, %-escapes, sub-delims), or an IP literal in
+    /// brackets, and digits after the colon. Anything else (white space, `@`, `/`, a list) is a
+    /// request to refuse: a Host value the relay and the upstream might read differently.
+    static func isAuthority(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard !bytes.isEmpty else { return false }
+        var index = 0
+        if bytes[0] == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > 1 else { return false }
+            for byte in bytes[1..<close] where !(isHex(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: ".")) {
+                return false
+            }
+            index = close + 1
+        } else {
+            while index < bytes.count && bytes[index] != UInt8(ascii: ":") {
+                guard isRegNameByte(bytes[index]) else { return false }
+                index += 1
+            }
+            guard index > 0 else { return false }
+        }
+        guard index < bytes.count else { return true }
+        guard bytes[index] == UInt8(ascii: ":") else { return false }
+        return bytes[(index + 1)...].allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+    }
+
+    private static func isHex(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || ((byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "f"))
+    }
+
+    private static func isRegNameByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "."), UInt8(ascii: "-"):
+            return true
+        default:
+            return "-._~%!$&'()*+,;=".utf8.contains(byte)
+        }
     }
 
     /// Index of "://" after an `http` or `https` scheme (any case), or nil.

@@ -1,14 +1,15 @@
+import Locking
 import Synchronization
 
 /// Where a reload publishes new settings for every worker: a generation number each request
 /// compares (one atomic load, never written on the request path) and the settings behind a lock
 /// taken only when the generation changed.
 public final class SettingsMailbox: Sendable {
-    private let published: Mutex<(ProxySettings, UInt64)>
+    private let published: Locked<(ProxySettings, UInt64)>
     private let generationCounter = Atomic<UInt64>(0)
 
     public init(_ settings: ProxySettings) {
-        published = Mutex((settings, 0))
+        published = Locked((settings, 0))
     }
 
     var generation: UInt64 { generationCounter.load(ordering: .acquiring) }

@@ -1,5 +1,5 @@
 internal import COpenSSL
-import Synchronization
+import Locking
 
 /// The last resumable TLS session per host, for one client `TLSConfiguration`, so that the
 /// next pooled connection to that host resumes it (an abbreviated handshake: no certificate
@@ -11,7 +11,7 @@ import Synchronization
 /// only once the connection passed its pin check, so a resumed connection, which sees no
 /// certificate, is always one whose first connection was pinned.
 final class ClientSessionCache: Sendable {
-    private let sessions = Mutex<[String: CachedSession]>([:])
+    private let sessions = Locked<[String: CachedSession]>([:])
 
     func session(for host: String) -> CachedSession? {
         sessions.withLock { $0[host] }

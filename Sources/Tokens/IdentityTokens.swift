@@ -1,7 +1,7 @@
 // The token state of one identity, shared by every worker and the token thread.
 //
 // The lifecycle (a pure state machine, see OAuth2/TokenLifecycle.swift) and the worker loops
-// waiting for its next result sit behind one Mutex. That one lock is the hand-off protocol:
+// waiting for its next result sit behind one lock. That one lock is the hand-off protocol:
 //
 //  1. A request that must wait decides so and registers its loop's wake-up in one step
 //     (`decide(at:wakingOnResult:)`).
@@ -21,6 +21,7 @@
 import Config
 import EventLoop
 import OAuth2
+import Locking
 import Synchronization
 
 public final class IdentityTokens: Sendable {
@@ -28,7 +29,7 @@ public final class IdentityTokens: Sendable {
     /// Unique for the life of the process (never reused after a reload), so per-worker tables
     /// indexed by it never mistake a replaced identity for its successor.
     public let slot: Int
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let generationCounter = Atomic<UInt64>(1)
 
     private struct State {
@@ -40,7 +41,7 @@ public final class IdentityTokens: Sendable {
     init(identity: Identity, slot: Int) {
         self.identity = identity
         self.slot = slot
-        state = Mutex(State(lifecycle: TokenLifecycle(identity: identity)))
+        state = Locked(State(lifecycle: TokenLifecycle(identity: identity)))
     }
 
     public var generation: UInt64 { generationCounter.load(ordering: .acquiring) }

@@ -7,7 +7,7 @@
 import HTTPClient
 import EventLoop
 import OAuth2
-import Synchronization
+import Locking
 import TLS
 
 /// One piece of work for the token loop.
@@ -38,7 +38,7 @@ struct FetcherUpdate: Sendable {
 
 /// The token loop's inbox: any thread posts, the loop takes everything at once when woken.
 final class TokenInbox: Sendable {
-    private let messages = Mutex<[TokenMessage]>([])
+    private let messages = Locked<[TokenMessage]>([])
     private let wakeup: LoopWakeup
 
     init(wakeup: LoopWakeup) {

@@ -16,6 +16,7 @@ import Foundation
 import HTTPClient
 import Logging
 import OAuth2
+import Locking
 import Synchronization
 import TLS
 
@@ -30,7 +31,7 @@ public struct TokenSetChange: Sendable {
 }
 
 public final class TokenService: Sendable {
-    private let current = Mutex(TokenSet([]))
+    private let current = Locked(TokenSet([]))
     private let nextSlot = Atomic<Int>(0)
     /// Every piece of work for the token loop goes through it.
     private let inbox: TokenInbox

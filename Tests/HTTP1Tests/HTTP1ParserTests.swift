@@ -123,6 +123,68 @@ final class HTTP1ParserTests: XCTestCase {
         XCTAssertEqual(error.kind, .malformed)
     }
 
+    func testConnectionListingAFramingFieldIsRejected() {
+        assertRejected("POST / HTTP/1.1\r\nHost: a\r\nConnection: Content-Length\r\nContent-Length: 5\r\n\r\nhello", .malformed)
+        assertRejected("POST / HTTP/1.1\r\nHost: a\r\nConnection: close, transfer-encoding\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                       .malformed)
+        assertRejected("GET / HTTP/1.1\r\nConnection: Host\r\nHost: a\r\n\r\n", .malformed)
+        let (_, result) = parseAtEveryBoundary("HTTP/1.1 200 OK\r\nConnection: Content-Length\r\nContent-Length: 2\r\n\r\nok",
+                                               kind: .response)
+        guard case .failed = result else { return XCTFail("accepted \(result)") }
+    }
+
+    func testAFoldAfterAnEmptyValueIsRejected() {
+        assertRejected("POST / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n 5\r\n\r\nhello", .malformed)
+        assertRejected("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\tchunked\r\n\r\n0\r\n\r\n", .malformed)
+        assertRejected("GET / HTTP/1.1\r\nHost: a\r\nX-A:\r\n folded\r\n\r\n", .malformed)
+    }
+
+    func testAnEmptyValueFollowedByAnotherFieldIsAccepted() {
+        let (d, result) = parseAtEveryBoundary("GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\nX-B:  b\r\n\r\n")
+        XCTAssertEqual(result, .consumed)
+        XCTAssertEqual(d.heads, ["GET / HTTP/1.1|Host: a|X-Empty: |X-B: b"])
+    }
+
+    func testFramingFieldsInTrailersAreRejected() {
+        assertRejected("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nContent-Length: 5\r\n\r\n",
+                       .malformed)
+        assertRejected("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nTransfer-Encoding: chunked\r\n\r\n",
+                       .malformed)
+    }
+
+    func testTransferEncodingThatDoesNotFrameARequestIsRejected() {
+        assertRejected("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n", .malformed)
+        assertRejected("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", .malformed)
+        assertRejected("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", .malformed)
+    }
+
+    func testChunkedTwiceIsRejected() {
+        let (_, result) = parseAtEveryBoundary("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n")
+        guard case .failed = result else { return XCTFail("accepted \(result)") }
+    }
+
+    func testResponseTransferCodingsOtherThanChunkedAreRejected() {
+        for codings in ["chunked, gzip", "gzip", "chunked, chunked", ""] {
+            let (_, result) = parseAtEveryBoundary("HTTP/1.1 200 OK\r\nTransfer-Encoding: \(codings)\r\n\r\n0\r\n\r\n", kind: .response)
+            guard case .failed = result else { return XCTFail("accepted Transfer-Encoding: \(codings)") }
+        }
+        let (_, result) = parseAtEveryBoundary("HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", kind: .response)
+        guard case .failed = result else { return XCTFail("accepted chunked in HTTP/1.0") }
+    }
+
+    func testOnlyHTTP1IsSpoken() {
+        let (_, result) = parseAtEveryBoundary("GET / HTTP/2.0\r\nHost: a\r\n\r\n")
+        guard case .failed(let error) = result else { return XCTFail("accepted HTTP/2.0") }
+        XCTAssertEqual(error.requestStatus, 505)
+    }
+
+    func testAStatusCodeMustHaveThreeDigits() {
+        for status in ["20", "099"] {
+            let (_, result) = parseAtEveryBoundary("HTTP/1.1 \(status) OK\r\nContent-Length: 0\r\n\r\n", kind: .response)
+            guard case .failed = result else { return XCTFail("accepted status \(status)") }
+        }
+    }
+
     func testHeadOverByteLimitIs431() {
         let parser = HTTP1Parser(kind: .request, limits: HeaderLimits(maxHeadBytes: 100, maxFieldCount: 10))
         let result = feed(parser, "GET / HTTP/1.1\r\nHost: a\r\nX-Big: \(String(repeating: "a", count: 200))\r\n\r\n")

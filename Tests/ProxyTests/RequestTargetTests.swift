@@ -61,4 +61,23 @@ final class RequestTargetTests: XCTestCase {
             XCTAssertNil(parts(raw), "accepted \"\(raw)\"")
         }
     }
+
+    func testAnAbsoluteFormAuthorityWithUserinfoIsRefused() {
+        XCTAssertNil(parts("http://user@b.test/x"))
+        XCTAssertNil(parts("http://user:pw@b.test/x"))
+    }
+
+    func testHostValuesThatAreAHostAndPort() {
+        for host in ["a.test", "a.test:8080", "127.0.0.1", "[::1]", "[::1]:8180", "xn--bcher-kva.example", "a_b.test"] {
+            XCTAssertTrue(host.utf8.withContiguousStorageIfAvailable { RequestTarget.isAuthority(UnsafeRawBufferPointer($0)) } ?? false,
+                          "refused \(host)")
+        }
+    }
+
+    func testHostValuesThatAreNot() {
+        for host in ["a.test, b.test", "user@a.test", "a.test/evil", "a.test:80x", ":80", "[::1", "[]", "a test", "a.test:8080:1"] {
+            XCTAssertFalse(host.utf8.withContiguousStorageIfAvailable { RequestTarget.isAuthority(UnsafeRawBufferPointer($0)) } ?? true,
+                           "accepted \(host)")
+        }
+    }
 }

@@ -19,7 +19,8 @@ def test_partial_head_gets_408_after_the_header_timeout(start_relay, upstream):
         elapsed = time.monotonic() - t0
         assert_problem(resp, 408)
         assert_closed(conn)
-    assert scaled(0.8) <= elapsed, f"408 after {elapsed:.2f}s, before the 1s timeout"
+    # A lower bound is the relay's own configured timeout: it does not scale with a slow machine.
+    assert 0.8 <= elapsed, f"408 after {elapsed:.2f}s, before the 1s timeout"
     assert upstream.stats()["requests_started"] == 0
 
 
@@ -69,7 +70,7 @@ def test_slow_upstream_gets_504_after_the_response_timeout(start_relay, upstream
     resp = relay.request("GET", "/slow?ms=5000", timeout=5)
     elapsed = time.monotonic() - t0
     assert_problem(resp, 504, route="slow")
-    assert scaled(0.4) <= elapsed < scaled(3), f"504 after {elapsed:.2f}s"
+    assert 0.4 <= elapsed < scaled(3), f"504 after {elapsed:.2f}s"
 
 
 def test_upstream_faster_than_the_response_timeout_is_answered(start_relay, upstream):

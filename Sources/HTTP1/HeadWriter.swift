@@ -1,0 +1,107 @@
+import ByteBuffers
+
+/// The one way the relay writes an HTTP/1.1 head: forwarded requests and responses, its own
+/// answers (problems, the admin and demo endpoints) and the token client's requests all write
+/// their lines with these, so the framing of a head (`SP`, `CRLF`, `: `) is spelled once.
+/// Callers choose the fields; nothing here validates names or values (they come from a parsed
+/// head or from the relay's own constants and checked configuration).
+extension ByteBuffer {
+    /// `METHOD target HTTP/1.1` CRLF.
+    @inlinable
+    public mutating func appendRequestLine(method: UnsafeRawBufferPointer, target: UnsafeRawBufferPointer) {
+        append(method)
+        append(UInt8(ascii: " "))
+        append(target)
+        append(" HTTP/1.1\r\n")
+    }
+
+    public mutating func appendRequestLine(method: String, target: String) {
+        append(method)
+        append(UInt8(ascii: " "))
+        append(target)
+        append(" HTTP/1.1\r\n")
+    }
+
+    /// `HTTP/1.1 status reason` CRLF; the reason is the standard phrase when none is given.
+    public mutating func appendStatusLine(_ status: Int, reason: String? = nil) {
+        append("HTTP/1.1 ")
+        appendDecimal(status)
+        append(UInt8(ascii: " "))
+        append(reason ?? HTTPStatus.reasonPhrase(status))
+        append("\r\n")
+    }
+
+    /// The status line of a relayed response, with the reason as the upstream sent it.
+    @inlinable
+    public mutating func appendStatusLine(_ status: Int, reason: UnsafeRawBufferPointer) {
+        append("HTTP/1.1 ")
+        appendDecimal(status)
+        append(UInt8(ascii: " "))
+        append(reason)
+        append("\r\n")
+    }
+
+    /// `name: value` CRLF.
+    @inlinable
+    public mutating func appendField(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+        append(name)
+        append(": ")
+        append(value)
+        append("\r\n")
+    }
+
+    public mutating func appendField(_ name: String, _ value: String) {
+        append(name)
+        append(": ")
+        append(value)
+        append("\r\n")
+    }
+
+    /// `Content-Length: n` CRLF, in the one spelling the relay sends.
+    @inlinable
+    public mutating func appendContentLength(_ length: UInt64) {
+        append("Content-Length: ")
+        appendDecimal(length)
+        append("\r\n")
+    }
+
+    /// The empty line that ends a head.
+    @inlinable
+    public mutating func appendEndOfHead() {
+        append("\r\n")
+    }
+}
+
+/// Standard reason phrases (RFC 9110 §15) for the statuses the relay answers with itself.
+public enum HTTPStatus {
+    public static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 100: "Continue"
+        case 101: "Switching Protocols"
+        case 200: "OK"
+        case 201: "Created"
+        case 202: "Accepted"
+        case 204: "No Content"
+        case 302: "Found"
+        case 303: "See Other"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
+        case 413: "Content Too Large"
+        case 422: "Unprocessable Content"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        case 505: "HTTP Version Not Supported"
+        default: "Status"
+        }
+    }
+}
