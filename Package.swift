@@ -24,21 +24,22 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
         .target(name: "ByteBuffers", swiftSettings: hotPath),
-        .target(name: "EventLoop", dependencies: ["CLibUV", "ByteBuffers"], swiftSettings: hotPath),
+        .target(name: "Locking", swiftSettings: hotPath),
+        .target(name: "EventLoop", dependencies: ["CLibUV", "ByteBuffers", "Locking"], swiftSettings: hotPath),
         .target(name: "HTTP1", dependencies: ["CLLHTTP", "ByteBuffers"], swiftSettings: hotPath),
         .target(name: "Config", swiftSettings: hotPath),
         .target(name: "OAuth2", dependencies: ["Config"], swiftSettings: hotPath),
-        .target(name: "TLS", dependencies: ["COpenSSL", "ByteBuffers"]),
+        .target(name: "TLS", dependencies: ["COpenSSL", "ByteBuffers", "Locking"]),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "ByteBuffers", "TLS", "TLSStream"]),
         .target(name: "Tokens", dependencies: [
-            "Config", "OAuth2", "EventLoop", "HTTPClient", "TLS",
+            "Config", "OAuth2", "EventLoop", "HTTPClient", "TLS", "Locking",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),
         .target(name: "RelayMetrics", dependencies: [.product(name: "Prometheus", package: "swift-prometheus")]),
         .target(name: "Proxy", dependencies: [
-            "EventLoop", "HTTP1", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "LocalHTTP",
+            "EventLoop", "HTTP1", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "LocalHTTP", "Locking",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
