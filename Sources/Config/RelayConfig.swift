@@ -102,13 +102,16 @@ public struct Limits: Sendable, Equatable {
 
 extension DecodingContext {
     static let topLevelKeys = [
-        "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "metrics", "trustForwardedHeaders", "via",
-        "listenTls",
+        "$schema", "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "metrics",
+        "trustForwardedHeaders", "via", "listenTls",
     ]
 
     func decodeRelayConfig(_ root: JSONValue) -> RelayConfig? {
         guard let object = ObjectReader(root, at: .root, knownKeys: Self.topLevelKeys, in: self) else { return nil }
         var config = RelayConfig()
+        // Where editors find the schema (`"$schema": "oauth-relay.schema.json"`); the relay has no
+        // use for it. Any string, taken as written: not even `${…}` is resolved in it.
+        object.field("$schema").map(checkIgnoredString)
         config.listen = object.parsed("listen", HostPort.parse) ?? config.listen
         config.listenTls = object.field("listenTls").flatMap(decodeTLSListener)
         if let field = object.field("admin") {
@@ -140,6 +143,11 @@ extension DecodingContext {
             return via
         } ?? config.via
         return config
+    }
+
+    /// A string the relay does not read, such as `$schema`: only its type is checked.
+    private func checkIgnoredString(_ field: Field) {
+        guard case .string = field.value.kind else { return typeMismatch(field, expected: "a string") }
     }
 
     private func decodeLimits(_ field: Field) -> Limits? {

@@ -30,6 +30,13 @@ final class ConfigDefaultsTests: XCTestCase {
         XCTAssertEqual(limits.maxIdleUpstreamConnections, 128)
     }
 
+    func testASchemaReferenceIsAcceptedAndIgnored() throws {
+        for reference in ["oauth-relay.schema.json", "https://example.test/oauth-relay.schema.json", "${UNSET}", ""] {
+            let config = try decodeConfig(#"{ "$schema": "\#(reference)", "workers": 2 }"#)
+            XCTAssertEqual(config.workers, 2, reference)
+        }
+    }
+
     func testLimitsAcceptFractionalSeconds() throws {
         let limits = try decodeConfig(#"{ "limits": { "upstreamConnectTimeoutSeconds": 0.25, "maxHeaderCount": 50 } }"#).limits
         XCTAssertEqual(limits.upstreamConnectTimeoutSeconds, 0.25)

@@ -147,6 +147,10 @@ final class ConfigValidationTests: XCTestCase {
         XCTAssertEqual(describe(configErrors(#"{ "workers": true }"#)), ["$.workers: expected an integer, got boolean"])
     }
 
+    func testASchemaReferenceMustBeAString() {
+        XCTAssertEqual(describe(configErrors(#"{ "$schema": 1 }"#)), [#"$["$schema"]: expected a string, got number"#])
+    }
+
     func testDuplicateKeyIsReported() {
         let errors = configErrors(#"{ "listen": "127.0.0.1:1", "listen": "127.0.0.1:2" }"#)
         XCTAssertEqual(describe(errors), [#"$.listen: duplicate key "listen""#])
