@@ -28,6 +28,11 @@ final class ConfigDefaultsTests: XCTestCase {
         XCTAssertEqual(limits.shutdownGraceSeconds, 30)
         XCTAssertEqual(limits.dnsCacheSeconds, 30)
         XCTAssertEqual(limits.maxIdleUpstreamConnections, 128)
+        XCTAssertNil(limits.upstreamResponseTotalSeconds)
+    }
+
+    func testUpstreamResponseTotalSecondsIsDecoded() throws {
+        XCTAssertEqual(try decodeConfig(#"{ "limits": { "upstreamResponseTotalSeconds": 2.5 } }"#).limits.upstreamResponseTotalSeconds, 2.5)
     }
 
     func testASchemaReferenceIsAcceptedAndIgnored() throws {

@@ -371,7 +371,8 @@ def exchange(subject: dict | None = None, **keys) -> dict:
 LIMIT_SAMPLES = {"maxHeaderBytes": 8192, "maxHeaderCount": 50, "headerTimeoutSeconds": 0.5, "idleTimeoutSeconds": 30,
                  "upstreamConnectTimeoutSeconds": 1, "upstreamResponseTimeoutSeconds": 2.5,
                  "shutdownGraceSeconds": 5, "dnsCacheSeconds": 10, "maxIdleUpstreamConnections": 0,
-                 "tokenWaitSeconds": 5, "requestBodyTimeoutSeconds": 10, "requestBodyMinBytesPerSecond": 100}
+                 "tokenWaitSeconds": 5, "requestBodyTimeoutSeconds": 10, "requestBodyMinBytesPerSecond": 100,
+                 "upstreamResponseTotalSeconds": 120}
 TLS_SAMPLES = {"caFile": {"caFile": CERT_FILE}, "serverName": {"serverName": "api.example.test"},
                "pins": {"pins": [PIN]},
                "clientCert": {"clientCert": CERT_FILE, "clientKey": KEY_FILE},
@@ -613,6 +614,7 @@ def test_a_schema_reference_in_the_file_is_accepted_by_both(validator, workdir, 
 REJECTED_BY_BOTH = [
     ("typo in a top-level key", {"lisen": "127.0.0.1:8180"}, "$.lisen"),
     ("a schema reference that is no string", {"$schema": 1}, '$["$schema"]'),
+    ("zero total response time", {"limits": {"upstreamResponseTotalSeconds": 0}}, "$.limits.upstreamResponseTotalSeconds"),
     ("listen without host", {"listen": "8180"}, "$.listen"),
     ("workers out of range", {"workers": 5000}, "$.workers"),
     ("zero timeout", {"limits": {"headerTimeoutSeconds": 0}}, "$.limits.headerTimeoutSeconds"),
