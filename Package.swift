@@ -51,7 +51,7 @@ let package = Package(
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config"]),
-        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "Config"]),
+        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "Config", "Tokens"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
         .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Config"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),

@@ -64,8 +64,12 @@ public struct Limits: Sendable, Equatable {
     /// Time a kept-alive client connection may sit idle.
     public var idleTimeoutSeconds: Double
     public var upstreamConnectTimeoutSeconds: Double
-    /// Time from the request sent to the upstream's response head.
+    /// Time from the request sent to the upstream's response head, and then between reads of
+    /// the response (any byte, and any request body byte sent, starts it again).
     public var upstreamResponseTimeoutSeconds: Double
+    /// Time from the whole request sent to the whole response received, however steadily it
+    /// comes; nil (the default) sets no such bound.
+    public var upstreamResponseTotalSeconds: Double?
     /// On SIGTERM, time in-flight requests get to finish.
     public var shutdownGraceSeconds: Double
     /// How long resolved upstream addresses are reused.
@@ -84,7 +88,8 @@ public struct Limits: Sendable, Equatable {
                 idleTimeoutSeconds: Double = 60, upstreamConnectTimeoutSeconds: Double = 5,
                 upstreamResponseTimeoutSeconds: Double = 60, shutdownGraceSeconds: Double = 30,
                 dnsCacheSeconds: Double = 30, maxIdleUpstreamConnections: Int = 128, tokenWaitSeconds: Double = 30,
-                requestBodyTimeoutSeconds: Double = 30, requestBodyMinBytesPerSecond: Int = 500) {
+                requestBodyTimeoutSeconds: Double = 30, requestBodyMinBytesPerSecond: Int = 500,
+                upstreamResponseTotalSeconds: Double? = nil) {
         self.maxHeaderBytes = maxHeaderBytes
         self.maxHeaderCount = maxHeaderCount
         self.headerTimeoutSeconds = headerTimeoutSeconds
@@ -97,18 +102,22 @@ public struct Limits: Sendable, Equatable {
         self.tokenWaitSeconds = tokenWaitSeconds
         self.requestBodyTimeoutSeconds = requestBodyTimeoutSeconds
         self.requestBodyMinBytesPerSecond = requestBodyMinBytesPerSecond
+        self.upstreamResponseTotalSeconds = upstreamResponseTotalSeconds
     }
 }
 
 extension DecodingContext {
     static let topLevelKeys = [
-        "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "metrics", "trustForwardedHeaders", "via",
-        "listenTls",
+        "$schema", "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "metrics",
+        "trustForwardedHeaders", "via", "listenTls",
     ]
 
     func decodeRelayConfig(_ root: JSONValue) -> RelayConfig? {
         guard let object = ObjectReader(root, at: .root, knownKeys: Self.topLevelKeys, in: self) else { return nil }
         var config = RelayConfig()
+        // Where editors find the schema (`"$schema": "oauth-relay.schema.json"`); the relay has no
+        // use for it. Any string, taken as written: not even `${…}` is resolved in it.
+        object.field("$schema").map(checkIgnoredString)
         config.listen = object.parsed("listen", HostPort.parse) ?? config.listen
         config.listenTls = object.field("listenTls").flatMap(decodeTLSListener)
         if let field = object.field("admin") {
@@ -142,6 +151,11 @@ extension DecodingContext {
         return config
     }
 
+    /// A string the relay does not read, such as `$schema`: only its type is checked.
+    private func checkIgnoredString(_ field: Field) {
+        guard case .string = field.value.kind else { return typeMismatch(field, expected: "a string") }
+    }
+
     private func decodeLimits(_ field: Field) -> Limits? {
         let secondsKeys: [(String, WritableKeyPath<Limits, Double>)] = [
             ("headerTimeoutSeconds", \.headerTimeoutSeconds),
@@ -159,10 +173,17 @@ extension DecodingContext {
             ("maxIdleUpstreamConnections", \.maxIdleUpstreamConnections, 0...1_000_000, "a count (0 disables pooling)"),
             ("requestBodyMinBytesPerSecond", \.requestBodyMinBytesPerSecond, 1...(1 << 30), "a positive number of bytes per second"),
         ]
-        let knownKeys = secondsKeys.map(\.0) + countKeys.map(\.0)
+        // Bounds that are off unless set.
+        let optionalSecondsKeys: [(String, WritableKeyPath<Limits, Double?>)] = [
+            ("upstreamResponseTotalSeconds", \.upstreamResponseTotalSeconds),
+        ]
+        let knownKeys = secondsKeys.map(\.0) + optionalSecondsKeys.map(\.0) + countKeys.map(\.0)
         guard let object = ObjectReader(field, knownKeys: knownKeys, in: self) else { return nil }
         var limits = Limits()
         for (key, property) in secondsKeys {
+            if let value = object.seconds(key) { limits[keyPath: property] = value }
+        }
+        for (key, property) in optionalSecondsKeys {
             if let value = object.seconds(key) { limits[keyPath: property] = value }
         }
         for (key, property, range, rangeDescription) in countKeys {

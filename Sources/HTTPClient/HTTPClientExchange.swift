@@ -89,6 +89,10 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
     }
 }
 
+/// The deadlines of one exchange. Both are total, never pushed back by bytes that arrive: a
+/// server that drips its answer a byte at a time cannot hold an exchange open past
+/// `connectTimeoutMilliseconds` (resolving, connecting, the TLS handshake) plus
+/// `responseTimeoutMilliseconds` (from connected to the last byte of the response).
 public struct HTTPClientLimits: Sendable {
     public var connectTimeoutMilliseconds: UInt64
     public var responseTimeoutMilliseconds: UInt64
@@ -217,6 +221,7 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
             return
         }
         connected = true
+        // Started once: reads do not restart it (see HTTPClientLimits).
         timer?.start(afterMilliseconds: limits.responseTimeoutMilliseconds)
         stream.startReading()
     }

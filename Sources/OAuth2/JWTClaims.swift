@@ -9,7 +9,7 @@ enum JWTClaims {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let payload = base64URLDecode(parts[1]),
               let claims = try? JSONSerialization.jsonObject(with: payload) as? [String: Any],
-              let exp = claims["exp"], !(exp is Bool), let number = exp as? NSNumber else { return nil }
+              let exp = claims["exp"], JSONBoolean.value(of: exp) == nil, let number = exp as? NSNumber else { return nil }
         let seconds = number.doubleValue
         return seconds.isFinite ? seconds : nil
     }

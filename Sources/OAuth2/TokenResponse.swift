@@ -3,9 +3,10 @@ import Foundation
 
 /// A successful token response (RFC 6749 §5.1), read leniently where real IdPs differ:
 /// `expires_in` as a number or a numeric string, and when absent (or not a positive number)
-/// the token's JWT `exp`, else the identity's `defaultExpiresInSeconds`; `token_type`
-/// compared case-insensitively (`bearer` becomes `Bearer`, absent means `Bearer`); a JSON
-/// object or, from older IdPs, a form-encoded body.
+/// the token's JWT `exp`, else the identity's `defaultExpiresInSeconds`, never more than a year
+/// (`TokenLifetime` has the rules); `token_type` compared case-insensitively (`bearer` becomes
+/// `Bearer`, absent means `Bearer`); a JSON object or, from older IdPs, a form-encoded body.
+/// An answer with an `error` member is an error whatever its status and whatever else it holds.
 public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Where `expiresIn` came from.
     public enum ExpirySource: String, Sendable, Equatable {
@@ -24,6 +25,8 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
     public var scope: String?
     /// RFC 8693 `issued_token_type`.
     public var issuedTokenType: String?
+    /// What the relay had to adjust in the answer's lifetime (log them once, with the identity).
+    public var lifetimeWarnings: [LifetimeWarning] = []
 
     public init(accessToken: Secret, tokenType: String = "Bearer", expiresIn: Double, expirySource: ExpirySource = .expiresIn,
                 refreshToken: Secret? = nil, scope: String? = nil, issuedTokenType: String? = nil) {
@@ -47,8 +50,14 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
         }
         let retryAfter = reply.header("Retry-After").flatMap { RetryAfter.seconds($0, unixTime: unixTime) }
         let members = ResponseBody.members(of: reply)
-        if let members, members[format.fields.token] == nil, let error = oauthError(in: members, removing: secrets) {
+        // An answer that says it is an error is one, even a 200 that also carries a token: an
+        // IdP that is unsure whether it issued a token did not issue one the relay should use.
+        if let members, let error = oauthError(in: members, removing: secrets) {
             throw .oauth(error, status: status, retryAfter: retryAfter)
+        }
+        if let members, (200..<300).contains(status), hasErrorMember(members) {
+            throw .invalidTokenResponse(status: status, contentType: reply.mediaType,
+                                        reason: "the answer has an error member that is not an OAuth error code")
         }
         guard (200..<300).contains(status) else {
             throw .unexpectedStatus(status: status, contentType: reply.mediaType,
@@ -78,14 +87,14 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
         }
         accessToken = Secret(token)
         tokenType = Self.normalizedType(members[names.type] as? String)
-        if let seconds = Self.positiveSeconds(members[names.expiry]) {
-            (expiresIn, expirySource) = (seconds, .expiresIn)
-        } else if let exp = JWTClaims.expiry(ofToken: token) {
-            guard exp > unixTime else { throw invalid("the token is a JWT whose exp has already passed") }
-            (expiresIn, expirySource) = (exp - unixTime, .jwtExp)
-        } else {
-            (expiresIn, expirySource) = (format.defaultExpiresInSeconds, .defaultLifetime)
+        let lifetime: TokenLifetime
+        do throws(TokenLifetime.LifetimeError) {
+            lifetime = try TokenLifetime.resolve(expiry: members[names.expiry], field: names.expiry, token: token,
+                                                 unixTime: unixTime, defaultSeconds: format.defaultExpiresInSeconds)
+        } catch {
+            throw invalid("the token is a JWT whose exp has already passed")
         }
+        (expiresIn, expirySource, lifetimeWarnings) = (lifetime.seconds, lifetime.source, lifetime.warnings)
         refreshToken = (members["refresh_token"] as? String).flatMap { $0.isEmpty ? nil : Secret($0) }
         scope = (members["scope"] as? String) ?? (members["scope"] as? [String])?.joined(separator: " ")
         issuedTokenType = members["issued_token_type"] as? String
@@ -101,17 +110,16 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
         }
     }
 
-    /// A positive, finite number of seconds given as a JSON number or a numeric string.
-    static func positiveSeconds(_ value: Any?) -> Double? {
-        let seconds: Double?
-        switch value {
-        case is Bool: seconds = nil
-        case let text as String: seconds = Double(text.trimmingCharacters(in: .whitespaces))
-        case let number as NSNumber: seconds = number.doubleValue
-        default: seconds = nil
+    /// An `error` member that says there is an error: anything but absent, `null`, `false` or
+    /// an empty string (some APIs send those on success).
+    private static func hasErrorMember(_ members: [String: Any]) -> Bool {
+        let member = members["error"]
+        if let flag = JSONBoolean.value(of: member) { return flag }
+        switch member {
+        case nil, is NSNull: return false
+        case let text as String: return !text.isEmpty
+        default: return true
         }
-        guard let seconds, seconds.isFinite, seconds > 0 else { return nil }
-        return seconds
     }
 
     private static func oauthError(in members: [String: Any], removing secrets: [String]) -> OAuthError? {

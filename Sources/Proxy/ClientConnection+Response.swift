@@ -171,6 +171,7 @@ extension ClientConnection {
             let fresh = worker.pool(for: plan, of: settings).acquire(for: self, fresh: true)
             self.upstream = fresh
             fresh.write(replayableHead)
+            if exchange.requestDone { fresh.noteRequestSent() }
             return
         }
         worker.upstreamFailed(failure, plan: plan, settings: settings, midResponse: false)

@@ -337,6 +337,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         // A client that sent `Expect: 100-continue` waits for the interim answer (or a second)
         // before its body: its clock starts with the first byte instead.
         if !head.fields.contains(where: { $0.known == .expect }) { startBodyClock() }
+        // A request that waited for its token, or is sent again, is complete as it goes out.
+        if exchange.requestDone { upstream.noteRequestSent() }
     }
 
     func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
@@ -383,6 +385,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             ForwardedHead.writeLastChunk(trailersOf: parser.head, into: &scratch)
             sendRequestBody(scratch.readableBytes)
         }
+        if !exchange.answeredLocally { upstream?.noteRequestSent() }
         exchange.requestDone = true
         stopBodyClock()
         // An upgrade request is not paused here: llhttp then stops by itself with

@@ -83,6 +83,8 @@ struct Problem {
             return .gatewayTimeout("connecting to the upstream timed out", route: route)
         case .responseTimeout:
             return .gatewayTimeout("the upstream did not respond within upstreamResponseTimeoutSeconds", route: route)
+        case .responseTotalTimeout:
+            return .gatewayTimeout("the upstream's response did not complete within upstreamResponseTotalSeconds", route: route)
         case .closed(let error):
             return .badGateway(error.map { "the upstream reset the connection before responding (\($0.name))" }
                                ?? "the upstream closed the connection before responding", route: route)

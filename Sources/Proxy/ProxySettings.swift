@@ -23,6 +23,8 @@ public final class ProxySettings: Sendable {
     let idleTimeoutMilliseconds: UInt64
     let connectTimeoutMilliseconds: UInt64
     let responseTimeoutMilliseconds: UInt64
+    /// `upstreamResponseTotalSeconds`; nil when off.
+    let responseTotalMilliseconds: UInt64?
     let shutdownGraceMilliseconds: UInt64
     let dnsCacheMilliseconds: UInt64
     let tokenWaitMilliseconds: UInt64
@@ -49,6 +51,7 @@ public final class ProxySettings: Sendable {
         idleTimeoutMilliseconds = milliseconds(config.limits.idleTimeoutSeconds)
         connectTimeoutMilliseconds = milliseconds(config.limits.upstreamConnectTimeoutSeconds)
         responseTimeoutMilliseconds = milliseconds(config.limits.upstreamResponseTimeoutSeconds)
+        responseTotalMilliseconds = config.limits.upstreamResponseTotalSeconds.map(milliseconds)
         shutdownGraceMilliseconds = milliseconds(config.limits.shutdownGraceSeconds)
         dnsCacheMilliseconds = milliseconds(config.limits.dnsCacheSeconds)
         tokenWaitMilliseconds = milliseconds(config.limits.tokenWaitSeconds)

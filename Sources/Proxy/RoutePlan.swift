@@ -36,6 +36,8 @@ public final class RoutePlan: Sendable {
     let tokenHeaderPrefix: [UInt8]?
     /// `name=` for query injection (the form-encoded token follows), or nil.
     let tokenQueryPrefix: [UInt8]?
+    /// The parameter name of query injection: the client's own parameters of that name are removed.
+    let tokenQueryName: [UInt8]?
     /// `route.upgrade` as bytes: the protocols a client may switch to.
     let upgradeProtocols: [[UInt8]]
 
@@ -49,14 +51,17 @@ public final class RoutePlan: Sendable {
         case .header(let name, let prefix) where self.identity != nil:
             tokenHeaderPrefix = Array((prefix.isEmpty ? "\(name): " : "\(name): \(prefix) ").utf8)
             tokenQueryPrefix = nil
+            tokenQueryName = nil
             // The client's own value of the token header never reaches the upstream.
             replaced.append(Array(name.lowercased().utf8))
         case .query(let name) where self.identity != nil:
             tokenHeaderPrefix = nil
             tokenQueryPrefix = Array("\(name)=".utf8)
+            tokenQueryName = Array(name.utf8)
         default:
             tokenHeaderPrefix = nil
             tokenQueryPrefix = nil
+            tokenQueryName = nil
         }
         replacedNames = replaced
         upgradeProtocols = route.upgrade.map { Array($0.utf8) }
@@ -104,13 +109,18 @@ public final class RoutePlan: Sendable {
                 && scratch.check == out
             if equivalent { swap(&out, &scratch.rawCandidate) }
         }
-        out.append(contentsOf: queryWithMark)
-        if let token, let prefix = tokenQueryPrefix {
-            // RFC 6750 §2.3: `access_token=…` added to the query, form-encoded.
-            out.append(queryWithMark.isEmpty ? UInt8(ascii: "?") : UInt8(ascii: "&"))
-            out.append(contentsOf: prefix)
-            FormURLEncoding.append(encoding: token, to: &out)
+        guard let token, let prefix = tokenQueryPrefix, let name = tokenQueryName else {
+            out.append(contentsOf: queryWithMark)
+            return
         }
+        // RFC 6750 §2.3: `access_token=…` added to the query, form-encoded. A client's own
+        // parameter of that name goes: an upstream that reads the first one would otherwise
+        // take the client's token for the relay's.
+        out.append(UInt8(ascii: "?"))
+        let query = queryWithMark.isEmpty ? queryWithMark : UnsafeRawBufferPointer(rebasing: queryWithMark.dropFirst())
+        if QueryParameters.append(query, removing: name, to: &out) { out.append(UInt8(ascii: "&")) }
+        out.append(contentsOf: prefix)
+        FormURLEncoding.append(encoding: token, to: &out)
     }
 
     /// The `Upgrade` value to forward for an upgrade request: the protocols it lists that this

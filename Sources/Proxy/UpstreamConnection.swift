@@ -11,6 +11,8 @@ enum UpstreamFailure: Error {
     case tls(String)
     case connectTimeout
     case responseTimeout
+    /// The whole response did not arrive within `upstreamResponseTotalSeconds` of the request.
+    case responseTotalTimeout
     /// The upstream closed (or reset) the connection before the response was complete.
     case closed(UVError?)
     case badResponse(HTTP1Error)
@@ -29,7 +31,7 @@ enum UpstreamFailure: Error {
         case .connect: "connect"
         case .tls: "tls"
         case .connectTimeout: "connect_timeout"
-        case .responseTimeout: "response_timeout"
+        case .responseTimeout, .responseTotalTimeout: "response_timeout"
         case .closed: "closed"
         case .badResponse: "bad_response"
         }
@@ -56,8 +58,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// Request bytes written before a connection exists (while resolving).
     private var beforeConnect = ByteBuffer()
     private var timer: DeadlineTimer?
-    private var timerPurpose: TimerPurpose = .none
-    private enum TimerPurpose { case none, connect, response, idle }
+    private var deadlines = UpstreamDeadlines()
 
     init(pool: UpstreamPool) {
         self.pool = pool
@@ -110,6 +111,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     func begin(for owner: ClientConnection) {
         self.owner = owner
         receivedResponseBytes = false
+        deadlines.beginExchange()
         if state == .idle {
             state = .active
             parser.reset()
@@ -134,7 +136,16 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     /// The request is still flowing (request body bytes written): the upstream is not late.
     func noteRequestProgress() {
-        if timerPurpose == .response { arm(.response, pool.settings.responseTimeoutMilliseconds) }
+        if deadlines.purpose == .response { arm(.response, pool.settings.responseTimeoutMilliseconds) }
+    }
+
+    /// The whole request has been handed to this connection: from now on the response has at
+    /// most `upstreamResponseTotalSeconds`, connecting included (like Envoy's route timeout, it
+    /// starts at the end of the client's request), however steadily its bytes arrive.
+    func noteRequestSent() {
+        guard let total = pool.settings.responseTotalMilliseconds, owner != nil,
+              let due = deadlines.startResponseDeadline(after: total, now: pool.loop.nowMilliseconds) else { return }
+        setTimer(due)
     }
 
     func startTunnel() {
@@ -173,22 +184,26 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     // MARK: Timers
 
-    private func arm(_ purpose: TimerPurpose, _ milliseconds: UInt64) {
-        timerPurpose = purpose
-        timer?.arm(afterMilliseconds: milliseconds)
+    private func arm(_ purpose: UpstreamDeadlines.Purpose, _ milliseconds: UInt64) {
+        setTimer(deadlines.start(purpose, after: milliseconds, now: pool.loop.nowMilliseconds))
+    }
+
+    private func setTimer(_ due: UInt64) {
+        timer?.arm(afterMilliseconds: due - min(due, pool.loop.nowMilliseconds))
     }
 
     private func disarm() {
-        timerPurpose = .none
+        deadlines.stop()
         timer?.disarm()
     }
 
     private func timerFired() {
-        switch timerPurpose {
+        switch deadlines.expiry(at: pool.loop.nowMilliseconds) {
         case .connect:
             // Issue 3: a handshake that does not finish is a TLS failure (502), not a slow network.
             fail((stream as? TLSStream)?.isHandshaking == true ? .tls("TLS handshake timed out") : .connectTimeout)
         case .response: fail(.responseTimeout)
+        case .responseTotal: fail(.responseTotalTimeout)
         case .idle: close()
         case .none: break
         }
@@ -219,7 +234,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             return
         }
         receivedResponseBytes = true
-        if timerPurpose == .response { arm(.response, pool.settings.responseTimeoutMilliseconds) }
+        if deadlines.purpose == .response { arm(.response, pool.settings.responseTimeoutMilliseconds) }
         switch parser.feed(bytes) {
         case .consumed:
             owner?.releaseResponseHead()

@@ -27,6 +27,7 @@ final class TokenFetcher {
     private var timers: [Int: LoopTimer] = [:]
     /// Token requests under way, by slot, so stopping can abandon them.
     private var inFlight: [Int: HTTPClientCall] = [:]
+    private var lifetimeWarnings = LifetimeWarningMemory()
     private var stopping = false
 
     init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, observer: (any TokenObserver)?) {
@@ -63,6 +64,7 @@ final class TokenFetcher {
         let inForce = Set(update.identities.map(\.slot))
         for tokens in identities where !inForce.contains(tokens.slot) {
             timers.removeValue(forKey: tokens.slot)?.close()
+            lifetimeWarnings.forget(slot: tokens.slot)
             retired.append(tokens)
         }
         for tokens in update.identities where timers[tokens.slot] == nil {
@@ -145,6 +147,7 @@ final class TokenFetcher {
         }
         switch outcome {
         case .success(let response):
+            warnAboutLifetime(response.lifetimeWarnings, of: tokens)
             logger.info("token obtained", metadata: ["identity": .string(name),
                                                      "expires_in": .stringConvertible(Int(response.expiresIn)),
                                                      "expiry_from": .string(response.expirySource.rawValue)])
@@ -158,6 +161,20 @@ final class TokenFetcher {
             observer?.tokenRequestEnded(identity: name, outcome: TokenRequestOutcome(error))
         }
         runNextAction(tokens)
+    }
+
+    /// One warning line naming the identity and the fields whose lifetime was adjusted (never a
+    /// value: a hostile answer may put anything there).
+    private func warnAboutLifetime(_ warnings: [LifetimeWarning], of tokens: IdentityTokens) {
+        let news = lifetimeWarnings.toLog(warnings, slot: tokens.slot)
+        guard !news.isEmpty else { return }
+        var fields: [String] = []
+        for field in news.map(\.field) where !fields.contains(field) { fields.append(field) }
+        logger.warning("token lifetime adjusted", metadata: [
+            "identity": .string(tokens.identity.name),
+            "field": .string(fields.joined(separator: ", ")),
+            "detail": .string(news.map(\.description).joined(separator: "; ")),
+        ])
     }
 
     private func stop() {

@@ -84,7 +84,9 @@ func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger,
                            logger: logger, observer: observer)
 }
 
-/// Token requests time out like upstream exchanges, but after 30 s at most.
+/// Token requests time out like upstream exchanges, but after 30 s at most, and as total
+/// deadlines: connecting within `upstreamConnectTimeoutSeconds`, then the whole answer within
+/// `min(upstreamResponseTimeoutSeconds, 30)` however it trickles in.
 func tokenClientLimits(_ config: RelayConfig) -> HTTPClientLimits {
     HTTPClientLimits(connectTimeoutMilliseconds: UInt64(config.limits.upstreamConnectTimeoutSeconds * 1000),
                      responseTimeoutMilliseconds: UInt64(min(config.limits.upstreamResponseTimeoutSeconds, 30) * 1000))

@@ -28,6 +28,18 @@ final class ConfigDefaultsTests: XCTestCase {
         XCTAssertEqual(limits.shutdownGraceSeconds, 30)
         XCTAssertEqual(limits.dnsCacheSeconds, 30)
         XCTAssertEqual(limits.maxIdleUpstreamConnections, 128)
+        XCTAssertNil(limits.upstreamResponseTotalSeconds)
+    }
+
+    func testUpstreamResponseTotalSecondsIsDecoded() throws {
+        XCTAssertEqual(try decodeConfig(#"{ "limits": { "upstreamResponseTotalSeconds": 2.5 } }"#).limits.upstreamResponseTotalSeconds, 2.5)
+    }
+
+    func testASchemaReferenceIsAcceptedAndIgnored() throws {
+        for reference in ["oauth-relay.schema.json", "https://example.test/oauth-relay.schema.json", "${UNSET}", ""] {
+            let config = try decodeConfig(#"{ "$schema": "\#(reference)", "workers": 2 }"#)
+            XCTAssertEqual(config.workers, 2, reference)
+        }
     }
 
     func testLimitsAcceptFractionalSeconds() throws {

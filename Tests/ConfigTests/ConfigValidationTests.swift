@@ -147,6 +147,15 @@ final class ConfigValidationTests: XCTestCase {
         XCTAssertEqual(describe(configErrors(#"{ "workers": true }"#)), ["$.workers: expected an integer, got boolean"])
     }
 
+    func testASchemaReferenceMustBeAString() {
+        XCTAssertEqual(describe(configErrors(#"{ "$schema": 1 }"#)), [#"$["$schema"]: expected a string, got number"#])
+    }
+
+    func testUpstreamResponseTotalSecondsMustBePositive() {
+        XCTAssertEqual(describe(configErrors(#"{ "limits": { "upstreamResponseTotalSeconds": 0 } }"#)),
+                       ["$.limits.upstreamResponseTotalSeconds: must be a number of seconds greater than 0, got 0"])
+    }
+
     func testDuplicateKeyIsReported() {
         let errors = configErrors(#"{ "listen": "127.0.0.1:1", "listen": "127.0.0.1:2" }"#)
         XCTAssertEqual(describe(errors), [#"$.listen: duplicate key "listen""#])

@@ -21,6 +21,13 @@ final class RefreshScheduleTests: XCTestCase {
         XCTAssertEqual(RefreshSchedule.refreshAt(issuedAt: 100, lifetime: 3600, skew: 10), 3340)
     }
 
+    func testRefreshIsNeverSoonerThanOneSecondAfterTheRequest() {
+        XCTAssertEqual(RefreshSchedule.refreshAt(issuedAt: 100, lifetime: 0.2, skew: 10), 101)
+        XCTAssertEqual(RefreshSchedule.refreshAt(issuedAt: 100, lifetime: 1, skew: 10), 101)
+        XCTAssertEqual(RefreshSchedule.refreshAt(issuedAt: 100, lifetime: 2, skew: 10), 101)
+        XCTAssertEqual(RefreshSchedule.refreshAt(issuedAt: 100, lifetime: 4, skew: 10), 102)
+    }
+
     func testBackoffDoublesFromOneSecondUpToSixty() {
         let policy = BackoffPolicy()
         XCTAssertEqual((1...8).map { policy.delay(afterFailures: $0, retryAfter: nil, random: 0) }, [1, 2, 4, 8, 16, 32, 60, 60])

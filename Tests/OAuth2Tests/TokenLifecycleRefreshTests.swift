@@ -74,6 +74,25 @@ final class TokenLifecycleRefreshTests: XCTestCase {
         XCTAssertEqual(lifecycle.nextFetchAt(after: 10), 11)
     }
 
+    func testTokensOfAFewMillisecondsCauseAtMostOneFetchPerSecond() throws {
+        // An IdP that hands out 10 ms tokens and answers in 1 ms: one token request a second,
+        // not one per answer; the token is never injected after it expired.
+        var lifecycle = makeLifecycle()
+        var fetches = 0
+        for tick in 0..<10_000 {
+            let now = Double(tick) * 0.001
+            if lifecycle.startFetchIfDue(at: now) != nil {
+                fetches += 1
+                lifecycle.fetchSucceeded(tokenResponse("at-\(fetches)", expiresIn: 0.010), at: now + 0.001)
+            }
+            if let token = lifecycle.token, lifecycle.injected(at: now) != nil {
+                XCTAssertLessThan(now, token.expiresAt)
+            }
+        }
+        XCTAssertEqual(fetches, 10)
+        XCTAssertEqual(lifecycle.consecutiveFailures, 0)
+    }
+
     func testRefreshUsesTheIssuedRefreshToken() throws {
         var lifecycle = makeLifecycle(passwordIdentity())
         let first = try lifecycle.fetch(at: 0, answer: tokenResponse("at-1", expiresIn: 100, refreshToken: "rt-1"))

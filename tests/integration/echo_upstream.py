@@ -50,6 +50,10 @@ Behaviours, chosen by path:
                            `Upgrade: h2c` whatever the request asked for (even nothing), and echoes
                            raw bytes until the peer's EOF
     /padded-length         200 with `Content-Length: 005` (leading zeros) and the body `hello`
+    /drip?ms=N&bytes=M     200 with Content-Length M; the head at once, then the M pattern bytes
+                           one at a time, N ms apart (each byte in time for any idle timeout)
+    /drip?ms=N&bytes=M&head=1
+                           the same, the head dripped byte by byte too
     /read-late?ms=N        waits N ms before reading the request body at all, then echoes
     /stats                 JSON counters: connections_accepted, connections_open,
                            requests_started (head received), requests_served (answer sent),
@@ -342,6 +346,9 @@ class _Connection:
             await self._write_raw(self._head(req, 200, [("Content-Type", "text/plain"),
                                                         ("Content-Length", "005")], close) + b"hello")
             return not close
+        if path == "/drip":
+            return await self._drip(req, int(req.param("ms", "100")), int(req.param("bytes", "10")),
+                                    req.param("head") == "1")
         if path == "/slow":
             await asyncio.sleep(int(req.param("ms", "1000")) / 1000)
         if path.startswith("/status/"):
@@ -464,6 +471,20 @@ class _Connection:
                 await self.writer.drain()
             self.writer.write(f"0\r\nX-Checksum: {digest.hexdigest()}\r\n\r\n".encode())
         await self.writer.drain()
+        self.stats.requests_served += 1
+        return not close
+
+    async def _drip(self, req: Request, ms: int, n: int, drip_head: bool) -> bool:
+        close = req.wants_close or req.param("close") == "1"
+        head = self._head(req, 200, [("Content-Type", "application/octet-stream"), ("Content-Length", str(n))], close)
+        body = b"".join(pattern_chunks(n))
+        if not drip_head:
+            self.writer.write(head)
+            head = b""
+        for byte in head + body:  # bounded by the answer's length; a closed peer ends it sooner
+            self.writer.write(bytes([byte]))
+            await self.writer.drain()
+            await asyncio.sleep(ms / 1000)
         self.stats.requests_served += 1
         return not close
 

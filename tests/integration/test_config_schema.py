@@ -7,8 +7,9 @@
   `identityKeys`, the limits tables, `TLSSettings`/`TLSListener.knownKeys`, the inline lists), the
   grant names, `clientAuth` values and `…File` secrets too. Adding a key on one side only fails here.
 - Schema and decoder agree, at run time: for every key the schema allows, a minimal config using it
-  is valid for the schema and passes `check`; configs both must reject (an unknown key in each
-  object, `$schema`, broken values) fail both.
+  is valid for the schema and passes `check` (`$schema` included: both accept it, so the examples
+  name their schema); configs both must reject (an unknown key in each object, broken values) fail
+  both.
 No servers: only `oauth-relay check` subprocesses, and openssl for one self-signed certificate.
 """
 
@@ -370,7 +371,8 @@ def exchange(subject: dict | None = None, **keys) -> dict:
 LIMIT_SAMPLES = {"maxHeaderBytes": 8192, "maxHeaderCount": 50, "headerTimeoutSeconds": 0.5, "idleTimeoutSeconds": 30,
                  "upstreamConnectTimeoutSeconds": 1, "upstreamResponseTimeoutSeconds": 2.5,
                  "shutdownGraceSeconds": 5, "dnsCacheSeconds": 10, "maxIdleUpstreamConnections": 0,
-                 "tokenWaitSeconds": 5, "requestBodyTimeoutSeconds": 10, "requestBodyMinBytesPerSecond": 100}
+                 "tokenWaitSeconds": 5, "requestBodyTimeoutSeconds": 10, "requestBodyMinBytesPerSecond": 100,
+                 "upstreamResponseTotalSeconds": 120}
 TLS_SAMPLES = {"caFile": {"caFile": CERT_FILE}, "serverName": {"serverName": "api.example.test"},
                "pins": {"pins": [PIN]},
                "clientCert": {"clientCert": CERT_FILE, "clientKey": KEY_FILE},
@@ -379,6 +381,7 @@ TLS_SAMPLES = {"caFile": {"caFile": CERT_FILE}, "serverName": {"serverName": "ap
 
 # Schema key path -> a minimal config using that key. Must cover every key the schema allows.
 KEY_SAMPLES: dict[str, dict] = {
+    "$.$schema": {"$schema": "oauth-relay.schema.json"},
     "$.listen": {"listen": "127.0.0.1:18180"},
     "$.admin": {"admin": "[::1]:19180"},
     "$.workers": {"workers": 2},
@@ -600,18 +603,18 @@ def test_an_unknown_key_fails_the_schema_and_check(validator, workdir, location)
                for line in output(result).splitlines()), output(result)
 
 
-def test_a_schema_reference_in_the_file_is_an_unknown_key_for_both(validator, workdir):
-    """The decoder rejects "$schema", so the examples cannot name their schema: editors associate
-    it by file name instead (the schema's description says how)."""
-    config = {"$schema": "./oauth-relay.schema.json", **route()}
-    assert schema_errors(validator, config)
-    result = check_config(workdir, config)
-    assert result.returncode == 1 and 'unknown key "$schema"' in output(result), output(result)
+@pytest.mark.parametrize("reference", ["./oauth-relay.schema.json", "oauth-relay.schema.json",
+                                       "https://example.test/schemas/oauth-relay.schema.json", "${NOT_SET}"])
+def test_a_schema_reference_in_the_file_is_accepted_by_both(validator, workdir, reference):
+    """So the examples can name their schema and editors find it: any string, never resolved."""
+    assert_accepted_by_both(validator, workdir, {"$schema": reference, **route()})
 
 
 # (label, config, the JSON path `check` must name)
 REJECTED_BY_BOTH = [
     ("typo in a top-level key", {"lisen": "127.0.0.1:8180"}, "$.lisen"),
+    ("a schema reference that is no string", {"$schema": 1}, '$["$schema"]'),
+    ("zero total response time", {"limits": {"upstreamResponseTotalSeconds": 0}}, "$.limits.upstreamResponseTotalSeconds"),
     ("listen without host", {"listen": "8180"}, "$.listen"),
     ("workers out of range", {"workers": 5000}, "$.workers"),
     ("zero timeout", {"limits": {"headerTimeoutSeconds": 0}}, "$.limits.headerTimeoutSeconds"),
@@ -726,4 +729,4 @@ def test_the_examples_show_what_their_names_say():
     dev_route = files["dev-proxy-https.json"]["routes"][0]
     assert "https://" in dev_route["upstream"] and dev_route["tls"] and dev_route.get("identity")
     for name, config in files.items():
-        assert "$schema" not in config, f"{name}: the decoder rejects $schema"
+        assert config.get("$schema") == SCHEMA_PATH.name, f"{name}: name the schema for editors"

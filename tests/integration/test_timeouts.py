@@ -1,12 +1,13 @@
 """Timeouts and upstream failures: 408 for a head that does not arrive in time, 502 when the
 upstream refuses, hangs up or answers with bad framing, 504 when it does not connect or answer
-in time. Every error is a problem+json naming the route."""
+in time (or, with `upstreamResponseTotalSeconds`, does not finish its response in time, however
+steadily it drips in). Every error is a problem+json naming the route."""
 
 import select
 import time
 
 from deadlines import scaled
-from http_client import assert_closed, assert_problem, curl
+from http_client import assert_closed, assert_problem, build_request, curl
 from processes import route
 
 
@@ -76,6 +77,47 @@ def test_slow_upstream_gets_504_after_the_response_timeout(start_relay, upstream
 def test_upstream_faster_than_the_response_timeout_is_answered(start_relay, upstream):
     relay = start_relay([route(upstream)], limits={"upstreamResponseTimeoutSeconds": 2})
     assert relay.request("GET", "/slow?ms=300").status == 200
+
+
+# A byte every 100 ms keeps a 1 s response timeout from ever firing; only the total bounds it.
+DRIP_LIMITS = {"upstreamResponseTimeoutSeconds": 1, "upstreamResponseTotalSeconds": 1.5}
+
+
+def test_a_response_head_dripping_in_gets_504_after_the_total_time(start_relay, upstream):
+    relay = start_relay([route(upstream, name="drip")], limits=DRIP_LIMITS)
+    t0 = time.monotonic()
+    resp = relay.request("GET", "/drip?ms=100&bytes=10&head=1", timeout=8)  # ~15 s to drip whole
+    elapsed = time.monotonic() - t0
+    doc = assert_problem(resp, 504, route="drip")
+    assert "upstreamResponseTotalSeconds" in doc["detail"], doc
+    assert scaled(1.4) <= elapsed < scaled(4), f"504 after {elapsed:.2f}s"
+
+
+def test_a_response_body_dripping_in_is_cut_off_by_closing_the_client_connection(start_relay, upstream):
+    relay = start_relay([route(upstream, name="drip")], limits=DRIP_LIMITS)
+    with relay.connect() as conn:
+        t0 = time.monotonic()
+        conn.send(build_request("GET", "/drip?ms=100&bytes=200"))  # 20 s to drip whole
+        head = conn.read_until(b"\r\n\r\n", timeout=5)
+        assert head.startswith(b"HTTP/1.1 200 ") and b"Content-Length: 200\r\n" in head, head
+        assert conn.is_closed(timeout=5), "the client connection outlived upstreamResponseTotalSeconds"
+        elapsed = time.monotonic() - t0
+        assert 0 < len(conn.buf) < 200, f"{len(conn.buf)} of 200 body bytes before the close"
+        assert scaled(1.4) <= elapsed < scaled(4), f"closed after {elapsed:.2f}s"
+
+
+def test_a_response_that_keeps_dripping_is_served_whole_without_a_total_limit(start_relay, upstream):
+    relay = start_relay([route(upstream)], limits={"upstreamResponseTimeoutSeconds": 1})
+    resp = relay.request("GET", "/drip?ms=100&bytes=25", timeout=8)
+    assert resp.status == 200 and resp.body_length == 25
+
+
+def test_a_response_within_the_total_time_is_served(start_relay, upstream):
+    relay = start_relay([route(upstream)], limits={"upstreamResponseTotalSeconds": 3})
+    with relay.connect() as conn:
+        for _ in range(2):  # 2 s each: the pooled connection's next exchange has a deadline of its own
+            resp = conn.request("GET", "/drip?ms=100&bytes=20", timeout=8)
+            assert resp.status == 200 and resp.body_length == 20
 
 
 def test_upstream_closing_without_an_answer_gets_502(start_relay, upstream):

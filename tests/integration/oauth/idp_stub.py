@@ -15,7 +15,8 @@ Control (used by the tests through idp_processes.StubIdP):
                          headers, body, form pairs) and what it was answered, including the
                          tokens issued. Recorded when the head and body are in, before any delay.
 
-A spec is a JSON object; every kind takes "delay_ms" (wait before answering) and "headers" (extra
+A spec is a JSON object; every kind takes "delay_ms" (wait before answering), "drip_ms" (send the
+answer one byte at a time, this long apart; stops when the client goes) and "headers" (extra
 response headers, [[name, value], ...]):
     {"kind": "token", "expires_in": 2 | "2" | absent (omitted), "token_type": "Bearer" (null:
      omitted), "refresh_token": "none" | "new" | "same" (the one presented) | "<literal>",
@@ -102,7 +103,8 @@ class Stub:
         finally:
             writer.close()
 
-    async def send(self, writer, status: int, content_type: str | None, body: bytes, headers=(), close=False) -> bool:
+    async def send(self, writer, status: int, content_type: str | None, body: bytes, headers=(), close=False,
+                   drip_ms: float = 0) -> bool:
         try:
             reason = http.HTTPStatus(status).phrase
         except ValueError:
@@ -115,7 +117,16 @@ class Stub:
         lines.append("Cache-Control: no-store")
         if close:
             lines.append("Connection: close")
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        answer = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        if drip_ms:
+            for index in range(len(answer)):  # bounded by the answer's length
+                if writer.is_closing():
+                    break
+                writer.write(answer[index:index + 1])
+                await writer.drain()
+                await asyncio.sleep(drip_ms / 1000)
+            return not close
+        writer.write(answer)
         await writer.drain()
         return not close
 
@@ -173,7 +184,7 @@ class Stub:
         else:
             status, content_type, out = 500, "text/plain", f"stub: unknown spec kind {kind!r}".encode()
         record["status"] = status
-        keep = await self.send(writer, status, content_type, out, extra, close=close)
+        keep = await self.send(writer, status, content_type, out, extra, close=close, drip_ms=spec.get("drip_ms", 0))
         record["answered"] = time.time()
         self.log(method, target, grant_type, status, kind)
         return keep

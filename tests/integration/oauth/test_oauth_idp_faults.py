@@ -1,8 +1,11 @@
 """The IdP fails, scripted by the stub. With no valid token the relay answers at once with a
 problem+json naming the identity: 502 when the IdP refused (an OAuth error, or an answer that is
-not an OAuth answer: an HTML page, an empty 4xx, a redirect), 503 + Retry-After when it is
-unreachable, too slow, overloaded (429) or failing (5xx). A token still valid keeps being used."""
+not an OAuth answer: an HTML page, an empty 4xx, a redirect, a 200 that carries an `error`), 503 +
+Retry-After when it is unreachable, too slow (also when its answer trickles in), overloaded (429) or
+failing (5xx). A token still valid keeps being used."""
 
+import json
+import secrets
 import time
 
 import pytest
@@ -111,6 +114,27 @@ def test_a_redirect_from_the_token_endpoint_is_not_followed(start_stub_idp, upst
                                                          "headers": [["Location", elsewhere.token_url]]})
     problem(relay, sensitive, 502)
     assert elsewhere.token_requests() == [], "the relay followed the redirect: the secret went to another endpoint"
+
+
+def test_a_200_carrying_a_token_and_an_error_is_refused(stub_idp, upstream, start_relay, sensitive):
+    token = sensitive.add("the token in the error answer", "tok-" + secrets.token_urlsafe(24))
+    body = json.dumps({"access_token": token, "token_type": "Bearer", "expires_in": 3600,
+                       "error": "invalid_client", "error_description": "client disabled"})
+    relay = failing_relay(start_relay, stub_idp, upstream, {"kind": "raw", "status": 200,
+                                                             "content_type": "application/json", "body": body})
+    doc, resp = problem(relay, sensitive, 502, oauth_error="invalid_client")
+    assert doc.get("oauthErrorDescription") == "client disabled"
+    assert token.encode() not in resp.body
+
+
+def test_an_answer_dripping_in_is_cut_off_by_the_token_request_deadline(stub_idp, upstream, start_relay, sensitive):
+    # About 200 bytes, one every 50 ms: 10 s to arrive in full, were each byte to extend the deadline.
+    relay = failing_relay(start_relay, stub_idp, upstream, {"kind": "token", "expires_in": 3600, "drip_ms": 50},
+                          limits=token_timeout_limits(1))
+    started = time.monotonic()
+    doc, _ = problem(relay, sensitive, 503)
+    assert time.monotonic() - started < 4
+    assert "did not answer within" in doc["detail"], doc
 
 
 def test_a_valid_token_keeps_being_used_while_the_idp_fails(stub_idp, upstream, start_relay):

@@ -1,7 +1,8 @@
 """Where the token goes: the header (replacing the client's own), a custom header and prefix, a
-query parameter; and never to another route's upstream."""
+query parameter (replacing every one of that name the client sent); and never to another route's
+upstream."""
 
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlsplit
 
 import pytest
 
@@ -55,6 +56,21 @@ def test_query_injection_adds_access_token_to_the_query(stub_idp, upstream, star
     injected = sha256(query["access_token"][0])
     assert issued(stub_idp) == [injected]
     assert received(resp, "Authorization") == []
+
+
+def test_query_injection_removes_every_access_token_the_client_sent(stub_idp, upstream, start_relay):
+    relay = start_relay([oauth_route(upstream, "/", "orders", inject={"query": "access_token"})],
+                        identities={"orders": stub_idp.identity()})
+    sent = ("access_token=client-one&status=open&access%5Ftoken=client-two&tag=a%20b&&access_token"
+            "&Access_Token=other&access_token2=x")
+    resp = relay.request("GET", "/orders/search?" + sent)
+    assert resp.status == 200
+    path, _, query = resp.json()["target"].partition("?")
+    kept, _, token = query.rpartition("&access_token=")
+    assert path == "/orders/search"
+    assert kept == "status=open&tag=a%20b&&Access_Token=other&access_token2=x"  # the rest, byte for byte
+    assert [name for name, _ in parse_qsl(query, keep_blank_values=True)].count("access_token") == 1
+    assert issued(stub_idp) == [sha256(token)]
 
 
 def test_a_routes_token_never_reaches_another_routes_upstream(django_idp, upstream, start_relay):

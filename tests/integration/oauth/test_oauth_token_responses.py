@@ -1,12 +1,14 @@
 """How the relay reads token answers (scripted by the stub): expiry from `expires_in` as a number
 or a numeric string, from a JWT's `exp`, or `defaultExpiresInSeconds`; non-standard field names;
-refresh tokens rotated, kept, or refused (`invalid_grant` -> back to the original grant).
+refresh tokens rotated, kept, or refused (`invalid_grant` -> back to the original grant); lifetimes
+that are absurd (negative, zero, no number, beyond a year, milliseconds) bounded with one warning.
 
 The lifetime a relay took from an answer shows in when it fetches the next token: before expiry,
 at most half the lifetime early, so a 2 s token is replaced 1-2 s after it arrived."""
 
 import pytest
 
+from admin_client import log_records
 from deadlines import wait_until
 from idp_processes import sha256
 from idp_relay import bearer, oauth_route
@@ -110,3 +112,51 @@ def test_invalid_grant_on_refresh_falls_back_to_the_original_grant(stub_idp, ups
     assert [r["grant_type"] for r in records] == ["password", "refresh_token", "password"]
     renewed = sha256(records[2]["issued"]["access_token"])
     wait_until(lambda: sha256(bearer(relay.request("GET", "/x"))) == renewed, 3, "the token of the new password grant")
+
+
+# ---------------------------------------------------------------------------------------------
+# Lifetimes no relay should take as given (OAuth2/TokenLifetime.swift): ignored or cut, with one
+# warning line naming the identity and the field, and never a refresh loop.
+
+ADJUSTED = "token lifetime adjusted"
+
+
+def lifetime_warnings(relay) -> list[dict]:
+    return log_records(relay, ADJUSTED)
+
+
+def wait_for_tokens_obtained(relay, n: int, timeout: float) -> list[dict]:
+    return wait_until(lambda: (r := log_records(relay, "token obtained"))[n - 1:] and r, timeout,
+                      f"{n} 'token obtained' log lines")
+
+
+@pytest.mark.parametrize("expires_in", [-1, 0, "soon", "NaN", True], ids=lambda v: repr(v))
+def test_an_absurd_expires_in_is_ignored_with_one_warning(stub_idp, upstream, start_relay, expires_in):
+    stub_idp.script(default={"kind": "token", "expires_in": expires_in})
+    relay = start(start_relay, stub_idp, upstream, defaultExpiresInSeconds=2)
+    assert relay.request("GET", "/x").status == 200
+    assert_lifetime_taken_as(stub_idp, 2)
+    wait_for_tokens_obtained(relay, 3, 8)
+    [warning] = lifetime_warnings(relay)  # one line, not one per refresh
+    assert warning["identity"] == "orders" and warning["field"] == "expires_in", warning
+
+
+def test_an_expires_in_beyond_a_year_is_cut_to_a_year(stub_idp, upstream, start_relay):
+    stub_idp.script(default={"kind": "token", "expires_in": 1e300})
+    relay = start(start_relay, stub_idp, upstream)
+    assert relay.request("GET", "/x").status == 200
+    [obtained] = wait_for_tokens_obtained(relay, 1, 5)
+    assert int(obtained["expires_in"]) == 365 * 24 * 3600, obtained
+    [warning] = wait_until(lambda: lifetime_warnings(relay), 5, "the lifetime warning")
+    assert warning["identity"] == "orders" and warning["field"] == "expires_in", warning
+
+
+def test_tokens_living_milliseconds_are_fetched_at_most_once_a_second(stub_idp, upstream, start_relay):
+    stub_idp.script(default={"kind": "token", "expires_in": 0.2})
+    relay = start(start_relay, stub_idp, upstream)
+    records = token_requests(stub_idp, 4, 8)[:4]
+    gaps = [later["time"] - earlier["time"] for earlier, later in zip(records, records[1:])]
+    assert min(gaps) >= 0.9, f"token requests {[round(g, 2) for g in gaps]} s apart: a refresh loop"
+    assert relay.request("GET", "/x").status == 200  # waits for the next token at most a second
+    [warning] = lifetime_warnings(relay)
+    assert warning["identity"] == "orders" and warning["field"] == "expires_in", warning
