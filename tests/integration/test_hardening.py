@@ -391,7 +391,8 @@ def test_dripping_request_bodies_are_cut_off_while_other_clients_are_served(star
         elapsed = time.monotonic() - started
         assert not open_, (f"{len(open_)} of {DRIP_CONNECTIONS} drip connections still open {elapsed:.1f}s "
                            f"into the drip; the body timeout is 1s")
-        assert slowest_other < scaled(1), f"another client waited {slowest_other:.2f}s for an answer meanwhile"
+        # Bounded well below the drip (8 s) but with room for a loaded 2-core machine.
+        assert slowest_other < scaled(2), f"another client waited {slowest_other:.2f}s for an answer meanwhile"
         answered = [bytes(b) for b in drips.values() if b]
         assert all(b.startswith(b"HTTP/1.1 408 ") for b in answered), \
             f"not a 408: {next(b for b in answered if not b.startswith(b'HTTP/1.1 408 '))[:300]!r}"
