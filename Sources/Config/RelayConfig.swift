@@ -59,6 +59,8 @@ public struct Limits: Sendable, Equatable {
     /// Request line plus headers, in bytes (431 beyond).
     public var maxHeaderBytes: Int
     public var maxHeaderCount: Int
+    /// An upstream response's status line plus headers, in bytes (502 beyond).
+    public var maxResponseHeaderBytes: Int
     /// Time a client has to send the complete request head.
     public var headerTimeoutSeconds: Double
     /// Time a kept-alive client connection may sit idle.
@@ -84,7 +86,8 @@ public struct Limits: Sendable, Equatable {
     public var requestBodyTimeoutSeconds: Double
     public var requestBodyMinBytesPerSecond: Int
 
-    public init(maxHeaderBytes: Int = 65536, maxHeaderCount: Int = 100, headerTimeoutSeconds: Double = 30,
+    public init(maxHeaderBytes: Int = 65536, maxHeaderCount: Int = 100, maxResponseHeaderBytes: Int = 65536,
+                headerTimeoutSeconds: Double = 30,
                 idleTimeoutSeconds: Double = 60, upstreamConnectTimeoutSeconds: Double = 5,
                 upstreamResponseTimeoutSeconds: Double = 60, shutdownGraceSeconds: Double = 30,
                 dnsCacheSeconds: Double = 30, maxIdleUpstreamConnections: Int = 128, tokenWaitSeconds: Double = 30,
@@ -92,6 +95,7 @@ public struct Limits: Sendable, Equatable {
                 upstreamResponseTotalSeconds: Double? = nil) {
         self.maxHeaderBytes = maxHeaderBytes
         self.maxHeaderCount = maxHeaderCount
+        self.maxResponseHeaderBytes = maxResponseHeaderBytes
         self.headerTimeoutSeconds = headerTimeoutSeconds
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.upstreamConnectTimeoutSeconds = upstreamConnectTimeoutSeconds
@@ -170,6 +174,7 @@ extension DecodingContext {
         let countKeys: [(String, WritableKeyPath<Limits, Int>, ClosedRange<Int>, String)] = [
             ("maxHeaderBytes", \.maxHeaderBytes, 1...(1 << 24), "a positive number of bytes"),
             ("maxHeaderCount", \.maxHeaderCount, 1...100_000, "a positive count"),
+            ("maxResponseHeaderBytes", \.maxResponseHeaderBytes, 1...(1 << 24), "a positive number of bytes"),
             ("maxIdleUpstreamConnections", \.maxIdleUpstreamConnections, 0...1_000_000, "a count (0 disables pooling)"),
             ("requestBodyMinBytesPerSecond", \.requestBodyMinBytesPerSecond, 1...(1 << 30), "a positive number of bytes per second"),
         ]

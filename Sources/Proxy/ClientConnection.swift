@@ -64,6 +64,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// The request body as sent upstream, for a replay with a new token (see `sendRequestBody`).
     var replayBody = ByteBuffer()
     var parserPaused = false
+    /// Requests whose head arrived on this connection.
+    var exchangesStarted = 0
     var readsBlockedByUpstream = false
     var upstreamReadsBlockedByClient = false
 
@@ -131,7 +133,9 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         parser.delegate = self
         stream.delegate = self
         timer = DeadlineTimer(loop: stream.loop) { [unowned self] in self.timerFired() }
-        timer?.arm(afterMilliseconds: settings.idleTimeoutMilliseconds)
+        // The first request's head is due `headerTimeoutSeconds` after the accept, not after its
+        // first byte: a connection that sends nothing, or dribbles, is not kept for longer.
+        timer?.arm(afterMilliseconds: settings.headerTimeoutMilliseconds)
         stream.startReading()
     }
 
@@ -177,8 +181,9 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         if headStarts { phase = .readingHead }
         let result = parser.feed(bytes)
         // Most heads arrive whole in their first read; the header timeout is armed only for
-        // one that did not (its clock still starts at this read: the loop's time is cached).
-        if headStarts && phase == .readingHead {
+        // one that did not (its clock starts at this read: the loop's time is cached), and not
+        // for the connection's first head, whose deadline runs from the accept.
+        if headStarts && phase == .readingHead && exchangesStarted > 0 {
             timer?.arm(afterMilliseconds: settings.headerTimeoutMilliseconds)
         }
         switch result {
@@ -221,6 +226,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         let head = parser.head
         timer?.disarm()
         phase = .exchanging
+        exchangesStarted += 1
         exchange = Exchange()
         exchange.clientVersionMinor = head.versionMinor
         exchange.keepAlive = head.keepAlive && !worker.isDraining

@@ -17,6 +17,8 @@ public final class ProxySettings: Sendable {
     let routes: RouteTable
     let plans: [RoutePlan]
     let headerLimits: HeaderLimits
+    /// For upstream responses: `maxResponseHeaderBytes` and the same field count.
+    let responseHeaderLimits: HeaderLimits
     /// ` 1.1 pseudonym` minus the version, e.g. ` oauth-relay\r\n`, appended after `Via: 1.x`.
     let viaSuffix: [UInt8]
     let headerTimeoutMilliseconds: UInt64
@@ -45,6 +47,8 @@ public final class ProxySettings: Sendable {
                       tls: tls.routes[position])
         }
         headerLimits = HeaderLimits(maxHeadBytes: config.limits.maxHeaderBytes, maxFieldCount: config.limits.maxHeaderCount)
+        responseHeaderLimits = HeaderLimits(maxHeadBytes: config.limits.maxResponseHeaderBytes,
+                                            maxFieldCount: config.limits.maxHeaderCount)
         viaSuffix = Array(" \(config.via)\r\n".utf8)
         func milliseconds(_ seconds: Double) -> UInt64 { UInt64(max(1, (seconds * 1000).rounded())) }
         headerTimeoutMilliseconds = milliseconds(config.limits.headerTimeoutSeconds)

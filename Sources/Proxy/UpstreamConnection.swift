@@ -62,7 +62,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     init(pool: UpstreamPool) {
         self.pool = pool
-        parser = HTTP1Parser(kind: .response, limits: pool.settings.headerLimits)
+        parser = HTTP1Parser(kind: .response, limits: pool.settings.responseHeaderLimits)
         parser.delegate = self
         timer = DeadlineTimer(loop: pool.loop) { [unowned self] in self.timerFired() }
     }

@@ -258,6 +258,15 @@ class RawUpstream:
             conn.data += data
         self._answer(conn)
 
+    @staticmethod
+    def _close_write(conn: RecordedConnection) -> None:
+        """Ends the upstream's side of `conn` (the relay then reads to EOF)."""
+        conn.closed_by_upstream = True
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
     def _answer(self, conn: RecordedConnection) -> None:
         if conn.closed_by_upstream:
             return
@@ -265,11 +274,7 @@ class RawUpstream:
         if messages and messages[-1].broken:
             # As a strict origin would: 400 and close, without waiting for a timeout.
             self._send(conn, b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            conn.closed_by_upstream = True
-            try:
-                conn.sock.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
+            self._close_write(conn)
             return
         while conn.answered < len(messages) and messages[conn.answered].complete:
             request = messages[conn.answered]
@@ -278,11 +283,7 @@ class RawUpstream:
                 self._script_used = True
                 self._send(conn, self.script)
                 if self.close_after_script:
-                    conn.closed_by_upstream = True
-                    try:
-                        conn.sock.shutdown(socket.SHUT_WR)
-                    except OSError:
-                        pass
+                    self._close_write(conn)
                     return
             else:
                 self._send(conn, default_answer(request))

@@ -253,18 +253,11 @@ def test_upstream_switching_protocols_to_a_removed_upgrade_gets_502(start_relay,
 # ---------------------------------------------------------------------------------------------
 # 2. A field name is never empty.
 
-def test_request_header_with_an_empty_name_is_rejected(relay, upstream):
+@pytest.mark.parametrize("head", [b"GET / HTTP/1.1\r\nHost: relay.test\r\n: value\r\n\r\n",
+                                  b"GET / HTTP/1.1\r\n: value\r\nHost: relay.test\r\n\r\n"], ids=["last", "first"])
+def test_request_header_with_an_empty_name_is_rejected(relay, upstream, head):
     with relay.connect() as conn:
-        conn.send(b"GET / HTTP/1.1\r\nHost: relay.test\r\n: value\r\n\r\n")
-        assert_problem(conn.read_response(), 400)
-        assert_closed(conn)
-    stats = upstream.stats()
-    assert stats["connections_accepted"] == 0, f"the upstream was sent something: {stats}"
-
-
-def test_request_header_with_an_empty_name_first_is_rejected(relay, upstream):
-    with relay.connect() as conn:
-        conn.send(b"GET / HTTP/1.1\r\n: value\r\nHost: relay.test\r\n\r\n")
+        conn.send(head)
         assert_problem(conn.read_response(), 400)
         assert_closed(conn)
     stats = upstream.stats()

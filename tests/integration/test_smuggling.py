@@ -592,8 +592,12 @@ RESPONSE_ROWS = [
     rrow("interim-with-a-body", RCase(resp("Content-Length: 5", body=b"hello", status=b"HTTP/1.1 100 Continue")
                                       + resp("Content-Length: 2", body=b"ok"), BAD)),
     # Heads.
-    rrow("head-over-max-header-bytes", RCase(resp("X-Big: " + "a" * 8000, "Content-Length: 5", body=b"hello"), BAD,
-                                             limits={"maxHeaderBytes": 4096})),
+    rrow("head-over-max-response-header-bytes", RCase(resp("X-Big: " + "a" * 8000, "Content-Length: 5", body=b"hello"), BAD,
+                                                      limits={"maxResponseHeaderBytes": 4096})),
+    # The request limit does not apply to responses: a large Set-Cookie block is fine.
+    rrow("response-head-over-the-request-limit", RCase(resp("X-Big: " + "a" * 8000, "Content-Length: 5", body=b"hello"),
+                                                       Answer(200, b"hello"), upstream_closed=False,
+                                                       limits={"maxHeaderBytes": 4096})),
     rrow("more-fields-than-max-header-count", RCase(resp(*[f"X-F{i}: v" for i in range(101)], "Content-Length: 5",
                                                          body=b"hello"), BAD)),
     rrow("bare-lf-in-head", RCase(b"HTTP/1.1 200 OK\nContent-Length: 5\n\nhello", BAD)),

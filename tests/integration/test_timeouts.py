@@ -25,6 +25,30 @@ def test_partial_head_gets_408_after_the_header_timeout(start_relay, upstream):
     assert upstream.stats()["requests_started"] == 0
 
 
+def test_the_first_heads_deadline_runs_from_the_accept(start_relay, upstream):
+    """A client that waits before it starts its head gets no more time for it: the 408 comes
+    headerTimeoutSeconds after the connection was accepted, not after its first byte."""
+    relay = start_relay([route(upstream)], limits={"headerTimeoutSeconds": 1.5})
+    with relay.connect() as conn:
+        t0 = time.monotonic()
+        time.sleep(0.9)   # the client's own pause before its first byte, part of what is tested
+        conn.send(b"GET / HTTP/1.1\r\nHost: relay.test\r\nX-Partial: ")
+        resp = conn.read_response(timeout=scaled(5))
+        elapsed = time.monotonic() - t0
+        assert_problem(resp, 408)
+    assert 1.4 <= elapsed < 2.3, f"408 {elapsed:.2f}s after the accept; the deadline from the accept is 1.5s"
+
+
+def test_a_connection_that_sends_nothing_is_closed_at_the_header_timeout(start_relay, upstream):
+    relay = start_relay([route(upstream)], limits={"headerTimeoutSeconds": 1, "idleTimeoutSeconds": 60})
+    with relay.connect() as conn:
+        t0 = time.monotonic()
+        assert conn.is_closed(timeout=scaled(5)), "still open 5s after the accept"
+        elapsed = time.monotonic() - t0
+        assert conn.buf == b"", "a connection that sent nothing gets no answer"
+    assert 0.9 <= elapsed < scaled(3), f"closed {elapsed:.2f}s after the accept"
+
+
 def test_header_timeout_is_not_extended_by_trickled_bytes(start_relay, upstream):
     relay = start_relay([route(upstream)], limits={"headerTimeoutSeconds": 1})
     with relay.connect() as conn:
