@@ -78,6 +78,9 @@ public struct Limits: Sendable, Equatable {
     public var dnsCacheSeconds: Double
     /// Idle connections kept per upstream per worker; 0 disables pooling.
     public var maxIdleUpstreamConnections: Int
+    /// Client connections of the process; more are closed when accepted. 0: derived from the
+    /// file-descriptor limit at start.
+    public var maxConnections: Int
     /// Time a request may wait for its identity's token before it is answered 503.
     public var tokenWaitSeconds: Double
     /// Time a request body has, from its head, to arrive; every byte received extends it by
@@ -90,7 +93,7 @@ public struct Limits: Sendable, Equatable {
                 headerTimeoutSeconds: Double = 30,
                 idleTimeoutSeconds: Double = 60, upstreamConnectTimeoutSeconds: Double = 5,
                 upstreamResponseTimeoutSeconds: Double = 60, shutdownGraceSeconds: Double = 30,
-                dnsCacheSeconds: Double = 30, maxIdleUpstreamConnections: Int = 128, tokenWaitSeconds: Double = 30,
+                dnsCacheSeconds: Double = 30, maxIdleUpstreamConnections: Int = 128, maxConnections: Int = 0, tokenWaitSeconds: Double = 30,
                 requestBodyTimeoutSeconds: Double = 30, requestBodyMinBytesPerSecond: Int = 500,
                 upstreamResponseTotalSeconds: Double? = nil) {
         self.maxHeaderBytes = maxHeaderBytes
@@ -103,6 +106,7 @@ public struct Limits: Sendable, Equatable {
         self.shutdownGraceSeconds = shutdownGraceSeconds
         self.dnsCacheSeconds = dnsCacheSeconds
         self.maxIdleUpstreamConnections = maxIdleUpstreamConnections
+        self.maxConnections = maxConnections
         self.tokenWaitSeconds = tokenWaitSeconds
         self.requestBodyTimeoutSeconds = requestBodyTimeoutSeconds
         self.requestBodyMinBytesPerSecond = requestBodyMinBytesPerSecond
@@ -176,6 +180,7 @@ extension DecodingContext {
             ("maxHeaderCount", \.maxHeaderCount, 1...100_000, "a positive count"),
             ("maxResponseHeaderBytes", \.maxResponseHeaderBytes, 1...(1 << 24), "a positive number of bytes"),
             ("maxIdleUpstreamConnections", \.maxIdleUpstreamConnections, 0...1_000_000, "a count (0 disables pooling)"),
+            ("maxConnections", \.maxConnections, 0...10_000_000, "a count (0: from the file-descriptor limit)"),
             ("requestBodyMinBytesPerSecond", \.requestBodyMinBytesPerSecond, 1...(1 << 30), "a positive number of bytes per second"),
         ]
         // Bounds that are off unless set.

@@ -30,6 +30,8 @@ public final class ProxySettings: Sendable {
     let shutdownGraceMilliseconds: UInt64
     let dnsCacheMilliseconds: UInt64
     let tokenWaitMilliseconds: UInt64
+    /// `limits.maxConnections`, or the default from the descriptor limit.
+    let maxConnections: Int
     let requestBodyTimeoutMilliseconds: UInt64
     let requestBodyMinBytesPerSecond: UInt64
 
@@ -59,6 +61,7 @@ public final class ProxySettings: Sendable {
         shutdownGraceMilliseconds = milliseconds(config.limits.shutdownGraceSeconds)
         dnsCacheMilliseconds = milliseconds(config.limits.dnsCacheSeconds)
         tokenWaitMilliseconds = milliseconds(config.limits.tokenWaitSeconds)
+        maxConnections = config.limits.maxConnections > 0 ? config.limits.maxConnections : ConnectionBudget.defaultLimit()
         requestBodyTimeoutMilliseconds = milliseconds(config.limits.requestBodyTimeoutSeconds)
         requestBodyMinBytesPerSecond = UInt64(config.limits.requestBodyMinBytesPerSecond)
     }

@@ -18,6 +18,8 @@ final class ProxyWorker {
     let loop: EventLoop
     private(set) var settings: ProxySettings
     private let mailbox: SettingsMailbox
+    /// Shared by every worker of the process (`limits.maxConnections`).
+    private let budget: ConnectionBudget
     private var adoptedGeneration: UInt64
     let logger: Logger
     /// This worker's series; nil when metrics are off (no admin listener).
@@ -39,23 +41,25 @@ final class ProxyWorker {
 
     private var tlsListener: TCPListener?
 
-    init(loop: EventLoop, mailbox: SettingsMailbox, address: SocketAddress, tlsAddress: SocketAddress?,
-         logger: Logger, metrics: WorkerMetrics?) throws(UVError) {
+    init(loop: EventLoop, mailbox: SettingsMailbox, budget: ConnectionBudget, address: SocketAddress,
+         tlsAddress: SocketAddress?, logger: Logger, metrics: WorkerMetrics?) throws(UVError) {
         self.loop = loop
         self.mailbox = mailbox
+        self.budget = budget
         (settings, adoptedGeneration) = mailbox.current
         self.logger = logger
         self.metrics = metrics
         poolByRoute = Array(repeating: nil, count: settings.plans.count)
         routeMetrics = Array(repeating: nil, count: settings.plans.count)
         listener = try TCPListener(loop: loop, address: address, reusePort: true) { [unowned self] stream in
+            guard self.admit() else { return stream.close() }
             self.accept(stream)
         }
         if let tlsAddress, settings.listenerTLS != nil {
             do throws(UVError) {
                 tlsListener = try TCPListener(loop: loop, address: tlsAddress, reusePort: true) { [unowned self] tcp in
                     // The certificate of the settings in force (a reload may have rotated it).
-                    guard let serverTLS = self.currentSettings.listenerTLS else { return tcp.close() }
+                    guard let serverTLS = self.currentSettings.listenerTLS, self.admit() else { return tcp.close() }
                     self.accept(TLSStream.accept(tcp, configuration: serverTLS), overTLS: true)
                 }
             } catch {
@@ -73,6 +77,23 @@ final class ProxyWorker {
     var boundAddress: SocketAddress? { listener?.localAddress }
     var boundTLSAddress: SocketAddress? { tlsListener?.localAddress }
 
+    /// Whether a new client connection fits `limits.maxConnections` (then it is counted).
+    private func admit() -> Bool {
+        if budget.take(limit: currentSettings.maxConnections) { return true }
+        refusedConnections += 1
+        let now = loop.nowMilliseconds
+        if now >= nextRefusalLog {
+            // At most one line a minute per worker, however fast connections are refused.
+            logger.warning("limits.maxConnections reached; closing new connections",
+                           metadata: ["limit": "\(currentSettings.maxConnections)", "refused": "\(refusedConnections)"])
+            nextRefusalLog = now + 60_000
+        }
+        return false
+    }
+
+    private var refusedConnections = 0
+    private var nextRefusalLog: UInt64 = 0
+
     private func accept(_ stream: any ByteStream, overTLS: Bool = false) {
         let connection = ClientConnection(worker: self, stream: stream, overTLS: overTLS)
         clients[ObjectIdentifier(connection)] = connection
@@ -81,6 +102,7 @@ final class ProxyWorker {
 
     func connectionDidClose(_ connection: ClientConnection) {
         clients.removeValue(forKey: ObjectIdentifier(connection))
+        budget.release()
         metrics?.clientConnectionClosed()
         if isDraining && clients.isEmpty { finishDrain() }
     }

@@ -41,6 +41,7 @@ public final class RelayServer: Sendable {
     public static func start(settings: ProxySettings, workers count: Int, logger: Logger,
                              metrics: RelayMetrics? = nil) throws(StartError) -> RelayServer {
         let mailbox = SettingsMailbox(settings)
+        let budget = ConnectionBudget()
         let listen = settings.config.listen
         guard var address = SocketAddress(binding: listen) else {
             throw .badListenAddress(listen.description)
@@ -66,7 +67,7 @@ public final class RelayServer: Sendable {
                 let worker: ProxyWorker
                 do {
                     loop = try EventLoop()
-                    worker = try ProxyWorker(loop: loop, mailbox: mailbox, address: bindTo, tlsAddress: bindTLSTo,
+                    worker = try ProxyWorker(loop: loop, mailbox: mailbox, budget: budget, address: bindTo, tlsAddress: bindTLSTo,
                                              logger: finalLogger, metrics: metrics?.worker(index))
                 } catch {
                     report(.failure(error))

@@ -372,7 +372,7 @@ LIMIT_SAMPLES = {"maxHeaderBytes": 8192, "maxHeaderCount": 50, "headerTimeoutSec
                  "upstreamConnectTimeoutSeconds": 1, "upstreamResponseTimeoutSeconds": 2.5,
                  "shutdownGraceSeconds": 5, "dnsCacheSeconds": 10, "maxIdleUpstreamConnections": 0,
                  "tokenWaitSeconds": 5, "requestBodyTimeoutSeconds": 10, "requestBodyMinBytesPerSecond": 100,
-                 "maxResponseHeaderBytes": 16384,
+                 "maxResponseHeaderBytes": 16384, "maxConnections": 1000,
                  "upstreamResponseTotalSeconds": 120}
 TLS_SAMPLES = {"caFile": {"caFile": CERT_FILE}, "serverName": {"serverName": "api.example.test"},
                "pins": {"pins": [PIN]},
