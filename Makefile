@@ -5,13 +5,14 @@
 #                       (Swift's exclusivity checks on: release builds turn them off)
 #   make test-tsan      the thread-sensitive unit tests and the same integration tests under
 #                       ThreadSanitizer (a separate build in .build-tsan)
+#   make fuzz           every libFuzzer target in Tests/Fuzz for FUZZ_SECONDS (120) each
 SHELL := /bin/bash
 SWIFT_FLAGS ?=
 RELEASE_BIN := .build/release/oauth-relay
 VENV := .venv-test
 PYTHON ?= python3
 
-.PHONY: run test deps test-deps build unit-test integration-test test-checked test-tsan bench clean
+.PHONY: run test deps test-deps build unit-test integration-test fuzz-smoke fuzz test-checked test-tsan bench clean
 
 deps:
 	scripts/install-deps
@@ -39,7 +40,15 @@ integration-test: $(VENV)/.installed
 
 test: test-deps
 	$(MAKE) unit-test
+	$(MAKE) fuzz-smoke
 	$(MAKE) integration-test
+
+# Each fuzz target for a few seconds, so none can rot; `make fuzz` is the real run.
+fuzz-smoke:
+	scripts/fuzz --seconds 5
+
+fuzz:
+	scripts/fuzz --seconds $${FUZZ_SECONDS:-120}
 
 # The integration tests that drive the data path, the token hand-off and reloads, for the
 # checked and sanitized builds (the others test the CLI, schema and packaging).
