@@ -317,32 +317,7 @@ public final class HTTP1Parser {
         head.keepAlive = llhttp_should_keep_alive(state) != 0
         head.isUpgrade = state.pointee.upgrade != 0
         head.markConnectionListedFields()
-        if head.connectionListsFramingField() {
-            return fail(.malformed, "Connection lists Content-Length, Transfer-Encoding or Host")
-        }
-        if head.versionMajor != 1 {
-            return head.versionMajor == 0 ? fail(.malformed, "HTTP/0.9 is not supported")
-                : fail(.unsupportedVersion, "only HTTP/1.x is spoken here")
-        }
-        if kind == .response && !(100...999).contains(head.statusCode) {
-            return fail(.malformed, "a status code must have three digits")
-        }
-        if head.fields.contains(where: { $0.known == .transferEncoding }) {
-            // RFC 9112 §6.1 and §6.3: an HTTP/1.0 message with Transfer-Encoding has faulty
-            // framing, and a request whose codings do not end in chunked has no known length.
-            if head.versionMinor == 0 {
-                return fail(.malformed, "Transfer-Encoding in an HTTP/1.0 message")
-            }
-            if kind == .request && !head.isChunked {
-                return fail(.malformed, "Transfer-Encoding without chunked as the final coding")
-            }
-            if !head.transferCodingIsOnlyChunked() {
-                return fail(.unsupportedTransferCoding, "transfer codings other than one chunked are not supported")
-            }
-        }
-        if kind == .request && head.hostIndex == nil && (head.versionMajor, head.versionMinor) >= (1, 1) {
-            return fail(.badHost, "HTTP/1.1 request without a Host header")
-        }
+        if let problem = head.framingProblem(of: kind) { return fail(problem.kind, problem.reason) }
         inTrailers = true
         headComplete = true
         headBytesSeen = 0
