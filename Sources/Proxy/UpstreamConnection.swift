@@ -87,6 +87,9 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     // MARK: Lifecycle
 
+    /// Why the socket could not even be created (reported by the connect timer at once).
+    private var failedToConnect: UVError?
+
     func connect(to address: SocketAddress) {
         guard state == .resolving else { return }
         do {
@@ -96,7 +99,12 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                 stream = try TCPStream.connect(on: pool.loop, to: address, delegate: self)
             }
         } catch {
-            fail(.connect(error))
+            // Reported on the next loop turn, not from inside `acquire`: the owner takes this
+            // connection as its upstream only when `acquire` returns, and would not recognise a
+            // failure reported before (the request then waited forever, e.g. out of descriptors).
+            state = .connecting
+            failedToConnect = error
+            arm(.connect, 0)
             return
         }
         state = .connecting
@@ -200,6 +208,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     private func timerFired() {
         switch deadlines.expiry(at: pool.loop.nowMilliseconds) {
         case .connect:
+            if let failedToConnect { return fail(.connect(failedToConnect)) }
             // Issue 3: a handshake that does not finish is a TLS failure (502), not a slow network.
             fail((stream as? TLSStream)?.isHandshaking == true ? .tls("TLS handshake timed out") : .connectTimeout)
         case .response: fail(.responseTimeout)

@@ -1,7 +1,10 @@
 """Limits enforced by the relay: 431 over `maxHeaderBytes` or over `maxHeaderCount` fields,
 without buffering an endless head (heads within the limits pass), and `maxConnections`."""
 
+import os
+import subprocess
 import time
+from pathlib import Path
 
 from deadlines import scaled
 from http_client import assert_problem, build_request
@@ -74,3 +77,40 @@ def test_connections_over_max_connections_are_closed_at_once_and_service_resumes
                 assert conn.request("GET", "/after").status == 200
                 break
         assert time.monotonic() < deadline, "no connection was served after the held ones closed"
+
+
+def relay_cpu_seconds(relay) -> float:
+    fields = Path(f"/proc/{relay.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_out_of_descriptors_requests_get_502_at_once_and_service_resumes(start_relay, upstream):
+    """With every descriptor in use (a `ulimit -n` below maxConnections), a request whose upstream
+    connection cannot even be opened is answered 502 at once, not left waiting; the relay does
+    not spin on the listener meanwhile; and once descriptors are free again it serves."""
+    relay = start_relay([route(upstream)], limits={"maxConnections": 100_000})
+    held = [relay.connect() for _ in range(3)]
+    in_use = len(os.listdir(f"/proc/{relay.pid}/fd"))
+    subprocess.run(["prlimit", f"--pid={relay.pid}", f"--nofile={in_use + 4}:{in_use + 4}"], check=True)
+    flood = [relay.connect() for _ in range(30)]   # takes the last descriptors
+    try:
+        before = relay_cpu_seconds(relay)
+        time.sleep(1)
+        assert relay_cpu_seconds(relay) - before < 0.3, "the relay spins while out of descriptors"
+        started = time.monotonic()
+        resp = held[0].request("GET", "/no-descriptor", timeout=scaled(5))
+        assert_problem(resp, 502)
+        assert b"EMFILE" in resp.body, resp.body
+        assert time.monotonic() - started < scaled(2)
+    finally:
+        for conn in flood:
+            conn.close()
+    deadline = time.monotonic() + scaled(5)
+    while True:
+        resp = held[1].request("GET", "/after", timeout=scaled(5))
+        if resp.status == 200:
+            break
+        assert time.monotonic() < deadline, f"still {resp.status} after the descriptors were freed"
+        time.sleep(0.1)
+    for conn in held:
+        conn.close()
