@@ -29,6 +29,10 @@ final class DecodingContext {
     }
 
     func report(_ message: String, at field: Field) {
+        var message = message
+        if case .string(let raw) = field.value.kind {
+            message = EnvironmentInterpolation.hidingValues(referencedBy: raw, in: message, environment: environment)
+        }
         report(message, at: field.path, offset: field.value.offset)
     }
 

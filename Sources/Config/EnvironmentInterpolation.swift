@@ -47,6 +47,26 @@ enum EnvironmentInterpolation {
         return .success(String(decoding: output, as: UTF8.self))
     }
 
+    /// `message` with the value of every variable `text` refers to written back as `${NAME}`:
+    /// what a file interpolates may be a key (a URL's query, a header), and an error about the
+    /// resolved string must not show it in a log. Values shorter than 4 characters are left
+    /// (replacing them would garble the message; they carry no secret worth the name).
+    static func hidingValues(referencedBy text: String, in message: String, environment: [String: String]) -> String {
+        guard text.contains("${") else { return message }
+        var hidden = message
+        var rest = Substring(text)
+        while let start = rest.range(of: "${") {
+            guard let close = rest[start.upperBound...].firstIndex(of: "}") else { break }
+            let expression = rest[start.upperBound..<close]
+            let name = expression.range(of: ":-").map { expression[..<$0.lowerBound] } ?? expression
+            if let value = environment[String(name)], value.count >= 4 {
+                hidden = hidden.replacingOccurrences(of: value, with: "${\(name)}")
+            }
+            rest = rest[rest.index(after: close)...]
+        }
+        return hidden
+    }
+
     private static func substitute(_ expression: String, environment: [String: String]) -> Result<String, InvalidValue> {
         let name: Substring
         let fallback: Substring?

@@ -60,4 +60,16 @@ final class InterpolationTests: XCTestCase {
     func testLoneDollarIsKept() throws {
         XCTAssertEqual(try via("a$b$"), "a$b$")
     }
+
+    /// Found by the config fuzzer: an error about an interpolated value quoted the variable's
+    /// value, which may be a key (here in a token URL).
+    func testAnErrorAboutAnInterpolatedValueShowsTheReferenceNotTheValue() {
+        let errors = configErrors(#"{"identities":{"o":{"tokenUrl":"https:/${KEY}","clientId":"c"}}}"#,
+                                  environment: ["KEY": "k3y-that-must-not-show"])
+        XCTAssertFalse(errors.isEmpty)
+        for error in errors {
+            XCTAssertFalse(error.description.contains("k3y-that-must-not-show"), error.description)
+        }
+        XCTAssertTrue(errors.contains { $0.message.contains("${KEY}") }, describe(errors).joined(separator: "\n"))
+    }
 }
