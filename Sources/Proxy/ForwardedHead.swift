@@ -59,9 +59,13 @@ enum ForwardedHead {
         }
         if framing == .chunked { out.append("Transfer-Encoding: chunked\r\n") }
         if let upgrade {
-            out.append("Connection: upgrade\r\nUpgrade: ")
+            // An h2c upgrade needs its HTTP2-Settings (RFC 7540 §3.2.1), a field its Connection
+            // lists and so dropped above: forwarded with it when the route lets h2c through.
+            let settings = head.fields.first { ASCII.equalsIgnoringCase(head.name($0), Self.http2Settings) }
+            out.append(settings == nil ? "Connection: upgrade\r\nUpgrade: " : "Connection: upgrade, HTTP2-Settings\r\nUpgrade: ")
             out.append(upgrade)
             out.append("\r\n")
+            if let settings { out.appendField(head.name(settings), head.value(settings)) }
         }
         if !plan.setsForwardedFor {
             out.append("X-Forwarded-For: ")
@@ -139,6 +143,8 @@ enum ForwardedHead {
             out.appendField(head.name(field), head.value(field))
         }
     }
+
+    private static let http2Settings = Array("http2-settings".utf8)
 
     /// The message's Content-Length as the parser read it, in its one canonical spelling.
     private static func appendContentLength(_ head: HTTPHead, into out: inout ByteBuffer) {

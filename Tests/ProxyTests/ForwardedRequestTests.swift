@@ -98,6 +98,15 @@ final class ForwardedRequestTests: XCTestCase {
                             + relayFields(), route: route)
     }
 
+    func testAnAllowedH2CUpgradeKeepsItsHTTP2Settings() {
+        var route = route()
+        route.upgrade = ["h2c"]
+        assertForwarded(["GET /a HTTP/1.1", "Host: relay.example", "Connection: Upgrade, HTTP2-Settings", "Upgrade: h2c",
+                         "HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA"],
+                        as: ["GET /a HTTP/1.1", "Host: orders.internal:8080", "Connection: upgrade, HTTP2-Settings",
+                             "Upgrade: h2c", "HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA"] + relayFields(), route: route)
+    }
+
     func testContentLengthIsWrittenInItsCanonicalForm() {
         assertForwarded(["POST /a HTTP/1.1", "Host: relay.example", "Content-Length: 005", "X-After: 1"], body: "hello",
                         as: ["POST /a HTTP/1.1", "Host: orders.internal:8080", "Content-Length: 5", "X-After: 1"] + relayFields())
