@@ -38,6 +38,10 @@ public final class HTTPHead {
     public internal(set) var versionMinor: UInt8 = 1
     /// Framing, from the parser at the end of the head.
     public internal(set) var isChunked = false
+    /// A Transfer-Encoding field is present (whatever it lists).
+    var hasTransferEncoding = false
+    /// A `Connection` header lists Content-Length, Transfer-Encoding or Host (see HeadRules).
+    var connectionListsFramingField = false
     public internal(set) var contentLength: UInt64?
     /// The message asks to keep the connection (HTTP/1.1 default, or 1.0 with keep-alive).
     public internal(set) var keepAlive = true
@@ -59,6 +63,8 @@ public final class HTTPHead {
         reasonStart = 0; reasonLength = 0
         versionMajor = 1; versionMinor = 1
         isChunked = false
+        hasTransferEncoding = false
+        connectionListsFramingField = false
         contentLength = nil
         keepAlive = true
         isUpgrade = false
@@ -121,12 +127,7 @@ public final class HTTPHead {
         return onlyChunked && codings == 1
     }
 
-    /// Whether a `Connection` header lists a field the message's framing or routing depends on
-    /// (Content-Length, Transfer-Encoding, Host): removing it as hop-by-hop would let the next
-    /// hop read the body, or the target, differently from the relay.
-    func connectionListsFramingField() -> Bool {
-        fields.contains { $0.listedInConnection && ($0.known == .contentLength || $0.known == .transferEncoding || $0.known == .host) }
-    }
+
 
     private static let chunked = Array("chunked".utf8)
 
@@ -137,6 +138,10 @@ public final class HTTPHead {
                 for i in fields.indices where !fields[i].listedInConnection
                     && ASCII.equalsIgnoringCase(name(fields[i]), token) {
                     fields[i].listedInConnection = true
+                    // Removing one of these as hop-by-hop would let the next hop read the body,
+                    // or the target, differently from the relay.
+                    let known = fields[i].known
+                    if known == .contentLength || known == .transferEncoding || known == .host { connectionListsFramingField = true }
                 }
             }
         }

@@ -5,7 +5,7 @@
 extension HTTPHead {
     /// Why this head must be refused, or nil.
     func framingProblem(of kind: HTTP1Parser.Kind) -> HTTP1Error? {
-        if connectionListsFramingField() {
+        if connectionListsFramingField {
             return HTTP1Error(.malformed, "Connection lists Content-Length, Transfer-Encoding or Host")
         }
         if versionMajor != 1 {
@@ -15,7 +15,7 @@ extension HTTPHead {
         if kind == .response && !(100...999).contains(statusCode) {
             return HTTP1Error(.malformed, "a status code must have three digits")
         }
-        if fields.contains(where: { $0.known == .transferEncoding }) {
+        if hasTransferEncoding {
             // RFC 9112 §6.1 and §6.3: an HTTP/1.0 message with Transfer-Encoding has faulty
             // framing, and a request whose codings do not end in chunked has no known length.
             if versionMinor == 0 {

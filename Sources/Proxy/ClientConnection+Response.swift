@@ -216,9 +216,10 @@ extension ClientConnection {
     /// drains), and unless the identity keeps it (`minTokenAgeForRetrySeconds`) the request
     /// goes out once more with a new one, instead of the answer going to the client.
     private func shouldReplayWithNewToken(status: Int) -> Bool {
-        guard let plan, let token = exchange.token, !exchange.replayedWithNewToken, exchange.requestDone,
-              !exchange.hasRequestBody || exchange.bodyReplayable, plan.route.retryOnStatus.contains(status),
-              let identity = plan.identity, let tokens = worker.tokens else { return false }
+        // Cheapest first: this runs for every response on a route with an identity.
+        guard status >= 400, exchange.token != nil, !exchange.replayedWithNewToken, exchange.requestDone,
+              !exchange.hasRequestBody || exchange.bodyReplayable, let plan, plan.route.retryOnStatus.contains(status),
+              let token = exchange.token, let identity = plan.identity, let tokens = worker.tokens else { return false }
         let refusal = tokens.refused(identity, token: token, minimumAge: plan.route.minTokenAgeForRetrySeconds)
         if refusal == .kept {
             worker.logger.debug("upstream refused a token fetched after an earlier refusal; passing its answer through",

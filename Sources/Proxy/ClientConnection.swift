@@ -295,7 +295,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         if exchange.replayedWithNewToken && !replayBody.isEmpty { upstream.write(replayBody) }
         // A client that sent `Expect: 100-continue` waits for the interim answer (or a second)
         // before its body: its clock starts with the first byte instead.
-        if !head.fields.contains(where: { $0.known == .expect }) { startBodyClock() }
+        if exchange.hasRequestBody && !head.fields.contains(where: { $0.known == .expect }) { startBodyClock() }
         // A request that waited for its token, or is sent again, is complete as it goes out.
         if exchange.requestDone { upstream.noteRequestSent() }
     }

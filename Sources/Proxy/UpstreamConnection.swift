@@ -193,11 +193,14 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     // MARK: Timers
 
     private func arm(_ purpose: UpstreamDeadlines.Purpose, _ milliseconds: UInt64) {
-        setTimer(deadlines.start(purpose, after: milliseconds, now: pool.loop.nowMilliseconds))
+        let now = pool.loop.nowMilliseconds
+        setTimer(deadlines.start(purpose, after: milliseconds, now: now), now: now)
     }
 
-    private func setTimer(_ due: UInt64) {
-        timer?.arm(afterMilliseconds: due - min(due, pool.loop.nowMilliseconds))
+    /// `now`: the loop's time, when the caller just read it (one read per event).
+    private func setTimer(_ due: UInt64, now: UInt64? = nil) {
+        let now = now ?? pool.loop.nowMilliseconds
+        timer?.arm(afterMilliseconds: due - min(due, now))
     }
 
     private func disarm() {
