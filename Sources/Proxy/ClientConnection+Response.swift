@@ -238,8 +238,7 @@ extension ClientConnection {
         worker.logger.info("upstream refused the token; sending the request again with a new one",
                            metadata: ["route": .string(plan.route.name), "identity": .string(plan.route.identity ?? "-")])
         exchange.token = nil
-        exchange.waitingForToken = true
-        timer?.arm(afterMilliseconds: settings.tokenWaitMilliseconds)
+        startTokenWait()
         tokenMayBeReady()
     }
 }

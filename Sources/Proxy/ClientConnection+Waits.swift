@@ -9,6 +9,12 @@ import OAuth2
 extension ClientConnection {
     // MARK: Waiting for the token
 
+    /// The request waits for its token from now on, `tokenWaitSeconds` at most.
+    func startTokenWait() {
+        exchange.waitingForToken = true
+        timer?.arm(afterMilliseconds: settings.tokenWaitMilliseconds)
+    }
+
     /// The token thread ended a fetch this parked request waited for: ask again.
     func tokenMayBeReady() {
         guard phase == .exchanging, exchange.waitingForToken, let plan, let identity = plan.identity,

@@ -240,9 +240,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                 // (`tokenMayBeReady`). A body waits unparsed in `leftover`: the parser stops
                 // after the head. A request without one completes and stops at its end, as
                 // every request does (llhttp would only report that end on further input).
-                exchange.waitingForToken = true
+                startTokenWait()
                 tokens.park(self)
-                timer?.arm(afterMilliseconds: settings.tokenWaitMilliseconds)
                 guard exchange.hasRequestBody else { return .framed }
                 exchange.pausedAtHead = true
                 return .pauseAfterHead

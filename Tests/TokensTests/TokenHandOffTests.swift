@@ -14,6 +14,13 @@ final class TokenHandOffTests: XCTestCase {
                  grant: .clientCredentials, clientId: "orders-relay")
     }
 
+    /// An identity whose first fetch is in flight.
+    private func fetchingIdentity(file: StaticString = #filePath, line: UInt = #line) throws -> IdentityTokens {
+        let tokens = IdentityTokens(identity: identity(), slot: 0)
+        _ = try XCTUnwrap(tokens.update { $0.startFetchIfDue(at: 0) }, "no fetch started", file: file, line: line)
+        return tokens
+    }
+
     private func token(_ value: String) -> TokenResponse {
         TokenResponse(accessToken: Secret(value), expiresIn: 3600)
     }
@@ -53,8 +60,7 @@ final class TokenHandOffTests: XCTestCase {
     /// wake-up only then, under a second lock, and the result was published to nobody).
     func testAResultPublishedRightAfterADecisionToWaitWakesTheWaitingLoop() throws {
         let worker = try WorkerLoop()
-        let tokens = IdentityTokens(identity: identity(), slot: 0)
-        XCTAssertNotNil(tokens.update { $0.startFetchIfDue(at: 0) })
+        let tokens = try fetchingIdentity()
 
         XCTAssertEqual(tokens.decide(at: 0, wakingOnResult: worker.wakeup), .wait)
         tokens.publish { lifecycle in
@@ -74,8 +80,7 @@ final class TokenHandOffTests: XCTestCase {
     /// and registers nothing, so a later result wakes nobody.
     func testARequestAskingAfterTheResultInjectsAndIsNotRegistered() throws {
         let worker = try WorkerLoop()
-        let tokens = IdentityTokens(identity: identity(), slot: 0)
-        XCTAssertNotNil(tokens.update { $0.startFetchIfDue(at: 0) })
+        let tokens = try fetchingIdentity()
         tokens.publish { lifecycle in
             lifecycle.fetchSucceeded(token("at-1"), at: 0.1)
             return true
@@ -91,8 +96,7 @@ final class TokenHandOffTests: XCTestCase {
 
     func testEveryWaitingLoopIsWokenOnceByTheNextResultAndThenForgotten() throws {
         let first = try WorkerLoop(), second = try WorkerLoop()
-        let tokens = IdentityTokens(identity: identity(), slot: 0)
-        XCTAssertNotNil(tokens.update { $0.startFetchIfDue(at: 0) })
+        let tokens = try fetchingIdentity()
         for _ in 0..<3 { XCTAssertEqual(tokens.decide(at: 0, wakingOnResult: first.wakeup), .wait) }
         XCTAssertEqual(tokens.decide(at: 0, wakingOnResult: second.wakeup), .wait)
         let generation = tokens.generation
@@ -115,8 +119,7 @@ final class TokenHandOffTests: XCTestCase {
 
     func testAChangeThatRequestsNeedNotHearOfWakesNobody() throws {
         let worker = try WorkerLoop()
-        let tokens = IdentityTokens(identity: identity(), slot: 0)
-        XCTAssertNotNil(tokens.update { $0.startFetchIfDue(at: 0) })
+        let tokens = try fetchingIdentity()
         XCTAssertEqual(tokens.decide(at: 0, wakingOnResult: worker.wakeup), .wait)
         let generation = tokens.generation
 
