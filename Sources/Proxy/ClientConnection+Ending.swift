@@ -1,5 +1,6 @@
-// How exchanges and client connections end: local answers (problem documents), rejected
-// requests, the next request after a complete exchange, closing, timeouts.
+// How exchanges and client connections end, as the exchange decides: local answers (problem
+// documents), rejected requests, the next request after a complete exchange, closing,
+// timeouts, the end of the socket.
 
 import ByteBuffers
 import EventLoop
@@ -8,87 +9,54 @@ import HTTP1
 extension ClientConnection {
     // MARK: Ending exchanges
 
-    /// Answers with a problem document; with a request body still to come, the connection
-    /// ends after the answer (the body is not read).
+    /// Writes a problem document the exchange decided on; the connection ends after it unless
+    /// the exchange keeps it alive (not with a request body still to come: it is not read).
     func answerLocally(_ problem: Problem) {
-        var problem = problem
-        if problem.route == nil { problem.route = plan?.route.name }
-        exchange.answeredLocally = true
-        exchange.responseDone = true
-        exchange.status = problem.status
-        if exchange.hasRequestBody && !exchange.requestDone { exchange.keepAlive = false }
         scratch.clear()
         problem.write(keepAlive: exchange.keepAlive, viaSuffix: settings.viaSuffix, into: &scratch)
         stream.write(scratch)
         if !exchange.keepAlive { closeAfterResponse() }
     }
 
-    /// A request the parser rejected: answer 400/431 and close (RFC 9112 §2.2: the framing of
-    /// what follows cannot be trusted).
+    /// A request the parser rejected: answer 400/431/501/505 and close.
     func rejectRequest(_ error: HTTP1Error) {
-        let problem: Problem
-        switch error.requestStatus {
-        case 431: problem = .headersTooLarge(error.reason)
-        case 501: problem = .notImplemented(error.reason)
-        case 505: problem = .versionNotSupported(error.reason)
-        default: problem = .badRequest(error.reason)
-        }
-        switch phase {
-        case .closing, .tunnelling:
+        switch exchange.requestRejected(error) {
+        case .ignore:
             return
-        case .awaitingRequest, .readingHead:
-            worker.countRejected(status: problem.status)
-        case .exchanging:
-            if exchange.responseHeadSent {
-                // The upstream's response is on its way; the client learns of the error by the close.
-                close()
-                return
-            }
-            if exchange.answeredLocally {
-                closeAfterResponse()
-                return
-            }
-            // A body that turned out malformed mid-way: the upstream got part of it.
-            if let upstream {
+        case .closeNow:
+            close()
+        case .closeAfterResponse:
+            closeAfterResponse()
+        case .answer(let problem, let counted, let abortUpstream):
+            if counted { worker.countRejected(status: problem.status) }
+            if abortUpstream, let upstream {
                 upstream.reusable = false
                 upstream.close()
                 self.upstream = nil
             }
+            answerLocally(problem)
         }
-        phase = .exchanging
-        exchange.keepAlive = false
-        exchange.answeredLocally = true
-        exchange.responseDone = true
-        exchange.status = problem.status
-        scratch.clear()
-        problem.write(keepAlive: false, viaSuffix: settings.viaSuffix, into: &scratch)
-        stream.write(scratch)
-        closeAfterResponse()
     }
 
     func finishExchangeIfDone() {
-        guard phase == .exchanging, exchange.requestDone, exchange.responseDone else { return }
+        guard exchange.isFinished else { return }
         recordExchange()
         if let upstream {
             upstream.finishExchange()
             self.upstream = nil
         }
-        plan = nil
-        if !exchange.keepAlive || worker.isDraining {
+        guard exchange.nextRequest(draining: worker.isDraining) else {
             closeAfterResponse()
             return
         }
-        exchange = Exchange()
         parser.resume()
         parserPaused = false
-        phase = .awaitingRequest
         timer?.arm(afterMilliseconds: settings.idleTimeoutMilliseconds)
     }
 
     func closeAfterResponse() {
-        guard phase != .closing else { return }
-        if phase == .exchanging && exchange.responseDone { recordExchange() }
-        phase = .closing
+        if exchange.recordsOnClose { recordExchange() }
+        guard exchange.closesAfterResponse() else { return }
         timer?.disarm()
         if let upstream {
             upstream.close()
@@ -99,7 +67,7 @@ extension ClientConnection {
 
     /// Closes at once (queued writes dropped).
     func close() {
-        if phase != .closing { phase = .closing }
+        exchange.closes()
         stream.close()
     }
 
@@ -111,34 +79,27 @@ extension ClientConnection {
 
     /// Counts and logs the exchange, once.
     func recordExchange() {
-        guard exchange.startedAt != 0 else { return }
-        worker.record(exchange, plan: plan, settings: settings)
-        exchange.startedAt = 0
+        guard exchange.record.startedAt != 0 else { return }
+        worker.record(exchange.record, plan: exchange.plan, settings: settings)
+        exchange.record.startedAt = 0
     }
 
     // MARK: Timers and the end of the socket
 
     func timerFired() {
-        switch phase {
-        case .awaitingRequest:
-            close()
-        case .readingHead:
-            exchange = Exchange()
-            exchange.keepAlive = false
-            let problem = Problem.headerTimeout()
-            worker.countRejected(status: problem.status)
-            scratch.clear()
-            problem.write(keepAlive: false, viaSuffix: settings.viaSuffix, into: &scratch)
-            stream.write(scratch)
-            closeAfterResponse()
-        case .exchanging:
-            if exchange.waitingForToken {
-                tokenWaitExpired()
-            } else if exchange.bodyClockStartedAt != 0 {
-                requestBodyTimedOut()
-            }
-        case .tunnelling, .closing:
+        switch exchange.expiredDeadline {
+        case .none:
             break
+        case .idle:
+            close()
+        case .header:
+            let problem = exchange.headerTimedOut()
+            worker.countRejected(status: problem.status)
+            answerLocally(problem)
+        case .tokenWait:
+            tokenWaitExpired()
+        case .requestBody:
+            requestBodyTimedOut()
         }
     }
 
@@ -146,36 +107,33 @@ extension ClientConnection {
     /// upstream connection, which holds a part of it, and the client connection end; the
     /// client gets a 408 if no response has begun.
     func requestBodyTimedOut() {
-        exchange.bodyClockStartedAt = 0
         if let upstream {
             upstream.reusable = false
             upstream.close()
             self.upstream = nil
         }
         heldResponseHead.clear()
-        if exchange.responseHeadSent || exchange.responseDone {
-            close()
-            return
+        switch exchange.requestBodyTimedOut() {
+        case .closeNow: close()
+        case .answer(let problem): answerLocally(problem)
         }
-        answerLocally(.requestBodyTimeout())
     }
 
     func stream(_ stream: any ByteStream, didEndWith error: UVError?) {
-        switch phase {
-        case .exchanging where error == nil && exchange.requestDone:
-            // The client closed its sending side after a complete request: answer, then close.
-            exchange.keepAlive = false
-        case .tunnelling:
+        switch exchange.clientEnded(cleanly: error == nil) {
+        case .answerThenClose:
+            break
+        case .endTunnel:
             upstream?.finishTunnel()
             upstream = nil
             closeAfterResponse()
-        default:
+        case .close:
             close()
         }
     }
 
     func streamDidClose(_ stream: any ByteStream) {
-        phase = .closing
+        exchange.closes()
         timer?.close()
         timer = nil
         if let upstream {

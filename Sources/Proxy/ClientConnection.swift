@@ -1,9 +1,9 @@
-// ClientConnection: one accepted client socket and the exchanges on it, one at a time.
+// ClientConnection: one accepted client socket and the exchanges on it, one at a time. It moves
+// bytes; what to do with them is decided by its `Exchange` (Exchange.swift), to which it reports
+// every event and whose answers it carries out.
 //
-// Phases: awaitingRequest (idle keep-alive) → readingHead → exchanging → awaitingRequest ...,
-// or → tunnelling after an upgrade, or → closing. Pipelined requests are answered in order by
-// pausing the parser at the end of each request and keeping the bytes after it in `leftover`
-// until the response is complete.
+// Pipelined requests are answered in order by pausing the parser at the end of each request and
+// keeping the bytes after it in `leftover` until the response is complete.
 //
 // Bodies stream: request body bytes go from the parser callback straight to the upstream
 // stream (copied only if the kernel does not take them at once); response bytes likewise to the
@@ -30,8 +30,6 @@ func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -
 }
 
 final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
-    enum Phase { case awaitingRequest, readingHead, exchanging, tunnelling, closing }
-
     unowned let worker: ProxyWorker
     let stream: any ByteStream
     let parser: HTTP1Parser
@@ -39,7 +37,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// The settings of the current exchange (a reload applies from the next request on).
     var settings: ProxySettings
     var forwarding: ForwardedHead.Forwarding
-    var phase: Phase = .awaitingRequest
+    /// The decisions: the state of the connection and of its current exchange.
+    var exchange = Exchange()
 
     /// Bytes received after the request being handled (pipelined), not parsed yet.
     var leftover = ByteBuffer()
@@ -47,32 +46,22 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     var parsing = ByteBuffer()
     /// Scratch for composing heads and chunk lines.
     var scratch = ByteBuffer()
-    /// The response head, held back until body bytes follow or the upstream read that carried
-    /// it is fully parsed: bad framing right behind the head then still becomes a clean 502.
+    /// The response head, held back while the exchange says so (`Exchange.Response.held`).
     var heldResponseHead = ByteBuffer()
     var normalizedPath: [UInt8] = []
     var rewrittenTarget: [UInt8] = []
     var targetScratch = RoutePlan.TargetScratch()
 
-    // The current exchange.
-    var exchange = Exchange()
     var upstream: UpstreamConnection?
-    var plan: RoutePlan?
     /// The request head as sent upstream, kept to send again on a fresh connection when a
     /// reused one turns out closed (only for requests without a body).
     var replayableHead = ByteBuffer()
-    /// The request body as sent upstream, for a replay with a new token (see `sendRequestBody`).
+    /// The request body as sent upstream, for a replay with a new token (`Exchange.BodyReplay`).
     var replayBody = ByteBuffer()
+    /// The parser stopped at the end of a request (or an upgrade) and must be resumed.
     var parserPaused = false
-    /// Requests whose head arrived on this connection.
-    var exchangesStarted = 0
-    var readsBlockedByUpstream = false
-    var upstreamReadsBlockedByClient = false
 
     private static let options = Array("options".utf8)
-
-    /// Pipelined bytes held while a response is pending before reading stops.
-    static let maxBufferedPipelineBytes = 64 * 1024
 
     init(worker: ProxyWorker, stream: any ByteStream, overTLS: Bool = false) {
         self.worker = worker
@@ -92,7 +81,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         stream.startReading()
     }
 
-    var isIdle: Bool { phase == .awaitingRequest && leftover.isEmpty }
+    var isIdle: Bool { exchange.phase == .awaitingRequest && leftover.isEmpty }
 
     /// Exchanges are timed for the metrics or the access log (a reload may switch the log).
     var timesExchanges: Bool { worker.metrics != nil || settings.config.accessLog }
@@ -109,7 +98,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     // MARK: Reading and parsing
 
     func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
-        switch phase {
+        switch exchange.phase {
         case .tunnelling:
             upstream?.write(bytes)
             if upstream?.isAboveHighWater == true { blockReadsForUpstream() }
@@ -117,11 +106,9 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             break
         default:
             if parserPaused {
-                // The next request came before this one's response (pipelining): keep it for
-                // later, and stop reading only when a lot is waiting. Reading on otherwise
-                // saves two epoll_ctl calls per request and notices a client that goes away.
+                // The next request came before this one's response (pipelining): keep it for later.
                 leftover.append(bytes)
-                if leftover.count > Self.maxBufferedPipelineBytes { stream.stopReading() }
+                if !exchange.readsOnWhilePipelined(pipelinedBytes: leftover.count) { stream.stopReading() }
                 return
             }
             feedParser(bytes)
@@ -130,13 +117,9 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     }
 
     func feedParser(_ bytes: UnsafeRawBufferPointer) {
-        let headStarts = phase == .awaitingRequest
-        if headStarts { phase = .readingHead }
+        let headStarts = exchange.readingStarts()
         let result = parser.feed(bytes)
-        // Most heads arrive whole in their first read; the header timeout is armed only for
-        // one that did not (its clock starts at this read: the loop's time is cached), and not
-        // for the connection's first head, whose deadline runs from the accept.
-        if headStarts && phase == .readingHead && exchangesStarted > 0 {
+        if exchange.needsHeaderDeadline(headStarted: headStarts) {
             timer?.arm(afterMilliseconds: settings.headerTimeoutMilliseconds)
         }
         switch result {
@@ -157,20 +140,13 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     /// Parses pipelined bytes kept in `leftover` while no exchange is running.
     func drive() {
-        while phase == .awaitingRequest && !leftover.isEmpty {
+        while exchange.phase == .awaitingRequest && !leftover.isEmpty {
             parsing.swapStorage(with: &leftover)
             leftover.clear()
             feedParser(parsing.readableBytes)
             parsing.clear()
         }
-        // Read on unless the parser waits for the current exchange, the upstream is full, or
-        // the connection is ending.
-        switch phase {
-        case .awaitingRequest, .readingHead, .exchanging:
-            if !readsBlockedByUpstream && leftover.count <= Self.maxBufferedPipelineBytes { stream.startReading() }
-        case .tunnelling, .closing:
-            break
-        }
+        if exchange.readsClient(pipelinedBytes: leftover.count) { stream.startReading() }
     }
 
     // MARK: The request (HTTP1ParserDelegate)
@@ -178,98 +154,77 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
         let head = parser.head
         timer?.disarm()
-        phase = .exchanging
-        exchangesStarted += 1
-        exchange = Exchange()
-        exchange.clientVersionMinor = head.versionMinor
-        exchange.keepAlive = head.keepAlive && !worker.isDraining
-        exchange.requestIsHead = head.isHead
-        exchange.hasRequestBody = head.isChunked || (head.contentLength ?? 0) > 0
-        exchange.requestFraming = head.isChunked ? .chunked : (head.contentLength != nil ? .contentLength : .none)
         replayBody.clear()
-        replayBody.shrink(ifLargerThan: Self.maxReplayBodyBytes)
+        replayBody.shrink(ifLargerThan: Exchange.maxReplayBodyBytes)
         let current = worker.currentSettings
         if current !== settings { adopt(current) }
-        let logging = settings.config.accessLog
-        if timesExchanges { exchange.startedAt = worker.clock() }
-        if logging { exchange.method = String(decoding: head.methodName, as: UTF8.self) }
-
-        if head.isConnect {
-            answerLocally(.methodNotAllowed())
+        exchange.headParsed(head, keepAlive: head.keepAlive && !worker.isDraining, startedAt: timesExchanges ? worker.clock() : 0)
+        switch place(head) {
+        case .forward:
+            // Forwarded in the same callback as the head arrived: the head's time serves (one
+            // clock read less per request).
+            forwardRequestHead(at: exchange.record.startedAt)
+            return .framed
+        case .waitForToken(let pauseParser):
+            // The head stays in the parser until the token thread wakes this worker
+            // (`tokenMayBeReady`). A body waits unparsed in `leftover`.
+            startTokenWait()
+            worker.tokens?.park(self)
+            return pauseParser ? .pauseAfterHead : .framed
+        case .answer(let problem):
+            answerLocally(problem)
             return .framed
         }
+    }
+
+    /// Where a request head leads: its target and Host checked, its route found and the route
+    /// identity's token looked up, for the exchange to decide.
+    @inline(__always)
+    private func place(_ head: HTTPHead) -> Exchange.HeadAction {
+        let logging = settings.config.accessLog
+        if logging { exchange.record.method = String(decoding: head.methodName, as: UTF8.self) }
+        if head.isConnect { return exchange.refused(.methodNotAllowed(), closing: false) }
         // A request the relay cannot place is malformed: 400 and the connection closes
         // (DESIGN.md's error model), as for what the parser refuses.
         guard let target = RequestTarget(head.target) else {
-            exchange.keepAlive = false
-            answerLocally(.badRequest("the request-target is not origin-form, absolute-form (without userinfo) or *"))
-            return .framed
+            return exchange.refused(.badRequest("the request-target is not origin-form, absolute-form (without userinfo) or *"), closing: true)
         }
-        if logging { exchange.path = String(decoding: target.path, as: UTF8.self) }
+        if logging { exchange.record.path = String(decoding: target.path, as: UTF8.self) }
         if target.isAsterisk && !ASCII.equalsIgnoringCase(head.methodName, Self.options) {
-            answerLocally(.badRequest("the asterisk-form request-target is for OPTIONS only"))
-            return .framed
+            return exchange.refused(.badRequest("the asterisk-form request-target is for OPTIONS only"), closing: false)
         }
         guard target.isAsterisk || RequestPath.normalize(target.path, into: &normalizedPath) else {
-            answerLocally(.badRequest("the request path is malformed"))
-            return .framed
+            return exchange.refused(.badRequest("the request path is malformed"), closing: false)
         }
         if target.isAsterisk { normalizedPath = [UInt8(ascii: "/")] }
         if let host = head.host, !host.isEmpty, !RequestTarget.isAuthority(host) {
-            exchange.keepAlive = false
-            answerLocally(.badRequest("the Host header is not a host[:port]"))
-            return .framed
+            return exchange.refused(.badRequest("the Host header is not a host[:port]"), closing: true)
         }
         let host = target.authority ?? head.host ?? UnsafeRawBufferPointer(start: nil, count: 0)
         let plan = normalizedPath.withUnsafeBytes { settings.plan(host: host, path: $0) }
-        guard let plan else {
-            answerLocally(.noRoute())
-            return .framed
-        }
-        self.plan = plan
-        if logging { exchange.routeName = plan.route.name }
-        if head.isUpgrade { exchange.upgrade = plan.allowedUpgrade(head) }
-        if let identity = plan.identity, let tokens = worker.tokens {
-            exchange.bodyReplayable = exchange.hasRequestBody && !plan.route.retryOnStatus.isEmpty
-                && (head.contentLength ?? 0) <= UInt64(Self.maxReplayBodyBytes)
-            switch tokens.lookup(identity) {
-            case .inject(let token):
-                exchange.token = token
-            case .wait:
-                // The head stays in the parser until the token thread wakes this worker
-                // (`tokenMayBeReady`). A body waits unparsed in `leftover`: the parser stops
-                // after the head. A request without one completes and stops at its end, as
-                // every request does (llhttp would only report that end on further input).
-                startTokenWait()
-                tokens.park(self)
-                guard exchange.hasRequestBody else { return .framed }
-                exchange.pausedAtHead = true
-                return .pauseAfterHead
-            case .fail(let reason):
-                answerLocally(.tokenUnavailable(reason, route: plan.route.name))
-                return .framed
-            }
-        }
-        // Forwarded in the same callback as the head arrived: the head's time serves (one clock
-        // read less per request).
-        forwardRequestHead(plan, at: exchange.startedAt)
-        return .framed
+        guard let plan else { return exchange.refused(.noRoute(), closing: false) }
+        if logging { exchange.record.routeName = plan.route.name }
+        let upgrade = head.isUpgrade ? plan.allowedUpgrade(head) : nil
+        guard let identity = plan.identity, let tokens = worker.tokens else { return exchange.routed(plan, upgrade: upgrade, token: nil) }
+        return exchange.routed(plan, upgrade: upgrade, token: tokens.lookup(identity))
     }
 
-    /// Writes the request head for `plan` (with the exchange's token, if any) to a pooled or new
-    /// upstream connection. The head is read from the parser, where it stays until the next
-    /// request, so this also serves a request that waited for its token or is replayed.
+    /// Writes the request head (with the exchange's token, if any) to a pooled or new upstream
+    /// connection. The head is read from the parser, where it stays until the next request, so
+    /// this also serves a request that waited for its token or is replayed.
     /// `now`: the exchange clock if the caller just read it (0: read it here, when timing).
-    func forwardRequestHead(_ plan: RoutePlan, at now: UInt64 = 0) {
+    func forwardRequestHead(at now: UInt64 = 0) {
+        guard let plan = exchange.plan else { return }
         let head = parser.head
         guard let target = RequestTarget(head.target) else { return }
         let token = exchange.token
+        let framing = exchange.request.framing
         scratch.clear()
         if let originForm = target.originForm, plan.forwardsTargetVerbatim || target.isAsterisk {
             withOptionalBytes(token?.bytes) { token in
-                ForwardedHead.writeRequest(head, target: originForm, plan: plan, framing: exchange.requestFraming,
+                ForwardedHead.writeRequest(head, target: originForm, plan: plan, framing: framing,
                                            forwarding: forwarding, clientHost: target.authority ?? head.host, token: token,
-                                           upgrade: exchange.upgrade, into: &scratch)
+                                           upgrade: exchange.request.upgrade, into: &scratch)
             }
         } else {
             withOptionalBytes(token?.bytes) { token in
@@ -278,29 +233,27 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                                              token: token, into: &rewrittenTarget, scratch: &targetScratch)
                 }
                 rewrittenTarget.withUnsafeBytes { rewritten in
-                    ForwardedHead.writeRequest(head, target: rewritten, plan: plan, framing: exchange.requestFraming,
+                    ForwardedHead.writeRequest(head, target: rewritten, plan: plan, framing: framing,
                                                forwarding: forwarding, clientHost: target.authority ?? head.host, token: token,
-                                               upgrade: exchange.upgrade, into: &scratch)
+                                               upgrade: exchange.request.upgrade, into: &scratch)
                 }
             }
         }
         replayableHead.clear()
-        if !exchange.hasRequestBody { replayableHead.append(scratch.readableBytes) }
-        if timesExchanges { exchange.upstreamStartedAt = now != 0 ? now : worker.clock() }
+        if !exchange.request.hasBody { replayableHead.append(scratch.readableBytes) }
+        if timesExchanges { exchange.record.upstreamStartedAt = now != 0 ? now : worker.clock() }
         let upstream = worker.pool(for: plan, of: settings).acquire(for: self)
         self.upstream = upstream
         upstream.write(scratch)
         // A replay after the upstream refused the token sends the body it already received.
-        if exchange.replayedWithNewToken && !replayBody.isEmpty { upstream.write(replayBody) }
-        // A client that sent `Expect: 100-continue` waits for the interim answer (or a second)
-        // before its body: its clock starts with the first byte instead.
-        if exchange.hasRequestBody && !head.fields.contains(where: { $0.known == .expect }) { startBodyClock() }
+        if !replayBody.isEmpty && exchange.isReplay { upstream.write(replayBody) }
+        if exchange.startsBodyClockWithHead { startBodyClock() }
         // A request that waited for its token, or is sent again, is complete as it goes out.
-        if exchange.requestDone { upstream.noteRequestSent() }
+        if exchange.requestComplete { upstream.noteRequestSent() }
     }
 
     func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
-        guard !exchange.answeredLocally, let upstream else { return }
+        guard exchange.forwardsRequestBody, let upstream else { return }
         bodyBytesArrived(bytes.count)
         sendRequestBody(bytes)
         upstream.noteRequestProgress()
@@ -308,7 +261,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     }
 
     func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {
-        guard !exchange.answeredLocally, upstream != nil, size > 0 else { return }
+        guard exchange.forwardsRequestBody, upstream != nil, size > 0 else { return }
         scratch.clear()
         scratch.appendHex(size)
         scratch.append("\r\n")
@@ -316,52 +269,48 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     }
 
     func parserDidFinishChunk(_ parser: HTTP1Parser) {
-        guard !exchange.answeredLocally, upstream != nil else { return }
+        guard exchange.forwardsRequestBody, upstream != nil else { return }
         sendRequestBody(staticBytes("\r\n"))
     }
 
-    /// Request body bytes as framed for the upstream. On a route with a token they are also
-    /// kept, up to `maxReplayBodyBytes`, so the request can be sent again if the upstream
-    /// refuses the token.
+    /// Request body bytes as framed for the upstream, kept too while the exchange can replay them.
     private func sendRequestBody(_ bytes: UnsafeRawBufferPointer) {
         upstream?.write(bytes)
-        guard exchange.bodyReplayable else { return }
-        if replayBody.count + bytes.count > Self.maxReplayBodyBytes {
-            exchange.bodyReplayable = false
-            replayBody.clear()
-            return
+        switch exchange.sentRequestBody(bytes.count) {
+        case .none: break
+        case .keep: replayBody.append(bytes)
+        case .dropKept: replayBody.clear()
         }
-        replayBody.append(bytes)
     }
 
-    /// The buffered-replay limit of a request body (issue 4: 64 KiB).
-    static let maxReplayBodyBytes = 64 * 1024
-
     func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
-        if !exchange.answeredLocally, upstream != nil, exchange.requestFraming == .chunked {
-            scratch.clear()
-            ForwardedHead.writeLastChunk(trailersOf: parser.head, into: &scratch)
-            sendRequestBody(scratch.readableBytes)
+        let (end, bodyClockRan) = exchange.requestEnded()
+        if case .forwarded(let lastChunk) = end {
+            if lastChunk, upstream != nil {
+                scratch.clear()
+                ForwardedHead.writeLastChunk(trailersOf: parser.head, into: &scratch)
+                sendRequestBody(scratch.readableBytes)
+            }
+            upstream?.noteRequestSent()
         }
-        if !exchange.answeredLocally { upstream?.noteRequestSent() }
-        exchange.requestDone = true
-        stopBodyClock()
-        // An upgrade request is not paused here: llhttp then stops by itself with
-        // HPE_PAUSED_UPGRADE, which `resume()` must answer with llhttp_resume_after_upgrade.
-        return !parser.head.isUpgrade
+        if bodyClockRan { timer?.disarm() }
+        return exchange.pausesParserAtRequestEnd
     }
 
     func blockReadsForUpstream() {
-        readsBlockedByUpstream = true
         stream.stopReading()
-        // The relay stopped reading, not the client: that time is not the body's.
-        if exchange.bodyClockStartedAt != 0 { timer?.disarm() }
+        if exchange.upstreamBacklogFull() { timer?.disarm() }
     }
 
     func upstreamDidDrain(_ upstream: UpstreamConnection) {
-        guard readsBlockedByUpstream else { return }
-        readsBlockedByUpstream = false
-        if exchange.bodyClockStartedAt != 0 { startBodyClock() }
-        if leftover.count <= Self.maxBufferedPipelineBytes || phase == .tunnelling { stream.startReading() }
+        switch exchange.upstreamBacklogDrained(pipelinedBytes: leftover.count) {
+        case .none:
+            return
+        case .resumeReading(let restart):
+            if restart { startBodyClock() }
+            stream.startReading()
+        case .stayPaused(let restart):
+            if restart { startBodyClock() }
+        }
     }
 }

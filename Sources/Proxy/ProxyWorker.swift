@@ -192,7 +192,7 @@ final class ProxyWorker {
     // MARK: Metrics and logging
 
     /// Counts and logs a finished exchange.
-    func record(_ exchange: ClientConnection.Exchange, plan: RoutePlan?, settings: ProxySettings) {
+    func record(_ exchange: ExchangeRecord, plan: RoutePlan?, settings: ProxySettings) {
         let now = clock()
         let upstreamTimed = exchange.upstreamHeadAt > exchange.upstreamStartedAt && exchange.upstreamStartedAt > 0
         if let metrics {
@@ -218,7 +218,7 @@ final class ProxyWorker {
         return series
     }
 
-    private func logAccess(_ exchange: ClientConnection.Exchange, now: UInt64, upstreamTimed: Bool) {
+    private func logAccess(_ exchange: ExchangeRecord, now: UInt64, upstreamTimed: Bool) {
         var metadata: Logger.Metadata = [
             "method": .string(exchange.method),
             "path": .string(exchange.path),

@@ -1,0 +1,198 @@
+// How exchanges and the connection end (the next request, closing, rejected requests, the
+// client's end), what the connection's one timer means when it fires, and when to read.
+
+import HTTP1
+
+extension Exchange {
+    // MARK: The end of an exchange
+
+    /// Both the request and its response are complete (the exchange is recorded, then
+    /// `nextRequest` says whether the connection goes on).
+    var isFinished: Bool { phase == .exchanging && upload == .complete && responseComplete }
+
+    /// After a finished exchange: true when the connection waits for the next request (the
+    /// parser resumes, the idle deadline runs), false when it closes after the response.
+    mutating func nextRequest(draining: Bool) -> Bool {
+        plan = nil
+        guard keepAlive && !draining else { return false }
+        // The rest of the exchange's state is reset by the next head (`headParsed`).
+        phase = .awaitingRequest
+        return true
+    }
+
+    /// The connection ends after what is queued for the client. Returns false when it was
+    /// ending already.
+    mutating func closesAfterResponse() -> Bool {
+        guard phase != .closing else { return false }
+        phase = .closing
+        return true
+    }
+
+    /// Whether a closing exchange is still to be recorded (its response is complete).
+    var recordsOnClose: Bool { phase == .exchanging && responseComplete }
+
+    mutating func closes() { phase = .closing }
+
+    // MARK: Rejected requests
+
+    /// What to do with a request the parser rejected (RFC 9112 §2.2: the framing of what
+    /// follows cannot be trusted, so the connection ends).
+    enum RejectAction {
+        case ignore
+        /// The upstream's response is on its way: the client learns of the error by the close.
+        case closeNow
+        /// The relay's own answer is out: close after it.
+        case closeAfterResponse
+        /// Answer the problem and close after it; `counted`: no exchange records it (it had no
+        /// head), `abortUpstream`: the upstream got part of a body that turned out malformed.
+        case answer(Problem, counted: Bool, abortUpstream: Bool)
+    }
+
+    mutating func requestRejected(_ error: HTTP1Error) -> RejectAction {
+        let problem: Problem
+        switch error.requestStatus {
+        case 431: problem = .headersTooLarge(error.reason)
+        case 501: problem = .notImplemented(error.reason)
+        case 505: problem = .versionNotSupported(error.reason)
+        default: problem = .badRequest(error.reason)
+        }
+        var counted = false
+        var abortUpstream = false
+        switch phase {
+        case .closing, .tunnelling:
+            return .ignore
+        case .awaitingRequest, .readingHead:
+            counted = true
+        case .exchanging:
+            if responseHeadSent { return .closeNow }
+            if response == .answeredLocally { return .closeAfterResponse }
+            abortUpstream = true
+        }
+        phase = .exchanging
+        keepAlive = false
+        response = .answeredLocally
+        record.status = problem.status
+        return .answer(problem, counted: counted, abortUpstream: abortUpstream)
+    }
+
+    // MARK: Timers
+
+    /// What the connection's timer means when it fires.
+    enum Deadline {
+        case none
+        /// Idle keep-alive connection: close quietly.
+        case idle
+        /// The request head did not arrive within `headerTimeoutSeconds`: 408 and close.
+        case header
+        /// The token did not come within `tokenWaitSeconds` (`tokenWaitExpired`).
+        case tokenWait
+        /// The request body stopped coming (`requestBodyTimedOut`).
+        case requestBody
+    }
+
+    var expiredDeadline: Deadline {
+        switch phase {
+        case .awaitingRequest: return .idle
+        case .readingHead: return .header
+        case .exchanging:
+            if isWaitingForToken { return .tokenWait }
+            return bodyClock != nil ? .requestBody : .none
+        case .tunnelling, .closing: return .none
+        }
+    }
+
+    /// The head timed out: the answer, after which the connection closes.
+    mutating func headerTimedOut() -> Problem {
+        keepAlive = false
+        record = ExchangeRecord()
+        return .headerTimeout()
+    }
+
+    /// What a request body that stopped coming ends in: the upstream connection, which holds
+    /// a part of it, is dropped either way.
+    enum BodyTimeoutAction {
+        /// Part of the response is out (or all of it): close at once.
+        case closeNow
+        /// 408, then close.
+        case answer(Problem)
+    }
+
+    mutating func requestBodyTimedOut() -> BodyTimeoutAction {
+        bodyClock = nil
+        if case .held = response { response = .awaited }
+        if responseHeadSent || responseComplete { return .closeNow }
+        return .answer(answeringLocally(.requestBodyTimeout()))
+    }
+
+    // MARK: The client's end
+
+    enum ClientEndAction {
+        /// The client closed its sending side after a complete request: answer, then close.
+        case answerThenClose
+        /// The client ended the tunnel: the upstream gets what is queued, then both close.
+        case endTunnel
+        case close
+    }
+
+    mutating func clientEnded(cleanly: Bool) -> ClientEndAction {
+        switch phase {
+        case .exchanging where cleanly && upload == .complete:
+            keepAlive = false
+            return .answerThenClose
+        case .tunnelling:
+            return .endTunnel
+        default:
+            return .close
+        }
+    }
+
+    // MARK: Reading and backpressure
+
+    /// Pipelined bytes arrived while a response is pending: they wait; reading goes on (saving
+    /// two epoll_ctl calls per request and noticing a client that goes away) unless a lot waits.
+    func readsOnWhilePipelined(pipelinedBytes: Int) -> Bool { pipelinedBytes <= Self.maxBufferedPipelineBytes }
+
+    /// Whether the client is read after the parser's turn: not while the upstream's backlog is
+    /// full, a lot of pipelined bytes wait, or the connection tunnels or ends.
+    func readsClient(pipelinedBytes: Int) -> Bool {
+        switch phase {
+        case .awaitingRequest, .readingHead, .exchanging:
+            return !backpressure.contains(.clientReads) && pipelinedBytes <= Self.maxBufferedPipelineBytes
+        case .tunnelling, .closing:
+            return false
+        }
+    }
+
+    /// The upstream's write backlog passed its high-water mark: stop reading the client.
+    /// Returns whether the body's timer is to be disarmed (the relay stopped reading, not the
+    /// client: that time is not the body's).
+    mutating func upstreamBacklogFull() -> Bool {
+        backpressure.insert(.clientReads)
+        return bodyClock != nil
+    }
+
+    /// What to do when the upstream's backlog drained.
+    enum UpstreamDrained {
+        case none
+        /// Read the client again; `restartBodyClock`: its deadline starts over now.
+        case resumeReading(restartBodyClock: Bool)
+        /// Reading stays stopped for the pipelined bytes waiting.
+        case stayPaused(restartBodyClock: Bool)
+    }
+
+    mutating func upstreamBacklogDrained(pipelinedBytes: Int) -> UpstreamDrained {
+        guard backpressure.contains(.clientReads) else { return .none }
+        backpressure.remove(.clientReads)
+        let restart = bodyClock != nil
+        if pipelinedBytes <= Self.maxBufferedPipelineBytes || phase == .tunnelling { return .resumeReading(restartBodyClock: restart) }
+        return .stayPaused(restartBodyClock: restart)
+    }
+
+    /// The client's write backlog passed its high-water mark: stop reading the upstream.
+    mutating func clientBacklogFull() { backpressure.insert(.upstreamReads) }
+
+    /// The client's backlog drained: returns whether to read the upstream again.
+    mutating func clientBacklogDrained() -> Bool {
+        backpressure.remove(.upstreamReads) != nil
+    }
+}
