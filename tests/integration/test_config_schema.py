@@ -374,7 +374,7 @@ LIMIT_SAMPLES = {"maxHeaderBytes": 8192, "maxHeaderCount": 50, "headerTimeoutSec
                  "tokenWaitSeconds": 5, "requestBodyTimeoutSeconds": 10, "requestBodyMinBytesPerSecond": 100,
                  "maxResponseHeaderBytes": 16384, "maxConnections": 1000,
                  "upstreamResponseTotalSeconds": 120, "maxUpstreamConnections": 8, "upstreamQueueTimeoutSeconds": 2}
-TLS_SAMPLES = {"caFile": {"caFile": CERT_FILE}, "serverName": {"serverName": "api.example.test"},
+TLS_SAMPLES = {"caFile": {"caFile": CERT_FILE}, "trust": {"caFile": CERT_FILE, "trust": "caFileOnly"}, "serverName": {"serverName": "api.example.test"},
                "pins": {"pins": [PIN]},
                "clientCert": {"clientCert": CERT_FILE, "clientKey": KEY_FILE},
                "clientKey": {"clientCert": CERT_FILE, "clientKey": KEY_FILE},
