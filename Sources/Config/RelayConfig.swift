@@ -88,6 +88,11 @@ public struct Limits: Sendable, Equatable {
     /// (like Apache's mod_reqtimeout), while a fast large upload never is.
     public var requestBodyTimeoutSeconds: Double
     public var requestBodyMinBytesPerSecond: Int
+    /// Connections each worker opens to one upstream (`host:port`), busy, idle or connecting;
+    /// 0 (the default) sets no limit. An exchange that finds them all busy queues for one.
+    public var maxUpstreamConnections: Int
+    /// Time an exchange may queue for an upstream connection before it is answered 503.
+    public var upstreamQueueTimeoutSeconds: Double
 
     public init(maxHeaderBytes: Int = 65536, maxHeaderCount: Int = 100, maxResponseHeaderBytes: Int = 65536,
                 headerTimeoutSeconds: Double = 30,
@@ -95,7 +100,8 @@ public struct Limits: Sendable, Equatable {
                 upstreamResponseTimeoutSeconds: Double = 60, shutdownGraceSeconds: Double = 30,
                 dnsCacheSeconds: Double = 30, maxIdleUpstreamConnections: Int = 128, maxConnections: Int = 0, tokenWaitSeconds: Double = 30,
                 requestBodyTimeoutSeconds: Double = 30, requestBodyMinBytesPerSecond: Int = 500,
-                upstreamResponseTotalSeconds: Double? = nil) {
+                upstreamResponseTotalSeconds: Double? = nil, maxUpstreamConnections: Int = 0,
+                upstreamQueueTimeoutSeconds: Double = 10) {
         self.maxHeaderBytes = maxHeaderBytes
         self.maxHeaderCount = maxHeaderCount
         self.maxResponseHeaderBytes = maxResponseHeaderBytes
@@ -111,6 +117,8 @@ public struct Limits: Sendable, Equatable {
         self.requestBodyTimeoutSeconds = requestBodyTimeoutSeconds
         self.requestBodyMinBytesPerSecond = requestBodyMinBytesPerSecond
         self.upstreamResponseTotalSeconds = upstreamResponseTotalSeconds
+        self.maxUpstreamConnections = maxUpstreamConnections
+        self.upstreamQueueTimeoutSeconds = upstreamQueueTimeoutSeconds
     }
 }
 
@@ -174,6 +182,7 @@ extension DecodingContext {
             ("dnsCacheSeconds", \.dnsCacheSeconds),
             ("tokenWaitSeconds", \.tokenWaitSeconds),
             ("requestBodyTimeoutSeconds", \.requestBodyTimeoutSeconds),
+            ("upstreamQueueTimeoutSeconds", \.upstreamQueueTimeoutSeconds),
         ]
         let countKeys: [(String, WritableKeyPath<Limits, Int>, ClosedRange<Int>, String)] = [
             ("maxHeaderBytes", \.maxHeaderBytes, 1...(1 << 24), "a positive number of bytes"),
@@ -181,6 +190,7 @@ extension DecodingContext {
             ("maxResponseHeaderBytes", \.maxResponseHeaderBytes, 1...(1 << 24), "a positive number of bytes"),
             ("maxIdleUpstreamConnections", \.maxIdleUpstreamConnections, 0...1_000_000, "a count (0 disables pooling)"),
             ("maxConnections", \.maxConnections, 0...10_000_000, "a count (0: from the file-descriptor limit)"),
+            ("maxUpstreamConnections", \.maxUpstreamConnections, 0...1_000_000, "a count (0: no limit)"),
             ("requestBodyMinBytesPerSecond", \.requestBodyMinBytesPerSecond, 1...(1 << 30), "a positive number of bytes per second"),
         ]
         // Bounds that are off unless set.

@@ -6,6 +6,13 @@ public struct TLSSettings: Sendable, Equatable {
     /// PEM file of trusted CA certificates (resolved against the config file's directory);
     /// nil uses the system trust store.
     public var caFile: String?
+    /// Which certificate authorities are trusted: `caFile` besides the system store (the
+    /// default), or `caFile` alone, to pin a private PKI.
+    public var trust: Trust
+    public enum Trust: String, Sendable, Equatable, CaseIterable {
+        case systemAndCaFile
+        case caFileOnly
+    }
     /// SNI and the name to verify, when it differs from the URL's host.
     public var serverName: String?
     /// `sha256/<base64 SPKI hash>` pins; when set, the server key must match one of them.
@@ -15,9 +22,10 @@ public struct TLSSettings: Sendable, Equatable {
     public var clientKey: String?
     public var insecureSkipVerify: Bool
 
-    public init(caFile: String? = nil, serverName: String? = nil, pins: [String] = [],
+    public init(caFile: String? = nil, trust: Trust = .systemAndCaFile, serverName: String? = nil, pins: [String] = [],
                 clientCert: String? = nil, clientKey: String? = nil, insecureSkipVerify: Bool = false) {
         self.caFile = caFile
+        self.trust = trust
         self.serverName = serverName
         self.pins = pins
         self.clientCert = clientCert
@@ -31,7 +39,7 @@ public struct TLSSettings: Sendable, Equatable {
         pins.compactMap { try? Self.parsePin($0) }
     }
 
-    static let knownKeys = ["caFile", "serverName", "pins", "clientCert", "clientKey", "insecureSkipVerify"]
+    static let knownKeys = ["caFile", "trust", "serverName", "pins", "clientCert", "clientKey", "insecureSkipVerify"]
 
     /// The digest of a `sha256/<base64>` pin.
     static func parsePin(_ pin: String) throws(InvalidValue) -> [UInt8] {
@@ -56,6 +64,17 @@ extension DecodingContext {
         guard let object = ObjectReader(field, knownKeys: TLSSettings.knownKeys, in: self) else { return nil }
         var tls = TLSSettings()
         tls.caFile = object.field("caFile").flatMap(existingFile)
+        if let field = object.field("trust") {
+            tls.trust = parsed(field) { text throws(InvalidValue) in
+                guard let trust = TLSSettings.Trust(rawValue: text) else {
+                    throw InvalidValue("must be \"systemAndCaFile\" or \"caFileOnly\", got \"\(text)\"")
+                }
+                return trust
+            } ?? tls.trust
+            if tls.trust == .caFileOnly, object.field("caFile") == nil {
+                report("\"caFileOnly\" needs caFile: the CA certificates to trust instead of the system store", at: field)
+            }
+        }
         tls.serverName = object.parsed("serverName") { name throws(InvalidValue) in
             guard HostSyntax.isHostName(Substring(name)) else { throw InvalidValue("\"\(name)\" is not a valid host name") }
             return name.lowercased()

@@ -86,6 +86,14 @@ public final class HTTP1Parser {
     /// The last byte other than SP or HTAB of the bytes fed before this `feed`, for telling a
     /// value that is the fold of an empty one (`X:` CRLF SP `value`) when it starts a read.
     private var lastNonBlankBeforeFeed: UInt8 = 0
+    /// The last byte of the bytes fed before this `feed`.
+    private var lastByteBeforeFeed: UInt8 = 0
+    /// Where the last header value of this `feed` ended (nil: none yet, or empty).
+    private var lastValueEnd: UnsafePointer<CChar>?
+    /// A message boundary whose empty line is checked in `feed`, where llhttp says where it
+    /// ended, before the delegate hears of it.
+    private enum DeferredBoundary { case none, head, message }
+    private var deferred = DeferredBoundary.none
     private var pendingError: HTTP1Error?
     private var paused = false
     /// Between the first byte of a message and its end.
@@ -110,10 +118,42 @@ public final class HTTP1Parser {
         // stable, and setting it here keeps init free of escaping `self`.
         state.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let start = base.assumingMemoryBound(to: CChar.self)
+        let end = start + bytes.count
         feedStart = start
-        feedEnd = start + bytes.count
-        let rc = llhttp_execute(state, start, bytes.count)
-        if let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) { lastNonBlankBeforeFeed = bytes[last] }
+        feedEnd = end
+        lastValueEnd = nil
+        defer {
+            if let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) { lastNonBlankBeforeFeed = bytes[last] }
+            lastByteBeforeFeed = bytes[bytes.count - 1]
+        }
+        var rc = llhttp_execute(state, start, bytes.count)
+        while rc == HPE_PAUSED && deferred != .none, let boundary = llhttp_get_error_pos(state) {
+            let check = deferred
+            deferred = .none
+            guard lineBreakIsCRLF(before: boundary) else {
+                return .failed(HTTP1Error(.malformed, check == .head ? "a bare LF ends the head" : "a bare LF ends the chunked body"))
+            }
+            let answer: Int32
+            if check == .head {
+                answer = headDelegateAnswer()
+            } else {
+                answer = delegate?.parserDidFinishMessage(self) == true ? Int32(HPE_PAUSED.rawValue) : 0
+            }
+            switch answer {
+            case 0:
+                break
+            case 1:
+                // What on_headers_complete returning 1 would have done: no body.
+                state.pointee.flags |= UInt16(F_SKIPBODY.rawValue)
+            case Int32(HPE_PAUSED.rawValue):
+                paused = true
+                return .paused(consumed: start.distance(to: boundary))
+            default:
+                return .failed(takeError(HPE_USER))
+            }
+            llhttp_resume(state)
+            rc = llhttp_execute(state, boundary, boundary.distance(to: end))
+        }
         switch rc {
         case HPE_OK:
             return .consumed
@@ -126,6 +166,15 @@ public final class HTTP1Parser {
         default:
             return .failed(takeError(rc))
         }
+    }
+
+    /// Whether the line break that ends at `boundary` (just after its LF) is CRLF. RFC 9112
+    /// §2.2 lets a recipient accept a bare LF; the relay does not, since its upstream might
+    /// not, and llhttp 8 takes one as the empty line that ends a head or chunked body.
+    private func lineBreakIsCRLF(before boundary: UnsafePointer<CChar>) -> Bool {
+        guard let feedStart else { return false }
+        let beforeLF = boundary - 2 >= feedStart ? UInt8(bitPattern: (boundary - 2).pointee) : lastByteBeforeFeed
+        return beforeLF == 0x0D
     }
 
     private func consumedCount(from start: UnsafePointer<CChar>) -> Int {
@@ -187,6 +236,7 @@ public final class HTTP1Parser {
         inFieldName = false
         headComplete = false
         isInMessage = true
+        lastValueEnd = nil
         return 0
     }
 
@@ -233,6 +283,7 @@ public final class HTTP1Parser {
         }
         inFieldName = false
         valuePieces = 0
+        lastValueEnd = nil
         // Each line also costs its ": " and CRLF on the wire.
         headBytesSeen += 4
         let nameLength = head.bytes.count - fieldStart
@@ -260,6 +311,7 @@ public final class HTTP1Parser {
         }
         valuePieces += 1
         previousValuePieceEndedRead = at.map { $0 + length == feedEnd } ?? false
+        if length > 0, let at { lastValueEnd = at + length }
         return appendHeadBytes(at, length)
     }
 
@@ -326,6 +378,20 @@ public final class HTTP1Parser {
         inTrailers = true
         headComplete = true
         headBytesSeen = 0
+        // The empty line ending the head must be CRLF. Usually the head's last value ends in
+        // this read, followed by its CRLF and the empty line's first byte: two loads. Otherwise
+        // (a head split there between reads, or whose last value is empty) llhttp pauses and
+        // `feed` checks at the position it reports.
+        if let valueEnd = lastValueEnd, let feedEnd, valueEnd + 2 < feedEnd {
+            guard (valueEnd + 2).pointee == 0x0D else { return fail(.malformed, "a bare LF ends the head") }
+            return headDelegateAnswer()
+        }
+        deferred = .head
+        return Int32(HPE_PAUSED.rawValue)
+    }
+
+    /// The delegate's answer to the head, as llhttp's on_headers_complete status.
+    private func headDelegateAnswer() -> Int32 {
         switch delegate?.parserDidParseHead(self) ?? .framed {
         case .framed: return 0
         case .none: return 1
@@ -356,6 +422,11 @@ public final class HTTP1Parser {
 
     fileprivate func messageComplete() -> Int32 {
         isInMessage = false
+        // The empty line after the last chunk (and its trailers): checked in `feed`.
+        if head.isChunked {
+            deferred = .message
+            return Int32(HPE_PAUSED.rawValue)
+        }
         let pause = delegate?.parserDidFinishMessage(self) ?? false
         return pause ? Int32(HPE_PAUSED.rawValue) : 0
     }

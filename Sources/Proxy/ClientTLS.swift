@@ -49,7 +49,8 @@ public struct ClientTLS: Sendable {
     }
 
     static func configuration(_ settings: TLSSettings?) throws(TLSConfigurationError) -> TLSConfiguration {
-        try TLSConfiguration.client(caFile: settings?.caFile, serverName: settings?.serverName,
+        try TLSConfiguration.client(caFile: settings?.caFile, trustSystemRoots: settings?.trust != .caFileOnly,
+                                    serverName: settings?.serverName,
                                     pinnedSPKISHA256: settings?.pinnedSHA256Digests ?? [],
                                     clientCertificateFile: settings?.clientCert, clientKeyFile: settings?.clientKey,
                                     insecureSkipVerify: settings?.insecureSkipVerify ?? false)

@@ -81,6 +81,12 @@ struct Problem {
             return .badGateway("TLS with the upstream failed: \(reason)", route: route)
         case .connectTimeout:
             return .gatewayTimeout("connecting to the upstream timed out", route: route)
+        case .queueTimeout:
+            var problem = Problem(status: 503, slug: "upstream-busy", title: "Service Unavailable",
+                                  detail: "every connection to the upstream (maxUpstreamConnections) stayed busy for upstreamQueueTimeoutSeconds",
+                                  route: route)
+            problem.extraHeaders.append(("Retry-After", "1"))
+            return problem
         case .responseTimeout:
             return .gatewayTimeout("the upstream did not respond within upstreamResponseTimeoutSeconds", route: route)
         case .responseTotalTimeout:

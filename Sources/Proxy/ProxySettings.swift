@@ -34,6 +34,9 @@ public final class ProxySettings: Sendable {
     let maxConnections: Int
     let requestBodyTimeoutMilliseconds: UInt64
     let requestBodyMinBytesPerSecond: UInt64
+    /// `limits.maxUpstreamConnections`, or `Int.max` for no limit.
+    let maxUpstreamConnections: Int
+    let upstreamQueueTimeoutMilliseconds: UInt64
 
     /// `identities`: the token service's identities for this config (what `replace` returned);
     /// by default those in force.
@@ -64,6 +67,8 @@ public final class ProxySettings: Sendable {
         maxConnections = config.limits.maxConnections > 0 ? config.limits.maxConnections : ConnectionBudget.defaultLimit()
         requestBodyTimeoutMilliseconds = milliseconds(config.limits.requestBodyTimeoutSeconds)
         requestBodyMinBytesPerSecond = UInt64(config.limits.requestBodyMinBytesPerSecond)
+        maxUpstreamConnections = config.limits.maxUpstreamConnections > 0 ? config.limits.maxUpstreamConnections : .max
+        upstreamQueueTimeoutMilliseconds = milliseconds(config.limits.upstreamQueueTimeoutSeconds)
     }
 
     /// The plan of the route that takes this request, or nil (404).

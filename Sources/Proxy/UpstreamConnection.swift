@@ -10,6 +10,8 @@ enum UpstreamFailure: Error {
     /// The TLS handshake (or a TLS record later) failed; the reason is safe to show.
     case tls(String)
     case connectTimeout
+    /// Every connection `maxUpstreamConnections` allows stayed busy for `upstreamQueueTimeoutSeconds`.
+    case queueTimeout
     case responseTimeout
     /// The whole response did not arrive within `upstreamResponseTotalSeconds` of the request.
     case responseTotalTimeout
@@ -31,6 +33,7 @@ enum UpstreamFailure: Error {
         case .connect: "connect"
         case .tls: "tls"
         case .connectTimeout: "connect_timeout"
+        case .queueTimeout: "queue_timeout"
         case .responseTimeout, .responseTotalTimeout: "response_timeout"
         case .closed: "closed"
         case .badResponse: "bad_response"
@@ -41,7 +44,8 @@ enum UpstreamFailure: Error {
 /// One HTTP/1.1 connection to an upstream, reused for many exchanges through its pool.
 /// While an exchange runs, `owner` (the client connection) receives the parsed response.
 final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
-    enum State { case resolving, connecting, active, tunnelling, idle, closed }
+    /// `queued`: waiting for the pool to allow one more connection (`maxUpstreamConnections`).
+    enum State { case queued, resolving, connecting, active, tunnelling, idle, closed }
 
     unowned let pool: UpstreamPool
     private(set) var stream: (any ByteStream)?
@@ -55,7 +59,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     private(set) var receivedResponseBytes = false
     /// The upstream allows another request after this response, and nothing went wrong.
     var reusable = true
-    /// Request bytes written before a connection exists (while resolving).
+    /// Request bytes written before a connection exists (while queued or resolving).
     private var beforeConnect = ByteBuffer()
     private var timer: DeadlineTimer?
     private var deadlines = UpstreamDeadlines()
@@ -113,6 +117,49 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             stream?.write(beforeConnect)
             beforeConnect.clear()
         }
+    }
+
+    /// Waits for a connection slot: every connection the pool may open is busy. Writes are kept
+    /// until then; after `milliseconds` the exchange fails with `queueTimeout`.
+    func enterQueue(milliseconds: UInt64) {
+        state = .queued
+        arm(.queue, milliseconds)
+    }
+
+    /// The pool allows this connection now: it resolves and connects like any new one.
+    func leaveQueue() {
+        guard state == .queued else { return }
+        state = .resolving
+        // The total response deadline, if started, stays; connecting arms the timer again.
+        deadlines.endPurpose()
+        timer?.disarm()
+    }
+
+    /// A queued exchange takes over the socket of `previous`, whose exchange just ended and
+    /// which would otherwise go idle: the slot passes on with the socket, and no new connection
+    /// is opened while the upstream is at its limit.
+    func takeOver(_ previous: UpstreamConnection) {
+        guard state == .queued, let stream = previous.handOverStream() else { return }
+        self.stream = stream
+        stream.delegate = self
+        completedExchanges = previous.completedExchanges
+        state = .active
+        arm(.response, pool.settings.responseTimeoutMilliseconds)
+        if !beforeConnect.isEmpty {
+            stream.write(beforeConnect)
+            beforeConnect.clear()
+        }
+    }
+
+    /// Gives up the socket to a queued exchange (`takeOver`); this object is done with it.
+    private func handOverStream() -> (any ByteStream)? {
+        guard state == .idle || state == .active else { return nil }
+        state = .closed
+        owner = nil
+        timer?.close()
+        timer = nil
+        defer { stream = nil }
+        return stream
     }
 
     /// Starts an exchange for `owner` on this (new or idle) connection.
@@ -174,6 +221,15 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     func close() {
         guard state != .closed else { return }
+        if state == .queued {
+            // Never held a slot.
+            state = .closed
+            owner = nil
+            timer?.close()
+            timer = nil
+            pool.leaveQueue(self)
+            return
+        }
         let wasIdle = state == .idle
         state = .closed
         owner = nil
@@ -210,6 +266,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     private func timerFired() {
         switch deadlines.expiry(at: pool.loop.nowMilliseconds) {
+        case .queue: fail(.queueTimeout)
         case .connect:
             if let failedToConnect { return fail(.connect(failedToConnect)) }
             // Issue 3: a handshake that does not finish is a TLS failure (502), not a slow network.

@@ -1,15 +1,16 @@
 /// The deadlines of one upstream connection, kept on its one timer: the current purpose's own
-/// timeout (connecting, waiting for the response, idling in the pool) and, once an exchange's
+/// timeout (queueing for a connection slot, connecting, waiting for the response, idling in the
+/// pool) and, once an exchange's
 /// request is sent, the deadline of its whole response (`upstreamResponseTotalSeconds`). The
 /// timer is set for whichever comes first. The response timeout starts again with every byte;
 /// the total deadline never moves, so a response dripped in byte by byte still ends.
 ///
 /// No I/O: times are the loop's milliseconds, passed in.
 struct UpstreamDeadlines {
-    enum Purpose { case none, connect, response, idle }
+    enum Purpose { case none, queue, connect, response, idle }
 
     /// What the timer firing at a time means.
-    enum Expiry: Equatable { case none, connect, response, responseTotal, idle }
+    enum Expiry: Equatable { case none, queue, connect, response, responseTotal, idle }
 
     private(set) var purpose: Purpose = .none
     /// When the purpose's own timeout falls due.
@@ -24,8 +25,8 @@ struct UpstreamDeadlines {
         return min(purposeDue, responseDeadline)
     }
 
-    /// The total deadline bounds connecting and waiting for the response, nothing else.
-    private var boundsExchange: Bool { purpose == .connect || purpose == .response }
+    /// The total deadline bounds queueing, connecting and waiting for the response, nothing else.
+    private var boundsExchange: Bool { purpose == .queue || purpose == .connect || purpose == .response }
 
     /// Starts `purpose`'s own timeout (again); returns when the timer must fire.
     mutating func start(_ purpose: Purpose, after milliseconds: UInt64, now: UInt64) -> UInt64 {
@@ -47,6 +48,11 @@ struct UpstreamDeadlines {
         responseDeadline = nil
     }
 
+    /// The purpose's own timeout is over (queueing ended); the total deadline stays.
+    mutating func endPurpose() {
+        purpose = .none
+    }
+
     /// Nothing is due: the response is complete, or the connection became a tunnel.
     mutating func stop() {
         purpose = .none
@@ -59,6 +65,7 @@ struct UpstreamDeadlines {
         guard now >= purposeDue else { return .none }
         switch purpose {
         case .none: return .none
+        case .queue: return .queue
         case .connect: return .connect
         case .response: return .response
         case .idle: return .idle

@@ -5,6 +5,11 @@ import TLS
 /// recently used first, so the least used age out on their idle timer), and the upstream's
 /// addresses cached for `dnsCacheSeconds`.
 ///
+/// At most `maxUpstreamConnections` connections are open (busy, idle or connecting); an
+/// exchange that needs one more queues, first come first served, until a busy connection ends
+/// its exchange (the queued exchange takes over its socket) or one closes (it opens a new one),
+/// or until `upstreamQueueTimeoutSeconds` passes (503).
+///
 /// After a reload the worker retires its pools: idle connections close, busy ones close when
 /// their exchange ends, and the worker lets go of the pool with its last connection.
 final class UpstreamPool {
@@ -22,6 +27,9 @@ final class UpstreamPool {
     private var retired = false
     /// Connections of this pool not closed yet (busy, idle or connecting).
     private var openConnections = 0
+    private let maxOpenConnections: Int
+    /// Exchanges waiting for a connection slot, oldest first; they hold no socket yet.
+    private var queued: [UpstreamConnection] = []
 
     /// For an https upstream: how to connect (SNI and checked name: the URL's host unless the
     /// settings name another).
@@ -34,6 +42,7 @@ final class UpstreamPool {
         loop = worker.loop
         self.settings = settings
         maxIdle = settings.config.limits.maxIdleUpstreamConnections
+        maxOpenConnections = settings.maxUpstreamConnections
         if let literal = SocketAddress(ip: key.host, port: key.port) {
             addresses = [literal]
             addressesExpireAt = .max
@@ -47,17 +56,39 @@ final class UpstreamPool {
             connection.begin(for: owner)
             return connection
         }
+        // A fresh connection is wanted while idle ones fill the slots: the oldest gives way.
+        if openConnections >= maxOpenConnections, !idle.isEmpty { idle.removeFirst().close() }
         let connection = UpstreamConnection(pool: self)
+        connection.begin(for: owner)
+        if openConnections >= maxOpenConnections {
+            connection.enterQueue(milliseconds: settings.upstreamQueueTimeoutMilliseconds)
+            queued.append(connection)
+            worker.metrics?.upstreamExchangeQueued()
+        } else {
+            open(connection)
+        }
+        return connection
+    }
+
+    /// Takes a slot for `connection` and connects it (once the host name is resolved).
+    private func open(_ connection: UpstreamConnection) {
         openConnections += 1
         worker.metrics?.upstreamConnectionOpened()
-        connection.begin(for: owner)
         if loop.nowMilliseconds < addressesExpireAt, !addresses.isEmpty {
             connection.connect(to: pickAddress())
         } else {
             waitingForAddresses.append(connection)
             resolve()
         }
-        return connection
+    }
+
+    /// A queued exchange ended before it got a slot (its client left, or it timed out).
+    func leaveQueue(_ connection: UpstreamConnection) {
+        if let index = queued.firstIndex(where: { $0 === connection }) {
+            queued.remove(at: index)
+            worker.metrics?.upstreamExchangeDequeued()
+        }
+        if retired && isEmpty { worker.retiredPoolEmptied(self) }
     }
 
     /// Round-robin over the resolved addresses.
@@ -92,10 +123,17 @@ final class UpstreamPool {
     func connectionClosed() {
         openConnections -= 1
         worker.metrics?.upstreamConnectionClosed()
-        if retired && openConnections == 0 { worker.retiredPoolEmptied(self) }
+        // The slot goes to the exchange that has queued longest.
+        if openConnections < maxOpenConnections, !queued.isEmpty {
+            let next = queued.removeFirst()
+            worker.metrics?.upstreamExchangeDequeued()
+            next.leaveQueue()
+            open(next)
+        }
+        if retired && isEmpty { worker.retiredPoolEmptied(self) }
     }
 
-    var isEmpty: Bool { openConnections == 0 }
+    var isEmpty: Bool { openConnections == 0 && queued.isEmpty }
 
     /// Takes no more connections back: idle ones close now, busy ones when their exchange ends.
     func retire() {
@@ -105,6 +143,11 @@ final class UpstreamPool {
 
     /// Keeps a connection whose exchange ended cleanly, unless the pool is full or retired.
     func park(_ connection: UpstreamConnection) {
+        if !queued.isEmpty {
+            worker.metrics?.upstreamExchangeDequeued()
+            queued.removeFirst().takeOver(connection)
+            return
+        }
         if retired {
             connection.close()
             return

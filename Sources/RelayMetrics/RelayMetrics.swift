@@ -9,6 +9,7 @@
 //   oauth_relay_upstream_duration_seconds{route,worker}            histogram (request sent → response head)
 //   oauth_relay_upstream_errors_total{route,kind,worker}           counter
 //   oauth_relay_connections{side,worker}                            gauge (open client / upstream connections)
+//   oauth_relay_upstream_queued_exchanges{worker}                   gauge (exchanges waiting for an upstream connection)
 //   oauth_relay_token_requests_total{identity,outcome}              counter (token thread)
 //   oauth_relay_token_expiry_timestamp_seconds{identity}            gauge (Unix time; 0 without a token)
 //   oauth_relay_config_reloads_total{outcome}                       counter
@@ -36,6 +37,9 @@ public final class RelayMetrics: Sendable {
         }
         static var upstreamErrors: MetricNameDescriptor {
             describe("upstream_errors", "total", "Upstream exchanges that failed, by kind.")
+        }
+        static var upstreamQueued: MetricNameDescriptor {
+            describe("upstream_queued", "exchanges", "Exchanges waiting for a connection to their upstream (maxUpstreamConnections).")
         }
         static var connections: MetricNameDescriptor {
             describe("connections", "", "Open connections, by side (client or upstream).")
@@ -122,6 +126,7 @@ public final class WorkerMetrics {
     private let worker: String
     private let clientConnections: Gauge
     private let upstreamConnections: Gauge
+    private let upstreamQueued: Gauge
     private var routes: [String: RouteMetrics] = [:]
 
     init(registry: PrometheusCollectorRegistry, worker: String) {
@@ -130,6 +135,7 @@ public final class WorkerMetrics {
         typealias Series = RelayMetrics.Series
         clientConnections = registry.makeGauge(descriptor: Series.connections, labels: [("side", "client"), ("worker", worker)])
         upstreamConnections = registry.makeGauge(descriptor: Series.connections, labels: [("side", "upstream"), ("worker", worker)])
+        upstreamQueued = registry.makeGauge(descriptor: Series.upstreamQueued, labels: [("worker", worker)])
     }
 
     /// The series of route `name` (empty: requests no route took).
@@ -144,6 +150,8 @@ public final class WorkerMetrics {
     public func clientConnectionClosed() { clientConnections.decrement(by: 1) }
     public func upstreamConnectionOpened() { upstreamConnections.increment(by: 1) }
     public func upstreamConnectionClosed() { upstreamConnections.decrement(by: 1) }
+    public func upstreamExchangeQueued() { upstreamQueued.increment(by: 1) }
+    public func upstreamExchangeDequeued() { upstreamQueued.decrement(by: 1) }
 }
 
 /// One route's series in one worker.

@@ -29,6 +29,17 @@ final class ConfigDefaultsTests: XCTestCase {
         XCTAssertEqual(limits.dnsCacheSeconds, 30)
         XCTAssertEqual(limits.maxIdleUpstreamConnections, 128)
         XCTAssertNil(limits.upstreamResponseTotalSeconds)
+        XCTAssertEqual(limits.maxUpstreamConnections, 0)
+        XCTAssertEqual(limits.upstreamQueueTimeoutSeconds, 10)
+    }
+
+    func testTheUpstreamConnectionLimitAndItsQueueTimeoutAreDecodedAndChecked() throws {
+        let limits = try decodeConfig(#"{ "limits": { "maxUpstreamConnections": 4, "upstreamQueueTimeoutSeconds": 0.5 } }"#).limits
+        XCTAssertEqual(limits.maxUpstreamConnections, 4)
+        XCTAssertEqual(limits.upstreamQueueTimeoutSeconds, 0.5)
+        XCTAssertThrowsError(try decodeConfig(#"{ "limits": { "maxUpstreamConnections": -1 } }"#)) { error in
+            XCTAssertTrue("\(error)".contains("$.limits.maxUpstreamConnections"), "\(error)")
+        }
     }
 
     func testUpstreamResponseTotalSecondsIsDecoded() throws {

@@ -43,6 +43,25 @@ final class TLSSettingsTests: XCTestCase {
         XCTAssertEqual(describe(errors), ["$.routes[0].tls.clientKey: required when clientCert is set"])
     }
 
+    func testTrustDefaultsToTheSystemStoreBesidesCAFileAndCanBeCAFileOnly() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("ca.pem", "pem")
+        let byDefault = try XCTUnwrap(decodeConfig(httpsRouteJSON(tls: #"{ "caFile": "ca.pem" }"#),
+                                                   baseDirectory: directory.path).routes.first?.tls)
+        XCTAssertEqual(byDefault.trust, .systemAndCaFile)
+        let pinned = try XCTUnwrap(decodeConfig(httpsRouteJSON(tls: #"{ "caFile": "ca.pem", "trust": "caFileOnly" }"#),
+                                                baseDirectory: directory.path).routes.first?.tls)
+        XCTAssertEqual(pinned.trust, .caFileOnly)
+    }
+
+    func testCAFileOnlyWithoutCAFileOrAnUnknownTrustIsReported() {
+        XCTAssertEqual(describe(configErrors(httpsRouteJSON(tls: #"{ "trust": "caFileOnly" }"#))),
+                       [#"$.routes[0].tls.trust: "caFileOnly" needs caFile: the CA certificates to trust instead of the system store"#])
+        XCTAssertEqual(describe(configErrors(httpsRouteJSON(tls: #"{ "trust": "none" }"#))),
+                       [#"$.routes[0].tls.trust: must be "systemAndCaFile" or "caFileOnly", got "none""#])
+    }
+
     func testMissingCAFileIsReported() {
         XCTAssertEqual(describe(configErrors(httpsRouteJSON(tls: #"{ "caFile": "/nonexistent/ca.pem" }"#))),
                        ["$.routes[0].tls.caFile: no such file: /nonexistent/ca.pem"])

@@ -33,6 +33,25 @@ final class UpstreamDeadlinesTests: XCTestCase {
         XCTAssertEqual(deadlines.expiry(at: 1000), .response)
     }
 
+    func testAQueuedExchangeTimesOutAsQueuedUnlessTheTotalDeadlineComesFirst() {
+        var deadlines = UpstreamDeadlines()
+        XCTAssertEqual(deadlines.start(.queue, after: 500, now: 0), 500)
+        XCTAssertEqual(deadlines.expiry(at: 499), .none)
+        XCTAssertEqual(deadlines.expiry(at: 500), .queue)
+        XCTAssertEqual(deadlines.startResponseDeadline(after: 300, now: 0), 300)
+        XCTAssertEqual(deadlines.expiry(at: 300), .responseTotal)
+    }
+
+    func testLeavingTheQueueStopsItsTimeoutAndKeepsTheTotalDeadline() {
+        var deadlines = UpstreamDeadlines()
+        _ = deadlines.start(.queue, after: 500, now: 0)
+        _ = deadlines.startResponseDeadline(after: 2000, now: 0)
+        deadlines.endPurpose()
+        XCTAssertEqual(deadlines.expiry(at: 1000), .none, "no queue timeout once it has a slot")
+        XCTAssertEqual(deadlines.start(.connect, after: 5000, now: 1000), 2000)
+        XCTAssertEqual(deadlines.expiry(at: 2000), .responseTotal)
+    }
+
     func testTheTotalDeadlineBoundsConnectingToo() {
         var deadlines = UpstreamDeadlines()
         _ = deadlines.start(.connect, after: 5000, now: 0)

@@ -272,6 +272,7 @@ EXPECTED_TYPES = {
     "oauth_relay_upstream_duration_seconds": "histogram",
     "oauth_relay_upstream_errors": "counter",
     "oauth_relay_connections": "gauge",
+    "oauth_relay_upstream_queued_exchanges": "gauge",
     "oauth_relay_config_reloads": "counter",
     "oauth_relay_config_last_reload_success_timestamp_seconds": "gauge",
 }

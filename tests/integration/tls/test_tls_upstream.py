@@ -135,3 +135,17 @@ def test_tls_insecure_skip_verify_is_logged_at_start_up(start_nginx_tls, start_r
     warnings = [line for line in relay.log().splitlines()
                 if "warn" in line.lower() and ("insecure" in line.lower() or "verif" in line.lower())]
     assert warnings, f"no start-up warning that verification is off:\n{relay.log()}"
+
+
+def test_tls_ca_file_only_trusts_the_ca_file_instead_of_the_system_store(nginx_tls, tls_pki, start_relay, monkeypatch):
+    """`"trust": "caFileOnly"` pins a private PKI: a certificate the system store would accept
+    is refused unless `caFile` holds its CA. OpenSSL reads its default store from
+    `SSL_CERT_FILE`, so here the test CA stands in for the system store."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(tls_pki.ca.cert))
+    besides_system = start_relay([tls_route(nginx_tls, caFile=tls_pki.other_ca.cert)])
+    assert nginx_saw(besides_system.request("GET", "/system-store"))["request"] == "GET /system-store HTTP/1.1"
+    ca_file_only = start_relay([tls_route(nginx_tls, caFile=tls_pki.other_ca.cert, trust="caFileOnly")])
+    assert_tls_problem(ca_file_only.request("GET", "/refused"), UNKNOWN_CA)
+    pinned = start_relay([tls_route(nginx_tls, caFile=tls_pki.ca.cert, trust="caFileOnly")])
+    assert nginx_saw(pinned.request("GET", "/pinned"))["request"] == "GET /pinned HTTP/1.1"
+    assert [r["request"] for r in nginx_tls.access_records()] == ["GET /system-store HTTP/1.1", "GET /pinned HTTP/1.1"]
