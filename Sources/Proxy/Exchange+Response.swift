@@ -182,8 +182,9 @@ extension Exchange {
         /// Nothing of the response arrived on a reused connection the upstream had closed: send
         /// the request (it has no body) once more on a fresh one.
         case retryOnFreshConnection
-        /// Answer the problem (502/504); `close`: the request is not complete, so the
-        /// connection ends after the answer.
+        /// Answer the problem (502/504, or 503 `upstream-busy` when the wait for a connection
+        /// slot under `maxUpstreamConnections` expired); `close`: the request is not complete,
+        /// so the connection ends after the answer.
         case answer(Problem, close: Bool)
     }
 

@@ -175,6 +175,20 @@ final class ExchangeAnswerTests: XCTestCase {
         XCTAssertTrue(driver.exchange.isFinished)
     }
 
+    func testQueueWaitForAnUpstreamConnectionSlotExpiringIs503UpstreamBusy() {
+        var driver = ExchangeDriver()
+        _ = driver.request(get)
+        driver.requestEnds()
+        guard case .answer(let problem, close: false) = driver.exchange.upstreamFailed(.queueTimeout, reused: false,
+                                                                                      receivedResponseBytes: false) else {
+            return XCTFail("answered, not queued again on a fresh connection")
+        }
+        XCTAssertEqual(problem.status, 503)
+        XCTAssertEqual(problem.slug, "upstream-busy")
+        XCTAssertTrue(problem.extraHeaders.contains { $0.0 == "Retry-After" })
+        XCTAssertTrue(driver.exchange.keepAlive, "the request was complete: the connection stays")
+    }
+
     func testClosedReusedConnectionIsRetriedOnceOnAFreshOne() {
         var driver = ExchangeDriver()
         _ = driver.request(get)
