@@ -49,7 +49,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),
 
-        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "ByteBuffers"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "Config", "Tokens"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),

@@ -6,19 +6,35 @@
 public final class DeadlineTimer {
     private let loop: EventLoop
     private var timer: LoopTimer?
-    private let onExpiry: () -> Void
+    private var onExpiry: () -> Void
     /// When the callback is due (loop milliseconds); nil when disarmed.
     private var deadline: UInt64?
     /// When the libuv timer is set to fire; nil when it is not running.
     private var scheduledAt: UInt64?
+    /// After `close()` arming does nothing.
+    private var closed = false
 
     public init(loop: EventLoop, onExpiry: @escaping () -> Void) {
         self.loop = loop
         self.onExpiry = onExpiry
     }
 
+    /// A timer whose callback is set later (`whenExpired`), so that an owner can hold it in a
+    /// `let` and still have the callback capture the owner.
+    public convenience init(loop: EventLoop) {
+        self.init(loop: loop) {}
+    }
+
+    public func whenExpired(_ body: @escaping () -> Void) {
+        onExpiry = body
+    }
+
     public func arm(afterMilliseconds milliseconds: UInt64) {
-        let due = loop.nowMilliseconds + milliseconds
+        arm(at: loop.nowMilliseconds + milliseconds)
+    }
+
+    /// Arms for `due`, in the loop's milliseconds (for a caller that just read the clock).
+    public func arm(at due: UInt64) {
         deadline = due
         if let scheduledAt, scheduledAt <= due { return }
         schedule(at: due)
@@ -30,6 +46,7 @@ public final class DeadlineTimer {
     }
 
     public func close() {
+        closed = true
         deadline = nil
         scheduledAt = nil
         timer?.close()
@@ -37,6 +54,7 @@ public final class DeadlineTimer {
     }
 
     private func schedule(at due: UInt64) {
+        guard !closed else { return }
         if timer == nil {
             timer = LoopTimer(loop: loop) { [unowned self] in self.fired() }
         }

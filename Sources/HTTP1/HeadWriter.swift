@@ -65,6 +65,14 @@ extension ByteBuffer {
         append("\r\n")
     }
 
+    /// `Via: 1.x pseudonym` CRLF for a message of HTTP/1.`versionMinor`; `suffix` is the
+    /// prepared ` pseudonym` CRLF.
+    @inlinable
+    public mutating func appendVia(versionMinor: UInt8, suffix: [UInt8]) {
+        append(versionMinor == 0 ? "Via: 1.0" : "Via: 1.1")
+        append(suffix)
+    }
+
     /// The empty line that ends a head.
     @inlinable
     public mutating func appendEndOfHead() {

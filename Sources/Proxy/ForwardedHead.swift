@@ -86,7 +86,7 @@ enum ForwardedHead {
            !(forwarding.trustForwardedHeaders && head.fields.contains { $0.known == .xForwardedHost }) {
             out.appendField(staticBytes("X-Forwarded-Host"), clientHost)
         }
-        if !plan.setsVia { appendVia(versionMinor: head.versionMinor, suffix: forwarding.viaSuffix, into: &out) }
+        if !plan.setsVia { out.appendVia(versionMinor: head.versionMinor, suffix: forwarding.viaSuffix) }
         out.append(plan.setHeaderLines)
         if let token, let prefix = plan.tokenHeaderPrefix {
             out.append(prefix)
@@ -115,7 +115,7 @@ enum ForwardedHead {
         } else if clientVersionMinor == 0 {
             out.append("Connection: keep-alive\r\n")
         }
-        appendVia(versionMinor: head.versionMinor, suffix: viaSuffix, into: &out)
+        out.appendVia(versionMinor: head.versionMinor, suffix: viaSuffix)
         out.appendEndOfHead()
     }
 
@@ -150,10 +150,5 @@ enum ForwardedHead {
     private static func appendContentLength(_ head: HTTPHead, into out: inout ByteBuffer) {
         guard let length = head.contentLength else { return }
         out.appendContentLength(length)
-    }
-
-    private static func appendVia(versionMinor: UInt8, suffix: [UInt8], into out: inout ByteBuffer) {
-        out.append(versionMinor == 0 ? "Via: 1.0" : "Via: 1.1")
-        out.append(suffix)
     }
 }

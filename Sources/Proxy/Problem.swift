@@ -119,9 +119,8 @@ struct Problem {
         out.appendContentLength(UInt64(body.utf8.count))
         out.appendField("Cache-Control", "no-store")
         for (name, value) in extraHeaders { out.appendField(name, value) }
-        if !keepAlive { out.append("Connection: close\r\n") }
-        out.append("Via: 1.1")
-        out.append(viaSuffix)
+        if !keepAlive { out.appendField("Connection", "close") }
+        out.appendVia(versionMinor: 1, suffix: viaSuffix)
         out.appendEndOfHead()
         out.append(body)
     }

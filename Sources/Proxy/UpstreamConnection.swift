@@ -61,14 +61,20 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     var reusable = true
     /// Request bytes written before a connection exists (while queued or resolving).
     private var beforeConnect = ByteBuffer()
-    private var timer: DeadlineTimer?
+    private let timer: DeadlineTimer
+    /// The pool's, kept here: the timer is armed several times per exchange.
+    private let loop: EventLoop
+    private let timeouts: Timeouts
     private var deadlines = UpstreamDeadlines()
 
     init(pool: UpstreamPool) {
         self.pool = pool
         parser = HTTP1Parser(kind: .response, limits: pool.settings.responseHeaderLimits)
+        loop = pool.loop
+        timeouts = Timeouts(pool.settings)
+        timer = DeadlineTimer(loop: pool.loop)
         parser.delegate = self
-        timer = DeadlineTimer(loop: pool.loop) { [unowned self] in self.timerFired() }
+        timer.whenExpired { [unowned self] in self.timerFired() }
     }
 
     var isReused: Bool { completedExchanges > 0 }
@@ -98,9 +104,9 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         guard state == .resolving else { return }
         do {
             if let tls = pool.tls {
-                stream = try TLSStream.connect(on: pool.loop, to: address, configuration: tls, host: pool.key.host, delegate: self)
+                stream = try TLSStream.connect(on: loop, to: address, configuration: tls, host: pool.key.host, delegate: self)
             } else {
-                stream = try TCPStream.connect(on: pool.loop, to: address, delegate: self)
+                stream = try TCPStream.connect(on: loop, to: address, delegate: self)
             }
         } catch {
             // Reported on the next loop turn, not from inside `acquire`: the owner takes this
@@ -112,7 +118,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             return
         }
         state = .connecting
-        arm(.connect, pool.settings.connectTimeoutMilliseconds)
+        arm(.connect, timeouts.connect)
         if !beforeConnect.isEmpty {
             stream?.write(beforeConnect)
             beforeConnect.clear()
@@ -132,7 +138,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         state = .resolving
         // The total response deadline, if started, stays; connecting arms the timer again.
         deadlines.endPurpose()
-        timer?.disarm()
+        timer.disarm()
     }
 
     /// A queued exchange takes over the socket of `previous`, whose exchange just ended and
@@ -144,7 +150,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         stream.delegate = self
         completedExchanges = previous.completedExchanges
         state = .active
-        arm(.response, pool.settings.responseTimeoutMilliseconds)
+        arm(.response, timeouts.response)
         if !beforeConnect.isEmpty {
             stream.write(beforeConnect)
             beforeConnect.clear()
@@ -156,8 +162,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         guard state == .idle || state == .active else { return nil }
         state = .closed
         owner = nil
-        timer?.close()
-        timer = nil
+        timer.close()
         defer { stream = nil }
         return stream
     }
@@ -170,7 +175,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         if state == .idle {
             state = .active
             parser.reset()
-            arm(.response, pool.settings.responseTimeoutMilliseconds)
+            arm(.response, timeouts.response)
         }
     }
 
@@ -183,7 +188,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             return
         }
         state = .idle
-        arm(.idle, pool.settings.idleTimeoutMilliseconds)
+        arm(.idle, timeouts.idle)
         // Keep reading while idle: an upstream that closes is noticed and dropped at once.
         stream?.startReading()
         pool.park(self)
@@ -191,15 +196,15 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     /// The request is still flowing (request body bytes written): the upstream is not late.
     func noteRequestProgress() {
-        if deadlines.purpose == .response { arm(.response, pool.settings.responseTimeoutMilliseconds) }
+        if deadlines.purpose == .response { arm(.response, timeouts.response) }
     }
 
     /// The whole request has been handed to this connection: from now on the response has at
     /// most `upstreamResponseTotalSeconds`, connecting included (like Envoy's route timeout, it
     /// starts at the end of the client's request), however steadily its bytes arrive.
     func noteRequestSent() {
-        guard let total = pool.settings.responseTotalMilliseconds, owner != nil,
-              let due = deadlines.startResponseDeadline(after: total, now: pool.loop.nowMilliseconds) else { return }
+        guard let total = timeouts.responseTotal, owner != nil,
+              let due = deadlines.startResponseDeadline(after: total, now: loop.nowMilliseconds) else { return }
         setTimer(due)
     }
 
@@ -213,8 +218,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         guard state == .tunnelling else { return close() }
         state = .closed
         owner = nil
-        timer?.close()
-        timer = nil
+        timer.close()
         stream?.closeAfterWrites(lingerMilliseconds: 1000, stallMilliseconds: 60_000)
         pool.connectionClosed()
     }
@@ -225,16 +229,14 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             // Never held a slot.
             state = .closed
             owner = nil
-            timer?.close()
-            timer = nil
+            timer.close()
             pool.leaveQueue(self)
             return
         }
         let wasIdle = state == .idle
         state = .closed
         owner = nil
-        timer?.close()
-        timer = nil
+        timer.close()
         stream?.close()
         if wasIdle { pool.unpark(self) }
         pool.connectionClosed()
@@ -249,23 +251,21 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     // MARK: Timers
 
     private func arm(_ purpose: UpstreamDeadlines.Purpose, _ milliseconds: UInt64) {
-        let now = pool.loop.nowMilliseconds
-        setTimer(deadlines.start(purpose, after: milliseconds, now: now), now: now)
+        let now = loop.nowMilliseconds
+        setTimer(deadlines.start(purpose, after: milliseconds, now: now))
     }
 
-    /// `now`: the loop's time, when the caller just read it (one read per event).
-    private func setTimer(_ due: UInt64, now: UInt64? = nil) {
-        let now = now ?? pool.loop.nowMilliseconds
-        timer?.arm(afterMilliseconds: due - min(due, now))
+    private func setTimer(_ due: UInt64) {
+        timer.arm(at: due)
     }
 
     private func disarm() {
         deadlines.stop()
-        timer?.disarm()
+        timer.disarm()
     }
 
     private func timerFired() {
-        switch deadlines.expiry(at: pool.loop.nowMilliseconds) {
+        switch deadlines.expiry(at: loop.nowMilliseconds) {
         case .queue: fail(.queueTimeout)
         case .connect:
             if let failedToConnect { return fail(.connect(failedToConnect)) }
@@ -286,7 +286,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             return
         }
         state = .active
-        arm(.response, pool.settings.responseTimeoutMilliseconds)
+        arm(.response, timeouts.response)
         stream.startReading()
     }
 
@@ -303,7 +303,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             return
         }
         receivedResponseBytes = true
-        if deadlines.purpose == .response { arm(.response, pool.settings.responseTimeoutMilliseconds) }
+        if deadlines.purpose == .response { arm(.response, timeouts.response) }
         switch parser.feed(bytes) {
         case .consumed:
             owner?.releaseResponseHead()
@@ -364,5 +364,20 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
         owner?.upstreamDidFinishMessage(self) ?? true
+    }
+}
+
+/// An upstream connection's timeouts, in milliseconds, from the settings it was opened with.
+private struct Timeouts {
+    let connect: UInt64
+    let response: UInt64
+    let idle: UInt64
+    let responseTotal: UInt64?
+
+    init(_ settings: ProxySettings) {
+        connect = settings.connectTimeoutMilliseconds
+        response = settings.responseTimeoutMilliseconds
+        idle = settings.idleTimeoutMilliseconds
+        responseTotal = settings.responseTotalMilliseconds
     }
 }

@@ -1,19 +1,6 @@
 import XCTest
 @testable import HTTP1
 
-func assertSame(_ a: RecordingDelegate, _ b: RecordingDelegate, _ ra: HTTP1Parser.FeedResult, _ rb: HTTP1Parser.FeedResult,
-                cut: Int, file: StaticString, line: UInt) {
-    XCTAssertEqual(a.heads, b.heads, "heads differ when split at \(cut)", file: file, line: line)
-    XCTAssertEqual(a.body, b.body, "body differs when split at \(cut)", file: file, line: line)
-    XCTAssertEqual(a.events.filter { !$0.hasPrefix("chunk") }, b.events.filter { !$0.hasPrefix("chunk") },
-                   "events differ when split at \(cut)", file: file, line: line)
-    switch (ra, rb) {
-    case (.failed(let x), .failed(let y)): XCTAssertEqual(x.kind, y.kind, "error differs at \(cut)", file: file, line: line)
-    case (.consumed, .consumed), (.paused, .paused), (.upgraded, .upgraded): break
-    default: XCTFail("result \(ra) vs \(rb) when split at \(cut)", file: file, line: line)
-    }
-}
-
 final class HTTP1ParserTests: XCTestCase {
     func testSimpleRequestHeadKeepsOrderCaseAndDuplicates() {
         let (d, result) = parseAtEveryBoundary("GET /a?b=1 HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nx-a: 2\r\nAccept:  text/html  \r\n\r\n")

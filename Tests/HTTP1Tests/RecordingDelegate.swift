@@ -1,3 +1,4 @@
+import ByteBuffers
 import HTTP1
 
 /// Records what a parser reports, as text that tests compare against.
@@ -7,15 +8,34 @@ final class RecordingDelegate: HTTP1ParserDelegate {
     var heads: [String] = []
     var pauseAfterMessage = false
     var noBody = false
+    /// Each head as the relay's head writer writes it out again.
+    var writtenHeads: [[UInt8]] = []
+    /// Each head's version, `major.minor`.
+    var versions: [String] = []
+    /// Fields the parser should never have accepted (an empty name; NUL, CR or LF in a value).
+    var fieldProblems: [String] = []
 
     func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
         let head = parser.head
         var line = parser.kind == .request
             ? "\(string(head.methodName)) \(string(head.target)) HTTP/\(head.versionMajor).\(head.versionMinor)"
             : "HTTP/\(head.versionMajor).\(head.versionMinor) \(head.statusCode) \(string(head.reason))"
-        for field in head.fields {
-            line += "|\(string(head.name(field))): \(string(head.value(field)))"
+        var written = ByteBuffer()
+        if parser.kind == .request {
+            written.appendRequestLine(method: head.methodName, target: head.target)
+        } else {
+            written.appendStatusLine(head.statusCode, reason: head.reason)
         }
+        for field in head.fields {
+            let name = head.name(field), value = head.value(field)
+            line += "|\(string(name)): \(string(value))"
+            if name.isEmpty { fieldProblems.append("an empty name") }
+            if value.contains(where: { $0 == 0 || $0 == 0x0D || $0 == 0x0A }) { fieldProblems.append("NUL, CR or LF in \(string(name))") }
+            written.appendField(name, value)
+        }
+        written.appendEndOfHead()
+        writtenHeads.append(Array(written.readableBytes))
+        versions.append("\(head.versionMajor).\(head.versionMinor)")
         heads.append(line)
         events.append("head")
         return noBody ? .none : .framed
@@ -45,37 +65,4 @@ final class RecordingDelegate: HTTP1ParserDelegate {
     private func string(_ bytes: UnsafeRawBufferPointer) -> String {
         String(decoding: bytes, as: UTF8.self)
     }
-}
-
-let defaultLimits = HeaderLimits(maxHeadBytes: 8192, maxFieldCount: 32)
-
-/// Feeds `text` in pieces cut at `cuts`, returning the last result.
-@discardableResult
-func feed(_ parser: HTTP1Parser, _ text: String, cuts: [Int] = []) -> HTTP1Parser.FeedResult {
-    let bytes = Array(text.utf8)
-    var result = HTTP1Parser.FeedResult.consumed
-    var start = 0
-    for end in cuts + [bytes.count] where end > start {
-        result = bytes[start..<end].withUnsafeBytes { parser.feed($0) }
-        if case .consumed = result { start = end } else { return result }
-    }
-    return result
-}
-
-/// Parses `text` whole and split at every single byte boundary, and checks that all splits
-/// produce the same events as the whole; returns the delegate of the whole parse.
-func parseAtEveryBoundary(_ text: String, kind: HTTP1Parser.Kind = .request,
-                          file: StaticString = #filePath, line: UInt = #line) -> (RecordingDelegate, HTTP1Parser.FeedResult) {
-    let whole = RecordingDelegate()
-    let wholeParser = HTTP1Parser(kind: kind, limits: defaultLimits)
-    wholeParser.delegate = whole
-    let wholeResult = feed(wholeParser, text)
-    for cut in 1..<max(1, text.utf8.count) {
-        let split = RecordingDelegate()
-        let splitParser = HTTP1Parser(kind: kind, limits: defaultLimits)
-        splitParser.delegate = split
-        let result = feed(splitParser, text, cuts: [cut])
-        assertSame(whole, split, wholeResult, result, cut: cut, file: file, line: line)
-    }
-    return (whole, wholeResult)
 }
