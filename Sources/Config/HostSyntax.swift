@@ -1,3 +1,5 @@
+import HTTPFields
+
 /// Syntax checks for host names and IP literals shared by addresses, URLs and host patterns.
 enum HostSyntax {
     /// A DNS name or IPv4 address: labels of letters, digits, `-` and `_`, separated by dots.

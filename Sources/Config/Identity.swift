@@ -1,3 +1,5 @@
+import HTTPFields
+
 /// An OAuth2 client identity: how to get access tokens from a token endpoint.
 public struct Identity: Sendable, Equatable {
     /// The key in `identities`.

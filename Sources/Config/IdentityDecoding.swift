@@ -1,3 +1,5 @@
+import HTTPFields
+
 extension DecodingContext {
     static let identityKeys = [
         "tokenUrl", "grant", "clientId", "clientSecret", "clientSecretFile", "clientAuth", "scope", "audience",

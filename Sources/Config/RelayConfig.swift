@@ -1,3 +1,5 @@
+import HTTPFields
+
 // The Config module: oauth-relay's configuration, decoded once at start-up into immutable
 // values, and the two pieces of per-request logic that depend only on it.
 //

@@ -1,3 +1,5 @@
+import HTTPFields
+
 /// Request-path normalization, done once per request before routing so that routing and the
 /// upstream see the same path (no `/public/../admin` slipping past a `pathPrefix`).
 ///

@@ -1,3 +1,5 @@
+import HTTPFields
+
 /// A credential from the config (client secret, password, refresh token, assertion).
 ///
 /// Printing, interpolating, `dump`ing or debug-printing a `Secret` (or any value holding one)
@@ -12,7 +14,7 @@ public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugS
     }
 
     public var description: String {
-        value.count >= 16 ? "…" + value.suffix(4) : "…"
+        redacted(value)
     }
 
     public var debugDescription: String {

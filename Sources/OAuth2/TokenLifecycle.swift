@@ -32,6 +32,7 @@
 //    permission) cannot turn its 401s into a stream of token requests.
 
 import Config
+import HTTPFields
 
 /// The state machine of one identity's access token.
 ///

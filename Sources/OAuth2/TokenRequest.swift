@@ -1,5 +1,6 @@
 import Config
 import Foundation
+import HTTPFields
 
 /// One request to an identity's token endpoint, as plain values for the relay's HTTP client:
 /// `POST`, `url`, `headers` and the form `body`. The client adds the framing headers itself
@@ -28,7 +29,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     public let purpose: Purpose
     public let url: HTTPURL
     public var method: String { "POST" }
-    public let headers: [HeaderField]
+    public let headers: [HTTPField]
     /// The `application/x-www-form-urlencoded` body.
     public let body: [UInt8]
     /// How the answer is read.
@@ -79,14 +80,14 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     private init(purpose: Purpose, form: TokenForm, identity: Identity) {
         var form = form
         var headers = [
-            HeaderField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
-            HeaderField(name: "Accept", value: "application/json"),
+            HTTPField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
+            HTTPField(name: "Accept", value: "application/json"),
         ]
         switch identity.clientAuth {
         case .basic:
             if let secret = identity.clientSecret {
                 let credentials = Self.basicCredentials(id: identity.clientId ?? "", secret: secret)
-                headers.append(HeaderField(name: "Authorization", value: credentials))
+                headers.append(HTTPField(name: "Authorization", value: credentials))
                 form.remember(secret.value)
                 form.remember(String(credentials.dropFirst("Basic ".count)))
             }
@@ -103,7 +104,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         }
         for (name, value) in identity.headers.sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
             headers.removeAll { $0.name.lowercased() == name.lowercased() }
-            headers.append(HeaderField(name: name, value: value))
+            headers.append(HTTPField(name: name, value: value))
         }
         self.purpose = purpose
         self.url = identity.tokenUrl

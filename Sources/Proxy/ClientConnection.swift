@@ -21,6 +21,7 @@ import ByteBuffers
 import EventLoop
 import HTTP1
 import Config
+import HTTPFields
 import OAuth2
 
 /// Calls `body` with a view of `bytes`, or with nil.

@@ -1,5 +1,6 @@
 import Config
 import HTTP1
+import HTTPFields
 import OAuth2
 import TLS
 import Synchronization

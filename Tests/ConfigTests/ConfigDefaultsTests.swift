@@ -1,5 +1,6 @@
 import Config
 import Foundation
+import HTTPFields
 import XCTest
 
 /// What a key left out means.
@@ -110,7 +111,7 @@ final class ConfigDefaultsTests: XCTestCase {
         XCTAssertEqual(config.routes.count, 1)
         XCTAssertEqual(config.routes.first?.match.pathPrefix, "/")
         XCTAssertEqual(config.routes.first?.upstream, UpstreamURL(scheme: .http, host: "127.0.0.1", port: 9001))
-        XCTAssertEqual(config.routes.first?.setHeaders, [HeaderSetting(name: "X-Demo", value: "oauth-relay")])
+        XCTAssertEqual(config.routes.first?.setHeaders, [HTTPField(name: "X-Demo", value: "oauth-relay")])
     }
 
     func testSidecarExampleIsValidWithItsVariablesSet() throws {

@@ -5,6 +5,7 @@
 // client secret of the request; a token has a positive lifetime of at most a year.
 
 import Config
+import HTTPFields
 import OAuth2
 
 private let clientSecret = "fuzz-client-secret-51f0"
@@ -19,7 +20,7 @@ public func fuzzTokenResponse(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let input = Array(UnsafeRawBufferPointer(start: start, count: count))
     let status = statuses[Int(input[0]) % statuses.count]
     let contentType = input[0] & 0x80 == 0 ? "application/json" : "application/x-www-form-urlencoded"
-    let reply = TokenEndpointReply(status: status, headers: [HeaderField(name: "Content-Type", value: contentType)],
+    let reply = TokenEndpointReply(status: status, headers: [HTTPField(name: "Content-Type", value: contentType)],
                                    body: Array(input[1...]))
     do throws(TokenEndpointError) {
         let token = try request.parseResponse(reply, unixTime: 1_700_000_000)

@@ -1,4 +1,5 @@
 import Config
+import HTTPFields
 import OAuth2
 import XCTest
 
@@ -20,9 +21,9 @@ final class TokenRequestTests: XCTestCase {
         let request = try grantRequest(makeIdentity())
         XCTAssertEqual(request.bodyText, "grant_type=client_credentials")
         XCTAssertEqual(request.headers, [
-            HeaderField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
-            HeaderField(name: "Accept", value: "application/json"),
-            HeaderField(name: "Authorization", value: "Basic b3JkZXJzLXJlbGF5OnMzY3JldA=="),
+            HTTPField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
+            HTTPField(name: "Accept", value: "application/json"),
+            HTTPField(name: "Authorization", value: "Basic b3JkZXJzLXJlbGF5OnMzY3JldA=="),
         ])
         XCTAssertEqual(request.purpose, .grant(.clientCredentials))
     }
