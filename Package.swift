@@ -28,7 +28,8 @@ let package = Package(
         .target(name: "Locking", swiftSettings: hotPath),
         .target(name: "EventLoop", dependencies: ["CLibUV", "ByteBuffers", "Locking"], swiftSettings: hotPath),
         .target(name: "HTTP1", dependencies: ["CLLHTTP", "ByteBuffers", "HTTPFields"], swiftSettings: hotPath),
-        .target(name: "Config", dependencies: ["HTTPFields"], swiftSettings: hotPath),
+        .target(name: "Routing", dependencies: ["HTTPFields"], swiftSettings: hotPath),
+        .target(name: "Config", dependencies: ["HTTPFields", "Routing"], swiftSettings: hotPath),
         .target(name: "OAuth2", dependencies: ["Config", "HTTPFields"], swiftSettings: hotPath),
         .target(name: "TLS", dependencies: ["COpenSSL", "ByteBuffers", "Locking"]),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
@@ -40,7 +41,7 @@ let package = Package(
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),
         .target(name: "RelayMetrics", dependencies: [.product(name: "Prometheus", package: "swift-prometheus")]),
         .target(name: "Proxy", dependencies: [
-            "EventLoop", "HTTP1", "HTTPFields", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "LocalHTTP", "Locking",
+            "EventLoop", "HTTP1", "HTTPFields", "Routing", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "LocalHTTP", "Locking",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
@@ -52,8 +53,9 @@ let package = Package(
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields"]),
-        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields"]),
-        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "HTTPFields", "Config", "Tokens"]),
+        .testTarget(name: "RoutingTests", dependencies: ["Routing"]),
+        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Routing"]),
+        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "HTTPFields", "Routing", "Config", "Tokens"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
         .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Config", "HTTPFields"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),

@@ -1,4 +1,5 @@
 import Foundation
+import Routing
 
 public enum URLScheme: String, Sendable, Equatable, Hashable {
     case http
@@ -41,7 +42,7 @@ public struct HTTPURL: Sendable, Equatable, Hashable, CustomStringConvertible {
 
     /// `host`, or `host:port` when the port is not the scheme's default: the Host header.
     public var authority: String {
-        HostSyntax.authority(host: host, port: port, scheme: scheme)
+        HostSyntax.authority(host: host, port: port, defaultPort: scheme.defaultPort)
     }
 
     /// The path and query as sent in the request line.
@@ -146,7 +147,7 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
 
     /// `host`, or `host:port` when the port is not the scheme's default.
     public var authority: String {
-        HostSyntax.authority(host: host, port: port, scheme: scheme)
+        HostSyntax.authority(host: host, port: port, defaultPort: scheme.defaultPort)
     }
 
     public var description: String {

@@ -1,4 +1,5 @@
 import HTTPFields
+import Routing
 
 /// A listening address, written `host:port` in the config; IPv6 as `[::1]:8180`.
 public struct HostPort: Sendable, Equatable, Hashable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import HTTPFields
+import Routing
 
 /// One entry of `routes`: which requests it takes and where and how it forwards them.
 public struct Route: Sendable, Equatable {
@@ -47,20 +48,6 @@ public struct Route: Sendable, Equatable {
         self.retryOnStatus = retryOnStatus
         self.minTokenAgeForRetrySeconds = minTokenAgeForRetrySeconds
         self.upgrade = upgrade
-    }
-}
-
-/// Which requests a route takes.
-public struct RouteMatch: Sendable, Equatable, Hashable {
-    /// Nil matches any host.
-    public var host: HostPattern?
-    /// A plain byte prefix of the normalized path, like nginx `location /api/`: `/api`
-    /// also matches `/apis`, so end a prefix with `/` to match whole segments.
-    public var pathPrefix: String
-
-    public init(host: HostPattern? = nil, pathPrefix: String = "/") {
-        self.host = host
-        self.pathPrefix = pathPrefix
     }
 }
 

@@ -1,4 +1,5 @@
 import HTTPFields
+import Routing
 
 extension DecodingContext {
     static let routeKeys = ["name", "match", "upstream", "identity", "stripPrefix", "inject", "setHeaders", "tls", "retryOnStatus",
@@ -70,7 +71,9 @@ extension DecodingContext {
     private func decodeRouteMatch(_ field: Field) -> RouteMatch? {
         guard let object = ObjectReader(field, knownKeys: ["host", "pathPrefix"], in: self) else { return nil }
         var match = RouteMatch()
-        match.host = object.parsed("host", HostPattern.parse)
+        match.host = object.parsed("host") { text throws(InvalidValue) in
+            do throws(HostPattern.SyntaxError) { return try HostPattern.parse(text) } catch { throw InvalidValue(error.message) }
+        }
         match.pathPrefix = object.parsed("pathPrefix") { prefix throws(InvalidValue) in
             guard prefix.hasPrefix("/") else { throw InvalidValue("must start with \"/\", got \"\(prefix)\"") }
             guard let normalized = RequestPath.normalize(prefix) else {

@@ -1,4 +1,5 @@
 import Foundation
+import Routing
 
 /// TLS options for a connection the relay makes: to a route's upstream or to an identity's
 /// token endpoint. Certificate and host-name verification are on unless `insecureSkipVerify`.

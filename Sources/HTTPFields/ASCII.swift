@@ -23,6 +23,17 @@ public enum ASCII {
         byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 
+    /// The value of an ASCII hex digit, or nil.
+    @inlinable @inline(__always)
+    public static func hexDigitValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte &- UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte &- UInt8(ascii: "a") &+ 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte &- UInt8(ascii: "A") &+ 10
+        default: nil
+        }
+    }
+
     /// RFC 3986 unreserved: ALPHA DIGIT - . _ ~
     @inlinable @inline(__always)
     public static func isUnreserved(_ byte: UInt8) -> Bool {

@@ -2,6 +2,7 @@ import Config
 import HTTP1
 import HTTPFields
 import OAuth2
+import Routing
 import TLS
 import Synchronization
 import Tokens

@@ -1,6 +1,7 @@
 import Config
 import Foundation
 import HTTPFields
+import Routing
 import XCTest
 
 /// What a key left out means.

@@ -3,6 +3,7 @@ import Config
 import HTTP1
 @testable import Proxy
 import HTTPFields
+import Routing
 import XCTest
 
 /// A message head written line by line: each line ends with CRLF, and an empty line ends the

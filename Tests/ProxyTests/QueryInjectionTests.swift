@@ -1,6 +1,7 @@
 import Config
 @testable import Proxy
 @testable import Tokens
+import Routing
 import XCTest
 
 /// `"inject": {"query": "access_token"}`: the upstream sees exactly one `access_token`, the
