@@ -10,7 +10,9 @@
 // Secrets are `Secret` values whose descriptions are redacted, and no error message ever
 // quotes a secret: a message names the key, the variable or the file instead.
 
+import Endpoints
 import HTTPFields
+import OAuth2
 
 /// The whole validated configuration. Build it with `ConfigLoader`; the memberwise
 /// initializer (every parameter defaulted) is for tests and does not validate.

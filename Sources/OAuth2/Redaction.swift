@@ -1,4 +1,4 @@
-import Config
+import Endpoints
 
 /// A URL as shown in descriptions and errors: scheme, authority and path, with any query
 /// (which may carry a key) shown as `?…`.

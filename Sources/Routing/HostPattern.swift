@@ -1,3 +1,5 @@
+import Endpoints
+
 /// The host a route matches: an exact name (`orders.local`, `10.0.0.7`, `[::1]`) or a wildcard
 /// (`*.example.com`, matching `a.example.com` and `a.b.example.com` but not `example.com`).
 /// Stored lowercased, without a trailing dot, IPv6 without brackets.

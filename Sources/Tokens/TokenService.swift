@@ -10,7 +10,7 @@
 // removed identity is retired: it fetches only while requests that began before the reload
 // still wait for it, and its refresh timer stops.
 
-import Config
+import Endpoints
 import EventLoop
 import Foundation
 import HTTPClient

@@ -1,4 +1,5 @@
 import Config
+import Endpoints
 import XCTest
 
 /// `host:port` addresses and upstream / token URLs.

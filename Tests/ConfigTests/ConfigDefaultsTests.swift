@@ -1,6 +1,8 @@
 import Config
+import Endpoints
 import Foundation
 import HTTPFields
+import OAuth2
 import Routing
 import XCTest
 
@@ -120,7 +122,7 @@ final class ConfigDefaultsTests: XCTestCase {
         let environment = ["IDP_TOKEN_URL": "https://idp.example.com/token", "ORDERS_CLIENT_ID": "orders",
                            "ORDERS_CLIENT_SECRET": "secret-from-env"]
         let config = try ConfigLoader.load(path: path, environment: environment)
-        XCTAssertEqual(config.identities["orders"]?.clientSecret?.value, "secret-from-env")
+        XCTAssertEqual(config.identities["orders"]?.clientAuth.secret?.value, "secret-from-env")
         XCTAssertEqual(config.routes.first?.upstream.port, 9001)
     }
 
@@ -143,15 +145,14 @@ final class ConfigDefaultsTests: XCTestCase {
         let orders = try XCTUnwrap(config.identities["orders"])
         XCTAssertEqual(orders.tokenUrl, HTTPURL(scheme: .https, host: "idp.example.com", path: "/oauth2/token"))
         XCTAssertEqual(orders.grant, .clientCredentials)
-        XCTAssertEqual(orders.clientSecret, Secret("orders-secret"))
-        XCTAssertEqual(orders.clientAuth, .basic)
+        XCTAssertEqual(orders.clientAuth, .basic(id: "orders-relay", secret: Secret("orders-secret")))
         XCTAssertEqual(orders.resource, ["https://orders.internal/"])
         XCTAssertEqual(orders.params, ["tenant": "acme"])
         XCTAssertEqual(orders.headers, ["X-Request-Source": "oauth-relay"])
         XCTAssertEqual(orders.tls?.caFile, directory.path + "/idp-ca.pem")
         let legacy = try XCTUnwrap(config.identities["legacy-user"])
-        XCTAssertEqual(legacy.grant, .password)
-        XCTAssertEqual(legacy.password?.value, "hunter2-but-longer")
+        XCTAssertEqual(legacy.grant, .password(username: "svc-legacy", password: Secret("hunter2-but-longer")))
+        XCTAssertEqual(legacy.clientAuth, .basic(id: "legacy", secret: Secret("legacy-secret")))
         XCTAssertEqual(config.routes.map(\.match.host), [.exact("orders.local"), nil])
         XCTAssertEqual(config.routes.first?.upstream, UpstreamURL(scheme: .https, host: "orders.internal", port: 8443))
         XCTAssertEqual(config.routes.first?.tls?.serverName, "orders.internal")

@@ -4,7 +4,7 @@
 // answer is a token or a typed error, never a crash; an error's description never shows the
 // client secret of the request; a token has a positive lifetime of at most a year.
 
-import Config
+import Endpoints
 import HTTPFields
 import OAuth2
 
@@ -12,7 +12,7 @@ private let clientSecret = "fuzz-client-secret-51f0"
 private let statuses = [200, 200, 200, 400, 401, 429, 500, 503]
 private let request = TokenRequest.grant(for: Identity(name: "fuzz",
     tokenUrl: HTTPURL(scheme: .https, host: "idp.test", port: 443, path: "/token"),
-    clientId: "fuzz-client", clientSecret: Secret(clientSecret)))!
+    clientAuth: .basic(id: "fuzz-client", secret: Secret(clientSecret))))!
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTokenResponse(_ start: UnsafeRawPointer, _ count: Int) -> CInt {

@@ -1,6 +1,6 @@
 import HTTPFields
 
-/// A credential from the config (client secret, password, refresh token, assertion).
+/// A credential an identity holds (client secret, password, refresh token, assertion).
 ///
 /// Printing, interpolating, `dump`ing or debug-printing a `Secret` (or any value holding one)
 /// shows only `…`, or `…` plus the last four characters when the secret is at least 16
