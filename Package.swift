@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"]),
         .target(name: "Tokens", dependencies: [
-            "Endpoints", "OAuth2", "EventLoop", "HTTPClient", "HTTPFields", "TLS", "Locking",
+            "OAuth2", "EventLoop", "HTTPClient", "TLS", "Locking",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),
@@ -46,7 +46,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
-            "Proxy", "Config", "Endpoints", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "HTTPClient", "TLS", "RelayMetrics",
+            "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "HTTPClient", "TLS", "RelayMetrics",
             "LocalHTTP",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),

@@ -2,7 +2,6 @@
 // it adopts identity sets, sends each due token request (through HTTPClient), records results
 // (waking the requests that waited for them, see IdentityTokens.swift) and arms refresh timers.
 
-import Endpoints
 import EventLoop
 import Foundation
 import HTTPClient
