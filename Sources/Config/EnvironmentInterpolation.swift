@@ -1,4 +1,5 @@
 import Foundation
+import HTTPFields
 
 /// `${NAME}` substitution in config strings.
 ///

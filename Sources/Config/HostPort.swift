@@ -1,3 +1,7 @@
+import Endpoints
+import HTTPFields
+import Routing
+
 /// A listening address, written `host:port` in the config; IPv6 as `[::1]:8180`.
 public struct HostPort: Sendable, Equatable, Hashable, CustomStringConvertible {
     /// Host name or IP address, IPv6 without brackets.

@@ -1,3 +1,7 @@
+import Endpoints
+import HTTPFields
+import OAuth2
+
 extension DecodingContext {
     static let identityKeys = [
         "tokenUrl", "grant", "clientId", "clientSecret", "clientSecretFile", "clientAuth", "scope", "audience",
@@ -38,10 +42,11 @@ extension DecodingContext {
         guard let object = ObjectReader(field, knownKeys: Self.identityKeys, in: self) else { return nil }
         let tokenUrl = object.required("tokenUrl").flatMap { parsed($0) { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) } }
         var identity = Identity(name: name, tokenUrl: tokenUrl ?? HTTPURL(scheme: .https, host: ""))
-        let grant = object.field("grant") == nil ? .clientCredentials : object.parsed("grant", Grant.parse)
-        identity.grant = grant ?? .clientCredentials
-        identity.clientId = object.nonEmptyString("clientId")
-        identity.clientSecret = object.secret("clientSecret")
+        // Keys are read in one fixed order (reading reports errors), so `check` lists them in that
+        // order; the grant and client authentication are made from the values at the end.
+        let grant = object.field("grant") == nil ? .clientCredentials : object.parsed("grant", GrantType.parse)
+        let clientId = object.nonEmptyString("clientId")
+        let clientSecret = object.secret("clientSecret")
         identity.scope = object.field("scope").flatMap { stringOrStrings($0) }?.map(\.value).joined(separator: " ")
         identity.audience = object.nonEmptyString("audience")
         identity.resource = object.field("resource").flatMap { stringOrStrings($0) }?.compactMap { uri, field in
@@ -55,26 +60,27 @@ extension DecodingContext {
         identity.headers = object.field("headers").flatMap {
             decodeHeaderFields($0, forbidden: HeaderRules.framingHeaders.union(["host"]))
         }.map { Dictionary($0.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }) } ?? [:]
-        identity.username = object.nonEmptyString("username")
-        identity.password = object.secret("password")
-        identity.refreshToken = object.secret("refreshToken")
-        identity.assertion = object.secret("assertion")
+        let username = object.nonEmptyString("username")
+        let password = object.secret("password")
+        let refreshToken = object.secret("refreshToken")
+        let assertion = object.secret("assertion")
         identity.tls = object.field("tls").flatMap { decodeTLS($0, endpoint: tokenUrl?.scheme, endpointName: "tokenUrl") }
         identity.allowInsecureTokenUrl = object.bool("allowInsecureTokenUrl") ?? identity.allowInsecureTokenUrl
         identity.defaultExpiresInSeconds = object.seconds("defaultExpiresInSeconds") ?? identity.defaultExpiresInSeconds
         identity.refreshSkewSeconds = object.seconds("refreshSkewSeconds") ?? identity.refreshSkewSeconds
         identity.responseFields = object.field("responseFields").flatMap(decodeResponseFields) ?? identity.responseFields
-        identity.subjectToken = object.secret("subjectToken")
-        identity.subjectTokenType = object.parsed("subjectTokenType", tokenTypeURI)
-        identity.actorToken = object.secret("actorToken")
-        identity.actorTokenType = object.parsed("actorTokenType", tokenTypeURI)
+        let subject = ExchangedToken(token: object.secret("subjectToken"), type: object.parsed("subjectTokenType", tokenTypeURI))
+        let actor = ExchangedToken(token: object.secret("actorToken"), type: object.parsed("actorTokenType", tokenTypeURI))
         let explicitAuth = object.parsed("clientAuth") { text throws(InvalidValue) in
-            guard let auth = ClientAuth(rawValue: text) else {
+            guard let auth = ClientAuthMethod(rawValue: text) else {
                 throw InvalidValue("expected basic, post or none, got \"\(text)\"")
             }
             return auth
         }
-        identity.clientAuth = explicitAuth ?? (identity.clientSecret == nil ? .publicClient : .basic)
+        identity.clientAuth = Self.clientAuth(explicitAuth ?? (clientSecret == nil ? .publicClient : .basic), id: clientId,
+                                              secret: clientSecret)
+        identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
+                                    extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
         checkClientAuth(explicitAuth, object: object)
         if let grant {
             checkGrantRequirements(grant, object: object)
@@ -82,8 +88,49 @@ extension DecodingContext {
         return tokenUrl == nil ? nil : identity
     }
 
+    /// The `clientAuth` key's values.
+    private enum ClientAuthMethod: String {
+        case basic
+        case post
+        /// `none` (not the case name: it would read as `Optional.none`).
+        case publicClient = "none"
+    }
+
+    /// The client authentication `method` makes of the identity's id and secret. A method that
+    /// needs a missing secret is reported by `checkClientAuth`; the identity is not used then.
+    private static func clientAuth(_ method: ClientAuthMethod, id: String?, secret: Secret?) -> ClientAuth {
+        switch (method, secret) {
+        case (.basic, let secret?): .basic(id: id ?? "", secret: secret)
+        case (.post, let secret?): .post(id: id ?? "", secret: secret)
+        default: id.map { .publicClient(id: $0) } ?? .unidentified
+        }
+    }
+
+    /// The grant `type` makes of the values its keys gave. A value a grant needs and lacks is
+    /// reported by `checkGrantRequirements` (the empty stand-in is never sent: the config fails).
+    private static func grant(_ type: GrantType, username: String?, password: Secret?, refreshToken: Secret?,
+                              extensionFields fields: ExtensionFields) -> Grant {
+        switch type {
+        case .clientCredentials: return .clientCredentials
+        case .password: return .password(username: username ?? "", password: password ?? Secret(""))
+        case .refreshToken: return .refreshToken(refreshToken ?? Secret(""))
+        case .authorizationCode: return .authorizationCode(seed: refreshToken)
+        case .deviceCode: return .deviceCode(seed: refreshToken)
+        case .extension(let uri):
+            // The specific cases when the fields are those grants' own; any other mix keeps
+            // every field the config set, as an extension grant sends them.
+            if type == .tokenExchange && fields.assertion == nil {
+                return .tokenExchange(subject: fields.subject, actor: fields.actor)
+            }
+            if type == .jwtBearer && fields.subject == ExchangedToken() && fields.actor == ExchangedToken() {
+                return .jwtBearer(assertion: fields.assertion)
+            }
+            return .extension(uri: uri, fields: fields)
+        }
+    }
+
     /// `basic` and `post` need a secret; `none` must not have one.
-    private func checkClientAuth(_ auth: ClientAuth?, object: ObjectReader) {
+    private func checkClientAuth(_ auth: ClientAuthMethod?, object: ObjectReader) {
         guard let auth, let field = object.field("clientAuth") else { return }
         let hasSecret = object.field("clientSecret") != nil || object.field("clientSecretFile") != nil
         if auth == .publicClient && hasSecret {
@@ -94,7 +141,7 @@ extension DecodingContext {
     }
 
     /// Keys a grant needs, and keys only other grants use (a typo or a leftover otherwise).
-    private func checkGrantRequirements(_ grant: Grant, object: ObjectReader) {
+    private func checkGrantRequirements(_ grant: GrantType, object: ObjectReader) {
         func requireKey(_ key: String, alternative: String? = nil) {
             guard !object.has(key) else { return }
             let message = "required for the \(grant) grant" + (alternative.map { " (or \($0))" } ?? "")
@@ -136,7 +183,7 @@ extension DecodingContext {
 
     /// RFC 8693: a token comes with its type; the token exchange grant needs a subject token,
     /// the jwt-bearer grant (RFC 7523) an assertion, either from their keys or from `params`.
-    private func checkTokenExchangeFields(_ grant: Grant, object: ObjectReader) {
+    private func checkTokenExchangeFields(_ grant: GrantType, object: ObjectReader) {
         func hasParam(_ name: String) -> Bool {
             guard case .object(let members) = object.field("params")?.value.kind else { return false }
             return members.contains { $0.key == name }
@@ -146,7 +193,7 @@ extension DecodingContext {
         where object.has(token) && !object.has(type) {
             missing.append((type, "required with \(token) (RFC 8693)"))
         }
-        let required: [(grant: Grant, key: String, field: String)] = [
+        let required: [(grant: GrantType, key: String, field: String)] = [
             (.tokenExchange, "subjectToken", "subject_token"), (.tokenExchange, "subjectTokenType", "subject_token_type"),
             (.jwtBearer, "assertion", "assertion"),
         ]

@@ -1,3 +1,5 @@
+import HTTPFields
+
 /// The JSON path of a value, as shown in error messages: `$.routes[1].match.pathPrefix`.
 /// Keys that are not plain names (letters, digits, `_`, `-`, not starting with a digit) are
 /// written in brackets as JSON strings: `$.routes[0].setHeaders["X Forwarded"]`.

@@ -1,3 +1,5 @@
+import HTTPFields
+
 /// A JSON document as the config decoder needs it: object members keep their order and
 /// duplicates (so errors come in document order and duplicate keys can be reported), numbers
 /// keep their literal text (so integers stay exact and `true` is never a number), and every
@@ -260,23 +262,12 @@ struct JSONParser {
     private mutating func parseHex4(escapeStart: Int) throws(JSONSyntaxError) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard let byte = current, let digit = hexDigitValue(byte) else {
+            guard let byte = current, let digit = ASCII.hexDigitValue(byte) else {
                 throw failure("invalid \\u escape: expected four hex digits", at: escapeStart)
             }
             value = value << 4 | UInt32(digit)
             index += 1
         }
         return value
-    }
-}
-
-/// The value of an ASCII hex digit, or nil.
-@inline(__always)
-func hexDigitValue(_ byte: UInt8) -> UInt8? {
-    switch byte {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte &- UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte &- UInt8(ascii: "a") &+ 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): byte &- UInt8(ascii: "A") &+ 10
-    default: nil
     }
 }

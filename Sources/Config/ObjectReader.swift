@@ -1,3 +1,5 @@
+import OAuth2
+
 /// Reads the members of one JSON object by key, reporting unknown and duplicate keys as it
 /// is created and type errors as members are read.
 struct ObjectReader {

@@ -1,15 +1,18 @@
 // The Config module: oauth-relay's configuration, decoded once at start-up into immutable
-// values, and the two pieces of per-request logic that depend only on it.
+// values. It is a decoder: the types it fills belong to the modules that use them (route
+// matching to Routing), and it holds no per-request logic.
 //
 // - `ConfigLoader` turns a JSON file (the contract is the team's CONFIG.md) into a
 //   `RelayConfig`, or into `ConfigErrors` listing every problem in the file with its JSON
 //   path, line and column. It resolves `${NAME}` from an environment passed in and reads
 //   `…File` secrets; it does no other I/O and keeps no state.
-// - `RequestPath.normalize` and `RouteTable.match` run on every request: they work on raw
-//   bytes, never build a String and allocate nothing once the caller's buffers have grown.
 //
 // Secrets are `Secret` values whose descriptions are redacted, and no error message ever
 // quotes a secret: a message names the key, the variable or the file instead.
+
+import Endpoints
+import HTTPFields
+import OAuth2
 
 /// The whole validated configuration. Build it with `ConfigLoader`; the memberwise
 /// initializer (every parameter defaulted) is for tests and does not validate.

@@ -1,3 +1,7 @@
+import Endpoints
+import HTTPFields
+import Routing
+
 /// One entry of `routes`: which requests it takes and where and how it forwards them.
 public struct Route: Sendable, Equatable {
     /// Position in the file's `routes` array (ties between equally specific routes go to the
@@ -14,7 +18,7 @@ public struct Route: Sendable, Equatable {
     public var inject: Injection
     /// Headers set on the forwarded request, replacing any the client sent; sorted by
     /// lowercased name.
-    public var setHeaders: [HeaderSetting]
+    public var setHeaders: [HTTPField]
     /// TLS options for an `https` upstream.
     public var tls: TLSSettings?
     /// Upstream statuses that mean "the token was refused": the relay fetches a new token
@@ -31,7 +35,7 @@ public struct Route: Sendable, Equatable {
 
     public init(index: Int = 0, name: String? = nil, match: RouteMatch = RouteMatch(), upstream: UpstreamURL,
                 identity: String? = nil, stripPrefix: Bool = false, inject: Injection = .header(),
-                setHeaders: [HeaderSetting] = [], tls: TLSSettings? = nil, retryOnStatus: [Int] = [401],
+                setHeaders: [HTTPField] = [], tls: TLSSettings? = nil, retryOnStatus: [Int] = [401],
                 minTokenAgeForRetrySeconds: Double = 10, upgrade: [String] = ["websocket"]) {
         self.index = index
         self.name = name ?? "routes[\(index)]"
@@ -48,35 +52,10 @@ public struct Route: Sendable, Equatable {
     }
 }
 
-/// Which requests a route takes.
-public struct RouteMatch: Sendable, Equatable, Hashable {
-    /// Nil matches any host.
-    public var host: HostPattern?
-    /// A plain byte prefix of the normalized path, like nginx `location /api/`: `/api`
-    /// also matches `/apis`, so end a prefix with `/` to match whole segments.
-    public var pathPrefix: String
-
-    public init(host: HostPattern? = nil, pathPrefix: String = "/") {
-        self.host = host
-        self.pathPrefix = pathPrefix
-    }
-}
-
 /// Where the access token goes on the forwarded request. A client's own value is replaced.
 public enum Injection: Sendable, Equatable, Hashable {
     /// `name: prefix token` (just the token when `prefix` is empty).
     case header(name: String = "Authorization", prefix: String = "Bearer")
     /// `?name=token` added to the query.
     case query(name: String)
-}
-
-/// A header set on every forwarded request of a route.
-public struct HeaderSetting: Sendable, Equatable, Hashable {
-    public var name: String
-    public var value: String
-
-    public init(name: String, value: String) {
-        self.name = name
-        self.value = value
-    }
 }

@@ -1,3 +1,7 @@
+import Endpoints
+import HTTPFields
+import Routing
+
 extension DecodingContext {
     static let routeKeys = ["name", "match", "upstream", "identity", "stripPrefix", "inject", "setHeaders", "tls", "retryOnStatus",
                             "minTokenAgeForRetrySeconds", "upgrade"]
@@ -68,7 +72,9 @@ extension DecodingContext {
     private func decodeRouteMatch(_ field: Field) -> RouteMatch? {
         guard let object = ObjectReader(field, knownKeys: ["host", "pathPrefix"], in: self) else { return nil }
         var match = RouteMatch()
-        match.host = object.parsed("host", HostPattern.parse)
+        match.host = object.parsed("host") { text throws(InvalidValue) in
+            do throws(HostPattern.SyntaxError) { return try HostPattern.parse(text) } catch { throw InvalidValue(error.message) }
+        }
         match.pathPrefix = object.parsed("pathPrefix") { prefix throws(InvalidValue) in
             guard prefix.hasPrefix("/") else { throw InvalidValue("must start with \"/\", got \"\(prefix)\"") }
             guard let normalized = RequestPath.normalize(prefix) else {
@@ -123,10 +129,10 @@ extension DecodingContext {
     /// An object of header name to value, sorted by lowercased name. Names must be HTTP
     /// tokens, not in `forbidden` and not repeated in another case; values must not hold
     /// control characters (CR, LF, NUL…). Values are never echoed: they may be credentials.
-    func decodeHeaderFields(_ field: Field, forbidden: Set<String>) -> [HeaderSetting]? {
+    func decodeHeaderFields(_ field: Field, forbidden: Set<String>) -> [HTTPField]? {
         guard let members = stringMembers(field) else { return nil }
         var seen: [String: String] = [:]
-        var settings: [HeaderSetting] = []
+        var settings: [HTTPField] = []
         for (name, _, member) in members {
             do {
                 _ = try HeaderRules.validName(name, forbidden: forbidden)
@@ -140,7 +146,7 @@ extension DecodingContext {
                 continue
             }
             seen[name.lowercased()] = name
-            settings.append(HeaderSetting(name: name, value: value))
+            settings.append(HTTPField(name: name, value: value))
         }
         return settings.sorted { $0.name.lowercased() < $1.name.lowercased() }
     }

@@ -287,7 +287,7 @@ public final class HTTP1Parser {
         // Each line also costs its ": " and CRLF on the wire.
         headBytesSeen += 4
         let nameLength = head.bytes.count - fieldStart
-        let field = HeaderField(nameStart: Int32(fieldStart), nameLength: Int32(nameLength),
+        let field = FieldSlot(nameStart: Int32(fieldStart), nameLength: Int32(nameLength),
                                 valueStart: Int32(head.bytes.count), valueLength: 0,
                                 known: KnownHeader(name: head.slice(fieldStart, nameLength)),
                                 listedInConnection: false)

@@ -3,17 +3,7 @@ internal import CLLHTTP
 import Glibc
 #endif
 import ByteBuffers
-
-/// One header field as offsets into its head's byte storage: no copy per field.
-public struct HeaderField: Sendable {
-    public var nameStart: Int32
-    public var nameLength: Int32
-    public var valueStart: Int32
-    public var valueLength: Int32
-    public var known: KnownHeader
-    /// Named by a `Connection` header of the same message, so hop-by-hop too.
-    public var listedInConnection: Bool
-}
+import HTTPFields
 
 /// The head (start line and header fields) of one request or response, plus trailers.
 /// A parser reuses one `HTTPHead` for every message on its connection; its storage grows on the
@@ -22,8 +12,8 @@ public struct HeaderField: Sendable {
 /// Views returned by `name(_:)`, `value(_:)`, `target` are valid until the next `feed`.
 public final class HTTPHead {
     public internal(set) var bytes = ByteBuffer()
-    public internal(set) var fields: [HeaderField] = []
-    public internal(set) var trailers: [HeaderField] = []
+    public internal(set) var fields: [FieldSlot] = []
+    public internal(set) var trailers: [FieldSlot] = []
 
     // Request line.
     public internal(set) var method: UInt8 = 0
@@ -76,11 +66,11 @@ public final class HTTPHead {
         UnsafeRawBufferPointer(start: bytes.baseAddress.map { UnsafeRawPointer($0 + start) }, count: count)
     }
 
-    public func name(_ field: HeaderField) -> UnsafeRawBufferPointer {
+    public func name(_ field: FieldSlot) -> UnsafeRawBufferPointer {
         slice(Int(field.nameStart), Int(field.nameLength))
     }
 
-    public func value(_ field: HeaderField) -> UnsafeRawBufferPointer {
+    public func value(_ field: FieldSlot) -> UnsafeRawBufferPointer {
         slice(Int(field.valueStart), Int(field.valueLength))
     }
 
@@ -100,7 +90,7 @@ public final class HTTPHead {
 
     /// Whether the field is connection-specific and must not be forwarded as is.
     @inline(__always)
-    public func isHopByHop(_ field: HeaderField) -> Bool {
+    public func isHopByHop(_ field: FieldSlot) -> Bool {
         field.known.isHopByHop || field.listedInConnection
     }
 

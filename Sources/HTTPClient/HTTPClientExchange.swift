@@ -7,6 +7,7 @@
 import ByteBuffers
 import EventLoop
 import HTTP1
+import HTTPFields
 import TLS
 import TLSStream
 
@@ -34,15 +35,6 @@ public struct HTTPClientRequest: Sendable {
     }
 }
 
-public struct HTTPField: Sendable, Equatable {
-    public var name: String
-    public var value: String
-    public init(_ name: String, _ value: String) {
-        self.name = name
-        self.value = value
-    }
-}
-
 public struct HTTPClientResponse: Sendable, Equatable {
     public var status: Int
     public var headers: [HTTPField]
@@ -56,8 +48,7 @@ public struct HTTPClientResponse: Sendable, Equatable {
 
     /// The first field named `name` (case-insensitive).
     public func header(_ name: String) -> String? {
-        let lower = name.lowercased()
-        return headers.first { $0.name.lowercased() == lower }?.value
+        headers.value(named: name)
     }
 }
 
@@ -243,7 +234,7 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
         let head = parser.head
         status = head.statusCode
         headers = head.fields.map {
-            HTTPField(String(decoding: head.name($0), as: UTF8.self), String(decoding: head.value($0), as: UTF8.self))
+            HTTPField(name: String(decoding: head.name($0), as: UTF8.self), value: String(decoding: head.value($0), as: UTF8.self))
         }
         if let length = head.contentLength, length > UInt64(limits.maxBodyBytes) {
             finish(.failure(.bodyTooLarge(limit: limits.maxBodyBytes)))

@@ -1,3 +1,5 @@
+import HTTPFields
+
 /// The access token an identity holds, as the request path injects it. Times are in the
 /// lifecycle's clock (seconds, any origin, never going back).
 public struct AccessToken: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {

@@ -1,4 +1,4 @@
-import Config
+import Endpoints
 import Foundation
 
 /// Whether an identity's token URL may be used: `https://` always; `http://` on a loopback

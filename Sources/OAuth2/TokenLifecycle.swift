@@ -31,7 +31,7 @@
 //    that token is `minimumAge` old, so an upstream that refuses for other reasons (a missing
 //    permission) cannot turn its 401s into a stream of token requests.
 
-import Config
+import HTTPFields
 
 /// The state machine of one identity's access token.
 ///
@@ -77,7 +77,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         self.random = random
         // The `refresh_token` grant's seed is part of its own grant request; an interactive
         // identity's seed stands in for a first login.
-        refreshToken = identity.grant.isInteractive ? identity.refreshToken : nil
+        refreshToken = identity.grant.interactiveSeed
     }
 
     // MARK: - Questions
@@ -86,7 +86,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// identity's own grant; nil when only a person logging in can help.
     private var nextPurpose: TokenRequest.Purpose? {
         if refreshToken != nil { return .refresh }
-        return identity.grant.isInteractive ? nil : .grant(identity.grant)
+        return identity.grant.isInteractive ? nil : .grant(identity.grant.type)
     }
 
     public var isFetching: Bool { inFlight != nil }

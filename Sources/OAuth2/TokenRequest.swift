@@ -1,5 +1,6 @@
-import Config
+import Endpoints
 import Foundation
+import HTTPFields
 
 /// One request to an identity's token endpoint, as plain values for the relay's HTTP client:
 /// `POST`, `url`, `headers` and the form `body`. The client adds the framing headers itself
@@ -13,7 +14,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     /// What the request is for.
     public enum Purpose: Sendable, Equatable, CustomStringConvertible {
         /// The identity's own grant (for the `refresh_token` grant: its seed refresh token).
-        case grant(Grant)
+        case grant(GrantType)
         /// A refresh with a refresh token the token endpoint issued.
         case refresh
 
@@ -28,7 +29,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     public let purpose: Purpose
     public let url: HTTPURL
     public var method: String { "POST" }
-    public let headers: [HeaderField]
+    public let headers: [HTTPField]
     /// The `application/x-www-form-urlencoded` body.
     public let body: [UInt8]
     /// How the answer is read.
@@ -45,17 +46,17 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         guard !identity.grant.isInteractive else { return nil }
         var form = TokenForm(grantType: identity.grant.grantType)
         switch identity.grant {
-        case .password:
-            form.add("username", identity.username)
-            form.add("password", identity.password)
-        case .refreshToken:
-            form.add("refresh_token", identity.refreshToken)
-        case .extension:
-            form.add("assertion", identity.assertion)
-            form.add("subject_token", identity.subjectToken)
-            form.add("subject_token_type", identity.subjectTokenType)
-            form.add("actor_token", identity.actorToken)
-            form.add("actor_token_type", identity.actorTokenType)
+        case .password(let username, let password):
+            form.add("username", username)
+            form.add("password", password)
+        case .refreshToken(let seed):
+            form.add("refresh_token", seed)
+        case .tokenExchange(let subject, let actor):
+            form.add(ExtensionFields(subject: subject, actor: actor))
+        case .jwtBearer(let assertion):
+            form.add(ExtensionFields(assertion: assertion))
+        case .extension(_, let fields):
+            form.add(fields)
         case .clientCredentials, .authorizationCode, .deviceCode:
             break
         }
@@ -64,14 +65,14 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         for resource in identity.resource {
             form.add("resource", resource)
         }
-        return TokenRequest(purpose: .grant(identity.grant), form: form, identity: identity)
+        return TokenRequest(purpose: .grant(identity.grant.type), form: form, identity: identity)
     }
 
     /// A refresh (RFC 6749 §6) with a refresh token the endpoint issued. It asks for nothing
     /// new: no `scope`, `audience` or `resource`, so the token keeps what was granted. The
     /// identity's `params` go along unless they are the fields of an extension grant.
     public static func refresh(for identity: Identity, refreshToken: Secret) -> TokenRequest {
-        var form = TokenForm(grantType: Grant.refreshToken.grantType)
+        var form = TokenForm(grantType: GrantType.refreshToken.grantType)
         form.add("refresh_token", refreshToken)
         return TokenRequest(purpose: .refresh, form: form, identity: identity)
     }
@@ -79,31 +80,29 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     private init(purpose: Purpose, form: TokenForm, identity: Identity) {
         var form = form
         var headers = [
-            HeaderField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
-            HeaderField(name: "Accept", value: "application/json"),
+            HTTPField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
+            HTTPField(name: "Accept", value: "application/json"),
         ]
         switch identity.clientAuth {
-        case .basic:
-            if let secret = identity.clientSecret {
-                let credentials = Self.basicCredentials(id: identity.clientId ?? "", secret: secret)
-                headers.append(HeaderField(name: "Authorization", value: credentials))
-                form.remember(secret.value)
-                form.remember(String(credentials.dropFirst("Basic ".count)))
-            }
-        case .post:
-            form.add("client_id", identity.clientId)
-            form.add("client_secret", identity.clientSecret)
-        case .publicClient:
-            form.add("client_id", identity.clientId)
+        case .basic(let id, let secret):
+            let credentials = Self.basicCredentials(id: id, secret: secret)
+            headers.append(HTTPField(name: "Authorization", value: credentials))
+            form.remember(secret.value)
+            form.remember(String(credentials.dropFirst("Basic ".count)))
+        case .post(let id, let secret):
+            form.add("client_id", id.isEmpty ? nil : id)
+            form.add("client_secret", secret)
+        case .publicClient(let id):
+            form.add("client_id", id)
+        case .unidentified:
+            break
         }
-        let extensionFields: Bool
-        if case .extension = identity.grant { extensionFields = true } else { extensionFields = false }
-        if purpose != .refresh || !extensionFields {
+        if purpose != .refresh || !identity.grant.type.isExtension {
             form.addParams(identity.params)
         }
         for (name, value) in identity.headers.sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
             headers.removeAll { $0.name.lowercased() == name.lowercased() }
-            headers.append(HeaderField(name: name, value: value))
+            headers.append(HTTPField(name: name, value: value))
         }
         self.purpose = purpose
         self.url = identity.tokenUrl
@@ -149,6 +148,15 @@ private struct TokenForm {
 
     mutating func add(_ name: String, _ value: String?) {
         if let value { fields.append((name, value)) }
+    }
+
+    /// An extension grant's own fields, in the order RFC 7523 and RFC 8693 list them.
+    mutating func add(_ fields: ExtensionFields) {
+        add("assertion", fields.assertion)
+        add("subject_token", fields.subject.token)
+        add("subject_token_type", fields.subject.type)
+        add("actor_token", fields.actor.token)
+        add("actor_token_type", fields.actor.type)
     }
 
     mutating func add(_ name: String, _ secret: Secret?) {

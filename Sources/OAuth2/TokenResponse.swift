@@ -1,4 +1,3 @@
-import Config
 import Foundation
 
 /// A successful token response (RFC 6749 §5.1), read leniently where real IdPs differ:

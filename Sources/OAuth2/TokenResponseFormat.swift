@@ -1,4 +1,3 @@
-import Config
 
 /// How an identity's token responses are read: the field names (`responseFields`, standard by
 /// default) and the lifetime assumed when a response gives none.

@@ -21,7 +21,9 @@ import ByteBuffers
 import EventLoop
 import HTTP1
 import Config
+import HTTPFields
 import OAuth2
+import Routing
 
 /// Calls `body` with a view of `bytes`, or with nil.
 func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {

@@ -1,4 +1,5 @@
 import Config
+import Endpoints
 import TLS
 
 /// The TLS configurations the relay connects and listens with, built once from the config (they load

@@ -1,5 +1,6 @@
 import ByteBuffers
 import HTTP1
+import HTTPFields
 
 /// Writes the heads the relay forwards: the request to the upstream and the response to the
 /// client, applying the intermediary rules of RFC 9110 §7.6 and RFC 9112:

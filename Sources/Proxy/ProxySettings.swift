@@ -1,5 +1,6 @@
 import Config
 import HTTP1
+import Routing
 import TLS
 import Tokens
 
@@ -44,7 +45,7 @@ public final class ProxySettings: Sendable {
         self.config = config
         self.tokens = tokens
         listenerTLS = tls.listener
-        routes = RouteTable(config.routes)
+        routes = RouteTable(config.routes.map(\.match))
         let identities = identities ?? tokens?.tokenSet
         self.identities = identities
         plans = config.routes.enumerated().map { position, route in

@@ -1,6 +1,8 @@
 import Config
 import HTTP1
+import HTTPFields
 import OAuth2
+import Routing
 import TLS
 import Synchronization
 import Tokens

@@ -18,7 +18,6 @@
 // A reload keeps the IdentityTokens of every identity whose settings did not change, so its
 // token survives; a changed or new identity gets a new one, with a new `slot`.
 
-import Config
 import EventLoop
 import OAuth2
 import Locking

@@ -2,7 +2,6 @@
 // it adopts identity sets, sends each due token request (through HTTPClient), records results
 // (waking the requests that waited for them, see IdentityTokens.swift) and arms refresh timers.
 
-import Config
 import EventLoop
 import Foundation
 import HTTPClient
@@ -107,7 +106,7 @@ final class TokenFetcher {
         }
         logger.debug("token request", metadata: ["identity": .string(name), "purpose": .string("\(request.purpose)")])
         let httpRequest = HTTPClientRequest(method: request.method, host: url.host, port: url.port, target: url.requestTarget,
-                                            headers: request.headers.map { HTTPField($0.name, $0.value) }, body: request.body,
+                                            headers: request.headers, body: request.body,
                                             tls: tls)
         let started = monotonicSeconds()
         inFlight[tokens.slot] = sendHTTPRequest(httpRequest, on: loop, limits: limits) { [self] result in
@@ -116,9 +115,7 @@ final class TokenFetcher {
             let outcome: Result<TokenResponse, TokenEndpointError>
             switch result {
             case .success(let response):
-                let reply = TokenEndpointReply(status: response.status,
-                                               headers: response.headers.map { HeaderField(name: $0.name, value: $0.value) },
-                                               body: response.body)
+                let reply = TokenEndpointReply(status: response.status, headers: response.headers, body: response.body)
                 do throws(TokenEndpointError) {
                     outcome = .success(try request.parseResponse(reply, unixTime: Date().timeIntervalSince1970))
                 } catch {

@@ -10,7 +10,6 @@
 // removed identity is retired: it fetches only while requests that began before the reload
 // still wait for it, and its refresh timer stops.
 
-import Config
 import EventLoop
 import Foundation
 import HTTPClient

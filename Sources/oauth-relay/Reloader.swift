@@ -10,6 +10,7 @@
 import Config
 import Foundation
 import Logging
+import OAuth2
 import Proxy
 import RelayMetrics
 import Tokens

@@ -1,4 +1,5 @@
 import Config
+import Endpoints
 import XCTest
 
 /// `host:port` addresses and upstream / token URLs.
@@ -63,14 +64,5 @@ final class AddressTests: XCTestCase {
 
     func testTokenURLWithoutPathGetsSlash() {
         XCTAssertEqual(HTTPURL(parsing: "http://idp")?.path, "/")
-    }
-
-    func testHostPatternsParse() {
-        XCTAssertEqual(HostPattern(parsing: "Orders.Local."), .exact("orders.local"))
-        XCTAssertEqual(HostPattern(parsing: "*.example.com"), .wildcard(suffix: "example.com"))
-        XCTAssertEqual(HostPattern(parsing: "[::1]"), .exact("::1"))
-        for text in ["*", "a.*.com", "*example.com", "orders.local:8080", "", "a..b"] {
-            XCTAssertNil(HostPattern(parsing: text), text)
-        }
     }
 }

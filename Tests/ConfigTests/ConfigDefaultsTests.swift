@@ -1,5 +1,9 @@
 import Config
+import Endpoints
 import Foundation
+import HTTPFields
+import OAuth2
+import Routing
 import XCTest
 
 /// What a key left out means.
@@ -121,7 +125,7 @@ final class ConfigDefaultsTests: XCTestCase {
         XCTAssertEqual(config.routes.count, 1)
         XCTAssertEqual(config.routes.first?.match.pathPrefix, "/")
         XCTAssertEqual(config.routes.first?.upstream, UpstreamURL(scheme: .http, host: "127.0.0.1", port: 9001))
-        XCTAssertEqual(config.routes.first?.setHeaders, [HeaderSetting(name: "X-Demo", value: "oauth-relay")])
+        XCTAssertEqual(config.routes.first?.setHeaders, [HTTPField(name: "X-Demo", value: "oauth-relay")])
     }
 
     func testSidecarExampleIsValidWithItsVariablesSet() throws {
@@ -129,7 +133,7 @@ final class ConfigDefaultsTests: XCTestCase {
         let environment = ["IDP_TOKEN_URL": "https://idp.example.com/token", "ORDERS_CLIENT_ID": "orders",
                            "ORDERS_CLIENT_SECRET": "secret-from-env"]
         let config = try ConfigLoader.load(path: path, environment: environment)
-        XCTAssertEqual(config.identities["orders"]?.clientSecret?.value, "secret-from-env")
+        XCTAssertEqual(config.identities["orders"]?.clientAuth.secret?.value, "secret-from-env")
         XCTAssertEqual(config.routes.first?.upstream.port, 9001)
     }
 
@@ -152,15 +156,14 @@ final class ConfigDefaultsTests: XCTestCase {
         let orders = try XCTUnwrap(config.identities["orders"])
         XCTAssertEqual(orders.tokenUrl, HTTPURL(scheme: .https, host: "idp.example.com", path: "/oauth2/token"))
         XCTAssertEqual(orders.grant, .clientCredentials)
-        XCTAssertEqual(orders.clientSecret, Secret("orders-secret"))
-        XCTAssertEqual(orders.clientAuth, .basic)
+        XCTAssertEqual(orders.clientAuth, .basic(id: "orders-relay", secret: Secret("orders-secret")))
         XCTAssertEqual(orders.resource, ["https://orders.internal/"])
         XCTAssertEqual(orders.params, ["tenant": "acme"])
         XCTAssertEqual(orders.headers, ["X-Request-Source": "oauth-relay"])
         XCTAssertEqual(orders.tls?.caFile, directory.path + "/idp-ca.pem")
         let legacy = try XCTUnwrap(config.identities["legacy-user"])
-        XCTAssertEqual(legacy.grant, .password)
-        XCTAssertEqual(legacy.password?.value, "hunter2-but-longer")
+        XCTAssertEqual(legacy.grant, .password(username: "svc-legacy", password: Secret("hunter2-but-longer")))
+        XCTAssertEqual(legacy.clientAuth, .basic(id: "legacy", secret: Secret("legacy-secret")))
         XCTAssertEqual(config.routes.map(\.match.host), [.exact("orders.local"), nil])
         XCTAssertEqual(config.routes.first?.upstream, UpstreamURL(scheme: .https, host: "orders.internal", port: 8443))
         XCTAssertEqual(config.routes.first?.tls?.serverName, "orders.internal")

@@ -1,5 +1,7 @@
 import Config
+import Endpoints
 import Foundation
+import OAuth2
 import XCTest
 
 /// Decodes `json` with the given environment and base directory.
@@ -47,5 +49,39 @@ struct TemporaryDirectory {
 
     func remove() {
         try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+extension ClientAuth {
+    /// The client secret, for assertions on what a config decoded to.
+    var secret: Secret? {
+        switch self {
+        case .basic(_, let secret), .post(_, let secret): secret
+        case .publicClient, .unidentified: nil
+        }
+    }
+}
+
+/// One identity `x` decoded from the body of its JSON object (shared by the identity and grant tests).
+extension XCTestCase {
+    /// A config with one identity `x`, its token URL and `body`.
+    func identityJSON(_ body: String) -> String {
+        #"{ "identities": { "x": { "tokenUrl": "https://idp/token", \#(body) } } }"#
+    }
+
+    func identity(_ body: String) throws -> Identity {
+        try XCTUnwrap(decodeConfig(identityJSON(body)).identities["x"])
+    }
+
+    /// Identity `x` with `body`, decoded next to a file `name` holding `contents`.
+    func identity(_ body: String, withFile name: String, holding contents: String) throws -> Identity {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write(name, contents)
+        return try XCTUnwrap(decodeConfig(identityJSON(body), baseDirectory: directory.path).identities["x"])
+    }
+
+    func identityErrors(_ body: String) -> [String] {
+        describe(configErrors(identityJSON(body)))
     }
 }

@@ -1,29 +1,9 @@
 import Config
+import OAuth2
 import XCTest
 
 /// Identities: grants, client authentication and what each grant needs.
 final class IdentityTests: XCTestCase {
-    /// A config with one identity `x`, its token URL and `body`.
-    private func identityJSON(_ body: String) -> String {
-        #"{ "identities": { "x": { "tokenUrl": "https://idp/token", \#(body) } } }"#
-    }
-
-    private func identity(_ body: String) throws -> Identity {
-        try XCTUnwrap(decodeConfig(identityJSON(body)).identities["x"])
-    }
-
-    /// Identity `x` with `body`, decoded next to a file `name` holding `contents`.
-    private func identity(_ body: String, withFile name: String, holding contents: String) throws -> Identity {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        try directory.write(name, contents)
-        return try XCTUnwrap(decodeConfig(identityJSON(body), baseDirectory: directory.path).identities["x"])
-    }
-
-    private func identityErrors(_ body: String) -> [String] {
-        describe(configErrors(identityJSON(body)))
-    }
-
     func testGrantDefaultsToClientCredentials() throws {
         let identity = try identity(#""clientId": "c", "clientSecret": "s""#)
         XCTAssertEqual(identity.grant, .clientCredentials)
@@ -32,15 +12,15 @@ final class IdentityTests: XCTestCase {
     }
 
     func testClientAuthDefaultsToBasicWithASecret() throws {
-        XCTAssertEqual(try identity(#""clientId": "c", "clientSecret": "s""#).clientAuth, .basic)
+        XCTAssertEqual(try identity(#""clientId": "c", "clientSecret": "s""#).clientAuth, .basic(id: "c", secret: Secret("s")))
     }
 
     func testClientAuthDefaultsToNoneWithoutASecret() throws {
-        XCTAssertEqual(try identity(#""grant": "authorization_code", "clientId": "c""#).clientAuth, .publicClient)
+        XCTAssertEqual(try identity(#""grant": "authorization_code", "clientId": "c""#).clientAuth, .publicClient(id: "c"))
     }
 
     func testClientAuthPostIsDecoded() throws {
-        XCTAssertEqual(try identity(#""clientId": "c", "clientSecret": "s", "clientAuth": "post""#).clientAuth, .post)
+        XCTAssertEqual(try identity(#""clientId": "c", "clientSecret": "s", "clientAuth": "post""#).clientAuth, .post(id: "c", secret: Secret("s")))
     }
 
     func testClientAuthBasicWithoutSecretIsReported() {
@@ -67,8 +47,7 @@ final class IdentityTests: XCTestCase {
 
     func testRefreshTokenGrantWithSeedIsDecoded() throws {
         let identity = try identity(#""grant": "refresh_token", "clientId": "c", "refreshToken": "rt""#)
-        XCTAssertEqual(identity.grant, .refreshToken)
-        XCTAssertEqual(identity.refreshToken?.value, "rt")
+        XCTAssertEqual(identity.grant, .refreshToken(Secret("rt")))
     }
 
     func testClientIdIsRequiredForStandardGrants() {
@@ -81,20 +60,20 @@ final class IdentityTests: XCTestCase {
         "grant": "urn:ietf:params:oauth:grant-type:token-exchange",
         "params": { "subject_token": "t", "subject_token_type": "urn:ietf:params:oauth:token-type:jwt" }
         """#)
-        XCTAssertEqual(identity.grant, .extension("urn:ietf:params:oauth:grant-type:token-exchange"))
+        XCTAssertEqual(identity.grant.type, .extension("urn:ietf:params:oauth:grant-type:token-exchange"))
         XCTAssertEqual(identity.params["subject_token_type"], "urn:ietf:params:oauth:token-type:jwt")
-        XCTAssertNil(identity.clientId)
+        XCTAssertEqual(identity.clientAuth, .unidentified)
     }
 
     func testJWTBearerGrantTakesAnAssertionFile() throws {
         let identity = try identity(#""grant": "urn:ietf:params:oauth:grant-type:jwt-bearer", "assertionFile": "assertion.jwt""#,
                                     withFile: "assertion.jwt", holding: "eyJ.eyJ.sig\n")
-        XCTAssertEqual(identity.assertion?.value, "eyJ.eyJ.sig")
+        XCTAssertEqual(identity.grant, .jwtBearer(assertion: Secret("eyJ.eyJ.sig")))
     }
 
     func testDeviceCodeGrantUsesItsURNOnTheWire() throws {
         let identity = try identity(#""grant": "device_code", "clientId": "c""#)
-        XCTAssertEqual(identity.grant, .deviceCode)
+        XCTAssertEqual(identity.grant, .deviceCode(seed: nil))
         XCTAssertEqual(identity.grant.grantType, "urn:ietf:params:oauth:grant-type:device_code")
         XCTAssertTrue(identity.grant.isInteractive)
     }
@@ -176,11 +155,9 @@ final class IdentityTests: XCTestCase {
         "subjectTokenFile": "subject.jwt", "subjectTokenType": "urn:ietf:params:oauth:token-type:jwt",
         "actorToken": "actor", "actorTokenType": "urn:ietf:params:oauth:token-type:access_token"
         """#, withFile: "subject.jwt", holding: "eyJ.subject.sig\n")
-        XCTAssertEqual(identity.grant, .tokenExchange)
-        XCTAssertEqual(identity.subjectToken?.value, "eyJ.subject.sig")
-        XCTAssertEqual(identity.subjectTokenType, "urn:ietf:params:oauth:token-type:jwt")
-        XCTAssertEqual(identity.actorToken?.value, "actor")
-        XCTAssertEqual(identity.actorTokenType, "urn:ietf:params:oauth:token-type:access_token")
+        XCTAssertEqual(identity.grant, .tokenExchange(
+            subject: ExchangedToken(token: Secret("eyJ.subject.sig"), type: "urn:ietf:params:oauth:token-type:jwt"),
+            actor: ExchangedToken(token: Secret("actor"), type: "urn:ietf:params:oauth:token-type:access_token")))
     }
 
     func testATokenNeedsItsTokenType() {

@@ -42,7 +42,7 @@ final class InterpolationTests: XCTestCase {
         """#
         let identity = try XCTUnwrap(decodeConfig(json, environment: ["IDP": "https://idp", "SECRET": "s", "RES": "urn:x"]).identities["x"])
         XCTAssertEqual(identity.tokenUrl.host, "idp")
-        XCTAssertEqual(identity.clientSecret?.value, "s")
+        XCTAssertEqual(identity.clientAuth.secret?.value, "s")
         XCTAssertEqual(identity.resource, ["urn:x"])
     }
 

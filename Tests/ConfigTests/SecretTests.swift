@@ -1,26 +1,9 @@
 import Config
+import OAuth2
 import XCTest
 
-/// Secrets never show up in descriptions, dumps or error messages.
-final class SecretTests: XCTestCase {
-    func testShortSecretIsFullyRedacted() {
-        let secret = Secret("hunter2")
-        XCTAssertEqual(secret.description, "…")
-        XCTAssertEqual(secret.debugDescription, "…")
-        XCTAssertEqual("\(secret)", "…")
-    }
-
-    func testLongSecretShowsOnlyItsLastFourCharacters() {
-        let secret = Secret("0123456789abcdefWXYZ")
-        XCTAssertEqual(secret.description, "…WXYZ")
-        XCTAssertEqual(Secret("0123456789abcdef").description, "…cdef")
-        XCTAssertEqual(Secret("0123456789abcde").description, "…")
-    }
-
-    func testValueGivesTheSecret() {
-        XCTAssertEqual(Secret("hunter2").value, "hunter2")
-    }
-
+/// Secrets from the config never show up in descriptions, dumps or error messages.
+final class ConfigSecretTests: XCTestCase {
     func testIdentityDescriptionAndDumpNeverContainTheSecrets() throws {
         let json = #"""
         { "identities": { "legacy": { "tokenUrl": "https://idp/token", "grant": "password", "clientId": "legacy",
@@ -33,7 +16,7 @@ final class SecretTests: XCTestCase {
             XCTAssertFalse(text.contains("client-secret-01234"), text)
             XCTAssertFalse(text.contains("password-01234"), text)
         }
-        XCTAssertEqual(identity.clientSecret?.value, "client-secret-0123456789")
+        XCTAssertEqual(identity.clientAuth.secret?.value, "client-secret-0123456789")
     }
 
     func testErrorsAboutASecretNeverContainItsValue() {
@@ -54,7 +37,7 @@ final class SecretTests: XCTestCase {
         try directory.write("client-secret", "\n  s3cr3t value \t\r\n")
         let json = #"{ "identities": { "x": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecretFile": "client-secret" } } }"#
         let identity = try XCTUnwrap(decodeConfig(json, baseDirectory: directory.path).identities["x"])
-        XCTAssertEqual(identity.clientSecret?.value, "s3cr3t value")
+        XCTAssertEqual(identity.clientAuth.secret?.value, "s3cr3t value")
     }
 
     func testEmptySecretFileIsReported() throws {

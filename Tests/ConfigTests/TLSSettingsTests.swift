@@ -1,4 +1,5 @@
 import Config
+import Endpoints
 import XCTest
 
 /// `tls` on routes and identities.

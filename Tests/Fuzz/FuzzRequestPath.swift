@@ -4,7 +4,7 @@
 // starts with "/" and has no "." or ".." segment, no "//"-free climb; and decoding an
 // unreserved byte's %-escape does not change where a path normalises to.
 
-import Config
+import Routing
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRequestPath(_ start: UnsafeRawPointer, _ count: Int) -> CInt {

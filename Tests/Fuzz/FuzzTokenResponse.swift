@@ -4,14 +4,15 @@
 // answer is a token or a typed error, never a crash; an error's description never shows the
 // client secret of the request; a token has a positive lifetime of at most a year.
 
-import Config
+import Endpoints
+import HTTPFields
 import OAuth2
 
 private let clientSecret = "fuzz-client-secret-51f0"
 private let statuses = [200, 200, 200, 400, 401, 429, 500, 503]
 private let request = TokenRequest.grant(for: Identity(name: "fuzz",
     tokenUrl: HTTPURL(scheme: .https, host: "idp.test", port: 443, path: "/token"),
-    clientId: "fuzz-client", clientSecret: Secret(clientSecret)))!
+    clientAuth: .basic(id: "fuzz-client", secret: Secret(clientSecret))))!
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTokenResponse(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
@@ -19,7 +20,7 @@ public func fuzzTokenResponse(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let input = Array(UnsafeRawBufferPointer(start: start, count: count))
     let status = statuses[Int(input[0]) % statuses.count]
     let contentType = input[0] & 0x80 == 0 ? "application/json" : "application/x-www-form-urlencoded"
-    let reply = TokenEndpointReply(status: status, headers: [HeaderField(name: "Content-Type", value: contentType)],
+    let reply = TokenEndpointReply(status: status, headers: [HTTPField(name: "Content-Type", value: contentType)],
                                    body: Array(input[1...]))
     do throws(TokenEndpointError) {
         let token = try request.parseResponse(reply, unixTime: 1_700_000_000)

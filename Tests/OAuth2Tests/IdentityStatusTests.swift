@@ -1,4 +1,4 @@
-import Config
+import Endpoints
 import OAuth2
 import XCTest
 
@@ -53,7 +53,7 @@ final class IdentityStatusTests: XCTestCase {
     }
 
     func testInteractiveIdentityWithoutTokenNeedsLogin() {
-        XCTAssertEqual(makeLifecycle(makeIdentity(.authorizationCode)).status(at: 0).state, .needsLogin)
+        XCTAssertEqual(makeLifecycle(makeIdentity(.authorizationCode(seed: nil))).status(at: 0).state, .needsLogin)
         XCTAssertEqual(IdentityStatus.State.needsLogin.rawValue, "needs-login")
     }
 }

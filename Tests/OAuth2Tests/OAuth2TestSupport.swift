@@ -1,14 +1,26 @@
-import Config
+import Endpoints
 import Foundation
 import OAuth2
 import XCTest
 
+/// The client authentication a test names; `makeIdentity` gives it the id and secret.
+enum TestClientAuth {
+    case basic
+    case post
+    case publicClient
+}
+
 /// An identity for `https://idp.example.com/oauth2/token`, `orders-relay` / `s3cret` with
-/// client_secret_basic unless `configure` changes it.
+/// client_secret_basic (a public client without a secret) unless `configure` changes it.
 func makeIdentity(_ grant: Grant = .clientCredentials, clientId: String? = "orders-relay", secret: String? = "s3cret",
-                  auth: ClientAuth? = nil, configure: (inout Identity) -> Void = { _ in }) -> Identity {
+                  auth: TestClientAuth? = nil, configure: (inout Identity) -> Void = { _ in }) -> Identity {
+    let clientAuth: ClientAuth = switch (auth ?? (secret == nil ? .publicClient : .basic), secret) {
+    case (.basic, let secret?): .basic(id: clientId ?? "", secret: Secret(secret))
+    case (.post, let secret?): .post(id: clientId ?? "", secret: Secret(secret))
+    default: clientId.map { .publicClient(id: $0) } ?? .unidentified
+    }
     var identity = Identity(name: "orders", tokenUrl: HTTPURL(scheme: .https, host: "idp.example.com", path: "/oauth2/token"),
-                            grant: grant, clientId: clientId, clientSecret: secret.map(Secret.init), clientAuth: auth)
+                            grant: grant, clientAuth: clientAuth)
     configure(&identity)
     return identity
 }

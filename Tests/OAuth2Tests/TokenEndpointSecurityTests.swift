@@ -1,4 +1,5 @@
 import Config
+import Endpoints
 import OAuth2
 import XCTest
 

@@ -1,4 +1,4 @@
-import Config
+import Endpoints
 import OAuth2
 import XCTest
 

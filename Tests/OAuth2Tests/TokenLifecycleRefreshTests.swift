@@ -1,4 +1,4 @@
-import Config
+import Endpoints
 import OAuth2
 import XCTest
 
@@ -135,7 +135,7 @@ final class TokenLifecycleRefreshTests: XCTestCase {
     }
 
     func testRefreshTokenGrantFallsBackToItsSeedWhenARotatedTokenIsRejected() throws {
-        var lifecycle = makeLifecycle(makeIdentity(.refreshToken) { $0.refreshToken = Secret("seed") })
+        var lifecycle = makeLifecycle(makeIdentity(.refreshToken(Secret("seed"))))
         XCTAssertEqual(try lifecycle.fetch(at: 0, answer: tokenResponse("at-1", expiresIn: 100, refreshToken: "rt-2")).bodyText,
                        "grant_type=refresh_token&refresh_token=seed")
         try lifecycle.fail(at: 90, with: invalidGrant)
@@ -143,14 +143,14 @@ final class TokenLifecycleRefreshTests: XCTestCase {
     }
 
     func testRejectedGrantIsNotRetriedAtOnce() throws {
-        var lifecycle = makeLifecycle(makeIdentity(.refreshToken) { $0.refreshToken = Secret("seed") })
+        var lifecycle = makeLifecycle(makeIdentity(.refreshToken(Secret("seed"))))
         try lifecycle.fail(at: 0, with: invalidGrant)
         XCTAssertNil(lifecycle.startFetchIfDue(at: 0))
         XCTAssertEqual(lifecycle.consecutiveFailures, 1)
     }
 
     func testInteractiveIdentityWithoutARefreshTokenNeedsALogin() {
-        var lifecycle = makeLifecycle(makeIdentity(.authorizationCode))
+        var lifecycle = makeLifecycle(makeIdentity(.authorizationCode(seed: nil)))
         XCTAssertNil(lifecycle.startFetchIfDue(at: 0))
         XCTAssertEqual(lifecycle.failure(at: 0)?.status, 401)
         XCTAssertEqual(lifecycle.failure(at: 0)?.reason, .needsLogin)
@@ -158,19 +158,19 @@ final class TokenLifecycleRefreshTests: XCTestCase {
     }
 
     func testInteractiveIdentityRefreshesWithItsSeed() throws {
-        var lifecycle = makeLifecycle(makeIdentity(.authorizationCode) { $0.refreshToken = Secret("seed") })
+        var lifecycle = makeLifecycle(makeIdentity(.authorizationCode(seed: Secret("seed"))))
         XCTAssertEqual(try lifecycle.startFetch(at: 0).bodyText, "grant_type=refresh_token&refresh_token=seed")
     }
 
     func testInteractiveIdentityNeedsALoginWhenItsRefreshTokenIsRejected() throws {
-        var lifecycle = makeLifecycle(makeIdentity(.deviceCode) { $0.refreshToken = Secret("seed") })
+        var lifecycle = makeLifecycle(makeIdentity(.deviceCode(seed: Secret("seed"))))
         try lifecycle.fail(at: 0, with: invalidGrant)
         XCTAssertEqual(lifecycle.failure(at: 0)?.reason, .needsLogin)
         XCTAssertNil(lifecycle.startFetchIfDue(at: 100))
     }
 
     func testLoginResultIsAcceptedWithoutAFetchInFlight() {
-        var lifecycle = makeLifecycle(makeIdentity(.authorizationCode))
+        var lifecycle = makeLifecycle(makeIdentity(.authorizationCode(seed: nil)))
         lifecycle.fetchSucceeded(tokenResponse("at-login", expiresIn: 60, refreshToken: "rt-login"), at: 5)
         XCTAssertEqual(lifecycle.injected(at: 6), "at-login")
         XCTAssertEqual(lifecycle.token?.expiresAt, 65)
@@ -210,7 +210,7 @@ final class TokenLifecycleRefreshTests: XCTestCase {
     }
 
     func testNextActionIsIdleWhenOnlyALoginCanHelp() {
-        var lifecycle = makeLifecycle(makeIdentity(.authorizationCode))
+        var lifecycle = makeLifecycle(makeIdentity(.authorizationCode(seed: nil)))
         guard case .idle = lifecycle.nextAction(at: 0) else { return XCTFail("an interactive identity fetched on its own") }
     }
 }

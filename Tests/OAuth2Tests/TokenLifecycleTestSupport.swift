@@ -1,4 +1,4 @@
-import Config
+import Endpoints
 import OAuth2
 import XCTest
 
@@ -13,10 +13,7 @@ func tokenResponse(_ value: String, expiresIn: Double, refreshToken: String? = n
 
 /// A password identity, whose responses usually carry refresh tokens.
 func passwordIdentity() -> Identity {
-    makeIdentity(.password) {
-        $0.username = "svc"
-        $0.password = Secret("pw")
-    }
+    makeIdentity(.password(username: "svc", password: Secret("pw")))
 }
 
 extension TokenLifecycle {

@@ -1,4 +1,5 @@
-import Config
+import Endpoints
+import HTTPFields
 import OAuth2
 import XCTest
 
@@ -20,9 +21,9 @@ final class TokenRequestTests: XCTestCase {
         let request = try grantRequest(makeIdentity())
         XCTAssertEqual(request.bodyText, "grant_type=client_credentials")
         XCTAssertEqual(request.headers, [
-            HeaderField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
-            HeaderField(name: "Accept", value: "application/json"),
-            HeaderField(name: "Authorization", value: "Basic b3JkZXJzLXJlbGF5OnMzY3JldA=="),
+            HTTPField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
+            HTTPField(name: "Accept", value: "application/json"),
+            HTTPField(name: "Authorization", value: "Basic b3JkZXJzLXJlbGF5OnMzY3JldA=="),
         ])
         XCTAssertEqual(request.purpose, .grant(.clientCredentials))
     }
@@ -40,10 +41,7 @@ final class TokenRequestTests: XCTestCase {
     }
 
     func testPublicClientSendsOnlyItsId() throws {
-        let request = try grantRequest(makeIdentity(.password, secret: nil) {
-            $0.username = "svc"
-            $0.password = Secret("pw")
-        })
+        let request = try grantRequest(makeIdentity(.password(username: "svc", password: Secret("pw")), secret: nil))
         XCTAssertEqual(request.bodyText, "grant_type=password&username=svc&password=pw&client_id=orders-relay")
         XCTAssertNil(request.header("Authorization"))
     }
@@ -60,26 +58,18 @@ final class TokenRequestTests: XCTestCase {
     }
 
     func testPasswordGrantSendsUsernameAndPassword() throws {
-        let request = try grantRequest(makeIdentity(.password) {
-            $0.username = "svc-legacy"
-            $0.password = Secret("p@ss word")
-        })
+        let request = try grantRequest(makeIdentity(.password(username: "svc-legacy", password: Secret("p@ss word"))))
         XCTAssertEqual(request.bodyText, "grant_type=password&username=svc-legacy&password=p%40ss+word")
     }
 
     func testRefreshTokenGrantSendsItsSeedWithScope() throws {
-        let request = try grantRequest(makeIdentity(.refreshToken) {
-            $0.refreshToken = Secret("seed/rt")
-            $0.scope = "offline"
-        })
+        let request = try grantRequest(makeIdentity(.refreshToken(Secret("seed/rt"))) { $0.scope = "offline" })
         XCTAssertEqual(request.bodyText, "grant_type=refresh_token&refresh_token=seed%2Frt&scope=offline")
         XCTAssertEqual(request.purpose, .grant(.refreshToken))
     }
 
     func testRefreshSendsTheRefreshTokenAndAsksForNothingNew() {
-        let identity = makeIdentity(.password) {
-            $0.username = "u"
-            $0.password = Secret("p")
+        let identity = makeIdentity(.password(username: "u", password: Secret("p"))) {
             $0.scope = "orders.read"
             $0.resource = ["https://orders.internal/"]
             $0.params = ["tenant": "acme"]
@@ -91,13 +81,10 @@ final class TokenRequestTests: XCTestCase {
     }
 
     func testTokenExchangeSendsSubjectAndActorTokens() throws {
-        let request = try grantRequest(makeIdentity(.tokenExchange, auth: .post) {
-            $0.subjectToken = Secret("subject.jwt")
-            $0.subjectTokenType = "urn:ietf:params:oauth:token-type:jwt"
-            $0.actorToken = Secret("actor.jwt")
-            $0.actorTokenType = "urn:ietf:params:oauth:token-type:access_token"
-            $0.audience = "backend"
-        })
+        let request = try grantRequest(makeIdentity(.tokenExchange(
+            subject: ExchangedToken(token: Secret("subject.jwt"), type: "urn:ietf:params:oauth:token-type:jwt"),
+            actor: ExchangedToken(token: Secret("actor.jwt"), type: "urn:ietf:params:oauth:token-type:access_token")),
+            auth: .post) { $0.audience = "backend" })
         XCTAssertEqual(request.bodyText, "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange"
                        + "&subject_token=subject.jwt&subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Ajwt"
                        + "&actor_token=actor.jwt&actor_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aaccess_token"
@@ -105,21 +92,19 @@ final class TokenRequestTests: XCTestCase {
     }
 
     func testJWTBearerSendsTheAssertion() throws {
-        let request = try grantRequest(makeIdentity(.jwtBearer, clientId: nil, secret: nil) {
-            $0.assertion = Secret("eyJ.eyJ.sig")
-        })
+        let request = try grantRequest(makeIdentity(.jwtBearer(assertion: Secret("eyJ.eyJ.sig")), clientId: nil, secret: nil))
         XCTAssertEqual(request.bodyText, "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=eyJ.eyJ.sig")
     }
 
     func testExtensionGrantTakesItsFieldsFromParams() throws {
-        let request = try grantRequest(makeIdentity(.extension("urn:example:grant"), clientId: nil, secret: nil) {
+        let request = try grantRequest(makeIdentity(.extension(uri: "urn:example:grant", fields: ExtensionFields()), clientId: nil, secret: nil) {
             $0.params = ["ticket": "t 1"]
         })
         XCTAssertEqual(request.bodyText, "grant_type=urn%3Aexample%3Agrant&ticket=t+1")
     }
 
     func testRefreshOfAnExtensionGrantLeavesItsParamsOut() {
-        let identity = makeIdentity(.tokenExchange, clientId: nil, secret: nil) {
+        let identity = makeIdentity(.tokenExchange(subject: ExchangedToken(), actor: ExchangedToken()), clientId: nil, secret: nil) {
             $0.params = ["subject_token": "s", "subject_token_type": "urn:x"]
         }
         XCTAssertEqual(TokenRequest.refresh(for: identity, refreshToken: Secret("rt")).bodyText,
@@ -140,8 +125,8 @@ final class TokenRequestTests: XCTestCase {
     }
 
     func testInteractiveGrantsHaveNoRequestOfTheirOwn() {
-        XCTAssertNil(TokenRequest.grant(for: makeIdentity(.authorizationCode)))
-        XCTAssertNil(TokenRequest.grant(for: makeIdentity(.deviceCode)))
+        XCTAssertNil(TokenRequest.grant(for: makeIdentity(.authorizationCode(seed: Secret("seed")))))
+        XCTAssertNil(TokenRequest.grant(for: makeIdentity(.deviceCode(seed: nil))))
     }
 
     func testResponseFormatComesFromTheIdentity() throws {
@@ -150,5 +135,33 @@ final class TokenRequestTests: XCTestCase {
             $0.defaultExpiresInSeconds = 120
         })
         XCTAssertEqual(request.responseFormat, TokenResponseFormat(fields: ResponseFields(token: "token"), defaultExpiresInSeconds: 120))
+    }
+
+    func testAnExtensionGrantSendsEveryFieldItCarriesInRFCOrder() throws {
+        let fields = ExtensionFields(assertion: Secret("a"), subject: ExchangedToken(token: Secret("s"), type: "urn:s"),
+                                     actor: ExchangedToken(type: "urn:a"))
+        let request = try grantRequest(makeIdentity(.extension(uri: "urn:example:grant", fields: fields), clientId: nil, secret: nil))
+        XCTAssertEqual(request.bodyText, "grant_type=urn%3Aexample%3Agrant&assertion=a&subject_token=s&subject_token_type=urn%3As"
+                       + "&actor_token_type=urn%3Aa")
+    }
+
+    func testPostWithAnEmptyIdSendsOnlyTheSecret() throws {
+        let request = try grantRequest(makeIdentity(.jwtBearer(assertion: Secret("j")), clientId: nil, secret: "s3cret", auth: .post))
+        XCTAssertEqual(request.bodyText, "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=j&client_secret=s3cret")
+    }
+
+    func testAnUnidentifiedClientSendsNoClientFields() throws {
+        let identity = makeIdentity(.jwtBearer(assertion: Secret("j")), clientId: nil, secret: nil)
+        XCTAssertEqual(identity.clientAuth, .unidentified)
+        let request = try grantRequest(identity)
+        XCTAssertEqual(request.bodyText, "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=j")
+        XCTAssertNil(request.header("Authorization"))
+    }
+
+    func testTheGrantsNameDescribesTheRequestNotItsValues() throws {
+        let request = try grantRequest(makeIdentity(.password(username: "svc", password: Secret("pw-0123456789abcdef"))))
+        XCTAssertEqual(request.purpose, .grant(.password))
+        XCTAssertTrue(String(describing: request).contains("(password grant)"), String(describing: request))
+        XCTAssertEqual(String(describing: Grant.password(username: "svc", password: Secret("pw-0123456789abcdef"))), "password")
     }
 }

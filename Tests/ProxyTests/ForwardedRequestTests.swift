@@ -1,5 +1,6 @@
 import Config
 @testable import Proxy
+import HTTPFields
 import XCTest
 
 /// The client every forwarded request in these tests comes from.
@@ -160,7 +161,7 @@ final class ForwardedRequestTests: XCTestCase {
     }
 
     func testRouteSetHeadersReplaceClientFieldsOfTheSameNameIgnoringCase() {
-        let setHeaders = [HeaderSetting(name: "X-Tenant", value: "acme"), HeaderSetting(name: "Accept", value: "application/json")]
+        let setHeaders = [HTTPField(name: "X-Tenant", value: "acme"), HTTPField(name: "Accept", value: "application/json")]
         assertForwarded(["GET /a HTTP/1.1", "Host: relay.example", "x-tenant: other", "ACCEPT: */*", "X-Kept: 1",
                          "X-TENANT: another"],
                         as: ["GET /a HTTP/1.1", "Host: orders.internal:8080", "X-Kept: 1"] + relayFields()
@@ -169,10 +170,10 @@ final class ForwardedRequestTests: XCTestCase {
     }
 
     func testRouteSetHeadersWinOverTheFieldsTheRelayGenerates() {
-        let setHeaders = [HeaderSetting(name: "Host", value: "public.example"), HeaderSetting(name: "Via", value: "1.1 gateway"),
-                          HeaderSetting(name: "X-Forwarded-For", value: "10.1.2.3"),
-                          HeaderSetting(name: "X-Forwarded-Host", value: "www.example"),
-                          HeaderSetting(name: "X-Forwarded-Proto", value: "https")]
+        let setHeaders = [HTTPField(name: "Host", value: "public.example"), HTTPField(name: "Via", value: "1.1 gateway"),
+                          HTTPField(name: "X-Forwarded-For", value: "10.1.2.3"),
+                          HTTPField(name: "X-Forwarded-Host", value: "www.example"),
+                          HTTPField(name: "X-Forwarded-Proto", value: "https")]
         assertForwarded(["GET /a HTTP/1.1", "Host: relay.example", "X-Forwarded-For: 203.0.113.9"],
                         as: ["GET /a HTTP/1.1"]
                             + ["Host: public.example", "Via: 1.1 gateway", "X-Forwarded-For: 10.1.2.3",

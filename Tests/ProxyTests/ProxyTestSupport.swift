@@ -2,6 +2,8 @@ import ByteBuffers
 import Config
 import HTTP1
 @testable import Proxy
+import HTTPFields
+import Routing
 import XCTest
 
 /// A message head written line by line: each line ends with CRLF, and an empty line ends the
@@ -41,7 +43,7 @@ let viaSuffix = Array(" oauth-relay\r\n".utf8)
 
 /// A route to `upstream` (parsed as the config would), with the given options.
 func route(to upstream: String = "http://orders.internal:8080", pathPrefix: String = "/", stripPrefix: Bool = false,
-           setHeaders: [HeaderSetting] = []) -> Route {
+           setHeaders: [HTTPField] = []) -> Route {
     guard let url = UpstreamURL(parsing: upstream) else { preconditionFailure("test upstream \(upstream) does not parse") }
     return Route(name: "orders", match: RouteMatch(pathPrefix: pathPrefix), upstream: url,
                  stripPrefix: stripPrefix, setHeaders: setHeaders)

@@ -1,6 +1,9 @@
 import Config
+import Endpoints
+import OAuth2
 @testable import Proxy
 @testable import Tokens
+import Routing
 import XCTest
 
 /// `"inject": {"query": "access_token"}`: the upstream sees exactly one `access_token`, the
@@ -13,7 +16,7 @@ final class QueryInjectionTests: XCTestCase {
         let route = Route(name: "orders", match: RouteMatch(pathPrefix: stripPrefix ? "/svc/" : "/"), upstream: upstream,
                           identity: "orders", stripPrefix: stripPrefix, inject: .query(name: "access_token"))
         let identity = Identity(name: "orders", tokenUrl: HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/token"),
-                                grant: .clientCredentials, clientId: "orders-relay")
+                                grant: .clientCredentials, clientAuth: .publicClient(id: "orders-relay"))
         return RoutePlan(route: route, identity: IdentityTokens(identity: identity, slot: 0))
     }
 

@@ -1,5 +1,6 @@
 import Config
 @testable import Proxy
+import Routing
 import XCTest
 
 /// The request-target the relay sends upstream for the client's `target`, taken by a route

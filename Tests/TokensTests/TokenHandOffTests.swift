@@ -1,4 +1,4 @@
-import Config
+import Endpoints
 import EventLoop
 import OAuth2
 @testable import Tokens
@@ -11,7 +11,7 @@ import XCTest
 final class TokenHandOffTests: XCTestCase {
     private func identity() -> Identity {
         Identity(name: "orders", tokenUrl: HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/token"),
-                 grant: .clientCredentials, clientId: "orders-relay")
+                 grant: .clientCredentials, clientAuth: .publicClient(id: "orders-relay"))
     }
 
     /// An identity whose first fetch is in flight.

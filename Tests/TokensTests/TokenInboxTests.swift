@@ -1,12 +1,13 @@
-import Config
+import Endpoints
 import EventLoop
+import OAuth2
 @testable import Tokens
 import XCTest
 
 final class TokenInboxTests: XCTestCase {
     private func identity(_ name: String) -> IdentityTokens {
         IdentityTokens(identity: Identity(name: name, tokenUrl: HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/token"),
-                                          grant: .clientCredentials, clientId: "c"), slot: 0)
+                                          grant: .clientCredentials, clientAuth: .publicClient(id: "c")), slot: 0)
     }
 
     private func names(_ messages: [TokenMessage]) -> [String] {

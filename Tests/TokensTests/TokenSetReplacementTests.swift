@@ -1,6 +1,7 @@
-import Config
+import Endpoints
 import HTTPClient
 import Logging
+import OAuth2
 import Synchronization
 import Tokens
 import XCTest
@@ -24,7 +25,7 @@ final class TokenSetReplacementTests: XCTestCase {
 
     private func identity(_ name: String, scope: String? = nil) -> Identity {
         Identity(name: name, tokenUrl: HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/token"),
-                 grant: .authorizationCode, clientId: "client-\(name)", scope: scope)
+                 grant: .authorizationCode(seed: nil), clientAuth: .publicClient(id: "client-\(name)"), scope: scope)
     }
 
     private func identities(_ list: Identity...) -> [String: Identity] {
@@ -62,9 +63,9 @@ final class TokenSetReplacementTests: XCTestCase {
 
     func testAnIdentityChangedOnlyInItsSecretIsNotKept() throws {
         var first = identity("a")
-        first.clientSecret = Secret("one")
+        first.clientAuth = .basic(id: "client-a", secret: Secret("one"))
         var rotated = first
-        rotated.clientSecret = Secret("two")
+        rotated.clientAuth = .basic(id: "client-a", secret: Secret("two"))
         let service = try TokenService.start(identities: identities(first), limits: HTTPClientLimits(), logger: Logger(label: "test"))
         defer { service.stop() }
         XCTAssertEqual(service.replace(identities: identities(first), tls: [:], limits: HTTPClientLimits()).kept, ["a"])

@@ -318,16 +318,18 @@ def test_every_secret_has_a_file_form_in_both(schema, validator):
 
 
 def test_grant_names_and_client_auth_values_equal_the_decoder(schema):
-    identity_swift = swift_sources()["Identity.swift"]
-    parse = identity_swift[identity_swift.index("static func parse(_ text: String) throws(InvalidValue) -> Grant"):]
+    sources = swift_sources()
+    grant_swift = sources["GrantTypeParsing.swift"]
+    parse = grant_swift[grant_swift.index("static func parse(_ text: String) throws(InvalidValue) -> GrantType"):]
     parse = parse[:parse.index("default:")]
     cases = re.findall(r"^\s*case (.+?):\s*return", parse, re.M)
     decoder_grants = {name for case in cases for name in strings_in(case)}
     assert "client_credentials" in decoder_grants
     assert enum_values(property_schema(schema, "$.identities.*", "grant")) == decoder_grants
 
-    client_auth = identity_swift[identity_swift.index("public enum ClientAuth"):]
-    client_auth = client_auth[:client_auth.index("\n}")]
+    identity_swift = sources["IdentityDecoding.swift"]
+    client_auth = identity_swift[identity_swift.index("enum ClientAuthMethod"):]
+    client_auth = client_auth[:client_auth.index("\n    }")]
     decoder_auths = {raw or name for name, raw in re.findall(r'^\s*case (\w+)(?:\s*=\s*"([^"]*)")?', client_auth, re.M)}
     assert decoder_auths == {"basic", "post", "none"}
     assert enum_values(property_schema(schema, "$.identities.*", "clientAuth")) == decoder_auths

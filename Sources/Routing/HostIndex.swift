@@ -1,3 +1,5 @@
+import HTTPFields
+
 /// An open-addressing hash table from lowercase host names to small integers, looked up with
 /// raw Host-header bytes compared case-insensitively, without building a String.
 struct HostIndex: Sendable {

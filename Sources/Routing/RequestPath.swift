@@ -1,3 +1,5 @@
+import HTTPFields
+
 /// Request-path normalization, done once per request before routing so that routing and the
 /// upstream see the same path (no `/public/../admin` slipping past a `pathPrefix`).
 ///
@@ -32,8 +34,8 @@ public enum RequestPath {
                 let byte = target[index]
                 if byte == UInt8(ascii: "/") { break }
                 if byte == UInt8(ascii: "%") {
-                    guard index + 2 < count, let high = hexDigitValue(target[index + 1]),
-                          let low = hexDigitValue(target[index + 2]) else { return false }
+                    guard index + 2 < count, let high = ASCII.hexDigitValue(target[index + 1]),
+                          let low = ASCII.hexDigitValue(target[index + 2]) else { return false }
                     let decoded = high << 4 | low
                     if ASCII.isUnreserved(decoded) {
                         output.append(decoded)

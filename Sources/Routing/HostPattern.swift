@@ -1,3 +1,5 @@
+import Endpoints
+
 /// The host a route matches: an exact name (`orders.local`, `10.0.0.7`, `[::1]`) or a wildcard
 /// (`*.example.com`, matching `a.example.com` and `a.b.example.com` but not `example.com`).
 /// Stored lowercased, without a trailing dot, IPv6 without brackets.
@@ -18,29 +20,35 @@ public enum HostPattern: Sendable, Equatable, Hashable, CustomStringConvertible 
         }
     }
 
-    static func parse(_ text: String) throws(InvalidValue) -> HostPattern {
+    /// Why a text is not a host pattern, as the config reports it.
+    public struct SyntaxError: Error, Sendable, Equatable {
+        public let message: String
+        init(_ message: String) { self.message = message }
+    }
+
+    public static func parse(_ text: String) throws(SyntaxError) -> HostPattern {
         var host = Substring(text.lowercased())
         if host.hasPrefix("[") && host.hasSuffix("]") {
             let address = host.dropFirst().dropLast()
-            guard HostSyntax.isIPv6(address) else { throw InvalidValue("\"\(text)\" is not an IPv6 address") }
+            guard HostSyntax.isIPv6(address) else { throw SyntaxError("\"\(text)\" is not an IPv6 address") }
             return .exact(String(address))
         }
         if host.hasSuffix(".") && host.count > 1 { host = host.dropLast() }
         if host.contains(":") {
-            throw InvalidValue("a host pattern has no port (the port in the Host header is ignored); write an IPv6 address as \"[::1]\"")
+            throw SyntaxError("a host pattern has no port (the port in the Host header is ignored); write an IPv6 address as \"[::1]\"")
         }
         if host == "*" {
-            throw InvalidValue("\"*\" matches nothing special; leave out \"host\" to match any host")
+            throw SyntaxError("\"*\" matches nothing special; leave out \"host\" to match any host")
         }
         if host.hasPrefix("*.") {
             let suffix = host.dropFirst(2)
             guard HostSyntax.isHostName(suffix) else {
-                throw InvalidValue("\"\(text)\" is not a valid wildcard pattern (expected \"*.\" and a host name, like \"*.example.com\")")
+                throw SyntaxError("\"\(text)\" is not a valid wildcard pattern (expected \"*.\" and a host name, like \"*.example.com\")")
             }
             return .wildcard(suffix: String(suffix))
         }
         guard HostSyntax.isHostName(host) else {
-            throw InvalidValue("\"\(text)\" is not a valid host name (a \"*\" may only stand for the leftmost labels, as in \"*.example.com\")")
+            throw SyntaxError("\"\(text)\" is not a valid host name (a \"*\" may only stand for the leftmost labels, as in \"*.example.com\")")
         }
         return .exact(String(host))
     }

@@ -1,4 +1,4 @@
-import Config
+import Routing
 import XCTest
 
 /// Request paths are normalized once, before routing.

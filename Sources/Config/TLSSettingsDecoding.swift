@@ -1,44 +1,7 @@
-import Foundation
+import Endpoints
 
-/// TLS options for a connection the relay makes: to a route's upstream or to an identity's
-/// token endpoint. Certificate and host-name verification are on unless `insecureSkipVerify`.
-public struct TLSSettings: Sendable, Equatable {
-    /// PEM file of trusted CA certificates (resolved against the config file's directory);
-    /// nil uses the system trust store.
-    public var caFile: String?
-    /// Which certificate authorities are trusted: `caFile` besides the system store (the
-    /// default), or `caFile` alone, to pin a private PKI.
-    public var trust: Trust
-    public enum Trust: String, Sendable, Equatable, CaseIterable {
-        case systemAndCaFile
-        case caFileOnly
-    }
-    /// SNI and the name to verify, when it differs from the URL's host.
-    public var serverName: String?
-    /// `sha256/<base64 SPKI hash>` pins; when set, the server key must match one of them.
-    public var pins: [String]
-    /// PEM client certificate and key for mutual TLS (both or neither).
-    public var clientCert: String?
-    public var clientKey: String?
-    public var insecureSkipVerify: Bool
-
-    public init(caFile: String? = nil, trust: Trust = .systemAndCaFile, serverName: String? = nil, pins: [String] = [],
-                clientCert: String? = nil, clientKey: String? = nil, insecureSkipVerify: Bool = false) {
-        self.caFile = caFile
-        self.trust = trust
-        self.serverName = serverName
-        self.pins = pins
-        self.clientCert = clientCert
-        self.clientKey = clientKey
-        self.insecureSkipVerify = insecureSkipVerify
-    }
-
-    /// The 32-byte SHA-256 digests of `pins`, in order (pins that do not decode are skipped;
-    /// `ConfigLoader` rejects them).
-    public var pinnedSHA256Digests: [[UInt8]] {
-        pins.compactMap { try? Self.parsePin($0) }
-    }
-
+/// Reading `tls` objects: their keys and the checks `oauth-relay check` reports.
+extension TLSSettings {
     static let knownKeys = ["caFile", "trust", "serverName", "pins", "clientCert", "clientKey", "insecureSkipVerify"]
 
     /// The digest of a `sha256/<base64>` pin.
@@ -47,10 +10,10 @@ public struct TLSSettings: Sendable, Equatable {
         guard pin.hasPrefix(prefix) else {
             throw InvalidValue("expected \"sha256/<base64 of the SPKI SHA-256 hash>\", got \"\(pin)\"")
         }
-        guard let digest = Data(base64Encoded: String(pin.dropFirst(prefix.count))), digest.count == 32 else {
+        guard let digest = digest(ofPin: pin) else {
             throw InvalidValue("\"\(pin)\" is not the base64 of a 32-byte SHA-256 hash")
         }
-        return [UInt8](digest)
+        return digest
     }
 }
 

@@ -1,56 +1,13 @@
+import Endpoints
 import Foundation
+import Routing
 
-public enum URLScheme: String, Sendable, Equatable, Hashable {
-    case http
-    case https
-
-    public var defaultPort: UInt16 {
-        switch self {
-        case .http: 80
-        case .https: 443
-        }
-    }
-}
-
-/// An absolute `http`/`https` URL, such as an identity's `tokenUrl`. The host is lowercased,
-/// the path normalized like a request path (`/` when the URL has none); user info and
-/// fragments are rejected.
-public struct HTTPURL: Sendable, Equatable, Hashable, CustomStringConvertible {
-    public var scheme: URLScheme
-    /// Host name or IP address, lowercased, IPv6 without brackets.
-    public var host: String
-    /// The explicit port, or the scheme's default.
-    public var port: UInt16
-    /// The normalized path, starting with `/`.
-    public var path: String
-    /// The query without `?`, if any.
-    public var query: String?
-
-    public init(scheme: URLScheme, host: String, port: UInt16? = nil, path: String = "/", query: String? = nil) {
-        self.scheme = scheme
-        self.host = host
-        self.port = port ?? scheme.defaultPort
-        self.path = path
-        self.query = query
-    }
-
+/// Reading an `HTTPURL` from config text, with the message `oauth-relay check` shows.
+extension HTTPURL {
+    /// Parses an absolute http(s) URL (a query allowed); nil for anything `ConfigLoader` would reject.
     public init?(parsing text: String) {
         guard let url = try? Self.parse(text, allowsQuery: true) else { return nil }
         self = url
-    }
-
-    /// `host`, or `host:port` when the port is not the scheme's default: the Host header.
-    public var authority: String {
-        HostSyntax.authority(host: host, port: port, scheme: scheme)
-    }
-
-    /// The path and query as sent in the request line.
-    public var requestTarget: String {
-        query.map { path + "?" + $0 } ?? path
-    }
-
-    public var description: String {
-        "\(scheme.rawValue)://\(authority)\(requestTarget)"
     }
 
     static func parse(_ text: String, allowsQuery: Bool) throws(InvalidValue) -> HTTPURL {
@@ -116,47 +73,5 @@ public struct HTTPURL: Sendable, Equatable, Hashable, CustomStringConvertible {
             guard port != 0 else { throw InvalidValue("port 0 is not allowed in \"\(text)\"") }
         }
         return (host.lowercased(), port)
-    }
-}
-
-/// A route's upstream: where requests are forwarded. `basePath` is prepended to the
-/// forwarded path: `http://svc:8080/v1` sends `/orders` as `/v1/orders`.
-public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertible {
-    public var scheme: URLScheme
-    /// Host name or IP address, lowercased, IPv6 without brackets.
-    public var host: String
-    /// The explicit port, or the scheme's default.
-    public var port: UInt16
-    /// `""` when the URL has no path or just `/`; otherwise the normalized path without a
-    /// trailing slash (`/v1`).
-    public var basePath: String
-
-    public init(scheme: URLScheme, host: String, port: UInt16? = nil, basePath: String = "") {
-        self.scheme = scheme
-        self.host = host
-        self.port = port ?? scheme.defaultPort
-        self.basePath = basePath
-    }
-
-    /// Parses an upstream URL; nil for anything `ConfigLoader` would reject.
-    public init?(parsing text: String) {
-        guard let url = try? Self.parse(text) else { return nil }
-        self = url
-    }
-
-    /// `host`, or `host:port` when the port is not the scheme's default.
-    public var authority: String {
-        HostSyntax.authority(host: host, port: port, scheme: scheme)
-    }
-
-    public var description: String {
-        "\(scheme.rawValue)://\(authority)\(basePath)"
-    }
-
-    static func parse(_ text: String) throws(InvalidValue) -> UpstreamURL {
-        let url = try HTTPURL.parse(text, allowsQuery: false)
-        var basePath = Substring(url.path)
-        while basePath.hasSuffix("/") { basePath = basePath.dropLast() }
-        return UpstreamURL(scheme: url.scheme, host: url.host, port: url.port, basePath: String(basePath))
     }
 }

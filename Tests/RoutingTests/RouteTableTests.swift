@@ -1,17 +1,14 @@
-import Config
+import Routing
 import XCTest
 
 /// Route precedence: exact host > wildcard > any host, then longest prefix, then file order.
 final class RouteTableTests: XCTestCase {
     private func table(_ matches: [(host: String?, prefix: String)]) -> RouteTable {
-        RouteTable(matches.enumerated().map { index, match in
-            Route(index: index, match: RouteMatch(host: match.host.flatMap(HostPattern.init(parsing:)), pathPrefix: match.prefix),
-                  upstream: UpstreamURL(scheme: .http, host: "upstream\(index)"))
-        })
+        RouteTable(matches.map { RouteMatch(host: $0.host.flatMap(HostPattern.init(parsing:)), pathPrefix: $0.prefix) })
     }
 
     private func matchedIndex(_ table: RouteTable, host: String, path: String) -> Int? {
-        table.match(host: host, path: path)?.index
+        table.matchIndex(host: host, path: path)
     }
 
     func testExactHostBeatsWildcardWhichBeatsAnyHost() {
@@ -61,11 +58,8 @@ final class RouteTableTests: XCTestCase {
     }
 
     func testEqualMatchesAreDecidedByFileOrder() {
-        let routes = RouteTable([
-            Route(index: 0, match: RouteMatch(pathPrefix: "/a/"), upstream: UpstreamURL(scheme: .http, host: "first")),
-            Route(index: 1, match: RouteMatch(pathPrefix: "/a/"), upstream: UpstreamURL(scheme: .http, host: "second")),
-        ])
-        XCTAssertEqual(routes.match(host: "h", path: "/a/x")?.upstream.host, "first")
+        let routes = table([(nil, "/b/"), (nil, "/a/"), (nil, "/a/")])
+        XCTAssertEqual(matchedIndex(routes, host: "h", path: "/a/x"), 1)
     }
 
     func testPortInHostHeaderIsIgnored() {
@@ -94,7 +88,7 @@ final class RouteTableTests: XCTestCase {
         let routes = table([("orders.local", "/api/"), (nil, "/public/")])
         XCTAssertNil(matchedIndex(routes, host: "orders.local", path: "/other"))
         XCTAssertNil(matchedIndex(routes, host: "", path: "/api/x"))
-        XCTAssertNil(table([]).match(host: "h", path: "/"))
+        XCTAssertNil(matchedIndex(table([]), host: "h", path: "/"))
     }
 
     func testMissingHostHeaderOnlyMatchesHostlessRoutes() {

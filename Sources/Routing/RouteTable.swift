@@ -1,15 +1,19 @@
-/// Picks the route for a request, precomputed from the routes so that matching is a hash
-/// lookup plus a few byte comparisons: no String, no allocation.
+// Routing: which route takes a request. Pure and allocation-free on the request path: the
+// table is built once per config from the routes' matches, and a request is matched with raw
+// Host-header and normalized-path bytes. Config decodes JSON into `RouteMatch` and
+// `HostPattern`; the proxy builds a `RouteTable` from them and keeps its own per-route plans
+// at the positions the table answers.
+
+/// Picks the route for a request, precomputed from the routes' matches so that matching is a
+/// hash lookup plus a few byte comparisons: no String, no allocation.
 ///
 /// Precedence (CONFIG.md): a route matches when its host pattern matches the Host header and
 /// its `pathPrefix` is a byte prefix of the normalized path. Among matching routes, an exact
 /// host beats a wildcard (the longest wildcard suffix first: `*.b.example.com` before
 /// `*.example.com`), which beats a route without `host`; then the longest `pathPrefix` wins;
-/// then the lower `Route.index` (file order). So a request for an exact host whose routes
-/// have no matching prefix still falls through to wildcard and host-less routes.
+/// then the lower position (file order). So a request for an exact host whose routes have no
+/// matching prefix still falls through to wildcard and host-less routes.
 public struct RouteTable: Sendable {
-    /// The routes as given (file order); `matchIndex` returns positions in this array.
-    public let routes: [Route]
     private let exactHosts: HostIndex
     private let wildcardSuffixes: HostIndex
     /// Group of the routes without `host`, if any.
@@ -27,13 +31,13 @@ public struct RouteTable: Sendable {
         var route: Int
     }
 
-    public init(_ routes: [Route]) {
-        self.routes = routes
+    /// `matches` in file order; `matchIndex` answers positions in this array.
+    public init(_ matches: [RouteMatch]) {
         var positionsByHost: [HostPattern?: [Int]] = [:]
         var hostOrder: [HostPattern?] = []
-        for (position, route) in routes.enumerated() {
-            if positionsByHost[route.match.host] == nil { hostOrder.append(route.match.host) }
-            positionsByHost[route.match.host, default: []].append(position)
+        for (position, match) in matches.enumerated() {
+            if positionsByHost[match.host] == nil { hostOrder.append(match.host) }
+            positionsByHost[match.host, default: []].append(position)
         }
         var groups: [Range<Int>] = []
         var candidates: [Candidate] = []
@@ -43,15 +47,12 @@ public struct RouteTable: Sendable {
         var anyHostGroup: Int?
         for host in hostOrder {
             let positions = positionsByHost[host]!.sorted { a, b in
-                let (ra, rb) = (routes[a], routes[b])
-                if ra.match.pathPrefix.utf8.count != rb.match.pathPrefix.utf8.count {
-                    return ra.match.pathPrefix.utf8.count > rb.match.pathPrefix.utf8.count
-                }
-                return (ra.index, a) < (rb.index, b)
+                let (lengthA, lengthB) = (matches[a].pathPrefix.utf8.count, matches[b].pathPrefix.utf8.count)
+                return lengthA != lengthB ? lengthA > lengthB : a < b
             }
             let first = candidates.count
             for position in positions {
-                let prefix = routes[position].match.pathPrefix.utf8
+                let prefix = matches[position].pathPrefix.utf8
                 candidates.append(Candidate(prefixStart: prefixBytes.count, prefixCount: prefix.count, route: position))
                 prefixBytes.append(contentsOf: prefix)
             }
@@ -71,7 +72,7 @@ public struct RouteTable: Sendable {
         self.wildcardSuffixes = HostIndex(wildcardKeys)
     }
 
-    /// The position in `routes` of the route for a request, or nil (answer 404).
+    /// The position in `matches` of the route for a request, or nil (answer 404).
     ///
     /// - `host`: the raw Host header value (empty when there is none). A `:port` is ignored,
     ///   case is ignored, `[::1]:8180` is the IPv6 host `::1`, one trailing dot is ignored.
@@ -99,17 +100,12 @@ public struct RouteTable: Sendable {
         return anyHostGroup.flatMap { firstMatch(in: $0, path: path) }
     }
 
-    /// The route for a request (see `matchIndex(host:path:)`), or nil.
-    public func match(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer) -> Route? {
-        matchIndex(host: host, path: path).map { routes[$0] }
-    }
-
     /// Convenience for tests and tools (copies the strings); `path` must be normalized.
-    public func match(host: String, path: String) -> Route? {
+    public func matchIndex(host: String, path: String) -> Int? {
         var host = host, path = path
         return host.withUTF8 { hostBytes in
             path.withUTF8 { pathBytes in
-                match(host: UnsafeRawBufferPointer(hostBytes), path: UnsafeRawBufferPointer(pathBytes))
+                matchIndex(host: UnsafeRawBufferPointer(hostBytes), path: UnsafeRawBufferPointer(pathBytes))
             }
         }
     }

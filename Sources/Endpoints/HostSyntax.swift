@@ -1,7 +1,9 @@
+import HTTPFields
+
 /// Syntax checks for host names and IP literals shared by addresses, URLs and host patterns.
-enum HostSyntax {
+public enum HostSyntax {
     /// A DNS name or IPv4 address: labels of letters, digits, `-` and `_`, separated by dots.
-    static func isHostName(_ text: Substring) -> Bool {
+    public static func isHostName(_ text: Substring) -> Bool {
         guard !text.isEmpty, text.utf8.count <= 253 else { return false }
         return text.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
             !label.isEmpty && label.utf8.count <= 63
@@ -10,21 +12,21 @@ enum HostSyntax {
     }
 
     /// An IPv6 address (hex groups, colons, an optional embedded IPv4 and `%zone`).
-    static func isIPv6(_ text: Substring) -> Bool {
+    public static func isIPv6(_ text: Substring) -> Bool {
         let address = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)[0]
         guard address.contains(":"), address.utf8.count <= 45 else { return false }
         return address.utf8.allSatisfy { byte in
-            hexDigitValue(byte) != nil || byte == UInt8(ascii: ":") || byte == UInt8(ascii: ".")
+            ASCII.hexDigitValue(byte) != nil || byte == UInt8(ascii: ":") || byte == UInt8(ascii: ".")
         }
     }
 
     /// The host as written in a URL authority or `host:port`: IPv6 in brackets.
-    static func bracketed(_ host: String) -> String {
+    public static func bracketed(_ host: String) -> String {
         host.contains(":") ? "[\(host)]" : host
     }
 
     /// `host`, or `host:port` when the port is not the scheme's default (a Host header).
-    static func authority(host: String, port: UInt16, scheme: URLScheme) -> String {
-        bracketed(host) + (port == scheme.defaultPort ? "" : ":\(port)")
+    public static func authority(host: String, port: UInt16, defaultPort: UInt16) -> String {
+        bracketed(host) + (port == defaultPort ? "" : ":\(port)")
     }
 }

@@ -1,4 +1,6 @@
-/// A credential from the config (client secret, password, refresh token, assertion).
+import HTTPFields
+
+/// A credential an identity holds (client secret, password, refresh token, assertion).
 ///
 /// Printing, interpolating, `dump`ing or debug-printing a `Secret` (or any value holding one)
 /// shows only `…`, or `…` plus the last four characters when the secret is at least 16
@@ -12,7 +14,7 @@ public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugS
     }
 
     public var description: String {
-        value.count >= 16 ? "…" + value.suffix(4) : "…"
+        redacted(value)
     }
 
     public var debugDescription: String {

@@ -1,0 +1,13 @@
+/// Where one header field of a parsed head lies in the head's byte storage (`HTTPHead.bytes`):
+/// offsets, not a copy, so parsing and forwarding a request make no allocation per field. Read
+/// its name and value through `HTTPHead.name(_:)` and `value(_:)`, valid until the parser's next
+/// `feed`. (A field the relay owns, such as a token request's, is an `HTTPField`.)
+public struct FieldSlot: Sendable {
+    public var nameStart: Int32
+    public var nameLength: Int32
+    public var valueStart: Int32
+    public var valueLength: Int32
+    public var known: KnownHeader
+    /// Named by a `Connection` header of the same message, so hop-by-hop too.
+    public var listedInConnection: Bool
+}

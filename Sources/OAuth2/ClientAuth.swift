@@ -1,0 +1,34 @@
+/// How the client authenticates to the token endpoint, with the credentials that takes.
+///
+/// A new method is a new case with its payload (`privateKeyJWT(id:key:)` and
+/// `clientSecretJWT` next), sent by `TokenRequest`.
+public enum ClientAuth: Sendable, Equatable {
+    /// client_secret_basic: HTTP Basic with client id and secret.
+    case basic(id: String, secret: Secret)
+    /// client_secret_post: `client_id` and `client_secret` in the form.
+    case post(id: String, secret: Secret)
+    /// `none`, a public client: `client_id` in the form, no secret. (Not named `none`, which
+    /// reads like `Optional.none` where a `ClientAuth?` is expected.)
+    case publicClient(id: String)
+    /// No client identification at all: an extension grant without `clientId` or secret, whose
+    /// assertion or token identifies the client (RFC 7523 §3.1).
+    case unidentified
+
+    /// The client id, when one is sent. An extension grant may set a secret without a
+    /// `clientId`; its id is then empty, and `post` sends no `client_id` field.
+    public var clientId: String? {
+        switch self {
+        case .basic(let id, _), .post(let id, _), .publicClient(let id): id
+        case .unidentified: nil
+        }
+    }
+
+    /// The method's name in the config (`clientAuth`).
+    public var name: String {
+        switch self {
+        case .basic: "basic"
+        case .post: "post"
+        case .publicClient, .unidentified: "none"
+        }
+    }
+}

@@ -1,0 +1,57 @@
+/// The OAuth2 grant an identity uses, with what that grant sends. Credentials are `Secret`s,
+/// so printing a grant shows none; `description` is the grant's name.
+///
+/// A new grant is a new case with its own payload (the authorization-code and device flows
+/// will carry their redirect URI or polling state here), and `TokenRequest` and the lifecycle
+/// switch over it, so the compiler lists every place that must learn about it.
+public enum Grant: Sendable, Equatable, CustomStringConvertible {
+    case clientCredentials
+    /// RFC 6749 §4.3: the resource owner's credentials.
+    case password(username: String, password: Secret)
+    /// A refresh token given in the config, sent as this grant's own request.
+    case refreshToken(Secret)
+    /// Interactive: a browser login. `seed`, a refresh token from the config, stands in for a
+    /// first login.
+    case authorizationCode(seed: Secret?)
+    /// Interactive: RFC 8628 device authorization, with an optional seed refresh token.
+    case deviceCode(seed: Secret?)
+    /// RFC 8693 token exchange. A part left nil comes from `params` (or is not sent: the actor).
+    case tokenExchange(subject: ExchangedToken, actor: ExchangedToken)
+    /// RFC 7523 JWT bearer; a nil assertion comes from `params`.
+    case jwtBearer(assertion: Secret?)
+    /// Any other grant named by an absolute URI, with the optional fields the config may give it
+    /// (for a token-exchange or jwt-bearer URI too when it sets fields those grants do not use).
+    /// Its other form fields come from `params`.
+    case `extension`(uri: String, fields: ExtensionFields)
+
+    /// The grant's name, without its values.
+    public var type: GrantType {
+        switch self {
+        case .clientCredentials: .clientCredentials
+        case .password: .password
+        case .refreshToken: .refreshToken
+        case .authorizationCode: .authorizationCode
+        case .deviceCode: .deviceCode
+        case .tokenExchange: .tokenExchange
+        case .jwtBearer: .jwtBearer
+        case .extension(let uri, _): .extension(uri)
+        }
+    }
+
+    /// The `grant_type` value sent to the token endpoint.
+    public var grantType: String { type.grantType }
+
+    /// True for grants that need a person (`authorization_code`, `device_code`).
+    public var isInteractive: Bool { type.isInteractive }
+
+    /// The refresh token an interactive identity starts with instead of a first login.
+    public var interactiveSeed: Secret? {
+        switch self {
+        case .authorizationCode(let seed), .deviceCode(let seed): seed
+        default: nil
+        }
+    }
+
+    /// The name as written in the config.
+    public var description: String { type.description }
+}

@@ -1,0 +1,50 @@
+import Endpoints
+
+/// An OAuth2 client identity: how to get access tokens from a token endpoint. What a grant or
+/// a client authentication needs travels in its case (`Grant`, `ClientAuth`), so an identity
+/// cannot hold a password without the password grant, or a secret without a way to send it.
+/// Config decodes identities from JSON; this module owns their meaning.
+public struct Identity: Sendable, Equatable {
+    /// The key in `identities`.
+    public var name: String
+    public var tokenUrl: HTTPURL
+    public var grant: Grant
+    /// How the client identifies itself to the token endpoint.
+    public var clientAuth: ClientAuth
+    /// Space-separated scopes (the config may also give an array).
+    public var scope: String?
+    public var audience: String?
+    /// RFC 8707 resource indicators, each an absolute URI.
+    public var resource: [String]
+    /// Extra form fields of the token request (the fields of an extension grant).
+    public var params: [String: String]
+    /// Extra headers of the token request.
+    public var headers: [String: String]
+    /// TLS options for the token endpoint.
+    public var tls: TLSSettings?
+    /// Accept an `http://` token URL on a host that is not loopback (logged as a warning);
+    /// loopback hosts may always use `http://`.
+    public var allowInsecureTokenUrl: Bool = false
+    /// The lifetime assumed for a token whose response has no `expires_in` and which is not a
+    /// JWT with an `exp` claim.
+    public var defaultExpiresInSeconds: Double = 3600
+    /// The least time before expiry at which a token is refreshed.
+    public var refreshSkewSeconds: Double = 10
+    /// The names of the token response's fields, for IdPs that do not use the standard ones.
+    public var responseFields = ResponseFields()
+
+    public init(name: String, tokenUrl: HTTPURL, grant: Grant = .clientCredentials, clientAuth: ClientAuth = .unidentified,
+                scope: String? = nil, audience: String? = nil, resource: [String] = [], params: [String: String] = [:],
+                headers: [String: String] = [:], tls: TLSSettings? = nil) {
+        self.name = name
+        self.tokenUrl = tokenUrl
+        self.grant = grant
+        self.clientAuth = clientAuth
+        self.scope = scope
+        self.audience = audience
+        self.resource = resource
+        self.params = params
+        self.headers = headers
+        self.tls = tls
+    }
+}
