@@ -342,7 +342,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
         if !exchange.answeredLocally, upstream != nil, exchange.requestFraming == .chunked {
             scratch.clear()
-            ForwardedHead.writeLastChunk(trailersOf: parser.head, into: &scratch)
+            ForwardedHead.writeLastChunk(trailersOf: parser.head, plan: plan, into: &scratch)
             sendRequestBody(scratch.readableBytes)
         }
         if !exchange.answeredLocally { upstream?.noteRequestSent() }
