@@ -1,0 +1,55 @@
+internal import COpenSSL
+
+/// The parameters of a public key as a JWK carries them (RFC 7518 §6): big-endian unsigned
+/// integers and coordinates, unpadded base64url happening one layer up, in JOSE.
+public enum PublicKeyComponents: Sendable, Hashable {
+    /// RSA modulus `n` and public exponent `e`.
+    case rsa(modulus: [UInt8], exponent: [UInt8])
+    /// The P-256 point (`x`, `y`, 32 bytes each).
+    case ecP256(x: [UInt8], y: [UInt8])
+    /// The 32-byte Ed25519 public key (JWK `OKP`, `crv: Ed25519`).
+    case ed25519(x: [UInt8])
+}
+
+/// A public key for verifying signatures: from PEM, from JWK parameters, or the half of a `PrivateKey`.
+public struct PublicKey: Sendable, Equatable, CustomStringConvertible {
+    let key: EVPKey
+
+    init(key: EVPKey) {
+        self.key = key
+    }
+
+    /// The first public key (SubjectPublicKeyInfo, `BEGIN PUBLIC KEY`) in `pem`.
+    public init(pem: String) throws(CryptoError) {
+        self.init(key: try EVPKey.read(pem: pem, .publicKey))
+    }
+
+    /// A key from JWK parameters. Refused when they do not make a valid key of a kind the relay
+    /// uses: an EC point off the curve, an RSA modulus under 2048 bits or an even exponent.
+    public init(components: PublicKeyComponents) throws(CryptoError) {
+        self.init(key: try PublicKeyBuilder.build(components))
+    }
+
+    public var kind: KeyKind { key.kind }
+
+    public func isValidSignature(_ signature: [UInt8], for message: [UInt8], algorithm: SignatureAlgorithm) -> Bool {
+        key.verify(signature, for: message, algorithm: algorithm)
+    }
+
+    /// The key's parameters, for a JWK (the DPoP header's `jwk`, a JWKS the relay publishes).
+    public func components() throws(CryptoError) -> PublicKeyComponents {
+        try PublicKeyBuilder.components(of: key)
+    }
+
+    /// The key as SubjectPublicKeyInfo PEM.
+    public func pemRepresentation() throws(CryptoError) -> String {
+        try key.pem(.publicKey)
+    }
+
+    /// Same kind and same parameters (two `PublicKey`s read from the same PEM are equal).
+    public static func == (lhs: PublicKey, rhs: PublicKey) -> Bool {
+        lhs.key === rhs.key || EVP_PKEY_eq(lhs.key.pointer, rhs.key.pointer) == 1
+    }
+
+    public var description: String { "PublicKey(\(kind))" }
+}
