@@ -30,6 +30,8 @@ let package = Package(
         .target(name: "Config", swiftSettings: hotPath),
         .target(name: "OAuth2", dependencies: ["Config"], swiftSettings: hotPath),
         .target(name: "TLS", dependencies: ["COpenSSL", "ByteBuffers", "Locking"]),
+        // Pure Swift; the crypto it needs (keys, signatures, digests) comes from TLS, which holds OpenSSL.
+        .target(name: "JOSE", dependencies: ["TLS"]),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "ByteBuffers", "TLS", "TLSStream"]),
         .target(name: "Tokens", dependencies: [
@@ -55,6 +57,7 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
         .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Config"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
+        .testTarget(name: "JOSETests", dependencies: ["JOSE", "TLS"]),
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics"]),
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
         .testTarget(name: "TokensTests", dependencies: [
