@@ -2,7 +2,8 @@ import Foundation
 
 /// A JSON value as JOSE headers and JWT claims need it: objects keep member order (so what the
 /// relay signs is written the same way every time), integers stay integers (NumericDate), and
-/// `true` is never the number 1. Read through `JSONSerialization`, written by `serialized`.
+/// `true` is never the number 1. Read through `JSONSerialization` (where a member name repeats,
+/// the last one counts, as RFC 7515 §5.2 allows), written by `serialized`.
 public enum JSONValue: Sendable, Equatable {
     case string(String)
     case integer(Int64)
@@ -56,8 +57,9 @@ public enum JSONValue: Sendable, Equatable {
         case let number as NSNumber:
             if ObjectIdentifier(type(of: number)) == Self.booleanClass {
                 self = .bool(number.boolValue)
-            } else if let integer = Int64(exactly: number.doubleValue), "\(number)" == "\(integer)" {
-                self = .integer(integer)
+            } else if "\(number)" == "\(number.int64Value)" {
+                // Exactly an integer as written (a Double would lose digits past 2^53).
+                self = .integer(number.int64Value)
             } else {
                 self = .number(number.doubleValue)
             }
@@ -133,16 +135,5 @@ public enum JSONValue: Sendable, Equatable {
             }
         }
         output += "\""
-    }
-}
-
-/// One member of a JSON object.
-public struct JSONMember: Sendable, Equatable {
-    public var name: String
-    public var value: JSONValue
-
-    public init(_ name: String, _ value: JSONValue) {
-        self.name = name
-        self.value = value
     }
 }

@@ -99,13 +99,16 @@ public struct JWTClaims: Sendable, Equatable {
         for name in ["exp", "nbf", "iat"] where self[name] != nil && self[name]?.integer == nil {
             throw .malformed("the \(name) claim is not a number")
         }
+        // Times from the token may be anything: the sums saturate instead of wrapping around.
+        let leeway = max(0, leeway)
         if let expiry {
-            guard now < expiry.addingReportingOverflow(leeway).partialValue else { throw reject(.expired) }
+            let (limit, overflow) = expiry.addingReportingOverflow(leeway)
+            guard overflow || now < limit else { throw reject(.expired) }
         } else if rules.requiresExpiry {
             throw reject(.missing("exp"))
         }
-        if let notBefore, now + leeway < notBefore { throw reject(.notYetValid) }
-        if let issuedAt, issuedAt > now + leeway { throw reject(.issuedInTheFuture) }
+        if let notBefore, Self.subtracting(leeway, from: notBefore) > now { throw reject(.notYetValid) }
+        if let issuedAt, Self.subtracting(leeway, from: issuedAt) > now { throw reject(.issuedInTheFuture) }
         if let expected = rules.issuer, issuer != expected { throw reject(.issuerMismatch(expected: expected)) }
         if let expected = rules.audience, !audience.contains(expected) { throw reject(.audienceMismatch(expected: expected)) }
         if let expected = rules.nonce {
@@ -113,21 +116,10 @@ public struct JWTClaims: Sendable, Equatable {
             guard ConstantTimeText.equal(nonce, expected) else { throw reject(.nonceMismatch) }
         }
     }
-}
 
-/// What `JWTClaims.validate` demands beyond the time checks.
-public struct JWTValidationRules: Sendable, Equatable {
-    public var issuer: String?
-    /// A value `aud` must contain (an ID token's client id).
-    public var audience: String?
-    /// The nonce sent in the authorization request.
-    public var nonce: String?
-    public var requiresExpiry: Bool
-
-    public init(issuer: String? = nil, audience: String? = nil, nonce: String? = nil, requiresExpiry: Bool = true) {
-        self.issuer = issuer
-        self.audience = audience
-        self.nonce = nonce
-        self.requiresExpiry = requiresExpiry
+    /// `time - leeway`, held at `Int64.min` rather than wrapping.
+    private static func subtracting(_ leeway: Int64, from time: Int64) -> Int64 {
+        let (result, overflow) = time.subtractingReportingOverflow(leeway)
+        return overflow ? .min : result
     }
 }

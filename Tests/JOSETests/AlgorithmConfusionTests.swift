@@ -3,7 +3,7 @@ import TLS
 import XCTest
 
 /// The header's `alg` never picks a check the key did not allow.
-final class AlgorithmConfusionTests: XCTestCase {
+final class AlgorithmConfusionTests: JOSETestCase {
     private func compact(header: String, payload: String = #"{"sub":"x"}"#, signature: [UInt8] = []) -> String {
         Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload.utf8)) + "." + Base64URL.encode(signature)
     }
@@ -13,6 +13,13 @@ final class AlgorithmConfusionTests: XCTestCase {
                             .algorithmNotAllowed("\"none\" (an unsigned JWS) is never accepted"))
         XCTAssertThrowsJOSE(try JWS(compact: compact(header: #"{"alg":"NoNe"}"#)),
                             .algorithmNotAllowed("\"none\" (an unsigned JWS) is never accepted"))
+    }
+
+    /// RFC 7515 §5.2: with a repeated header member, the lexically last one counts.
+    func testARepeatedAlgIsReadAsTheLastOne() throws {
+        XCTAssertThrowsJOSE(try JWS(compact: compact(header: #"{"alg":"ES256","alg":"none"}"#)),
+                            .algorithmNotAllowed("\"none\" (an unsigned JWS) is never accepted"))
+        XCTAssertEqual(try JWS(compact: compact(header: #"{"alg":"none","alg":"ES256"}"#)).header.algorithm, .es256)
     }
 
     func testUnknownAlgorithmsAreRefused() {

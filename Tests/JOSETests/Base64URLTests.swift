@@ -1,7 +1,7 @@
 import JOSE
 import XCTest
 
-final class Base64URLTests: XCTestCase {
+final class Base64URLTests: JOSETestCase {
     func testEncodesRFC4648VectorsWithoutPadding() {
         let vectors = ["": "", "f": "Zg", "fo": "Zm8", "foo": "Zm9v", "foob": "Zm9vYg", "fooba": "Zm9vYmE", "foobar": "Zm9vYmFy"]
         for (plain, encoded) in vectors {

@@ -2,7 +2,7 @@ import JOSE
 import TLS
 import XCTest
 
-final class ClientAssertionTests: XCTestCase {
+final class ClientAssertionTests: JOSETestCase {
     private let now: Int64 = 1_800_000_000
 
     private func make(_ signer: JWSSigner, keyID: String? = nil, lifetime: Int64 = 60) throws -> JWS {

@@ -2,7 +2,7 @@ import JOSE
 import TLS
 import XCTest
 
-final class DPoPProofTests: XCTestCase {
+final class DPoPProofTests: JOSETestCase {
     private let now: Int64 = 1_800_000_000
 
     private func proof(_ builder: DPoPProofBuilder, url: String = "https://api.test/orders/42?x=1#f",

@@ -2,7 +2,7 @@ import JOSE
 import TLS
 import XCTest
 
-final class JWKSetTests: XCTestCase {
+final class JWKSetTests: JOSETestCase {
     private func set(_ keys: [JWK], extra: [String] = []) throws -> JWKSet {
         let entries = keys.map(\.jsonValue.serialized) + extra
         return try JWKSet(json: Array(#"{"keys":[\#(entries.joined(separator: ","))]}"#.utf8))

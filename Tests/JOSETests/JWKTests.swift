@@ -2,7 +2,7 @@ import JOSE
 import TLS
 import XCTest
 
-final class JWKTests: XCTestCase {
+final class JWKTests: JOSETestCase {
     private func jwk(_ json: String) throws -> JWK {
         try JWK(json: Array(json.utf8))
     }

@@ -2,7 +2,7 @@ import JOSE
 import TLS
 import XCTest
 
-final class JWSRoundTripTests: XCTestCase {
+final class JWSRoundTripTests: JOSETestCase {
     private let payload = Array(#"{"sub":"relay"}"#.utf8)
 
     private func signed(_ algorithm: JWSAlgorithm) throws -> String {

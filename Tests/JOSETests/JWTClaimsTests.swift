@@ -1,7 +1,7 @@
 import JOSE
 import XCTest
 
-final class JWTClaimsTests: XCTestCase {
+final class JWTClaimsTests: JOSETestCase {
     private let now: Int64 = 1_800_000_000
 
     private func claims(_ json: String) throws -> JWTClaims {
@@ -56,6 +56,16 @@ final class JWTClaimsTests: XCTestCase {
         XCTAssertThrowsJOSE(try token.validate(JWTValidationRules(), now: now, leeway: 0), .claimRejected(.expired))
         XCTAssertNoThrow(try token.validate(JWTValidationRules(), now: now + 59, leeway: 60))
         XCTAssertThrowsJOSE(try token.validate(JWTValidationRules(), now: now + 60, leeway: 60), .claimRejected(.expired))
+    }
+
+    func testExtremeTimesDoNotWrapAround() throws {
+        XCTAssertNoThrow(try claims(#"{"exp":9223372036854775807}"#).validate(JWTValidationRules(), now: now))
+        XCTAssertThrowsJOSE(try claims(#"{"exp":-9223372036854775807}"#).validate(JWTValidationRules(), now: now),
+                            .claimRejected(.expired))
+        let early = try claims(#"{"exp":1900000000,"nbf":-9223372036854775807,"iat":-9223372036854775807}"#)
+        XCTAssertNoThrow(try early.validate(JWTValidationRules(), now: now))
+        let late = try claims(#"{"exp":9223372036854775807,"nbf":9223372036854775807}"#)
+        XCTAssertThrowsJOSE(try late.validate(JWTValidationRules(), now: now), .claimRejected(.notYetValid))
     }
 
     func testMissingExpiryIsRefusedUnlessAllowed() throws {

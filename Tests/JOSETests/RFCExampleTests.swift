@@ -3,7 +3,7 @@ import TLS
 import XCTest
 
 /// The published examples, checked byte for byte.
-final class RFCExampleTests: XCTestCase {
+final class RFCExampleTests: JOSETestCase {
     private func key(_ json: String) throws -> JWSVerificationKey {
         try JWSVerificationKey(jwk: JWK(json: Array(json.utf8)))
     }

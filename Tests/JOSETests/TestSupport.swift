@@ -31,6 +31,27 @@ enum TestKeys {
     }
 }
 
+/// Every JOSE test is also a leak check: each OpenSSL key it made (a JWK's public key, a
+/// verification key) has been freed when it ends. The shared `TestKeys` are made before.
+class JOSETestCase: XCTestCase {
+    private var liveKeysBefore = 0
+
+    override class func setUp() {
+        super.setUp()
+        _ = [TestKeys.rsa, TestKeys.otherRSA, TestKeys.ec, TestKeys.otherEC, TestKeys.ed25519]
+    }
+
+    override func setUp() {
+        super.setUp()
+        liveKeysBefore = PrivateKey.liveKeys
+    }
+
+    override func tearDown() {
+        XCTAssertEqual(PrivateKey.liveKeys, liveKeysBefore, "OpenSSL keys left alive")
+        super.tearDown()
+    }
+}
+
 /// A predictable random source: each call returns the next number, so `jti`s differ and tests
 /// can name them.
 struct CountingRandom: RandomNumberGenerator {

@@ -6,6 +6,7 @@ extension EVPKey {
     func sign(_ message: [UInt8], algorithm: SignatureAlgorithm) throws(CryptoError) -> [UInt8] {
         guard algorithm.fits(kind) else { throw .algorithmMismatch("\(algorithm) with an \(kind) key") }
         OpenSSLErrors.clear()
+        defer { OpenSSLErrors.clear() }
         let context = try DigestContext()
         try context.initialize(key: self, algorithm: algorithm, signing: true)
         var length = 0

@@ -70,7 +70,10 @@ final class EVPKey: @unchecked Sendable {
     /// Encrypted keys are refused rather than prompting for a passphrase on the terminal.
     static func read(pem: String, _ content: PEMContent) throws(CryptoError) -> EVPKey {
         OpenSSLErrors.clear()
+        defer { OpenSSLErrors.clear() }
         var text = Array(pem.utf8)
+        // Our working copy of the key text does not outlive the read (the caller's String is theirs).
+        defer { text.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
         let key: OpaquePointer? = text.withUnsafeMutableBytes { bytes in
             guard let bio = BIO_new_mem_buf(bytes.baseAddress, Int32(bytes.count)) else { return nil }
             defer { BIO_free(bio) }
@@ -89,6 +92,7 @@ final class EVPKey: @unchecked Sendable {
     /// The key as PEM: PKCS#8 for a private key, SubjectPublicKeyInfo for a public one.
     func pem(_ content: PEMContent) throws(CryptoError) -> String {
         OpenSSLErrors.clear()
+        defer { OpenSSLErrors.clear() }
         guard let bio = BIO_new(BIO_s_mem()) else { throw .openSSL("BIO_new") }
         defer { BIO_free(bio) }
         let result = switch content {
@@ -106,6 +110,7 @@ final class EVPKey: @unchecked Sendable {
 
     static func generate(_ kind: KeyKind) throws(CryptoError) -> EVPKey {
         OpenSSLErrors.clear()
+        defer { OpenSSLErrors.clear() }
         let type = switch kind {
         case .rsa: EVP_PKEY_RSA
         case .ecP256: EVP_PKEY_EC

@@ -3,7 +3,10 @@ internal import COpenSSL
 /// JWK parameters to `EVP_PKEY` and back, with OpenSSL 3's `OSSL_PARAM` interface.
 enum PublicKeyBuilder {
     static func build(_ components: PublicKeyComponents) throws(CryptoError) -> EVPKey {
+        // Whatever path this takes, it leaves OpenSSL's per-thread error queue empty (errors
+        // are read into the thrown value first), so nothing stale reaches the next caller.
         OpenSSLErrors.clear()
+        defer { OpenSSLErrors.clear() }
         let key: OpaquePointer
         switch components {
         case .rsa(let modulus, let exponent):
@@ -41,6 +44,7 @@ enum PublicKeyBuilder {
 
     static func components(of key: EVPKey) throws(CryptoError) -> PublicKeyComponents {
         OpenSSLErrors.clear()
+        defer { OpenSSLErrors.clear() }
         switch key.kind {
         case .rsa:
             return .rsa(modulus: try number("n", of: key, width: nil), exponent: try number("e", of: key, width: nil))
