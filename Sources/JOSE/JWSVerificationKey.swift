@@ -44,9 +44,11 @@ public struct JWSVerificationKey: Sendable {
         guard algorithms.contains(algorithm) else {
             throw .algorithmNotAllowed("\(algorithm.rawValue) is not allowed for this key")
         }
-        let valid = switch material {
-        case .publicKey(let key): key.isValidSignature(signature, for: input, algorithm: algorithm.signatureAlgorithm!)
-        case .secret(let secret): HMACSHA256.isValid(signature, for: input, key: secret)
+        let valid = switch (material, algorithm.signatureAlgorithm) {
+        case (.publicKey(let key), let scheme?): key.isValidSignature(signature, for: input, algorithm: scheme)
+        case (.secret(let secret), nil): HMACSHA256.isValid(signature, for: input, key: secret)
+        // Unreachable while the initialisers hold (HS256 only for secrets); refused, not trapped, if not.
+        default: false
         }
         guard valid else { throw .invalidSignature }
     }
