@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TLS
 import XCTest
 
@@ -169,5 +170,22 @@ final class SigningKeyTests: XCTestCase {
         let key = try PrivateKey.generate(.ecP256)
         XCTAssertEqual("\(key)", "PrivateKey(EC P-256, redacted)")
         XCTAssertEqual("\(key.publicKey)", "PublicKey(EC P-256)")
+    }
+}
+
+/// One key signs and verifies from many threads at once (a DPoP key is shared by every worker).
+final class SharedKeyTests: XCTestCase {
+    func testOneKeySignsAndVerifiesFromManyThreads() throws {
+        let key = try PrivateKey.generate(.ecP256)
+        let failures = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 400) { index in
+            let message = Array("message \(index)".utf8)
+            guard let signature = try? key.signature(for: message, algorithm: .ecdsaP256SHA256),
+                  key.publicKey.isValidSignature(signature, for: message, algorithm: .ecdsaP256SHA256) else {
+                failures.add(1, ordering: .relaxed)
+                return
+            }
+        }
+        XCTAssertEqual(failures.load(ordering: .relaxed), 0)
     }
 }
