@@ -33,6 +33,8 @@ let package = Package(
         .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints"], swiftSettings: hotPath),
         .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2"], swiftSettings: hotPath),
         .target(name: "TLS", dependencies: ["COpenSSL", "ByteBuffers", "Locking"]),
+        // Pure Swift; the crypto it needs (keys, signatures, digests) comes from TLS, which holds OpenSSL.
+        .target(name: "JOSE", dependencies: ["TLS"]),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"]),
         .target(name: "Tokens", dependencies: [
@@ -60,6 +62,7 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
         .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Endpoints", "HTTPFields", "Config"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
+        .testTarget(name: "JOSETests", dependencies: ["JOSE", "TLS"]),
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics"]),
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
         .testTarget(name: "TokensTests", dependencies: [

@@ -1,9 +1,18 @@
 #ifndef OAUTH_RELAY_COPENSSL_SHIM_H
 #define OAUTH_RELAY_COPENSSL_SHIM_H
-// OpenSSL for the TLS module. Swift cannot call function-like macros, so the few the engine
-// needs are wrapped here as `static inline` functions of the same name with a `shim_` prefix;
-// each does exactly what the macro does and nothing more.
+// OpenSSL for the TLS module (the TLS engine and the crypto primitives JOSE and the token store
+// use). Swift cannot call function-like macros, so the few the module needs are wrapped here as
+// `static inline` functions of the same name with a `shim_` prefix; each does exactly what the
+// macro does and nothing more.
 #include <openssl/ssl.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/hmac.h>
+#include <openssl/param_build.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/rsa.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -54,6 +63,25 @@ static inline X509 *shim_sk_X509_value(const STACK_OF(X509) *chain, int index) {
 
 static inline unsigned long shim_XN_FLAG_RFC2253(void) {
     return XN_FLAG_RFC2253;
+}
+
+/// Parameter pushes for `EVP_PKEY_fromdata`. An `OSSL_PARAM_BLD` keeps the *pointers* to the
+/// names (and to string values) until `OSSL_PARAM_BLD_to_param`, so they must outlive the push;
+/// Swift's bridged C strings live only for one call, OpenSSL's name macros for ever.
+static inline int shim_push_rsa_public_key(OSSL_PARAM_BLD *builder, const BIGNUM *n, const BIGNUM *e) {
+    return OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_N, n)
+        && OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_E, e);
+}
+
+/// `point` (SEC 1 uncompressed) must stay valid until `OSSL_PARAM_BLD_to_param`.
+static inline int shim_push_p256_public_key(OSSL_PARAM_BLD *builder, const unsigned char *point, size_t length) {
+    return OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, SN_X9_62_prime256v1, 0)
+        && OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY, point, length);
+}
+
+/// The selection `EVP_PKEY_fromdata` takes to build a public key (a macro of other macros).
+static inline int shim_EVP_PKEY_PUBLIC_KEY(void) {
+    return EVP_PKEY_PUBLIC_KEY;
 }
 
 #endif

@@ -19,6 +19,9 @@ public struct HTTP1Error: Error, Equatable, Sendable, CustomStringConvertible {
         case unsupportedTransferCoding
         /// A major HTTP version other than 1 (505).
         case unsupportedVersion
+        /// A well-formed method token the parser does not know (`QUERY`, `get`): 501, as
+        /// RFC 9110 §9.1 asks, rather than 400.
+        case unsupportedMethod
     }
 
     public let kind: Kind
@@ -29,12 +32,12 @@ public struct HTTP1Error: Error, Equatable, Sendable, CustomStringConvertible {
         self.reason = reason
     }
 
-    /// The status a server answers with: 431 for size limits, 501 for a transfer coding it
-    /// does not implement (RFC 9112 §6.1), else 400.
+    /// The status a server answers with: 431 for size limits, 501 for a transfer coding or
+    /// method it does not implement (RFC 9112 §6.1, RFC 9110 §9.1), 505 for HTTP/2+, else 400.
     public var requestStatus: Int {
         switch kind {
         case .headTooLarge, .tooManyHeaders: return 431
-        case .unsupportedTransferCoding: return 501
+        case .unsupportedTransferCoding, .unsupportedMethod: return 501
         case .unsupportedVersion: return 505
         default: return 400
         }

@@ -13,6 +13,7 @@
 
 internal import CLLHTTP
 import ByteBuffers
+import HTTPFields
 
 public protocol HTTP1ParserDelegate: AnyObject {
     /// The head is complete (`parser.head`). Return what the parser should assume of the body.
@@ -86,8 +87,14 @@ public final class HTTP1Parser {
     /// The last byte other than SP or HTAB of the bytes fed before this `feed`, for telling a
     /// value that is the fold of an empty one (`X:` CRLF SP `value`) when it starts a read.
     private var lastNonBlankBeforeFeed: UInt8 = 0
-    /// The last byte of the bytes fed before this `feed`.
-    private var lastByteBeforeFeed: UInt8 = 0
+    /// The last four bytes fed before this `feed`, the latest in the low byte: line breaks are
+    /// checked a few bytes back from where llhttp reports, which may be in the previous read.
+    private var bytesBeforeFeed: UInt32 = 0
+    /// The space after the request target was the last byte of the previous read.
+    private var targetSpaceEndedRead = false
+    /// Chunk-extension bytes of the current message (llhttp sets no bound on them).
+    private var chunkExtensionBytes = 0
+    static let maxChunkExtensionBytes = 16 * 1024
     /// Where the last header value of this `feed` ended (nil: none yet, or empty).
     private var lastValueEnd: UnsafePointer<CChar>?
     /// A message boundary whose empty line is checked in `feed`, where llhttp says where it
@@ -124,7 +131,11 @@ public final class HTTP1Parser {
         lastValueEnd = nil
         defer {
             if let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) { lastNonBlankBeforeFeed = bytes[last] }
-            lastByteBeforeFeed = bytes[bytes.count - 1]
+            for byte in bytes.suffix(4) { bytesBeforeFeed = bytesBeforeFeed << 8 | UInt32(byte) }
+        }
+        if targetSpaceEndedRead {
+            targetSpaceEndedRead = false
+            if bytes[0] == 0x20 { return .failed(HTTP1Error(.malformed, "more than one space in the request line")) }
         }
         var rc = llhttp_execute(state, start, bytes.count)
         while rc == HPE_PAUSED && deferred != .none, let boundary = llhttp_get_error_pos(state) {
@@ -132,6 +143,10 @@ public final class HTTP1Parser {
             deferred = .none
             guard lineBreakIsCRLF(before: boundary) else {
                 return .failed(HTTP1Error(.malformed, check == .head ? "a bare LF ends the head" : "a bare LF ends the chunked body"))
+            }
+            // A head without fields: the start line's break comes right before the empty line.
+            if check == .head && head.fields.isEmpty && !lineBreakIsCRLF(before: boundary - 2) {
+                return .failed(HTTP1Error(.malformed, "a bare LF ends the start line"))
             }
             let answer: Int32
             if check == .head {
@@ -168,13 +183,33 @@ public final class HTTP1Parser {
         }
     }
 
+    /// The method llhttp did not know, when it is a well-formed token followed by a space (a
+    /// request line with a method the relay does not implement, not garbage): read from the
+    /// start of its line in this read, up to 32 bytes.
+    private func unknownMethodToken() -> String? {
+        guard kind == .request, let feedStart, let feedEnd, let failedAt = llhttp_get_error_pos(state) else { return nil }
+        var start = failedAt
+        while start > feedStart, (start - 1).pointee != 0x0A, failedAt - start < 32 { start -= 1 }
+        var end = start
+        while end < feedEnd, ASCII.isTokenCharacter(UInt8(bitPattern: end.pointee)), end - start < 32 { end += 1 }
+        guard end > start, end < feedEnd, end.pointee == 0x20 else { return nil }
+        return String(decoding: UnsafeRawBufferPointer(start: start, count: end - start), as: UTF8.self)
+    }
+
     /// Whether the line break that ends at `boundary` (just after its LF) is CRLF. RFC 9112
     /// §2.2 lets a recipient accept a bare LF; the relay does not, since its upstream might
     /// not, and llhttp 8 takes one as the empty line that ends a head or chunked body.
     private func lineBreakIsCRLF(before boundary: UnsafePointer<CChar>) -> Bool {
-        guard let feedStart else { return false }
-        let beforeLF = boundary - 2 >= feedStart ? UInt8(bitPattern: (boundary - 2).pointee) : lastByteBeforeFeed
-        return beforeLF == 0x0D
+        byte(at: boundary - 2) == 0x0D
+    }
+
+    /// The byte at `position`, in this read or up to four bytes before it (0 before that).
+    @inline(__always)
+    private func byte(at position: UnsafePointer<CChar>) -> UInt8 {
+        guard let feedStart else { return 0 }
+        if position >= feedStart { return UInt8(bitPattern: position.pointee) }
+        let back = feedStart - position
+        return back <= 4 ? UInt8(truncatingIfNeeded: bytesBeforeFeed >> (8 * UInt32(back - 1))) : 0
     }
 
     private func consumedCount(from start: UnsafePointer<CChar>) -> Int {
@@ -186,6 +221,9 @@ public final class HTTP1Parser {
         if let error = pendingError {
             pendingError = nil
             return error
+        }
+        if rc == HPE_INVALID_METHOD, let method = unknownMethodToken() {
+            return HTTP1Error(.unsupportedMethod, "the method \(method) is not implemented")
         }
         let reason = llhttp_get_error_reason(state).map { String(cString: $0) } ?? "invalid message"
         return HTTP1Error(.malformed, "\(String(cString: llhttp_errno_name(rc))): \(reason)")
@@ -237,6 +275,7 @@ public final class HTTP1Parser {
         headComplete = false
         isInMessage = true
         lastValueEnd = nil
+        chunkExtensionBytes = 0
         return 0
     }
 
@@ -251,7 +290,19 @@ public final class HTTP1Parser {
     }
 
     fileprivate func url(_ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
-        if head.targetLength == 0 { head.targetStart = head.bytes.count }
+        if head.targetLength == 0 {
+            head.targetStart = head.bytes.count
+            // `method SP target`: one space, not two (llhttp 8 skips extra ones).
+            if let at, byte(at: at - 2) == 0x20 { return fail(.malformed, "more than one space in the request line") }
+        }
+        // `target SP HTTP/`: the byte after the space, in this read or first in the next.
+        if let at, let feedEnd, at + length < feedEnd {
+            if at + length + 1 < feedEnd {
+                if (at + length + 1).pointee == 0x20 { return fail(.malformed, "more than one space in the request line") }
+            } else {
+                targetSpaceEndedRead = true
+            }
+        }
         head.targetLength += length
         return appendHeadBytes(at, length)
     }
@@ -267,6 +318,10 @@ public final class HTTP1Parser {
         if !inFieldName {
             inFieldName = true
             fieldStart = head.bytes.count
+            // The start line ends in CRLF: llhttp 8 takes a bare LF after a request line.
+            if head.fields.isEmpty && !inTrailers, let at, byte(at: at - 2) != 0x0D {
+                return fail(.malformed, "a bare LF ends the start line")
+            }
         }
         return appendHeadBytes(at, length)
     }
@@ -405,6 +460,14 @@ public final class HTTP1Parser {
         return 0
     }
 
+    fileprivate func chunkExtension(_ length: Int) -> Int32 {
+        chunkExtensionBytes += length
+        guard chunkExtensionBytes <= Self.maxChunkExtensionBytes else {
+            return fail(.malformed, "chunk extensions exceed \(Self.maxChunkExtensionBytes / 1024) KiB")
+        }
+        return 0
+    }
+
     fileprivate func chunkHeader() -> Int32 {
         delegate?.parser(self, didStartChunkOfSize: state.pointee.content_length)
         return 0
@@ -460,6 +523,8 @@ nonisolated(unsafe) private var parserSettings: llhttp_settings_t = {
     s.on_headers_complete = { withParser($0) { $0.headersComplete() } }
     s.on_body = { state, at, length in withParser(state) { $0.body(at, length) } }
     s.on_chunk_header = { withParser($0) { $0.chunkHeader() } }
+    s.on_chunk_extension_name = { state, _, length in withParser(state) { $0.chunkExtension(length) } }
+    s.on_chunk_extension_value = { state, _, length in withParser(state) { $0.chunkExtension(length) } }
     s.on_chunk_complete = { withParser($0) { $0.chunkComplete() } }
     s.on_message_complete = { withParser($0) { $0.messageComplete() } }
     return s

@@ -87,6 +87,17 @@ public final class HTTPHead {
 
     public var isHead: Bool { method == UInt8(HTTP_HEAD.rawValue) }
     public var isConnect: Bool { method == UInt8(HTTP_CONNECT.rawValue) }
+    public var isTrace: Bool { method == UInt8(HTTP_TRACE.rawValue) }
+    public var isOptions: Bool { method == UInt8(HTTP_OPTIONS.rawValue) }
+
+    /// `Max-Forwards` (RFC 9110 §7.6.2) of a TRACE or OPTIONS request: nil when absent, not a
+    /// number, or on any other method (where it means nothing).
+    public var maxForwards: UInt64? {
+        guard isTrace || isOptions, let field = fields.first(where: { $0.known == .maxForwards }) else { return nil }
+        let text = value(field)
+        guard !text.isEmpty, text.count <= 18, text.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return text.reduce(0) { $0 * 10 + UInt64($1 - 0x30) }
+    }
 
     /// Whether the field is connection-specific and must not be forwarded as is.
     @inline(__always)

@@ -290,7 +290,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         if case .forwarded(let lastChunk) = end {
             if lastChunk, upstream != nil {
                 scratch.clear()
-                ForwardedHead.writeLastChunk(trailersOf: parser.head, into: &scratch)
+                ForwardedHead.writeLastChunk(trailersOf: parser.head, plan: exchange.plan, into: &scratch)
                 sendRequestBody(scratch.readableBytes)
             }
             upstream?.noteRequestSent()

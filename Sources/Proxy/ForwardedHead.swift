@@ -44,8 +44,18 @@ enum ForwardedHead {
             switch field.known {
             case .host, .xForwardedFor:
                 continue
-            case .xForwardedProto, .xForwardedHost:
+            case .xForwardedProto, .xForwardedHost, .forwarded:
                 if !forwarding.trustForwardedHeaders { continue }
+            case .underscoredLookalike:
+                continue
+            case .maxForwards:
+                // Counted down on TRACE and OPTIONS (RFC 9110 §7.6.2); meaningless elsewhere.
+                if let remaining = head.maxForwards, remaining > 0 {
+                    out.append("Max-Forwards: ")
+                    out.appendDecimal(remaining - 1)
+                    out.append("\r\n")
+                    continue
+                }
             case .contentLength:
                 // Written from the parsed value, so `005` or `+5` spellings never reach a
                 // server that might read them differently.
@@ -129,11 +139,16 @@ enum ForwardedHead {
         out.appendEndOfHead()
     }
 
-    /// The last chunk and the trailers of a chunked body.
-    static func writeLastChunk(trailersOf head: HTTPHead, into out: inout ByteBuffer) {
+    /// The last chunk and the trailers of a chunked body. Trailers never carry what a head
+    /// section decides (RFC 9110 §6.5.1: framing, routing, authentication, forwarding fields) nor,
+    /// on a request, a field the route sets: an upstream that merges trailers into the head would
+    /// take them for the relay's.
+    static func writeLastChunk(trailersOf head: HTTPHead, plan: RoutePlan? = nil, into out: inout ByteBuffer) {
         out.append("0\r\n")
-        for field in head.trailers where !head.isHopByHop(field) && field.known != .contentLength {
-            out.appendField(head.name(field), head.value(field))
+        for field in head.trailers where !field.known.isForbiddenInTrailers && !field.listedInConnection {
+            let name = head.name(field)
+            if let plan, !plan.replacedNames.isEmpty, plan.replaces(name) { continue }
+            out.appendField(name, head.value(field))
         }
         out.appendEndOfHead()
     }

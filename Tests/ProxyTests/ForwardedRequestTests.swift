@@ -186,4 +186,38 @@ final class ForwardedRequestTests: XCTestCase {
                         as: ["GET /v1/a%7e?q=%2F HTTP/1.1", "Host: orders.internal:8080"] + relayFields(),
                         target: "/v1/a%7e?q=%2F")
     }
+
+    func testNamesThatSpellARelayFieldWithUnderscoresAreDropped() {
+        // CGI-style servers read X_Forwarded_For as X-Forwarded-For: it would sit beside the relay's.
+        assertForwarded(["GET /a HTTP/1.1", "Host: relay.example", "X_Forwarded_For: 6.6.6.6", "x_forwarded-proto: https",
+                         "Content_Length: 4", "Transfer_Encoding: chunked", "AUTHORIZATION_: x", "X_Custom_Thing: kept"],
+                        as: ["GET /a HTTP/1.1", "Host: orders.internal:8080", "AUTHORIZATION_: x", "X_Custom_Thing: kept"]
+                            + relayFields())
+    }
+
+    func testTheClientsForwardedFieldIsDroppedUnlessTrusted() {
+        let request = ["GET /a HTTP/1.1", "Host: relay.example", "Forwarded: for=6.6.6.6;host=evil"]
+        assertForwarded(request, as: ["GET /a HTTP/1.1", "Host: orders.internal:8080"] + relayFields())
+        assertForwarded(request, as: ["GET /a HTTP/1.1", "Host: orders.internal:8080", "Forwarded: for=6.6.6.6;host=evil",
+                                      "X-Forwarded-For: \(clientAddress)", "X-Forwarded-Proto: http",
+                                      "X-Forwarded-Host: relay.example", "Via: 1.1 oauth-relay"],
+                        trustForwardedHeaders: true)
+    }
+
+    func testMaxForwardsCountsDownOnOptionsAndTraceOnly() {
+        assertForwarded(["OPTIONS /a HTTP/1.1", "Host: relay.example", "Max-Forwards: 3"],
+                        as: ["OPTIONS /a HTTP/1.1", "Host: orders.internal:8080", "Max-Forwards: 2"] + relayFields())
+        assertForwarded(["GET /a HTTP/1.1", "Host: relay.example", "Max-Forwards: 3"],
+                        as: ["GET /a HTTP/1.1", "Host: orders.internal:8080", "Max-Forwards: 3"] + relayFields())
+    }
+
+    func testRequestTrailersNeverCarryWhatTheHeadDecidesOrWhatTheRouteSets() {
+        let message = head("POST /a HTTP/1.1", "Host: relay.example", "Transfer-Encoding: chunked")
+            + "1\r\nx\r\n0\r\nAuthorization: Bearer client\r\nHost: evil\r\nCookie: a=1\r\nX-Forwarded-For: 6.6.6.6\r\n"
+            + "Expect: 100-continue\r\nX_Forwarded_For: 6.6.6.6\r\nX-Team: red\r\nX-Checksum: abc\r\n\r\n"
+        let parsed = parsedHead(message)
+        let plan = RoutePlan(route: route(setHeaders: [HTTPField(name: "X-Team", value: "blue")]))
+        XCTAssertEqual(written { ForwardedHead.writeLastChunk(trailersOf: parsed, plan: plan, into: &$0) },
+                       "0\r\nX-Checksum: abc\r\n\r\n")
+    }
 }

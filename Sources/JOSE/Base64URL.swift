@@ -1,0 +1,63 @@
+/// base64url without padding (RFC 7515 §2, RFC 4648 §5), strict in what it reads: only the
+/// URL-safe alphabet, no `=`, no whitespace, no length that cannot come from an encoding, and
+/// no set bits in the unused low bits of the last character. So every byte string has exactly
+/// one text, and a JWS that verifies re-serialises to the very bytes it was read from.
+public enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (value, character) in alphabet.enumerated() { table[Int(character)] = UInt8(value) }
+        return table
+    }()
+
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+        let input = Array(bytes)
+        var output: [UInt8] = []
+        output.reserveCapacity((input.count * 4 + 2) / 3)
+        var index = 0
+        while index + 3 <= input.count {
+            let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+            output += [alphabet[Int(chunk >> 18 & 63)], alphabet[Int(chunk >> 12 & 63)],
+                       alphabet[Int(chunk >> 6 & 63)], alphabet[Int(chunk & 63)]]
+            index += 3
+        }
+        switch input.count - index {
+        case 1:
+            let chunk = UInt32(input[index]) << 16
+            output += [alphabet[Int(chunk >> 18 & 63)], alphabet[Int(chunk >> 12 & 63)]]
+        case 2:
+            let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8
+            output += [alphabet[Int(chunk >> 18 & 63)], alphabet[Int(chunk >> 12 & 63)], alphabet[Int(chunk >> 6 & 63)]]
+        default:
+            break
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// The bytes `text` encodes, or nil when it is not canonical unpadded base64url.
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        decode(bytes: Array(text.utf8))
+    }
+
+    public static func decode(bytes text: [UInt8]) -> [UInt8]? {
+        guard text.count % 4 != 1 else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(text.count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for character in text {
+            let value = values[Int(character)]
+            guard value != 0xFF else { return nil }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                accumulator &= (1 << UInt32(bits)) - 1
+            }
+        }
+        // Left-over bits must be zero: "QQ" is the only text for [0x41], not "QR".
+        guard accumulator == 0 else { return nil }
+        return output
+    }
+}

@@ -1,0 +1,32 @@
+/// A client assertion for `private_key_jwt` and `client_secret_jwt` (RFC 7523 §3, RFC 7521 §4.2,
+/// OpenID Connect Core §9): `iss` = `sub` = the client id, `aud` the token endpoint (or the
+/// issuer), a random `jti`, `iat` now and `exp` shortly after.
+///
+/// A pure function of its inputs: the clock and the random source are the caller's.
+public enum ClientAssertion {
+    /// What goes in the token request's `client_assertion_type`.
+    public static let type = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+    /// The longest lifetime an assertion gets: it is used once, straight away.
+    public static let maximumLifetime: Int64 = 60
+
+    /// The compact JWS for `client_assertion`.
+    ///
+    /// - Parameters:
+    ///   - signer: the client's private key (RS256, PS256, ES256, EdDSA) or its secret (HS256).
+    ///   - keyID: the `kid` the IdP knows the key by, if it needs one.
+    ///   - lifetime: seconds until `exp`, at most `maximumLifetime`.
+    public static func make(clientID: String, audience: String, signer: JWSSigner, keyID: String? = nil,
+                            now: Int64, lifetime: Int64 = maximumLifetime,
+                            random: inout some RandomNumberGenerator) throws(JOSEError) -> String {
+        var claims = JWTClaims()
+        claims.issuer = clientID
+        claims.subject = clientID
+        claims.audience = [audience]
+        claims.jwtID = Base64URL.encode(random.bytes(16))
+        claims.issuedAt = now
+        claims.expiry = now + min(max(lifetime, 1), maximumLifetime)
+        let header = JWSHeader(algorithm: signer.algorithm, type: "JWT", keyID: keyID)
+        return try JWS.sign(claims.payload, header: header, with: signer).compactSerialization
+    }
+}
