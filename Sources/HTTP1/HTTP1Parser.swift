@@ -90,6 +90,8 @@ public final class HTTP1Parser {
     /// The last four bytes fed before this `feed`, the latest in the low byte: line breaks are
     /// checked a few bytes back from where llhttp reports, which may be in the previous read.
     private var bytesBeforeFeed: UInt32 = 0
+    /// The line break ending the start line was checked (at the first field name).
+    private var startLineChecked = false
     /// The space after the request target was the last byte of the previous read.
     private var targetSpaceEndedRead = false
     /// Chunk-extension bytes of the current message (llhttp sets no bound on them).
@@ -129,10 +131,7 @@ public final class HTTP1Parser {
         feedStart = start
         feedEnd = end
         lastValueEnd = nil
-        defer {
-            if let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) { lastNonBlankBeforeFeed = bytes[last] }
-            for byte in bytes.suffix(4) { bytesBeforeFeed = bytesBeforeFeed << 8 | UInt32(byte) }
-        }
+        defer { rememberTail(of: bytes) }
         if targetSpaceEndedRead {
             targetSpaceEndedRead = false
             if bytes[0] == 0x20 { return .failed(HTTP1Error(.malformed, "more than one space in the request line")) }
@@ -180,6 +179,28 @@ public final class HTTP1Parser {
             return .upgraded(consumed: consumedCount(from: start))
         default:
             return .failed(takeError(rc))
+        }
+    }
+
+    /// Keeps what the next read's checks look back at: the last four bytes, and the last one
+    /// that is not SP or HTAB. Loops written out: this runs for every read.
+    @inline(__always)
+    private func rememberTail(of bytes: UnsafeRawBufferPointer) {
+        let count = bytes.count
+        if count >= 4 {
+            bytesBeforeFeed = UInt32(bytes[count - 4]) << 24 | UInt32(bytes[count - 3]) << 16
+                | UInt32(bytes[count - 2]) << 8 | UInt32(bytes[count - 1])
+        } else {
+            for index in 0..<count { bytesBeforeFeed = bytesBeforeFeed << 8 | UInt32(bytes[index]) }
+        }
+        var index = count - 1
+        while index >= 0 {
+            let byte = bytes[index]
+            if byte != 0x20 && byte != 0x09 {
+                lastNonBlankBeforeFeed = byte
+                return
+            }
+            index -= 1
         }
     }
 
@@ -276,6 +297,7 @@ public final class HTTP1Parser {
         isInMessage = true
         lastValueEnd = nil
         chunkExtensionBytes = 0
+        startLineChecked = false
         return 0
     }
 
@@ -319,8 +341,9 @@ public final class HTTP1Parser {
             inFieldName = true
             fieldStart = head.bytes.count
             // The start line ends in CRLF: llhttp 8 takes a bare LF after a request line.
-            if head.fields.isEmpty && !inTrailers, let at, byte(at: at - 2) != 0x0D {
-                return fail(.malformed, "a bare LF ends the start line")
+            if !startLineChecked {
+                startLineChecked = true
+                if let at, byte(at: at - 2) != 0x0D { return fail(.malformed, "a bare LF ends the start line") }
             }
         }
         return appendHeadBytes(at, length)
@@ -344,7 +367,7 @@ public final class HTTP1Parser {
         let nameLength = head.bytes.count - fieldStart
         let field = FieldSlot(nameStart: Int32(fieldStart), nameLength: Int32(nameLength),
                                 valueStart: Int32(head.bytes.count), valueLength: 0,
-                                known: KnownHeader(name: head.slice(fieldStart, nameLength)),
+                                known: KnownHeader(name: head.slice(fieldStart, nameLength), lookalikes: kind == .request),
                                 listedInConnection: false)
         if inTrailers { head.trailers.append(field) } else { head.fields.append(field) }
         return 0
@@ -431,6 +454,7 @@ public final class HTTP1Parser {
         head.markConnectionListedFields()
         if let problem = head.framingProblem(of: kind) { return fail(problem.kind, problem.reason) }
         inTrailers = true
+        startLineChecked = true
         headComplete = true
         headBytesSeen = 0
         // The empty line ending the head must be CRLF. Usually the head's last value ends in
