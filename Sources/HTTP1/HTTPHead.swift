@@ -45,8 +45,10 @@ public final class HTTPHead {
     func reset() {
         bytes.clear()
         bytes.shrink(ifLargerThan: 64 * 1024)
+        // removeAll(keepingCapacity:) costs about 90 instructions even on an empty array, and
+        // most messages have no trailers.
         fields.removeAll(keepingCapacity: true)
-        trailers.removeAll(keepingCapacity: true)
+        if !trailers.isEmpty { trailers.removeAll(keepingCapacity: true) }
         method = 0
         targetStart = 0; targetLength = 0
         statusCode = 0

@@ -63,6 +63,26 @@ public enum KnownHeader: UInt8, Sendable {
         return index
     }()
 
+    /// Classifies a raw header name (any case). `lookalikes`: also tell a name that spells one
+    /// of the known ones with `_` for `-` (requests only: what a server might misread).
+    public init(name: UnsafeRawBufferPointer, lookalikes: Bool = false) {
+        self = .other
+        guard name.count < Self.byLength.count else { return }
+        for entry in Self.byLength[name.count] where ASCII.lowercased(name[0]) == entry.name[0] {
+            if ASCII.equalsIgnoringCase(name, entry.name) {
+                self = entry.header
+                return
+            }
+        }
+        guard lookalikes else { return }
+        for entry in Self.byLength[name.count] where ASCII.lowercased(name[0]) == entry.name[0] {
+            if Self.equalsReadingUnderscoreAsHyphen(name, entry.name) {
+                self = .underscoredLookalike
+                return
+            }
+        }
+    }
+
     /// Whether `name` spells `known` (lower case) with at least one `_` where it has `-`.
     private static func equalsReadingUnderscoreAsHyphen(_ name: UnsafeRawBufferPointer, _ known: [UInt8]) -> Bool {
         var underscored = false
@@ -71,21 +91,5 @@ public enum KnownHeader: UInt8, Sendable {
             underscored = true
         }
         return underscored
-    }
-
-    /// Classifies a raw header name (any case).
-    public init(name: UnsafeRawBufferPointer) {
-        self = .other
-        guard name.count < Self.byLength.count else { return }
-        for entry in Self.byLength[name.count] where ASCII.lowercased(name[0]) == entry.name[0] {
-            if ASCII.equalsIgnoringCase(name, entry.name) {
-                self = entry.header
-                return
-            }
-            if Self.equalsReadingUnderscoreAsHyphen(name, entry.name) {
-                self = .underscoredLookalike
-                return
-            }
-        }
     }
 }

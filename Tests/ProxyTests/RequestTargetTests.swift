@@ -80,4 +80,12 @@ final class RequestTargetTests: XCTestCase {
                            "accepted \(host)")
         }
     }
+
+    func testTheRegNameBitMapHoldsExactlyUnreservedPercentAndSubDelims() {
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~%!$&'()*+,;=".utf8)
+        for byte in UInt8(0)...UInt8(127) {
+            let bit = byte < 64 ? (RequestTarget.regNameLow >> UInt64(byte)) & 1 : (RequestTarget.regNameHigh >> UInt64(byte - 64)) & 1
+            XCTAssertEqual(bit == 1, allowed.contains(byte), "byte \(byte)")
+        }
+    }
 }
