@@ -204,9 +204,9 @@ public final class HTTP1Parser {
         }
     }
 
-    /// The method llhttp did not know, when it is a well-formed token followed by a space (a
-    /// request line with a method the relay does not implement, not garbage): read from the
-    /// start of its line in this read, up to 32 bytes.
+    /// The method llhttp did not know, when its line is a request line (a token of up to 32
+    /// bytes, a space, a target, ` HTTP/`) with a method the relay does not implement rather than
+    /// garbage: read from the start of its line in this read.
     func unknownMethodToken() -> String? {
         guard kind == .request, let feedStart, let feedEnd, let failedAt = llhttp_get_error_pos(state) else { return nil }
         var start = failedAt
@@ -214,6 +214,11 @@ public final class HTTP1Parser {
         var end = start
         while end < feedEnd, ASCII.isTokenCharacter(UInt8(bitPattern: end.pointee)), end - start < 32 { end += 1 }
         guard end > start, end < feedEnd, end.pointee == 0x20 else { return nil }
+        // Then a target and ` HTTP/`: a request line, not a line of something else.
+        var afterTarget = end + 1
+        while afterTarget < feedEnd, afterTarget.pointee > 0x20 { afterTarget += 1 }
+        guard afterTarget > end + 1, feedEnd - afterTarget >= 6,
+              Array(UnsafeRawBufferPointer(start: afterTarget, count: 6)) == Array(" HTTP/".utf8) else { return nil }
         return String(decoding: UnsafeRawBufferPointer(start: start, count: end - start), as: UTF8.self)
     }
 

@@ -186,6 +186,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         let logging = settings.config.accessLog
         if logging { exchange.record.method = String(decoding: head.methodName, as: UTF8.self) }
         if head.isConnect { return exchange.refused(.methodNotAllowed(), closing: false) }
+        if head.isTrace { return exchange.refused(.methodNotAllowed("TRACE"), closing: false) }
+        if head.maxForwards == 0 { return exchange.refused(.finalRecipientOfOptions(), closing: false) }
         // A request the relay cannot place is malformed: 400 and the connection closes
         // (DESIGN.md's error model), as for what the parser refuses.
         guard let target = RequestTarget(head.target) else {

@@ -3,7 +3,8 @@ import ByteBuffers
 
 /// An error the relay answers itself, as `application/problem+json` (RFC 9457). The body names
 /// the route when one was matched and never carries a token, a secret or request bytes beyond
-/// what `detail` states.
+/// what `detail` states. One answer is not an error and has no body: OPTIONS at `Max-Forwards: 0`
+/// (`finalRecipientOfOptions`), which the relay answers as the final recipient.
 struct Problem {
     let status: Int
     /// Stable slug, the last part of `type` (`urn:oauth-relay:problem:<slug>`).
@@ -25,10 +26,18 @@ struct Problem {
     static func noRoute() -> Problem {
         Problem(status: 404, slug: "no-route", title: "No Route", detail: "no route matches this host and path")
     }
-    static func methodNotAllowed() -> Problem {
+    static func methodNotAllowed(_ method: String = "CONNECT") -> Problem {
         Problem(status: 405, slug: "method-not-allowed", title: "Method Not Allowed",
-                detail: "CONNECT is not supported by this reverse proxy",
-                extraHeaders: [("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")])
+                detail: "\(method) is not supported by this reverse proxy",
+                extraHeaders: [("Allow", allowedMethods)])
+    }
+    /// The methods the relay forwards, as `Allow` lists them: every method llhttp knows but
+    /// CONNECT (a tunnel, not a reverse proxy's business) and TRACE (it would echo the injected
+    /// token back to the client), of which these are the usual ones.
+    static let allowedMethods = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+    /// OPTIONS with `Max-Forwards: 0` (RFC 9110 §7.6.2): not forwarded; answered 200 with Allow.
+    static func finalRecipientOfOptions() -> Problem {
+        Problem(status: 200, slug: "", title: "OK", detail: "", extraHeaders: [("Allow", allowedMethods)])
     }
     static func headerTimeout() -> Problem {
         Problem(status: 408, slug: "request-timeout", title: "Request Timeout",
@@ -113,9 +122,9 @@ struct Problem {
 
     /// The whole response; `keepAlive` false adds `Connection: close`.
     func write(keepAlive: Bool, viaSuffix: [UInt8], into out: inout ByteBuffer) {
-        let body = json()
+        let body = status < 400 ? "" : json()
         out.appendStatusLine(status, reason: reasonPhrase)
-        out.appendField("Content-Type", "application/problem+json")
+        if !body.isEmpty { out.appendField("Content-Type", "application/problem+json") }
         out.appendContentLength(UInt64(body.utf8.count))
         out.appendField("Cache-Control", "no-store")
         for (name, value) in extraHeaders { out.appendField(name, value) }

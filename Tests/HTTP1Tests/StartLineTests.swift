@@ -44,7 +44,7 @@ final class StartLineTests: XCTestCase {
     }
 
     func testGarbageInPlaceOfAMethodIs400() {
-        for text in ["hello\r\n\r\n", "GE\u{1}T /a HTTP/1.1\r\n\r\n", "(GET) /a HTTP/1.1\r\n\r\n"] {
+        for text in ["hello\r\n\r\n", "GE\u{1}T /a HTTP/1.1\r\n\r\n", "(GET) /a HTTP/1.1\r\n\r\n", "NOT A REQUEST\r\n\r\n"] {
             let parser = HTTP1Parser(kind: .request, limits: defaultLimits)
             guard case .failed(let error) = feed(parser, text) else { XCTFail("accepted \(text.debugDescription)"); continue }
             XCTAssertEqual(error.requestStatus, 400, text.debugDescription)

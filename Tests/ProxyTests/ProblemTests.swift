@@ -76,4 +76,18 @@ final class ProblemTests: XCTestCase {
         let parsed = try JSONSerialization.jsonObject(with: Data("[\(JSONText.quote(text))]".utf8))
         XCTAssertEqual(parsed as? [String], [text])
     }
+
+    func testOptionsAtMaxForwardsZeroIsAnsweredWithAllowAndNoBody() {
+        let (head, body) = response(.finalRecipientOfOptions(), keepAlive: true)
+        XCTAssertEqual(head, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nCache-Control: no-store\r\n"
+                           + "Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\nVia: 1.1 oauth-relay\r\n\r\n")
+        XCTAssertEqual(body, "")
+    }
+
+    func testTraceIsRefusedLikeConnect() {
+        let (head, body) = response(.methodNotAllowed("TRACE"), keepAlive: true)
+        XCTAssertTrue(head.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n"), head)
+        XCTAssertTrue(head.contains("Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n"), head)
+        XCTAssertEqual(jsonObject(body)["detail"] as? String, "TRACE is not supported by this reverse proxy")
+    }
 }

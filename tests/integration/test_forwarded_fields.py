@@ -7,9 +7,11 @@ replaying public smuggling corpora (PortSwigger's permutations, HTTP Garden) thr
 - trailers that carry what a head decides (RFC 9110 §6.5.1): Host, Authorization, Cookie,
   Expect, X-Forwarded-*, the fields a route sets — an upstream that merges trailers into the
   head would take them for the relay's;
-- `Max-Forwards` on OPTIONS and TRACE counts down (RFC 9110 §7.6.2)."""
+- `Max-Forwards` on OPTIONS counts down (RFC 9110 §7.6.2), and at 0 the relay answers itself;
+- TRACE is refused (405) like CONNECT: an upstream echoing it would hand the injected token to
+  the client."""
 
-from http_client import build_request, chunked_body
+from http_client import assert_problem, build_request, chunked_body
 from processes import route
 
 
@@ -53,3 +55,18 @@ def test_max_forwards_counts_down_on_options_only(relay):
     assert ["Max-Forwards", "4"] in options["headers"]
     get = echoed(relay.request("GET", "/a", headers=[("Max-Forwards", "5")]))
     assert ["Max-Forwards", "5"] in get["headers"]
+
+
+def test_options_at_max_forwards_zero_is_answered_by_the_relay(relay, upstream):
+    resp = relay.request("OPTIONS", "/a", headers=[("Max-Forwards", "0")])
+    assert resp.status == 200 and resp.body == b""
+    assert resp.header("Allow") == "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+    assert upstream.stats()["requests_served"] == 0
+
+
+def test_trace_is_refused_and_never_reaches_the_upstream(relay, upstream):
+    resp = relay.request("TRACE", "/a", headers=[("Max-Forwards", "5")])
+    assert assert_problem(resp, 405)["detail"] == "TRACE is not supported by this reverse proxy"
+    assert relay.request("GET", "/after").status == 200
+    assert upstream.stats()["requests_served"] == 1
+
