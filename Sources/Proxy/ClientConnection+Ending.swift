@@ -13,7 +13,7 @@ extension ClientConnection {
     /// the exchange keeps it alive (not with a request body still to come: it is not read).
     func answerLocally(_ problem: Problem) {
         scratch.clear()
-        problem.write(keepAlive: exchange.keepAlive, viaSuffix: settings.viaSuffix, into: &scratch)
+        problem.write(keepAlive: exchange.keepAlive, viaSuffix: settings.viaSuffix, toHead: exchange.request.isHead, into: &scratch)
         stream.write(scratch)
         if !exchange.keepAlive { closeAfterResponse() }
     }
@@ -112,7 +112,7 @@ extension ClientConnection {
             upstream.close()
             self.upstream = nil
         }
-        heldResponseHead.clear()
+        if !retractHeldResponse() { heldResponseHead.clear() }
         switch exchange.requestBodyTimedOut() {
         case .closeNow: close()
         case .answer(let problem): answerLocally(problem)

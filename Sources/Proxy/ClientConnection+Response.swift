@@ -29,6 +29,7 @@ extension ClientConnection {
         case .respond(let framing):
             if timesExchanges { exchange.record.upstreamHeadAt = worker.clock() }
             heldResponseHead.clear()
+            holdsResponse = true
             ForwardedHead.writeResponse(head, framing: framing, keepAlive: exchange.keepAlive,
                                         clientVersionMinor: exchange.request.versionMinor,
                                         viaSuffix: settings.viaSuffix, into: &heldResponseHead)
@@ -49,46 +50,71 @@ extension ClientConnection {
     }
 
     /// Sends the held response head, once.
+    /// The upstream read is parsed to its end (or the response ends, or becomes a tunnel): what
+    /// the read carried of the response goes to the client.
     func releaseResponseHead() {
-        guard exchange.releaseHead() else { return }
+        _ = exchange.releaseHead()
+        guard holdsResponse else { return }
+        holdsResponse = false
         stream.write(heldResponseHead)
         heldResponseHead.clear()
     }
 
+    /// The read that carried the response's head went wrong before its end: the client has
+    /// nothing of the response yet, so the exchange can still answer 502. False when part of
+    /// the response is already out.
+    func retractHeldResponse() -> Bool {
+        guard holdsResponse else { return false }
+        holdsResponse = false
+        heldResponseHead.clear()
+        exchange.responseRetracted()
+        return true
+    }
+
+    /// Response bytes for the client: held with the head while the read that carried it is
+    /// parsed, written at once after.
+    private func sendResponseBytes(_ bytes: UnsafeRawBufferPointer) {
+        if holdsResponse {
+            heldResponseHead.append(bytes)
+        } else {
+            stream.write(bytes)
+        }
+    }
+
     func upstream(_ upstream: UpstreamConnection, didReceiveBody bytes: UnsafeRawBufferPointer) {
-        releaseResponseHead()
+        _ = exchange.releaseHead()
         switch exchange.responseBody(bytes.count) {
         case .drop:
             return
         case .write:
-            stream.write(bytes)
+            sendResponseBytes(bytes)
         case .writeAsChunk:
             scratch.clear()
             scratch.appendHex(UInt64(bytes.count))
             scratch.append("\r\n")
-            stream.write(scratch)
-            stream.write(bytes)
-            stream.write(staticBytes("\r\n"))
+            sendResponseBytes(scratch.readableBytes)
+            sendResponseBytes(bytes)
+            sendResponseBytes(staticBytes("\r\n"))
         }
         if stream.isAboveHighWater { blockUpstreamReads(upstream) }
     }
 
     func upstream(_ upstream: UpstreamConnection, didStartChunkOfSize size: UInt64) {
         guard exchange.relaysChunks, size > 0 else { return }
-        releaseResponseHead()
+        _ = exchange.releaseHead()
         scratch.clear()
         scratch.appendHex(size)
         scratch.append("\r\n")
-        stream.write(scratch)
+        sendResponseBytes(scratch.readableBytes)
     }
 
     func upstreamDidFinishChunk(_ upstream: UpstreamConnection) {
         guard exchange.relaysChunks else { return }
-        stream.write(staticBytes("\r\n"))
+        sendResponseBytes(staticBytes("\r\n"))
     }
 
     func upstreamDidFinishMessage(_ upstream: UpstreamConnection) -> Bool {
-        releaseResponseHead()
+        _ = exchange.releaseHead()
         switch exchange.responseMessageEnded() {
         case .interim:
             return false
@@ -100,9 +126,9 @@ extension ClientConnection {
             case .upstreamTrailers:
                 scratch.clear()
                 ForwardedHead.writeLastChunk(trailersOf: upstream.parser.head, into: &scratch)
-                stream.write(scratch)
+                sendResponseBytes(scratch.readableBytes)
             case .empty:
-                stream.write(staticBytes("0\r\n\r\n"))
+                sendResponseBytes(staticBytes("0\r\n\r\n"))
             }
             // A 101 stops llhttp with HPE_PAUSED_UPGRADE by itself; pausing would hide it.
             return upstream.parser.head.statusCode != 101
@@ -111,6 +137,7 @@ extension ClientConnection {
 
     func upstreamDidFinishResponse(_ upstream: UpstreamConnection) {
         guard upstream === self.upstream else { return }
+        releaseResponseHead()
         switch exchange.responseFinished() {
         case .replay:
             replayWithNewToken(after: upstream)
@@ -136,7 +163,7 @@ extension ClientConnection {
     func upstream(_ upstream: UpstreamConnection, didFail failure: UpstreamFailure) {
         guard upstream === self.upstream else { return }
         self.upstream = nil
-        heldResponseHead.clear()
+        if !retractHeldResponse() { heldResponseHead.clear() }
         switch exchange.upstreamFailed(failure, reused: upstream.isReused, receivedResponseBytes: upstream.receivedResponseBytes) {
         case .closeNow:
             worker.upstreamFailed(failure, plan: exchange.plan, settings: settings, midResponse: true)

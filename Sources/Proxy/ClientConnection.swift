@@ -48,8 +48,12 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     var parsing = ByteBuffer()
     /// Scratch for composing heads and chunk lines.
     var scratch = ByteBuffer()
-    /// The response head, held back while the exchange says so (`Exchange.Response.held`).
+    /// The response as far as it came in the upstream read that carried its head: held until
+    /// that read is parsed to its end, so that bad framing, or bytes past the response's end, in
+    /// that read still become a clean 502 instead of a response that looks complete.
     var heldResponseHead = ByteBuffer()
+    /// `heldResponseHead` holds the current response (its head came in this upstream read).
+    var holdsResponse = false
     var normalizedPath: [UInt8] = []
     var rewrittenTarget: [UInt8] = []
     var targetScratch = RoutePlan.TargetScratch()

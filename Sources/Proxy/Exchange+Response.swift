@@ -199,6 +199,12 @@ extension Exchange {
         return .answer(answeringLocally(.upstreamFailure(failure, route: plan?.route.name)), close: upload == .pending)
     }
 
+    /// Nothing of the response reached the client after all: the connection held what the
+    /// upstream read carried, and that read went wrong before its end. A failure now is answered.
+    mutating func responseRetracted() {
+        response = .awaited
+    }
+
     /// Bytes of the upstream's response reached the client.
     var responseHeadSent: Bool {
         switch response {

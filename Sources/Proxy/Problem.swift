@@ -120,8 +120,9 @@ struct Problem {
         return body + "}"
     }
 
-    /// The whole response; `keepAlive` false adds `Connection: close`.
-    func write(keepAlive: Bool, viaSuffix: [UInt8], into out: inout ByteBuffer) {
+    /// The whole response; `keepAlive` false adds `Connection: close`. To a HEAD request
+    /// (`toHead`) the same head without the body (RFC 9110 §9.3.2).
+    func write(keepAlive: Bool, viaSuffix: [UInt8], toHead: Bool = false, into out: inout ByteBuffer) {
         let body = status < 400 ? "" : json()
         out.appendStatusLine(status, reason: reasonPhrase)
         if !body.isEmpty { out.appendField("Content-Type", "application/problem+json") }
@@ -131,7 +132,7 @@ struct Problem {
         if !keepAlive { out.appendField("Connection", "close") }
         out.appendVia(versionMinor: 1, suffix: viaSuffix)
         out.appendEndOfHead()
-        out.append(body)
+        if !toHead { out.append(body) }
     }
 }
 

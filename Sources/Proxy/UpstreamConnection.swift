@@ -308,8 +308,14 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         case .consumed:
             owner?.releaseResponseHead()
         case .paused(let consumed):
-            // Bytes after a complete response that nobody asked for: never reuse this one.
-            if consumed < bytes.count { reusable = false }
+            if consumed < bytes.count {
+                // Bytes after a complete response that nobody asked for: never reuse this one;
+                // and if they came in the read that carried the response, it is a 502.
+                reusable = false
+                if owner?.retractHeldResponse() == true {
+                    return fail(.badResponse(HTTP1Error(.malformed, "bytes past the end of the response (its Content-Length or last chunk)")))
+                }
+            }
             disarm()
             owner?.upstreamDidFinishResponse(self)
         case .upgraded(let consumed):

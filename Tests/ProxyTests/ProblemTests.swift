@@ -90,4 +90,11 @@ final class ProblemTests: XCTestCase {
         XCTAssertTrue(head.contains("Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n"), head)
         XCTAssertEqual(jsonObject(body)["detail"] as? String, "TRACE is not supported by this reverse proxy")
     }
+
+    func testToAHeadRequestTheSameHeadGoesWithoutTheBody() {
+        let toGet = response(.noRoute(), keepAlive: true)
+        let toHead = written { Problem.noRoute().write(keepAlive: true, viaSuffix: viaSuffix, toHead: true, into: &$0) }
+        XCTAssertEqual(toHead, toGet.head)
+        XCTAssertFalse(toGet.body.isEmpty)
+    }
 }

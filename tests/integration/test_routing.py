@@ -111,3 +111,15 @@ def test_strip_prefix_with_upstream_base_path(start_relay, upstream):
 def test_prefix_is_forwarded_when_strip_prefix_is_off(start_relay, upstream):
     relay = start_relay([marked(upstream, "svc", "/svc/")])
     assert relay.request("GET", "/svc/items").json()["target"] == "/svc/items"
+
+
+def test_head_that_matches_no_route_gets_the_404_head_without_a_body(start_relay, upstream):
+    # The next response on the connection must not be read out of a problem body.
+    relay = start_relay([route(upstream, "/api/")])
+    with relay.connect() as conn:
+        conn.send(b"HEAD /elsewhere HTTP/1.1\r\nHost: x\r\n\r\nGET /api/after HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = conn.read_response(method="HEAD")
+        assert head.status == 404 and head.body == b""
+        assert head.header("Content-Type") == "application/problem+json"
+        after = conn.read_response()
+        assert after.status == 200 and after.json()["target"] == "/api/after"
