@@ -36,7 +36,7 @@ SWIFT_CONFIG = REPO / "Sources" / "Config"
 EXAMPLES = sorted(path for path in CONFIG_DIR.glob("*.json") if path != SCHEMA_PATH)
 # The common cases of issue 5 ("Config ergonomics"), each with an example file.
 REQUIRED_EXAMPLES = {"demo.json", "sidecar.json", "legacy-password.json", "token-exchange.json",
-                     "dev-proxy-https.json"}
+                     "dev-proxy-https.json", "private-key-jwt.json"}
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -706,6 +706,9 @@ EXAMPLE_ENV = {
     "DEV_IDP_TOKEN_URL": "https://idp.example.test/oauth2/token",
     "DEV_REFRESH_TOKEN_FILE": "{secret}",
     "STAGING_CA_FILE": "{ca}",
+    "BILLING_TOKEN_URL": "https://idp.example.test/oauth2/token",
+    "BILLING_CLIENT_ID": "billing-relay",
+    "BILLING_CLIENT_KEY_FILE": "{key}",
 }
 REFERENCE = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
 
@@ -727,7 +730,7 @@ def test_every_example_passes_check(material, example):
     assert not unset, f"{example.name} needs {unset}: add sample values to EXAMPLE_ENV"
     files = sorted({name for name, _ in references if name.endswith("_FILE") and name not in EXAMPLE_ENV})
     assert not files, f"{example.name}: give {files} a sample file (the default paths need not exist here)"
-    env = {name: EXAMPLE_ENV[name].format(secret=material / SECRET_FILE, ca=material / CERT_FILE)
+    env = {name: EXAMPLE_ENV[name].format(secret=material / SECRET_FILE, ca=material / CERT_FILE, key=material / KEY_FILE)
            for name, _ in references if name in EXAMPLE_ENV}
     result = check(example, env)
     assert result.returncode == 0, output(result)
@@ -750,6 +753,8 @@ def test_the_examples_show_what_their_names_say():
     assert legacy["grant"] == "password" and {"passwordFile", "clientSecretFile", "username"} <= set(legacy)
     exchanged = next(iter(files["token-exchange.json"]["identities"].values()))
     assert exchanged["grant"] == TOKEN_EXCHANGE and {"subjectTokenFile", "subjectTokenType"} <= set(exchanged)
+    keyed = next(iter(files["private-key-jwt.json"]["identities"].values()))
+    assert keyed["clientAuth"] == "private_key_jwt" and "clientKeyFile" in keyed and "clientSecret" not in keyed
     dev_route = files["dev-proxy-https.json"]["routes"][0]
     assert "https://" in dev_route["upstream"] and dev_route["tls"] and dev_route.get("identity")
     for name, config in files.items():

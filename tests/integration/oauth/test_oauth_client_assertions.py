@@ -4,8 +4,7 @@ jwcrypto: signature, alg, iss = sub = client id, aud, iat/exp at most 60 s apart
 replayed), refusing a failing one with 401 invalid_client. And the token_type check: a token
 that is neither Bearer nor DPoP is refused, not injected as Bearer.
 
-(Glewlwyd, the Debian-packaged server that supports both methods, is not run here yet: see
-README.md in this directory.)"""
+(The same methods against a real server: test_oauth_glewlwyd.py.)"""
 
 from __future__ import annotations
 
