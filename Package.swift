@@ -30,11 +30,12 @@ let package = Package(
         .target(name: "HTTP1", dependencies: ["CLLHTTP", "ByteBuffers", "HTTPFields"], swiftSettings: hotPath),
         .target(name: "Endpoints", dependencies: ["HTTPFields"]),
         .target(name: "Routing", dependencies: ["HTTPFields", "Endpoints"], swiftSettings: hotPath),
-        .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints"], swiftSettings: hotPath),
-        .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2"], swiftSettings: hotPath),
         .target(name: "TLS", dependencies: ["COpenSSL", "ByteBuffers", "Locking"]),
         // Pure Swift; the crypto it needs (keys, signatures, digests) comes from TLS, which holds OpenSSL.
         .target(name: "JOSE", dependencies: ["TLS"]),
+        // JOSE and TLS for client assertions (private_key_jwt, client_secret_jwt): signing is no I/O.
+        .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints", "JOSE", "TLS"], swiftSettings: hotPath),
+        .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS"], swiftSettings: hotPath),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"]),
         .target(name: "Tokens", dependencies: [
@@ -57,10 +58,10 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "ByteBuffers"]),
         .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields"]),
         .testTarget(name: "RoutingTests", dependencies: ["Routing"]),
-        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2"]),
+        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2", "Tokens"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
-        .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Endpoints", "HTTPFields", "Config"]),
+        .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "TLS"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "TLS"]),
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics"]),

@@ -8,7 +8,7 @@ extension DecodingContext {
         "resource", "params", "headers", "username", "password", "passwordFile", "refreshToken", "refreshTokenFile",
         "assertion", "assertionFile", "tls", "allowInsecureTokenUrl", "defaultExpiresInSeconds", "refreshSkewSeconds",
         "responseFields", "subjectToken", "subjectTokenFile", "subjectTokenType", "actorToken", "actorTokenFile",
-        "actorTokenType",
+        "actorTokenType", "issuer", "clientKeyFile", "clientKeyId", "clientAssertionAlg", "clientAssertionAudience",
     ]
 
     /// Form fields the relay sets from a dedicated key: `params` may not set them again.
@@ -71,39 +71,18 @@ extension DecodingContext {
         identity.responseFields = object.field("responseFields").flatMap(decodeResponseFields) ?? identity.responseFields
         let subject = ExchangedToken(token: object.secret("subjectToken"), type: object.parsed("subjectTokenType", tokenTypeURI))
         let actor = ExchangedToken(token: object.secret("actorToken"), type: object.parsed("actorTokenType", tokenTypeURI))
-        let explicitAuth = object.parsed("clientAuth") { text throws(InvalidValue) in
-            guard let auth = ClientAuthMethod(rawValue: text) else {
-                throw InvalidValue("expected basic, post or none, got \"\(text)\"")
-            }
-            return auth
+        identity.issuer = object.parsed("issuer") { url throws(InvalidValue) in
+            guard isAbsoluteURI(url) else { throw InvalidValue("expected the issuer's absolute URL, got \"\(url)\"") }
+            return url
         }
-        identity.clientAuth = Self.clientAuth(explicitAuth ?? (clientSecret == nil ? .publicClient : .basic), id: clientId,
-                                              secret: clientSecret)
+        identity.clientAssertionAudience = decodeAssertionAudience(object) ?? .tokenEndpoint
+        identity.clientAuth = decodeClientAuth(object, id: clientId, secret: clientSecret)
         identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
                                     extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
-        checkClientAuth(explicitAuth, object: object)
         if let grant {
             checkGrantRequirements(grant, object: object)
         }
         return tokenUrl == nil ? nil : identity
-    }
-
-    /// The `clientAuth` key's values.
-    private enum ClientAuthMethod: String {
-        case basic
-        case post
-        /// `none` (not the case name: it would read as `Optional.none`).
-        case publicClient = "none"
-    }
-
-    /// The client authentication `method` makes of the identity's id and secret. A method that
-    /// needs a missing secret is reported by `checkClientAuth`; the identity is not used then.
-    private static func clientAuth(_ method: ClientAuthMethod, id: String?, secret: Secret?) -> ClientAuth {
-        switch (method, secret) {
-        case (.basic, let secret?): .basic(id: id ?? "", secret: secret)
-        case (.post, let secret?): .post(id: id ?? "", secret: secret)
-        default: id.map { .publicClient(id: $0) } ?? .unidentified
-        }
     }
 
     /// The grant `type` makes of the values its keys gave. A value a grant needs and lacks is
@@ -126,17 +105,6 @@ extension DecodingContext {
                 return .jwtBearer(assertion: fields.assertion)
             }
             return .extension(uri: uri, fields: fields)
-        }
-    }
-
-    /// `basic` and `post` need a secret; `none` must not have one.
-    private func checkClientAuth(_ auth: ClientAuthMethod?, object: ObjectReader) {
-        guard let auth, let field = object.field("clientAuth") else { return }
-        let hasSecret = object.field("clientSecret") != nil || object.field("clientSecretFile") != nil
-        if auth == .publicClient && hasSecret {
-            report("clientAuth is none but a client secret is set", at: field)
-        } else if auth != .publicClient && !hasSecret {
-            report("clientAuth \(auth.rawValue) needs clientSecret or clientSecretFile", at: field)
         }
     }
 

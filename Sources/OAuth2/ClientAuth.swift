@@ -1,7 +1,8 @@
 /// How the client authenticates to the token endpoint, with the credentials that takes.
 ///
-/// A new method is a new case with its payload (`privateKeyJWT(id:key:)` and
-/// `clientSecretJWT` next), sent by `TokenRequest`.
+/// A new method is a new case with its payload, sent by `TokenRequest`. The JWT methods send a
+/// fresh client assertion (RFC 7523 §2.2) with every request, signed on the token thread just
+/// before sending (`TokenRequest.withClientAssertion`).
 public enum ClientAuth: Sendable, Equatable {
     /// client_secret_basic: HTTP Basic with client id and secret.
     case basic(id: String, secret: Secret)
@@ -13,12 +14,18 @@ public enum ClientAuth: Sendable, Equatable {
     /// No client identification at all: an extension grant without `clientId` or secret, whose
     /// assertion or token identifies the client (RFC 7523 §3.1).
     case unidentified
+    /// private_key_jwt (RFC 7523, OpenID Connect Core §9): an assertion signed with the client's
+    /// private key.
+    case privateKeyJWT(id: String, key: ClientAssertionKey)
+    /// client_secret_jwt: an HS256 assertion keyed with the client secret, which never goes on
+    /// the wire itself.
+    case clientSecretJWT(id: String, secret: Secret)
 
     /// The client id, when one is sent. An extension grant may set a secret without a
     /// `clientId`; its id is then empty, and `post` sends no `client_id` field.
     public var clientId: String? {
         switch self {
-        case .basic(let id, _), .post(let id, _), .publicClient(let id): id
+        case .basic(let id, _), .post(let id, _), .publicClient(let id), .privateKeyJWT(let id, _), .clientSecretJWT(let id, _): id
         case .unidentified: nil
         }
     }
@@ -29,6 +36,8 @@ public enum ClientAuth: Sendable, Equatable {
         case .basic: "basic"
         case .post: "post"
         case .publicClient, .unidentified: "none"
+        case .privateKeyJWT: "private_key_jwt"
+        case .clientSecretJWT: "client_secret_jwt"
         }
     }
 }

@@ -11,6 +11,11 @@ public struct Identity: Sendable, Equatable {
     public var grant: Grant
     /// How the client identifies itself to the token endpoint.
     public var clientAuth: ClientAuth
+    /// The IdP's issuer identifier; a client assertion's `aud` when `clientAssertionAudience`
+    /// says so.
+    public var issuer: String?
+    /// What the `aud` of a client assertion (private_key_jwt, client_secret_jwt) names.
+    public var clientAssertionAudience: ClientAssertionAudience = .tokenEndpoint
     /// Space-separated scopes (the config may also give an array).
     public var scope: String?
     public var audience: String?

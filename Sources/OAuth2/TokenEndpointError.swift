@@ -18,6 +18,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     case unreachable(reason: String)
     /// Reported by the HTTP client: no complete answer within its timeout.
     case timedOut(seconds: Double)
+    /// The client assertion could not be made, so no request was sent. `reason` names the
+    /// rule or the step, never the key or the secret.
+    case clientAssertionFailed(reason: String)
 
     /// The HTTP status the token endpoint answered with, if it answered.
     public var status: Int? {
@@ -25,7 +28,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .oauth(_, let status, _), .unexpectedStatus(let status, _, _, _), .redirect(let status, _),
              .invalidTokenResponse(let status, _, _):
             status
-        case .unreachable, .timedOut:
+        case .unreachable, .timedOut, .clientAssertionFailed:
             nil
         }
     }
@@ -53,7 +56,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return error.isTemporary || Self.isTemporary(status: status)
         case .unexpectedStatus(let status, _, _, _):
             return Self.isTemporary(status: status)
-        case .redirect, .invalidTokenResponse:
+        case .redirect, .invalidTokenResponse, .clientAssertionFailed:
             return false
         }
     }
@@ -72,6 +75,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .invalidTokenResponse: "invalid_token_response"
         case .unreachable: "unreachable"
         case .timedOut: "timeout"
+        case .clientAssertionFailed: "client_assertion_failed"
         }
     }
 
@@ -92,6 +96,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return "the token endpoint is unreachable: \(reason)"
         case .timedOut(let seconds):
             return "the token endpoint did not answer within \(SecondsText.format(seconds)) s"
+        case .clientAssertionFailed(let reason):
+            return "the client assertion could not be made, so no token request was sent: \(reason)"
         }
     }
 

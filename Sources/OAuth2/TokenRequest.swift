@@ -1,13 +1,17 @@
 import Endpoints
 import Foundation
 import HTTPFields
+import JOSE
 
 /// One request to an identity's token endpoint, as plain values for the relay's HTTP client:
 /// `POST`, `url`, `headers` and the form `body`. The client adds the framing headers itself
 /// (`Host`, `Content-Length`) and must not follow a redirect (it is reported as an error, so a
 /// secret never goes to another host).
 ///
-/// Built by `grant(for:)` (the identity's own grant) or `refresh(for:refreshToken:)`; the
+/// Built by `grant(for:)` (the identity's own grant) or `refresh(for:refreshToken:)`. With
+/// private_key_jwt or client_secret_jwt it is not ready to send until
+/// `withClientAssertion(unixTime:random:)` has signed a fresh assertion into it, which the token
+/// thread does just before sending (signing is not done under the lifecycle's lock). The
 /// answer is read with `parseResponse(_:unixTime:)`, which knows the identity's response
 /// field names and which secrets this request carried (so none is ever quoted in an error).
 public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
@@ -31,14 +35,21 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     public var method: String { "POST" }
     public let headers: [HTTPField]
     /// The `application/x-www-form-urlencoded` body.
-    public let body: [UInt8]
+    public private(set) var body: [UInt8]
     /// How the answer is read.
     public let responseFormat: TokenResponseFormat
     /// The names of the form fields, in order (for descriptions; the values may be secret).
-    public let fieldNames: [String]
+    public private(set) var fieldNames: [String]
     /// Every secret value the request carries, as sent and form-encoded (and the Basic
     /// credentials), removed from IdP text quoted in errors: a debug page may echo the request.
-    let secrets: [String]
+    private(set) var secrets: [String]
+    /// The form, kept to add the client assertion to.
+    private var form: TokenForm
+    /// The client assertion still to be made, for the JWT client authentications.
+    private var pendingAssertion: PendingClientAssertion?
+
+    /// True until the client assertion this request needs has been added.
+    public var needsClientAssertion: Bool { pendingAssertion != nil }
 
     /// The request for the identity's own grant; nil for an interactive grant
     /// (`authorization_code`, `device_code`), which needs a person first.
@@ -96,6 +107,12 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             form.add("client_id", id)
         case .unidentified:
             break
+        case .privateKeyJWT(let id, let key):
+            pendingAssertion = PendingClientAssertion(clientID: id, audience: Self.assertionAudience(of: identity), key: .privateKey(key))
+        case .clientSecretJWT(let id, let secret):
+            // Never sent, but an IdP's debug page could still quote it back.
+            form.remember(secret.value)
+            pendingAssertion = PendingClientAssertion(clientID: id, audience: Self.assertionAudience(of: identity), key: .secret(secret))
         }
         if purpose != .refresh || !identity.grant.type.isExtension {
             form.addParams(identity.params)
@@ -111,6 +128,32 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         self.responseFormat = TokenResponseFormat(identity: identity)
         self.fieldNames = form.fields.map(\.name)
         self.secrets = form.secrets
+        self.form = form
+    }
+
+    /// The request with a new client assertion in its form (`client_assertion_type` and
+    /// `client_assertion`, RFC 7521 §4.2), `iat` = `unixTime` (wall-clock seconds) and a `jti`
+    /// from `random`; the request itself when its client authentication needs none. Call it once
+    /// per request sent: an assertion is single-use.
+    public func withClientAssertion(unixTime: Int64, random: inout some RandomNumberGenerator) throws(TokenEndpointError) -> TokenRequest {
+        guard let pendingAssertion else { return self }
+        let assertion = try pendingAssertion.make(unixTime: unixTime, random: &random)
+        var signed = self
+        signed.form.add("client_assertion_type", ClientAssertion.type)
+        signed.form.add("client_assertion", Secret(assertion))
+        signed.body = Array(FormURLEncoding.encode(signed.form.fields).utf8)
+        signed.fieldNames = signed.form.fields.map(\.name)
+        signed.secrets = signed.form.secrets
+        signed.pendingAssertion = nil
+        return signed
+    }
+
+    /// The `aud` of the identity's client assertions: its token URL as sent, or its issuer.
+    static func assertionAudience(of identity: Identity) -> String {
+        switch identity.clientAssertionAudience {
+        case .tokenEndpoint: identity.tokenUrl.description
+        case .issuer: identity.issuer ?? identity.tokenUrl.description
+        }
     }
 
     /// `Basic base64(urlencode(id) ":" urlencode(secret))`: RFC 6749 §2.3.1 form-encodes both
@@ -138,7 +181,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
 }
 
 /// The form fields of a token request being built, and the secrets among their values.
-private struct TokenForm {
+private struct TokenForm: Sendable {
     var fields: [(name: String, value: String)]
     var secrets: [String] = []
 

@@ -4,7 +4,7 @@ import Foundation
 /// `expires_in` as a number or a numeric string, and when absent (or not a positive number)
 /// the token's JWT `exp`, else the identity's `defaultExpiresInSeconds`, never more than a year
 /// (`TokenLifetime` has the rules); `token_type` compared case-insensitively (`bearer` becomes
-/// `Bearer`, absent means `Bearer`); a JSON object or, from older IdPs, a form-encoded body.
+/// `Bearer`, absent means `Bearer`, any type but Bearer or DPoP is refused); a JSON object or, from older IdPs, a form-encoded body.
 /// An answer with an `error` member is an error whatever its status and whatever else it holds.
 public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Where `expiresIn` came from.
@@ -86,6 +86,12 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
         }
         accessToken = Secret(token)
         tokenType = Self.normalizedType(members[names.type] as? String)
+        guard Self.usableTypes.contains(tokenType) else {
+            // Sent as Bearer, a MAC or N_A token would only be refused upstream, or worse, accepted
+            // without the proof its type demands.
+            throw invalid("token_type \"\(ErrorText.clean(String(tokenType.prefix(32)), removing: [token]))\" is not Bearer or DPoP, "
+                + "the only types the relay can send")
+        }
         let lifetime: TokenLifetime
         do throws(TokenLifetime.LifetimeError) {
             lifetime = try TokenLifetime.resolve(expiry: members[names.expiry], field: names.expiry, token: token,
@@ -98,6 +104,9 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
         scope = (members["scope"] as? String) ?? (members["scope"] as? [String])?.joined(separator: " ")
         issuedTokenType = members["issued_token_type"] as? String
     }
+
+    /// The token types the relay can put on a request (RFC 6750, RFC 9449).
+    static let usableTypes: Set<String> = ["Bearer", "DPoP"]
 
     /// `Bearer` for any casing of it (and when absent), `DPoP` likewise; other types as sent.
     static func normalizedType(_ type: String?) -> String {

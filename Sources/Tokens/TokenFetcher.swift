@@ -96,7 +96,17 @@ final class TokenFetcher {
         }
     }
 
-    private func send(_ request: TokenRequest, for tokens: IdentityTokens) {
+    private func send(_ unsigned: TokenRequest, for tokens: IdentityTokens) {
+        // A client assertion is signed here, on the token thread and outside the lifecycle's
+        // lock, fresh for every request (its jti is single-use, its exp at most 60 s away).
+        let request: TokenRequest
+        do throws(TokenEndpointError) {
+            var random = SecureRandomNumberGenerator()
+            request = try unsigned.withClientAssertion(unixTime: Int64(Date().timeIntervalSince1970), random: &random)
+        } catch {
+            handle(.fetchEnded(tokens, .failure(error)))
+            return
+        }
         let url = request.url
         let name = tokens.identity.name
         let tls = url.scheme == .https ? self.tls[tokens.slot] : nil

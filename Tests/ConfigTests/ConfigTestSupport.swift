@@ -56,8 +56,8 @@ extension ClientAuth {
     /// The client secret, for assertions on what a config decoded to.
     var secret: Secret? {
         switch self {
-        case .basic(_, let secret), .post(_, let secret): secret
-        case .publicClient, .unidentified: nil
+        case .basic(_, let secret), .post(_, let secret), .clientSecretJWT(_, let secret): secret
+        case .publicClient, .unidentified, .privateKeyJWT: nil
         }
     }
 }

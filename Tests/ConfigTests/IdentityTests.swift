@@ -30,7 +30,7 @@ final class IdentityTests: XCTestCase {
 
     func testUnknownClientAuthIsReported() {
         XCTAssertEqual(identityErrors(#""clientId": "c", "clientAuth": "jwt""#),
-                       [#"$.identities.x.clientAuth: expected basic, post or none, got "jwt""#])
+                       [#"$.identities.x.clientAuth: expected basic, post, none, private_key_jwt or client_secret_jwt, got "jwt""#])
     }
 
     func testPasswordGrantNeedsUsernameAndPassword() {

@@ -52,9 +52,24 @@ final class TokenResponseTests: XCTestCase {
     }
 
     func testTokenTypeIsNormalizedCaseInsensitively() throws {
-        for (sent, expected) in [("bearer", "Bearer"), ("BEARER", "Bearer"), ("dpop", "DPoP"), ("N_A", "N_A")] {
+        for (sent, expected) in [("bearer", "Bearer"), ("BEARER", "Bearer"), ("dpop", "DPoP"), ("DPOP", "DPoP")] {
             XCTAssertEqual(try parsedToken(reply(200, #"{"access_token":"a","token_type":"\#(sent)"}"#)).tokenType, expected)
         }
+    }
+
+    func testATokenTypeOtherThanBearerOrDPoPIsRefused() {
+        for sent in ["mac", "MAC", "N_A", "Basic", "bearer2"] {
+            let error = parseError(reply(200, #"{"access_token":"tok-1","token_type":"\#(sent)"}"#))
+            guard case .invalidTokenResponse(200, _, let reason)? = error else { return XCTFail("\(sent): \(String(describing: error))") }
+            XCTAssertEqual(reason, #"token_type "\#(sent)" is not Bearer or DPoP, the only types the relay can send"#)
+            XCTAssertFalse(error!.isTemporary)
+        }
+    }
+
+    func testARefusedTokenTypeNeverQuotesTheToken() {
+        let error = parseError(reply(200, #"{"access_token":"tok-123456789","token_type":"mac tok-123456789"}"#))
+        XCTAssertNotNil(error)
+        XCTAssertFalse("\(String(describing: error))".contains("tok-123456789"))
     }
 
     func testMissingTokenTypeMeansBearer() throws {
@@ -81,7 +96,7 @@ final class TokenResponseTests: XCTestCase {
 
     func testTokenExchangeIssuedTokenType() throws {
         let token = try parsedToken(reply(200, #"""
-        {"access_token":"a","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"N_A"}
+        {"access_token":"a","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"Bearer"}
         """#))
         XCTAssertEqual(token.issuedTokenType, "urn:ietf:params:oauth:token-type:access_token")
     }

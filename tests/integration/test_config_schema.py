@@ -36,7 +36,7 @@ SWIFT_CONFIG = REPO / "Sources" / "Config"
 EXAMPLES = sorted(path for path in CONFIG_DIR.glob("*.json") if path != SCHEMA_PATH)
 # The common cases of issue 5 ("Config ergonomics"), each with an example file.
 REQUIRED_EXAMPLES = {"demo.json", "sidecar.json", "legacy-password.json", "token-exchange.json",
-                     "dev-proxy-https.json"}
+                     "dev-proxy-https.json", "private-key-jwt.json"}
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -44,6 +44,9 @@ JWT_TYPE = "urn:ietf:params:oauth:token-type:jwt"
 
 # Files the sample configs name by relative path (resolved against the config's directory).
 SECRET_FILE, CERT_FILE, KEY_FILE = "secret.txt", "cert.pem", "key.pem"
+# client_secret_jwt signs with HS256, whose key must be at least 32 bytes (RFC 7518 §3.2).
+JWT_SECRET = "sample-client-secret-of-32-bytes-or-more"
+JWT_SECRET_FILE = "jwt-secret.txt"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -56,6 +59,7 @@ def material(tmp_path_factory) -> Path:
         pytest.skip("openssl is needed to make a test certificate")
     directory = tmp_path_factory.mktemp("config-material")
     (directory / SECRET_FILE).write_text("  sample-secret-value\n")
+    (directory / JWT_SECRET_FILE).write_text(JWT_SECRET + "\n")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-keyout", str(directory / KEY_FILE), "-out", str(directory / CERT_FILE), "-days", "2",
                     "-subj", "/CN=localhost"], check=True, capture_output=True, timeout=scaled(30))
@@ -64,7 +68,7 @@ def material(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def workdir(tmp_path, material) -> Path:
-    for name in (SECRET_FILE, CERT_FILE, KEY_FILE):
+    for name in (SECRET_FILE, JWT_SECRET_FILE, CERT_FILE, KEY_FILE):
         shutil.copy(material / name, tmp_path / name)
     return tmp_path
 
@@ -327,11 +331,11 @@ def test_grant_names_and_client_auth_values_equal_the_decoder(schema):
     assert "client_credentials" in decoder_grants
     assert enum_values(property_schema(schema, "$.identities.*", "grant")) == decoder_grants
 
-    identity_swift = sources["IdentityDecoding.swift"]
-    client_auth = identity_swift[identity_swift.index("enum ClientAuthMethod"):]
+    client_auth_swift = sources["ClientAuthDecoding.swift"]
+    client_auth = client_auth_swift[client_auth_swift.index("enum ClientAuthMethod"):]
     client_auth = client_auth[:client_auth.index("\n    }")]
     decoder_auths = {raw or name for name, raw in re.findall(r'^\s*case (\w+)(?:\s*=\s*"([^"]*)")?', client_auth, re.M)}
-    assert decoder_auths == {"basic", "post", "none"}
+    assert decoder_auths == {"basic", "post", "none", "private_key_jwt", "client_secret_jwt"}
     assert enum_values(property_schema(schema, "$.identities.*", "clientAuth")) == decoder_auths
 
 
@@ -422,6 +426,12 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.identities.*.clientSecret": identity(clientSecret="s3cret"),
     "$.identities.*.clientSecretFile": identity(clientSecretFile=SECRET_FILE),
     "$.identities.*.clientAuth": identity(clientSecret="s3cret", clientAuth="post"),
+    "$.identities.*.clientKeyFile": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE),
+    "$.identities.*.clientKeyId": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE, clientKeyId="k1"),
+    "$.identities.*.clientAssertionAlg": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE, clientAssertionAlg="ES256"),
+    "$.identities.*.clientAssertionAudience": identity(clientAuth="client_secret_jwt", clientSecret=JWT_SECRET,
+                                                       clientAssertionAudience="issuer", issuer="https://idp.example.test"),
+    "$.identities.*.issuer": identity(issuer="https://idp.example.test/realms/dev"),
     "$.identities.*.scope": identity(scope=["orders.read", "orders.write"]),
     "$.identities.*.audience": identity(audience="orders-api"),
     "$.identities.*.resource": identity(resource=["https://orders.internal/"]),
@@ -506,6 +516,8 @@ CLIENT_AUTH_SAMPLES = {
     "basic": identity(clientSecret="s3cret", clientAuth="basic"),
     "post": identity(clientSecretFile=SECRET_FILE, clientAuth="post"),
     "none": identity(clientAuth="none"),
+    "private_key_jwt": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE),
+    "client_secret_jwt": identity(clientAuth="client_secret_jwt", clientSecretFile=JWT_SECRET_FILE),
 }
 
 
@@ -639,6 +651,15 @@ REJECTED_BY_BOTH = [
     ("unknown clientAuth", identity(clientSecret="s", clientAuth="jwt"), "$.identities.svc.clientAuth"),
     ("basic without secret", identity(clientAuth="basic"), "$.identities.svc.clientAuth"),
     ("none with a secret", identity(clientAuth="none", clientSecret="s"), "$.identities.svc.clientAuth"),
+    ("private_key_jwt without a key file", identity(clientAuth="private_key_jwt"), "$.identities.svc.clientAuth"),
+    ("private_key_jwt with a secret", identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE, clientSecret="s"),
+     "$.identities.svc.clientAuth"),
+    ("client_secret_jwt without a secret", identity(clientAuth="client_secret_jwt"), "$.identities.svc.clientAuth"),
+    ("a key file with basic", identity(clientSecret="s", clientKeyFile=KEY_FILE), "$.identities.svc.clientKeyFile"),
+    ("an assertion algorithm that is not allowed", identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE,
+                                                            clientAssertionAlg="HS256"), "$.identities.svc.clientAssertionAlg"),
+    ("the issuer audience without an issuer", identity(clientAuth="client_secret_jwt", clientSecret=JWT_SECRET,
+                                                       clientAssertionAudience="issuer"), "$.identities.svc.clientAssertionAudience"),
     ("secret inline and as file", identity(clientSecret="s", clientSecretFile=SECRET_FILE),
      "$.identities.svc.clientSecretFile"),
     ("client_credentials without clientId", {"identities": {"svc": {"tokenUrl": TOKEN_URL}}},
@@ -685,6 +706,9 @@ EXAMPLE_ENV = {
     "DEV_IDP_TOKEN_URL": "https://idp.example.test/oauth2/token",
     "DEV_REFRESH_TOKEN_FILE": "{secret}",
     "STAGING_CA_FILE": "{ca}",
+    "BILLING_TOKEN_URL": "https://idp.example.test/oauth2/token",
+    "BILLING_CLIENT_ID": "billing-relay",
+    "BILLING_CLIENT_KEY_FILE": "{key}",
 }
 REFERENCE = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
 
@@ -706,7 +730,7 @@ def test_every_example_passes_check(material, example):
     assert not unset, f"{example.name} needs {unset}: add sample values to EXAMPLE_ENV"
     files = sorted({name for name, _ in references if name.endswith("_FILE") and name not in EXAMPLE_ENV})
     assert not files, f"{example.name}: give {files} a sample file (the default paths need not exist here)"
-    env = {name: EXAMPLE_ENV[name].format(secret=material / SECRET_FILE, ca=material / CERT_FILE)
+    env = {name: EXAMPLE_ENV[name].format(secret=material / SECRET_FILE, ca=material / CERT_FILE, key=material / KEY_FILE)
            for name, _ in references if name in EXAMPLE_ENV}
     result = check(example, env)
     assert result.returncode == 0, output(result)
@@ -729,6 +753,8 @@ def test_the_examples_show_what_their_names_say():
     assert legacy["grant"] == "password" and {"passwordFile", "clientSecretFile", "username"} <= set(legacy)
     exchanged = next(iter(files["token-exchange.json"]["identities"].values()))
     assert exchanged["grant"] == TOKEN_EXCHANGE and {"subjectTokenFile", "subjectTokenType"} <= set(exchanged)
+    keyed = next(iter(files["private-key-jwt.json"]["identities"].values()))
+    assert keyed["clientAuth"] == "private_key_jwt" and "clientKeyFile" in keyed and "clientSecret" not in keyed
     dev_route = files["dev-proxy-https.json"]["routes"][0]
     assert "https://" in dev_route["upstream"] and dev_route["tls"] and dev_route.get("identity")
     for name, config in files.items():

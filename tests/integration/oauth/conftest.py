@@ -5,6 +5,8 @@
   generated per test, see idp_processes.DjangoIdP). The database is migrated once per session
   into a template and copied per server.
 - `stub_idp` / `start_stub_idp()`: the scripted token endpoint (idp_stub.py).
+- `start_glewlwyd(access_token_seconds=3600)`: Glewlwyd (idp_glewlwyd.py), the real server for
+  private_key_jwt and client_secret_jwt.
 - `sensitive`: the values no relay log may contain; every IdP registers its secrets and issued
   tokens there, and tests add their own. After every test here (autouse), the stderr of every
   relay it started, and the outputs added to `sensitive`, are searched for them.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import pytest
 
+from idp_glewlwyd import GlewlwydIdP
 from idp_processes import DjangoIdP, StubIdP
 from idp_relay import SensitiveValues, find_leaks, relay_logs
 
@@ -105,3 +108,20 @@ def start_stub_idp(request, tmp_path, sensitive):
 @pytest.fixture
 def stub_idp(start_stub_idp) -> StubIdP:
     return start_stub_idp()
+
+
+@pytest.fixture
+def start_glewlwyd(request, tmp_path):
+    started: list[GlewlwydIdP] = []
+
+    def start(access_token_seconds: int = 3600) -> GlewlwydIdP:
+        workdir = tmp_path / f"glewlwyd-{len(started)}"
+        workdir.mkdir()
+        idp = GlewlwydIdP(workdir, access_token_seconds)
+        started.append(idp)
+        request.node.stash.setdefault(_IDPS, []).append(idp)
+        return idp.start()
+
+    yield start
+    for idp in started:
+        idp.kill()

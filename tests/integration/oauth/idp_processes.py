@@ -36,7 +36,8 @@ HERE = Path(__file__).resolve().parent
 IDP_PYTHON = os.environ.get("OAUTH_RELAY_TEST_IDP_PYTHON", sys.executable)
 IDP_STARTUP_SECONDS = 30
 TOKEN_PATH = "/o/token/"
-SECRET_FORM_FIELDS = {"client_secret", "password", "refresh_token", "assertion", "subject_token", "actor_token"}
+SECRET_FORM_FIELDS = {"client_secret", "password", "refresh_token", "assertion", "subject_token", "actor_token",
+                      "client_assertion"}
 
 
 def sha256(text: str) -> str:
@@ -221,10 +222,14 @@ class StubIdP(_IdP):
         self._spawn([sys.executable, str(HERE / "idp_stub.py"), "--host", self.host, "--port", "0"], 10)
         return self
 
-    def script(self, *queue: dict, by_grant: dict | None = None, default: dict | None = None) -> "StubIdP":
+    def script(self, *queue: dict, by_grant: dict | None = None, default: dict | None = None,
+               client_assertion: dict | None = None) -> "StubIdP":
         """Sets how token requests are answered (see idp_stub.py): the queued specs first, then
-        by grant_type, then `default` (a token living 3600 s when not given)."""
+        by grant_type, then `default` (a token living 3600 s when not given). `client_assertion`:
+        the policy every request's client assertion must pass (client_assertions.py)."""
         payload = {"queue": list(queue), "by_grant": by_grant or {}}
+        if client_assertion is not None:
+            payload["client_assertion"] = client_assertion
         if default is not None:
             payload["default"] = default
         self.control("PUT", "/_stub/script", payload)
@@ -253,6 +258,9 @@ class StubIdP(_IdP):
             for key, value in r["form"]:
                 if key in SECRET_FORM_FIELDS and value:
                     values[f"form field {key} sent to the stub (request {r['n']})"] = value
+                if key == "client_assertion" and value:
+                    # A JWT counts only whole (its header repeats); its signature is its own.
+                    values[f"client assertion signature (request {r['n']})"] = value.rpartition(".")[2]
             for auth in header_values(r, "authorization"):
                 if auth[:6].lower() == "basic ":
                     try:

@@ -7,8 +7,12 @@ endpoint. Run it:
 The first line on stdout is `LISTENING <host> <port>`; SIGTERM or SIGINT stops it.
 
 Control (used by the tests through idp_processes.StubIdP):
-    PUT /_stub/script    JSON {"queue": [spec, ...], "by_grant": {grant_type: spec}, "default": spec}
-                         replaces the script. A token request is answered with the next spec of
+    PUT /_stub/script    JSON {"queue": [spec, ...], "by_grant": {grant_type: spec}, "default": spec,
+                         "client_assertion": policy} replaces the script. With a policy
+                         (client_assertions.AssertionPolicy.from_json), every token request must
+                         carry a client assertion that passes it, or is answered 401 invalid_client
+                         (before any spec is used); the record holds the verified header and
+                         claims, or the reason. A token request is answered with the next spec of
                          the queue, else by_grant[its grant_type], else default (initially a
                          token that lives 3600 s).
     GET /_stub/requests  JSON {"requests": [record, ...]}: every token request as received (raw:
@@ -47,6 +51,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 # Run as a script from oauth/: the shared test-server command line lives one directory up.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from client_assertions import AssertionPolicy, AssertionRejected  # noqa: E402
 from echo_upstream import BadRequest, parse_head  # noqa: E402  (the one strict head parser of the test servers)
 from loopback_server import run_loopback_server, wait_for_stop_signal  # noqa: E402
 
@@ -68,6 +73,7 @@ def unsigned_jwt(claims: dict) -> str:
 class Stub:
     def __init__(self) -> None:
         self.script: dict = {"queue": [], "by_grant": {}, "default": DEFAULT_SPEC}
+        self.assertion_policy: AssertionPolicy | None = None
         self.records: list[dict] = []
         self.server: asyncio.base_events.Server | None = None
 
@@ -137,6 +143,8 @@ class Stub:
             script = json.loads(body or b"{}")
             self.script = {"queue": list(script.get("queue", [])), "by_grant": dict(script.get("by_grant", {})),
                            "default": script.get("default", DEFAULT_SPEC)}
+            policy = script.get("client_assertion")
+            self.assertion_policy = AssertionPolicy.from_json(policy) if policy else None
             return await self.send(writer, 204, None, b"", close=close)
         if path == "/_stub/requests" and method == "GET":
             return await self.send(writer, 200, "application/json", json.dumps({"requests": self.records}).encode(),
@@ -159,6 +167,18 @@ class Stub:
                   "form": [list(p) for p in form], "grant_type": grant_type, "status": None, "kind": None,
                   "issued": {}}
         self.records.append(record)
+        if self.assertion_policy is not None:
+            try:
+                header, claims = self.assertion_policy.check(form)
+                record["assertion"] = {"header": header, "claims": claims}
+            except AssertionRejected as rejected:
+                record["assertion"] = {"rejected": str(rejected)}
+                record["status"], record["kind"] = 401, "assertion_rejected"
+                body = json.dumps({"error": "invalid_client", "error_description": f"client assertion: {rejected}"})
+                keep = await self.send(writer, 401, "application/json", body.encode(), close=close)
+                record["answered"] = time.time()
+                self.log(method, target, grant_type, 401, "assertion_rejected")
+                return keep
         spec = self.next_spec(grant_type)
         record["kind"] = kind = spec.get("kind", "token")
         if spec.get("delay_ms"):

@@ -1,0 +1,147 @@
+import Foundation
+import JOSE
+import OAuth2
+import TLS
+
+/// Reading an identity's client authentication: `clientAuth` and the keys each method uses
+/// (`clientSecret…`, `clientKeyFile`, `clientKeyId`, `clientAssertionAlg`,
+/// `clientAssertionAudience`), and the checks `oauth-relay check` reports about them. Key files
+/// are read and parsed here, so a key that cannot sign fails the config, not a token request;
+/// no message shows key material or a secret.
+extension DecodingContext {
+    /// The `clientAuth` key's values.
+    enum ClientAuthMethod: String, CaseIterable {
+        case basic
+        case post
+        /// `none` (not the case name: it would read as `Optional.none`).
+        case publicClient = "none"
+        case privateKeyJWT = "private_key_jwt"
+        case clientSecretJWT = "client_secret_jwt"
+
+        static func parse(_ text: String) throws(InvalidValue) -> ClientAuthMethod {
+            guard let method = ClientAuthMethod(rawValue: text) else {
+                throw InvalidValue("expected basic, post, none, private_key_jwt or client_secret_jwt, got \"\(text)\"")
+            }
+            return method
+        }
+
+        var usesAssertion: Bool { self == .privateKeyJWT || self == .clientSecretJWT }
+    }
+
+    /// The algorithms a client assertion may be signed with (`clientAssertionAlg`).
+    static let clientAssertionAlgorithms: [JWSAlgorithm] = [.rs256, .ps256, .es256]
+
+    /// HS256 keys shorter than this are refused by RFC 7518 §3.2 (and by JOSE).
+    static let minimumJWTSecretBytes = 32
+
+    /// The identity's client authentication, its keys read and checked. A method whose
+    /// credentials are missing or unusable has been reported; the identity is not used then.
+    func decodeClientAuth(_ object: ObjectReader, id: String?, secret: Secret?) -> ClientAuth {
+        let explicit = object.parsed("clientAuth", ClientAuthMethod.parse)
+        let method = explicit ?? (secret == nil ? .publicClient : .basic)
+        let key = object.field("clientKeyFile").flatMap { decodeClientKey($0, object: object) }
+        if let explicit, let field = object.field("clientAuth") {
+            checkCredentials(of: explicit, object: object, at: field, secret: secret)
+        }
+        checkAssertionKeys(method, object: object)
+        switch (method, secret) {
+        case (.basic, let secret?): return .basic(id: id ?? "", secret: secret)
+        case (.post, let secret?): return .post(id: id ?? "", secret: secret)
+        case (.privateKeyJWT, _): return key.map { .privateKeyJWT(id: id ?? "", key: $0) } ?? .unidentified
+        case (.clientSecretJWT, let secret?): return .clientSecretJWT(id: id ?? "", secret: secret)
+        default: return id.map { .publicClient(id: $0) } ?? .unidentified
+        }
+    }
+
+    /// `clientAssertionAudience`: `tokenUrl` (the default) or `issuer`, which needs `issuer`.
+    func decodeAssertionAudience(_ object: ObjectReader) -> ClientAssertionAudience? {
+        guard let field = object.field("clientAssertionAudience") else { return nil }
+        let audience = parsed(field) { text throws(InvalidValue) in
+            guard let value = ClientAssertionAudience(rawValue: text) else {
+                throw InvalidValue("expected \"tokenUrl\" or \"issuer\", got \"\(text)\"")
+            }
+            return value
+        }
+        if audience == .issuer && object.field("issuer") == nil {
+            report("\"issuer\" needs the identity's issuer key", at: field)
+        }
+        return audience
+    }
+
+    /// `basic`, `post` and `client_secret_jwt` need a secret, `none` and `private_key_jwt` must
+    /// not have one; the JWT methods need a client id (the assertion's `iss` and `sub`).
+    private func checkCredentials(of method: ClientAuthMethod, object: ObjectReader, at field: Field, secret: Secret?) {
+        let hasSecret = object.field("clientSecret") != nil || object.field("clientSecretFile") != nil
+        switch method {
+        case .publicClient where hasSecret:
+            report("clientAuth is none but a client secret is set", at: field)
+        case .privateKeyJWT where hasSecret:
+            report("clientAuth private_key_jwt signs with clientKeyFile; remove the client secret", at: field)
+        case .privateKeyJWT where object.field("clientKeyFile") == nil:
+            report("clientAuth private_key_jwt needs clientKeyFile", at: field)
+        case .basic, .post, .clientSecretJWT:
+            if !hasSecret {
+                report("clientAuth \(method.rawValue) needs clientSecret or clientSecretFile", at: field)
+            } else if method == .clientSecretJWT, let secret, secret.value.utf8.count < Self.minimumJWTSecretBytes {
+                // The length only: the secret's value never goes into a message.
+                report("clientAuth client_secret_jwt signs with HS256, which needs a client secret of at least "
+                       + "\(Self.minimumJWTSecretBytes) bytes (RFC 7518 §3.2); this one has \(secret.value.utf8.count)", at: field)
+            }
+        default:
+            break
+        }
+        if method.usesAssertion && object.field("clientId") == nil {
+            report("required with clientAuth \(method.rawValue): the client assertion's iss and sub",
+                   at: object.path.key("clientId"), offset: object.lastOffset)
+        }
+    }
+
+    /// Keys only the JWT methods use, set for another method (a typo or a leftover otherwise).
+    private func checkAssertionKeys(_ method: ClientAuthMethod, object: ObjectReader) {
+        let privateKeyOnly = ["clientKeyFile", "clientKeyId", "clientAssertionAlg"]
+        for key in privateKeyOnly + ["clientAssertionAudience"] {
+            guard let field = object.field(key) else { continue }
+            if method == .privateKeyJWT || (method == .clientSecretJWT && !privateKeyOnly.contains(key)) { continue }
+            let users = privateKeyOnly.contains(key) ? "clientAuth private_key_jwt" : "clientAuth private_key_jwt and client_secret_jwt"
+            report("\(key) is only used by \(users), not by \(method.rawValue)", at: field)
+        }
+    }
+
+    /// `clientKeyFile` read as a PEM private key (RSA of at least 2048 bits or EC P-256), with
+    /// `clientAssertionAlg` (default from the key) and `clientKeyId`.
+    private func decodeClientKey(_ field: Field, object: ObjectReader) -> ClientAssertionKey? {
+        let algorithm = object.parsed("clientAssertionAlg") { text throws(InvalidValue) in
+            guard let algorithm = JWSAlgorithm(rawValue: text), Self.clientAssertionAlgorithms.contains(algorithm) else {
+                let names = Self.clientAssertionAlgorithms.map(\.rawValue).joined(separator: ", ")
+                throw InvalidValue("expected one of \(names), got \"\(text)\"")
+            }
+            return algorithm
+        }
+        let keyID = object.nonEmptyString("clientKeyId")
+        guard let path = existingFile(field) else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            report("cannot read file: \(path)", at: field)
+            return nil
+        }
+        let privateKey: PrivateKey
+        do throws(CryptoError) {
+            privateKey = try PrivateKey(pem: String(decoding: data, as: UTF8.self))
+        } catch {
+            // CryptoError names OpenSSL's reason, never the file's content.
+            report("not a usable PEM private key (\(error)): \(path)", at: field)
+            return nil
+        }
+        if case .ed25519 = privateKey.kind {
+            report("an Ed25519 key cannot sign client assertions here (RS256, PS256 or ES256: an RSA or EC P-256 key): \(path)",
+                   at: field)
+            return nil
+        }
+        do throws(JOSEError) {
+            return try ClientAssertionKey(privateKey: privateKey, algorithm: algorithm, keyID: keyID)
+        } catch {
+            let place = object.field("clientAssertionAlg") ?? field
+            report("clientAssertionAlg \(algorithm?.rawValue ?? "") does not fit the \(privateKey.kind) key in \(path)", at: place)
+            return nil
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import Config
+import JOSE
+import OAuth2
+import TLS
+import XCTest
+
+/// private_key_jwt and client_secret_jwt in the config: their keys, and what `check` reports.
+final class ClientAuthDecodingTests: XCTestCase {
+    private static let rsa = try! PrivateKey.generate(.rsa(bits: 2048))
+    private static let ec = try! PrivateKey.generate(.ecP256)
+    private static let longSecret = "0123456789abcdef0123456789abcdef"
+
+    /// Identity `x` with `body`, next to `key.pem` holding `key`; its decoded identity or errors.
+    private func decode(_ body: String, key: PrivateKey? = rsa, pem: String? = nil) throws -> Result<Identity, ConfigErrors> {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("key.pem", try pem ?? key?.pemRepresentation() ?? "")
+        let config: RelayConfig
+        do throws(ConfigErrors) {
+            config = try decodeConfig(identityJSON(body), baseDirectory: directory.path)
+        } catch {
+            return .failure(error)
+        }
+        return .success(try XCTUnwrap(config.identities["x"]))
+    }
+
+    private func decoded(_ body: String, key: PrivateKey? = rsa, file: StaticString = #filePath, line: UInt = #line) throws -> Identity {
+        switch try decode(body, key: key) {
+        case .success(let identity): return identity
+        case .failure(let errors):
+            XCTFail("\(errors)", file: file, line: line)
+            throw errors
+        }
+    }
+
+    private func errors(_ body: String, key: PrivateKey? = rsa, pem: String? = nil) throws -> [String] {
+        guard case .failure(let errors) = try decode(body, key: key, pem: pem) else { return [] }
+        return describe(errors.errors)
+    }
+
+    func testPrivateKeyJWTLoadsTheKeyWithItsIdAndDefaultAlgorithm() throws {
+        let identity = try decoded(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem", "clientKeyId": "k1""#)
+        XCTAssertEqual(identity.clientAuth, .privateKeyJWT(id: "svc", key: try ClientAssertionKey(privateKey: Self.rsa, keyID: "k1")))
+        guard case .privateKeyJWT(_, let key) = identity.clientAuth else { return XCTFail() }
+        XCTAssertEqual(key.algorithm, .rs256)
+        XCTAssertEqual(identity.clientAssertionAudience, .tokenEndpoint)
+    }
+
+    func testAnECKeyDefaultsToES256AndAnRSAKeyMaySignPS256() throws {
+        let ec = try decoded(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem""#, key: Self.ec)
+        guard case .privateKeyJWT(_, let ecKey) = ec.clientAuth else { return XCTFail() }
+        XCTAssertEqual(ecKey.algorithm, .es256)
+        let ps = try decoded(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem", "clientAssertionAlg": "PS256""#)
+        guard case .privateKeyJWT(_, let psKey) = ps.clientAuth else { return XCTFail() }
+        XCTAssertEqual(psKey.algorithm, .ps256)
+    }
+
+    func testClientSecretJWTKeepsTheSecret() throws {
+        let identity = try decoded(#""clientId": "svc", "clientAuth": "client_secret_jwt", "clientSecret": "\#(Self.longSecret)""#)
+        XCTAssertEqual(identity.clientAuth, .clientSecretJWT(id: "svc", secret: Secret(Self.longSecret)))
+    }
+
+    func testTheIssuerAudienceNeedsAnIssuer() throws {
+        let identity = try decoded(#""clientId": "svc", "clientAuth": "client_secret_jwt", "clientSecret": "\#(Self.longSecret)", "#
+                                   + #""issuer": "https://idp.example.com", "clientAssertionAudience": "issuer""#)
+        XCTAssertEqual(identity.issuer, "https://idp.example.com")
+        XCTAssertEqual(identity.clientAssertionAudience, .issuer)
+        XCTAssertEqual(try errors(#""clientId": "svc", "clientAuth": "client_secret_jwt", "clientSecret": "\#(Self.longSecret)", "#
+                                  + #""clientAssertionAudience": "issuer""#),
+                       [#"$.identities.x.clientAssertionAudience: "issuer" needs the identity's issuer key"#])
+        XCTAssertEqual(try errors(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem", "#
+                                  + #""clientAssertionAudience": "realm""#),
+                       [#"$.identities.x.clientAssertionAudience: expected "tokenUrl" or "issuer", got "realm""#])
+    }
+
+    func testPrivateKeyJWTNeedsAKeyFileAndNoSecret() throws {
+        XCTAssertEqual(try errors(#""clientId": "svc", "clientAuth": "private_key_jwt""#),
+                       ["$.identities.x.clientAuth: clientAuth private_key_jwt needs clientKeyFile"])
+        XCTAssertEqual(try errors(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem", "clientSecret": "s""#),
+                       ["$.identities.x.clientAuth: clientAuth private_key_jwt signs with clientKeyFile; remove the client secret"])
+    }
+
+    func testTheJWTMethodsNeedAClientId() throws {
+        XCTAssertEqual(try errors(#""grant": "urn:example:grant", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem""#),
+                       ["$.identities.x.clientId: required with clientAuth private_key_jwt: the client assertion's iss and sub"])
+    }
+
+    func testAShortClientSecretJWTSecretIsAnErrorThatShowsOnlyItsLength() throws {
+        let errors = try errors(#""clientId": "svc", "clientAuth": "client_secret_jwt", "clientSecret": "too-short-secret""#)
+        XCTAssertEqual(errors, ["$.identities.x.clientAuth: clientAuth client_secret_jwt signs with HS256, which needs a client secret "
+                                + "of at least 32 bytes (RFC 7518 §3.2); this one has 16"])
+        XCTAssertFalse(errors.joined().contains("too-short-secret"))
+        XCTAssertEqual(try self.errors(#""clientId": "svc", "clientAuth": "client_secret_jwt""#),
+                       ["$.identities.x.clientAuth: clientAuth client_secret_jwt needs clientSecret or clientSecretFile"])
+    }
+
+    func testAnAlgorithmThatDoesNotFitTheKeyIsReported() throws {
+        XCTAssertEqual(try errors(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem", "clientAssertionAlg": "RS256""#,
+                                  key: Self.ec).map { $0.replacing(#/in /\S+/key\.pem/#, with: "in key.pem") },
+                       ["$.identities.x.clientAssertionAlg: clientAssertionAlg RS256 does not fit the EC P-256 key in key.pem"])
+    }
+
+    func testOnlyRS256PS256AndES256AreAllowed() throws {
+        for name in ["HS256", "EdDSA", "none", "RS512"] {
+            XCTAssertEqual(try errors(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem", "clientAssertionAlg": "\#(name)""#),
+                           [#"$.identities.x.clientAssertionAlg: expected one of RS256, PS256, ES256, got "\#(name)""#])
+        }
+    }
+
+    func testAnUnusableKeyFileIsReportedWithoutItsContent() throws {
+        let junk = "-----BEGIN PRIVATE KEY-----\nTm90QUtleUF0QWxsSnVzdFNvbWVUZXh0\n-----END PRIVATE KEY-----\n"
+        let junkErrors = try errors(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem""#, pem: junk)
+        XCTAssertEqual(junkErrors.count, 1)
+        XCTAssertTrue(junkErrors[0].hasPrefix("$.identities.x.clientKeyFile: not a usable PEM private key"), junkErrors[0])
+        XCTAssertFalse(junkErrors[0].contains("Tm90QUtl"))
+        let edErrors = try errors(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem""#,
+                                  key: try PrivateKey.generate(.ed25519))
+        XCTAssertEqual(edErrors.count, 1)
+        XCTAssertTrue(edErrors[0].contains("an Ed25519 key cannot sign client assertions"), edErrors[0])
+        XCTAssertEqual(try errors(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "missing.pem""#)
+                        .map { $0.replacing(#/: /\S+/missing\.pem/#, with: ": missing.pem") },
+                       ["$.identities.x.clientKeyFile: no such file: missing.pem"])
+    }
+
+    func testAPublicKeyFileIsNotAPrivateKey() throws {
+        let errors = try errors(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem""#,
+                                pem: try Self.rsa.publicKey.pemRepresentation())
+        XCTAssertEqual(errors.count, 1)
+        XCTAssertTrue(errors[0].contains("no unencrypted private key"), errors[0])
+    }
+
+    func testAssertionKeysAreRefusedForOtherMethods() throws {
+        XCTAssertEqual(try errors(#""clientId": "svc", "clientSecret": "s", "clientKeyFile": "key.pem", "clientAssertionAudience": "issuer", "issuer": "https://i""#), [
+            "$.identities.x.clientKeyFile: clientKeyFile is only used by clientAuth private_key_jwt, not by basic",
+            "$.identities.x.clientAssertionAudience: clientAssertionAudience is only used by clientAuth private_key_jwt and client_secret_jwt, not by basic",
+        ])
+        XCTAssertEqual(try errors(#""clientId": "svc", "clientAuth": "client_secret_jwt", "clientSecret": "\#(Self.longSecret)", "clientKeyId": "k1""#),
+                       ["$.identities.x.clientKeyId: clientKeyId is only used by clientAuth private_key_jwt, not by client_secret_jwt"])
+    }
+}

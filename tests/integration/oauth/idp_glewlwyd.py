@@ -1,0 +1,160 @@
+"""Glewlwyd (Debian package `glewlwyd`, 2.7): a real OpenID Connect provider the project did not
+write, for the client authentications django-oauth-toolkit lacks (private_key_jwt,
+client_secret_jwt). It verifies each client assertion itself: signature with the client's
+registered key or secret, iss = sub = client id, aud = its token endpoint, exp within
+`request-maximum-exp`, and a jti it has not seen before.
+
+`GlewlwydIdP(workdir, access_token_seconds)` makes a fresh sqlite database from the package's own
+schema (/usr/share/dbconfig-common/data/glewlwyd/install/sqlite3), one OIDC plugin instance
+(`oidc`, RS256 access tokens signed with a key generated here) and a config file, and starts the
+server on a free loopback port. Clients are rows in its database (the `database` client module
+reads them per request), so `add_client` works before or after `start`. The admin user `admin`
+(password `password`, from the schema) may use the password grant with scope `api.read`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwcrypto import jwk, jwt
+
+from deadlines import scaled
+from processes import LOOPBACK, _Process, free_port
+
+SCHEMA = Path("/usr/share/dbconfig-common/data/glewlwyd/install/sqlite3")
+LIBRARIES = Path("/usr/lib/glewlwyd")
+SCOPE = "api.read"
+USERNAME, PASSWORD = "admin", "password"  # the schema's own admin user
+STARTUP_SECONDS = 15
+
+
+def require_glewlwyd() -> str:
+    binary = shutil.which("glewlwyd")
+    if binary is None or not SCHEMA.exists():
+        pytest.fail("glewlwyd is not installed: run scripts/install-deps --test (Debian package glewlwyd)")
+    return binary
+
+
+def pem(key, private: bool) -> str:
+    if private:
+        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption()).decode()
+    return key.public_key().public_bytes(serialization.Encoding.PEM,
+                                         serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+
+
+class GlewlwydIdP(_Process):
+    name = "glewlwyd"
+
+    def __init__(self, workdir: Path, access_token_seconds: int = 3600):
+        super().__init__(workdir / "glewlwyd.log")
+        self.binary = require_glewlwyd()
+        self.workdir = workdir
+        self.port = free_port()
+        self.db_path = workdir / "glewlwyd.sqlite3"
+        self.signing_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self._make_database(access_token_seconds)
+        self.config_path = workdir / "glewlwyd.conf"
+        self.config_path.write_text(self._config())
+
+    @property
+    def issuer(self) -> str:
+        return f"{self.url}/api/oidc"
+
+    @property
+    def token_url(self) -> str:
+        return f"{self.issuer}/token"
+
+    def _config(self) -> str:
+        # libconfig syntax; no use_secure_connection key at all (glewlwyd then wants certificates).
+        return "\n".join([
+            f"port={self.port}", f'bind_address="{LOOPBACK}"', f'external_url="{self.url}"',
+            'api_prefix="api"', 'login_url="login.html"', 'log_mode="console"', 'log_level="DEBUG"',
+            'cookie_secure=0', 'session_key="GLEWLWYD2_SESSION_ID"', 'admin_scope="g_admin"', 'profile_scope="g_profile"',
+            f'user_module_path="{LIBRARIES}/user"', f'client_module_path="{LIBRARIES}/client"',
+            f'user_auth_scheme_module_path="{LIBRARIES}/scheme"', f'plugin_module_path="{LIBRARIES}/plugin"',
+            'hash_algorithm="SHA512"',
+            f'database = {{ type = "sqlite3"\n path = "{self.db_path}" }};', "",
+        ])
+
+    def _make_database(self, access_token_seconds: int) -> None:
+        params = {
+            "iss": self.issuer, "jwt-type": "rsa", "jwt-key-size": "256",
+            "key": pem(self.signing_key, True), "cert": pem(self.signing_key, False),
+            "access-token-duration": access_token_seconds, "refresh-token-duration": 1209600, "code-duration": 600,
+            "refresh-token-rolling": True, "allow-non-oidc": True,
+            "auth-type-client-enabled": True, "auth-type-password-enabled": True, "auth-type-refresh-enabled": True,
+            "auth-type-code-enabled": False, "auth-type-token-enabled": False, "auth-type-id-token-enabled": False,
+            "auth-type-none-enabled": False, "auth-type-device-enabled": False,
+            # Client assertions are "request parameters" to Glewlwyd: without this they are refused.
+            "request-parameter-allow": True, "request-maximum-exp": 60,
+            "client-pubkey-parameter": "pubkey", "client-jwks-parameter": "jwks", "client-jwks_uri-parameter": "jwks_uri",
+            "scope": [], "claims": [], "additional-parameters": [], "allowed-scope": ["openid"], "jwks-show": True,
+            "secret-type": "pairwise", "name-claim": "no", "email-claim": "no", "scope-claim": "no",
+        }
+        with sqlite3.connect(self.db_path) as db:
+            db.executescript(SCHEMA.read_text())
+            db.execute("INSERT INTO g_plugin_module_instance (gpmi_module, gpmi_name, gpmi_display_name, gpmi_parameters) "
+                       "VALUES ('oidc', 'oidc', 'OIDC', ?)", (json.dumps(params),))
+            db.execute("INSERT INTO g_scope (gs_name, gs_display_name, gs_description, gs_password_required, "
+                       "gs_password_max_age) VALUES (?, ?, ?, 0, 0)", (SCOPE, SCOPE, SCOPE))
+            db.execute("INSERT INTO g_client_scope (gcs_name) VALUES (?)", (SCOPE,))
+            db.execute("INSERT INTO g_user_scope (gus_name) VALUES (?)", (SCOPE,))
+            db.execute("INSERT INTO g_user_scope_user (gu_id, gus_id) VALUES ((SELECT gu_id FROM g_user WHERE gu_username = ?), "
+                       "(SELECT gus_id FROM g_user_scope WHERE gus_name = ?))", (USERNAME, SCOPE))
+
+    def add_client(self, client_id: str, auth_method: str, public_key_pem: str | None = None,
+                   secret: str | None = None, grants=("client_credentials",)) -> None:
+        """A confidential client authenticating with `auth_method` (private_key_jwt: `public_key_pem`;
+        client_secret_jwt: `secret`), allowed `grants` and scope api.read."""
+        properties = [("token_endpoint_auth_method", auth_method), ("source", "database")]
+        properties += [("authorization_type", grant) for grant in grants]
+        if public_key_pem is not None:
+            properties.append(("pubkey", public_key_pem))
+        if secret is not None:
+            properties.append(("client_secret", secret))
+        with sqlite3.connect(self.db_path) as db:
+            client = db.execute("INSERT INTO g_client (gc_client_id, gc_name, gc_confidential) VALUES (?, ?, 1)",
+                                (client_id, client_id)).lastrowid
+            db.executemany("INSERT INTO g_client_property (gc_id, gcp_name, gcp_value) VALUES (?, ?, ?)",
+                           [(client, name, value) for name, value in properties])
+            db.execute("INSERT INTO g_client_scope_client (gc_id, gcs_id) VALUES (?, "
+                       "(SELECT gcs_id FROM g_client_scope WHERE gcs_name = ?))", (client, SCOPE))
+
+    def start(self) -> "GlewlwydIdP":
+        log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([self.binary, "-c", str(self.config_path)], stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
+        log.close()
+        deadline = time.monotonic() + scaled(STARTUP_SECONDS)
+        while time.monotonic() < deadline:
+            if not self.running():
+                pytest.fail(f"glewlwyd exited at start-up:\n{self.log()[-5000:]}")
+            if "Glewlwyd started on port" in self.log():
+                return self
+            time.sleep(0.05)
+        self.kill()
+        pytest.fail(f"glewlwyd did not start within {scaled(STARTUP_SECONDS):.0f}s:\n{self.log()[-5000:]}")
+
+    def access_token_claims(self, token: str) -> dict:
+        """The claims of an access token Glewlwyd issued, its signature checked with the plugin's key."""
+        key = jwk.JWK.from_pem(pem(self.signing_key, False).encode())
+        return json.loads(jwt.JWT(jwt=token, key=key, algs=["RS256"]).claims)
+
+    def issued_to(self, client_id: str) -> int:
+        """How many access tokens the log says were generated for `client_id` (client_credentials)."""
+        return self.log().count(f"Access token generated for client '{client_id}'")
+
+    def issued_for_user(self, username: str) -> int:
+        """How many access tokens the log says were generated for `username` (password, refresh_token:
+        Glewlwyd logs no client for these when the client authenticated with an assertion)."""
+        return sum(1 for line in self.log().splitlines()
+                   if "Access token generated for client" in line and f"granted by user '{username}'" in line)
