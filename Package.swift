@@ -37,8 +37,10 @@ let package = Package(
         .target(name: "JOSE", dependencies: ["TLS"]),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"]),
+        // Encrypted token entries on disk (AES-GCM from TLS, flock); no sockets.
+        .target(name: "TokenStore", dependencies: ["OAuth2", "TLS"]),
         .target(name: "Tokens", dependencies: [
-            "OAuth2", "EventLoop", "HTTPClient", "TLS", "Locking",
+            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "TLS", "Locking",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),
@@ -65,6 +67,7 @@ let package = Package(
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "TLS"]),
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics"]),
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
+        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "OAuth2", "Endpoints", "TLS"]),
         .testTarget(name: "TokensTests", dependencies: [
             "Tokens", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", .product(name: "Logging", package: "swift-log"),
         ]),
