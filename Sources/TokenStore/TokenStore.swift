@@ -49,7 +49,7 @@ public final class TokenStore: Sendable {
         self.path = path
         self.key = key
         try StoreDirectory.prepare(path)
-        try verifyKey()
+        try Self.verifyKey(key, in: path)
     }
 
     /// The key from its base64 text (`store.key`, or a key file's content, trimmed).
@@ -62,15 +62,23 @@ public final class TokenStore: Sendable {
         return SymmetricKey(bytes)
     }
 
-    /// Checks a directory the way opening the store would, without creating it (for `check`):
-    /// a missing directory is fine when its parent exists and is not writable by others.
-    public static func checkDirectory(_ path: String) throws(StoreError) {
+    /// Checks a store the way opening it would, without creating or changing anything (for
+    /// `check`): the directory's ownership and mode, and that its entries were written with
+    /// `key`. A missing directory is fine when its parent exists (it is created at start).
+    public static func check(path: String, key: SymmetricKey) throws(StoreError) {
+        guard key.byteCount == AESGCM.keyByteCount else { throw .invalidKey("it is \(key.byteCount) bytes, not 32") }
         var info = stat()
-        if stat(path, &info) == 0 { return try StoreDirectory.check(path) }
-        let parent = StoreDirectory.parentOf(path)
-        guard stat(parent, &info) == 0 else {
-            throw .unsafeDirectory(path: path, reason: "it does not exist, nor does its parent \(parent)")
+        guard stat(path, &info) == 0 else {
+            // Created at start, with any missing parent: the nearest existing one must be a directory.
+            var ancestor = StoreDirectory.parentOf(path)
+            while stat(ancestor, &info) != 0 && ancestor != StoreDirectory.parentOf(ancestor) { ancestor = StoreDirectory.parentOf(ancestor) }
+            guard info.st_mode & S_IFMT == S_IFDIR else {
+                throw .unsafeDirectory(path: path, reason: "it cannot be created under \(ancestor), which is not a directory")
+            }
+            return
         }
+        try StoreDirectory.check(path)
+        try verifyKey(key, in: path)
     }
 
     // MARK: - Entries
@@ -149,7 +157,7 @@ public final class TokenStore: Sendable {
 
     /// Refuses a key that opens none of the entries present while another key wrote them: a
     /// wrong key is a clear start-up error, not every entry moved aside.
-    private func verifyKey() throws(StoreError) {
+    private static func verifyKey(_ key: SymmetricKey, in path: String) throws(StoreError) {
         let ours = StoreEntry.keyID(of: key)
         var foreign = false
         for name in try StoreDirectory.fileNames(path) where name.hasPrefix("identity-") && name.hasSuffix(".token") {

@@ -8,6 +8,7 @@ import OAuth2
 import Proxy
 import RelayMetrics
 import Tokens
+import TokenStore
 
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "run", abstract: "Serve with the given configuration file.")
@@ -49,6 +50,13 @@ func validateConfig(path: String) -> Result<LoadedConfig, ConfigErrorLines> {
             }
         } catch {
             errors.append("\(error.path): \(error)")
+        }
+    }
+    if let store = config.store {
+        do throws(StoreError) {
+            try TokenStore.check(path: store.path, key: TokenStore.key(base64: store.key.value))
+        } catch {
+            errors.append("$.store: \(error)")
         }
     }
     let (tls, tlsErrors, tlsWarnings) = ClientTLS.build(for: config)

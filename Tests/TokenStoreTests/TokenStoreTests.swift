@@ -29,6 +29,14 @@ final class TokenStoreTests: XCTestCase {
         XCTAssertEqual(try directory.mode(of: "store/nested/identity-orders.token"), 0o600)
     }
 
+    func testCheckingAMissingStoreCreatesNothing() throws {
+        XCTAssertNoThrow(try TokenStore.check(path: storePath, key: key))
+        XCTAssertEqual(try directory.files(), [])
+        XCTAssertNoThrow(try TokenStore.check(path: storePath + "/a/b", key: key))
+        try directory.write([1], to: "file")
+        XCTAssertThrowsError(try TokenStore.check(path: directory.path + "/file/store", key: key))
+    }
+
     func testAWrittenEntryReadsBack() throws {
         let store = try TokenStore(path: storePath, key: key)
         XCTAssertEqual(try store.read(identity: "orders", fingerprint: fingerprint), .empty)
@@ -64,9 +72,9 @@ final class TokenStoreTests: XCTestCase {
             guard case .unsafeDirectory(_, let reason) = $0 as? StoreError else { return XCTFail("\($0)") }
             XCTAssertTrue(reason.contains("writable by group or others"), reason)
         }
-        XCTAssertThrowsError(try TokenStore.checkDirectory(storePath))
+        XCTAssertThrowsError(try TokenStore.check(path: storePath, key: key))
         chmod(storePath, 0o700)
-        XCTAssertNoThrow(try TokenStore.checkDirectory(storePath))
+        XCTAssertNoThrow(try TokenStore.check(path: storePath, key: key))
     }
 
     func testRefusesAFileInsteadOfADirectory() throws {
@@ -82,6 +90,10 @@ final class TokenStoreTests: XCTestCase {
             XCTAssertEqual($0 as? StoreError, .wrongKey(path: self.storePath))
             XCTAssertTrue("\($0)".contains(self.storePath))
         }
+        XCTAssertThrowsError(try TokenStore.check(path: storePath, key: SymmetricKey([UInt8](repeating: 8, count: 32)))) {
+            XCTAssertEqual($0 as? StoreError, .wrongKey(path: self.storePath))
+        }
+        XCTAssertNoThrow(try TokenStore.check(path: storePath, key: key))
         // Nothing was moved aside by the refusal.
         XCTAssertEqual(try TokenStore(path: storePath, key: key).read(identity: "orders", fingerprint: fingerprint), .found(token))
     }
