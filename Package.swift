@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "OAuth2", "Endpoints", "TLS"]),
         .testTarget(name: "TokensTests", dependencies: [
-            "Tokens", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", .product(name: "Logging", package: "swift-log"),
+            "Tokens", "TokenStore", "TLS", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", .product(name: "Logging", package: "swift-log"),
         ]),
     ],
     swiftLanguageModes: [.v6]

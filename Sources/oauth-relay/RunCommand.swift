@@ -89,7 +89,20 @@ func loadConfig(path: String) throws -> LoadedConfig {
 func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger,
                        observer: (any TokenObserver)? = nil) throws -> TokenService {
     try TokenService.start(identities: config.identities, tls: tls.identities, limits: tokenClientLimits(config),
-                           logger: logger, observer: observer)
+                           logger: logger, observer: observer, store: try openTokenStore(config, logger: logger))
+}
+
+/// The token store of `config`, if it has one. A store that cannot be used (a wrong key, a
+/// directory others may write to) is a start-up error naming it, never a crash.
+func openTokenStore(_ config: RelayConfig, logger: Logger) throws -> TokenStore? {
+    guard let settings = config.store else { return nil }
+    do throws(StoreError) {
+        return try TokenStore(path: settings.path, key: TokenStore.key(base64: settings.key.value))
+    } catch {
+        logger.critical("cannot open the token store", metadata: ["store": .string(settings.path), "error": .string("\(error)")])
+        FileHandleOutput.standardError("oauth-relay: cannot open the token store: \(error)\n")
+        throw ExitCode(1)
+    }
 }
 
 /// Token requests time out like upstream exchanges, but after 30 s at most, and as total
