@@ -157,7 +157,8 @@ final class TokenFetcher {
         let started = monotonicSeconds()
         inFlight[tokens.slot] = sendHTTPRequest(httpRequest, on: loop, limits: limits) { [self] result in
             inFlight[tokens.slot] = nil
-            guard !stopping else { return }
+            // Stopping, only a request holding its store lock was let finish (see `stop`).
+            guard !stopping || persistence?.holdsLock(tokens) == true else { return }
             let outcome: Result<TokenResponse, TokenEndpointError>
             switch result {
             case .success(let response):
@@ -172,8 +173,27 @@ final class TokenFetcher {
             case .failure(let error):
                 outcome = .failure(.unreachable(reason: error.description))
             }
-            handle(.fetchEnded(tokens, outcome))
+            if stopping {
+                keepWhileStopping(outcome, for: tokens)
+            } else {
+                handle(.fetchEnded(tokens, outcome))
+            }
         }
+    }
+
+    /// A request let finish while stopping: its token, and above all the refresh token a rotating
+    /// IdP may have just replaced (revoking the one sent), go to the store for the next process.
+    private func keepWhileStopping(_ outcome: Result<TokenResponse, TokenEndpointError>, for tokens: IdentityTokens) {
+        guard let persistence else { return }
+        if case .success(let response) = outcome {
+            let now = monotonicSeconds()
+            let kept = tokens.update { lifecycle -> (AccessToken?, Secret?) in
+                lifecycle.fetchSucceeded(response, at: now)
+                return (lifecycle.token, lifecycle.heldRefreshToken)
+            }
+            persistence.write(kept.0, refreshToken: kept.1, for: tokens)
+        }
+        persistence.unlock(tokens)
     }
 
     /// A token request ended: record its outcome and wake the requests waiting for it.
@@ -241,9 +261,12 @@ final class TokenFetcher {
 
     private func stop() {
         stopping = true
+        // A request holding its store lock may already have made the IdP rotate the refresh
+        // token: abandoning it would lose the new one for every process on the store. It is let
+        // finish (bounded by the token request timeouts) and the loop ends after it.
+        for (slot, call) in inFlight where persistence?.holdsLock(slot: slot) != true { call.cancel() }
+        inFlight = inFlight.filter { persistence?.holdsLock(slot: $0.key) == true }
         persistence?.stop()
-        for call in inFlight.values { call.cancel() }
-        inFlight.removeAll()
         for timer in timers.values { timer.close() }
         timers.removeAll()
         wakeup.close()

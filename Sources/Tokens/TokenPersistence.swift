@@ -72,6 +72,10 @@ final class TokenPersistence {
         poll.start(afterMilliseconds: Self.pollMilliseconds)
     }
 
+    func holdsLock(_ tokens: IdentityTokens) -> Bool { holdsLock(slot: tokens.slot) }
+
+    func holdsLock(slot: Int) -> Bool { locks[slot] != nil }
+
     /// Releases the entry lock of `tokens`, if held.
     func unlock(_ tokens: IdentityTokens) {
         locks.removeValue(forKey: tokens.slot)?.release()
@@ -132,12 +136,12 @@ final class TokenPersistence {
         lockPolls.removeValue(forKey: slot)?.close()
     }
 
+    /// Stops waiting for locks. Locks held stay held: their requests are let finish, and
+    /// release them (TokenFetcher.stop).
     func stop() {
         lockWaits.removeAll()
         for poll in lockPolls.values { poll.close() }
         lockPolls.removeAll()
-        for lock in locks.values { lock.release() }
-        locks.removeAll()
     }
 
     private func fingerprint(_ tokens: IdentityTokens) -> SettingsFingerprint {

@@ -7,6 +7,7 @@ store. Token requests are counted at the IdP."""
 import base64
 import json
 import os
+import random
 import time
 
 import pytest
@@ -82,17 +83,24 @@ def test_an_expired_stored_token_costs_exactly_one_refresh(start_django_idp, ups
     assert new[0]["status"] == 200
 
 
-def test_two_relays_on_one_store_refresh_once_per_lifetime_and_keep_the_refresh_token(
-        start_django_idp, upstream, start_relay, tmp_path):
+def test_two_relays_and_the_token_command_on_one_store_refresh_once_per_lifetime_and_keep_the_refresh_token(
+        start_django_idp, upstream, start_relay, tmp_path, sensitive):
     lifetime = 4
     idp = start_django_idp(access_token_seconds=lifetime, rotate_refresh_token=True)
     relays = [start_store_relay(start_relay, idp, upstream, store_at(tmp_path), client="legacy-pw") for _ in range(2)]
+    config = relay_config(f"127.0.0.1:{free_port()}", [oauth_route(upstream, "/", "orders")],
+                          identities={"orders": idp.identity("legacy-pw")}, store=store_at(tmp_path))
+    path = tmp_path / "token-command.json"
+    path.write_text(json.dumps(config))
     started = time.monotonic()
-    statuses = []
+    statuses, commands = [], []
     while time.monotonic() - started < 12:
         for relay in relays:
             statuses.append(relay.request("GET", "/echo/x").status)
-        time.sleep(0.05)
+        # A third process on the same store: `oauth-relay token` in a loop.
+        result = run_cli("token", "--config", str(path), "orders")
+        sensitive.add_output("stderr of oauth-relay token", result.stderr)
+        commands.append(result.returncode)
     records = idp.token_requests()
     assert all(record["status"] == 200 for record in records), [(r["grant_type"], r["status"]) for r in records]
     assert [r["grant_type"] for r in records].count("password") == 1, "the second relay fetched its own token"
@@ -104,6 +112,7 @@ def test_two_relays_on_one_store_refresh_once_per_lifetime_and_keep_the_refresh_
     # About one per lifetime (refreshed at half of it here), not one per relay.
     assert len(refreshes) <= 12 / (lifetime / 2) + 1, len(refreshes)
     assert set(statuses) == {200}
+    assert set(commands) == {0}
     for relay in relays:
         whoami_sha(relay)
 
@@ -168,3 +177,51 @@ def test_delete_token_removes_the_entry(django_idp, upstream, start_relay, tmp_p
     second = start_store_relay(start_relay, django_idp, upstream, store_at(tmp_path))
     assert whoami_sha(second) == after
     assert len(django_idp.token_requests()) == 2
+
+
+def open_entry(path, name: str, key: str = KEY) -> bytes:
+    """Decrypts an entry the way the relay does (StoreEntry.swift's layout), with its own
+    header's fingerprint: raises unless it is whole and authentic."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    data = path.read_bytes()
+    assert data[:5] == b"ORTS\x01", data[:5]
+    fingerprint = data[13:45]
+    associated = b"oauth-relay token store\x00\x01" + len(name).to_bytes(2, "big") + name.encode() + fingerprint
+    return AESGCM(base64.b64decode(key)).decrypt(data[45:57], data[57:], associated)
+
+
+def test_a_relay_killed_at_random_moments_leaves_every_entry_whole(stub_idp, upstream, start_relay, tmp_path):
+    """kill -9 while eight identities rewrite their entries about once a second each: after every
+    kill each entry still opens (the old or the new one), and nothing needed moving aside."""
+    stub_idp.script(default={"kind": "token", "expires_in": 1, "refresh_token": "new"})
+    names = [f"id{i}" for i in range(8)]
+    identities = {name: stub_idp.identity() for name in names}
+    routes = [oauth_route(upstream, f"/{name}/", name) for name in names]
+    rng = random.Random(12)
+    directory = tmp_path / "token-store"
+    for attempt in range(20):
+        relay = start_relay(routes, identities=identities, store=store_at(tmp_path))
+        # A random moment to kill at, not a wait for something: any moment must be safe.
+        time.sleep(rng.uniform(0.05, 1.2))
+        relay.kill()
+        entries = [name for name in os.listdir(directory) if name.endswith(".token")]
+        assert not [n for n in os.listdir(directory) if ".corrupt-" in n], f"attempt {attempt}: {os.listdir(directory)}"
+        for entry in entries:
+            open_entry(directory / entry, entry.removeprefix("identity-").removesuffix(".token"))
+    assert len(entries) == len(names)
+    final = start_relay(routes, identities=identities, store=store_at(tmp_path))
+    for name in names:
+        assert final.request("GET", f"/{name}/x").status == 200
+
+
+def test_changing_the_store_takes_a_restart(django_idp, upstream, start_relay, tmp_path):
+    from admin_client import rewrite, start_with_admin
+    relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/", "orders")],
+                                    identities={"orders": django_idp.identity("orders-cc")}, store=store_at(tmp_path))
+    bearer(relay.request("GET", "/x"))
+    rewrite(relay, store={"path": str(tmp_path / "elsewhere"), "key": OTHER_KEY})
+    errors = admin.reload_rejected()
+    assert sorted(error.split(":")[0] for error in errors) == ["$.store.key", "$.store.path"], errors
+    assert OTHER_KEY not in " ".join(errors) and KEY not in " ".join(errors)
+    assert not (tmp_path / "elsewhere").exists()
+    assert relay.request("GET", "/y").status == 200
