@@ -37,7 +37,7 @@ final class TokenFetcher {
         self.limits = limits
         self.logger = logger
         self.observer = observer
-        persistence = store.map { TokenPersistence(store: $0, loop: loop, logger: logger) }
+        persistence = store.map { TokenPersistence(store: $0, loop: loop, logger: logger, observer: observer) }
         wakeup = LoopWakeup(loop: loop) { [unowned self] in
             for message in inbox.takeAll() where !stopping { handle(message) }
             // A retired identity goes once nothing waits for it and its last request ended.

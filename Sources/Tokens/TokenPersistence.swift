@@ -17,6 +17,7 @@ final class TokenPersistence {
     let store: TokenStore
     private let loop: EventLoop
     private let logger: Logger
+    private let observer: (any TokenObserver)?
     /// Locks held by fetches under way, by slot.
     private var locks: [Int: EntryLock] = [:]
     /// Timers polling a busy lock, by slot.
@@ -26,10 +27,15 @@ final class TokenPersistence {
     /// request, and a waiting identity has requests parked.
     private static let pollMilliseconds: UInt64 = 10
 
-    init(store: TokenStore, loop: EventLoop, logger: Logger) {
+    init(store: TokenStore, loop: EventLoop, logger: Logger, observer: (any TokenObserver)? = nil) {
         self.store = store
         self.loop = loop
         self.logger = logger
+        self.observer = observer
+    }
+
+    private func count(_ tokens: IdentityTokens, _ operation: String, _ outcome: String) {
+        observer?.tokenStoreOperation(identity: tokens.identity.name, operation: operation, outcome: outcome)
     }
 
     /// A fetch waiting for its entry lock.
@@ -56,15 +62,18 @@ final class TokenPersistence {
             if let lock = try store.tryLock(identity: name) {
                 locks[tokens.slot] = lock
                 lockWaits[tokens.slot] = nil
+                count(tokens, "lock", "acquired")
                 return wait.locked()
             }
         } catch {
+            count(tokens, "lock", "failed")
             logger.warning("token store lock failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
             lockWaits[tokens.slot] = nil
             return wait.locked()
         }
         guard monotonicSeconds() < wait.deadline else {
             lockWaits[tokens.slot] = nil
+            count(tokens, "lock", "timed_out")
             return wait.timedOut()
         }
         let poll = lockPolls[tokens.slot] ?? LoopTimer(loop: loop) { [unowned self] in self.tryLock(tokens) }
@@ -88,16 +97,23 @@ final class TokenPersistence {
         do {
             switch try store.read(identity: name, fingerprint: fingerprint(tokens)) {
             case .found(let stored):
+                count(tokens, "read", "found")
                 return (stored.access.map { accessToken($0, identity: tokens.identity) }, stored.refreshToken)
-            case .empty, .otherSettings:
+            case .empty:
+                count(tokens, "read", "empty")
+                return (nil, nil)
+            case .otherSettings:
+                count(tokens, "read", "other_settings")
                 return (nil, nil)
             case .movedAside(let reason, let movedTo):
+                count(tokens, "read", "moved_aside")
                 logger.warning("token store entry moved aside", metadata: [
                     "identity": .string(name), "reason": .string(reason), "moved_to": .string(movedTo),
                 ])
                 return (nil, nil)
             }
         } catch {
+            count(tokens, "read", "failed")
             logger.warning("token store read failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
             return (nil, nil)
         }
@@ -114,7 +130,9 @@ final class TokenPersistence {
         let name = tokens.identity.name
         do {
             try store.write(StoredToken(access: access, refreshToken: refreshToken), identity: name, fingerprint: fingerprint(tokens))
+            count(tokens, "write", "ok")
         } catch {
+            count(tokens, "write", "failed")
             logger.warning("token store write failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
         }
     }
@@ -123,7 +141,9 @@ final class TokenPersistence {
     func remove(_ tokens: IdentityTokens) {
         do {
             try store.remove(identity: tokens.identity.name)
+            count(tokens, "remove", "ok")
         } catch {
+            count(tokens, "remove", "failed")
             logger.warning("token store remove failed", metadata: ["identity": .string(tokens.identity.name), "error": .string("\(error)")])
         }
     }

@@ -228,4 +228,8 @@ struct TokenMetrics: TokenObserver {
     func upstreamRefusedToken(identity: String, refetch: Bool) {
         metrics.upstreamRefusedToken(identity: identity, refetch: refetch)
     }
+
+    func tokenStoreOperation(identity: String, operation: String, outcome: String) {
+        metrics.tokenStoreOperation(identity: identity, operation: operation, outcome: outcome)
+    }
 }

@@ -3,6 +3,7 @@ import EventLoop
 import Foundation
 import Logging
 import OAuth2
+import Synchronization
 import TLS
 import TokenStore
 @testable import Tokens
@@ -24,14 +25,29 @@ final class TokenPersistenceTests: XCTestCase {
         try loop.close()
     }
 
+    /// Another scope is another configuration's identity, which a reload gives another slot.
     private func identity(scope: String = "a") -> IdentityTokens {
         IdentityTokens(identity: Identity(name: "orders", tokenUrl: HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/token"),
-                                          grant: .clientCredentials, clientAuth: .publicClient(id: "c"), scope: scope), slot: 0)
+                                          grant: .clientCredentials, clientAuth: .publicClient(id: "c"), scope: scope), slot: scope == "a" ? 0 : 1)
     }
+
+    private let operations = OperationLog()
 
     private func persistence() throws -> TokenPersistence {
         let store = try TokenStore(path: directory, key: SymmetricKey([UInt8](repeating: 3, count: 32)))
-        return TokenPersistence(store: store, loop: loop, logger: Logger(label: "test"))
+        return TokenPersistence(store: store, loop: loop, logger: Logger(label: "test"), observer: operations)
+    }
+
+    func testEveryOperationIsToldToTheObserver() throws {
+        let now = monotonicSeconds()
+        let persistence = try persistence()
+        _ = persistence.read(identity())
+        persistence.write(AccessToken(value: "at", issuedAt: now, expiresAt: now + 60, refreshAt: now + 50), refreshToken: nil, for: identity())
+        _ = persistence.read(identity())
+        _ = persistence.read(identity(scope: "b"))
+        persistence.remove(identity())
+        XCTAssertEqual(operations.entries, ["orders read empty", "orders write ok", "orders read found", "orders read other_settings",
+                                            "orders remove ok"])
     }
 
     func testATokenReadsBackWithTheSameTimesInTheLifecyclesClock() throws {
@@ -91,4 +107,19 @@ final class TokenPersistenceTests: XCTestCase {
         persistence.stop()
         loop.run()
     }
+}
+
+/// The store operations told to a `TokenObserver`, as "identity operation outcome".
+private final class OperationLog: TokenObserver {
+    private let lines = Mutex<[String]>([])
+
+    var entries: [String] { lines.withLock { $0 } }
+
+    func tokenStoreOperation(identity: String, operation: String, outcome: String) {
+        lines.withLock { $0.append("\(identity) \(operation) \(outcome)") }
+    }
+
+    func tokenRequestEnded(identity: String, outcome: TokenRequestOutcome) {}
+    func tokenExpiryChanged(identity: String, unixTime: Double?) {}
+    func identityRemoved(_ name: String) {}
 }

@@ -48,10 +48,14 @@ def test_a_restart_with_a_valid_stored_token_asks_the_idp_nothing(django_idp, up
     token = whoami_sha(first)
     assert len(django_idp.token_requests()) == 1
     assert first.stop() == 0
-    second = start_store_relay(start_relay, django_idp, upstream, store_at(tmp_path))
+    admin_port = free_port()
+    second = start_store_relay(start_relay, django_idp, upstream, store_at(tmp_path), admin=f"127.0.0.1:{admin_port}")
     assert whoami_sha(second) == token
     assert len(django_idp.token_requests()) == 0 + 1, "the restarted relay asked the IdP"
     assert "token read from store" in second.log()
+    scrape = curl(f"http://127.0.0.1:{admin_port}/metrics", timeout=5).body.decode()
+    assert 'oauth_relay_token_store_operations_total{identity="orders",operation="read",outcome="found"} 1' in scrape, scrape
+    assert 'operation="write"' not in scrape, "nothing new was obtained, so nothing was written"
 
 
 def test_the_store_holds_no_token_in_the_clear_and_has_private_modes(django_idp, upstream, start_relay, tmp_path):
