@@ -38,8 +38,10 @@ let package = Package(
         .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS"], swiftSettings: hotPath),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"]),
+        // Encrypted token entries on disk (AES-GCM from TLS, flock); no sockets.
+        .target(name: "TokenStore", dependencies: ["OAuth2", "TLS"]),
         .target(name: "Tokens", dependencies: [
-            "OAuth2", "EventLoop", "HTTPClient", "TLS", "Locking",
+            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "TLS", "Locking",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),
@@ -49,7 +51,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
-            "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "HTTPClient", "TLS", "RelayMetrics",
+            "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "TokenStore", "HTTPClient", "TLS", "RelayMetrics",
             "LocalHTTP",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -66,8 +68,9 @@ let package = Package(
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "TLS"]),
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics"]),
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
+        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "OAuth2", "Endpoints", "TLS"]),
         .testTarget(name: "TokensTests", dependencies: [
-            "Tokens", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", .product(name: "Logging", package: "swift-log"),
+            "Tokens", "TokenStore", "TLS", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", .product(name: "Logging", package: "swift-log"),
         ]),
     ],
     swiftLanguageModes: [.v6]

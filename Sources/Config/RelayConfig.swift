@@ -36,6 +36,8 @@ public struct RelayConfig: Sendable, Equatable {
     public var trustForwardedHeaders: Bool
     /// The pseudonym the relay adds to the Via header (`1.1 oauth-relay`).
     public var via: String
+    /// Where tokens are kept across restarts; nil keeps them in memory only.
+    public var store: StoreConfig?
 
     public static let defaultListen = HostPort(host: "127.0.0.1", port: 8180)
     public static let defaultAdmin = HostPort(host: "127.0.0.1", port: 9180)
@@ -43,7 +45,7 @@ public struct RelayConfig: Sendable, Equatable {
     public init(listen: HostPort = Self.defaultListen, admin: HostPort? = Self.defaultAdmin, workers: Int = 0,
                 limits: Limits = Limits(), identities: [String: Identity] = [:], routes: [Route] = [],
                 accessLog: Bool = true, metrics: Bool = true, trustForwardedHeaders: Bool = false,
-                via: String = "oauth-relay") {
+                via: String = "oauth-relay", store: StoreConfig? = nil) {
         self.listen = listen
         self.admin = admin
         self.workers = workers
@@ -54,6 +56,7 @@ public struct RelayConfig: Sendable, Equatable {
         self.metrics = metrics
         self.trustForwardedHeaders = trustForwardedHeaders
         self.via = via
+        self.store = store
     }
 }
 
@@ -128,7 +131,7 @@ public struct Limits: Sendable, Equatable {
 extension DecodingContext {
     static let topLevelKeys = [
         "$schema", "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "metrics",
-        "trustForwardedHeaders", "via", "listenTls",
+        "trustForwardedHeaders", "via", "listenTls", "store",
     ]
 
     func decodeRelayConfig(_ root: JSONValue) -> RelayConfig? {
@@ -139,6 +142,7 @@ extension DecodingContext {
         object.field("$schema").map(checkIgnoredString)
         config.listen = object.parsed("listen", HostPort.parse) ?? config.listen
         config.listenTls = object.field("listenTls").flatMap(decodeTLSListener)
+        config.store = object.field("store").flatMap(decodeStore)
         if let field = object.field("admin") {
             if case .null = field.value.kind {
                 config.admin = nil
@@ -266,6 +270,11 @@ extension RelayConfig {
         check("$.admin", admin?.description ?? "null", new.admin?.description ?? "null")
         check("$.workers", String(workers), String(new.workers))
         check("$.metrics", String(metrics), String(new.metrics))
+        check("$.store.path", store?.path ?? "none", new.store?.path ?? "none")
+        if let before = store?.key, let after = new.store?.key, before != after {
+            // Never the key itself, nor its redacted tail.
+            errors.append("$.store.key: changed; this takes a restart, not a reload")
+        }
         return errors
     }
 }

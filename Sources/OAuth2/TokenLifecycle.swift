@@ -62,12 +62,17 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     private var fetchFollowsRefusal = false
     /// The current token was fetched because an upstream refused its predecessor.
     private var tokenFollowsRefusal = false
+    /// The token an upstream refused last: a store entry still holding it is not taken back.
+    /// (Never shown: the descriptions below name no token.)
+    private var refusedToken: String?
     /// Chooses the backoff's jitter.
     private var random: any RandomNumberGenerator & Sendable
 
     private struct InFlightFetch {
         var purpose: TokenRequest.Purpose
         var startedAt: Double
+        /// An operator asked for it: a stored token does not make it unnecessary.
+        var requested: Bool
     }
 
     public init(identity: Identity, backoff: BackoffPolicy = BackoffPolicy(),
@@ -167,7 +172,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             request = TokenRequest.grant(for: identity)
         }
         if request != nil {
-            inFlight = InFlightFetch(purpose: purpose, startedAt: now)
+            inFlight = InFlightFetch(purpose: purpose, startedAt: now, requested: refreshRequested)
             refreshRequested = false
         }
         return request
@@ -194,6 +199,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         }
         tokenFollowsRefusal = fetchFollowsRefusal
         fetchFollowsRefusal = false
+        refusedToken = nil
         consecutiveFailures = 0
         retryAt = nil
     }
@@ -234,6 +240,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public mutating func refused(token value: String, at now: Double, minimumAge: Double) -> Refusal {
         guard let current = token, current.value == value else { return .superseded }
         if tokenFollowsRefusal && now - current.issuedAt < minimumAge { return .kept }
+        refusedToken = current.value
         token = nil
         tokenFollowsRefusal = false
         fetchFollowsRefusal = true
@@ -254,6 +261,57 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         refreshToken = nil
         fetchFollowsRefusal = false
         tokenFollowsRefusal = false
+    }
+
+    // MARK: - A shared token store
+
+    /// The refresh token held (to be persisted with the token by a token store).
+    public var heldRefreshToken: Secret? { refreshToken }
+
+    /// What a token store's entry, read under its lock once a fetch has started, leaves to do.
+    public enum StoredEntryOutcome: Sendable {
+        /// The fetch is still needed: send this request (it may now use a stored refresh token).
+        case fetch(TokenRequest)
+        /// The stored token is good enough: the fetch ended without a request.
+        case satisfied
+    }
+
+    /// A fetch has started (`nextAction` said `.fetch`) and the identity's store entry was read
+    /// under its lock: `stored` and `storedRefreshToken` are what another process (or this one,
+    /// before a restart) wrote last, times already in this lifecycle's clock.
+    ///
+    /// A stored refresh token replaces the one held: every process writes the latest it got
+    /// under the lock, so it is the newest (a rotating IdP has revoked older ones). A stored
+    /// access token is taken when it is valid and newer than the one held (and is not one an
+    /// upstream refused). The fetch is then still needed unless the token held is not yet due
+    /// for a refresh and no operator asked for one.
+    public mutating func storedEntryRead(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, at now: Double) -> StoredEntryOutcome {
+        guard let fetch = inFlight else { return .satisfied }
+        if let storedRefreshToken { refreshToken = storedRefreshToken }
+        if let stored, stored.isValid(at: now), stored.value != token?.value, stored.value != refusedToken,
+           stored.expiresAt > (token?.expiresAt ?? -Double.infinity) {
+            tokenCount += 1
+            token = AccessToken(value: stored.value, type: stored.type, issuedAt: stored.issuedAt, expiresAt: stored.expiresAt,
+                                refreshAt: stored.refreshAt, scope: stored.scope, serial: tokenCount)
+            consecutiveFailures = 0
+            retryAt = nil
+        }
+        if !fetch.requested, let token, token.refreshAt > now {
+            inFlight = nil
+            return .satisfied
+        }
+        let purpose = nextPurpose ?? fetch.purpose
+        let request: TokenRequest?
+        switch purpose {
+        case .refresh: request = refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0) }
+        case .grant: request = TokenRequest.grant(for: identity)
+        }
+        guard let request else {
+            inFlight = nil
+            return .satisfied
+        }
+        inFlight?.purpose = purpose
+        return .fetch(request)
     }
 
     // MARK: - Descriptions (never a token)

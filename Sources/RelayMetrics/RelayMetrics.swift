@@ -12,6 +12,7 @@
 //   oauth_relay_upstream_queued_exchanges{worker}                   gauge (exchanges waiting for an upstream connection)
 //   oauth_relay_token_requests_total{identity,outcome}              counter (token thread)
 //   oauth_relay_token_expiry_timestamp_seconds{identity}            gauge (Unix time; 0 without a token)
+//   oauth_relay_token_store_operations_total{identity,operation,outcome}  counter (token thread)
 //   oauth_relay_config_reloads_total{outcome}                       counter
 //   oauth_relay_config_last_reload_success_timestamp_seconds        gauge
 
@@ -54,6 +55,10 @@ public final class RelayMetrics: Sendable {
         }
         static var tokenExpiry: MetricNameDescriptor {
             describe("token_expiry_timestamp", "seconds", "When the identity's access token expires (Unix time; 0: no token).")
+        }
+        static var storeOperations: MetricNameDescriptor {
+            describe("token_store_operations", "total",
+                     "Token store operations on the identity's entry (read, write, remove, lock), by outcome.")
         }
         static var reloads: MetricNameDescriptor {
             describe("config_reloads", "total", "Configuration reloads, by outcome (applied or rejected).")
@@ -110,6 +115,12 @@ public final class RelayMetrics: Sendable {
     /// count what happened).
     public func identityRemoved(_ identity: String) {
         registry.unregisterGauge(registry.makeGauge(descriptor: Series.tokenExpiry, labels: [("identity", identity)]))
+    }
+
+    /// The token thread read, wrote, removed or locked an identity's token store entry.
+    public func tokenStoreOperation(identity: String, operation: String, outcome: String) {
+        registry.makeCounter(descriptor: Series.storeOperations,
+                             labels: [("identity", identity), ("operation", operation), ("outcome", outcome)]).increment()
     }
 
     public func reloadEnded(applied: Bool) {

@@ -8,6 +8,7 @@ import HTTPClient
 import Logging
 import OAuth2
 import TLS
+import TokenStore
 
 /// Runs on the token loop only.
 final class TokenFetcher {
@@ -28,12 +29,15 @@ final class TokenFetcher {
     private var inFlight: [Int: HTTPClientCall] = [:]
     private var lifetimeWarnings = LifetimeWarningMemory()
     private var stopping = false
+    /// The token store, when the configuration has one (TokenPersistence.swift).
+    private let persistence: TokenPersistence?
 
-    init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, observer: (any TokenObserver)?) {
+    init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, observer: (any TokenObserver)?, store: TokenStore? = nil) {
         self.loop = loop
         self.limits = limits
         self.logger = logger
         self.observer = observer
+        persistence = store.map { TokenPersistence(store: $0, loop: loop, logger: logger, observer: observer) }
         wakeup = LoopWakeup(loop: loop) { [unowned self] in
             for message in inbox.takeAll() where !stopping { handle(message) }
             // A retired identity goes once nothing waits for it and its last request ended.
@@ -54,6 +58,8 @@ final class TokenFetcher {
             runNextAction(tokens)
         case .fetchEnded(let tokens, let outcome):
             record(outcome, for: tokens)
+        case .removeStored(let tokens):
+            persistence?.remove(tokens)
         case .stop:
             stop()
         }
@@ -64,6 +70,7 @@ final class TokenFetcher {
         for tokens in identities where !inForce.contains(tokens.slot) {
             timers.removeValue(forKey: tokens.slot)?.close()
             lifetimeWarnings.forget(slot: tokens.slot)
+            persistence?.forget(slot: tokens.slot)
             retired.append(tokens)
         }
         for tokens in update.identities where timers[tokens.slot] == nil {
@@ -88,11 +95,50 @@ final class TokenFetcher {
         switch tokens.update({ $0.nextAction(at: now) }) {
         case .fetch(let request):
             timers[tokens.slot]?.stop()
-            send(request, for: tokens)
+            guard let persistence else { return send(request, for: tokens) }
+            // With a store: the entry's lock first, then the entry, then maybe the request.
+            let wait = Double(limits.connectTimeoutMilliseconds + limits.responseTimeoutMilliseconds) / 1000
+            persistence.withLock(tokens, until: now + wait, locked: { [unowned self] in
+                fetchAfterReadingStore(tokens)
+            }, timedOut: { [unowned self] in
+                handle(.fetchEnded(tokens, .failure(.unreachable(
+                    reason: "the token store entry stayed locked by another process for \(Int(wait.rounded())) s"))))
+            })
         case .sleep(let due):
             timers[tokens.slot]?.start(afterMilliseconds: UInt64(max(0, (due - now) * 1000).rounded(.up)))
         case .idle:
             timers[tokens.slot]?.stop()
+        }
+    }
+
+    /// Holding the entry's lock: reads the entry, and sends a token request only if what it holds
+    /// does not do (another process may have just refreshed).
+    private func fetchAfterReadingStore(_ tokens: IdentityTokens) {
+        guard !stopping, let persistence else { return }
+        let stored = persistence.read(tokens)
+        let now = monotonicSeconds()
+        var outcome = TokenLifecycle.StoredEntryOutcome.satisfied
+        var adopted: AccessToken?
+        tokens.publish { lifecycle in
+            let before = lifecycle.token?.serial
+            outcome = lifecycle.storedEntryRead(stored.token, refreshToken: stored.refreshToken, at: now)
+            adopted = lifecycle.token?.serial != before ? lifecycle.token : nil
+            return adopted != nil
+        }
+        if let adopted {
+            logger.info("token read from store", metadata: ["identity": .string(tokens.identity.name),
+                                                           "expires_in": .stringConvertible(Int(adopted.expiresAt - now))])
+            if isInForce(tokens) {
+                observer?.tokenExpiryChanged(identity: tokens.identity.name,
+                                             unixTime: Date().timeIntervalSince1970 + adopted.expiresAt - now)
+            }
+        }
+        switch outcome {
+        case .fetch(let request):
+            send(request, for: tokens)
+        case .satisfied:
+            persistence.unlock(tokens)
+            runNextAction(tokens)
         }
     }
 
@@ -121,7 +167,8 @@ final class TokenFetcher {
         let started = monotonicSeconds()
         inFlight[tokens.slot] = sendHTTPRequest(httpRequest, on: loop, limits: limits) { [self] result in
             inFlight[tokens.slot] = nil
-            guard !stopping else { return }
+            // Stopping, only a request holding its store lock was let finish (see `stop`).
+            guard !stopping || persistence?.holdsLock(tokens) == true else { return }
             let outcome: Result<TokenResponse, TokenEndpointError>
             switch result {
             case .success(let response):
@@ -136,21 +183,59 @@ final class TokenFetcher {
             case .failure(let error):
                 outcome = .failure(.unreachable(reason: error.description))
             }
-            handle(.fetchEnded(tokens, outcome))
+            if stopping {
+                keepWhileStopping(outcome, for: tokens)
+            } else {
+                handle(.fetchEnded(tokens, outcome))
+            }
         }
+    }
+
+    /// A request let finish while stopping: its token, and above all the refresh token a rotating
+    /// IdP may have just replaced (revoking the one sent), go to the store for the next process.
+    private func keepWhileStopping(_ outcome: Result<TokenResponse, TokenEndpointError>, for tokens: IdentityTokens) {
+        guard let persistence else { return }
+        if case .success(let response) = outcome {
+            let now = monotonicSeconds()
+            let kept = tokens.update { lifecycle -> (AccessToken?, Secret?) in
+                lifecycle.fetchSucceeded(response, at: now)
+                return (lifecycle.token, lifecycle.heldRefreshToken)
+            }
+            persistence.write(kept.0, refreshToken: kept.1, for: tokens)
+        }
+        persistence.unlock(tokens)
     }
 
     /// A token request ended: record its outcome and wake the requests waiting for it.
     private func record(_ outcome: Result<TokenResponse, TokenEndpointError>, for tokens: IdentityTokens) {
         let now = monotonicSeconds()
         let name = tokens.identity.name
+        if let persistence, case .success(let response) = outcome {
+            // Kept before any request gets it: what the lifecycle will hold once it has the answer.
+            let kept = tokens.update { lifecycle -> (AccessToken?, Secret?) in
+                var after = lifecycle
+                after.fetchSucceeded(response, at: now)
+                return (after.token, after.heldRefreshToken)
+            }
+            persistence.write(kept.0, refreshToken: kept.1, for: tokens)
+        }
         // The result and the wake-up of the requests waiting for it, in one step.
+        var refreshTokenDropped = false
+        var held: (AccessToken?, Secret?) = (nil, nil)
         tokens.publish { lifecycle in
+            let refreshTokenBefore = lifecycle.heldRefreshToken
             switch outcome {
             case .success(let response): lifecycle.fetchSucceeded(response, at: now)
             case .failure(let error): lifecycle.fetchFailed(error, at: now)
             }
+            refreshTokenDropped = refreshTokenBefore != nil && lifecycle.heldRefreshToken == nil
+            held = (lifecycle.token, lifecycle.heldRefreshToken)
             return true
+        }
+        if let persistence {
+            // A refresh token the IdP refused is dropped from the store too, so no process sends it again.
+            if refreshTokenDropped { persistence.write(held.0, refreshToken: held.1, for: tokens) }
+            persistence.unlock(tokens)
         }
         switch outcome {
         case .success(let response):
@@ -186,8 +271,12 @@ final class TokenFetcher {
 
     private func stop() {
         stopping = true
-        for call in inFlight.values { call.cancel() }
-        inFlight.removeAll()
+        // A request holding its store lock may already have made the IdP rotate the refresh
+        // token: abandoning it would lose the new one for every process on the store. It is let
+        // finish (bounded by the token request timeouts) and the loop ends after it.
+        for (slot, call) in inFlight where persistence?.holdsLock(slot: slot) != true { call.cancel() }
+        inFlight = inFlight.filter { persistence?.holdsLock(slot: $0.key) == true }
+        persistence?.stop()
         for timer in timers.values { timer.close() }
         timers.removeAll()
         wakeup.close()

@@ -22,6 +22,8 @@ enum TokenMessage: Sendable {
     /// Something changed that may make a fetch due (a token dropped or forgotten, an operator's
     /// refresh): look at this identity again.
     case reconsider(IdentityTokens)
+    /// An operator forgot the identity's tokens: remove its token store entry.
+    case removeStored(IdentityTokens)
     /// A token request ended (posted by the token loop itself).
     case fetchEnded(IdentityTokens, Result<TokenResponse, TokenEndpointError>)
     /// Stop: abandon token requests under way and let the loop end.
@@ -73,7 +75,7 @@ extension TokenMessage {
     fileprivate var coalescingIdentity: IdentityTokens? {
         switch self {
         case .needToken(let tokens), .reconsider(let tokens): tokens
-        case .adopt, .fetchEnded, .stop: nil
+        case .adopt, .fetchEnded, .removeStored, .stop: nil
         }
     }
 

@@ -27,8 +27,13 @@ public protocol TokenObserver: Sendable {
     /// An upstream refused the identity's token (a `retryOnStatus` answer), and the relay
     /// dropped it to fetch another (`refetch`) or kept it and let the answer through.
     func upstreamRefusedToken(identity: String, refetch: Bool)
+    /// The token thread used the identity's token store entry: `operation` is `read` (outcome
+    /// `found`, `empty`, `other_settings`, `moved_aside`, `failed`), `write` or `remove` (`ok`,
+    /// `failed`), or `lock` (`acquired`, `timed_out`, `failed`).
+    func tokenStoreOperation(identity: String, operation: String, outcome: String)
 }
 
 extension TokenObserver {
     public func upstreamRefusedToken(identity: String, refetch: Bool) {}
+    public func tokenStoreOperation(identity: String, operation: String, outcome: String) {}
 }

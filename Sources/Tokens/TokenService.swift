@@ -18,6 +18,7 @@ import OAuth2
 import Locking
 import Synchronization
 import TLS
+import TokenStore
 
 /// What `TokenService.replace` did, by identity name.
 public struct TokenSetChange: Sendable {
@@ -43,7 +44,7 @@ public final class TokenService: Sendable {
     /// `tls`: the TLS configuration of each identity whose token endpoint is https.
     public static func start(identities: [String: Identity], tls: [String: TLSConfiguration] = [:],
                              limits: HTTPClientLimits, logger: Logger,
-                             observer: (any TokenObserver)? = nil) throws -> TokenService {
+                             observer: (any TokenObserver)? = nil, store: TokenStore? = nil) throws -> TokenService {
         let (thread, outcome) = WorkerThread.start { (report: (Result<TokenInbox, any Error>) -> Void) in
             let loop: EventLoop
             do {
@@ -52,7 +53,7 @@ public final class TokenService: Sendable {
                 report(.failure(error))
                 return
             }
-            let fetcher = TokenFetcher(loop: loop, limits: limits, logger: logger, observer: observer)
+            let fetcher = TokenFetcher(loop: loop, limits: limits, logger: logger, observer: observer, store: store)
             report(.success(fetcher.inbox))
             loop.run()
             try? loop.close()
@@ -152,13 +153,15 @@ public final class TokenService: Sendable {
         inbox.post(.reconsider(tokens))
     }
 
-    /// Forgets the token and refresh token of `tokens`. Thread-safe.
+    /// Forgets the token and refresh token of `tokens`, and its token store entry. Thread-safe.
     public func forget(_ tokens: IdentityTokens) {
         tokens.publish { lifecycle in
             lifecycle.forget()
             return true
         }
         observer?.tokenExpiryChanged(identity: tokens.identity.name, unixTime: nil)
+        // Before the reconsider: the fetch it starts must not read the forgotten entry back.
+        inbox.post(.removeStored(tokens))
         inbox.post(.reconsider(tokens))
     }
 

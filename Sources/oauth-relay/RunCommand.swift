@@ -8,6 +8,7 @@ import OAuth2
 import Proxy
 import RelayMetrics
 import Tokens
+import TokenStore
 
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "run", abstract: "Serve with the given configuration file.")
@@ -51,6 +52,13 @@ func validateConfig(path: String) -> Result<LoadedConfig, ConfigErrorLines> {
             errors.append("\(error.path): \(error)")
         }
     }
+    if let store = config.store {
+        do throws(StoreError) {
+            try TokenStore.check(path: store.path, key: TokenStore.key(base64: store.key.value))
+        } catch {
+            errors.append("$.store: \(error)")
+        }
+    }
     let (tls, tlsErrors, tlsWarnings) = ClientTLS.build(for: config)
     errors += tlsErrors
     for warning in tlsWarnings {
@@ -81,7 +89,20 @@ func loadConfig(path: String) throws -> LoadedConfig {
 func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger,
                        observer: (any TokenObserver)? = nil) throws -> TokenService {
     try TokenService.start(identities: config.identities, tls: tls.identities, limits: tokenClientLimits(config),
-                           logger: logger, observer: observer)
+                           logger: logger, observer: observer, store: try openTokenStore(config, logger: logger))
+}
+
+/// The token store of `config`, if it has one. A store that cannot be used (a wrong key, a
+/// directory others may write to) is a start-up error naming it, never a crash.
+func openTokenStore(_ config: RelayConfig, logger: Logger) throws -> TokenStore? {
+    guard let settings = config.store else { return nil }
+    do throws(StoreError) {
+        return try TokenStore(path: settings.path, key: TokenStore.key(base64: settings.key.value))
+    } catch {
+        logger.critical("cannot open the token store", metadata: ["store": .string(settings.path), "error": .string("\(error)")])
+        FileHandleOutput.standardError("oauth-relay: cannot open the token store: \(error)\n")
+        throw ExitCode(1)
+    }
 }
 
 /// Token requests time out like upstream exchanges, but after 30 s at most, and as total
@@ -206,5 +227,9 @@ struct TokenMetrics: TokenObserver {
 
     func upstreamRefusedToken(identity: String, refetch: Bool) {
         metrics.upstreamRefusedToken(identity: identity, refetch: refetch)
+    }
+
+    func tokenStoreOperation(identity: String, operation: String, outcome: String) {
+        metrics.tokenStoreOperation(identity: identity, operation: operation, outcome: outcome)
     }
 }

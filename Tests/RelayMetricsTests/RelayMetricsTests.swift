@@ -73,6 +73,16 @@ final class RelayMetricsTests: XCTestCase {
         XCTAssertEqual(values[#"oauth_relay_connections{side="upstream",worker="3"}"#], 1)
     }
 
+    func testTokenStoreOperationsAreCountedByOperationAndOutcome() {
+        let metrics = RelayMetrics()
+        metrics.tokenStoreOperation(identity: "orders", operation: "read", outcome: "found")
+        metrics.tokenStoreOperation(identity: "orders", operation: "write", outcome: "ok")
+        metrics.tokenStoreOperation(identity: "orders", operation: "write", outcome: "ok")
+        let values = samples(metrics)
+        XCTAssertEqual(values[#"oauth_relay_token_store_operations_total{identity="orders",operation="read",outcome="found"}"#], 1)
+        XCTAssertEqual(values[#"oauth_relay_token_store_operations_total{identity="orders",operation="write",outcome="ok"}"#], 2)
+    }
+
     func testTokenSeriesAndARemovedIdentityLosesItsExpiryButNotItsCounts() {
         let metrics = RelayMetrics()
         metrics.tokenRequestEnded(identity: "orders", outcome: "success")

@@ -43,7 +43,7 @@ JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 JWT_TYPE = "urn:ietf:params:oauth:token-type:jwt"
 
 # Files the sample configs name by relative path (resolved against the config's directory).
-SECRET_FILE, CERT_FILE, KEY_FILE = "secret.txt", "cert.pem", "key.pem"
+SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE = "secret.txt", "cert.pem", "key.pem", "store.key"
 # client_secret_jwt signs with HS256, whose key must be at least 32 bytes (RFC 7518 §3.2).
 JWT_SECRET = "sample-client-secret-of-32-bytes-or-more"
 JWT_SECRET_FILE = "jwt-secret.txt"
@@ -60,6 +60,7 @@ def material(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("config-material")
     (directory / SECRET_FILE).write_text("  sample-secret-value\n")
     (directory / JWT_SECRET_FILE).write_text(JWT_SECRET + "\n")
+    (directory / STORE_KEY_FILE).write_text(base64.b64encode(bytes(32)).decode() + "\n")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-keyout", str(directory / KEY_FILE), "-out", str(directory / CERT_FILE), "-days", "2",
                     "-subj", "/CN=localhost"], check=True, capture_output=True, timeout=scaled(30))
@@ -68,6 +69,7 @@ def material(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def workdir(tmp_path, material) -> Path:
+    for name in (SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE):
     for name in (SECRET_FILE, JWT_SECRET_FILE, CERT_FILE, KEY_FILE):
         shutil.copy(material / name, tmp_path / name)
     return tmp_path
@@ -182,6 +184,7 @@ DECODER_LOCATIONS = {
     "decodeRelayConfig": ["$"],
     "decodeLimits": ["$.limits"],
     "decodeTLSListener": ["$.listenTls"],
+    "decodeStore": ["$.store"],
     "decodeRoute": ["$.routes[]"],
     "decodeRouteMatch": ["$.routes[].match"],
     "decodeInjection": ["$.routes[].inject"],
@@ -347,6 +350,8 @@ HTTP_UPSTREAM = "http://127.0.0.1:9001"
 HTTPS_UPSTREAM = "https://api.example.test"
 PIN = "sha256/" + base64.b64encode(bytes(range(32))).decode()
 LISTEN_TLS = {"address": "127.0.0.1:18443", "certFile": CERT_FILE, "keyFile": KEY_FILE}
+STORE_KEY = base64.b64encode(bytes(range(32))).decode()
+STORE = {"path": "token-store", "key": STORE_KEY}
 
 
 def route(**keys) -> dict:
@@ -403,6 +408,10 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.listenTls": {"listenTls": LISTEN_TLS},
     **{f"$.listenTls.{key}": {"listenTls": LISTEN_TLS} for key in LISTEN_TLS},
     "$.listenTls.clientCaFile": {"listenTls": {**LISTEN_TLS, "clientCaFile": CERT_FILE}},
+    "$.store": {"store": STORE},
+    "$.store.path": {"store": {**STORE, "path": "state/tokens-not-yet-created"}},
+    "$.store.key": {"store": STORE},
+    "$.store.keyFile": {"store": {"path": "token-store", "keyFile": STORE_KEY_FILE}},
     "$.routes[].name": route(name="orders"),
     "$.routes[].match": route(match={}),
     "$.routes[].match.host": route(match={"host": "*.example.test"}),
@@ -676,6 +685,8 @@ REJECTED_BY_BOTH = [
     ("identity name with a space", {"identities": {"my svc": identity()["identities"]["svc"]}},
      '$.identities["my svc"]'),
     ("resource with a fragment", identity(resource="https://orders.internal/#x"), "$.identities.svc.resource"),
+    ("store without a key", {"store": {"path": "token-store"}}, "$.store.key"),
+    ("store key inline and as file", {"store": {**STORE, "keyFile": STORE_KEY_FILE}}, "$.store.keyFile"),
     ("listenTls without keyFile", {"listenTls": {"address": "127.0.0.1:18443", "certFile": CERT_FILE}},
      "$.listenTls.keyFile"),
 ]

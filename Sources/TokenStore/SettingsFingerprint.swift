@@ -1,0 +1,59 @@
+import OAuth2
+import TLS
+
+/// A digest of the identity settings a stored token depends on: the client, the token endpoint,
+/// the grant (with its user name, not its secrets), scope, audience and resource. An entry whose
+/// fingerprint differs from the identity's current one is never used, so changing any of them
+/// (a new client, another scope) costs a fresh token instead of a token for other settings.
+///
+/// Secrets are left out entirely, not hashed: the fingerprint is stored in the clear in the
+/// entry's header, and a digest of a low-entropy password could be guessed offline. A rotated
+/// client secret keeps the token, which was issued to the same client.
+public struct SettingsFingerprint: Sendable, Equatable, CustomStringConvertible {
+    public static let byteCount = 32
+    public let bytes: [UInt8]
+
+    public init(bytes: [UInt8]) {
+        precondition(bytes.count == Self.byteCount, "a settings fingerprint is 32 bytes")
+        self.bytes = bytes
+    }
+
+    /// SHA-256 over a canonical encoding: each part as a label and a length-prefixed value, in a
+    /// fixed order, so no two different settings encode alike.
+    public init(_ identity: Identity) {
+        var parts: [(String, String?)] = [
+            ("format", "1"),
+            ("tokenUrl", identity.tokenUrl.description),
+            ("clientAuth", identity.clientAuth.name),
+            ("clientId", identity.clientAuth.clientId),
+            ("grant", identity.grant.grantType),
+            ("scope", identity.scope),
+            ("audience", identity.audience),
+        ]
+        if case .password(let username, _) = identity.grant { parts.append(("username", username)) }
+        for resource in identity.resource { parts.append(("resource", resource)) }
+        var encoding: [UInt8] = []
+        for (label, value) in parts {
+            Self.append(label, to: &encoding)
+            if let value {
+                encoding.append(1)
+                Self.append(value, to: &encoding)
+            } else {
+                encoding.append(0)
+            }
+        }
+        self.init(bytes: SHA256.hash(encoding))
+    }
+
+    private static func append(_ text: String, to encoding: inout [UInt8]) {
+        let bytes = Array(text.utf8)
+        let count = UInt32(bytes.count)
+        encoding += [UInt8(count >> 24 & 0xff), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
+        encoding += bytes
+    }
+
+    /// The first 8 bytes in hex: enough to tell two apart in a log.
+    public var description: String {
+        bytes.prefix(8).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
+}

@@ -1,0 +1,174 @@
+// The bytes of one token store entry (format version 1), with no file system involved:
+//
+//   offset  size  field
+//   0       4     magic "ORTS"
+//   4       1     format version (1)
+//   5       8     key id: the first 8 bytes of HMAC-SHA256(key, "oauth-relay token store key id")
+//   13      32    settings fingerprint (SettingsFingerprint)
+//   45      12    nonce, fresh for every write
+//   57      n     ciphertext of the plaintext below (AES-256-GCM)
+//   57+n    16    tag
+//
+// The associated data is "oauth-relay token store" 0x00, the version, the identity name
+// (length-prefixed) and the fingerprint, so an entry copied onto another identity's file, or
+// written for other settings, does not open. The key id and the fingerprint are in the clear
+// only so that a reader can tell "another key" and "other settings" from corruption; neither
+// tells anything about the key or a token (an HMAC output, a digest without secrets).
+//
+// The plaintext is a list of tagged fields (`Tag`): the access token, its type, the Unix times
+// it was requested and expires, its scope, the refresh token and the subject.
+
+import OAuth2
+import TLS
+
+public enum StoreEntry {
+    public static let formatVersion: UInt8 = 1
+    static let magic: [UInt8] = Array("ORTS".utf8)
+    static let keyIDByteCount = 8
+    static let headerByteCount = 4 + 1 + keyIDByteCount + SettingsFingerprint.byteCount
+
+    /// Why bytes did not read as an entry for this identity, settings and key.
+    public enum ReadFailure: Error, Equatable, Sendable, CustomStringConvertible {
+        /// Not an entry of a version this relay reads, or damaged (a tag that does not verify,
+        /// a plaintext that is no entry).
+        case corrupt(String)
+        /// Written with another key.
+        case otherKey
+        /// Written for other settings of the identity: valid, but not to be used.
+        case otherSettings
+
+        public var description: String {
+            switch self {
+            case .corrupt(let reason): reason
+            case .otherKey: "written with another key"
+            case .otherSettings: "written for other settings of the identity"
+            }
+        }
+    }
+
+    /// The key's id as stored in each entry's header.
+    public static func keyID(of key: SymmetricKey) -> [UInt8] {
+        // HMAC with a non-empty key fails only when OpenSSL cannot allocate.
+        let code = (try? HMACSHA256.authenticationCode(for: Array("oauth-relay token store key id".utf8), key: key)) ?? []
+        return Array(code.prefix(keyIDByteCount))
+    }
+
+    /// The key id in an entry's header, if it has a header of this format.
+    public static func keyID(inEntry bytes: [UInt8]) -> [UInt8]? {
+        guard bytes.count >= headerByteCount, Array(bytes.prefix(4)) == magic, bytes[4] == formatVersion else { return nil }
+        return Array(bytes[5..<(5 + keyIDByteCount)])
+    }
+
+    /// The entry's bytes, sealed under a fresh nonce (or `nonce`, in tests).
+    public static func encode(_ token: StoredToken, identity: String, fingerprint: SettingsFingerprint, key: SymmetricKey,
+                              nonce: [UInt8]? = nil) throws(CryptoError) -> [UInt8] {
+        let header = magic + [formatVersion] + keyID(of: key) + fingerprint.bytes
+        let box = try AESGCM.seal(plaintext(of: token), key: key,
+                                  authenticating: associatedData(identity: identity, fingerprint: fingerprint), nonce: nonce)
+        return header + box.combined
+    }
+
+    /// The token in `bytes`, if they are an entry for `identity` with `fingerprint` under `key`.
+    public static func decode(_ bytes: [UInt8], identity: String, fingerprint: SettingsFingerprint,
+                              key: SymmetricKey) throws(ReadFailure) -> StoredToken {
+        guard bytes.count >= headerByteCount else { throw .corrupt("shorter than an entry's header") }
+        guard Array(bytes.prefix(4)) == magic else { throw .corrupt("not a token store entry") }
+        guard bytes[4] == formatVersion else { throw .corrupt("entry format version \(bytes[4]) is not 1") }
+        guard ConstantTime.equal(Array(bytes[5..<(5 + keyIDByteCount)]), keyID(of: key)) else { throw .otherKey }
+        guard Array(bytes[(5 + keyIDByteCount)..<headerByteCount]) == fingerprint.bytes else { throw .otherSettings }
+        let box: AESGCM.SealedBox
+        do {
+            box = try AESGCM.SealedBox(combined: Array(bytes[headerByteCount...]))
+        } catch {
+            throw .corrupt("truncated")
+        }
+        let plaintext: [UInt8]
+        do {
+            plaintext = try AESGCM.open(box, key: key, authenticating: associatedData(identity: identity, fingerprint: fingerprint))
+        } catch {
+            throw .corrupt("does not decrypt (damaged, or not this identity's entry)")
+        }
+        guard let token = token(from: plaintext) else { throw .corrupt("decrypts to no entry") }
+        return token
+    }
+
+    /// The associated data of an identity's entries, for the fuzz target, which seals its own
+    /// plaintexts to reach the field reader.
+    public static func associatedDataForTesting(identity: String, fingerprint: SettingsFingerprint) -> [UInt8] {
+        associatedData(identity: identity, fingerprint: fingerprint)
+    }
+
+    static func associatedData(identity: String, fingerprint: SettingsFingerprint) -> [UInt8] {
+        let name = Array(identity.utf8)
+        let count = UInt16(clamping: name.count)
+        return Array("oauth-relay token store".utf8) + [0, formatVersion, UInt8(count >> 8), UInt8(count & 0xff)]
+            + name.prefix(Int(count)) + fingerprint.bytes
+    }
+
+    // MARK: - Plaintext
+
+    /// Plaintext fields, each written as tag, 4-byte big-endian length, bytes; tags strictly
+    /// increasing. A binary form rather than JSON so that reading it is exact and small (the
+    /// fuzz target holds it to: what decodes encodes to the same bytes).
+    enum Tag: UInt8 {
+        case accessValue = 1, accessType, issuedAt, expiresAt, scope, refreshToken, subject
+    }
+
+    static func plaintext(of token: StoredToken) -> [UInt8] {
+        var bytes: [UInt8] = []
+        func append(_ tag: Tag, _ value: [UInt8]) {
+            let count = UInt32(value.count)
+            bytes += [tag.rawValue, UInt8(count >> 24 & 0xff), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
+            bytes += value
+        }
+        func time(_ value: Double) -> [UInt8] {
+            withUnsafeBytes(of: value.bitPattern.bigEndian) { Array($0) }
+        }
+        if let access = token.access {
+            append(.accessValue, Array(access.value.value.utf8))
+            append(.accessType, Array(access.type.utf8))
+            append(.issuedAt, time(access.issuedAt))
+            append(.expiresAt, time(access.expiresAt))
+            if let scope = access.scope { append(.scope, Array(scope.utf8)) }
+        }
+        if let refreshToken = token.refreshToken { append(.refreshToken, Array(refreshToken.value.utf8)) }
+        if let subject = token.subject { append(.subject, Array(subject.utf8)) }
+        return bytes
+    }
+
+    /// The token in a decrypted plaintext; nil unless it is exactly what `plaintext(of:)` writes.
+    static func token(from plaintext: [UInt8]) -> StoredToken? {
+        var fields: [Tag: [UInt8]] = [:]
+        var offset = 0
+        var last: UInt8 = 0
+        while offset < plaintext.count {
+            guard plaintext.count - offset >= 5, let tag = Tag(rawValue: plaintext[offset]), tag.rawValue > last else { return nil }
+            let count = plaintext[(offset + 1)...(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
+            offset += 5
+            guard plaintext.count - offset >= count else { return nil }
+            fields[tag] = Array(plaintext[offset..<(offset + count)])
+            offset += count
+            last = tag.rawValue
+        }
+        func text(_ tag: Tag) -> String?? {
+            guard let bytes = fields[tag] else { return .some(nil) }
+            // Only valid UTF-8 round-trips; anything else is damage.
+            guard let string = String(validating: bytes, as: UTF8.self) else { return nil }
+            return .some(string)
+        }
+        func time(_ tag: Tag) -> Double? {
+            guard let bytes = fields[tag], bytes.count == 8 else { return nil }
+            let value = Double(bitPattern: bytes.reduce(0) { $0 << 8 | UInt64($1) })
+            return value.isFinite ? value : nil
+        }
+        guard let value = text(.accessValue), let type = text(.accessType), let scope = text(.scope),
+              let refreshToken = text(.refreshToken), let subject = text(.subject) else { return nil }
+        var token = StoredToken(access: nil, refreshToken: refreshToken.map(Secret.init), subject: subject)
+        let accessTags: [Tag] = [.accessValue, .accessType, .issuedAt, .expiresAt]
+        if accessTags.contains(where: { fields[$0] != nil }) || scope != nil {
+            guard let value, let type, let issuedAt = time(.issuedAt), let expiresAt = time(.expiresAt) else { return nil }
+            token.access = StoredToken.Access(value: Secret(value), type: type, issuedAt: issuedAt, expiresAt: expiresAt, scope: scope)
+        }
+        return token
+    }
+}

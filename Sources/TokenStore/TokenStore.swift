@@ -1,0 +1,184 @@
+// TokenStore: encrypted, crash-safe persistence of each identity's tokens in one directory,
+// shared by every relay process and `oauth-relay token` on the machine.
+//
+// Files (names from the identity, which Config restricts to letters, digits, ".", "_", "-"):
+//   identity-NAME.token          the entry (StoreEntry.swift), 0600, replaced atomically
+//   identity-NAME.lock           the entry's flock (EntryLock.swift), 0600, never removed
+//   .identity-NAME.token.tmp-…   a write in progress; ignored by readers (a leftover of a killed
+//                                process is harmless and removed by the next write of that entry)
+//   identity-NAME.token.corrupt-TIME   an entry that did not open, moved aside once
+//
+// Protocol for a fetch (driven by the token thread, Tokens/TokenFetcher.swift): take the
+// entry's lock, read the entry, fetch only if it is still not good enough, write, release. So
+// N processes refreshing at once make one token request, and a rotated refresh token is never
+// lost. Reading and writing need no lock of their own: a write is an atomic rename.
+//
+// No method here logs: the caller decides what to tell (a moved-aside entry is one warning),
+// and no error or description carries a token or the key.
+
+import Foundation
+import OAuth2
+import TLS
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What reading an identity's entry found.
+public enum StoreRead: Sendable, Equatable {
+    /// No entry (or only one being written).
+    case empty
+    case found(StoredToken)
+    /// An entry for other settings of the identity (another client, scope, …): not used, and
+    /// replaced by the next write.
+    case otherSettings
+    /// The entry did not open; it was renamed to `movedTo` and the identity starts empty.
+    case movedAside(reason: String, movedTo: String)
+}
+
+public final class TokenStore: Sendable {
+    /// The directory.
+    public let path: String
+    private let key: SymmetricKey
+
+    /// Opens the store in `path`, creating the directory (0700) if needed. Throws when the
+    /// directory is unsafe, and `wrongKey` when its entries were all written with another key.
+    public init(path: String, key: SymmetricKey) throws(StoreError) {
+        guard key.byteCount == AESGCM.keyByteCount else { throw .invalidKey("it is \(key.byteCount) bytes, not 32") }
+        self.path = path
+        self.key = key
+        try StoreDirectory.prepare(path)
+        try Self.verifyKey(key, in: path)
+    }
+
+    /// The key from its base64 text (`store.key`, or a key file's content, trimmed).
+    public static func key(base64 text: String) throws(StoreError) -> SymmetricKey {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let bytes = Data(base64Encoded: trimmed).map(Array.init) else { throw .invalidKey("not base64 (create one with `openssl rand -base64 32`)") }
+        guard bytes.count == AESGCM.keyByteCount else {
+            throw .invalidKey("it decodes to \(bytes.count) bytes, not 32 (create one with `openssl rand -base64 32`)")
+        }
+        return SymmetricKey(bytes)
+    }
+
+    /// Checks a store the way opening it would, without creating or changing anything (for
+    /// `check`): the directory's ownership and mode, and that its entries were written with
+    /// `key`. A missing directory is fine when its parent exists (it is created at start).
+    public static func check(path: String, key: SymmetricKey) throws(StoreError) {
+        guard key.byteCount == AESGCM.keyByteCount else { throw .invalidKey("it is \(key.byteCount) bytes, not 32") }
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            // Created at start, with any missing parent: the nearest existing one must be a directory.
+            var ancestor = StoreDirectory.parentOf(path)
+            while stat(ancestor, &info) != 0 && ancestor != StoreDirectory.parentOf(ancestor) { ancestor = StoreDirectory.parentOf(ancestor) }
+            guard info.st_mode & S_IFMT == S_IFDIR else {
+                throw .unsafeDirectory(path: path, reason: "it cannot be created under \(ancestor), which is not a directory")
+            }
+            return
+        }
+        try StoreDirectory.check(path)
+        try verifyKey(key, in: path)
+    }
+
+    // MARK: - Entries
+
+    public func read(identity: String, fingerprint: SettingsFingerprint) throws(StoreError) -> StoreRead {
+        let file = try entryPath(identity)
+        guard let bytes = try StoreDirectory.contents(file) else { return .empty }
+        do throws(StoreEntry.ReadFailure) {
+            return .found(try StoreEntry.decode(bytes, identity: identity, fingerprint: fingerprint, key: key))
+        } catch .otherSettings {
+            return .otherSettings
+        } catch {
+            // `verifyKey` found this key in use when the store opened, so an entry with another
+            // key id is damage (or a stray file), like any other that does not open.
+            let movedTo = file + ".corrupt-" + timestamp()
+            guard rename(file, movedTo) == 0 else {
+                if errno == ENOENT { return .empty }
+                throw .io(path: file, operation: "rename", reason: errnoText())
+            }
+            return .movedAside(reason: error.description, movedTo: movedTo)
+        }
+    }
+
+    /// Replaces the identity's entry with `token` (removes it when `token` holds nothing).
+    public func write(_ token: StoredToken, identity: String, fingerprint: SettingsFingerprint) throws(StoreError) {
+        guard !token.isEmpty else { return try remove(identity: identity) }
+        let file = try entryPath(identity)
+        let bytes: [UInt8]
+        do {
+            bytes = try StoreEntry.encode(token, identity: identity, fingerprint: fingerprint, key: key)
+        } catch {
+            throw .io(path: file, operation: "encrypt", reason: error.description)
+        }
+        let temporary = ".identity-\(identity).token.tmp-\(getpid())-\(timestamp())"
+        try StoreDirectory.replace(file, with: bytes, temporaryName: temporary)
+        removeLeftovers(of: identity, except: temporary)
+    }
+
+    /// Removes the identity's entry (`DELETE /identities/NAME/token`, logout).
+    public func remove(identity: String) throws(StoreError) {
+        let file = try entryPath(identity)
+        guard unlink(file) == 0 || errno == ENOENT else { throw .io(path: file, operation: "unlink", reason: errnoText()) }
+        try StoreDirectory.syncDirectory(path)
+    }
+
+    // MARK: - Locks
+
+    /// The identity's lock if free now, else nil (never blocks).
+    public func tryLock(identity: String) throws(StoreError) -> EntryLock? {
+        try EntryLock.tryAcquire(path: lockPath(identity))
+    }
+
+    /// The identity's lock, waiting at most `timeout` seconds (for callers with nothing else to do).
+    public func lock(identity: String, timeout: Double) throws(StoreError) -> EntryLock {
+        try EntryLock.acquire(path: lockPath(identity), timeout: timeout)
+    }
+
+    // MARK: - Files
+
+    func entryPath(_ identity: String) throws(StoreError) -> String {
+        try Self.checkName(identity)
+        return path + "/identity-\(identity).token"
+    }
+
+    func lockPath(_ identity: String) throws(StoreError) -> String {
+        try Self.checkName(identity)
+        return path + "/identity-\(identity).lock"
+    }
+
+    private static func checkName(_ name: String) throws(StoreError) {
+        let allowed = !name.isEmpty && name.utf8.count <= 200 && name.utf8.allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d
+        }
+        guard allowed else { throw .invalidName(name) }
+    }
+
+    /// Refuses a key that opens none of the entries present while another key wrote them: a
+    /// wrong key is a clear start-up error, not every entry moved aside.
+    private static func verifyKey(_ key: SymmetricKey, in path: String) throws(StoreError) {
+        let ours = StoreEntry.keyID(of: key)
+        var foreign = false
+        for name in try StoreDirectory.fileNames(path) where name.hasPrefix("identity-") && name.hasSuffix(".token") {
+            guard let bytes = try? StoreDirectory.contents(path + "/" + name), let id = StoreEntry.keyID(inEntry: bytes) else { continue }
+            if id == ours { return }
+            foreign = true
+        }
+        if foreign { throw .wrongKey(path: path) }
+    }
+
+    /// Temporary files of this entry that a killed writer left behind. Best effort: runs under
+    /// the entry's lock in the relay, so no other writer of this entry is under way.
+    private func removeLeftovers(of identity: String, except current: String) {
+        let prefix = ".identity-\(identity).token.tmp-"
+        guard let names = try? StoreDirectory.fileNames(path) else { return }
+        for name in names where name.hasPrefix(prefix) && name != current { unlink(path + "/" + name) }
+    }
+
+    private func timestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return "\(now.tv_sec)\(String(now.tv_nsec / 1_000_000 + 1000).dropFirst())"
+    }
+}

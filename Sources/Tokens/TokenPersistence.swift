@@ -1,0 +1,184 @@
+// TokenPersistence: the token loop's side of the token store (TokenStore module). Only the token
+// loop calls it, so the store is never touched on a request path.
+//
+// A fetch with a store goes: take the identity's entry lock (polled with a timer, never blocking
+// the loop, at most the token request timeout), read the entry and let the lifecycle decide
+// whether the fetch is still needed (`TokenLifecycle.storedEntryRead`), send the request, write
+// the result before it is published, release the lock. See TokenFetcher.swift.
+
+import EventLoop
+import Foundation
+import Logging
+import OAuth2
+import TokenStore
+
+/// Runs on the token loop only.
+final class TokenPersistence {
+    let store: TokenStore
+    private let loop: EventLoop
+    private let logger: Logger
+    private let observer: (any TokenObserver)?
+    /// Locks held by fetches under way, by slot.
+    private var locks: [Int: EntryLock] = [:]
+    /// Timers polling a busy lock, by slot.
+    private var lockPolls: [Int: LoopTimer] = [:]
+    private var fingerprints: [Int: SettingsFingerprint] = [:]
+    /// How often a busy lock is tried again. Short: the other process holds it for one token
+    /// request, and a waiting identity has requests parked.
+    private static let pollMilliseconds: UInt64 = 10
+
+    init(store: TokenStore, loop: EventLoop, logger: Logger, observer: (any TokenObserver)? = nil) {
+        self.store = store
+        self.loop = loop
+        self.logger = logger
+        self.observer = observer
+    }
+
+    private func count(_ tokens: IdentityTokens, _ operation: String, _ outcome: String) {
+        observer?.tokenStoreOperation(identity: tokens.identity.name, operation: operation, outcome: outcome)
+    }
+
+    /// A fetch waiting for its entry lock.
+    private struct LockWait {
+        let deadline: Double
+        let locked: () -> Void
+        let timedOut: () -> Void
+    }
+
+    private var lockWaits: [Int: LockWait] = [:]
+
+    /// Calls `locked` once the entry lock of `tokens` is held, or `timedOut` when another process
+    /// held it until `deadline` (monotonic seconds). A store failure is logged and `locked` runs
+    /// without the lock: the relay keeps serving from memory when the disk fails.
+    func withLock(_ tokens: IdentityTokens, until deadline: Double, locked: @escaping () -> Void, timedOut: @escaping () -> Void) {
+        lockWaits[tokens.slot] = LockWait(deadline: deadline, locked: locked, timedOut: timedOut)
+        tryLock(tokens)
+    }
+
+    private func tryLock(_ tokens: IdentityTokens) {
+        guard let wait = lockWaits[tokens.slot] else { return }
+        let name = tokens.identity.name
+        do {
+            if let lock = try store.tryLock(identity: name) {
+                locks[tokens.slot] = lock
+                lockWaits[tokens.slot] = nil
+                count(tokens, "lock", "acquired")
+                return wait.locked()
+            }
+        } catch {
+            count(tokens, "lock", "failed")
+            logger.warning("token store lock failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
+            lockWaits[tokens.slot] = nil
+            return wait.locked()
+        }
+        guard monotonicSeconds() < wait.deadline else {
+            lockWaits[tokens.slot] = nil
+            count(tokens, "lock", "timed_out")
+            return wait.timedOut()
+        }
+        let poll = lockPolls[tokens.slot] ?? LoopTimer(loop: loop) { [unowned self] in self.tryLock(tokens) }
+        lockPolls[tokens.slot] = poll
+        poll.start(afterMilliseconds: Self.pollMilliseconds)
+    }
+
+    func holdsLock(_ tokens: IdentityTokens) -> Bool { holdsLock(slot: tokens.slot) }
+
+    func holdsLock(slot: Int) -> Bool { locks[slot] != nil }
+
+    /// Releases the entry lock of `tokens`, if held.
+    func unlock(_ tokens: IdentityTokens) {
+        locks.removeValue(forKey: tokens.slot)?.release()
+    }
+
+    /// The entry of `tokens` in the lifecycle's clock: the access token (nil when absent, for
+    /// other settings, or moved aside) and refresh token. Logs a moved-aside entry once.
+    func read(_ tokens: IdentityTokens) -> (token: AccessToken?, refreshToken: Secret?) {
+        let name = tokens.identity.name
+        do {
+            switch try store.read(identity: name, fingerprint: fingerprint(tokens)) {
+            case .found(let stored):
+                count(tokens, "read", "found")
+                return (stored.access.map { accessToken($0, identity: tokens.identity) }, stored.refreshToken)
+            case .empty:
+                count(tokens, "read", "empty")
+                return (nil, nil)
+            case .otherSettings:
+                count(tokens, "read", "other_settings")
+                return (nil, nil)
+            case .movedAside(let reason, let movedTo):
+                count(tokens, "read", "moved_aside")
+                logger.warning("token store entry moved aside", metadata: [
+                    "identity": .string(name), "reason": .string(reason), "moved_to": .string(movedTo),
+                ])
+                return (nil, nil)
+            }
+        } catch {
+            count(tokens, "read", "failed")
+            logger.warning("token store read failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
+            return (nil, nil)
+        }
+    }
+
+    /// Writes what `tokens` holds (times turned to wall-clock time); removes the entry when it
+    /// holds nothing. A failure is logged: the token is still used, only not kept.
+    func write(_ token: AccessToken?, refreshToken: Secret?, for tokens: IdentityTokens) {
+        let offset = Date().timeIntervalSince1970 - monotonicSeconds()
+        let access = token.map {
+            StoredToken.Access(value: Secret($0.value), type: $0.type, issuedAt: $0.issuedAt + offset,
+                               expiresAt: $0.expiresAt + offset, scope: $0.scope)
+        }
+        let name = tokens.identity.name
+        do {
+            try store.write(StoredToken(access: access, refreshToken: refreshToken), identity: name, fingerprint: fingerprint(tokens))
+            count(tokens, "write", "ok")
+        } catch {
+            count(tokens, "write", "failed")
+            logger.warning("token store write failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
+        }
+    }
+
+    /// Removes the entry of `tokens` (`DELETE /identities/NAME/token`).
+    func remove(_ tokens: IdentityTokens) {
+        do {
+            try store.remove(identity: tokens.identity.name)
+            count(tokens, "remove", "ok")
+        } catch {
+            count(tokens, "remove", "failed")
+            logger.warning("token store remove failed", metadata: ["identity": .string(tokens.identity.name), "error": .string("\(error)")])
+        }
+    }
+
+    /// Forgets what is kept for a slot a reload retired, unless a fetch of it still waits for or
+    /// holds its lock (that fetch ends first and unlocks).
+    func forget(slot: Int) {
+        guard lockWaits[slot] == nil, locks[slot] == nil else { return }
+        fingerprints[slot] = nil
+        lockPolls.removeValue(forKey: slot)?.close()
+    }
+
+    /// Stops waiting for locks. Locks held stay held: their requests are let finish, and
+    /// release them (TokenFetcher.stop).
+    func stop() {
+        lockWaits.removeAll()
+        for poll in lockPolls.values { poll.close() }
+        lockPolls.removeAll()
+    }
+
+    private func fingerprint(_ tokens: IdentityTokens) -> SettingsFingerprint {
+        if let known = fingerprints[tokens.slot] { return known }
+        let fingerprint = SettingsFingerprint(tokens.identity)
+        fingerprints[tokens.slot] = fingerprint
+        return fingerprint
+    }
+
+    /// A stored access token in the lifecycle's clock, with the refresh time the lifecycle would
+    /// have given it.
+    private func accessToken(_ stored: StoredToken.Access, identity: Identity) -> AccessToken {
+        let offset = Date().timeIntervalSince1970 - monotonicSeconds()
+        let issuedAt = stored.issuedAt - offset
+        let lifetime = stored.expiresAt - stored.issuedAt
+        return AccessToken(value: stored.value.value, type: stored.type, issuedAt: issuedAt, expiresAt: stored.expiresAt - offset,
+                           refreshAt: RefreshSchedule.refreshAt(issuedAt: issuedAt, lifetime: lifetime, skew: identity.refreshSkewSeconds),
+                           scope: stored.scope, serial: 0)
+    }
+}

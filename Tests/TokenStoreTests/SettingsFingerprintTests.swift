@@ -1,0 +1,56 @@
+import Endpoints
+import OAuth2
+import TokenStore
+import XCTest
+
+final class SettingsFingerprintTests: XCTestCase {
+    private func identity() -> Identity {
+        Identity(name: "orders", tokenUrl: HTTPURL(scheme: .https, host: "idp.example", path: "/token"),
+                 grant: .password(username: "svc", password: Secret("hunter2")),
+                 clientAuth: .basic(id: "orders-relay", secret: Secret("client-secret")),
+                 scope: "orders.read", audience: "orders-api", resource: ["https://orders.internal/"])
+    }
+
+    func testTheSameSettingsGiveTheSameFingerprint() {
+        XCTAssertEqual(SettingsFingerprint(identity()), SettingsFingerprint(identity()))
+    }
+
+    func testEverySettingItCoversChangesIt() {
+        let base = SettingsFingerprint(identity())
+        let changes: [(String, (inout Identity) -> Void)] = [
+            ("tokenUrl", { $0.tokenUrl.path = "/other" }),
+            ("client id", { $0.clientAuth = .basic(id: "other", secret: Secret("client-secret")) }),
+            ("client auth", { $0.clientAuth = .post(id: "orders-relay", secret: Secret("client-secret")) }),
+            ("grant", { $0.grant = .clientCredentials }),
+            ("username", { $0.grant = .password(username: "other", password: Secret("hunter2")) }),
+            ("scope", { $0.scope = "orders.write" }),
+            ("no scope", { $0.scope = nil }),
+            ("audience", { $0.audience = "other" }),
+            ("resource", { $0.resource.append("https://more/") }),
+        ]
+        for (what, change) in changes {
+            var changed = identity()
+            change(&changed)
+            XCTAssertNotEqual(SettingsFingerprint(changed), base, what)
+        }
+    }
+
+    /// Secrets are left out: a rotated secret keeps the token, and the clear-text fingerprint
+    /// gives nothing to guess a password against.
+    func testSecretsDoNotEnterIt() {
+        var changed = identity()
+        changed.grant = .password(username: "svc", password: Secret("other-password"))
+        changed.clientAuth = .basic(id: "orders-relay", secret: Secret("other-secret"))
+        XCTAssertEqual(SettingsFingerprint(changed), SettingsFingerprint(identity()))
+    }
+
+    /// Length prefixes keep a boundary from moving between two parts.
+    func testPartsCannotRunIntoEachOther() {
+        var first = identity(), second = identity()
+        first.scope = "a"
+        first.audience = "bc"
+        second.scope = "ab"
+        second.audience = "c"
+        XCTAssertNotEqual(SettingsFingerprint(first), SettingsFingerprint(second))
+    }
+}

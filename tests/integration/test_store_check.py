@@ -1,0 +1,54 @@
+"""`oauth-relay check` on the token store (`store`): the key's length, the directory's owner and
+mode, and a key that opens none of the entries present. No servers: `check` subprocesses only."""
+
+import base64
+import json
+import os
+
+from processes import free_port, relay_config, route, run_cli
+
+KEY = base64.b64encode(bytes(range(32))).decode()
+
+
+def check(tmp_path, store):
+    config = relay_config(f"127.0.0.1:{free_port()}", [route("http://127.0.0.1:9", "/")], store=store)
+    path = tmp_path / "relay.json"
+    path.write_text(json.dumps(config))
+    result = run_cli("check", "--config", str(path))
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_a_store_in_a_directory_not_yet_created_is_valid(tmp_path):
+    code, output = check(tmp_path, {"path": str(tmp_path / "state" / "tokens"), "key": KEY})
+    assert code == 0, output
+    assert not (tmp_path / "state").exists(), "check must not create the directory"
+
+
+def test_a_key_of_another_length_is_refused_without_quoting_it(tmp_path):
+    short = base64.b64encode(bytes(16)).decode()
+    code, output = check(tmp_path, {"path": str(tmp_path / "tokens"), "key": short})
+    assert code == 1
+    assert "$.store.key" in output and "16 bytes, not 32" in output, output
+    assert short not in output
+
+
+def test_a_directory_others_may_write_to_is_refused(tmp_path):
+    directory = tmp_path / "tokens"
+    directory.mkdir()
+    os.chmod(directory, 0o777)
+    code, output = check(tmp_path, {"path": str(directory), "key": KEY})
+    assert code == 1
+    assert "$.store" in output and "writable by group or others" in output, output
+    os.chmod(directory, 0o700)
+    assert check(tmp_path, {"path": str(directory), "key": KEY})[0] == 0
+
+
+def test_a_key_that_opens_none_of_the_entries_is_refused(tmp_path):
+    directory = tmp_path / "tokens"
+    directory.mkdir(mode=0o700)
+    # An entry's header as another key writes it: magic, version, that key's id, a fingerprint.
+    (directory / "identity-orders.token").write_bytes(b"ORTS\x01" + bytes(8) + bytes(32) + bytes(40))
+    code, output = check(tmp_path, {"path": str(directory), "key": KEY})
+    assert code == 1
+    assert "written with another key" in output and str(directory) in output, output
+    assert KEY not in output
