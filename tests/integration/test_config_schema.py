@@ -69,8 +69,7 @@ def material(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def workdir(tmp_path, material) -> Path:
-    for name in (SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE):
-    for name in (SECRET_FILE, JWT_SECRET_FILE, CERT_FILE, KEY_FILE):
+    for name in (SECRET_FILE, JWT_SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE):
         shutil.copy(material / name, tmp_path / name)
     return tmp_path
 
