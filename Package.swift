@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "Routing", dependencies: ["HTTPFields", "Endpoints"], swiftSettings: hotPath),
         .target(name: "TLS", dependencies: ["COpenSSL", "ByteBuffers", "Locking"]),
         // Pure Swift; the crypto it needs (keys, signatures, digests) comes from TLS, which holds OpenSSL.
-        .target(name: "JOSE", dependencies: ["TLS"]),
+        .target(name: "JOSE", dependencies: ["TLS", "HTTPFields"]),
         // JOSE and TLS for client assertions (private_key_jwt, client_secret_jwt): signing is no I/O.
         .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints", "JOSE", "TLS"], swiftSettings: hotPath),
         .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS"], swiftSettings: hotPath),
@@ -52,7 +52,7 @@ let package = Package(
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
             "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "TokenStore", "HTTPClient", "TLS", "RelayMetrics",
-            "LocalHTTP",
+            "LocalHTTP", "HTTPFields",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),

@@ -1,3 +1,4 @@
+import HTTPFields
 import Foundation
 
 /// A JSON value as JOSE headers and JWT claims need it: objects keep member order (so what the
@@ -95,7 +96,7 @@ public enum JSONValue: Sendable, Equatable {
 
     func write(to output: inout String) {
         switch self {
-        case .string(let value): Self.writeString(value, to: &output)
+        case .string(let value): output += JSONText.quote(value)
         case .integer(let value): output += String(value)
         case .number(let value): output += value.isFinite ? "\(value)" : "null"
         case .bool(let value): output += value ? "true" : "false"
@@ -111,29 +112,11 @@ public enum JSONValue: Sendable, Equatable {
             output += "{"
             for (index, member) in members.enumerated() {
                 if index > 0 { output += "," }
-                Self.writeString(member.name, to: &output)
+                output += JSONText.quote(member.name)
                 output += ":"
                 member.value.write(to: &output)
             }
             output += "}"
         }
-    }
-
-    private static func writeString(_ value: String, to output: inout String) {
-        output += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        output += "\""
     }
 }

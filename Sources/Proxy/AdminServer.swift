@@ -21,6 +21,7 @@ import LocalHTTP
 import OAuth2
 import RelayMetrics
 import Tokens
+import HTTPFields
 
 /// What a configuration reload did.
 public enum ReloadOutcome {

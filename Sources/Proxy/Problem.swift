@@ -1,5 +1,6 @@
 import OAuth2
 import ByteBuffers
+import HTTPFields
 
 /// An error the relay answers itself, as `application/problem+json` (RFC 9457). The body names
 /// the route when one was matched and never carries a token, a secret or request bytes beyond
@@ -133,27 +134,5 @@ struct Problem {
         out.appendVia(versionMinor: 1, suffix: viaSuffix)
         out.appendEndOfHead()
         if !toHead { out.append(body) }
-    }
-}
-
-/// JSON string literals, for the few JSON documents the relay writes itself (problem bodies,
-/// log lines) without pulling Foundation's encoder into the hot path.
-public enum JSONText {
-    public static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

@@ -10,6 +10,7 @@
 import EventLoop
 import LocalHTTP
 import Proxy
+import HTTPFields
 
 final class DemoEchoServer {
     /// Where the dev-only issuer answers, and how long its tokens live.

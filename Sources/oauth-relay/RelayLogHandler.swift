@@ -6,6 +6,7 @@ import Logging
 import Proxy
 #if canImport(Glibc)
 import Glibc
+import HTTPFields
 #endif
 
 struct RelayLogHandler: LogHandler {

@@ -14,6 +14,7 @@ import OAuth2
 import Proxy
 import RelayMetrics
 import Tokens
+import HTTPFields
 
 final class Reloader {
     private let configPath: String?

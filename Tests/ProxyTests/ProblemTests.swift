@@ -1,5 +1,6 @@
 import Foundation
 @testable import Proxy
+import HTTPFields
 import XCTest
 
 /// The response `problem` writes, split at the empty line into head and body.
