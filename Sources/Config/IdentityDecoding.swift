@@ -9,6 +9,8 @@ extension DecodingContext {
         "assertion", "assertionFile", "tls", "allowInsecureTokenUrl", "defaultExpiresInSeconds", "refreshSkewSeconds",
         "responseFields", "subjectToken", "subjectTokenFile", "subjectTokenType", "actorToken", "actorTokenFile",
         "actorTokenType", "issuer", "clientKeyFile", "clientKeyId", "clientAssertionAlg", "clientAssertionAudience",
+        "authorizationUrl", "deviceAuthorizationUrl", "jwksUrl", "revocationUrl", "redirectUri", "loginTimeoutSeconds",
+        "allowRemoteUse",
     ]
 
     /// Form fields the relay sets from a dedicated key: `params` may not set them again.
@@ -40,8 +42,11 @@ extension DecodingContext {
 
     private func decodeIdentity(_ field: Field, name: String) -> Identity? {
         guard let object = ObjectReader(field, knownKeys: Self.identityKeys, in: self) else { return nil }
-        let tokenUrl = object.required("tokenUrl").flatMap { parsed($0) { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) } }
-        var identity = Identity(name: name, tokenUrl: tokenUrl ?? HTTPURL(scheme: .https, host: ""))
+        // Without `issuer` the token URL is required; with it, discovery supplies what is not set.
+        let hasIssuer = object.field("issuer") != nil
+        let tokenUrlField = hasIssuer ? object.field("tokenUrl") : object.required("tokenUrl")
+        let tokenUrl = tokenUrlField.flatMap { parsed($0) { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) } }
+        var identity = Identity(name: name, tokenUrl: tokenUrl)
         // Keys are read in one fixed order (reading reports errors), so `check` lists them in that
         // order; the grant and client authentication are made from the values at the end.
         let grant = object.field("grant") == nil ? .clientCredentials : object.parsed("grant", GrantType.parse)
@@ -75,6 +80,13 @@ extension DecodingContext {
             guard isAbsoluteURI(url) else { throw InvalidValue("expected the issuer's absolute URL, got \"\(url)\"") }
             return url
         }
+        identity.authorizationUrl = object.parsed("authorizationUrl") { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) }
+        identity.deviceAuthorizationUrl = object.parsed("deviceAuthorizationUrl") { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) }
+        identity.jwksUrl = object.parsed("jwksUrl") { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) }
+        identity.revocationUrl = object.parsed("revocationUrl") { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) }
+        identity.redirectUri = object.parsed("redirectUri") { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: false) }
+        identity.loginTimeoutSeconds = object.seconds("loginTimeoutSeconds") ?? identity.loginTimeoutSeconds
+        identity.allowRemoteUse = object.bool("allowRemoteUse") ?? identity.allowRemoteUse
         identity.clientAssertionAudience = decodeAssertionAudience(object) ?? .tokenEndpoint
         identity.clientAuth = decodeClientAuth(object, id: clientId, secret: clientSecret)
         identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
@@ -82,7 +94,8 @@ extension DecodingContext {
         if let grant {
             checkGrantRequirements(grant, object: object)
         }
-        return tokenUrl == nil ? nil : identity
+        checkInteractiveKeys(identity, object: object)
+        return tokenUrl == nil && !hasIssuer ? nil : identity
     }
 
     /// The grant `type` makes of the values its keys gave. A value a grant needs and lacks is

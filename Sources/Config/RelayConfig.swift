@@ -162,6 +162,9 @@ extension DecodingContext {
             }
         }
         config.routes = object.field("routes").map { decodeRoutes($0, identityNames: identityNames) } ?? []
+        if let field = object.field("identities") {
+            checkInteractiveIdentities(&config, identitiesPath: field.path, offset: field.value.offset)
+        }
         config.accessLog = object.bool("accessLog") ?? config.accessLog
         config.metrics = object.bool("metrics") ?? config.metrics
         config.trustForwardedHeaders = object.bool("trustForwardedHeaders") ?? config.trustForwardedHeaders

@@ -109,4 +109,12 @@ public enum ASCII {
             start = end + 1
         }
     }
+
+    /// `text` without leading and trailing optional white space (SP and HTAB, RFC 9110 §5.6.3).
+    public static func trimmingWhitespace(_ text: Substring) -> Substring {
+        var text = text
+        while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
+        while let last = text.last, last == " " || last == "\t" { text.removeLast() }
+        return text
+    }
 }

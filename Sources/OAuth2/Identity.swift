@@ -7,7 +7,16 @@ import Endpoints
 public struct Identity: Sendable, Equatable {
     /// The key in `identities`.
     public var name: String
-    public var tokenUrl: HTTPURL
+    /// The token endpoint as configured; nil when discovery (`issuer`) gives it.
+    public var tokenUrl: HTTPURL?
+    /// Where a person logs in (authorization code grant); nil: from discovery.
+    public var authorizationUrl: HTTPURL?
+    /// RFC 8628 device authorization endpoint; nil: from discovery.
+    public var deviceAuthorizationUrl: HTTPURL?
+    /// The IdP's JWKS, to verify ID tokens; nil: from discovery.
+    public var jwksUrl: HTTPURL?
+    /// RFC 7009 revocation endpoint, used on logout; nil: from discovery (or none).
+    public var revocationUrl: HTTPURL?
     public var grant: Grant
     /// How the client identifies itself to the token endpoint.
     public var clientAuth: ClientAuth
@@ -37,8 +46,16 @@ public struct Identity: Sendable, Equatable {
     public var refreshSkewSeconds: Double = 10
     /// The names of the token response's fields, for IdPs that do not use the standard ones.
     public var responseFields = ResponseFields()
+    /// The authorization code grant's redirect URI: a URL on one of the relay's own listeners,
+    /// where the relay serves the callback.
+    public var redirectUri: HTTPURL?
+    /// How long a started login (its `state`, or a device code's polling) may take.
+    public var loginTimeoutSeconds: Double = 600
+    /// An interactive identity's token is a person's: its routes are refused on a listener
+    /// that is not loopback unless this says the operator means it.
+    public var allowRemoteUse = false
 
-    public init(name: String, tokenUrl: HTTPURL, grant: Grant = .clientCredentials, clientAuth: ClientAuth = .unidentified,
+    public init(name: String, tokenUrl: HTTPURL?, grant: Grant = .clientCredentials, clientAuth: ClientAuth = .unidentified,
                 scope: String? = nil, audience: String? = nil, resource: [String] = [], params: [String: String] = [:],
                 headers: [String: String] = [:], tls: TLSSettings? = nil) {
         self.name = name

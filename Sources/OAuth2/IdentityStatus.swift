@@ -10,6 +10,9 @@ public struct IdentityStatus: Sendable, Equatable, CustomStringConvertible {
         case failing
         /// Interactive grant: a person must log in.
         case needsLogin = "needs-login"
+        /// Interactive grant: a login is under way (a device code waits for the person, or a
+        /// browser login's code is being exchanged).
+        case loginPending = "login-pending"
         /// No token yet (or it expired or was invalidated), a fetch is due.
         case pending
     }
@@ -32,6 +35,11 @@ public struct IdentityStatus: Sendable, Equatable, CustomStringConvertible {
     /// The last failure's code (`invalid_client`, `http_503`, `timeout`, …) and description.
     public var lastErrorCode: String?
     public var lastErrorDescription: String?
+    /// Interactive identities: who is logged in (from the ID token), the device login under
+    /// way, and why the last login failed.
+    public var loggedInAs: String?
+    public var deviceLogin: DeviceLoginView?
+    public var lastLoginFailure: String?
 
     public var description: String {
         var text = "\(identity): \(state.rawValue)"

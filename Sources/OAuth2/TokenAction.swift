@@ -3,6 +3,9 @@
 public enum TokenAction: Sendable {
     /// Send this token request now; the lifecycle counts it in flight.
     case fetch(TokenRequest)
+    /// Read the IdP's metadata (`issuer`) for the endpoints the configuration does not name;
+    /// report it with `discovered` or `discoveryFailed`.
+    case discover
     /// Nothing is due before `until` (monotonic seconds): arm a timer for it.
     case sleep(until: Double)
     /// Nothing to do until an event: a fetch's result, a login, a configuration change.

@@ -41,6 +41,8 @@ public struct TokenUnavailable: Error, Sendable, Equatable, CustomStringConverti
     public var oauthErrorDescription: String?
     /// For the problem's `detail`: what happened, with no token or secret in it.
     public var detail: String
+    /// A device login under way: the code the person enters, and where.
+    public var deviceLogin: DeviceLoginView?
 
     public init(identity: String, reason: Reason, retryAfterSeconds: Int? = nil, oauthError: String? = nil,
                 oauthErrorDescription: String? = nil, detail: String) {

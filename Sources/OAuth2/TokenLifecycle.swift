@@ -46,16 +46,16 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public let identity: Identity
     public var backoff: BackoffPolicy
     /// The latest token, valid or not (nil before the first or after `invalidate`).
-    public private(set) var token: AccessToken?
+    public internal(set) var token: AccessToken?
     /// The last failure, kept after a recovery for the `/identities` view.
-    public private(set) var lastError: TokenEndpointError?
-    public private(set) var consecutiveFailures = 0
+    public internal(set) var lastError: TokenEndpointError?
+    public internal(set) var consecutiveFailures = 0
     /// A refresh token the endpoint issued (or an interactive identity's seed).
-    private var refreshToken: Secret?
-    private var inFlight: InFlightFetch?
+    var refreshToken: Secret?
+    var inFlight: InFlightFetch?
     /// Before this time no fetch starts (backoff).
-    private var retryAt: Double?
-    private var tokenCount: UInt64 = 0
+    var retryAt: Double?
+    var tokenCount: UInt64 = 0
     /// An operator asked for a new token now (`refreshNow`).
     private var refreshRequested = false
     /// An upstream refused the previous token: the next one obtained is `tokenFollowsRefusal`.
@@ -64,11 +64,23 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     private var tokenFollowsRefusal = false
     /// The token an upstream refused last: a store entry still holding it is not taken back.
     /// (Never shown: the descriptions below name no token.)
-    private var refusedToken: String?
+    var refusedToken: String?
     /// Chooses the backoff's jitter.
     private var random: any RandomNumberGenerator & Sendable
+    /// The IdP endpoints in use: as configured, or nil until discovery has completed them.
+    public internal(set) var endpoints: IdentityEndpoints?
+    /// The discovery request is under way.
+    var discovering = false
+    /// A browser login's code exchange: due at once, then in flight until it ends.
+    var codeExchange: TokenRequest?
+    /// The nonce the code exchange's ID token must carry.
+    public internal(set) var expectedNonce: Secret?
+    /// Who logged in, as the ID token names them (`preferred_username`, `email` or `sub`).
+    public internal(set) var loggedInAs: String?
+    /// Why the last login ended without a token (for the login pages); nil after a success.
+    public internal(set) var lastLoginFailure: String?
 
-    private struct InFlightFetch {
+    struct InFlightFetch {
         var purpose: TokenRequest.Purpose
         var startedAt: Double
         /// An operator asked for it: a stored token does not make it unnecessary.
@@ -83,13 +95,15 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         // The `refresh_token` grant's seed is part of its own grant request; an interactive
         // identity's seed stands in for a first login.
         refreshToken = identity.grant.interactiveSeed
+        endpoints = identity.configuredEndpoints
     }
 
     // MARK: - Questions
 
     /// What the next fetch would be: a refresh while a refresh token is held, else the
     /// identity's own grant; nil when only a person logging in can help.
-    private var nextPurpose: TokenRequest.Purpose? {
+    var nextPurpose: TokenRequest.Purpose? {
+        if codeExchange != nil { return .authorizationCode }
         if refreshToken != nil { return .refresh }
         return identity.grant.isInteractive ? nil : .grant(identity.grant.type)
     }
@@ -103,8 +117,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// When the next fetch is due (`now` when it already is); nil while one is in flight or
     /// when a login is needed. Arm a timer for it.
     public func nextFetchAt(after now: Double) -> Double? {
-        guard inFlight == nil, nextPurpose != nil else { return nil }
-        if refreshRequested { return now }
+        guard inFlight == nil, nextPurpose != nil, endpoints != nil else { return nil }
+        // A person waits on a login's code exchange, and the code is single-use: no backoff.
+        if refreshRequested || codeExchange != nil { return now }
         return max(now, token?.refreshAt ?? now, retryAt ?? now)
     }
 
@@ -135,6 +150,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         let state: IdentityStatus.State
         if !valid && inFlight == nil && nextPurpose == nil {
             state = .needsLogin
+        } else if !valid && inFlight?.purpose == .authorizationCode {
+            state = .loginPending
         } else if consecutiveFailures > 0 {
             state = .failing
         } else if inFlight != nil {
@@ -146,7 +163,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
                               expiresInSeconds: token.map { max(0, $0.expiresAt - now) }, refreshAt: token?.refreshAt,
                               tokenType: token?.type, scope: token?.scope, hasRefreshToken: refreshToken != nil,
                               nextFetchAt: nextFetchAt(after: now), consecutiveFailures: consecutiveFailures,
-                              lastErrorCode: lastError?.code, lastErrorDescription: lastError?.description)
+                              lastErrorCode: lastError?.code, lastErrorDescription: lastError?.description,
+                              loggedInAs: loggedInAs, lastLoginFailure: lastLoginFailure)
     }
 
     // MARK: - Events
@@ -154,6 +172,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// What to do now: start the fetch that is due (marked in flight), or sleep until the next
     /// one is, or nothing until an event.
     public mutating func nextAction(at now: Double) -> TokenAction {
+        if endpoints == nil { return nextDiscoveryAction(at: now) }
         if let request = startFetchIfDue(at: now) { return .fetch(request) }
         guard let due = nextFetchAt(after: now) else { return .idle }
         return .sleep(until: due)
@@ -164,13 +183,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// a refresh yet, and when a login is needed.
     public mutating func startFetchIfDue(at now: Double) -> TokenRequest? {
         guard shouldStartFetch(at: now), let purpose = nextPurpose else { return nil }
-        let request: TokenRequest?
-        switch purpose {
-        case .refresh:
-            request = refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0) }
-        case .grant:
-            request = TokenRequest.grant(for: identity)
-        }
+        let request = self.request(for: purpose)
         if request != nil {
             inFlight = InFlightFetch(purpose: purpose, startedAt: now, requested: refreshRequested)
             refreshRequested = false
@@ -197,6 +210,11 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         if let rotated = response.refreshToken {
             refreshToken = rotated
         }
+        if codeExchange != nil {
+            codeExchange = nil
+            expectedNonce = nil
+            lastLoginFailure = nil
+        }
         tokenFollowsRefusal = fetchFollowsRefusal
         fetchFollowsRefusal = false
         refusedToken = nil
@@ -208,16 +226,39 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public mutating func fetchFailed(_ error: TokenEndpointError, at now: Double) {
         let purpose = inFlight?.purpose
         inFlight = nil
+        if purpose == .authorizationCode {
+            // The code was used (or refused): the person must log in again. Not a backoff.
+            codeExchange = nil
+            expectedNonce = nil
+            lastError = error
+            lastLoginFailure = "the IdP did not exchange the login's code for a token: \(error)"
+            return
+        }
         if purpose == .refresh, error.oauthError?.code == .invalidGrant {
-            // The refresh token is dead: never send it again, fall back to the grant now.
+            // The refresh token is dead: never send it again, fall back to the grant now (an
+            // interactive identity needs a login again).
             refreshToken = nil
             lastError = error
+            if identity.grant.isInteractive {
+                lastLoginFailure = "the login has ended: the IdP refused the refresh token (\(error.code))"
+            }
             return
         }
         recordFailure(error, at: now)
     }
 
-    private mutating func recordFailure(_ error: TokenEndpointError, at now: Double) {
+    /// The request of a fetch for `purpose`, at the token endpoint in use (nil without one, or
+    /// without the refresh token a refresh needs).
+    func request(for purpose: TokenRequest.Purpose) -> TokenRequest? {
+        guard let tokenEndpoint = endpoints?.token else { return nil }
+        switch purpose {
+        case .refresh: return refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0, at: tokenEndpoint) }
+        case .grant: return TokenRequest.grant(for: identity, at: tokenEndpoint)
+        case .authorizationCode: return codeExchange
+        }
+    }
+
+    mutating func recordFailure(_ error: TokenEndpointError, at now: Double) {
         lastError = error
         consecutiveFailures += 1
         let jitter = Double.random(in: 0..<1, using: &random)
@@ -259,6 +300,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public mutating func forget() {
         token = nil
         refreshToken = nil
+        loggedInAs = nil
         fetchFollowsRefusal = false
         tokenFollowsRefusal = false
     }
@@ -287,6 +329,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// for a refresh and no operator asked for one.
     public mutating func storedEntryRead(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, at now: Double) -> StoredEntryOutcome {
         guard let fetch = inFlight else { return .satisfied }
+        // A person just logged in: their code is exchanged whatever the store holds.
+        if fetch.purpose == .authorizationCode, let codeExchange { return .fetch(codeExchange) }
         if let storedRefreshToken { refreshToken = storedRefreshToken }
         if let stored, stored.isValid(at: now), stored.value != token?.value, stored.value != refusedToken,
            stored.expiresAt > (token?.expiresAt ?? -Double.infinity) {
@@ -301,11 +345,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             return .satisfied
         }
         let purpose = nextPurpose ?? fetch.purpose
-        let request: TokenRequest?
-        switch purpose {
-        case .refresh: request = refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0) }
-        case .grant: request = TokenRequest.grant(for: identity)
-        }
+        let request = self.request(for: purpose)
         guard let request else {
             inFlight = nil
             return .satisfied

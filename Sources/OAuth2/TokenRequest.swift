@@ -21,11 +21,14 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         case grant(GrantType)
         /// A refresh with a refresh token the token endpoint issued.
         case refresh
+        /// A browser login's code, exchanged for tokens (RFC 6749 §4.1.3).
+        case authorizationCode
 
         public var description: String {
             switch self {
             case .grant(let grant): "\(grant) grant"
             case .refresh: "refresh"
+            case .authorizationCode: "authorization code exchange"
             }
         }
     }
@@ -53,7 +56,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
 
     /// The request for the identity's own grant; nil for an interactive grant
     /// (`authorization_code`, `device_code`), which needs a person first.
-    public static func grant(for identity: Identity) -> TokenRequest? {
+    public static func grant(for identity: Identity, at tokenEndpoint: HTTPURL) -> TokenRequest? {
         guard !identity.grant.isInteractive else { return nil }
         var form = TokenForm(grantType: identity.grant.grantType)
         switch identity.grant {
@@ -76,19 +79,21 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         for resource in identity.resource {
             form.add("resource", resource)
         }
-        return TokenRequest(purpose: .grant(identity.grant.type), form: form, identity: identity)
+        return TokenRequest(purpose: .grant(identity.grant.type), form: form, identity: identity, url: tokenEndpoint)
     }
 
     /// A refresh (RFC 6749 §6) with a refresh token the endpoint issued. It asks for nothing
     /// new: no `scope`, `audience` or `resource`, so the token keeps what was granted. The
     /// identity's `params` go along unless they are the fields of an extension grant.
-    public static func refresh(for identity: Identity, refreshToken: Secret) -> TokenRequest {
+    public static func refresh(for identity: Identity, refreshToken: Secret, at tokenEndpoint: HTTPURL) -> TokenRequest {
         var form = TokenForm(grantType: GrantType.refreshToken.grantType)
         form.add("refresh_token", refreshToken)
-        return TokenRequest(purpose: .refresh, form: form, identity: identity)
+        return TokenRequest(purpose: .refresh, form: form, identity: identity, url: tokenEndpoint)
     }
 
-    private init(purpose: Purpose, form: TokenForm, identity: Identity) {
+    /// `url`: the endpoint the request goes to; `tokenEndpoint`, when that is another endpoint
+    /// of the IdP, is the audience of a client assertion (RFC 7523 §3).
+    init(purpose: Purpose, form: TokenForm, identity: Identity, url: HTTPURL, tokenEndpoint: HTTPURL? = nil) {
         var form = form
         var headers = [
             HTTPField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
@@ -108,11 +113,13 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         case .unidentified:
             break
         case .privateKeyJWT(let id, let key):
-            pendingAssertion = PendingClientAssertion(clientID: id, audience: Self.assertionAudience(of: identity), key: .privateKey(key))
+            pendingAssertion = PendingClientAssertion(clientID: id, audience: Self.assertionAudience(of: identity, tokenEndpoint: tokenEndpoint ?? url),
+                                                       key: .privateKey(key))
         case .clientSecretJWT(let id, let secret):
             // Never sent, but an IdP's debug page could still quote it back.
             form.remember(secret.value)
-            pendingAssertion = PendingClientAssertion(clientID: id, audience: Self.assertionAudience(of: identity), key: .secret(secret))
+            pendingAssertion = PendingClientAssertion(clientID: id, audience: Self.assertionAudience(of: identity, tokenEndpoint: tokenEndpoint ?? url),
+                                                       key: .secret(secret))
         }
         if purpose != .refresh || !identity.grant.type.isExtension {
             form.addParams(identity.params)
@@ -122,7 +129,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             headers.append(HTTPField(name: name, value: value))
         }
         self.purpose = purpose
-        self.url = identity.tokenUrl
+        self.url = url
         self.headers = headers
         self.body = Array(FormURLEncoding.encode(form.fields).utf8)
         self.responseFormat = TokenResponseFormat(identity: identity)
@@ -148,11 +155,11 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         return signed
     }
 
-    /// The `aud` of the identity's client assertions: its token URL as sent, or its issuer.
-    static func assertionAudience(of identity: Identity) -> String {
+    /// The `aud` of the identity's client assertions: its token endpoint's URL, or its issuer.
+    static func assertionAudience(of identity: Identity, tokenEndpoint: HTTPURL) -> String {
         switch identity.clientAssertionAudience {
-        case .tokenEndpoint: identity.tokenUrl.description
-        case .issuer: identity.issuer ?? identity.tokenUrl.description
+        case .tokenEndpoint: tokenEndpoint.description
+        case .issuer: identity.issuer ?? tokenEndpoint.description
         }
     }
 
@@ -181,7 +188,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
 }
 
 /// The form fields of a token request being built, and the secrets among their values.
-private struct TokenForm: Sendable {
+struct TokenForm: Sendable {
     var fields: [(name: String, value: String)]
     var secrets: [String] = []
 

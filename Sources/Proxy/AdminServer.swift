@@ -144,6 +144,9 @@ public final class AdminServer {
         ]
         if let seconds = status.expiresInSeconds { fields.append("\"expiresInSeconds\":\(Int(seconds.rounded(.down)))") }
         if let scope = status.scope { fields.append("\"scope\":\(JSONText.quote(scope))") }
+        if let who = status.loggedInAs { fields.append("\"loggedInAs\":\(JSONText.quote(who))") }
+        if let device = status.deviceLogin { fields.append("\"deviceLogin\":{" + device.jsonMembers.dropFirst() + "}") }
+        if let failure = status.lastLoginFailure { fields.append("\"lastLoginFailure\":\(JSONText.quote(failure))") }
         if let code = status.lastErrorCode {
             fields.append("\"lastError\":{\"code\":\(JSONText.quote(code))"
                           + (status.lastErrorDescription.map { ",\"description\":\(JSONText.quote($0))" } ?? "") + "}")

@@ -34,7 +34,7 @@ public struct ClientTLS: Sendable {
         for (position, route) in config.routes.enumerated() where route.upstream.scheme == .https {
             tls.routes[position] = make(route.tls, path: "$.routes[\(route.index)].tls")
         }
-        for name in config.identities.keys.sorted() where config.identities[name]!.tokenUrl.scheme == .https {
+        for name in config.identities.keys.sorted() where config.identities[name]!.mayUseHTTPS {
             tls.identities[name] = make(config.identities[name]!.tls, path: "$.identities.\(name).tls")
         }
         if let listen = config.listenTls {

@@ -4,8 +4,9 @@ import HTTPFields
 
 /// An error the relay answers itself, as `application/problem+json` (RFC 9457). The body names
 /// the route when one was matched and never carries a token, a secret or request bytes beyond
-/// what `detail` states. One answer is not an error and has no body: OPTIONS at `Max-Forwards: 0`
-/// (`finalRecipientOfOptions`), which the relay answers as the final recipient.
+/// what `detail` states. Some answers are not errors: OPTIONS at `Max-Forwards: 0`
+/// (`finalRecipientOfOptions`), which the relay answers as the final recipient, without a body;
+/// and the login pages and redirects (`page`), whose body is HTML (LoginAnswers.swift).
 struct Problem {
     let status: Int
     /// Stable slug, the last part of `type` (`urn:oauth-relay:problem:<slug>`).
@@ -20,6 +21,12 @@ struct Problem {
     var oauthErrorDescription: String?
     /// Each error, when there are several (a configuration that failed to load).
     var errors: [String] = []
+    /// For a person logging in: the URL that starts the login (`loginUrl`), and a device
+    /// login's code and where to enter it.
+    var loginUrl: String?
+    var deviceLogin: DeviceLoginView?
+    /// A body other than the problem's JSON: a login page.
+    var page: LoginPage?
 
     static func badRequest(_ detail: String) -> Problem {
         Problem(status: 400, slug: "bad-request", title: "Bad Request", detail: detail)
@@ -76,6 +83,7 @@ struct Problem {
         problem.identity = reason.identity
         problem.oauthError = reason.oauthError
         problem.oauthErrorDescription = reason.oauthErrorDescription
+        problem.deviceLogin = reason.deviceLogin
         if let seconds = reason.retryAfterSeconds { problem.extraHeaders.append(("Retry-After", "\(seconds)")) }
         return problem
     }
@@ -118,15 +126,17 @@ struct Problem {
         if let oauthError { body += ",\"oauthError\":\(JSONText.quote(oauthError))" }
         if let oauthErrorDescription { body += ",\"oauthErrorDescription\":\(JSONText.quote(oauthErrorDescription))" }
         if !errors.isEmpty { body += ",\"errors\":[" + errors.map(JSONText.quote).joined(separator: ",") + "]" }
+        if let loginUrl { body += ",\"loginUrl\":\(JSONText.quote(loginUrl))" }
+        if let deviceLogin { body += deviceLogin.jsonMembers }
         return body + "}"
     }
 
     /// The whole response; `keepAlive` false adds `Connection: close`. To a HEAD request
     /// (`toHead`) the same head without the body (RFC 9110 §9.3.2).
     func write(keepAlive: Bool, viaSuffix: [UInt8], toHead: Bool = false, into out: inout ByteBuffer) {
-        let body = status < 400 ? "" : json()
+        let body = page?.html ?? (status < 400 ? "" : json())
         out.appendStatusLine(status, reason: reasonPhrase)
-        if !body.isEmpty { out.appendField("Content-Type", "application/problem+json") }
+        if !body.isEmpty { out.appendField("Content-Type", page == nil ? "application/problem+json" : "text/html; charset=utf-8") }
         out.appendContentLength(UInt64(body.utf8.count))
         out.appendField("Cache-Control", "no-store")
         for (name, value) in extraHeaders { out.appendField(name, value) }

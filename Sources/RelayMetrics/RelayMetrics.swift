@@ -60,6 +60,11 @@ public final class RelayMetrics: Sendable {
             describe("token_store_operations", "total",
                      "Token store operations on the identity's entry (read, write, remove, lock), by outcome.")
         }
+        static var logins: MetricNameDescriptor {
+            describe("logins", "total",
+                     "Interactive logins of the identity, by kind (browser or device) and outcome: started, completed, "
+                        + "or failed (denied, expired, refused, invalid_id_token, ...).")
+        }
         static var reloads: MetricNameDescriptor {
             describe("config_reloads", "total", "Configuration reloads, by outcome (applied or rejected).")
         }
@@ -121,6 +126,10 @@ public final class RelayMetrics: Sendable {
     public func tokenStoreOperation(identity: String, operation: String, outcome: String) {
         registry.makeCounter(descriptor: Series.storeOperations,
                              labels: [("identity", identity), ("operation", operation), ("outcome", outcome)]).increment()
+    }
+
+    public func loginEnded(identity: String, kind: String, outcome: String) {
+        registry.makeCounter(descriptor: Series.logins, labels: [("identity", identity), ("kind", kind), ("outcome", outcome)]).increment()
     }
 
     public func reloadEnded(applied: Bool) {

@@ -23,13 +23,16 @@ public struct SettingsFingerprint: Sendable, Equatable, CustomStringConvertible 
     public init(_ identity: Identity) {
         var parts: [(String, String?)] = [
             ("format", "1"),
-            ("tokenUrl", identity.tokenUrl.description),
+            ("tokenUrl", identity.tokenUrl?.description),
             ("clientAuth", identity.clientAuth.name),
             ("clientId", identity.clientAuth.clientId),
             ("grant", identity.grant.grantType),
             ("scope", identity.scope),
             ("audience", identity.audience),
         ]
+        // A discovered token endpoint is named by its issuer (added only then, so entries of
+        // identities with a configured token URL keep their fingerprint).
+        if identity.tokenUrl == nil { parts.append(("issuer", identity.issuer)) }
         if case .password(let username, _) = identity.grant { parts.append(("username", username)) }
         for resource in identity.resource { parts.append(("resource", resource)) }
         var encoding: [UInt8] = []

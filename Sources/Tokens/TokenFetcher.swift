@@ -108,6 +108,9 @@ final class TokenFetcher {
             timers[tokens.slot]?.start(afterMilliseconds: UInt64(max(0, (due - now) * 1000).rounded(.up)))
         case .idle:
             timers[tokens.slot]?.stop()
+        case .discover:
+            timers[tokens.slot]?.stop()
+            discover(tokens)
         }
     }
 

@@ -31,9 +31,30 @@ public protocol TokenObserver: Sendable {
     /// `found`, `empty`, `other_settings`, `moved_aside`, `failed`), `write` or `remove` (`ok`,
     /// `failed`), or `lock` (`acquired`, `timed_out`, `failed`).
     func tokenStoreOperation(identity: String, operation: String, outcome: String)
+    /// A login of the identity started, completed or failed.
+    func loginEnded(identity: String, kind: LoginKind, outcome: LoginOutcome)
+}
+
+/// A step of an interactive login, as counted by `oauth_relay_logins_total{kind,outcome}`.
+public enum LoginKind: String, Sendable { case browser, device }
+
+public enum LoginOutcome: Sendable, Equatable {
+    case started
+    case completed
+    /// Why: `denied`, `expired`, `refused`, `invalid_id_token`, `exchange_failed`, ...
+    case failed(String)
+
+    public var label: String {
+        switch self {
+        case .started: "started"
+        case .completed: "completed"
+        case .failed(let reason): "failed_\(reason)"
+        }
+    }
 }
 
 extension TokenObserver {
+    public func loginEnded(identity: String, kind: LoginKind, outcome: LoginOutcome) {}
     public func upstreamRefusedToken(identity: String, refetch: Bool) {}
     public func tokenStoreOperation(identity: String, operation: String, outcome: String) {}
 }

@@ -83,6 +83,7 @@ final class Reloader {
 
     /// An identity as the start-up log line lists it: no secret, no query.
     static func describe(_ identity: Identity) -> String {
-        "\(identity.name) \(identity.grant.grantType) \(identity.tokenUrl.scheme.rawValue)://\(identity.tokenUrl.host):\(identity.tokenUrl.port)"
+        let endpoint = identity.tokenUrl.map { "\($0.scheme.rawValue)://\($0.host):\($0.port)" } ?? "discovered from its issuer"
+        return "\(identity.name) \(identity.grant.grantType) \(endpoint)"
     }
 }

@@ -232,4 +232,8 @@ struct TokenMetrics: TokenObserver {
     func tokenStoreOperation(identity: String, operation: String, outcome: String) {
         metrics.tokenStoreOperation(identity: identity, operation: operation, outcome: outcome)
     }
+
+    func loginEnded(identity: String, kind: LoginKind, outcome: LoginOutcome) {
+        metrics.loginEnded(identity: identity, kind: kind.rawValue, outcome: outcome.label)
+    }
 }

@@ -1,0 +1,64 @@
+import Endpoints
+
+/// The IdP endpoints an identity uses, once known: what the configuration names, completed by
+/// discovery (`issuer`) where it names nothing. An explicit URL always wins over a discovered
+/// one, so a deployment can route one endpoint through a gateway.
+public struct IdentityEndpoints: Sendable, Equatable {
+    public var token: HTTPURL
+    public var authorization: HTTPURL?
+    public var deviceAuthorization: HTTPURL?
+    public var jwks: HTTPURL?
+    public var revocation: HTTPURL?
+
+    public init(token: HTTPURL, authorization: HTTPURL? = nil, deviceAuthorization: HTTPURL? = nil,
+                jwks: HTTPURL? = nil, revocation: HTTPURL? = nil) {
+        self.token = token
+        self.authorization = authorization
+        self.deviceAuthorization = deviceAuthorization
+        self.jwks = jwks
+        self.revocation = revocation
+    }
+}
+
+extension Identity {
+    /// The endpoints the identity's grant cannot work without: the token endpoint always, the
+    /// authorization endpoint for a browser login (and the JWKS when it asks for an ID token),
+    /// the device authorization endpoint for a device login.
+    public var missingEndpoints: [String] {
+        var missing: [String] = []
+        if tokenUrl == nil { missing.append("tokenUrl") }
+        switch grant {
+        case .authorizationCode:
+            if authorizationUrl == nil { missing.append("authorizationUrl") }
+            if requestsIDToken && jwksUrl == nil { missing.append("jwksUrl") }
+        case .deviceCode:
+            if deviceAuthorizationUrl == nil { missing.append("deviceAuthorizationUrl") }
+        default:
+            break
+        }
+        return missing
+    }
+
+    /// Discovery is needed when an endpoint the grant needs is not configured. (An `issuer` with
+    /// every endpoint given is used only as a client assertion's audience and to check ID tokens.)
+    public var needsDiscovery: Bool { !missingEndpoints.isEmpty }
+
+    /// The scope asks for OpenID Connect: the login sends a `nonce` and checks the ID token.
+    public var requestsIDToken: Bool {
+        scope?.split(separator: " ").contains("openid") ?? false
+    }
+
+    /// True when a request to the IdP may use TLS: an endpoint configured as https, or one
+    /// discovery may give (an issuer that is not plain http).
+    public var mayUseHTTPS: Bool {
+        let configured = [tokenUrl, authorizationUrl, deviceAuthorizationUrl, jwksUrl, revocationUrl].compactMap { $0 }
+        return configured.contains { $0.scheme == .https } || (issuer.map { !$0.lowercased().hasPrefix("http:") } ?? false)
+    }
+
+    /// The endpoints as configured, when they are all the grant needs.
+    public var configuredEndpoints: IdentityEndpoints? {
+        guard !needsDiscovery, let tokenUrl else { return nil }
+        return IdentityEndpoints(token: tokenUrl, authorization: authorizationUrl, deviceAuthorization: deviceAuthorizationUrl,
+                                 jwks: jwksUrl, revocation: revocationUrl)
+    }
+}

@@ -1,0 +1,29 @@
+// Discovery in the token lifecycle: an identity configured with an `issuer` and without an
+// endpoint its grant needs learns its endpoints from the IdP's metadata before any fetch. The
+// lookup is driven like a fetch (`nextAction` answers `.discover`, the token thread reports
+// `discovered` or `discoveryFailed`), fails like one (backoff, the identity is `failing` with
+// the reason, requests get 503 meanwhile) and happens again only for a new configuration.
+
+extension TokenLifecycle {
+    mutating func nextDiscoveryAction(at now: Double) -> TokenAction {
+        if discovering { return .idle }
+        if let retryAt, retryAt > now { return .sleep(until: retryAt) }
+        discovering = true
+        return .discover
+    }
+
+    /// The IdP's metadata gave the endpoints (already merged with the configured ones).
+    public mutating func discovered(_ endpoints: IdentityEndpoints) {
+        discovering = false
+        self.endpoints = endpoints
+        consecutiveFailures = 0
+        lastError = nil
+        retryAt = nil
+    }
+
+    /// The metadata could not be read or was not acceptable: back off and try again.
+    public mutating func discoveryFailed(_ error: TokenEndpointError, at now: Double) {
+        discovering = false
+        recordFailure(error, at: now)
+    }
+}
