@@ -1,0 +1,160 @@
+import TLS
+
+/// The authorization-code logins in flight for every identity of a relay: a value the relay
+/// keeps behind one lock, with the clock and the random source passed in.
+///
+/// How the relay drives it:
+/// 1. A login starts (a browser on a route that needs one, `POST /identities/NAME/login`):
+///    `start(...)` gives a `LoginStart`; the relay sets `browserBinding` as an HttpOnly,
+///    SameSite=Lax cookie on its callback's path and redirects to the `AuthorizationRequest`
+///    built from it.
+/// 2. The callback arrives: `AuthorizationCallback.parse` reads its query, then
+///    `complete(state:browserBinding:at:)` with the state and the cookie gives back the login
+///    (removed: a state works once) or a `LoginRefusal` for the 400 page. An IdP error callback
+///    completes its login too, so it ends rather than waiting for its expiry.
+/// 3. Now and then (a timer at `nextExpiry`, or on every start) `sweep(at:)` drops the expired
+///    ones; `cancel(identity:)` drops an identity's logins (logout, removed by a reload).
+///
+/// Bounds: at most `capacityPerIdentity` logins per identity, the oldest dropped first, so a
+/// script hitting the login URL cannot grow memory; a dropped login's callback is refused as
+/// unknown.
+public struct PendingLogins: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public static let defaultCapacityPerIdentity = 64
+    /// RFC 8252 and the issue: a login left alone for ten minutes is abandoned.
+    public static let defaultTimeoutSeconds: Double = 600
+
+    public let capacityPerIdentity: Int
+    /// Logins by their `state` value. A hash lookup is not constant-time, but `state` has 256
+    /// random bits: timing cannot guess one. The browser binding, which a guess could target
+    /// once a state is known, is compared in constant time.
+    private var logins: [String: Entry] = [:]
+    private var started: UInt64 = 0
+
+    private struct Entry: Sendable {
+        var login: LoginStart
+        /// Order of starting, to drop the oldest (times can tie).
+        var sequence: UInt64
+    }
+
+    public init(capacityPerIdentity: Int = PendingLogins.defaultCapacityPerIdentity) {
+        precondition(capacityPerIdentity > 0, "a login needs room for at least one")
+        self.capacityPerIdentity = capacityPerIdentity
+    }
+
+    public var count: Int { logins.count }
+
+    public func count(for identity: String) -> Int {
+        logins.values.count { $0.login.identity == identity }
+    }
+
+    /// When the next login expires (arm a timer to `sweep`), nil when none is pending.
+    public var nextExpiry: Double? {
+        logins.values.map(\.login.expiresAt).min()
+    }
+
+    /// Starts a login for `identity`: fresh state, browser binding, PKCE verifier and (when
+    /// the identity's scope has `openid`) nonce, expiring `timeoutSeconds` after `now`.
+    /// `redirectUri` is the callback URL the authorization request names; `returnTo` is kept
+    /// only when it is a path on the relay (see `LoginStart.localPath`).
+    public mutating func start(identity: Identity, redirectUri: String, returnTo: String?,
+                               timeoutSeconds: Double = PendingLogins.defaultTimeoutSeconds,
+                               at now: Double, random: inout some RandomNumberGenerator) -> LoginStart {
+        sweep(at: now)
+        let login = LoginStart(identity: identity.name, redirectUri: redirectUri, returnTo: returnTo,
+                               wantsNonce: Self.requestsOpenID(identity.scope), startedAt: now,
+                               expiresAt: now + max(1, timeoutSeconds), random: &random)
+        let mine = logins.filter { $0.value.login.identity == identity.name }
+        if mine.count >= capacityPerIdentity {
+            let oldest = mine.sorted { $0.value.sequence < $1.value.sequence }.prefix(mine.count - capacityPerIdentity + 1)
+            for (state, _) in oldest { logins[state] = nil }
+        }
+        started += 1
+        logins[login.state.value] = Entry(login: login, sequence: started)
+        return login
+    }
+
+    /// The callback for `state` arrived with `browserBinding` (the cookie, nil when missing):
+    /// the login, removed so it cannot be completed twice, or why not.
+    ///
+    /// A missing or wrong binding does not consume the state: a callback replayed in another
+    /// browser must not cancel the real login in progress. An unknown or expired state
+    /// touches no other login.
+    public mutating func complete(state: Secret, browserBinding: Secret?, at now: Double) throws(LoginRefusal) -> LoginStart {
+        guard let entry = logins[state.value] else { throw .unknownState }
+        let login = entry.login
+        guard now < login.expiresAt else {
+            logins[state.value] = nil
+            throw .expired(identity: login.identity, timeoutSeconds: login.expiresAt - login.startedAt)
+        }
+        guard let browserBinding,
+              ConstantTime.equal(Array(browserBinding.value.utf8), Array(login.browserBinding.value.utf8)) else {
+            throw .wrongBrowser(identity: login.identity)
+        }
+        logins[state.value] = nil
+        return login
+    }
+
+    /// Drops the logins expired at `now`; returns their identities' names (one per login, for
+    /// the "login failed: expired" metric).
+    @discardableResult
+    public mutating func sweep(at now: Double) -> [String] {
+        let expired = logins.filter { $0.value.login.expiresAt <= now }
+        for state in expired.keys { logins[state] = nil }
+        return expired.values.sorted { $0.sequence < $1.sequence }.map(\.login.identity)
+    }
+
+    /// Drops every login of `identity` (logged out, or gone after a reload); returns how many.
+    @discardableResult
+    public mutating func cancel(identity: String) -> Int {
+        let before = logins.count
+        logins = logins.filter { $0.value.login.identity != identity }
+        return before - logins.count
+    }
+
+    /// True when `scope` (space-separated) has `openid`: an OpenID Connect login, which sends
+    /// a nonce and gets an ID token.
+    public static func requestsOpenID(_ scope: String?) -> Bool {
+        scope?.split(separator: " ").contains("openid") ?? false
+    }
+
+    public var description: String {
+        let byIdentity = Dictionary(grouping: logins.values, by: \.login.identity).map { "\($0.key) \($0.value.count)" }.sorted()
+        return "PendingLogins(\(logins.count) in flight" + (byIdentity.isEmpty ? "" : ": " + byIdentity.joined(separator: ", ")) + ")"
+    }
+
+    public var debugDescription: String { description }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: ["logins": description], displayStyle: .struct)
+    }
+}
+
+/// Why a callback's state did not complete a login: what the relay's 400 page says.
+public enum LoginRefusal: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No login has this state: forged, already used, dropped for room, or the relay restarted.
+    case unknownState
+    case expired(identity: String, timeoutSeconds: Double)
+    /// The browser lacks the cookie of the login's start (another browser, or cookies blocked).
+    case wrongBrowser(identity: String)
+
+    /// A short code for metrics and logs.
+    public var code: String {
+        switch self {
+        case .unknownState: "unknown_state"
+        case .expired: "expired"
+        case .wrongBrowser: "wrong_browser"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .unknownState:
+            "this login is unknown or was already completed; start the login again"
+        case .expired(let identity, let timeout):
+            "the login for identity \(identity) was not completed within \(SecondsText.format(timeout)) s; start it again"
+        case .wrongBrowser(let identity):
+            "the login for identity \(identity) was started in another browser (its login cookie is missing or different); "
+                + "finish it in the browser that started it, or start it again here"
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Endpoints
+import OAuth2
+import XCTest
+
+/// The authorization endpoint URL a login sends the browser to.
+final class AuthorizationRequestTests: XCTestCase {
+    private let endpoint = HTTPURL(scheme: .https, host: "idp.example.com", path: "/authorize")
+
+    private func start(_ identity: Identity, seed: UInt64 = 1) -> LoginStart {
+        var logins = PendingLogins()
+        var random = SeededRandom(seed: seed)
+        return logins.start(identity: identity, redirectUri: callbackURI, returnTo: "/orders", at: 100, random: &random)
+    }
+
+    func testCarriesCodeFlowPKCEStateAndNonceInOrder() throws {
+        let identity = interactiveIdentity()
+        let login = start(identity)
+        let request = AuthorizationRequest(endpoint: endpoint, identity: identity, login: login)
+        let pairs = queryPairs(request.url)
+        XCTAssertEqual(pairs.map(\.name), ["response_type", "client_id", "redirect_uri", "scope", "state", "nonce",
+                                           "code_challenge", "code_challenge_method"])
+        let values = Dictionary(uniqueKeysWithValues: pairs.map { ($0.name, $0.value) })
+        XCTAssertEqual(values["response_type"], "code")
+        XCTAssertEqual(values["client_id"], "cli-app")
+        XCTAssertEqual(values["redirect_uri"], callbackURI)
+        XCTAssertEqual(values["scope"], "openid profile orders.read")
+        XCTAssertEqual(values["state"], login.state.value)
+        XCTAssertEqual(values["nonce"], login.nonce?.value)
+        XCTAssertEqual(values["code_challenge"], login.pkce.challenge)
+        XCTAssertEqual(values["code_challenge_method"], "S256")
+        XCTAssertEqual(request.url.host, "idp.example.com")
+        XCTAssertEqual(request.url.path, "/authorize")
+    }
+
+    func testQueryIsFormEncoded() throws {
+        let identity = interactiveIdentity()
+        let request = AuthorizationRequest(endpoint: endpoint, identity: identity, login: start(identity))
+        XCTAssertTrue(request.location.hasPrefix("https://idp.example.com/authorize?response_type=code&client_id=cli-app"
+                                                 + "&redirect_uri=http%3A%2F%2F127.0.0.1%3A8180%2F.oauth-relay%2Fcallback"
+                                                 + "&scope=openid+profile+orders.read&state="), request.location)
+    }
+
+    func testNoNonceWithoutOpenIDScope() {
+        let identity = interactiveIdentity(scope: "orders.read")
+        let login = start(identity)
+        XCTAssertNil(login.nonce)
+        let names = queryPairs(AuthorizationRequest(endpoint: endpoint, identity: identity, login: login).url).map(\.name)
+        XCTAssertFalse(names.contains("nonce"))
+        XCTAssertTrue(names.contains("code_challenge"))
+    }
+
+    func testAudienceAndResourcesButNotParams() {
+        let identity = interactiveIdentity(scope: nil) {
+            $0.audience = "orders-api"
+            $0.resource = ["https://orders.internal/", "https://billing.internal/"]
+            $0.params = ["tenant": "acme"]
+        }
+        let pairs = queryPairs(AuthorizationRequest(endpoint: endpoint, identity: identity, login: start(identity)).url)
+        XCTAssertEqual(pairs.filter { $0.name == "resource" }.map(\.value), ["https://orders.internal/", "https://billing.internal/"])
+        XCTAssertEqual(pairs.first { $0.name == "audience" }?.value, "orders-api")
+        XCTAssertFalse(pairs.contains { $0.name == "tenant" || $0.name == "scope" })
+    }
+
+    func testEndpointQueryIsKeptWithoutParametersTheRequestSets() throws {
+        var withQuery = endpoint
+        withQuery.query = "tenant=acme&client_id=other&p=a%20b"
+        let identity = interactiveIdentity()
+        let request = AuthorizationRequest(endpoint: withQuery, identity: identity, login: start(identity))
+        XCTAssertTrue(request.url.query?.hasPrefix("tenant=acme&p=a%20b&response_type=code&client_id=cli-app&") ?? false,
+                      request.url.query ?? "")
+        XCTAssertEqual(queryPairs(request.url).filter { $0.name == "client_id" }.count, 1)
+    }
+
+    func testDescriptionHidesTheQuery() {
+        let identity = interactiveIdentity()
+        let login = start(identity)
+        let request = AuthorizationRequest(endpoint: endpoint, identity: identity, login: login)
+        XCTAssertEqual(request.description, "GET https://idp.example.com/authorize?… (authorization request)")
+        assertHidden([login.state.value, login.nonce?.value ?? "", login.pkce.challenge], in: request)
+    }
+}
