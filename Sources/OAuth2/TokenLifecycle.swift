@@ -79,6 +79,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public internal(set) var loggedInAs: String?
     /// Why the last login ended without a token (for the login pages); nil after a success.
     public internal(set) var lastLoginFailure: String?
+    /// A device login was asked for and has not ended.
+    var deviceLoginRequested = false
 
     struct InFlightFetch {
         var purpose: TokenRequest.Purpose

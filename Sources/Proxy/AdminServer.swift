@@ -9,7 +9,11 @@
 //   GET    /identities                 each identity's grant, state, expiry and last error —
 //                                      never a token or a secret
 //   POST   /identities/NAME/refresh    fetch a new token now (202)
-//   DELETE /identities/NAME/token      forget the token and refresh token (204)
+//   POST   /identities/NAME/login      start a person's login: 200 with the URL that starts a
+//                                      browser login, or 202 once a device login is starting
+//                                      (its code then shows in /identities)
+//   DELETE /identities/NAME/token      forget the token and refresh token (204), revoking the
+//                                      refresh token at the IdP when it has a revocation endpoint
 //   POST   /reload                     re-read the configuration file, like SIGHUP: 200 with
 //                                      what changed, or 422 with every error (nothing changed)
 //
@@ -77,6 +81,9 @@ public final class AdminServer {
                 return LocalResponse(status: 202, body: "{\"identity\":\(JSONText.quote(identity.identity.name)),\"refresh\":\"started\"}\n")
             }
         }
+        router.add("POST", "/identities/{name}/login") { [unowned self] request, parameters in
+            withIdentity(parameters["name"]!, request) { tokens, identity in startLogin(tokens, identity) }
+        }
         router.add("DELETE", "/identities/{name}/token") { [unowned self] request, parameters in
             withIdentity(parameters["name"]!, request) { tokens, identity in
                 tokens.forget(identity)
@@ -84,6 +91,23 @@ public final class AdminServer {
             }
         }
         return router
+    }
+
+    private func startLogin(_ tokens: TokenService, _ identity: IdentityTokens) -> LocalResponse {
+        let name = JSONText.quote(identity.identity.name)
+        switch identity.identity.grant {
+        case .authorizationCode:
+            guard let redirect = identity.identity.redirectUri else { break }
+            let url = "\(redirect.scheme.rawValue)://\(redirect.authority)" + LoginEndpoints.loginPath(identity.identity.name, returnTo: nil)
+            return LocalResponse(status: 200, body: "{\"identity\":\(name),\"grant\":\"authorization_code\",\"loginUrl\":\(JSONText.quote(url))}\n")
+        case .deviceCode:
+            tokens.logins.startDeviceLogin(identity)
+            return LocalResponse(status: 202, body: "{\"identity\":\(name),\"grant\":\"device_code\",\"login\":\"started\"}\n")
+        default:
+            break
+        }
+        return Self.problem(409, "not-interactive", "Conflict",
+                            "identity \(identity.identity.name) does not log a person in (its grant is \(identity.identity.grant.grantType))")
     }
 
     private func readiness() -> LocalResponse {

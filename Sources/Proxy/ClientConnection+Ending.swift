@@ -5,6 +5,7 @@
 import ByteBuffers
 import EventLoop
 import HTTP1
+import Tokens
 
 extension ClientConnection {
     // MARK: Ending exchanges
@@ -12,6 +13,13 @@ extension ClientConnection {
     /// Writes a problem document the exchange decided on; the connection ends after it unless
     /// the exchange keeps it alive (not with a request body still to come: it is not read).
     func answerLocally(_ problem: Problem) {
+        var problem = problem
+        if problem.slug == Problem.loginRequiredSlug, let identity = problem.identity, let logins = settings.logins,
+           let target = RequestTarget(parser.head.target) {
+            // The head is still the parser's: the answer depends on who asks (a browser or not).
+            let request = LoginRequest(head: parser.head, target: target, overTLS: forwarding.overTLS)
+            problem = logins.loginRequired(problem, identity: identity, request: request, at: monotonicSeconds())
+        }
         scratch.clear()
         problem.write(keepAlive: exchange.keepAlive, viaSuffix: settings.viaSuffix, toHead: exchange.request.isHead, into: &scratch)
         stream.write(scratch)

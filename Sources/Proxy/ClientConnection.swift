@@ -24,6 +24,7 @@ import Config
 import HTTPFields
 import OAuth2
 import Routing
+import Tokens
 
 /// Calls `body` with a view of `bytes`, or with nil.
 func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
@@ -207,6 +208,10 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         if target.isAsterisk { normalizedPath = [UInt8(ascii: "/")] }
         if let host = head.host, !host.isEmpty, !RequestTarget.isAuthority(host) {
             return exchange.refused(.badRequest("the Host header is not a host[:port]"), closing: true)
+        }
+        if let logins = settings.logins, logins.serves(path: String(decoding: normalizedPath, as: UTF8.self)) {
+            let request = LoginRequest(head: head, target: target, overTLS: forwarding.overTLS)
+            return exchange.refused(logins.answer(request, at: monotonicSeconds()), closing: false)
         }
         let host = target.authority ?? head.host ?? UnsafeRawBufferPointer(start: nil, count: 0)
         let plan = normalizedPath.withUnsafeBytes { settings.plan(host: host, path: $0) }

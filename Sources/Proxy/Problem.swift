@@ -71,13 +71,15 @@ struct Problem {
         Problem(status: 504, slug: "gateway-timeout", title: "Gateway Timeout", detail: detail, route: route)
     }
 
+    static let loginRequiredSlug = "login-required"
+
     /// A request on a route whose identity has no valid token (never carries the token).
     static func tokenUnavailable(_ reason: TokenUnavailable, route: String?) -> Problem {
         let (slug, title): (String, String)
         switch reason.reason {
         case .refused: (slug, title) = ("token-refused", "Bad Gateway")
         case .unavailable: (slug, title) = ("token-endpoint-unavailable", "Service Unavailable")
-        case .needsLogin: (slug, title) = ("login-required", "Unauthorized")
+        case .needsLogin: (slug, title) = (loginRequiredSlug, "Unauthorized")
         }
         var problem = Problem(status: reason.status, slug: slug, title: title, detail: reason.detail, route: route)
         problem.identity = reason.identity

@@ -38,6 +38,8 @@ public final class ProxySettings: Sendable {
     /// `limits.maxUpstreamConnections`, or `Int.max` for no limit.
     let maxUpstreamConnections: Int
     let upstreamQueueTimeoutMilliseconds: UInt64
+    /// The login pages, when an identity logs a person in.
+    let logins: LoginEndpoints?
 
     /// `identities`: the token service's identities for this config (what `replace` returned);
     /// by default those in force.
@@ -70,6 +72,7 @@ public final class ProxySettings: Sendable {
         requestBodyMinBytesPerSecond = UInt64(config.limits.requestBodyMinBytesPerSecond)
         maxUpstreamConnections = config.limits.maxUpstreamConnections > 0 ? config.limits.maxUpstreamConnections : .max
         upstreamQueueTimeoutMilliseconds = milliseconds(config.limits.upstreamQueueTimeoutSeconds)
+        logins = LoginEndpoints(config: config, identities: identities, desk: tokens?.logins)
     }
 
     /// The plan of the route that takes this request, or nil (404).

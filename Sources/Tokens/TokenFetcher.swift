@@ -2,9 +2,11 @@
 // it adopts identity sets, sends each due token request (through HTTPClient), records results
 // (waking the requests that waited for them, see IdentityTokens.swift) and arms refresh timers.
 
+import Endpoints
 import EventLoop
 import Foundation
 import HTTPClient
+import HTTPFields
 import Logging
 import OAuth2
 import TLS
@@ -30,7 +32,7 @@ final class TokenFetcher {
     private var lifetimeWarnings = LifetimeWarningMemory()
     private var stopping = false
     /// The token store, when the configuration has one (TokenPersistence.swift).
-    private let persistence: TokenPersistence?
+    let persistence: TokenPersistence?
 
     init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, observer: (any TokenObserver)?, store: TokenStore? = nil) {
         self.loop = loop
@@ -58,8 +60,8 @@ final class TokenFetcher {
             runNextAction(tokens)
         case .fetchEnded(let tokens, let outcome):
             record(outcome, for: tokens)
-        case .removeStored(let tokens):
-            persistence?.remove(tokens)
+        case .logout(let tokens, let refreshToken, let completion):
+            logout(tokens, refreshToken: refreshToken, completion: completion)
         case .stop:
             stop()
         }
@@ -75,6 +77,7 @@ final class TokenFetcher {
         }
         for tokens in update.identities where timers[tokens.slot] == nil {
             timers[tokens.slot] = LoopTimer(loop: loop) { [unowned self] in self.runNextAction(tokens) }
+            if tokens.identity.grant.isInteractive { readStoredLogin(tokens) }
         }
         // Retired identities keep the TLS configuration they fetched with.
         for (slot, configuration) in update.tls { tls[slot] = configuration }
@@ -114,6 +117,16 @@ final class TokenFetcher {
         }
     }
 
+    /// A person's login kept in the store (an interactive identity asks nothing of the IdP
+    /// before it has a refresh token, so the fetch path would never read it).
+    private func readStoredLogin(_ tokens: IdentityTokens) {
+        guard let persistence else { return }
+        let stored = persistence.read(tokens)
+        let now = monotonicSeconds()
+        let taken = tokens.publish { $0.storedLoginRead(stored.token, refreshToken: stored.refreshToken, subject: stored.subject, at: now) }
+        if taken { logger.info("login read from store", metadata: ["identity": .string(tokens.identity.name)]) }
+    }
+
     /// Holding the entry's lock: reads the entry, and sends a token request only if what it holds
     /// does not do (another process may have just refreshed).
     private func fetchAfterReadingStore(_ tokens: IdentityTokens) {
@@ -146,50 +159,74 @@ final class TokenFetcher {
     }
 
     private func send(_ unsigned: TokenRequest, for tokens: IdentityTokens) {
-        // A client assertion is signed here, on the token thread and outside the lifecycle's
-        // lock, fresh for every request (its jti is single-use, its exp at most 60 s away).
-        let request: TokenRequest
-        do throws(TokenEndpointError) {
-            var random = SecureRandomNumberGenerator()
-            request = try unsigned.withClientAssertion(unixTime: Int64(Date().timeIntervalSince1970), random: &random)
-        } catch {
-            handle(.fetchEnded(tokens, .failure(error)))
-            return
-        }
-        let url = request.url
-        let name = tokens.identity.name
-        let tls = url.scheme == .https ? self.tls[tokens.slot] : nil
-        if url.scheme == .https && tls == nil {
-            handle(.fetchEnded(tokens, .failure(.unreachable(reason: "no TLS configuration for the https token endpoint"))))
-            return
-        }
-        logger.debug("token request", metadata: ["identity": .string(name), "purpose": .string("\(request.purpose)")])
-        let httpRequest = HTTPClientRequest(method: request.method, host: url.host, port: url.port, target: url.requestTarget,
-                                            headers: request.headers, body: request.body,
-                                            tls: tls)
         let started = monotonicSeconds()
-        inFlight[tokens.slot] = sendHTTPRequest(httpRequest, on: loop, limits: limits) { [self] result in
+        logger.debug("token request", metadata: ["identity": .string(tokens.identity.name), "purpose": .string("\(unsigned.purpose)")])
+        inFlight[tokens.slot] = sendToIdP(unsigned, for: tokens) { [self] result, request in
             inFlight[tokens.slot] = nil
             // Stopping, only a request holding its store lock was let finish (see `stop`).
             guard !stopping || persistence?.holdsLock(tokens) == true else { return }
             let outcome: Result<TokenResponse, TokenEndpointError>
             switch result {
-            case .success(let response):
-                let reply = TokenEndpointReply(status: response.status, headers: response.headers, body: response.body)
+            case .success(let reply):
                 do throws(TokenEndpointError) {
                     outcome = .success(try request.parseResponse(reply, unixTime: Date().timeIntervalSince1970))
                 } catch {
                     outcome = .failure(error)
                 }
-            case .failure(.responseTimeout), .failure(.connectTimeout):
+            case .failure(.timedOut):
                 outcome = .failure(.timedOut(seconds: monotonicSeconds() - started))
             case .failure(let error):
-                outcome = .failure(.unreachable(reason: error.description))
+                outcome = .failure(error)
             }
             if stopping {
                 keepWhileStopping(outcome, for: tokens)
             } else {
                 handle(.fetchEnded(tokens, outcome))
+            }
+        }
+    }
+
+    /// Sends a request to one of the identity's IdP endpoints (token, device authorization,
+    /// revocation): a client assertion is signed here, on the token thread and outside the
+    /// lifecycle's lock, fresh for every request (its jti is single-use, its exp at most 60 s
+    /// away), and the endpoint's TLS configuration is the identity's. The completion gets the
+    /// answer (or the transport's failure) and the request as sent; nil when it could not be sent
+    /// (the completion has then been called).
+    @discardableResult
+    func sendToIdP(_ unsigned: TokenRequest, for tokens: IdentityTokens,
+                   completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>, TokenRequest) -> Void) -> HTTPClientCall? {
+        let request: TokenRequest
+        do throws(TokenEndpointError) {
+            var random = SecureRandomNumberGenerator()
+            request = try unsigned.withClientAssertion(unixTime: Int64(Date().timeIntervalSince1970), random: &random)
+        } catch {
+            completion(.failure(error), unsigned)
+            return nil
+        }
+        return fetch(request.method, request.url, headers: request.headers, body: request.body, for: tokens) { completion($0, request) }
+    }
+
+    /// One HTTP request to the identity's IdP (a token request, or a GET of its metadata or
+    /// JWKS), with the identity's TLS configuration; transport failures as token endpoint errors.
+    @discardableResult
+    func fetch(_ method: String, _ url: HTTPURL, headers: [HTTPField] = [], body: [UInt8] = [], for tokens: IdentityTokens,
+               completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>) -> Void) -> HTTPClientCall? {
+        let tls = url.scheme == .https ? self.tls[tokens.slot] : nil
+        if url.scheme == .https && tls == nil {
+            completion(.failure(.unreachable(reason: "no TLS configuration for the https endpoint \(redactedURL(url))")))
+            return nil
+        }
+        let request = HTTPClientRequest(method: method, host: url.host, port: url.port, target: url.requestTarget,
+                                        headers: headers, body: body, tls: tls)
+        let started = monotonicSeconds()
+        return sendHTTPRequest(request, on: loop, limits: limits) { result in
+            switch result {
+            case .success(let response):
+                completion(.success(TokenEndpointReply(status: response.status, headers: response.headers, body: response.body)))
+            case .failure(.responseTimeout), .failure(.connectTimeout):
+                completion(.failure(.timedOut(seconds: monotonicSeconds() - started)))
+            case .failure(let error):
+                completion(.failure(.unreachable(reason: error.description)))
             }
         }
     }
@@ -200,11 +237,11 @@ final class TokenFetcher {
         guard let persistence else { return }
         if case .success(let response) = outcome {
             let now = monotonicSeconds()
-            let kept = tokens.update { lifecycle -> (AccessToken?, Secret?) in
+            let kept = tokens.update { lifecycle -> (AccessToken?, Secret?, String?) in
                 lifecycle.fetchSucceeded(response, at: now)
-                return (lifecycle.token, lifecycle.heldRefreshToken)
+                return (lifecycle.token, lifecycle.heldRefreshToken, lifecycle.loggedInAs)
             }
-            persistence.write(kept.0, refreshToken: kept.1, for: tokens)
+            persistence.write(kept.0, refreshToken: kept.1, subject: kept.2, for: tokens)
         }
         persistence.unlock(tokens)
     }
@@ -215,12 +252,12 @@ final class TokenFetcher {
         let name = tokens.identity.name
         if let persistence, case .success(let response) = outcome {
             // Kept before any request gets it: what the lifecycle will hold once it has the answer.
-            let kept = tokens.update { lifecycle -> (AccessToken?, Secret?) in
+            let kept = tokens.update { lifecycle -> (AccessToken?, Secret?, String?) in
                 var after = lifecycle
                 after.fetchSucceeded(response, at: now)
-                return (after.token, after.heldRefreshToken)
+                return (after.token, after.heldRefreshToken, after.loggedInAs)
             }
-            persistence.write(kept.0, refreshToken: kept.1, for: tokens)
+            persistence.write(kept.0, refreshToken: kept.1, subject: kept.2, for: tokens)
         }
         // The result and the wake-up of the requests waiting for it, in one step.
         var refreshTokenDropped = false

@@ -92,36 +92,37 @@ final class TokenPersistence {
 
     /// The entry of `tokens` in the lifecycle's clock: the access token (nil when absent, for
     /// other settings, or moved aside) and refresh token. Logs a moved-aside entry once.
-    func read(_ tokens: IdentityTokens) -> (token: AccessToken?, refreshToken: Secret?) {
+    func read(_ tokens: IdentityTokens) -> (token: AccessToken?, refreshToken: Secret?, subject: String?) {
         let name = tokens.identity.name
         do {
             switch try store.read(identity: name, fingerprint: fingerprint(tokens)) {
             case .found(let stored):
                 count(tokens, "read", "found")
-                return (stored.access.map { accessToken($0, identity: tokens.identity) }, stored.refreshToken)
+                return (stored.access.map { accessToken($0, identity: tokens.identity) }, stored.refreshToken, stored.subject)
             case .empty:
                 count(tokens, "read", "empty")
-                return (nil, nil)
+                return (nil, nil, nil)
             case .otherSettings:
                 count(tokens, "read", "other_settings")
-                return (nil, nil)
+                return (nil, nil, nil)
             case .movedAside(let reason, let movedTo):
                 count(tokens, "read", "moved_aside")
                 logger.warning("token store entry moved aside", metadata: [
                     "identity": .string(name), "reason": .string(reason), "moved_to": .string(movedTo),
                 ])
-                return (nil, nil)
+                return (nil, nil, nil)
             }
         } catch {
             count(tokens, "read", "failed")
             logger.warning("token store read failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
-            return (nil, nil)
+            return (nil, nil, nil)
         }
     }
 
     /// Writes what `tokens` holds (times turned to wall-clock time); removes the entry when it
     /// holds nothing. A failure is logged: the token is still used, only not kept.
-    func write(_ token: AccessToken?, refreshToken: Secret?, for tokens: IdentityTokens) {
+    /// `subject`: who logged in, for an interactive identity.
+    func write(_ token: AccessToken?, refreshToken: Secret?, subject: String? = nil, for tokens: IdentityTokens) {
         let offset = Date().timeIntervalSince1970 - monotonicSeconds()
         let access = token.map {
             StoredToken.Access(value: Secret($0.value), type: $0.type, issuedAt: $0.issuedAt + offset,
@@ -129,7 +130,8 @@ final class TokenPersistence {
         }
         let name = tokens.identity.name
         do {
-            try store.write(StoredToken(access: access, refreshToken: refreshToken), identity: name, fingerprint: fingerprint(tokens))
+            try store.write(StoredToken(access: access, refreshToken: refreshToken, subject: subject), identity: name,
+                            fingerprint: fingerprint(tokens))
             count(tokens, "write", "ok")
         } catch {
             count(tokens, "write", "failed")

@@ -38,6 +38,8 @@ public final class TokenService: Sendable {
     private let thread: WorkerThread
     private let stopped = Atomic<Bool>(false)
     private let observer: (any TokenObserver)?
+    /// The browser logins in flight, and their callbacks.
+    public let logins: LoginDesk
 
     /// Starts the token thread and, in the background, the first fetch of every identity that
     /// needs no person to log in.
@@ -74,6 +76,7 @@ public final class TokenService: Sendable {
         self.thread = thread
         self.inbox = inbox
         self.observer = observer
+        logins = LoginDesk(inbox: inbox, observer: observer)
     }
 
     /// The identities in force, sorted by name.
@@ -153,15 +156,20 @@ public final class TokenService: Sendable {
         inbox.post(.reconsider(tokens))
     }
 
-    /// Forgets the token and refresh token of `tokens`, and its token store entry. Thread-safe.
-    public func forget(_ tokens: IdentityTokens) {
+    /// Forgets the token and refresh token of `tokens` and its token store entry, and revokes
+    /// the refresh token at the IdP when it has a revocation endpoint (a logout); `completion`
+    /// hears how that went, on the token thread. Thread-safe.
+    public func forget(_ tokens: IdentityTokens, completion: (@Sendable (LogoutOutcome) -> Void)? = nil) {
+        var refreshToken: Secret?
         tokens.publish { lifecycle in
+            refreshToken = lifecycle.heldRefreshToken
             lifecycle.forget()
             return true
         }
+        logins.cancel(identity: tokens.identity.name)
         observer?.tokenExpiryChanged(identity: tokens.identity.name, unixTime: nil)
         // Before the reconsider: the fetch it starts must not read the forgotten entry back.
-        inbox.post(.removeStored(tokens))
+        inbox.post(.logout(tokens, refreshToken: refreshToken, completion: completion))
         inbox.post(.reconsider(tokens))
     }
 

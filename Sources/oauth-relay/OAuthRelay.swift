@@ -11,7 +11,7 @@ struct OAuthRelay: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "oauth-relay",
         abstract: "A local HTTP reverse proxy that applies the OAuth2 bearer token of each route's identity.",
-        subcommands: [RunCommand.self, CheckCommand.self, TokenCommand.self, DemoCommand.self],
+        subcommands: [RunCommand.self, CheckCommand.self, TokenCommand.self, LoginCommand.self, LogoutCommand.self, DemoCommand.self],
         defaultSubcommand: RunCommand.self
     )
 

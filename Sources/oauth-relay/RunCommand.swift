@@ -116,8 +116,10 @@ func tokenClientLimits(_ config: RelayConfig) -> HTTPClientLimits {
 /// Runs the relay until SIGTERM or SIGINT, then drains and returns. SIGHUP and the admin
 /// `POST /reload` re-read `configPath` (the demo has none: its config is built in).
 /// `whileServing` runs once the listeners are bound (the demo prints its instructions there).
+/// `until`, asked four times a second, stops the relay like a SIGTERM once it says so (`login`
+/// without a running relay serves until the person has logged in).
 func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), configPath: String? = nil, logger: Logger,
-           whileServing: (RelayServer) -> Void = { _ in }) throws {
+           whileServing: (RelayServer) -> Void = { _ in }, until: ((TokenService) -> Bool)? = nil) throws {
     SignalWatcher.ignoreBrokenPipe()
     // The signal watchers exist before any worker binds: a SIGTERM that arrives while the
     // listeners start is queued by libuv and handled once the loop runs, instead of killing
@@ -128,12 +130,15 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), configPath: Stri
         var reloader: Reloader?
         var watchers: [SignalWatcher] = []
         var admin: AdminServer?
+        var untilTimer: LoopTimer?
     }
     let running = Running()
     let stop: (Int32) -> Void = { signal in
         logger.info("shutting down", metadata: ["signal": .stringConvertible(signal)])
         running.server?.stop()
         running.admin?.close()
+        running.untilTimer?.close()
+        running.untilTimer = nil
         // With the watchers gone a second signal has its default effect: it ends the process.
         for watcher in running.watchers { watcher.close() }
     }
@@ -182,6 +187,10 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), configPath: Stri
             server.wait()
             throw ExitCode(1)
         }
+    }
+    if let until {
+        running.untilTimer = LoopTimer(loop: loop) { if until(tokens) { stop(0) } }
+        running.untilTimer?.start(afterMilliseconds: 250, repeatMilliseconds: 250)
     }
     whileServing(server)
     loop.run()

@@ -1,0 +1,57 @@
+// Logins in the token lifecycle. A browser login's code arrives from the relay's callback
+// (`codeReceived`): the exchange becomes the next fetch, due at once, and requests wait for it
+// like for any fetch. Its ID token is checked by the token thread before `fetchSucceeded`.
+
+extension TokenLifecycle {
+    /// The callback brought `code` for `login`: exchange it next. False when the token endpoint
+    /// is not known (discovery has not succeeded), so the code cannot be used.
+    public mutating func codeReceived(_ code: Secret, login: LoginStart) -> Bool {
+        guard let tokenEndpoint = endpoints?.token else { return false }
+        codeExchange = TokenRequest.authorizationCode(for: identity, code: code, verifier: login.verifier,
+                                                      redirectUri: login.redirectUri, at: tokenEndpoint)
+        expectedNonce = login.nonce
+        return true
+    }
+
+    /// A login ended without a token (the IdP's error, a refused callback, an ID token that
+    /// failed its checks): the pages show `reason`.
+    public mutating func loginFailed(_ reason: String) {
+        lastLoginFailure = reason
+    }
+
+    /// The ID token of the exchange in flight was checked: `who` logged in.
+    public mutating func loggedIn(as who: String?) {
+        loggedInAs = who
+    }
+
+    /// A person (or the first request) asks for a device login: true when one must start
+    /// (none is under way and no valid token is held).
+    public mutating func requestDeviceLogin(at now: Double) -> Bool {
+        guard case .deviceCode = identity.grant, !hasValidToken(at: now), !deviceLoginRequested else { return false }
+        deviceLoginRequested = true
+        return true
+    }
+
+    /// With a token store, before anything else: what the identity's entry holds. An
+    /// interactive identity fetches nothing until it holds a refresh token, so this is how a
+    /// person's login survives a restart. Returns whether anything was taken.
+    public mutating func storedLoginRead(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, subject: String?,
+                                         at now: Double) -> Bool {
+        guard identity.grant.isInteractive, inFlight == nil, token == nil, refreshToken == nil || storedRefreshToken != nil else {
+            return false
+        }
+        var taken = false
+        if let storedRefreshToken {
+            refreshToken = storedRefreshToken
+            taken = true
+        }
+        if let stored, stored.isValid(at: now) {
+            tokenCount += 1
+            token = AccessToken(value: stored.value, type: stored.type, issuedAt: stored.issuedAt, expiresAt: stored.expiresAt,
+                                refreshAt: stored.refreshAt, scope: stored.scope, serial: tokenCount)
+            taken = true
+        }
+        if taken { loggedInAs = subject }
+        return taken
+    }
+}

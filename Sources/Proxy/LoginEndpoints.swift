@@ -1,0 +1,226 @@
+// LoginEndpoints: the relay's own pages for a person logging in, served on the listeners that
+// serve routes (a browser reaches them where it reaches the routes), never forwarded:
+//
+//   GET /.oauth-relay/login/NAME[?return=PATH]   start NAME's login: to the IdP (browser login)
+//                                                or to the status page (device login)
+//   GET <redirectUri's path>                     the IdP's redirect back (default
+//                                                /.oauth-relay/callback): the code is exchanged,
+//                                                then back to PATH or to the status page
+//   GET /.oauth-relay/status/NAME[?return=PATH]  where NAME's login stands: the device code to
+//                                                enter, "finishing", who is logged in; it
+//                                                refreshes itself until the login ends, then goes
+//                                                on to PATH
+//
+// And the answer to a request on a route whose identity needs a login: a browser is redirected
+// to the login (or, right after a failed login, shown why), anything else gets the 401 problem
+// with `loginUrl` and a `WWW-Authenticate` naming it.
+//
+// Every login page checks `Host` against the names of the listener it came to: a page of a
+// loopback listener answers only to loopback names, so a web page on another site cannot reach
+// it under a rebound DNS name (DNS rebinding) and start or finish logins.
+
+import Config
+import HTTPFields
+import OAuth2
+import Tokens
+
+struct LoginEndpoints {
+    static let prefix = "/.oauth-relay/"
+    static let loginPrefix = "/.oauth-relay/login/"
+    static let statusPrefix = "/.oauth-relay/status/"
+
+    let desk: LoginDesk
+    let identities: TokenSet
+    /// The paths of the identities' redirect URIs.
+    let callbackPaths: Set<String>
+    let config: RelayConfig
+
+    init?(config: RelayConfig, identities: TokenSet?, desk: LoginDesk?) {
+        guard let identities, let desk, config.identities.values.contains(where: { $0.grant.isInteractive }) else { return nil }
+        self.desk = desk
+        self.identities = identities
+        self.config = config
+        callbackPaths = Set(config.identities.values.compactMap { $0.redirectUri?.path })
+    }
+
+    /// True for a path the login pages answer (checked only when the configuration has an
+    /// interactive identity).
+    func serves(path: String) -> Bool {
+        path.hasPrefix(Self.prefix) || callbackPaths.contains(path)
+    }
+
+    // MARK: - The pages
+
+    func answer(_ request: LoginRequest, at now: Double) -> Problem {
+        guard hostIsAllowed(request) else {
+            return Self.page(421, "Misdirected Request", LoginPage(
+                title: "Wrong host name",
+                lines: ["The relay's login pages answer only to the names of the listener they are on; "
+                        + "\(request.host) is not one of them."]))
+        }
+        guard request.method == "GET" || request.method == "HEAD" else {
+            var problem = Problem(status: 405, slug: "method-not-allowed", title: "Method Not Allowed",
+                                  detail: "the login pages answer GET and HEAD")
+            problem.extraHeaders.append(("Allow", "GET, HEAD"))
+            return problem
+        }
+        let returnTo = request.queryValue("return").flatMap(Self.localPath)
+        if callbackPaths.contains(request.path) { return callback(request, at: now) }
+        if request.path.hasPrefix(Self.loginPrefix) {
+            return withIdentity(String(request.path.dropFirst(Self.loginPrefix.count))) { start($0, request, returnTo: returnTo, at: now) }
+        }
+        if request.path.hasPrefix(Self.statusPrefix) {
+            return withIdentity(String(request.path.dropFirst(Self.statusPrefix.count))) { status($0, returnTo: returnTo, at: now) }
+        }
+        return Self.page(404, "Not Found", LoginPage(title: "Not found", lines: ["The relay has no login page at \(request.path)."]))
+    }
+
+    private func withIdentity(_ name: String, _ body: (IdentityTokens) -> Problem) -> Problem {
+        guard let tokens = identities[name], tokens.identity.grant.isInteractive else {
+            return Self.page(404, "Not Found", LoginPage(title: "Unknown identity",
+                                                         lines: ["No identity named \(name) logs a person in on this relay."]))
+        }
+        return body(tokens)
+    }
+
+    private func start(_ tokens: IdentityTokens, _ request: LoginRequest, returnTo: String?, at now: Double) -> Problem {
+        let name = tokens.identity.name
+        if case .deviceCode = tokens.identity.grant {
+            desk.startDeviceLogin(tokens)
+            return Self.redirect(to: Self.statusPath(name, returnTo: returnTo))
+        }
+        do throws(LoginDesk.Unavailable) {
+            let login = try desk.startBrowserLogin(tokens, returnTo: returnTo, at: now)
+            var answer = Self.redirect(to: login.location)
+            answer.extraHeaders.append(("Set-Cookie", login.cookie.setCookie(secure: request.overTLS)))
+            return answer
+        } catch {
+            var answer = Self.page(503, "Service Unavailable", LoginPage(title: "The login cannot start yet", lines: ["\(error)"],
+                                                                         refreshSeconds: 5))
+            answer.extraHeaders.append(("Retry-After", "5"))
+            return answer
+        }
+    }
+
+    private func callback(_ request: LoginRequest, at now: Double) -> Problem {
+        switch desk.callback(query: request.query, cookies: request.cookies, identities: identities, at: now) {
+        case .exchanging(let name, let returnTo, let clear):
+            var answer = Self.redirect(to: returnTo ?? Self.statusPath(name, returnTo: nil))
+            answer.extraHeaders.append(("Set-Cookie", clear.setCookie(secure: request.overTLS)))
+            return answer
+        case .idpError(let name, let error, let clear):
+            let description = error.errorDescription.map { ": \($0)" } ?? ""
+            var answer = Self.page(403, "Forbidden", LoginPage(
+                title: error.code.rawValue == "access_denied" ? "Login declined" : "Login failed",
+                lines: ["The identity provider ended the login" + (name.map { " for identity \($0)" } ?? "")
+                        + " with \(error.code.rawValue)\(description)."],
+                links: name.map { [("Try again", Self.loginPrefix + $0)] } ?? []))
+            if let clear { answer.extraHeaders.append(("Set-Cookie", clear.setCookie(secure: request.overTLS))) }
+            return answer
+        case .refused(let reason, let clear):
+            var answer = Self.page(400, "Bad Request", LoginPage(title: "This login cannot be completed", lines: [reason]))
+            if let clear { answer.extraHeaders.append(("Set-Cookie", clear.setCookie(secure: request.overTLS))) }
+            return answer
+        }
+    }
+
+    private func status(_ tokens: IdentityTokens, returnTo: String?, at now: Double) -> Problem {
+        let name = tokens.identity.name
+        let status = tokens.status(at: now)
+        let back = returnTo.map { [("Continue to \($0)", $0)] } ?? []
+        if status.hasValidToken {
+            if let returnTo { return Self.redirect(to: returnTo) }
+            let who = status.loggedInAs.map { "Logged in as \($0)" } ?? "Logged in"
+            return Self.page(200, "OK", LoginPage(title: who, lines: ["Identity \(name) holds a valid token: requests through the relay carry it."],
+                                                  links: back))
+        }
+        switch status.state {
+        case .loginPending, .refreshing:
+            if let device = status.deviceLogin {
+                return Self.page(200, "OK", LoginPage(
+                    title: "Enter the code \(device.userCode)",
+                    lines: ["To log in for identity \(name), open the link below and enter the code \(device.userCode).",
+                            "It expires in \(device.expiresInSeconds) s. This page moves on by itself once you are done."],
+                    links: [("Open \(device.verificationUri)", device.verificationUriComplete ?? device.verificationUri)],
+                    refreshSeconds: 3))
+            }
+            return Self.page(200, "OK", LoginPage(title: "Finishing the login",
+                                                  lines: ["The relay is exchanging the login's code for identity \(name)."],
+                                                  refreshSeconds: 1))
+        default:
+            var lines = ["Identity \(name) needs a person to log in."]
+            if let failure = status.lastLoginFailure { lines.append("The last login failed: \(failure).") }
+            return Self.page(200, "OK", LoginPage(title: "Not logged in", lines: lines,
+                                                  links: [("Log in", Self.loginPath(name, returnTo: returnTo))]))
+        }
+    }
+
+    // MARK: - A request on a route whose identity needs a login
+
+    /// The 401 `login-required` problem of a route's request, made useful: a browser goes to
+    /// the login (unless the last one just failed: then it is shown why), anything else gets
+    /// the URL that starts the login in the problem and in `WWW-Authenticate`.
+    func loginRequired(_ problem: Problem, identity name: String, request: LoginRequest, at now: Double) -> Problem {
+        guard let tokens = identities[name] else { return problem }
+        let returnTo = Self.localPath(request.query.isEmpty ? request.path : "\(request.path)?\(request.query)")
+        let isDevice: Bool = { if case .deviceCode = tokens.identity.grant { true } else { false } }()
+        let path = isDevice ? Self.statusPath(name, returnTo: nil) : Self.loginPath(name, returnTo: nil)
+        if request.isBrowserNavigation {
+            let failure = tokens.status(at: now).lastLoginFailure
+            if failure == nil || isDevice {
+                return Self.redirect(to: isDevice ? Self.statusPath(name, returnTo: returnTo) : Self.loginPath(name, returnTo: returnTo))
+            }
+            var page = Self.page(401, "Unauthorized", LoginPage(
+                title: "Login needed", lines: ["Identity \(name) needs a person to log in. The last login failed: \(failure!)."],
+                links: [("Log in again", Self.loginPath(name, returnTo: returnTo))]))
+            page.extraHeaders = problem.extraHeaders
+            return page
+        }
+        var answer = problem
+        let url = request.url(path)
+        answer.loginUrl = url
+        answer.extraHeaders.append(("WWW-Authenticate", "OAuth-Relay-Login identity=\"\(name)\", login_url=\"\(url)\""))
+        return answer
+    }
+
+    // MARK: - Helpers
+
+    /// Whether `Host` names the listener the request came to: its own address, a loopback
+    /// name on a loopback (or wildcard) listener, or the host of an identity's redirect URI.
+    func hostIsAllowed(_ request: LoginRequest) -> Bool {
+        guard let authority = HostPort(parsing: request.host.contains(":") && !request.host.hasSuffix("]")
+                                        ? request.host : request.host + ":" + (request.overTLS ? "443" : "80")) else { return false }
+        let listener = request.overTLS ? config.listenTls?.address : config.listen
+        guard let listener, authority.port == listener.port else { return false }
+        let host = authority.host.lowercased()
+        if host == listener.host.lowercased() { return true }
+        let wildcard = listener.host == "0.0.0.0" || listener.host == "::"
+        if (wildcard || TokenEndpointSecurity.isLoopback(listener.host)) && TokenEndpointSecurity.isLoopback(host) { return true }
+        return config.identities.values.contains { $0.redirectUri?.host.lowercased() == host && $0.redirectUri?.port == listener.port }
+    }
+
+    static func loginPath(_ name: String, returnTo: String?) -> String {
+        loginPrefix + name + (returnTo.map { "?return=" + FormURLEncoding.encode($0) } ?? "")
+    }
+
+    static func statusPath(_ name: String, returnTo: String?) -> String {
+        statusPrefix + name + (returnTo.map { "?return=" + FormURLEncoding.encode($0) } ?? "")
+    }
+
+    /// A path on the relay to come back to (never another site: that would be an open redirect).
+    static func localPath(_ path: String) -> String? {
+        guard path.hasPrefix("/"), !path.hasPrefix("//"), !path.hasPrefix("/\\"), !path.hasPrefix(prefix),
+              path.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+        return path
+    }
+
+    static func redirect(to location: String) -> Problem {
+        Problem(status: 302, slug: "", title: "Found", detail: "", extraHeaders: [("Location", location)])
+    }
+
+    static func page(_ status: Int, _ reason: String, _ page: LoginPage) -> Problem {
+        var answer = Problem(status: status, slug: "", title: reason, detail: page.title)
+        answer.page = page
+        return answer
+    }
+}

@@ -1,0 +1,172 @@
+// LoginDesk: the relay's side of browser logins (authorization code + PKCE), shared by every
+// worker. It keeps the logins in flight (`PendingLogins`, under one lock), builds the
+// authorization request a login start redirects to, and checks a callback: its `state` names
+// a login of this browser (the login's cookie), and its code is handed to the identity's
+// lifecycle, whose token thread exchanges it like any fetch, so requests wait for it as they
+// wait for a token. Nothing here blocks or does I/O.
+
+import Foundation
+import JOSE
+import Locking
+import OAuth2
+import TLS
+
+public final class LoginDesk: Sendable {
+    private let pending = Locked(PendingLogins())
+    private let inbox: TokenInbox
+    private let observer: (any TokenObserver)?
+
+    init(inbox: TokenInbox, observer: (any TokenObserver)?) {
+        self.inbox = inbox
+        self.observer = observer
+    }
+
+    /// A cookie of one login, bound to the browser that starts it.
+    public struct LoginCookie: Sendable {
+        public let name: String
+        /// The browser binding; nil clears the cookie.
+        let value: Secret?
+        public let path: String
+        public let maxAgeSeconds: Int
+
+        /// The `Set-Cookie` value. HttpOnly (no script reads it), SameSite=Lax (sent on the
+        /// IdP's top-level redirect back, not on cross-site subrequests), scoped to the callback's
+        /// path, and Secure on an https listener.
+        public func setCookie(secure: Bool) -> String {
+            "\(name)=\(value?.value ?? ""); Path=\(path); Max-Age=\(value == nil ? 0 : maxAgeSeconds); HttpOnly; SameSite=Lax"
+                + (secure ? "; Secure" : "")
+        }
+
+        /// The cookie's name for a login's `state`: each login in flight has its own, so logins
+        /// in several tabs do not overwrite each other's binding.
+        static func name(forState state: Secret) -> String {
+            "oauth_relay_login_" + Base64URL.encode(SHA256.hash(Array(state.value.utf8)).prefix(9))
+        }
+    }
+
+    /// Where a login start sends the browser, and the cookie it sets.
+    public struct BrowserLogin: Sendable {
+        public let identity: String
+        public let location: String
+        public let cookie: LoginCookie
+    }
+
+    /// Why a login cannot start.
+    public enum Unavailable: Error, Sendable, CustomStringConvertible {
+        case notBrowserLogin(identity: String, grant: String)
+        case endpointsUnknown(identity: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case .notBrowserLogin(let identity, let grant):
+                "identity \(identity) does not log in with a browser (its grant is \(grant))"
+            case .endpointsUnknown(let identity, let reason):
+                "identity \(identity) cannot start a login yet: its IdP's endpoints are not known (\(reason))"
+            }
+        }
+    }
+
+    /// Starts a browser login for `tokens`; `returnTo`: the path to go back to afterwards.
+    public func startBrowserLogin(_ tokens: IdentityTokens, returnTo: String?, at now: Double) throws(Unavailable) -> BrowserLogin {
+        let identity = tokens.identity
+        guard case .authorizationCode = identity.grant, let redirectUri = identity.redirectUri else {
+            throw .notBrowserLogin(identity: identity.name, grant: identity.grant.grantType)
+        }
+        let (endpoints, failure) = tokens.update { ($0.endpoints, $0.lastError) }
+        guard let authorization = endpoints?.authorization else {
+            throw .endpointsUnknown(identity: identity.name, reason: failure.map { "\($0)" } ?? "discovery is under way")
+        }
+        var random = SecureRandomNumberGenerator()
+        let login = pending.withLock {
+            $0.start(identity: identity, redirectUri: redirectUri.description, returnTo: returnTo,
+                     timeoutSeconds: identity.loginTimeoutSeconds, at: now, random: &random)
+        }
+        observer?.loginEnded(identity: identity.name, kind: .browser, outcome: .started)
+        let request = AuthorizationRequest(endpoint: authorization, identity: identity, login: login)
+        let cookie = LoginCookie(name: LoginCookie.name(forState: login.state), value: login.browserBinding,
+                                 path: redirectUri.path, maxAgeSeconds: Int(identity.loginTimeoutSeconds.rounded(.up)))
+        return BrowserLogin(identity: identity.name, location: request.location, cookie: cookie)
+    }
+
+    /// What a callback did.
+    public enum CallbackResult: Sendable {
+        /// The code goes to the token endpoint; the browser goes to `returnTo` (or the status
+        /// page of `identity`).
+        case exchanging(identity: String, returnTo: String?, clear: LoginCookie)
+        /// The IdP ended the login with an error (`access_denied` when the person declined).
+        case idpError(identity: String?, error: OAuthError, clear: LoginCookie?)
+        /// Not a callback of a login of this browser: 400 with `reason`.
+        case refused(reason: String, clear: LoginCookie?)
+    }
+
+    /// A request to a callback path: `query` (without `?`) and the browser's cookies.
+    public func callback(query: String, cookies: [(name: String, value: String)], identities: TokenSet, at now: Double) -> CallbackResult {
+        let parsed: AuthorizationCallback
+        do throws(AuthorizationCallbackProblem) {
+            parsed = try AuthorizationCallback.parse(query: query, issuer: nil)
+        } catch {
+            return .refused(reason: "the callback is malformed: \(error)", clear: nil)
+        }
+        guard let state = parsed.state else {
+            if case .error(let error, _) = parsed { return .idpError(identity: nil, error: error, clear: nil) }
+            return .refused(reason: "the callback carries no state", clear: nil)
+        }
+        let cookieName = LoginCookie.name(forState: state)
+        let binding = cookies.first { $0.name == cookieName }.map { Secret($0.value) }
+        let login: LoginStart
+        let completed = pending.withLock { pending in
+            Result { () throws(LoginRefusal) in try pending.complete(state: state, browserBinding: binding, at: now) }
+        }
+        switch completed {
+        case .success(let started):
+            login = started
+        case .failure(let error):
+            if case .expired(let identity, _) = error { observer?.loginEnded(identity: identity, kind: .browser, outcome: .failed("expired")) }
+            let clears = error == .unknownState || { if case .expired = error { true } else { false } }()
+            return .refused(reason: error.description, clear: clears ? LoginCookie(name: cookieName, value: nil, path: "/", maxAgeSeconds: 0) : nil)
+        }
+        guard let tokens = identities[login.identity], case .authorizationCode = tokens.identity.grant else {
+            return .refused(reason: "identity \(login.identity) is no longer configured for a browser login", clear: nil)
+        }
+        let clear = LoginCookie(name: cookieName, value: nil, path: tokens.identity.redirectUri?.path ?? "/", maxAgeSeconds: 0)
+        // The issuer is checked now that the login, and so the IdP, is known (RFC 9207).
+        let checked: AuthorizationCallback
+        do throws(AuthorizationCallbackProblem) {
+            checked = try AuthorizationCallback.parse(query: query, issuer: tokens.identity.issuer)
+        } catch {
+            fail(tokens, "the callback did not come from the identity's IdP: \(error)")
+            return .refused(reason: "the callback did not come from the identity's IdP: \(error)", clear: clear)
+        }
+        switch checked {
+        case .error(let error, _):
+            fail(tokens, "the IdP ended the login: \(error.code.rawValue)" + (error.errorDescription.map { " (\($0))" } ?? ""))
+            return .idpError(identity: login.identity, error: error, clear: clear)
+        case .code(let code, _):
+            let accepted = tokens.update { $0.codeReceived(code, login: login) }
+            guard accepted else {
+                return .refused(reason: "identity \(login.identity) cannot exchange the code: its token endpoint is not known", clear: clear)
+            }
+            inbox.post(.reconsider(tokens))
+            return .exchanging(identity: login.identity, returnTo: login.returnTo, clear: clear)
+        }
+    }
+
+    /// Starts a device login for `tokens` unless one is under way (or it holds a valid token).
+    public func startDeviceLogin(_ tokens: IdentityTokens) {
+        guard case .deviceCode = tokens.identity.grant else { return }
+        if tokens.update({ $0.requestDeviceLogin(at: monotonicSeconds()) }) { inbox.post(.reconsider(tokens)) }
+    }
+
+    /// Forgets the logins in flight for `identity` (logout, or a reload changed it).
+    public func cancel(identity: String) {
+        pending.withLock { _ = $0.cancel(identity: identity) }
+    }
+
+    private func fail(_ tokens: IdentityTokens, _ reason: String) {
+        tokens.publish { lifecycle in
+            lifecycle.loginFailed(reason)
+            return true
+        }
+        observer?.loginEnded(identity: tokens.identity.name, kind: .browser, outcome: .failed("refused"))
+    }
+}

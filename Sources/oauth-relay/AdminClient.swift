@@ -1,0 +1,50 @@
+import Config
+import EventLoop
+import Foundation
+import HTTPClient
+
+/// One request to a running relay's admin listener, for the commands that drive it (`login`,
+/// `logout`): sent on a loop of its own, waited for, and read as JSON.
+struct AdminClient {
+    let address: HostPort
+
+    struct Answer {
+        let status: Int
+        let json: [String: Any]
+    }
+
+    /// Nil when nothing listens there (no relay runs with this configuration).
+    func call(_ method: String, _ target: String) throws -> Answer? {
+        let loop = try EventLoop()
+        defer { try? loop.close() }
+        var outcome: Result<HTTPClientResponse, HTTPClientError>?
+        let request = HTTPClientRequest(method: method, host: address.host, port: address.port, target: target)
+        _ = sendHTTPRequest(request, on: loop, limits: HTTPClientLimits(connectTimeoutMilliseconds: 2000, responseTimeoutMilliseconds: 10_000)) {
+            outcome = $0
+        }
+        loop.run()
+        switch outcome {
+        case .success(let response):
+            let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
+            return Answer(status: response.status, json: json)
+        case .failure(.connect):
+            return nil
+        case .failure(let error):
+            throw AdminClientError(reason: "the relay's admin listener at \(address) did not answer: \(error)")
+        case nil:
+            throw AdminClientError(reason: "the relay's admin listener at \(address) did not answer")
+        }
+    }
+
+    /// The `/identities` entry of `name`.
+    func identity(_ name: String) throws -> [String: Any]? {
+        guard let answer = try call("GET", "/identities") else { return nil }
+        let entries = answer.json["identities"] as? [[String: Any]] ?? []
+        return entries.first { $0["name"] as? String == name }
+    }
+}
+
+struct AdminClientError: Error, CustomStringConvertible {
+    let reason: String
+    var description: String { reason }
+}

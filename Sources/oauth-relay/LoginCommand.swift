@@ -1,0 +1,180 @@
+import ArgumentParser
+import Config
+import Foundation
+import Logging
+import OAuth2
+import Proxy
+import Tokens
+
+/// `oauth-relay login --config FILE NAME`: logs a person in for an interactive identity. With a
+/// relay running on the configuration (its admin listener answers), that relay starts the
+/// login; without one, this command serves the configuration itself until the login ends, and
+/// the token store keeps the result for the relay that starts next. It prints the URL to open
+/// (a browser login; opened with `xdg-open` on a desktop) or the code to enter and where (a
+/// device login), and exits 0 once the identity holds a token, 1 when the login fails or times out.
+struct LoginCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login",
+        abstract: "Log a person in for an interactive identity (authorization_code or device_code).")
+
+    @Option(name: .long, help: "The JSON configuration file.")
+    var config: String
+
+    @Argument(help: "The identity's name (a key of `identities`).")
+    var name: String
+
+    @Option(name: .long, help: "Give up after this many seconds (default: the identity's loginTimeoutSeconds).")
+    var timeout: Double?
+
+    @Flag(name: .long, help: "Only print the login URL; do not open a browser.")
+    var noBrowser = false
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        common.bootstrapLogging()
+        let loaded = try loadConfig(path: config)
+        guard let identity = loaded.config.identities[name], identity.grant.isInteractive else {
+            fail("identity \"\(name)\" in \(config) is not one a person logs in to (it needs grant authorization_code or device_code)")
+        }
+        var watch = LoginWatch(name: name, timeoutSeconds: timeout ?? identity.loginTimeoutSeconds, openBrowser: !noBrowser)
+        if let admin = loaded.config.admin, try loginThroughRunningRelay(AdminClient(address: admin), &watch) { return }
+        try loginInThisProcess(loaded, identity: identity, &watch)
+    }
+
+    /// Returns false when no relay answers on the admin listener.
+    private func loginThroughRunningRelay(_ admin: AdminClient, _ watch: inout LoginWatch) throws -> Bool {
+        let before = try admin.identity(name)
+        guard let before else { return false }
+        watch.failureBefore = before["lastLoginFailure"] as? String
+        guard let started = try admin.call("POST", "/identities/\(name)/login"), started.status < 300 else {
+            fail("the running relay did not start the login")
+        }
+        if let url = started.json["loginUrl"] as? String { watch.showLoginURL(url) }
+        while true {
+            guard let entry = try admin.identity(name) else { fail("the relay stopped before the login ended") }
+            if let code = watch.observe(LoginWatch.View(json: entry)) { throw ExitCode(code) }
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+    }
+
+    private func loginInThisProcess(_ loaded: LoadedConfig, identity: Identity, _ watch: inout LoginWatch) throws {
+        guard loaded.config.store != nil else {
+            fail("no relay runs with \(config) (its admin listener does not answer), and the configuration has no token store: "
+                 + "a login made by this command would be lost when it exits. Start the relay, or add \"store\"")
+        }
+        var exitCode: Int32 = 1
+        var watching = watch
+        let name = self.name
+        let listen = loaded.config.listen
+        FileHandleOutput.standardError("oauth-relay login: no relay is running with this configuration; serving it until the login ends\n")
+        var started = false
+        try serve(loaded.config, tls: loaded.tls, logger: Logger(label: "oauth-relay"), until: { tokens in
+            guard let identity = tokens.tokenSet[name] else { return true }
+            if !started {
+                started = true
+                if case .deviceCode = identity.identity.grant {
+                    tokens.logins.startDeviceLogin(identity)
+                } else {
+                    let origin = identity.identity.redirectUri.map { "\($0.scheme.rawValue)://\($0.authority)" } ?? "http://\(listen)"
+                    watching.showLoginURL(origin + "/.oauth-relay/login/\(name)")
+                }
+            }
+            if let code = watching.observe(LoginWatch.View(status: identity.status(at: monotonicSeconds()))) {
+                exitCode = code
+                return true
+            }
+            return false
+        })
+        throw ExitCode(exitCode)
+    }
+
+    private func fail(_ message: String) -> Never {
+        FileHandleOutput.standardError("oauth-relay login: \(message)\n")
+        Foundation.exit(1)
+    }
+}
+
+/// Follows an identity's login to its end, printing what the person must do.
+struct LoginWatch {
+    /// Where the login stands, from `/identities` or from the token service.
+    struct View {
+        var state: String
+        var loggedInAs: String?
+        var userCode: String?
+        var verificationUri: String?
+        var verificationUriComplete: String?
+        var expiresIn: Int?
+        var lastLoginFailure: String?
+
+        init(json: [String: Any]) {
+            state = json["state"] as? String ?? ""
+            loggedInAs = json["loggedInAs"] as? String
+            lastLoginFailure = json["lastLoginFailure"] as? String
+            if let device = json["deviceLogin"] as? [String: Any] {
+                userCode = device["userCode"] as? String
+                verificationUri = device["verificationUri"] as? String
+                verificationUriComplete = device["verificationUriComplete"] as? String
+                expiresIn = device["expiresIn"] as? Int
+            }
+        }
+
+        init(status: IdentityStatus) {
+            state = status.hasValidToken ? "valid" : status.state.rawValue
+            loggedInAs = status.loggedInAs
+            lastLoginFailure = status.lastLoginFailure
+            userCode = status.deviceLogin?.userCode
+            verificationUri = status.deviceLogin?.verificationUri
+            verificationUriComplete = status.deviceLogin?.verificationUriComplete
+            expiresIn = status.deviceLogin?.expiresInSeconds
+        }
+    }
+
+    let name: String
+    let deadline: Date
+    let openBrowser: Bool
+    /// The failure shown before this login started: only a new one ends it.
+    var failureBefore: String?
+    private var shownUserCode: String?
+
+    init(name: String, timeoutSeconds: Double, openBrowser: Bool) {
+        self.name = name
+        deadline = Date(timeIntervalSinceNow: timeoutSeconds)
+        self.openBrowser = openBrowser
+    }
+
+    func showLoginURL(_ url: String) {
+        FileHandleOutput.standardError("To log in for identity \(name), open:\n\n  \(url)\n\n")
+        let environment = ProcessInfo.processInfo.environment
+        guard openBrowser, environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil,
+              FileManager.default.isExecutableFile(atPath: "/usr/bin/xdg-open") else { return }
+        let opener = Process()
+        opener.executableURL = URL(fileURLWithPath: "/usr/bin/xdg-open")
+        opener.arguments = [url]
+        try? opener.run()
+    }
+
+    /// The exit code once the login has ended (0: logged in), nil while it goes on.
+    mutating func observe(_ view: View) -> Int32? {
+        if view.state == "valid" || view.state == "refreshing" {
+            FileHandleOutput.standardError("Logged in for identity \(name)" + (view.loggedInAs.map { " as \($0)" } ?? "") + ".\n")
+            return 0
+        }
+        if let code = view.userCode, code != shownUserCode, let uri = view.verificationUri {
+            shownUserCode = code
+            var text = "To log in for identity \(name), open \(uri) and enter the code:\n\n  \(code)\n\n"
+            if let complete = view.verificationUriComplete { text += "(or open \(complete))\n" }
+            if let expiresIn = view.expiresIn { text += "The code expires in \(expiresIn) s.\n" }
+            FileHandleOutput.standardError(text)
+        }
+        if let failure = view.lastLoginFailure, failure != failureBefore {
+            FileHandleOutput.standardError("oauth-relay login: the login failed: \(failure)\n")
+            return 1
+        }
+        if Date() >= deadline {
+            FileHandleOutput.standardError("oauth-relay login: the login did not complete in time\n")
+            return 1
+        }
+        return nil
+    }
+}

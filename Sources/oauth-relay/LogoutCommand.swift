@@ -1,0 +1,64 @@
+import ArgumentParser
+import Config
+import EventLoop
+import Foundation
+import Logging
+import OAuth2
+import Tokens
+
+/// `oauth-relay logout --config FILE NAME`: forgets an identity's tokens, in the running relay
+/// (through its admin listener) and in the token store, and revokes the refresh token at the
+/// IdP when it has a revocation endpoint (RFC 7009). Without a running relay it does the same
+/// from the store itself.
+struct LogoutCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "logout",
+        abstract: "Forget an identity's tokens (memory and store) and revoke its refresh token at the IdP.")
+
+    @Option(name: .long, help: "The JSON configuration file.")
+    var config: String
+
+    @Argument(help: "The identity's name (a key of `identities`).")
+    var name: String
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        common.bootstrapLogging()
+        let loaded = try loadConfig(path: config)
+        guard loaded.config.identities[name] != nil else {
+            FileHandleOutput.standardError("oauth-relay logout: no identity \"\(name)\" in \(config)\n")
+            throw ExitCode(1)
+        }
+        if let admin = loaded.config.admin, let answer = try AdminClient(address: admin).call("DELETE", "/identities/\(name)/token") {
+            guard answer.status == 204 else {
+                FileHandleOutput.standardError("oauth-relay logout: the relay answered \(answer.status)\n")
+                throw ExitCode(1)
+            }
+            FileHandleOutput.standardError("Logged out of identity \(name).\n")
+            return
+        }
+        let service = try startTokenService(loaded.config, tls: loaded.tls, logger: Logger(label: "oauth-relay"))
+        defer { service.stop() }
+        guard let tokens = service.tokenSet[name] else { throw ExitCode(1) }
+        let loop = try EventLoop()
+        var outcome: LogoutOutcome?
+        var wakeup: LoopWakeup?
+        wakeup = LoopWakeup(loop: loop) { wakeup?.close() }
+        service.forget(tokens) { result in
+            outcome = result
+            wakeup?.wake()
+        }
+        loop.run()
+        try? loop.close()
+        switch outcome {
+        case .revoked?, .nothingToRevoke?:
+            FileHandleOutput.standardError("Logged out of identity \(name)" + (outcome == .revoked ? " (refresh token revoked)" : "") + ".\n")
+        case .revocationFailed(let reason)?:
+            FileHandleOutput.standardError("Logged out of identity \(name); the IdP did not revoke the refresh token: \(reason)\n")
+            throw ExitCode(1)
+        case nil:
+            throw ExitCode(1)
+        }
+    }
+}
