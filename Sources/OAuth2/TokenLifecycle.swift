@@ -170,6 +170,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             request = refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0) }
         case .grant:
             request = TokenRequest.grant(for: identity)
+        case .deviceAuthorization, .revocation:
+            request = nil  // Not fetches of a lifecycle: `nextPurpose` is a grant or a refresh.
         }
         if request != nil {
             inFlight = InFlightFetch(purpose: purpose, startedAt: now, requested: refreshRequested)
@@ -305,6 +307,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         switch purpose {
         case .refresh: request = refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0) }
         case .grant: request = TokenRequest.grant(for: identity)
+        case .deviceAuthorization, .revocation: request = nil
         }
         guard let request else {
             inFlight = nil
