@@ -34,7 +34,8 @@ let package = Package(
         // Pure Swift; the crypto it needs (keys, signatures, digests) comes from TLS, which holds OpenSSL.
         .target(name: "JOSE", dependencies: ["TLS", "HTTPFields"]),
         // JOSE and TLS for client assertions (private_key_jwt, client_secret_jwt): signing is no I/O.
-        .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints", "JOSE", "TLS"], swiftSettings: hotPath),
+        // Routing for reading URLs an IdP publishes (discovery, device verification URIs).
+        .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints", "Routing", "JOSE", "TLS"], swiftSettings: hotPath),
         .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS"], swiftSettings: hotPath),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"]),

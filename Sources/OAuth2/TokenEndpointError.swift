@@ -80,24 +80,30 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     }
 
     public var description: String {
+        description(endpoint: TokenRequest.Purpose.refresh.endpointName)
+    }
+
+    /// The description with the endpoint that answered named as `endpoint` ("the device
+    /// authorization endpoint"): the errors of the IdP's other endpoints are these too.
+    public func description(endpoint: String) -> String {
         switch self {
         case .oauth(let error, let status, let retryAfter):
-            return "the token endpoint answered HTTP \(status) with OAuth error \(error)" + Self.retryText(retryAfter)
+            return "\(endpoint) answered HTTP \(status) with OAuth error \(error)" + Self.retryText(retryAfter)
         case .unexpectedStatus(let status, let contentType, let excerpt, let retryAfter):
             let body = excerpt.map { ": \"\($0)\"" } ?? ""
-            return "the token endpoint answered HTTP \(status) (\(contentType ?? "no content type")) without an OAuth error"
+            return "\(endpoint) answered HTTP \(status) (\(contentType ?? "no content type")) without an OAuth error"
                 + Self.retryText(retryAfter) + body
         case .redirect(let status, let location):
-            return "the token endpoint answered HTTP \(status), a redirect" + (location.map { " to \($0)" } ?? "")
+            return "\(endpoint) answered HTTP \(status), a redirect" + (location.map { " to \($0)" } ?? "")
                 + "; redirects are not followed"
         case .invalidTokenResponse(let status, let contentType, let reason):
-            return "the token endpoint answered HTTP \(status) (\(contentType ?? "no content type")) but not with a usable token: \(reason)"
+            return "\(endpoint) answered HTTP \(status) (\(contentType ?? "no content type")) but not with a usable answer: \(reason)"
         case .unreachable(let reason):
-            return "the token endpoint is unreachable: \(reason)"
+            return "\(endpoint) is unreachable: \(reason)"
         case .timedOut(let seconds):
-            return "the token endpoint did not answer within \(SecondsText.format(seconds)) s"
+            return "\(endpoint) did not answer within \(SecondsText.format(seconds)) s"
         case .clientAssertionFailed(let reason):
-            return "the client assertion could not be made, so no token request was sent: \(reason)"
+            return "the client assertion could not be made, so no request was sent to \(endpoint): \(reason)"
         }
     }
 

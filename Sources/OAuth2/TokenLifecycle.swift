@@ -105,7 +105,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// What the next fetch would be: a refresh while a refresh token is held, else the
     /// identity's own grant; nil when only a person logging in can help.
     var nextPurpose: TokenRequest.Purpose? {
-        if codeExchange != nil { return .authorizationCode }
+        if codeExchange != nil { return .grant(.authorizationCode) }
         if refreshToken != nil { return .refresh }
         return identity.grant.isInteractive ? nil : .grant(identity.grant.type)
     }
@@ -152,7 +152,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         let state: IdentityStatus.State
         if !valid && inFlight == nil && nextPurpose == nil {
             state = .needsLogin
-        } else if !valid && inFlight?.purpose == .authorizationCode {
+        } else if !valid && inFlight?.purpose == .grant(.authorizationCode) {
             state = .loginPending
         } else if consecutiveFailures > 0 {
             state = .failing
@@ -228,7 +228,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public mutating func fetchFailed(_ error: TokenEndpointError, at now: Double) {
         let purpose = inFlight?.purpose
         inFlight = nil
-        if purpose == .authorizationCode {
+        if purpose == .grant(.authorizationCode) {
             // The code was used (or refused): the person must log in again. Not a backoff.
             codeExchange = nil
             expectedNonce = nil
@@ -255,8 +255,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         guard let tokenEndpoint = endpoints?.token else { return nil }
         switch purpose {
         case .refresh: return refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0, at: tokenEndpoint) }
+        case .grant(.authorizationCode): return codeExchange
         case .grant: return TokenRequest.grant(for: identity, at: tokenEndpoint)
-        case .authorizationCode: return codeExchange
+        case .deviceAuthorization, .revocation: return nil  // Not fetches of a lifecycle.
         }
     }
 
@@ -332,7 +333,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public mutating func storedEntryRead(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, at now: Double) -> StoredEntryOutcome {
         guard let fetch = inFlight else { return .satisfied }
         // A person just logged in: their code is exchanged whatever the store holds.
-        if fetch.purpose == .authorizationCode, let codeExchange { return .fetch(codeExchange) }
+        if fetch.purpose == .grant(.authorizationCode), let codeExchange { return .fetch(codeExchange) }
         if let storedRefreshToken { refreshToken = storedRefreshToken }
         if let stored, stored.isValid(at: now), stored.value != token?.value, stored.value != refusedToken,
            stored.expiresAt > (token?.expiresAt ?? -Double.infinity) {

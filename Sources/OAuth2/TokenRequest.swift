@@ -8,7 +8,9 @@ import JOSE
 /// (`Host`, `Content-Length`) and must not follow a redirect (it is reported as an error, so a
 /// secret never goes to another host).
 ///
-/// Built by `grant(for:)` (the identity's own grant) or `refresh(for:refreshToken:)`. With
+/// Built by `grant(for:at:)` (the identity's own grant) or `refresh(for:refreshToken:at:)`, or
+/// for the interactive grants and the IdP's other endpoints by the builders in
+/// `TokenRequest+Interactive.swift` (the token endpoint given, as discovery may supply it). With
 /// private_key_jwt or client_secret_jwt it is not ready to send until
 /// `withClientAssertion(unixTime:random:)` has signed a fresh assertion into it, which the token
 /// thread does just before sending (signing is not done under the lifecycle's lock). The
@@ -21,14 +23,26 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         case grant(GrantType)
         /// A refresh with a refresh token the token endpoint issued.
         case refresh
-        /// A browser login's code, exchanged for tokens (RFC 6749 §4.1.3).
-        case authorizationCode
+        /// RFC 8628 §3.1, to the device authorization endpoint: a user code for a person.
+        case deviceAuthorization
+        /// RFC 7009, to the revocation endpoint: a logout.
+        case revocation
 
         public var description: String {
             switch self {
             case .grant(let grant): "\(grant) grant"
             case .refresh: "refresh"
-            case .authorizationCode: "authorization code exchange"
+            case .deviceAuthorization: "device authorization"
+            case .revocation: "revocation"
+            }
+        }
+
+        /// The endpoint the request goes to, as error messages name it.
+        public var endpointName: String {
+            switch self {
+            case .grant, .refresh: "the token endpoint"
+            case .deviceAuthorization: "the device authorization endpoint"
+            case .revocation: "the revocation endpoint"
             }
         }
     }
@@ -54,8 +68,9 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     /// True until the client assertion this request needs has been added.
     public var needsClientAssertion: Bool { pendingAssertion != nil }
 
-    /// The request for the identity's own grant; nil for an interactive grant
-    /// (`authorization_code`, `device_code`), which needs a person first.
+    /// The request for the identity's own grant to `tokenEndpoint` (configured or discovered);
+    /// nil for an interactive grant (`authorization_code`, `device_code`), which needs a person
+    /// first (`authorizationCode(...)`, `deviceCodePoll(...)`).
     public static func grant(for identity: Identity, at tokenEndpoint: HTTPURL) -> TokenRequest? {
         guard !identity.grant.isInteractive else { return nil }
         var form = TokenForm(grantType: identity.grant.grantType)
@@ -91,14 +106,16 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         return TokenRequest(purpose: .refresh, form: form, identity: identity, url: tokenEndpoint)
     }
 
-    /// `url`: the endpoint the request goes to; `tokenEndpoint`, when that is another endpoint
-    /// of the IdP, is the audience of a client assertion (RFC 7523 §3).
+    /// A request to `url` with the identity's client authentication and headers. `tokenEndpoint`
+    /// (when `url` is another endpoint of the IdP) is what a client assertion's `aud` names: RFC
+    /// 7523 §3 and RFC 8628 §3.1 authenticate the client as at the token endpoint.
     init(purpose: Purpose, form: TokenForm, identity: Identity, url: HTTPURL, tokenEndpoint: HTTPURL? = nil) {
         var form = form
         var headers = [
             HTTPField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
             HTTPField(name: "Accept", value: "application/json"),
         ]
+        let audience = Self.assertionAudience(of: identity, tokenEndpoint: tokenEndpoint ?? url)
         switch identity.clientAuth {
         case .basic(let id, let secret):
             let credentials = Self.basicCredentials(id: id, secret: secret)
@@ -113,15 +130,13 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         case .unidentified:
             break
         case .privateKeyJWT(let id, let key):
-            pendingAssertion = PendingClientAssertion(clientID: id, audience: Self.assertionAudience(of: identity, tokenEndpoint: tokenEndpoint ?? url),
-                                                       key: .privateKey(key))
+            pendingAssertion = PendingClientAssertion(clientID: id, audience: audience, key: .privateKey(key))
         case .clientSecretJWT(let id, let secret):
             // Never sent, but an IdP's debug page could still quote it back.
             form.remember(secret.value)
-            pendingAssertion = PendingClientAssertion(clientID: id, audience: Self.assertionAudience(of: identity, tokenEndpoint: tokenEndpoint ?? url),
-                                                       key: .secret(secret))
+            pendingAssertion = PendingClientAssertion(clientID: id, audience: audience, key: .secret(secret))
         }
-        if purpose != .refresh || !identity.grant.type.isExtension {
+        if Self.sendsParams(purpose, identity: identity) {
             form.addParams(identity.params)
         }
         for (name, value) in identity.headers.sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
@@ -155,7 +170,18 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         return signed
     }
 
-    /// The `aud` of the identity's client assertions: its token endpoint's URL, or its issuer.
+    /// Whether the identity's `params` go in a request for `purpose`: in its grant and in a
+    /// device authorization (where an IdP such as Auth0 wants its extra fields), in a refresh
+    /// unless they are an extension grant's own fields, never in a revocation.
+    private static func sendsParams(_ purpose: Purpose, identity: Identity) -> Bool {
+        switch purpose {
+        case .grant, .deviceAuthorization: true
+        case .refresh: !identity.grant.type.isExtension
+        case .revocation: false
+        }
+    }
+
+    /// The `aud` of the identity's client assertions: the token endpoint as sent, or its issuer.
     static func assertionAudience(of identity: Identity, tokenEndpoint: HTTPURL) -> String {
         switch identity.clientAssertionAudience {
         case .tokenEndpoint: tokenEndpoint.description
@@ -194,6 +220,11 @@ struct TokenForm: Sendable {
 
     init(grantType: String) {
         fields = [("grant_type", grantType)]
+    }
+
+    /// A form without `grant_type`: a device authorization or a revocation.
+    init() {
+        fields = []
     }
 
     mutating func add(_ name: String, _ value: String?) {

@@ -24,11 +24,14 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
     public var scope: String?
     /// RFC 8693 `issued_token_type`.
     public var issuedTokenType: String?
+    /// The OpenID Connect ID token of an authorization-code or device login (`IDTokenCheck`
+    /// validates it; nil when the answer has none).
+    public var idToken: Secret?
     /// What the relay had to adjust in the answer's lifetime (log them once, with the identity).
     public var lifetimeWarnings: [LifetimeWarning] = []
 
     public init(accessToken: Secret, tokenType: String = "Bearer", expiresIn: Double, expirySource: ExpirySource = .expiresIn,
-                refreshToken: Secret? = nil, scope: String? = nil, issuedTokenType: String? = nil) {
+                refreshToken: Secret? = nil, scope: String? = nil, issuedTokenType: String? = nil, idToken: Secret? = nil) {
         self.accessToken = accessToken
         self.tokenType = tokenType
         self.expiresIn = expiresIn
@@ -36,6 +39,7 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
         self.refreshToken = refreshToken
         self.scope = scope
         self.issuedTokenType = issuedTokenType
+        self.idToken = idToken
     }
 
     /// Reads a token endpoint's answer: a token, or the error it is (see `TokenEndpointError`).
@@ -43,31 +47,13 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
     /// `unixTime` is the wall-clock time, for a JWT's `exp` and an HTTP-date `Retry-After`.
     public static func parse(_ reply: TokenEndpointReply, format: TokenResponseFormat = TokenResponseFormat(),
                              secrets: [String] = [], unixTime: Double) throws(TokenEndpointError) -> TokenResponse {
-        let status = reply.status
-        if (300..<400).contains(status) {
-            throw .redirect(status: status, location: reply.header("Location").map { ErrorText.location($0, removing: secrets) })
-        }
-        let retryAfter = reply.header("Retry-After").flatMap { RetryAfter.seconds($0, unixTime: unixTime) }
-        let members = ResponseBody.members(of: reply)
-        // An answer that says it is an error is one, even a 200 that also carries a token: an
-        // IdP that is unsure whether it issued a token did not issue one the relay should use.
-        if let members, let error = oauthError(in: members, removing: secrets) {
-            throw .oauth(error, status: status, retryAfter: retryAfter)
-        }
-        if let members, (200..<300).contains(status), hasErrorMember(members) {
-            throw .invalidTokenResponse(status: status, contentType: reply.mediaType,
-                                        reason: "the answer has an error member that is not an OAuth error code")
-        }
-        guard (200..<300).contains(status) else {
-            throw .unexpectedStatus(status: status, contentType: reply.mediaType,
-                                    excerpt: ErrorText.excerpt(of: reply, format: format, removing: secrets), retryAfter: retryAfter)
-        }
+        let members = try EndpointAnswer.successMembers(of: reply, format: format, secrets: secrets, unixTime: unixTime)
         guard let members else {
-            throw .invalidTokenResponse(status: status, contentType: reply.mediaType,
+            throw .invalidTokenResponse(status: reply.status, contentType: reply.mediaType,
                                         reason: reply.body.isEmpty ? "the body is empty" : "the body is not a JSON object")
         }
         return try TokenResponse(members: members, format: format, unixTime: unixTime) { reason in
-            .invalidTokenResponse(status: status, contentType: reply.mediaType, reason: reason)
+            .invalidTokenResponse(status: reply.status, contentType: reply.mediaType, reason: reason)
         }
     }
 
@@ -103,6 +89,7 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
         refreshToken = (members["refresh_token"] as? String).flatMap { $0.isEmpty ? nil : Secret($0) }
         scope = (members["scope"] as? String) ?? (members["scope"] as? [String])?.joined(separator: " ")
         issuedTokenType = members["issued_token_type"] as? String
+        idToken = (members["id_token"] as? String).flatMap { $0.isEmpty ? nil : Secret($0) }
     }
 
     /// The token types the relay can put on a request (RFC 6750, RFC 9449).
@@ -118,29 +105,11 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
         }
     }
 
-    /// An `error` member that says there is an error: anything but absent, `null`, `false` or
-    /// an empty string (some APIs send those on success).
-    private static func hasErrorMember(_ members: [String: Any]) -> Bool {
-        let member = members["error"]
-        if let flag = JSONBoolean.value(of: member) { return flag }
-        switch member {
-        case nil, is NSNull: return false
-        case let text as String: return !text.isEmpty
-        default: return true
-        }
-    }
-
-    private static func oauthError(in members: [String: Any], removing secrets: [String]) -> OAuthError? {
-        guard let code = members["error"] as? String, !code.isEmpty else { return nil }
-        return OAuthError(code: OAuthErrorCode(ErrorText.clean(code, removing: secrets)),
-                          errorDescription: (members["error_description"] as? String).map { ErrorText.clean($0, removing: secrets) },
-                          errorURI: (members["error_uri"] as? String).map { ErrorText.clean($0, removing: secrets) })
-    }
-
     public var description: String {
         var text = "\(tokenType) \(accessToken), expires in \(SecondsText.format(expiresIn)) s (\(expirySource.rawValue))"
         if let refreshToken { text += ", refresh token \(refreshToken)" }
         if let scope { text += ", scope \"\(scope)\"" }
+        if idToken != nil { text += ", with an ID token" }
         return text
     }
 
@@ -148,20 +117,5 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
 
     public var customMirror: Mirror {
         Mirror(self, children: ["response": description], displayStyle: .struct)
-    }
-}
-
-/// The members of a token endpoint's body: a JSON object, or form-encoded pairs when the body
-/// is labelled `application/x-www-form-urlencoded` or `text/plain`.
-enum ResponseBody {
-    static func members(of reply: TokenEndpointReply) -> [String: Any]? {
-        guard !reply.body.isEmpty else { return nil }
-        if let object = try? JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any] {
-            return object
-        }
-        guard reply.mediaType == "application/x-www-form-urlencoded" || reply.mediaType == "text/plain" else { return nil }
-        let pairs = FormURLEncoding.decode(String(decoding: reply.body, as: UTF8.self))
-        guard !pairs.isEmpty, pairs.allSatisfy({ !$0.name.isEmpty && !$0.name.contains(" ") }) else { return nil }
-        return Dictionary(pairs.map { ($0.name, $0.value as Any) }, uniquingKeysWith: { first, _ in first })
     }
 }

@@ -26,11 +26,11 @@ extension TokenFetcher {
         let unsigned = TokenRequest.revocation(for: tokens.identity, token: refreshToken, hint: .refreshToken, at: revocation,
                                                tokenEndpoint: tokenEndpoint)
         let name = tokens.identity.name
-        send(unsigned, for: tokens) { [logger] result in
+        sendToIdP(unsigned, for: tokens) { [logger] result, request in
             switch result {
             case .success(let reply):
                 do throws(TokenEndpointError) {
-                    try unsigned.parseRevocation(reply, unixTime: Date().timeIntervalSince1970)
+                    try request.parseRevocation(reply, unixTime: Date().timeIntervalSince1970)
                     logger.info("refresh token revoked", metadata: ["identity": .string(name)])
                     completion?(.revoked)
                 } catch {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Config
-import EventLoop
+import Locking
 import Foundation
 import Logging
 import OAuth2
@@ -41,16 +41,15 @@ struct LogoutCommand: ParsableCommand {
         let service = try startTokenService(loaded.config, tls: loaded.tls, logger: Logger(label: "oauth-relay"))
         defer { service.stop() }
         guard let tokens = service.tokenSet[name] else { throw ExitCode(1) }
-        let loop = try EventLoop()
-        var outcome: LogoutOutcome?
-        var wakeup: LoopWakeup?
-        wakeup = LoopWakeup(loop: loop) { wakeup?.close() }
+        // The token thread reads the store entry, revokes, and reports: wait for it.
+        let done = DispatchSemaphore(value: 0)
+        let reported = Locked<LogoutOutcome?>(nil)
         service.forget(tokens) { result in
-            outcome = result
-            wakeup?.wake()
+            reported.withLock { $0 = result }
+            done.signal()
         }
-        loop.run()
-        try? loop.close()
+        done.wait()
+        let outcome = reported.withLock { $0 }
         switch outcome {
         case .revoked?, .nothingToRevoke?:
             FileHandleOutput.standardError("Logged out of identity \(name)" + (outcome == .revoked ? " (refresh token revoked)" : "") + ".\n")

@@ -1,0 +1,87 @@
+import Endpoints
+import HTTPFields
+
+/// Reading an absolute `http`/`https` URL into an `HTTPURL`, for every module that gets URLs
+/// as text: the config's (`tokenUrl`, upstreams) and an IdP's (discovery metadata, a device
+/// authorization's `verification_uri`). The path is normalized as a request path is.
+extension HTTPURL {
+    /// Parses `text`: a scheme of `http` or `https`, a host name, IPv4 or bracketed IPv6
+    /// address, an optional port 1-65535, a path, and a query when `allowsQuery`. User info
+    /// (`user:password@`) and fragments are refused, so are spaces and control characters.
+    public init(absolute text: String, allowsQuery: Bool = true) throws(HTTPURLSyntaxError) {
+        guard let separator = text.range(of: "://") else {
+            throw HTTPURLSyntaxError("\"\(text)\" is not an absolute URL (expected http://… or https://…)")
+        }
+        let schemeName = text[..<separator.lowerBound].lowercased()
+        guard let scheme = URLScheme(rawValue: schemeName) else {
+            throw HTTPURLSyntaxError("unsupported scheme \"\(schemeName)\" in \"\(text)\" (expected http or https)")
+        }
+        let afterScheme = text[separator.upperBound...]
+        let authorityEnd = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex
+        let authority = afterScheme[..<authorityEnd]
+        var rest = afterScheme[authorityEnd...]
+        guard !authority.contains("@") else {
+            throw HTTPURLSyntaxError("user info (user:password@) is not allowed in a URL; put credentials in an identity")
+        }
+        if rest.contains("#") {
+            throw HTTPURLSyntaxError("a fragment (#…) is not allowed in \"\(text)\"")
+        }
+        var query: String?
+        if let questionMark = rest.firstIndex(of: "?") {
+            guard allowsQuery else { throw HTTPURLSyntaxError("a query (?…) is not allowed in \"\(text)\"") }
+            let queryText = rest[rest.index(after: questionMark)...]
+            guard queryText.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw HTTPURLSyntaxError("the query in \"\(text)\" contains spaces or characters that must be percent-encoded")
+            }
+            query = String(queryText)
+            rest = rest[..<questionMark]
+        }
+        let (host, port) = try Self.hostAndPort(authority, scheme: scheme, in: text)
+        guard let path = RequestPath.normalize(rest.isEmpty ? "/" : String(rest)) else {
+            throw HTTPURLSyntaxError("invalid path \"\(rest)\" in \"\(text)\"")
+        }
+        self.init(scheme: scheme, host: host, port: port, path: path, query: query)
+    }
+
+    private static func hostAndPort(_ authority: Substring, scheme: URLScheme, in text: String) throws(HTTPURLSyntaxError) -> (String, UInt16) {
+        let host: Substring
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { throw HTTPURLSyntaxError("unclosed \"[\" in \"\(text)\"") }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let afterHost = authority[authority.index(after: close)...]
+            if !afterHost.isEmpty {
+                guard afterHost.hasPrefix(":") else { throw HTTPURLSyntaxError("unexpected \"\(afterHost)\" after the host in \"\(text)\"") }
+                portText = afterHost.dropFirst()
+            }
+            guard HostSyntax.isIPv6(host) else { throw HTTPURLSyntaxError("\"\(host)\" is not an IPv6 address") }
+        } else {
+            if let colon = authority.firstIndex(of: ":") {
+                host = authority[..<colon]
+                portText = authority[authority.index(after: colon)...]
+            } else {
+                host = authority
+            }
+            guard !host.isEmpty else { throw HTTPURLSyntaxError("missing host in \"\(text)\"") }
+            guard HostSyntax.isHostName(host) else { throw HTTPURLSyntaxError("\"\(host)\" is not a valid host name or address") }
+        }
+        guard let portText else { return (host.lowercased(), scheme.defaultPort) }
+        guard !portText.isEmpty, portText.utf8.allSatisfy(ASCII.isDigit), let port = UInt16(portText) else {
+            throw HTTPURLSyntaxError("invalid port \"\(portText)\" in \"\(text)\" (expected a number 1-65535)")
+        }
+        guard port != 0 else { throw HTTPURLSyntaxError("port 0 is not allowed in \"\(text)\"") }
+        return (host.lowercased(), port)
+    }
+}
+
+/// Why a text is not an absolute http(s) URL. `message` quotes the text: a config value or a
+/// URL an IdP publishes, neither of them secret.
+public struct HTTPURLSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let message: String
+
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+}
