@@ -39,9 +39,11 @@ extension Identity {
         return missing
     }
 
-    /// Discovery is needed when an endpoint the grant needs is not configured. (An `issuer` with
-    /// every endpoint given is used only as a client assertion's audience and to check ID tokens.)
-    public var needsDiscovery: Bool { !missingEndpoints.isEmpty }
+    /// Discovery is needed when an endpoint the grant needs is not configured and an `issuer`
+    /// can supply it. (An `issuer` with every endpoint given is used only as a client
+    /// assertion's audience and to check ID tokens; without an `issuer` the configuration must
+    /// name every endpoint, which Config enforces.)
+    public var needsDiscovery: Bool { issuer != nil && !missingEndpoints.isEmpty }
 
     /// The scope asks for OpenID Connect: the login sends a `nonce` and checks the ID token.
     public var requestsIDToken: Bool {

@@ -33,12 +33,12 @@ final class GrantDecodingTests: XCTestCase {
     }
 
     func testInteractiveGrantsCarryAnOptionalSeed() throws {
-        XCTAssertEqual(try identity(#""grant": "authorization_code", "clientId": "c""#).grant, .authorizationCode(seed: nil))
-        XCTAssertEqual(try identity(#""grant": "authorization_code", "clientId": "c", "refreshToken": "rt""#).grant,
+        XCTAssertEqual(try identity(#""grant": "authorization_code", "authorizationUrl": "https://idp.example/authorize", "clientId": "c""#).grant, .authorizationCode(seed: nil))
+        XCTAssertEqual(try identity(#""grant": "authorization_code", "authorizationUrl": "https://idp.example/authorize", "clientId": "c", "refreshToken": "rt""#).grant,
                        .authorizationCode(seed: Secret("rt")))
-        XCTAssertEqual(try identity(#""grant": "device_code", "clientId": "c", "refreshToken": "rt""#).grant,
+        XCTAssertEqual(try identity(#""grant": "device_code", "deviceAuthorizationUrl": "https://idp.example/device", "clientId": "c", "refreshToken": "rt""#).grant,
                        .deviceCode(seed: Secret("rt")))
-        XCTAssertEqual(try identity(#""grant": "device_code", "clientId": "c", "refreshToken": "rt""#).grant.interactiveSeed,
+        XCTAssertEqual(try identity(#""grant": "device_code", "deviceAuthorizationUrl": "https://idp.example/device", "clientId": "c", "refreshToken": "rt""#).grant.interactiveSeed,
                        Secret("rt"))
     }
 
@@ -94,7 +94,7 @@ final class GrantDecodingTests: XCTestCase {
     }
 
     func testNoneCarriesTheIdOnly() throws {
-        XCTAssertEqual(try identity(#""grant": "device_code", "clientId": "tv", "clientAuth": "none""#).clientAuth,
+        XCTAssertEqual(try identity(#""grant": "device_code", "deviceAuthorizationUrl": "https://idp.example/device", "clientId": "tv", "clientAuth": "none""#).clientAuth,
                        .publicClient(id: "tv"))
     }
 

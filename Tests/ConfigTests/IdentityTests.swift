@@ -16,7 +16,7 @@ final class IdentityTests: XCTestCase {
     }
 
     func testClientAuthDefaultsToNoneWithoutASecret() throws {
-        XCTAssertEqual(try identity(#""grant": "authorization_code", "clientId": "c""#).clientAuth, .publicClient(id: "c"))
+        XCTAssertEqual(try identity(#""grant": "authorization_code", "authorizationUrl": "https://idp.example/authorize", "clientId": "c""#).clientAuth, .publicClient(id: "c"))
     }
 
     func testClientAuthPostIsDecoded() throws {
@@ -72,7 +72,7 @@ final class IdentityTests: XCTestCase {
     }
 
     func testDeviceCodeGrantUsesItsURNOnTheWire() throws {
-        let identity = try identity(#""grant": "device_code", "clientId": "c""#)
+        let identity = try identity(#""grant": "device_code", "deviceAuthorizationUrl": "https://idp.example/device", "clientId": "c""#)
         XCTAssertEqual(identity.grant, .deviceCode(seed: nil))
         XCTAssertEqual(identity.grant.grantType, "urn:ietf:params:oauth:grant-type:device_code")
         XCTAssertTrue(identity.grant.isInteractive)

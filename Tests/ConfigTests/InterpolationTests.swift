@@ -41,7 +41,7 @@ final class InterpolationTests: XCTestCase {
         { "identities": { "x": { "tokenUrl": "${IDP}/token", "clientId": "c", "clientSecret": "${SECRET}", "resource": ["${RES}"] } } }
         """#
         let identity = try XCTUnwrap(decodeConfig(json, environment: ["IDP": "https://idp", "SECRET": "s", "RES": "urn:x"]).identities["x"])
-        XCTAssertEqual(identity.tokenUrl.host, "idp")
+        XCTAssertEqual(identity.tokenUrl?.host, "idp")
         XCTAssertEqual(identity.clientAuth.secret?.value, "s")
         XCTAssertEqual(identity.resource, ["urn:x"])
     }

@@ -86,3 +86,14 @@ struct FixedRandom: RandomNumberGenerator, Sendable {
         UInt64(fraction * Double(UInt64(1) << 53)) << 11
     }
 }
+
+extension TokenRequest {
+    /// The identity's own grant at its configured token URL (every identity in these tests has one).
+    static func grant(for identity: Identity) -> TokenRequest? {
+        grant(for: identity, at: identity.tokenUrl!)
+    }
+
+    static func refresh(for identity: Identity, refreshToken: Secret) -> TokenRequest {
+        refresh(for: identity, refreshToken: refreshToken, at: identity.tokenUrl!)
+    }
+}

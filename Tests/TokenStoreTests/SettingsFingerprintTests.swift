@@ -18,7 +18,7 @@ final class SettingsFingerprintTests: XCTestCase {
     func testEverySettingItCoversChangesIt() {
         let base = SettingsFingerprint(identity())
         let changes: [(String, (inout Identity) -> Void)] = [
-            ("tokenUrl", { $0.tokenUrl.path = "/other" }),
+            ("tokenUrl", { $0.tokenUrl?.path = "/other" }),
             ("client id", { $0.clientAuth = .basic(id: "other", secret: Secret("client-secret")) }),
             ("client auth", { $0.clientAuth = .post(id: "orders-relay", secret: Secret("client-secret")) }),
             ("grant", { $0.grant = .clientCredentials }),

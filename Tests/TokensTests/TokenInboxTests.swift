@@ -17,7 +17,7 @@ final class TokenInboxTests: XCTestCase {
             case .needToken(let tokens): "need \(tokens.identity.name)"
             case .reconsider(let tokens): "reconsider \(tokens.identity.name)"
             case .fetchEnded(let tokens, _): "ended \(tokens.identity.name)"
-            case .removeStored(let tokens): "remove stored \(tokens.identity.name)"
+            case .logout(let tokens, _, _): "logout \(tokens.identity.name)"
             case .stop: "stop"
             }
         }
