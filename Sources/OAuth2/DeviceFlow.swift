@@ -94,6 +94,11 @@ public struct DeviceFlow: Sendable, CustomStringConvertible, CustomDebugStringCo
         state = .completed
     }
 
+    /// `authorization_pending` or `slow_down`: a poll's answer while the person has not acted.
+    public static func isWaitingForThePerson(_ error: TokenEndpointError) -> Bool {
+        error.oauthError?.code == .authorizationPending || error.oauthError?.code == .slowDown
+    }
+
     /// The poll in flight did not produce a token.
     @discardableResult
     public mutating func pollFailed(_ error: TokenEndpointError, at now: Double) -> DevicePollOutcome {

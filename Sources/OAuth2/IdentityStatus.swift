@@ -38,7 +38,7 @@ public struct IdentityStatus: Sendable, Equatable, CustomStringConvertible {
     /// Interactive identities: who is logged in (from the ID token), the device login under
     /// way, and why the last login failed.
     public var loggedInAs: String?
-    public var deviceLogin: DeviceLoginView?
+    public var deviceLogin: DevicePrompt?
     public var lastLoginFailure: String?
 
     public var description: String {

@@ -1,11 +1,14 @@
 /// What the token loop does next for one identity, as `TokenLifecycle.nextAction(at:)` answers
-/// it. The interactive flows will add theirs here (poll a device code, wait for a login).
+/// it.
 public enum TokenAction: Sendable {
     /// Send this token request now; the lifecycle counts it in flight.
     case fetch(TokenRequest)
     /// Read the IdP's metadata (`issuer`) for the endpoints the configuration does not name;
     /// report it with `discovered` or `discoveryFailed`.
     case discover
+    /// Start a device login: send this request to the device authorization endpoint and
+    /// report its answer with `deviceAuthorized` or `deviceAuthorizationFailed`.
+    case authorizeDevice(TokenRequest)
     /// Nothing is due before `until` (monotonic seconds): arm a timer for it.
     case sleep(until: Double)
     /// Nothing to do until an event: a fetch's result, a login, a configuration change.

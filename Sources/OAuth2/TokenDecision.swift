@@ -42,10 +42,11 @@ public struct TokenUnavailable: Error, Sendable, Equatable, CustomStringConverti
     /// For the problem's `detail`: what happened, with no token or secret in it.
     public var detail: String
     /// A device login under way: the code the person enters, and where.
-    public var deviceLogin: DeviceLoginView?
+    public var deviceLogin: DevicePrompt?
 
     public init(identity: String, reason: Reason, retryAfterSeconds: Int? = nil, oauthError: String? = nil,
-                oauthErrorDescription: String? = nil, detail: String) {
+                oauthErrorDescription: String? = nil, detail: String, deviceLogin: DevicePrompt? = nil) {
+        self.deviceLogin = deviceLogin
         self.identity = identity
         self.reason = reason
         self.retryAfterSeconds = retryAfterSeconds

@@ -24,14 +24,6 @@ extension TokenLifecycle {
         loggedInAs = who
     }
 
-    /// A person (or the first request) asks for a device login: true when one must start
-    /// (none is under way and no valid token is held).
-    public mutating func requestDeviceLogin(at now: Double) -> Bool {
-        guard case .deviceCode = identity.grant, !hasValidToken(at: now), !deviceLoginRequested else { return false }
-        deviceLoginRequested = true
-        return true
-    }
-
     /// With a token store, before anything else: what the identity's entry holds. An
     /// interactive identity fetches nothing until it holds a refresh token, so this is how a
     /// person's login survives a restart. Returns whether anything was taken.

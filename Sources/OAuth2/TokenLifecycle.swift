@@ -81,12 +81,18 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public internal(set) var lastLoginFailure: String?
     /// A device login was asked for and has not ended.
     var deviceLoginRequested = false
+    /// The device authorization request is under way.
+    var deviceAuthorizing = false
+    /// The device login under way: its code, and its polls.
+    var deviceFlow: DeviceFlow?
 
     struct InFlightFetch {
         var purpose: TokenRequest.Purpose
         var startedAt: Double
         /// An operator asked for it: a stored token does not make it unnecessary.
         var requested: Bool
+        /// The request, when it is not one the lifecycle can build again (a device poll).
+        var request: TokenRequest? = nil
     }
 
     public init(identity: Identity, backoff: BackoffPolicy = BackoffPolicy(),
@@ -112,6 +118,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
 
     public var isFetching: Bool { inFlight != nil }
 
+    /// What the fetch in flight is for.
+    public var fetchPurpose: TokenRequest.Purpose? { inFlight?.purpose }
+
     public func hasValidToken(at now: Double) -> Bool {
         token?.isValid(at: now) ?? false
     }
@@ -132,6 +141,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// What a request does about its token now.
     public func decision(at now: Double) -> TokenDecision {
         if let token, token.isValid(at: now) { return .inject(token) }
+        if let waiting = deviceLoginDecision(at: now) { return waiting }
         if inFlight == nil, nextPurpose == nil {
             return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin,
                                           detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant)"))
@@ -152,7 +162,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         let state: IdentityStatus.State
         if !valid && inFlight == nil && nextPurpose == nil {
             state = .needsLogin
-        } else if !valid && inFlight?.purpose == .grant(.authorizationCode) {
+        } else if !valid && (inFlight?.purpose == .grant(.authorizationCode) || deviceLoginUnderWay) {
             state = .loginPending
         } else if consecutiveFailures > 0 {
             state = .failing
@@ -166,7 +176,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
                               tokenType: token?.type, scope: token?.scope, hasRefreshToken: refreshToken != nil,
                               nextFetchAt: nextFetchAt(after: now), consecutiveFailures: consecutiveFailures,
                               lastErrorCode: lastError?.code, lastErrorDescription: lastError?.description,
-                              loggedInAs: loggedInAs, lastLoginFailure: lastLoginFailure)
+                              loggedInAs: loggedInAs, deviceLogin: deviceFlow.map { $0.isOver ? nil : $0.prompt(at: now) } ?? nil,
+                              lastLoginFailure: lastLoginFailure)
     }
 
     // MARK: - Events
@@ -175,6 +186,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// one is, or nothing until an event.
     public mutating func nextAction(at now: Double) -> TokenAction {
         if endpoints == nil { return nextDiscoveryAction(at: now) }
+        if let device = nextDeviceAction(at: now) { return device }
         if let request = startFetchIfDue(at: now) { return .fetch(request) }
         guard let due = nextFetchAt(after: now) else { return .idle }
         return .sleep(until: due)
@@ -217,6 +229,10 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             expectedNonce = nil
             lastLoginFailure = nil
         }
+        if deviceFlow != nil {
+            deviceFlow?.pollSucceeded(response, at: now)
+            endDeviceLogin(failure: nil)
+        }
         tokenFollowsRefusal = fetchFollowsRefusal
         fetchFollowsRefusal = false
         refusedToken = nil
@@ -234,6 +250,10 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             expectedNonce = nil
             lastError = error
             lastLoginFailure = "the IdP did not exchange the login's code for a token: \(error)"
+            return
+        }
+        if purpose == .grant(.deviceCode) {
+            devicePollFailed(error, at: now)
             return
         }
         if purpose == .refresh, error.oauthError?.code == .invalidGrant {
@@ -304,6 +324,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         token = nil
         refreshToken = nil
         loggedInAs = nil
+        deviceFlow?.cancel()
+        endDeviceLogin(failure: nil)
         fetchFollowsRefusal = false
         tokenFollowsRefusal = false
     }
@@ -334,6 +356,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         guard let fetch = inFlight else { return .satisfied }
         // A person just logged in: their code is exchanged whatever the store holds.
         if fetch.purpose == .grant(.authorizationCode), let codeExchange { return .fetch(codeExchange) }
+        // A device poll goes out as scheduled: only the person's approval gives its token.
+        if fetch.purpose == .grant(.deviceCode), let poll = fetch.request { return .fetch(poll) }
         if let storedRefreshToken { refreshToken = storedRefreshToken }
         if let stored, stored.isValid(at: now), stored.value != token?.value, stored.value != refusedToken,
            stored.expiresAt > (token?.expiresAt ?? -Double.infinity) {

@@ -140,7 +140,7 @@ struct LoginEndpoints {
                 return Self.page(200, "OK", LoginPage(
                     title: "Enter the code \(device.userCode)",
                     lines: ["To log in for identity \(name), open the link below and enter the code \(device.userCode).",
-                            "It expires in \(device.expiresInSeconds) s. This page moves on by itself once you are done."],
+                            "It expires in \(device.expiresIn) s. This page moves on by itself once you are done."],
                     links: [("Open \(device.verificationUri)", device.verificationUriComplete ?? device.verificationUri)],
                     refreshSeconds: 3))
             }

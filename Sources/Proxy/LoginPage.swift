@@ -44,11 +44,11 @@ struct LoginPage: Equatable {
     }
 }
 
-extension DeviceLoginView {
+extension DevicePrompt {
     /// The view's members in a problem's JSON (RFC 8628's names, in camel case as the relay's).
     var jsonMembers: String {
         var members = ",\"userCode\":\(JSONText.quote(userCode)),\"verificationUri\":\(JSONText.quote(verificationUri))"
         if let verificationUriComplete { members += ",\"verificationUriComplete\":\(JSONText.quote(verificationUriComplete))" }
-        return members + ",\"expiresIn\":\(expiresInSeconds)"
+        return members + ",\"expiresIn\":\(expiresIn)"
     }
 }

@@ -24,7 +24,7 @@ struct Problem {
     /// For a person logging in: the URL that starts the login (`loginUrl`), and a device
     /// login's code and where to enter it.
     var loginUrl: String?
-    var deviceLogin: DeviceLoginView?
+    var deviceLogin: DevicePrompt?
     /// A body other than the problem's JSON: a login page.
     var page: LoginPage?
 

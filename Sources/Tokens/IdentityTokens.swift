@@ -49,7 +49,13 @@ public final class IdentityTokens: Sendable {
     /// it must wait, `wake` is registered in the same step and is woken by the next result.
     public func decide(at now: Double, wakingOnResult wake: LoopWakeup?) -> TokenDecision {
         state.withLock { state in
-            let decision = state.lifecycle.decision(at: now)
+            var decision = state.lifecycle.decision(at: now)
+            // The first request that finds a device identity logged out starts its device login,
+            // and waits for the code to show.
+            if case .fail(let reason) = decision, reason.reason == .needsLogin, reason.deviceLogin == nil,
+               state.lifecycle.requestDeviceLogin(at: now) {
+                decision = .wait
+            }
             if case .wait = decision, let wake, !state.waiting.contains(where: { $0 === wake }) {
                 state.waiting.append(wake)
             }

@@ -30,7 +30,7 @@ final class TokenFetcher {
     /// Token requests under way, by slot, so stopping can abandon them.
     private var inFlight: [Int: HTTPClientCall] = [:]
     private var lifetimeWarnings = LifetimeWarningMemory()
-    private var stopping = false
+    private(set) var stopping = false
     /// The token store, when the configuration has one (TokenPersistence.swift).
     let persistence: TokenPersistence?
 
@@ -90,7 +90,7 @@ final class TokenFetcher {
     private func isInForce(_ tokens: IdentityTokens) -> Bool { timers[tokens.slot] != nil }
 
     /// Asks the identity's lifecycle what to do now, and does it.
-    private func runNextAction(_ tokens: IdentityTokens) {
+    func runNextAction(_ tokens: IdentityTokens) {
         guard !stopping else { return }
         // A retired identity fetches only for requests that still wait for it.
         guard isInForce(tokens) || tokens.hasWaiters else { return }
@@ -114,6 +114,9 @@ final class TokenFetcher {
         case .discover:
             timers[tokens.slot]?.stop()
             discover(tokens)
+        case .authorizeDevice(let request):
+            timers[tokens.slot]?.stop()
+            authorizeDevice(tokens, request)
         }
     }
 
@@ -259,8 +262,10 @@ final class TokenFetcher {
             }
             persistence.write(kept.0, refreshToken: kept.1, subject: kept.2, for: tokens)
         }
+        let purpose = tokens.update { $0.fetchPurpose }
         // The result and the wake-up of the requests waiting for it, in one step.
         var refreshTokenDropped = false
+        var loginFailure: String?
         var held: (AccessToken?, Secret?) = (nil, nil)
         tokens.publish { lifecycle in
             let refreshTokenBefore = lifecycle.heldRefreshToken
@@ -270,8 +275,10 @@ final class TokenFetcher {
             }
             refreshTokenDropped = refreshTokenBefore != nil && lifecycle.heldRefreshToken == nil
             held = (lifecycle.token, lifecycle.heldRefreshToken)
+            loginFailure = lifecycle.lastLoginFailure
             return true
         }
+        countLogin(purpose, outcome, failure: loginFailure, of: name)
         if let persistence {
             // A refresh token the IdP refused is dropped from the store too, so no process sends it again.
             if refreshTokenDropped { persistence.write(held.0, refreshToken: held.1, for: tokens) }
@@ -287,6 +294,9 @@ final class TokenFetcher {
             if isInForce(tokens) {
                 observer?.tokenExpiryChanged(identity: name, unixTime: Date().timeIntervalSince1970 + response.expiresIn)
             }
+        case .failure(let error) where DeviceFlow.isWaitingForThePerson(error):
+            // A device poll before the person acted: the normal answer, not a failure.
+            logger.debug("device login pending", metadata: ["identity": .string(name), "answer": .string(error.code)])
         case .failure(let error):
             logger.warning("token request failed", metadata: ["identity": .string(name),
                                                               "error": .string("\(error)")])

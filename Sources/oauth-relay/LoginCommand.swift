@@ -126,7 +126,7 @@ struct LoginWatch {
             userCode = status.deviceLogin?.userCode
             verificationUri = status.deviceLogin?.verificationUri
             verificationUriComplete = status.deviceLogin?.verificationUriComplete
-            expiresIn = status.deviceLogin?.expiresInSeconds
+            expiresIn = status.deviceLogin?.expiresIn
         }
     }
 
