@@ -1,0 +1,97 @@
+import JOSE
+
+/// Validation of the ID token a login's code exchange returned (OpenID Connect Core
+/// §3.1.3.7), before the relay says who logged in: the signature against the IdP's JWKS (RS256,
+/// PS256 or ES256 only, never `none` or HS256), `iss` the issuer, `aud` containing the client
+/// id (and `azp` the client id when there are several audiences, or whenever it is present),
+/// `exp` and `iat` with a small leeway, and the login's `nonce`.
+///
+/// An ID token signed with a key the JWKS does not hold yet gives `.keyNotFound`: the IdP may
+/// have rotated its keys, so refetch the JWKS once and check again; a second `.keyNotFound` is
+/// a refusal.
+public struct IDTokenCheck: Sendable, Equatable {
+    /// The algorithms an ID token may be signed with, whatever the metadata says.
+    public static let supportedAlgorithms: Set<JWSAlgorithm> = [.rs256, .ps256, .es256]
+
+    public let issuer: String
+    public let clientId: String
+    /// The nonce of the login (`LoginStart.nonce`); nil when none was sent.
+    public let nonce: Secret?
+    /// `supportedAlgorithms`, narrowed to those the IdP publishes when it publishes any.
+    public let algorithms: Set<JWSAlgorithm>
+    public let leewaySeconds: Int64
+
+    /// `published` is the metadata's `id_token_signing_alg_values_supported`.
+    public init(issuer: String, clientId: String, nonce: Secret?, published: [String] = [], leewaySeconds: Int64 = 60) {
+        self.issuer = issuer
+        self.clientId = clientId
+        self.nonce = nonce
+        let named = Set(published.compactMap(JWSAlgorithm.init(rawValue:)))
+        let narrowed = Self.supportedAlgorithms.intersection(named)
+        self.algorithms = narrowed.isEmpty ? Self.supportedAlgorithms : narrowed
+        self.leewaySeconds = leewaySeconds
+    }
+
+    /// Who `idToken` says logged in, if it passes every check at `unixTime` (wall-clock seconds).
+    public func validate(_ idToken: Secret, keys: JWKSet, unixTime: Int64) throws(IDTokenError) -> LoginSubject {
+        let claims: JOSE.JWTClaims  // (OAuth2 has its own JWTClaims: an access token's unverified exp)
+        do throws(JOSEError) {
+            claims = try JWT.verifiedClaims(idToken.value, keys: keys, allowing: algorithms,
+                                            rules: JWTValidationRules(issuer: issuer, audience: clientId, nonce: nonce?.value),
+                                            now: unixTime, leeway: leewaySeconds)
+        } catch {
+            if case .keyNotFound = error { throw .keyNotFound }
+            throw .rejected(error.description)
+        }
+        guard claims.issuedAt != nil else { throw .rejected("the iat claim is missing") }
+        guard let subject = claims.subject, !subject.isEmpty else { throw .rejected("the sub claim is missing") }
+        let authorizedParty = claims["azp"]?.string
+        if claims.audience.count > 1, authorizedParty == nil {
+            throw .rejected("it has several audiences but no azp claim")
+        }
+        if let authorizedParty, authorizedParty != clientId {
+            throw .rejected("the azp claim is not the client id \"\(clientId)\"")
+        }
+        return LoginSubject(subject: subject, preferredUsername: claims["preferred_username"]?.string,
+                            email: claims["email"]?.string, name: claims["name"]?.string)
+    }
+}
+
+/// Why an ID token was not accepted.
+public enum IDTokenError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No key in the JWKS fits the token: refetch the JWKS once and check again.
+    case keyNotFound
+    /// The token fails a check; `reason` names the rule (never a claim's secret value, the
+    /// nonce, or the token).
+    case rejected(String)
+
+    public var description: String {
+        switch self {
+        case .keyNotFound: "the ID token is signed with a key the identity provider's JWKS does not hold"
+        case .rejected(let reason): "the ID token was refused: \(reason)"
+        }
+    }
+}
+
+/// Who logged in, from a validated ID token: for the result page and `/identities`.
+public struct LoginSubject: Sendable, Equatable, CustomStringConvertible {
+    /// `sub`: the IdP's stable identifier of the person.
+    public let subject: String
+    public let preferredUsername: String?
+    public let email: String?
+    public let name: String?
+
+    public init(subject: String, preferredUsername: String? = nil, email: String? = nil, name: String? = nil) {
+        self.subject = subject
+        self.preferredUsername = preferredUsername
+        self.email = email
+        self.name = name
+    }
+
+    /// What to call the person: `preferred_username`, else `email`, else `sub`.
+    public var displayName: String {
+        preferredUsername ?? email ?? subject
+    }
+
+    public var description: String { displayName }
+}
