@@ -42,7 +42,7 @@ let package = Package(
         // Encrypted token entries on disk (AES-GCM from TLS, flock); no sockets.
         .target(name: "TokenStore", dependencies: ["OAuth2", "TLS"]),
         .target(name: "Tokens", dependencies: [
-            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "TLS", "Locking",
+            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "TLS", "Locking",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),

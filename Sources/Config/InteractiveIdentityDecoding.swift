@@ -24,6 +24,10 @@ extension DecodingContext {
         for (key, grants, usedBy) in onlyFor where !grants.contains(grant) {
             if let field = object.field(key) { report("\(key) is only used by \(usedBy), not by the \(grant) grant", at: field) }
         }
+        if case .authorizationCode = identity.grant, identity.requestsIDToken, identity.issuer == nil {
+            report("required when the scope asks for openid: the ID token's iss is checked against it",
+                   at: object.path.key("issuer"), offset: object.lastOffset)
+        }
         guard identity.issuer == nil else { return }
         var required: [String] = []
         switch grant {

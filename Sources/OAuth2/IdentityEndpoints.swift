@@ -9,6 +9,10 @@ public struct IdentityEndpoints: Sendable, Equatable {
     public var deviceAuthorization: HTTPURL?
     public var jwks: HTTPURL?
     public var revocation: HTTPURL?
+    /// What the IdP's metadata says of its ID tokens' algorithms (empty: not said).
+    public var idTokenAlgorithms: [String] = []
+    /// The IdP puts `iss` in its login callbacks (RFC 9207): a callback without it is refused.
+    public var issuerInCallback = false
 
     public init(token: HTTPURL, authorization: HTTPURL? = nil, deviceAuthorization: HTTPURL? = nil,
                 jwks: HTTPURL? = nil, revocation: HTTPURL? = nil) {
@@ -17,6 +21,16 @@ public struct IdentityEndpoints: Sendable, Equatable {
         self.deviceAuthorization = deviceAuthorization
         self.jwks = jwks
         self.revocation = revocation
+    }
+
+    /// The identity's endpoints: each configured one, else the one `metadata` names.
+    public init(identity: Identity, metadata: ProviderMetadata) {
+        self.init(token: identity.tokenUrl ?? metadata.tokenEndpoint,
+                  authorization: identity.authorizationUrl ?? metadata.authorizationEndpoint,
+                  deviceAuthorization: identity.deviceAuthorizationUrl ?? metadata.deviceAuthorizationEndpoint,
+                  jwks: identity.jwksUrl ?? metadata.jwksUri, revocation: identity.revocationUrl ?? metadata.revocationEndpoint)
+        idTokenAlgorithms = metadata.idTokenSigningAlgValuesSupported
+        issuerInCallback = metadata.authorizationResponseIssParameterSupported
     }
 }
 

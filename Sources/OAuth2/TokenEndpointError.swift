@@ -21,6 +21,11 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// The client assertion could not be made, so no request was sent. `reason` names the
     /// rule or the step, never the key or the secret.
     case clientAssertionFailed(reason: String)
+    /// The identity's endpoints could not be discovered from its `issuer`, so no request was
+    /// sent. (Also the login's other steps that are not token requests: a JWKS that cannot be
+    /// read, an ID token that fails its checks.)
+    case discovery(DiscoveryError)
+    case idToken(reason: String)
 
     /// The HTTP status the token endpoint answered with, if it answered.
     public var status: Int? {
@@ -28,7 +33,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .oauth(_, let status, _), .unexpectedStatus(let status, _, _, _), .redirect(let status, _),
              .invalidTokenResponse(let status, _, _):
             status
-        case .unreachable, .timedOut, .clientAssertionFailed:
+        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken:
             nil
         }
     }
@@ -37,6 +42,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     public var retryAfter: Double? {
         switch self {
         case .oauth(_, _, let retryAfter), .unexpectedStatus(_, _, _, let retryAfter): retryAfter
+        case .discovery(let error): error.retryAfter
         default: nil
         }
     }
@@ -56,7 +62,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return error.isTemporary || Self.isTemporary(status: status)
         case .unexpectedStatus(let status, _, _, _):
             return Self.isTemporary(status: status)
-        case .redirect, .invalidTokenResponse, .clientAssertionFailed:
+        case .discovery(let error):
+            return error.isTemporary
+        case .redirect, .invalidTokenResponse, .clientAssertionFailed, .idToken:
             return false
         }
     }
@@ -76,6 +84,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .unreachable: "unreachable"
         case .timedOut: "timeout"
         case .clientAssertionFailed: "client_assertion_failed"
+        case .discovery(let error): error.code
+        case .idToken: "invalid_id_token"
         }
     }
 
@@ -104,6 +114,10 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return "\(endpoint) did not answer within \(SecondsText.format(seconds)) s"
         case .clientAssertionFailed(let reason):
             return "the client assertion could not be made, so no request was sent to \(endpoint): \(reason)"
+        case .discovery(let error):
+            return error.description
+        case .idToken(let reason):
+            return reason
         }
     }
 

@@ -249,7 +249,11 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             codeExchange = nil
             expectedNonce = nil
             lastError = error
-            lastLoginFailure = "the IdP did not exchange the login's code for a token: \(error)"
+            if case .idToken = error {
+                lastLoginFailure = error.description
+            } else {
+                lastLoginFailure = "the IdP did not exchange the login's code for a token: \(error)"
+            }
             return
         }
         if purpose == .grant(.deviceCode) {

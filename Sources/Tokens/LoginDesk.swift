@@ -132,7 +132,8 @@ public final class LoginDesk: Sendable {
         // The issuer is checked now that the login, and so the IdP, is known (RFC 9207).
         let checked: AuthorizationCallback
         do throws(AuthorizationCallbackProblem) {
-            checked = try AuthorizationCallback.parse(query: query, issuer: tokens.identity.issuer)
+            let issuerRequired = tokens.update { $0.endpoints?.issuerInCallback ?? false }
+            checked = try AuthorizationCallback.parse(query: query, issuer: tokens.identity.issuer, issuerRequired: issuerRequired)
         } catch {
             fail(tokens, "the callback did not come from the identity's IdP: \(error)")
             return .refused(reason: "the callback did not come from the identity's IdP: \(error)", clear: clear)

@@ -1,11 +1,55 @@
+import Foundation
+import HTTPFields
 import OAuth2
 
 extension TokenFetcher {
+    /// Reads the identity's provider metadata (`issuer`): the OpenID Connect document, else the
+    /// RFC 8414 one. The endpoints it names complete the configured ones; a failure backs off
+    /// like a token request's, and the identity shows it as `failing` with the reason.
     func discover(_ tokens: IdentityTokens) {
-        // WIP: replaced by the metadata fetch once ProviderMetadata lands.
+        guard let issuer = tokens.identity.issuer else { return }
+        do throws(DiscoveryError) {
+            let discovery = try ProviderDiscovery(issuer: issuer, allowInsecureHTTP: tokens.identity.allowInsecureTokenUrl)
+            step(.fetch(discovery.firstURL), of: discovery, for: tokens)
+        } catch {
+            discoveryEnded(.failure(.discovery(error)), for: tokens)
+        }
+    }
+
+    private func step(_ step: ProviderDiscovery.Step, of discovery: ProviderDiscovery, for tokens: IdentityTokens) {
+        switch step {
+        case .fetch(let url):
+            fetch("GET", url, headers: [HTTPField(name: "Accept", value: "application/json")], for: tokens) { [self] result in
+                guard !stopping else { return }
+                var discovery = discovery
+                switch result {
+                case .success(let reply): self.step(discovery.received(reply, unixTime: Date().timeIntervalSince1970), of: discovery, for: tokens)
+                case .failure(let error): self.step(discovery.failed(error), of: discovery, for: tokens)
+                }
+            }
+        case .found(let metadata):
+            discoveryEnded(.success(IdentityEndpoints(identity: tokens.identity, metadata: metadata)), for: tokens)
+        case .failed(let error):
+            discoveryEnded(.failure(.discovery(error)), for: tokens)
+        }
+    }
+
+    private func discoveryEnded(_ outcome: Result<IdentityEndpoints, TokenEndpointError>, for tokens: IdentityTokens) {
+        let now = monotonicSeconds()
+        let name = tokens.identity.name
         tokens.publish { lifecycle in
-            lifecycle.discoveryFailed(.unreachable(reason: "discovery is not available yet"), at: monotonicSeconds())
+            switch outcome {
+            case .success(let endpoints): lifecycle.discovered(endpoints)
+            case .failure(let error): lifecycle.discoveryFailed(error, at: now)
+            }
             return true
         }
+        switch outcome {
+        case .success(let endpoints):
+            logger.info("endpoints discovered", metadata: ["identity": .string(name), "token_endpoint": .string(redactedURL(endpoints.token))])
+        case .failure(let error):
+            logger.warning("discovery failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
+        }
+        runNextAction(tokens)
     }
 }

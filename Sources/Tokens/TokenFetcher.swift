@@ -7,6 +7,7 @@ import EventLoop
 import Foundation
 import HTTPClient
 import HTTPFields
+import JOSE
 import Logging
 import OAuth2
 import TLS
@@ -25,6 +26,8 @@ final class TokenFetcher {
     /// Identities a reload replaced or removed; kept while requests still wait for them.
     private var retired: [IdentityTokens] = []
     private var tls: [Int: TLSConfiguration] = [:]
+    /// Each identity's IdP keys for ID tokens, once fetched.
+    var keySets: [Int: JWKSet] = [:]
     /// Refresh timers, by slot, of the identities in force.
     private var timers: [Int: LoopTimer] = [:]
     /// Token requests under way, by slot, so stopping can abandon them.
@@ -183,6 +186,9 @@ final class TokenFetcher {
             }
             if stopping {
                 keepWhileStopping(outcome, for: tokens)
+            } else if case .success(let response) = outcome, request.purpose == .grant(.authorizationCode) {
+                // A login's tokens are taken only once its ID token has passed its checks.
+                checkIDToken(of: response, for: tokens) { [self] checked in handle(.fetchEnded(tokens, checked)) }
             } else {
                 handle(.fetchEnded(tokens, outcome))
             }

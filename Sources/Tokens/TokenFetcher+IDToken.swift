@@ -1,0 +1,61 @@
+import Foundation
+import HTTPFields
+import JOSE
+import OAuth2
+
+extension TokenFetcher {
+    /// Checks the ID token of a login's code exchange (OpenID Connect: signature against the
+    /// IdP's JWKS, `iss`, `aud`/`azp`, `exp`/`iat`, the login's `nonce`) and names who logged in.
+    /// The JWKS is fetched on first use and once more when the token names a key it lacks (the
+    /// IdP rotated its keys). `completion` gets the response, or why it is refused.
+    func checkIDToken(of response: TokenResponse, for tokens: IdentityTokens,
+                      completion: @escaping (Result<TokenResponse, TokenEndpointError>) -> Void) {
+        let identity = tokens.identity
+        let (endpoints, nonce) = tokens.update { ($0.endpoints, $0.expectedNonce) }
+        guard let idToken = response.idToken else {
+            if identity.requestsIDToken {
+                return completion(.failure(.idToken(reason: "the token response has no id_token although the scope asks for openid")))
+            }
+            return completion(.success(response))
+        }
+        guard let issuer = identity.issuer, let jwks = endpoints?.jwks, let clientId = identity.clientAuth.clientId else {
+            // Only an identity that asks for an ID token must check one (Config demands what
+            // that takes); another takes the token without reading who logged in.
+            return completion(.success(response))
+        }
+        let check = IDTokenCheck(issuer: issuer, clientId: clientId, nonce: nonce, published: endpoints?.idTokenAlgorithms ?? [])
+        let validate = { [self] (keys: JWKSet) -> Result<LoginSubject, IDTokenError> in
+            Result { () throws(IDTokenError) in try check.validate(idToken, keys: keys, unixTime: Int64(Date().timeIntervalSince1970)) }
+        }
+        let accept = { [self] (outcome: Result<LoginSubject, IDTokenError>) in
+            switch outcome {
+            case .success(let subject):
+                tokens.update { $0.loggedIn(as: subject.displayName) }
+                completion(.success(response))
+            case .failure(let error):
+                logger.warning("ID token refused", metadata: ["identity": .string(identity.name), "error": .string("\(error)")])
+                completion(.failure(.idToken(reason: error.description)))
+            }
+        }
+        if let keys = keySets[tokens.slot], case let outcome = validate(keys), outcome != .failure(.keyNotFound) {
+            return accept(outcome)
+        }
+        fetch("GET", jwks, headers: [HTTPField(name: "Accept", value: "application/json")], for: tokens) { [self] result in
+            guard !stopping else { return }
+            switch result {
+            case .success(let reply) where (200..<300).contains(reply.status):
+                do throws(JOSEError) {
+                    let keys = try JWKSet(json: reply.body)
+                    keySets[tokens.slot] = keys
+                    accept(validate(keys))
+                } catch {
+                    completion(.failure(.idToken(reason: "the IdP's JWKS at \(redactedURL(jwks)) is not usable: \(error)")))
+                }
+            case .success(let reply):
+                completion(.failure(.idToken(reason: "the IdP's JWKS at \(redactedURL(jwks)) answered HTTP \(reply.status)")))
+            case .failure(let error):
+                completion(.failure(.idToken(reason: "the IdP's JWKS could not be read: \(error)")))
+            }
+        }
+    }
+}
