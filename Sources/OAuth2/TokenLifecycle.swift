@@ -160,10 +160,10 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public func status(at now: Double) -> IdentityStatus {
         let valid = hasValidToken(at: now)
         let state: IdentityStatus.State
-        if !valid && inFlight == nil && nextPurpose == nil {
-            state = .needsLogin
-        } else if !valid && (inFlight?.purpose == .grant(.authorizationCode) || deviceLoginUnderWay) {
+        if !valid && (inFlight?.purpose == .grant(.authorizationCode) || deviceLoginUnderWay) {
             state = .loginPending
+        } else if !valid && inFlight == nil && nextPurpose == nil {
+            state = .needsLogin
         } else if consecutiveFailures > 0 {
             state = .failing
         } else if inFlight != nil {

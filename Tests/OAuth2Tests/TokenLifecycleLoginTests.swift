@@ -1,0 +1,191 @@
+import Endpoints
+import OAuth2
+import XCTest
+
+/// Discovery, a browser login's code exchange and a device login, as the token lifecycle
+/// drives them (TokenLifecycle+Discovery, +Login, +Device).
+final class TokenLifecycleLoginTests: XCTestCase {
+    private let authorize = HTTPURL(scheme: .https, host: "idp.example.com", path: "/authorize")
+    private let device = HTTPURL(scheme: .https, host: "idp.example.com", path: "/device")
+
+    private func browserIdentity() -> Identity {
+        makeIdentity(.authorizationCode(seed: nil), clientId: "cli-app", secret: nil) {
+            $0.authorizationUrl = authorize
+            $0.redirectUri = HTTPURL(scheme: .http, host: "127.0.0.1", port: 8180, path: "/.oauth-relay/callback")
+        }
+    }
+
+    private func deviceIdentity() -> Identity {
+        makeIdentity(.deviceCode(seed: nil), clientId: "tv-app", secret: nil) { $0.deviceAuthorizationUrl = device }
+    }
+
+    private func pendingError(_ code: OAuthErrorCode) -> TokenEndpointError {
+        .oauth(OAuthError(code: code, errorDescription: nil), status: 400, retryAfter: nil)
+    }
+
+    // MARK: Discovery
+
+    func testAnIdentityWithoutItsTokenURLDiscoversItFirstAndOnce() throws {
+        var lifecycle = makeLifecycle(makeIdentity { $0.tokenUrl = nil; $0.issuer = "https://idp.example.com" })
+        guard case .discover = lifecycle.nextAction(at: 0) else { return XCTFail("discovery comes first") }
+        guard case .idle = lifecycle.nextAction(at: 0) else { return XCTFail("one discovery at a time") }
+        XCTAssertEqual(lifecycle.decision(at: 0), .wait, "requests wait for discovery and the fetch after it")
+        let discovered = HTTPURL(scheme: .https, host: "idp.example.com", path: "/discovered/token")
+        lifecycle.discovered(IdentityEndpoints(token: discovered))
+        guard case .fetch(let request) = lifecycle.nextAction(at: 0) else { return XCTFail("the fetch follows discovery") }
+        XCTAssertEqual(request.url, discovered)
+    }
+
+    func testAFailedDiscoveryBacksOffAndRequestsGet503() throws {
+        var lifecycle = makeLifecycle(makeIdentity { $0.tokenUrl = nil; $0.issuer = "https://idp.example.com" })
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.discoveryFailed(.discovery(.unavailable(url: "https://idp.example.com/.well-known/openid-configuration",
+                                                          reason: "unreachable", retryAfter: nil)), at: 0)
+        XCTAssertEqual(lifecycle.failure(at: 0)?.status, 503)
+        XCTAssertEqual(lifecycle.status(at: 0).state, .failing)
+        guard case .sleep(let until) = lifecycle.nextAction(at: 0) else { return XCTFail("backoff before the next discovery") }
+        XCTAssertGreaterThan(until, 0)
+        guard case .discover = lifecycle.nextAction(at: until) else { return XCTFail("discovery again after the backoff") }
+    }
+
+    // MARK: A browser login
+
+    private func login(for identity: Identity, nonce: Bool = false) -> LoginStart {
+        var logins = PendingLogins()
+        var random = SeededRandom()
+        var identity = identity
+        if nonce { identity.scope = "openid" }
+        return logins.start(identity: identity, redirectUri: identity.redirectUri!.description, returnTo: "/orders", at: 0, random: &random)
+    }
+
+    func testWithoutALoginRequestsGet401AndNothingIsFetched() {
+        var lifecycle = makeLifecycle(browserIdentity())
+        XCTAssertEqual(lifecycle.failure(at: 0)?.reason, .needsLogin)
+        guard case .idle = lifecycle.nextAction(at: 0) else { return XCTFail("nothing to fetch before a login") }
+    }
+
+    func testACallbacksCodeIsExchangedAtOnceWhileRequestsWait() throws {
+        let identity = browserIdentity()
+        var lifecycle = makeLifecycle(identity)
+        let start = login(for: identity)
+        XCTAssertTrue(lifecycle.codeReceived(Secret("code-1"), login: start))
+        XCTAssertEqual(lifecycle.decision(at: 1), .wait)
+        guard case .fetch(let request) = lifecycle.nextAction(at: 1) else { return XCTFail("the exchange is due at once") }
+        XCTAssertEqual(request.purpose, .grant(.authorizationCode))
+        XCTAssertTrue(request.bodyText.contains("code=code-1"))
+        XCTAssertTrue(request.bodyText.contains("code_verifier=\(start.verifier.value)"))
+        XCTAssertEqual(lifecycle.status(at: 1).state, .loginPending)
+        lifecycle.fetchSucceeded(tokenResponse("at-1", expiresIn: 300, refreshToken: "rt-1"), at: 2)
+        XCTAssertEqual(lifecycle.injected(at: 2), "at-1")
+        XCTAssertNil(lifecycle.status(at: 2).lastLoginFailure)
+        guard case .sleep = lifecycle.nextAction(at: 2) else { return XCTFail("the refresh is scheduled") }
+    }
+
+    func testARefusedCodeEndsTheLoginWithoutBackoff() throws {
+        let identity = browserIdentity()
+        var lifecycle = makeLifecycle(identity)
+        _ = lifecycle.codeReceived(Secret("code-1"), login: login(for: identity))
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.fetchFailed(invalidGrant, at: 0)
+        XCTAssertEqual(lifecycle.failure(at: 0)?.reason, .needsLogin, "a person must log in again")
+        XCTAssertEqual(lifecycle.consecutiveFailures, 0)
+        XCTAssertNotNil(lifecycle.status(at: 0).lastLoginFailure)
+        guard case .idle = lifecycle.nextAction(at: 0) else { return XCTFail("a used code is never sent again") }
+    }
+
+    func testARefusedRefreshTokenSendsThePersonBackToTheLogin() throws {
+        let identity = browserIdentity()
+        var lifecycle = makeLifecycle(identity)
+        _ = lifecycle.codeReceived(Secret("code-1"), login: login(for: identity))
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.fetchSucceeded(tokenResponse("at-1", expiresIn: 60, refreshToken: "rt-1"), at: 0)
+        guard case .sleep(let refreshAt) = lifecycle.nextAction(at: 0) else { return XCTFail("a refresh is scheduled") }
+        guard case .fetch(let refresh) = lifecycle.nextAction(at: refreshAt) else { return XCTFail("the refresh is due") }
+        XCTAssertEqual(refresh.purpose, .refresh)
+        lifecycle.fetchFailed(invalidGrant, at: refreshAt)
+        lifecycle.refused(token: "at-1", at: refreshAt, minimumAge: 0)
+        XCTAssertEqual(lifecycle.failure(at: refreshAt)?.reason, .needsLogin)
+        XCTAssertEqual(lifecycle.status(at: refreshAt).state, .needsLogin)
+        XCTAssertNotNil(lifecycle.status(at: refreshAt).lastLoginFailure)
+    }
+
+    func testALoginKeptInTheStoreIsTakenAtStart() {
+        var lifecycle = makeLifecycle(browserIdentity())
+        let stored = AccessToken(value: "at-stored", type: "Bearer", issuedAt: 0, expiresAt: 600, refreshAt: 500, scope: nil, serial: 0)
+        XCTAssertTrue(lifecycle.storedLoginRead(stored, refreshToken: Secret("rt-stored"), subject: "alice", at: 10))
+        XCTAssertEqual(lifecycle.injected(at: 10), "at-stored")
+        XCTAssertEqual(lifecycle.status(at: 10).loggedInAs, "alice")
+        XCTAssertTrue(lifecycle.status(at: 10).hasRefreshToken)
+    }
+
+    // MARK: A device login
+
+    func testTheFirstRequestStartsOneDeviceLoginAndLaterOnesGetItsCode() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        XCTAssertTrue(lifecycle.requestDeviceLogin(at: 0))
+        XCTAssertFalse(lifecycle.requestDeviceLogin(at: 0), "one device login at a time")
+        XCTAssertEqual(lifecycle.decision(at: 0), .wait, "the first requests wait for the code")
+        guard case .authorizeDevice(let request) = lifecycle.nextAction(at: 0) else { return XCTFail("the device authorization first") }
+        XCTAssertEqual(request.url, device)
+        guard case .idle = lifecycle.nextAction(at: 0) else { return XCTFail("one device authorization") }
+        lifecycle.deviceAuthorized(DeviceAuthorization(deviceCode: Secret("dc-1"), userCode: "WDJB-MJHT",
+                                                       verificationUri: "https://idp.example.com/device", expiresIn: 600), at: 0)
+        let problem = try XCTUnwrap(lifecycle.failure(at: 1))
+        XCTAssertEqual(problem.reason, .needsLogin)
+        XCTAssertEqual(problem.deviceLogin?.userCode, "WDJB-MJHT")
+        XCTAssertEqual(problem.deviceLogin?.expiresIn, 599)
+        XCTAssertEqual(lifecycle.status(at: 1).state, .loginPending)
+        XCTAssertFalse(problem.detail.contains("dc-1"), "the device code is the relay's secret")
+    }
+
+    func testPollsFollowTheIntervalAndSlowDownAndThePersonsApprovalGivesTheToken() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        _ = lifecycle.requestDeviceLogin(at: 0)
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.deviceAuthorized(DeviceAuthorization(deviceCode: Secret("dc-1"), userCode: "ABCD", verificationUri: "https://idp/d",
+                                                       expiresIn: 600, interval: 5), at: 0)
+        guard case .sleep(let first) = lifecycle.nextAction(at: 0) else { return XCTFail("the first poll waits an interval") }
+        XCTAssertEqual(first, 5)
+        guard case .fetch(let poll) = lifecycle.nextAction(at: 5) else { return XCTFail("poll at the interval") }
+        XCTAssertEqual(poll.purpose, .grant(.deviceCode))
+        XCTAssertTrue(poll.bodyText.contains("device_code=dc-1"))
+        lifecycle.fetchFailed(pendingError(.authorizationPending), at: 5)
+        XCTAssertEqual(lifecycle.consecutiveFailures, 0, "authorization_pending is no failure")
+        guard case .sleep(let second) = lifecycle.nextAction(at: 5) else { return XCTFail("poll again") }
+        XCTAssertEqual(second, 10)
+        _ = lifecycle.nextAction(at: 10)
+        lifecycle.fetchFailed(pendingError(.slowDown), at: 10)
+        guard case .sleep(let third) = lifecycle.nextAction(at: 10) else { return XCTFail("poll again") }
+        XCTAssertEqual(third, 20, "slow_down adds 5 s")
+        _ = lifecycle.nextAction(at: 20)
+        lifecycle.fetchSucceeded(tokenResponse("at-dev", expiresIn: 300, refreshToken: "rt-dev"), at: 21)
+        XCTAssertEqual(lifecycle.injected(at: 21), "at-dev")
+        XCTAssertEqual(lifecycle.status(at: 21).state, .valid)
+        XCTAssertNil(lifecycle.status(at: 21).deviceLogin)
+    }
+
+    func testADeniedDeviceLoginEndsAndTheNextRequestMayStartAnother() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        _ = lifecycle.requestDeviceLogin(at: 0)
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.deviceAuthorized(DeviceAuthorization(deviceCode: Secret("dc-1"), userCode: "ABCD", verificationUri: "https://idp/d",
+                                                       expiresIn: 600, interval: 5), at: 0)
+        _ = lifecycle.nextAction(at: 5)
+        lifecycle.fetchFailed(pendingError(.accessDenied), at: 5)
+        let status = lifecycle.status(at: 5)
+        XCTAssertEqual(status.state, .needsLogin)
+        XCTAssertNotNil(status.lastLoginFailure)
+        XCTAssertEqual(lifecycle.failure(at: 5)?.reason, .needsLogin)
+        XCTAssertTrue(lifecycle.requestDeviceLogin(at: 6))
+    }
+
+    func testAFailedDeviceAuthorizationBacksOffBeforeTheNextLogin() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        _ = lifecycle.requestDeviceLogin(at: 0)
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.deviceAuthorizationFailed(refusedByIdP, at: 0)
+        XCTAssertFalse(lifecycle.requestDeviceLogin(at: 0), "not at once: the IdP just refused")
+        XCTAssertNotNil(lifecycle.status(at: 0).lastLoginFailure)
+        XCTAssertTrue(lifecycle.requestDeviceLogin(at: 3600))
+    }
+}
