@@ -24,7 +24,7 @@ extension TokenFetcher {
             return completion(.success(response))
         }
         let check = IDTokenCheck(issuer: issuer, clientId: clientId, nonce: nonce, published: endpoints?.idTokenAlgorithms ?? [])
-        let validate = { [self] (keys: JWKSet) -> Result<LoginSubject, IDTokenError> in
+        let validate = { (keys: JWKSet) -> Result<LoginSubject, IDTokenError> in
             Result { () throws(IDTokenError) in try check.validate(idToken, keys: keys, unixTime: Int64(Date().timeIntervalSince1970)) }
         }
         let accept = { [self] (outcome: Result<LoginSubject, IDTokenError>) in

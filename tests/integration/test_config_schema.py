@@ -353,6 +353,10 @@ STORE_KEY = base64.b64encode(bytes(range(32))).decode()
 STORE = {"path": "token-store", "key": STORE_KEY}
 
 
+AUTHORIZE_URL = "https://idp.example.test/oauth2/authorize"
+DEVICE_URL = "https://idp.example.test/oauth2/device"
+
+
 def route(**keys) -> dict:
     return {"routes": [{"upstream": HTTP_UPSTREAM, **keys}]}
 
@@ -468,6 +472,16 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.identities.*.responseFields.token": identity(responseFields={"token": "accessToken"}),
     "$.identities.*.responseFields.expiry": identity(responseFields={"expiry": "expiresIn"}),
     "$.identities.*.responseFields.type": identity(responseFields={"type": "tokenType"}),
+    "$.identities.*.authorizationUrl": identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL),
+    "$.identities.*.redirectUri": identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL,
+                                           redirectUri="http://localhost:8180/login/callback"),
+    "$.identities.*.jwksUrl": identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL, scope="openid",
+                                       issuer="https://idp.example.test", jwksUrl="https://idp.example.test/jwks"),
+    "$.identities.*.deviceAuthorizationUrl": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL),
+    "$.identities.*.revocationUrl": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL,
+                                             revocationUrl="https://idp.example.test/revoke"),
+    "$.identities.*.loginTimeoutSeconds": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL, loginTimeoutSeconds=120),
+    "$.identities.*.allowRemoteUse": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL, allowRemoteUse=True),
 }
 
 # Other accepted forms worth pinning down: the alternatives of anyOf/oneOf and ${...} references.
@@ -481,7 +495,9 @@ OTHER_SAMPLES: dict[str, tuple[dict, dict[str, str]]] = {
     "bare token (empty prefix)": (routed(inject={"header": "X-Token", "prefix": ""}), {}),
     "IPv6 upstream and exact IPv6 host": (route(upstream="http://[::1]:9001", match={"host": "[::1]"}), {}),
     "uppercase scheme": (route(upstream="HTTP://127.0.0.1:9001"), {}),
-    "device_code as its URN": (identity(grant="urn:ietf:params:oauth:grant-type:device_code"), {}),
+    "device_code as its URN": (identity(grant="urn:ietf:params:oauth:grant-type:device_code", deviceAuthorizationUrl=DEVICE_URL), {}),
+    "endpoints discovered from the issuer": ({"identities": {"svc": {"issuer": "https://idp.example.test", "grant": "authorization_code",
+                                                                     "clientId": "relay", "scope": "openid"}}}, {}),
     "token exchange from params": (
         extension(TOKEN_EXCHANGE, params={"subject_token": "t", "subject_token_type": JWT_TYPE}), {}),
     "public client with clientId": (identity(clientAuth="none"), {}),
@@ -516,9 +532,10 @@ GRANT_SAMPLES = {
     "client_credentials": identity(grant="client_credentials"),
     "password": identity(grant="password", username="svc", passwordFile=SECRET_FILE),
     "refresh_token": identity(grant="refresh_token", refreshTokenFile=SECRET_FILE),
-    "authorization_code": identity(grant="authorization_code", refreshToken="seed"),
-    "device_code": identity(grant="device_code"),
-    "urn:ietf:params:oauth:grant-type:device_code": identity(grant="urn:ietf:params:oauth:grant-type:device_code"),
+    "authorization_code": identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL, refreshToken="seed"),
+    "device_code": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL),
+    "urn:ietf:params:oauth:grant-type:device_code": identity(grant="urn:ietf:params:oauth:grant-type:device_code",
+                                                             deviceAuthorizationUrl=DEVICE_URL),
 }
 CLIENT_AUTH_SAMPLES = {
     "basic": identity(clientSecret="s3cret", clientAuth="basic"),
