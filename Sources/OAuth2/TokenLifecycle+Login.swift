@@ -24,13 +24,22 @@ extension TokenLifecycle {
         loggedInAs = who
     }
 
+    /// A token store will be read for this interactive identity: until it is
+    /// (`storedLoginRead`), requests wait rather than being told to log in.
+    public mutating func awaitStoredLogin() {
+        awaitingStoredLogin = true
+    }
+
     /// With a token store, before anything else: what the identity's entry holds. An
     /// interactive identity fetches nothing until it holds a refresh token, so this is how a
-    /// person's login survives a restart. Returns whether anything was taken.
+    /// person's login survives a restart. Returns whether requests must hear of it (something
+    /// was taken, or they waited for the entry).
     public mutating func storedLoginRead(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, subject: String?,
                                          at now: Double) -> Bool {
+        let waited = awaitingStoredLogin
+        awaitingStoredLogin = false
         guard identity.grant.isInteractive, inFlight == nil, token == nil, refreshToken == nil || storedRefreshToken != nil else {
-            return false
+            return waited
         }
         var taken = false
         if let storedRefreshToken {
@@ -44,6 +53,6 @@ extension TokenLifecycle {
             taken = true
         }
         if taken { loggedInAs = subject }
-        return taken
+        return taken || waited
     }
 }

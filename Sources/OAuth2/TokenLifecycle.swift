@@ -79,6 +79,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public internal(set) var loggedInAs: String?
     /// Why the last login ended without a token (for the login pages); nil after a success.
     public internal(set) var lastLoginFailure: String?
+    /// A token store entry is still to be read (`awaitStoredLogin`).
+    var awaitingStoredLogin = false
     /// A device login was asked for and has not ended.
     var deviceLoginRequested = false
     /// The device authorization request is under way.
@@ -141,6 +143,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// What a request does about its token now.
     public func decision(at now: Double) -> TokenDecision {
         if let token, token.isValid(at: now) { return .inject(token) }
+        if awaitingStoredLogin { return .wait }
         if let waiting = deviceLoginDecision(at: now) { return waiting }
         if inFlight == nil, nextPurpose == nil {
             return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin,

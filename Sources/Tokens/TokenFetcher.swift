@@ -129,8 +129,10 @@ final class TokenFetcher {
         guard let persistence else { return }
         let stored = persistence.read(tokens)
         let now = monotonicSeconds()
-        let taken = tokens.publish { $0.storedLoginRead(stored.token, refreshToken: stored.refreshToken, subject: stored.subject, at: now) }
-        if taken { logger.info("login read from store", metadata: ["identity": .string(tokens.identity.name)]) }
+        tokens.publish { $0.storedLoginRead(stored.token, refreshToken: stored.refreshToken, subject: stored.subject, at: now) }
+        if stored.token != nil || stored.refreshToken != nil {
+            logger.info("login read from store", metadata: ["identity": .string(tokens.identity.name)])
+        }
     }
 
     /// Holding the entry's lock: reads the entry, and sends a token request only if what it holds

@@ -40,6 +40,8 @@ public final class TokenService: Sendable {
     private let observer: (any TokenObserver)?
     /// The browser logins in flight, and their callbacks.
     public let logins: LoginDesk
+    /// A token store keeps logins: a new interactive identity waits for its entry to be read.
+    private let hasStore: Bool
 
     /// Starts the token thread and, in the background, the first fetch of every identity that
     /// needs no person to log in.
@@ -63,7 +65,7 @@ public final class TokenService: Sendable {
         let service: TokenService
         switch outcome {
         case .success(let inbox):
-            service = TokenService(thread: thread, inbox: inbox, observer: observer)
+            service = TokenService(thread: thread, inbox: inbox, observer: observer, hasStore: store != nil)
         case .failure(let error):
             thread.join()
             throw error
@@ -72,7 +74,8 @@ public final class TokenService: Sendable {
         return service
     }
 
-    private init(thread: WorkerThread, inbox: TokenInbox, observer: (any TokenObserver)?) {
+    private init(thread: WorkerThread, inbox: TokenInbox, observer: (any TokenObserver)?, hasStore: Bool) {
+        self.hasStore = hasStore
         self.thread = thread
         self.inbox = inbox
         self.observer = observer
@@ -100,7 +103,9 @@ public final class TokenService: Sendable {
                 fresh.append(existing)
                 kept.append(name)
             } else {
-                fresh.append(IdentityTokens(identity: identity, slot: nextSlot.add(1, ordering: .relaxed).oldValue))
+                let tokens = IdentityTokens(identity: identity, slot: nextSlot.add(1, ordering: .relaxed).oldValue)
+                if hasStore && identity.grant.isInteractive { tokens.update { $0.awaitStoredLogin() } }
+                fresh.append(tokens)
                 started.append(name)
             }
         }

@@ -51,6 +51,13 @@ struct TokenCommand: ParsableCommand {
         switch outcome {
         case .inject(let token):
             FileHandleOutput.standardOutput(token.value + "\n")
+        case .fail(let problem) where problem.reason == .needsLogin:
+            var text = "oauth-relay token: identity \(name) needs a person to log in: run oauth-relay login --config \(config) \(name)"
+            if let redirect = tokens.identity.redirectUri {
+                text += ", or open \(redirect.scheme.rawValue)://\(redirect.authority)/.oauth-relay/login/\(name) with the relay running"
+            }
+            FileHandleOutput.standardError(text + "\n")
+            throw ExitCode(1)
         case .fail(let problem):
             FileHandleOutput.standardError("oauth-relay token: \(problem)\n")
             throw ExitCode(1)
