@@ -36,8 +36,12 @@ public struct RelayConfig: Sendable, Equatable {
     public var trustForwardedHeaders: Bool
     /// The pseudonym the relay adds to the Via header (`1.1 oauth-relay`).
     public var via: String
-    /// Where tokens are kept across restarts; nil keeps them in memory only.
+    /// Where tokens are kept across restarts; nil keeps them in memory only (but see
+    /// `defaultStoreAllowed`).
     public var store: StoreConfig?
+    /// Without `store`, identities a person logs in to may use the default store in the user's
+    /// state directory; `"store": null` says no.
+    public var defaultStoreAllowed = true
 
     public static let defaultListen = HostPort(host: "127.0.0.1", port: 8180)
     public static let defaultAdmin = HostPort(host: "127.0.0.1", port: 9180)
@@ -142,7 +146,11 @@ extension DecodingContext {
         object.field("$schema").map(checkIgnoredString)
         config.listen = object.parsed("listen", HostPort.parse) ?? config.listen
         config.listenTls = object.field("listenTls").flatMap(decodeTLSListener)
-        config.store = object.field("store").flatMap(decodeStore)
+        if let field = object.field("store"), case .null = field.value.kind {
+            config.defaultStoreAllowed = false
+        } else {
+            config.store = object.field("store").flatMap(decodeStore)
+        }
         if let field = object.field("admin") {
             if case .null = field.value.kind {
                 config.admin = nil

@@ -5,6 +5,7 @@ import Logging
 import OAuth2
 import Proxy
 import Tokens
+import TokenStore
 
 /// `oauth-relay login --config FILE NAME`: logs a person in for an interactive identity. With a
 /// relay running on the configuration (its admin listener answers), that relay starts the
@@ -59,8 +60,10 @@ struct LoginCommand: ParsableCommand {
     }
 
     private func loginInThisProcess(_ loaded: LoadedConfig, identity: Identity, _ watch: inout LoginWatch) throws {
-        guard loaded.config.store != nil else {
-            fail("no relay runs with \(config) (its admin listener does not answer), and the configuration has no token store: "
+        let config = loaded.config
+        guard config.store != nil
+                || (config.defaultStoreAllowed && DefaultStore.directory(environment: ProcessInfo.processInfo.environment) != nil) else {
+            fail("no relay runs with \(self.config) (its admin listener does not answer), and the configuration keeps no token store: "
                  + "a login made by this command would be lost when it exits. Start the relay, or add \"store\"")
         }
         var exitCode: Int32 = 1

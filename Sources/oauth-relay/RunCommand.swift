@@ -95,13 +95,30 @@ func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger,
 /// The token store of `config`, if it has one. A store that cannot be used (a wrong key, a
 /// directory others may write to) is a start-up error naming it, never a crash.
 func openTokenStore(_ config: RelayConfig, logger: Logger) throws -> TokenStore? {
-    guard let settings = config.store else { return nil }
+    guard let settings = config.store else { return try openDefaultStore(config, logger: logger) }
     do throws(StoreError) {
         return try TokenStore(path: settings.path, key: TokenStore.key(base64: settings.key.value))
     } catch {
         logger.critical("cannot open the token store", metadata: ["store": .string(settings.path), "error": .string("\(error)")])
         FileHandleOutput.standardError("oauth-relay: cannot open the token store: \(error)\n")
         throw ExitCode(1)
+    }
+}
+
+/// Without `store`, a configuration with an identity a person logs in to keeps its logins in
+/// the default store (`$XDG_STATE_HOME/oauth-relay`), unless it says `"store": null`. A default
+/// store that cannot be used is logged and the relay runs without one: it is a convenience.
+private func openDefaultStore(_ config: RelayConfig, logger: Logger) throws -> TokenStore? {
+    guard config.defaultStoreAllowed, config.identities.values.contains(where: { $0.grant.isInteractive }),
+          let directory = DefaultStore.directory(environment: ProcessInfo.processInfo.environment) else { return nil }
+    do throws(StoreError) {
+        let store = try DefaultStore.store(in: directory)
+        logger.info("logins kept in the default token store", metadata: ["store": .string(directory)])
+        return store
+    } catch {
+        logger.warning("the default token store cannot be used; logins last until the relay stops",
+                       metadata: ["store": .string(directory), "error": .string("\(error)")])
+        return nil
     }
 }
 

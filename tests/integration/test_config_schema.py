@@ -496,6 +496,7 @@ OTHER_SAMPLES: dict[str, tuple[dict, dict[str, str]]] = {
     "IPv6 upstream and exact IPv6 host": (route(upstream="http://[::1]:9001", match={"host": "[::1]"}), {}),
     "uppercase scheme": (route(upstream="HTTP://127.0.0.1:9001"), {}),
     "device_code as its URN": (identity(grant="urn:ietf:params:oauth:grant-type:device_code", deviceAuthorizationUrl=DEVICE_URL), {}),
+    "no token store at all": ({"store": None}, {}),
     "endpoints discovered from the issuer": ({"identities": {"svc": {"issuer": "https://idp.example.test", "grant": "authorization_code",
                                                                      "clientId": "relay", "scope": "openid"}}}, {}),
     "token exchange from params": (
