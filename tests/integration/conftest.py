@@ -29,6 +29,13 @@ def _register_log(request, proc) -> None:
     request.node.stash.setdefault(_LOGS, []).append(proc)
 
 
+
+@pytest.fixture(autouse=True)
+def private_state_directory(tmp_path, monkeypatch):
+    """Each test's relays keep their default token store (identities a person logs in to) under
+    the test's own directory, never in the user's ~/.local/state."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+
 @pytest.fixture
 def register_log(request):
     """`register_log(proc)`: a process (with .name, .log_path, .log()) whose log a failing test's
