@@ -10,7 +10,7 @@ import Endpoints
 /// 2. Call `nextAction(at:)` after every event and when the timer it asked for fires: send the
 ///    request of `.poll` (it is then in flight), arm a timer for `.sleep`, nothing for `.idle`
 ///    (a poll is in flight); `.ended` says the flow is over.
-/// 3. Report the poll's outcome with `pollSucceeded(_:at:)` (the token: hand it to the
+/// 3. Report the poll's outcome with `pollSucceeded(at:)` (then hand the token to the
 ///    lifecycle's `fetchSucceeded`) or `pollFailed(_:at:)`, whose `DevicePollOutcome` says what
 ///    happens next. `authorization_pending` is the normal answer while the person has not
 ///    acted yet, not a failure: no backoff, nothing to log.
@@ -34,6 +34,8 @@ public struct DeviceFlow: Sendable, CustomStringConvertible, CustomDebugStringCo
     public private(set) var state: State
     /// The last failure of a poll other than `authorization_pending`, for the `/identities` view.
     public private(set) var lastError: TokenEndpointError?
+    /// When the approving poll was answered (for a login duration metric).
+    public private(set) var completedAt: Double?
 
     public enum State: Sendable, Equatable {
         /// Waiting to poll at `nextPollAt`.
@@ -88,10 +90,12 @@ public struct DeviceFlow: Sendable, CustomStringConvertible, CustomDebugStringCo
         }
     }
 
-    /// The poll in flight produced a token: the flow is complete.
-    public mutating func pollSucceeded(_ response: TokenResponse, at now: Double) {
+    /// The poll in flight produced a token (hand it to the lifecycle's `fetchSucceeded`): the
+    /// flow is complete.
+    public mutating func pollSucceeded(at now: Double) {
         guard !isOver else { return }
         state = .completed
+        completedAt = now
     }
 
     /// `authorization_pending` or `slow_down`: a poll's answer while the person has not acted.

@@ -21,12 +21,12 @@ public struct IDTokenCheck: Sendable, Equatable {
     public let algorithms: Set<JWSAlgorithm>
     public let leewaySeconds: Int64
 
-    /// `published` is the metadata's `id_token_signing_alg_values_supported`.
-    public init(issuer: String, clientId: String, nonce: Secret?, published: [String] = [], leewaySeconds: Int64 = 60) {
+    /// `publishedAlgorithms` is the metadata's `id_token_signing_alg_values_supported`.
+    public init(issuer: String, clientId: String, nonce: Secret?, publishedAlgorithms: [String] = [], leewaySeconds: Int64 = 60) {
         self.issuer = issuer
         self.clientId = clientId
         self.nonce = nonce
-        let named = Set(published.compactMap(JWSAlgorithm.init(rawValue:)))
+        let named = Set(publishedAlgorithms.compactMap(JWSAlgorithm.init(rawValue:)))
         let narrowed = Self.supportedAlgorithms.intersection(named)
         self.algorithms = narrowed.isEmpty ? Self.supportedAlgorithms : narrowed
         self.leewaySeconds = leewaySeconds

@@ -90,7 +90,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     }
 
     public var description: String {
-        description(endpoint: TokenRequest.Purpose.refresh.endpointName)
+        description(endpoint: "the token endpoint")
     }
 
     /// The description with the endpoint that answered named as `endpoint` ("the device

@@ -129,8 +129,9 @@ final class DeviceFlowTests: XCTestCase {
     func testSuccessCompletesTheFlow() {
         var flow = makeFlow()
         poll(&flow, at: 105)
-        flow.pollSucceeded(TokenResponse(accessToken: Secret("at"), expiresIn: 300), at: 106)
+        flow.pollSucceeded(at: 106)
         XCTAssertEqual(flow.state, .completed)
+        XCTAssertEqual(flow.completedAt, 106)
         XCTAssertTrue(flow.isOver)
         guard case .ended(nil) = flow.nextAction(at: 107) else { return XCTFail("\(flow)") }
         XCTAssertEqual(flow.pollFailed(Self.oauth(.authorizationPending), at: 107), .ended(nil), "a late answer changes nothing")

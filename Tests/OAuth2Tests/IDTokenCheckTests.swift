@@ -114,10 +114,10 @@ final class IDTokenCheckTests: XCTestCase {
         let hmac = try JWS.sign(Array(#"{"iss":"https://idp.example.com"}"#.utf8), header: JWSHeader(algorithm: .hs256),
                                 with: JWSSigner(hmacSecret: SymmetricKey(Array("0123456789abcdef0123456789abcdef".utf8))))
         XCTAssertNotNil(refusal(Secret(hmac.compactSerialization)))
-        let onlyRS256 = IDTokenCheck(issuer: issuer, clientId: "cli-app", nonce: nonce, published: ["RS256", "none", "HS256"])
+        let onlyRS256 = IDTokenCheck(issuer: issuer, clientId: "cli-app", nonce: nonce, publishedAlgorithms: ["RS256", "none", "HS256"])
         XCTAssertEqual(onlyRS256.algorithms, [.rs256])
         XCTAssertNotNil(refusal(try idToken(), check: onlyRS256))
-        XCTAssertEqual(IDTokenCheck(issuer: issuer, clientId: "c", nonce: nil, published: ["HS256"]).algorithms,
+        XCTAssertEqual(IDTokenCheck(issuer: issuer, clientId: "c", nonce: nil, publishedAlgorithms: ["HS256"]).algorithms,
                        IDTokenCheck.supportedAlgorithms, "an IdP publishing nothing usable does not unlock other algorithms")
     }
 

@@ -1,8 +1,10 @@
 """The authorization servers of the OAuth tests, as processes on loopback with a log file each:
 
 - `DjangoIdP`: django-oauth-toolkit (idp_django_server.py), the real server the happy paths run
-  against. Its applications and user get credentials generated per run (secrets and passwords
+  against. Its applications and users get credentials generated per run (secrets and passwords
   hold characters that must be form-urlencoded: " +%/=&:"); they are kept here, never printed.
+  Besides the service clients it has the interactive ones (authorization code with PKCE, public
+  and confidential; device code) and a person who logs in to them.
 - `StubIdP`: idp_stub.py, the scripted token endpoint for the faults.
 
 Both know which values are sensitive (`sensitive_values()`), so the tests can prove none of them
@@ -37,7 +39,7 @@ IDP_PYTHON = os.environ.get("OAUTH_RELAY_TEST_IDP_PYTHON", sys.executable)
 IDP_STARTUP_SECONDS = 30
 TOKEN_PATH = "/o/token/"
 SECRET_FORM_FIELDS = {"client_secret", "password", "refresh_token", "assertion", "subject_token", "actor_token",
-                      "client_assertion"}
+                      "client_assertion", "code", "code_verifier", "device_code", "token", "state", "nonce"}
 
 
 def sha256(text: str) -> str:
@@ -84,6 +86,12 @@ class _IdP(_Process):
 # ---------------------------------------------------------------------------------------------
 # django-oauth-toolkit.
 
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+# DOT's authorization_grant_type -> the relay's `grant`.
+RELAY_GRANTS = {"client-credentials": "client_credentials", "password": "password",
+                "authorization-code": "authorization_code", DEVICE_GRANT: "device_code"}
+
+
 @dataclass
 class Client:
     """An application registered at django-oauth-toolkit."""
@@ -91,19 +99,36 @@ class Client:
     client_id: str
     client_secret: str | None
     client_type: str          # confidential | public
-    grant: str                # DOT's authorization_grant_type: client-credentials | password
+    grant: str                # DOT's authorization_grant_type: client-credentials | password |
+                              # authorization-code | urn:ietf:params:oauth:grant-type:device_code
+    oidc: bool = False        # ID tokens (RS256) when the scope has openid
+
+    @property
+    def interactive(self) -> bool:
+        return self.grant in ("authorization-code", DEVICE_GRANT)
+
+
+@dataclass
+class Person:
+    """The user who logs in at DOT's login form (or approves a device code)."""
+    username: str
+    password: str
+    email: str
 
 
 class DjangoIdP(_IdP):
     name = "django-oauth-toolkit"
 
     def __init__(self, workdir: Path, access_token_seconds: int = 3600, rotate_refresh_token: bool = True,
-                 template_db: Path | None = None):
+                 template_db: Path | None = None, redirect_uris: list[str] | None = None, device_interval: int = 1):
         super().__init__(workdir / "idp.log")
         self.workdir = workdir
         self.access_token_seconds = access_token_seconds
         self.rotate_refresh_token = rotate_refresh_token
         self.template_db = template_db
+        self.redirect_uris = list(redirect_uris or [])
+        self.device_interval = device_interval
+        self.secrets_file = workdir / "idp-issued-secrets.jsonl"
         self.host = LOOPBACK
         suffix = secrets.token_hex(4)
         self.clients = {c.name: c for c in [
@@ -111,9 +136,15 @@ class DjangoIdP(_IdP):
             Client("billing-cc", f"billing-cc.{suffix}", tricky_secret("bcc"), "confidential", "client-credentials"),
             Client("legacy-pw", f"legacy-pw.{suffix}", tricky_secret("lpw"), "confidential", "password"),
             Client("mobile-pw", f"mobile-pw.{suffix}", None, "public", "password"),
+            # Interactive: a person logs in (in a browser, or approving a device code).
+            Client("cli-code", f"cli-code.{suffix}", None, "public", "authorization-code", oidc=True),
+            Client("web-code", f"web-code.{suffix}", tricky_secret("wac"), "confidential", "authorization-code", oidc=True),
+            # DOT's device confirmation URL takes the client id as a slug: no dot in this one.
+            Client("tv-device", f"tv-device-{suffix}", None, "public", DEVICE_GRANT, oidc=True),
         ]}
         self.username = f"svc-legacy-{suffix}"
         self.password = tricky_secret("pw")
+        self.person = Person(f"alice-{suffix}", tricky_secret("alice"), f"alice-{suffix}@example.test")
 
     def start(self) -> "DjangoIdP":
         missing = [m for m in ("django", "oauth2_provider") if importlib.util.find_spec(m) is None]
@@ -124,27 +155,69 @@ class DjangoIdP(_IdP):
         clients_file.touch(mode=0o600)
         clients_file.write_text(json.dumps({
             "applications": [{"name": c.name, "client_id": c.client_id, "client_secret": c.client_secret,
-                              "client_type": c.client_type, "grant": c.grant} for c in self.clients.values()],
-            "users": [{"username": self.username, "password": self.password}],
+                              "client_type": c.client_type, "grant": c.grant, "oidc": c.oidc,
+                              "redirect_uris": self.redirect_uris if c.grant == "authorization-code" else []}
+                             for c in self.clients.values()],
+            "users": [{"username": self.username, "password": self.password},
+                      {"username": self.person.username, "password": self.person.password, "email": self.person.email}],
         }))
+        self.secrets_file.touch(mode=0o600)
         argv = [IDP_PYTHON, str(HERE / "idp_django_server.py"), "--dir", str(self.workdir), "--clients",
                 str(clients_file), "--host", self.host, "--port", "0",
                 "--access-token-seconds", str(self.access_token_seconds),
-                "--rotate-refresh-token", "1" if self.rotate_refresh_token else "0"]
+                "--rotate-refresh-token", "1" if self.rotate_refresh_token else "0",
+                "--device-interval", str(self.device_interval), "--secrets-file", str(self.secrets_file)]
         if self.template_db is not None:
             argv += ["--template-db", str(self.template_db)]
         self._spawn(argv, IDP_STARTUP_SECONDS)
         return self
 
+    # -- where things are ---------------------------------------------------------------------------
+
+    @property
+    def issuer(self) -> str:
+        """DOT's OIDC_ISS_ENDPOINT: the `iss` of its ID tokens and authorization responses."""
+        return f"{self.url}/o"
+
+    @property
+    def discovery_url(self) -> str:
+        return f"{self.issuer}/.well-known/openid-configuration"
+
+    @property
+    def authorize_url(self) -> str:
+        return f"{self.url}/o/authorize/"
+
+    @property
+    def device_authorization_url(self) -> str:
+        """Not in DOT's discovery documents: an identity names it (`deviceAuthorizationUrl`)."""
+        return f"{self.url}/o/device-authorization/"
+
+    @property
+    def revocation_url(self) -> str:
+        """In DOT's RFC 8414 document, not in its OpenID Connect one."""
+        return f"{self.url}/o/revoke_token/"
+
+    @property
+    def jwks_url(self) -> str:
+        return f"{self.url}/o/.well-known/jwks.json"
+
     # -- relay configuration -------------------------------------------------------------------
 
     def identity(self, client: str, secret_files: bool = False, **options) -> dict:
         """An `identities` entry for one of the applications (`clientAuth` etc. in options).
-        secret_files: the client secret and password go to files (…File keys) instead of the JSON."""
+        secret_files: the client secret and password go to files (…File keys) instead of the JSON.
+        An interactive application's entry names the `issuer` (discovery finds the token,
+        authorization and JWKS endpoints), the endpoints DOT's OpenID Connect document lacks
+        (`deviceAuthorizationUrl`, `revocationUrl`), and scope `openid profile email orders.read`."""
         c = self.clients[client]
-        ident = {"tokenUrl": self.token_url,
-                 "grant": "client_credentials" if c.grant == "client-credentials" else "password",
-                 "clientId": c.client_id}
+        ident = {"grant": RELAY_GRANTS[c.grant], "clientId": c.client_id}
+        if c.interactive:
+            ident.update({"issuer": self.issuer, "revocationUrl": self.revocation_url,
+                          "scope": "openid profile email orders.read"})
+            if c.grant == DEVICE_GRANT:
+                ident["deviceAuthorizationUrl"] = self.device_authorization_url
+        else:
+            ident["tokenUrl"] = self.token_url
         secrets_ = {}
         if c.client_secret is not None:
             secrets_["clientSecret"] = c.client_secret
@@ -164,10 +237,38 @@ class DjangoIdP(_IdP):
     # -- observation and control -----------------------------------------------------------------
 
     def token_requests(self, **match) -> list[dict]:
-        """The records of POST /o/token/ (see idp_django_server.TokenRequestRecorder), in order;
-        keyword arguments keep only records whose fields equal them (grant_type="refresh_token")."""
-        records = self.control("GET", "/_test/token-requests")["requests"]
+        """The records of POST /o/token/ (see idp_django_server.Recorder), in order; keyword
+        arguments keep only records whose fields equal them (grant_type="refresh_token")."""
+        return self._records("requests", match)
+
+    def authorizations(self, **match) -> list[dict]:
+        """The records of /o/authorize/ (GET: the consent page or a redirect to the login form;
+        POST: the consent, whose `to_client` says what the redirect back carried)."""
+        return self._records("authorizations", match)
+
+    def device_authorizations(self, **match) -> list[dict]:
+        """The records of POST /o/device-authorization/ (with the user code issued)."""
+        return self._records("device_authorizations", match)
+
+    def revocations(self, **match) -> list[dict]:
+        """The records of POST /o/revoke_token/ (`token_sha256`, `token_type_hint`, status)."""
+        return self._records("revocations", match)
+
+    def _records(self, kind: str, match: dict) -> list[dict]:
+        records = self.control("GET", "/_test/token-requests")[kind]
         return [r for r in records if all(r.get(k) == v for k, v in match.items())]
+
+    def set_redirect_uris(self, client: str, uris: list[str]) -> None:
+        """Registers `uris` as the application's redirect URIs (e.g. a relay's callback, known
+        once the relay runs)."""
+        self.control("POST", "/_test/redirect-uris", {"client_id": self.clients[client].client_id, "redirect_uris": uris})
+
+    def approve_device(self, user_code: str, action: str = "accept") -> str:
+        """The person enters `user_code` at DOT's device page and accepts (or "deny"); returns the
+        device grant's status (authorized, denied)."""
+        answer = self.control("POST", "/_test/approve-device",
+                              {"user_code": user_code, "username": self.person.username, "action": action})
+        return answer["status"]
 
     def hold(self, ms: int) -> None:
         """Every later token request waits `ms` at the IdP before it is handled."""
@@ -198,11 +299,25 @@ class DjangoIdP(_IdP):
                                 "SELECT token FROM oauth2_provider_refreshtoken").fetchall()
         return [r[0] for r in rows if r[0]]
 
+    def issued_secrets(self) -> list[tuple[str, str]]:
+        """(kind, value) of every authorization code, device code and ID token DOT issued (noted
+        by the server as they leave: the database keeps none of them)."""
+        if not self.secrets_file.exists():
+            return []
+        lines = self.secrets_file.read_text().splitlines()
+        return [(entry["kind"], entry["value"]) for entry in map(json.loads, filter(None, lines))]
+
     def sensitive_values(self) -> dict[str, str]:
         values = {f"client secret of {c.name}": c.client_secret for c in self.clients.values() if c.client_secret}
         values["password of the django user"] = self.password
+        values["password of the person"] = self.person.password
         for i, token in enumerate(self.issued_tokens()):
             values[f"token #{i + 1} issued by django"] = token
+        for i, (kind, value) in enumerate(self.issued_secrets()):
+            values[f"{kind} #{i + 1} issued by django"] = value
+            if kind == "id_token":
+                # A JWT counts only whole (its header repeats); its signature is its own.
+                values[f"signature of {kind} #{i + 1} issued by django"] = value.rpartition(".")[2]
         return values
 
 
@@ -223,11 +338,15 @@ class StubIdP(_IdP):
         return self
 
     def script(self, *queue: dict, by_grant: dict | None = None, default: dict | None = None,
-               client_assertion: dict | None = None) -> "StubIdP":
+               client_assertion: dict | None = None, **login) -> "StubIdP":
         """Sets how token requests are answered (see idp_stub.py): the queued specs first, then
         by grant_type, then `default` (a token living 3600 s when not given). `client_assertion`:
-        the policy every request's client assertion must pass (client_assertions.py)."""
-        payload = {"queue": list(queue), "by_grant": by_grant or {}}
+        the policy every request's client assertion must pass (client_assertions.py). `login`:
+        the login endpoints' entries (discovery, oauth_metadata, jwks, authorize, device, revoke,
+        keys: see idp_stub_login.py); each one not given is its default."""
+        unknown = set(login) - {"discovery", "oauth_metadata", "jwks", "authorize", "device", "revoke", "keys"}
+        assert not unknown, f"unknown stub script entries {sorted(unknown)}"
+        payload = {"queue": list(queue), "by_grant": by_grant or {}, **login}
         if client_assertion is not None:
             payload["client_assertion"] = client_assertion
         if default is not None:
@@ -247,14 +366,44 @@ class StubIdP(_IdP):
         records = self.control("GET", "/_stub/requests")["requests"]
         return [r for r in records if all(r.get(k) == v for k, v in match.items())]
 
+    # -- the login endpoints (idp_stub_login.py) -----------------------------------------------------
+
+    @property
+    def issuer(self) -> str:
+        """The `issuer` of the stub's default metadata and ID tokens: its base URL."""
+        return self.url
+
+    def endpoint_requests(self, **match) -> list[dict]:
+        """Every request to the login endpoints (endpoint: discovery, oauth_metadata, jwks,
+        authorize, device, revoke), as received, with what was issued."""
+        records = self.control("GET", "/_stub/requests")["endpoints"]
+        return [r for r in records if all(r.get(k) == v for k, v in match.items())]
+
+    def login_identity(self, grant: str = "authorization_code", **options) -> dict:
+        """An interactive identity of this stub's client, found by discovery (`issuer`); `options`
+        add or replace keys (None removes one)."""
+        ident = {"issuer": self.issuer, "grant": grant, "clientId": self.client_id, "clientSecret": self.client_secret,
+                 "scope": "openid profile", **options}
+        return {k: v for k, v in ident.items() if v is not None}
+
     def sensitive_values(self) -> dict[str, str]:
         """The tokens the stub issued, and every secret the relay sent it (form fields and the
         Basic credentials)."""
         values = {"client secret of the stub's client": self.client_secret}
-        for r in self.token_requests():
-            for kind in ("access_token", "refresh_token"):
+        requests = self.control("GET", "/_stub/requests")
+        for r in requests["endpoints"]:
+            for kind in ("code", "device_code"):
+                if r["issued"].get(kind):
+                    values[f"{kind} issued by the stub ({r['endpoint']} request {r['n']})"] = r["issued"][kind]
+            for key, value in r["form"]:
+                if key in SECRET_FORM_FIELDS and value:
+                    values[f"{key} sent to the stub ({r['endpoint']} request {r['n']})"] = value
+        for r in requests["requests"]:
+            for kind in ("access_token", "refresh_token", "id_token"):
                 if r["issued"].get(kind):
                     values[f"{kind} issued by the stub (request {r['n']})"] = r["issued"][kind]
+            if r["issued"].get("id_token"):
+                values[f"id_token signature (request {r['n']})"] = r["issued"]["id_token"].rpartition(".")[2]
             for key, value in r["form"]:
                 if key in SECRET_FORM_FIELDS and value:
                     values[f"form field {key} sent to the stub (request {r['n']})"] = value

@@ -1,8 +1,11 @@
 """A scripted OAuth2 token endpoint for the faults a real authorization server cannot be told to
-produce (429 with Retry-After, 500, slow answers, HTML pages, odd token responses).
+produce (429 with Retry-After, 500, slow answers, HTML pages, odd token responses), and the other
+endpoints of an identity provider for the negatives of interactive logins (discovery, JWKS, an
+authorization endpoint, device authorization, revocation, signed ID tokens: idp_stub_login.py,
+whose docstring has their paths and script entries).
 
-HTTP/1.1 on asyncio raw streams, like echo_upstream.py. Every path except /_stub/... is the token
-endpoint. Run it:
+HTTP/1.1 on asyncio raw streams, like echo_upstream.py. Every path except /_stub/... and the
+login paths of idp_stub_login.py is the token endpoint. Run it:
     python3 idp_stub.py --port 0 [--host 127.0.0.1]
 The first line on stdout is `LISTENING <host> <port>`; SIGTERM or SIGINT stops it.
 
@@ -14,10 +17,13 @@ Control (used by the tests through idp_processes.StubIdP):
                          (before any spec is used); the record holds the verified header and
                          claims, or the reason. A token request is answered with the next spec of
                          the queue, else by_grant[its grant_type], else default (initially a
-                         token that lives 3600 s).
-    GET /_stub/requests  JSON {"requests": [record, ...]}: every token request as received (raw:
-                         headers, body, form pairs) and what it was answered, including the
-                         tokens issued. Recorded when the head and body are in, before any delay.
+                         token that lives 3600 s). The script's "discovery", "oauth_metadata",
+                         "jwks", "authorize", "device", "revoke" and "keys" entries script the
+                         login endpoints (idp_stub_login.py); each absent one is its default.
+    GET /_stub/requests  JSON {"requests": [record, ...], "endpoints": [record, ...]}: every
+                         token request as received (raw: headers, body, form pairs) and what it
+                         was answered, including the tokens issued; and every request to the
+                         login endpoints. Recorded when the head and body are in, before any delay.
 
 A spec is a JSON object; every kind takes "delay_ms" (wait before answering), "drip_ms" (send the
 answer one byte at a time, this long apart; stops when the client goes) and "headers" (extra
@@ -26,7 +32,8 @@ response headers, [[name, value], ...]):
      omitted), "refresh_token": "none" | "new" | "same" (the one presented) | "<literal>",
      "scope": "...", "fields": {"token": "accessToken", "expiry": "expiresIn", "type": "tokenType",
      "refresh": "refreshToken"} (non-standard names), "jwt_exp_in": N (the access token is an
-     unsigned JWT whose exp is N to N + 1 s from now: whole seconds), "status": 200}
+     unsigned JWT whose exp is N to N + 1 s from now: whole seconds), "status": 200,
+     "id_token": {...} (a signed ID token beside the access token: see idp_stub_login.py)}
     {"kind": "oauth_error", "status": 400, "error": "invalid_client", "error_description": "...",
      "error_uri": "..."}                     an RFC 6749 §5.2 error answer (application/json)
     {"kind": "raw", "status": 500, "content_type": "text/html", "body": "...", "retry_after": "5"}
@@ -53,6 +60,7 @@ from urllib.parse import parse_qsl, urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from client_assertions import AssertionPolicy, AssertionRejected  # noqa: E402
 from echo_upstream import BadRequest, parse_head  # noqa: E402  (the one strict head parser of the test servers)
+from idp_stub_login import LoginEndpoints  # noqa: E402
 from loopback_server import run_loopback_server, wait_for_stop_signal  # noqa: E402
 
 MAX_HEAD_BYTES = 64 * 1024
@@ -71,10 +79,11 @@ def unsigned_jwt(claims: dict) -> str:
 
 
 class Stub:
-    def __init__(self) -> None:
+    def __init__(self, base_url: str) -> None:
         self.script: dict = {"queue": [], "by_grant": {}, "default": DEFAULT_SPEC}
         self.assertion_policy: AssertionPolicy | None = None
         self.records: list[dict] = []
+        self.login = LoginEndpoints(base_url)
         self.server: asyncio.base_events.Server | None = None
 
     # -- connections -------------------------------------------------------------------------
@@ -100,6 +109,8 @@ class Stub:
                 path = urlsplit(target).path
                 if path.startswith("/_stub/"):
                     keep = await self.control(writer, method, path, body, close)
+                elif self.login.serves(path):
+                    keep = await self.login_request(writer, method, target, body, close)
                 else:
                     keep = await self.token_request(writer, method, target, headers, body, close)
                 if not keep:
@@ -145,10 +156,11 @@ class Stub:
                            "default": script.get("default", DEFAULT_SPEC)}
             policy = script.get("client_assertion")
             self.assertion_policy = AssertionPolicy.from_json(policy) if policy else None
+            self.login.set_script(script)
             return await self.send(writer, 204, None, b"", close=close)
         if path == "/_stub/requests" and method == "GET":
-            return await self.send(writer, 200, "application/json", json.dumps({"requests": self.records}).encode(),
-                                   close=close)
+            answer = {"requests": self.records, "endpoints": self.login.records}
+            return await self.send(writer, 200, "application/json", json.dumps(answer).encode(), close=close)
         return await self.send(writer, 404, "application/json", b'{"stub":"unknown control path"}', close=close)
 
     # -- the token endpoint ----------------------------------------------------------------------
@@ -188,21 +200,15 @@ class Stub:
             record["answered"] = time.time()
             self.log(method, target, grant_type, "-", kind)
             return False
+        binding = self.login.bind_code(dict(form), record) if grant_type == "authorization_code" else None
         if kind == "token":
             status = spec.get("status", 200)
             payload = self.token_payload(spec, dict(form), record)
+            if "id_token" in spec:
+                payload["id_token"] = record["issued"]["id_token"] = self.login.id_token(spec["id_token"], dict(form), binding)
             content_type, out = "application/json", json.dumps(payload).encode()
-        elif kind == "oauth_error":
-            status = spec.get("status", 400)
-            payload = {k: spec[k] for k in ("error", "error_description", "error_uri") if k in spec}
-            content_type, out = "application/json", json.dumps(payload).encode()
-        elif kind == "raw":
-            status = spec.get("status", 500)
-            content_type, out = spec.get("content_type"), spec.get("body", "").encode()
-            if "retry_after" in spec:
-                extra.append(("Retry-After", str(spec["retry_after"])))
         else:
-            status, content_type, out = 500, "text/plain", f"stub: unknown spec kind {kind!r}".encode()
+            status, content_type, out = generic_answer(spec, extra)
         record["status"] = status
         keep = await self.send(writer, status, content_type, out, extra, close=close, drip_ms=spec.get("drip_ms", 0))
         record["answered"] = time.time()
@@ -238,10 +244,38 @@ class Stub:
         record["issued"] = {"access_token": access, "refresh_token": refresh, "expires_in": spec.get("expires_in")}
         return payload
 
+    async def login_request(self, writer, method: str, target: str, body: bytes, close: bool) -> bool:
+        record, spec, answer = self.login.answer(method, target, body)
+        if spec.get("delay_ms"):
+            await asyncio.sleep(spec["delay_ms"] / 1000)
+        extra = [tuple(h) for h in spec.get("headers", [])]
+        if spec.get("kind") == "close":
+            self.log(method, target, None, "-", "close")
+            return False
+        status, content_type, out, more = answer if answer is not None else (*generic_answer(spec, extra), [])
+        record["status"] = status
+        keep = await self.send(writer, status, content_type, out, extra + more, close=close)
+        self.log(method, target, None, status, record["kind"])
+        return keep
+
     @staticmethod
     def log(method, target, grant_type, status, kind) -> None:
         path = urlsplit(target).path
         print(f"{method} {path} grant_type={grant_type} -> {status} ({kind})", file=sys.stderr, flush=True)
+
+
+def generic_answer(spec: dict, extra: list) -> tuple[int, str | None, bytes]:
+    """The answer of a spec of a kind every endpoint knows: "oauth_error" and "raw" (whose
+    Retry-After goes into `extra`)."""
+    kind = spec.get("kind")
+    if kind == "oauth_error":
+        payload = {k: spec[k] for k in ("error", "error_description", "error_uri") if k in spec}
+        return spec.get("status", 400), "application/json", json.dumps(payload).encode()
+    if kind == "raw":
+        if "retry_after" in spec:
+            extra.append(("Retry-After", str(spec["retry_after"])))
+        return spec.get("status", 500), spec.get("content_type"), spec.get("body", "").encode()
+    return 500, "text/plain", f"stub: unknown spec kind {kind!r}".encode()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,9 +323,11 @@ async def read_body(reader: asyncio.StreamReader, headers) -> bytes:
 # ---------------------------------------------------------------------------------------------
 
 async def _main(host: str, port: int) -> None:
-    stub = Stub()
-    stub.server = await asyncio.start_server(stub.connection, host, port, limit=MAX_HEAD_BYTES)
-    print(f"LISTENING {host} {stub.server.sockets[0].getsockname()[1]}", flush=True)
+    server = await asyncio.start_server(lambda r, w: stub.connection(r, w), host, port, limit=MAX_HEAD_BYTES)
+    bound = server.sockets[0].getsockname()[1]
+    stub = Stub(f"http://{f'[{host}]' if ':' in host else host}:{bound}")
+    stub.server = server
+    print(f"LISTENING {host} {bound}", flush=True)
     await wait_for_stop_signal()
     stub.server.close()
 
