@@ -233,7 +233,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             lastLoginFailure = nil
         }
         if deviceFlow != nil {
-            deviceFlow?.pollSucceeded(response, at: now)
+            deviceFlow?.pollSucceeded(at: now)
             endDeviceLogin(failure: nil)
         }
         tokenFollowsRefusal = fetchFollowsRefusal

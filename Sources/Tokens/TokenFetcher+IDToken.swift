@@ -23,7 +23,7 @@ extension TokenFetcher {
             // that takes); another takes the token without reading who logged in.
             return completion(.success(response))
         }
-        let check = IDTokenCheck(issuer: issuer, clientId: clientId, nonce: nonce, published: endpoints?.idTokenAlgorithms ?? [])
+        let check = IDTokenCheck(issuer: issuer, clientId: clientId, nonce: nonce, publishedAlgorithms: endpoints?.idTokenAlgorithms ?? [])
         let validate = { (keys: JWKSet) -> Result<LoginSubject, IDTokenError> in
             Result { () throws(IDTokenError) in try check.validate(idToken, keys: keys, unixTime: Int64(Date().timeIntervalSince1970)) }
         }
