@@ -13,7 +13,7 @@ import json
 import secrets
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote_plus, urlencode, urlsplit
 
 import pytest
 from jwcrypto import jwk, jwt
@@ -84,7 +84,6 @@ def get_json(idp, url: str) -> dict:
 def post_form(idp, path: str, form: dict, basic: tuple[str, str] | None = None):
     headers = [("Content-Type", "application/x-www-form-urlencoded"), ("Connection", "close")]
     if basic:
-        from urllib.parse import quote_plus
         pair = f"{quote_plus(basic[0])}:{quote_plus(basic[1])}"
         headers.append(("Authorization", "Basic " + base64.b64encode(pair.encode()).decode()))
     return idp.request("POST", path, headers=headers, body=urlencode(form).encode(), host=f"{LOOPBACK}:{idp.port}")
