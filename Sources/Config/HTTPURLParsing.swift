@@ -1,5 +1,4 @@
 import Endpoints
-import Foundation
 import Routing
 
 /// Reading an `HTTPURL` from config text, with the message `oauth-relay check` shows.
@@ -10,68 +9,13 @@ extension HTTPURL {
         self = url
     }
 
+    /// `HTTPURL(absolute:allowsQuery:)` (Routing: the one URL reader, shared with discovery), its
+    /// error as a config value's.
     static func parse(_ text: String, allowsQuery: Bool) throws(InvalidValue) -> HTTPURL {
-        guard let separator = text.range(of: "://") else {
-            throw InvalidValue("\"\(text)\" is not an absolute URL (expected http://… or https://…)")
+        do throws(HTTPURLSyntaxError) {
+            return try HTTPURL(absolute: text, allowsQuery: allowsQuery)
+        } catch {
+            throw InvalidValue(error.message)
         }
-        let schemeName = text[..<separator.lowerBound].lowercased()
-        guard let scheme = URLScheme(rawValue: schemeName) else {
-            throw InvalidValue("unsupported scheme \"\(schemeName)\" in \"\(text)\" (expected http or https)")
-        }
-        let afterScheme = text[separator.upperBound...]
-        let authorityEnd = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex
-        let authority = afterScheme[..<authorityEnd]
-        var rest = afterScheme[authorityEnd...]
-        guard !authority.contains("@") else {
-            throw InvalidValue("user info (user:password@) is not allowed in a URL; put credentials in an identity")
-        }
-        if rest.contains("#") {
-            throw InvalidValue("a fragment (#…) is not allowed in \"\(text)\"")
-        }
-        var query: String?
-        if let questionMark = rest.firstIndex(of: "?") {
-            guard allowsQuery else { throw InvalidValue("a query (?…) is not allowed in \"\(text)\"") }
-            let queryText = rest[rest.index(after: questionMark)...]
-            guard queryText.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-                throw InvalidValue("the query in \"\(text)\" contains spaces or characters that must be percent-encoded")
-            }
-            query = String(queryText)
-            rest = rest[..<questionMark]
-        }
-        let (host, port) = try parseAuthority(authority, scheme: scheme, in: text)
-        guard let path = RequestPath.normalize(rest.isEmpty ? "/" : String(rest)) else {
-            throw InvalidValue("invalid path \"\(rest)\" in \"\(text)\"")
-        }
-        return HTTPURL(scheme: scheme, host: host, port: port, path: path, query: query)
-    }
-
-    private static func parseAuthority(_ authority: Substring, scheme: URLScheme, in text: String) throws(InvalidValue) -> (String, UInt16) {
-        let host: Substring
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw InvalidValue("unclosed \"[\" in \"\(text)\"") }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let afterHost = authority[authority.index(after: close)...]
-            if !afterHost.isEmpty {
-                guard afterHost.hasPrefix(":") else { throw InvalidValue("unexpected \"\(afterHost)\" after the host in \"\(text)\"") }
-                portText = afterHost.dropFirst()
-            }
-            guard HostSyntax.isIPv6(host) else { throw InvalidValue("\"\(host)\" is not an IPv6 address") }
-        } else {
-            if let colon = authority.firstIndex(of: ":") {
-                host = authority[..<colon]
-                portText = authority[authority.index(after: colon)...]
-            } else {
-                host = authority
-            }
-            guard !host.isEmpty else { throw InvalidValue("missing host in \"\(text)\"") }
-            guard HostSyntax.isHostName(host) else { throw InvalidValue("\"\(host)\" is not a valid host name or address") }
-        }
-        var port = scheme.defaultPort
-        if let portText {
-            port = try HostPort.parsePort(portText, in: text)
-            guard port != 0 else { throw InvalidValue("port 0 is not allowed in \"\(text)\"") }
-        }
-        return (host.lowercased(), port)
     }
 }
