@@ -9,6 +9,7 @@ extension DecodingContext {
         "assertion", "assertionFile", "tls", "allowInsecureTokenUrl", "defaultExpiresInSeconds", "refreshSkewSeconds",
         "responseFields", "subjectToken", "subjectTokenFile", "subjectTokenType", "actorToken", "actorTokenFile",
         "actorTokenType", "issuer", "clientKeyFile", "clientKeyId", "clientAssertionAlg", "clientAssertionAudience",
+        "dpop",
     ]
 
     /// Form fields the relay sets from a dedicated key: `params` may not set them again.
@@ -77,6 +78,7 @@ extension DecodingContext {
         }
         identity.clientAssertionAudience = decodeAssertionAudience(object) ?? .tokenEndpoint
         identity.clientAuth = decodeClientAuth(object, id: clientId, secret: clientSecret)
+        identity.dpop = object.field("dpop").flatMap(decodeDPoP)
         identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
                                     extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
         if let grant {

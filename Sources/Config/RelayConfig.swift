@@ -161,7 +161,10 @@ extension DecodingContext {
                 identityNames = members.map(\.key)
             }
         }
-        config.routes = object.field("routes").map { decodeRoutes($0, identityNames: identityNames) } ?? []
+        if let field = object.field("routes") {
+            config.routes = decodeRoutes(field, identityNames: identityNames)
+            checkRouteIdentities(field, routes: config.routes, identities: config.identities)
+        }
         config.accessLog = object.bool("accessLog") ?? config.accessLog
         config.metrics = object.bool("metrics") ?? config.metrics
         config.trustForwardedHeaders = object.bool("trustForwardedHeaders") ?? config.trustForwardedHeaders

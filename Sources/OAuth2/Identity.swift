@@ -37,6 +37,9 @@ public struct Identity: Sendable, Equatable {
     public var refreshSkewSeconds: Double = 10
     /// The names of the token response's fields, for IdPs that do not use the standard ones.
     public var responseFields = ResponseFields()
+    /// DPoP (RFC 9449): token requests carry a proof of this key, and `DPoP` tokens go upstream
+    /// with a fresh proof per request. Nil: no proofs, and a `DPoP` token is refused.
+    public var dpop: DPoPBinding?
 
     public init(name: String, tokenUrl: HTTPURL, grant: Grant = .clientCredentials, clientAuth: ClientAuth = .unidentified,
                 scope: String? = nil, audience: String? = nil, resource: [String] = [], params: [String: String] = [:],

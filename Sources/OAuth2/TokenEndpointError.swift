@@ -21,6 +21,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// The client assertion could not be made, so no request was sent. `reason` names the
     /// rule or the step, never the key or the secret.
     case clientAssertionFailed(reason: String)
+    /// The DPoP proof could not be made, so no request was sent. `reason` names the step, never
+    /// the key.
+    case dpopProofFailed(reason: String)
 
     /// The HTTP status the token endpoint answered with, if it answered.
     public var status: Int? {
@@ -28,7 +31,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .oauth(_, let status, _), .unexpectedStatus(let status, _, _, _), .redirect(let status, _),
              .invalidTokenResponse(let status, _, _):
             status
-        case .unreachable, .timedOut, .clientAssertionFailed:
+        case .unreachable, .timedOut, .clientAssertionFailed, .dpopProofFailed:
             nil
         }
     }
@@ -56,7 +59,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return error.isTemporary || Self.isTemporary(status: status)
         case .unexpectedStatus(let status, _, _, _):
             return Self.isTemporary(status: status)
-        case .redirect, .invalidTokenResponse, .clientAssertionFailed:
+        case .redirect, .invalidTokenResponse, .clientAssertionFailed, .dpopProofFailed:
             return false
         }
     }
@@ -76,6 +79,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .unreachable: "unreachable"
         case .timedOut: "timeout"
         case .clientAssertionFailed: "client_assertion_failed"
+        case .dpopProofFailed: "dpop_proof_failed"
         }
     }
 
@@ -98,6 +102,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return "the token endpoint did not answer within \(SecondsText.format(seconds)) s"
         case .clientAssertionFailed(let reason):
             return "the client assertion could not be made, so no token request was sent: \(reason)"
+        case .dpopProofFailed(let reason):
+            return "the DPoP proof could not be made, so no token request was sent: \(reason)"
         }
     }
 

@@ -31,6 +31,8 @@ final class TokenFetcher {
     private var stopping = false
     /// The token store, when the configuration has one (TokenPersistence.swift).
     private let persistence: TokenPersistence?
+    /// The token endpoints' DPoP nonces (TokenFetcher+DPoP.swift).
+    let dpopNonces = TokenEndpointNonces()
 
     init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, observer: (any TokenObserver)?, store: TokenStore? = nil) {
         self.loop = loop
@@ -71,6 +73,7 @@ final class TokenFetcher {
             timers.removeValue(forKey: tokens.slot)?.close()
             lifetimeWarnings.forget(slot: tokens.slot)
             persistence?.forget(slot: tokens.slot)
+            dpopNonces.forget(slot: tokens.slot)
             retired.append(tokens)
         }
         for tokens in update.identities where timers[tokens.slot] == nil {
@@ -142,13 +145,13 @@ final class TokenFetcher {
         }
     }
 
-    private func send(_ unsigned: TokenRequest, for tokens: IdentityTokens) {
-        // A client assertion is signed here, on the token thread and outside the lifecycle's
-        // lock, fresh for every request (its jti is single-use, its exp at most 60 s away).
+    /// `retryingForNonce`: this is the one retry after a `use_dpop_nonce` answer.
+    private func send(_ unsigned: TokenRequest, for tokens: IdentityTokens, retryingForNonce: Bool = false) {
+        // A client assertion and a DPoP proof are signed here, on the token thread and outside
+        // the lifecycle's lock, fresh for every request (their jti is single-use).
         let request: TokenRequest
         do throws(TokenEndpointError) {
-            var random = SecureRandomNumberGenerator()
-            request = try unsigned.withClientAssertion(unixTime: Int64(Date().timeIntervalSince1970), random: &random)
+            request = try signed(unsigned, for: tokens)
         } catch {
             handle(.fetchEnded(tokens, .failure(error)))
             return
@@ -177,6 +180,9 @@ final class TokenFetcher {
                     outcome = .success(try request.parseResponse(reply, unixTime: Date().timeIntervalSince1970))
                 } catch {
                     outcome = .failure(error)
+                }
+                if retriesWithNewNonce(reply, outcome: outcome, for: tokens, alreadyRetried: retryingForNonce || stopping) {
+                    return send(unsigned, for: tokens, retryingForNonce: true)
                 }
             case .failure(.responseTimeout), .failure(.connectTimeout):
                 outcome = .failure(.timedOut(seconds: monotonicSeconds() - started))

@@ -232,4 +232,8 @@ struct TokenMetrics: TokenObserver {
     func tokenStoreOperation(identity: String, operation: String, outcome: String) {
         metrics.tokenStoreOperation(identity: identity, operation: operation, outcome: outcome)
     }
+
+    func dpopNonceRetried(identity: String, server: String) {
+        metrics.dpopNonceRetried(identity: identity, server: server)
+    }
 }
