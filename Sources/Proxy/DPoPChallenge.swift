@@ -68,14 +68,15 @@ enum DPoPChallenge {
         return false
     }
 
-    /// A quoted-string's content with its escapes undone, `index` past its closing quote.
-    private static func quotedString(_ value: UnsafeRawBufferPointer, at index: inout Int) -> [UInt8] {
+    /// A quoted-string's content with its escapes undone, `index` past its closing quote; nil
+    /// when it has none.
+    private static func quotedString(_ value: UnsafeRawBufferPointer, at index: inout Int) -> [UInt8]? {
         var content: [UInt8] = []
         index += 1
         while index < value.count {
             let byte = value[index]
             index += 1
-            if byte == UInt8(ascii: "\"") { break }
+            if byte == UInt8(ascii: "\"") { return content }
             if byte == UInt8(ascii: "\\"), index < value.count {
                 content.append(value[index])
                 index += 1
@@ -83,7 +84,7 @@ enum DPoPChallenge {
                 content.append(byte)
             }
         }
-        return content
+        return nil
     }
 
     private static let nonceName = Array("dpop-nonce".utf8)

@@ -43,8 +43,10 @@ extension Exchange {
             // tunnel now would carry requests this route never saw.
             return .reject(HTTP1Error(.malformed, "101 Switching Protocols to a request that asked for no upgrade"))
         }
-        // Before the refusal check: a nonce challenge is no refusal, the token stays.
-        if status == 401 && answersNonceChallenge && DPoPChallenge.asksForNonce(head) {
+        // Before the refusal check: a nonce challenge is no refusal, the token stays. One that
+        // cannot be answered with a replay goes to the client as it is.
+        if status == 401 && token?.dpop != nil && DPoPChallenge.asksForNonce(head) {
+            guard canReplayForNonce else { return respond(to: head) }
             dpopNonceReplayed = true
             response = .nonceChallenged
             return .discard
@@ -53,12 +55,11 @@ extension Exchange {
         return respond(to: head)
     }
 
-    /// Whether a `use_dpop_nonce` 401 would be answered with a replay: the request carried a
-    /// `DPoP` token, was not replayed for a nonce yet, and can be sent again (no body, or one
-    /// kept within the replay limit). Otherwise the 401 goes to the client.
-    private var answersNonceChallenge: Bool {
-        guard !dpopNonceReplayed, upload == .complete, bodyReplay != .impossible else { return false }
-        return token?.dpop != nil
+    /// Whether a `use_dpop_nonce` 401 is answered with a replay: the request was not replayed for
+    /// a nonce yet, and can be sent again (complete, and no body or one kept within the replay
+    /// limit).
+    private var canReplayForNonce: Bool {
+        !dpopNonceReplayed && upload == .complete && bodyReplay != .impossible
     }
 
     /// The identity's decision on a refused token: unless it keeps the token

@@ -15,13 +15,15 @@ final class TokenEndpointNonces {
 
     func nonce(for tokens: IdentityTokens) -> String? { bySlot[tokens.slot] }
 
-    /// Keeps the nonce of `headers`, if they carry a valid one (RFC 9449 §8.1: `1*NQCHAR`).
-    /// Returns whether they did.
-    @discardableResult
-    func remember(from headers: TokenEndpointReply, for tokens: IdentityTokens) -> Bool {
-        guard let nonce = headers.header("DPoP-Nonce"), DPoPNonce.isValid(Array(nonce.utf8)) else { return false }
+    /// Keeps the nonce of `reply`, if it carries a valid one (RFC 9449 §8.1: `1*NQCHAR`; any
+    /// answer may bring a new one), and says whether to send the request again: the answer was
+    /// `use_dpop_nonce` and brought a nonce, and this was not the retry already.
+    func answer(_ reply: TokenEndpointReply, outcome: Result<TokenResponse, TokenEndpointError>, for tokens: IdentityTokens,
+                alreadyRetried: Bool) -> Bool {
+        guard let nonce = reply.header("DPoP-Nonce"), DPoPNonce.isValid(Array(nonce.utf8)) else { return false }
         bySlot[tokens.slot] = nonce
-        return true
+        guard !alreadyRetried, case .failure(let error) = outcome else { return false }
+        return error.oauthError?.code == .useDPoPNonce
     }
 
     func forget(slot: Int) { bySlot[slot] = nil }
@@ -45,14 +47,13 @@ extension TokenFetcher {
         }
     }
 
-    /// Notes the `DPoP-Nonce` of a token endpoint's `reply` (any answer may bring a new one), and
-    /// says whether to send the request again: the answer was `use_dpop_nonce` with a nonce, and
-    /// this was not already the retry.
+    /// Notes the `DPoP-Nonce` of a token endpoint's `reply` and says whether to send the request
+    /// again with it (`TokenEndpointNonces.answer`), logging and counting a retry.
     func retriesWithNewNonce(_ reply: TokenEndpointReply, outcome: Result<TokenResponse, TokenEndpointError>,
                              for tokens: IdentityTokens, alreadyRetried: Bool) -> Bool {
-        guard tokens.dpop != nil else { return false }
-        let brought = dpopNonces.remember(from: reply, for: tokens)
-        guard brought, !alreadyRetried, case .failure(let error) = outcome, error.oauthError?.code == .useDPoPNonce else { return false }
+        guard tokens.dpop != nil, dpopNonces.answer(reply, outcome: outcome, for: tokens, alreadyRetried: alreadyRetried) else {
+            return false
+        }
         logger.info("token endpoint asked for a DPoP nonce; sending the request again with it",
                     metadata: ["identity": .string(tokens.identity.name)])
         observer?.dpopNonceRetried(identity: tokens.identity.name, server: "token_endpoint")
