@@ -17,25 +17,31 @@ public enum Base64URL {
     }
 
     /// Appends the encoding of `bytes` to `out`, with no allocation beyond `out`'s growth (the
-    /// DPoP proofs a worker writes for every request).
+    /// DPoP proofs a worker writes for every request): the characters are written in place.
     public static func append(encoding bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
-        out.reserveCapacity(out.count + (bytes.count * 4 + 2) / 3)
+        let start = out.count
+        let length = (bytes.count * 4 + 2) / 3
+        out.append(contentsOf: repeatElement(0, count: length))
         alphabet.withUnsafeBufferPointer { alphabet in
-            var index = 0
-            while index + 3 <= bytes.count {
-                let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-                out.append(alphabet[Int(chunk >> 18 & 63)])
-                out.append(alphabet[Int(chunk >> 12 & 63)])
-                out.append(alphabet[Int(chunk >> 6 & 63)])
-                out.append(alphabet[Int(chunk & 63)])
-                index += 3
+            out.withUnsafeMutableBufferPointer { buffer in
+                var output = buffer.baseAddress! + start
+                var index = 0
+                while index + 3 <= bytes.count {
+                    let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                    output[0] = alphabet[Int(chunk >> 18 & 63)]
+                    output[1] = alphabet[Int(chunk >> 12 & 63)]
+                    output[2] = alphabet[Int(chunk >> 6 & 63)]
+                    output[3] = alphabet[Int(chunk & 63)]
+                    output += 4
+                    index += 3
+                }
+                let rest = bytes.count - index
+                guard rest > 0 else { return }
+                let chunk = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+                output[0] = alphabet[Int(chunk >> 18 & 63)]
+                output[1] = alphabet[Int(chunk >> 12 & 63)]
+                if rest == 2 { output[2] = alphabet[Int(chunk >> 6 & 63)] }
             }
-            let rest = bytes.count - index
-            guard rest > 0 else { return }
-            let chunk = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
-            out.append(alphabet[Int(chunk >> 18 & 63)])
-            out.append(alphabet[Int(chunk >> 12 & 63)])
-            if rest == 2 { out.append(alphabet[Int(chunk >> 6 & 63)]) }
         }
     }
 

@@ -49,8 +49,20 @@ public final class DPoPProofWriter {
                                   accessTokenHash: [UInt8]?, nonce: [UInt8]?, now: Int64,
                                   random: inout some RandomNumberGenerator,
                                   _ body: (UnsafeRawBufferPointer) -> Result) throws(JOSEError) -> Result {
-        writeClaims(method: method, origin: origin, target: target, accessTokenHash: accessTokenHash, nonce: nonce,
-                    now: now, random: &random)
+        // The buffers are worked on as locals (taken out of the object and put back, keeping
+        // their capacity): appending to a class's stored array byte by byte would check
+        // exclusive access on every byte.
+        var claims: [UInt8] = [], proof: [UInt8] = [], signature: [UInt8] = []
+        swap(&claims, &self.claims)
+        swap(&proof, &self.proof)
+        swap(&signature, &self.signature)
+        defer {
+            swap(&claims, &self.claims)
+            swap(&proof, &self.proof)
+            swap(&signature, &self.signature)
+        }
+        Self.writeClaims(method: method, origin: origin, target: target, accessTokenHash: accessTokenHash, nonce: nonce,
+                         now: now, random: &random, into: &claims)
         proof.removeAll(keepingCapacity: true)
         proof.append(contentsOf: headerSegment)
         claims.withUnsafeBytes { Base64URL.append(encoding: $0, to: &proof) }
@@ -69,28 +81,28 @@ public final class DPoPProofWriter {
         return proof.withUnsafeBytes(body)
     }
 
-    private func writeClaims(method: UnsafeRawBufferPointer, origin: UnsafeRawBufferPointer, target: UnsafeRawBufferPointer,
-                             accessTokenHash: [UInt8]?, nonce: [UInt8]?, now: Int64,
-                             random: inout some RandomNumberGenerator) {
+    private static func writeClaims(method: UnsafeRawBufferPointer, origin: UnsafeRawBufferPointer, target: UnsafeRawBufferPointer,
+                                    accessTokenHash: [UInt8]?, nonce: [UInt8]?, now: Int64,
+                                    random: inout some RandomNumberGenerator, into claims: inout [UInt8]) {
         claims.removeAll(keepingCapacity: true)
-        claims.append(contentsOf: Self.jtiStart)
+        claims.append(contentsOf: jtiStart)
         var jti = (random.next(), random.next())
         withUnsafeBytes(of: &jti) { Base64URL.append(encoding: $0, to: &claims) }
-        claims.append(contentsOf: Self.htmStart)
-        Self.appendJSONCharacters(method, to: &claims)
-        claims.append(contentsOf: Self.htuStart)
-        Self.appendURICharacters(origin, to: &claims)
-        Self.appendURICharacters(target, to: &claims, stoppingAtQuery: true)
-        claims.append(contentsOf: Self.iatStart)
-        Self.appendDecimal(now, to: &claims)
+        claims.append(contentsOf: htmStart)
+        appendJSONCharacters(method, to: &claims)
+        claims.append(contentsOf: htuStart)
+        appendURICharacters(origin, to: &claims)
+        appendURICharacters(target, to: &claims, stoppingAtQuery: true)
+        claims.append(contentsOf: iatStart)
+        appendDecimal(now, to: &claims)
         if let accessTokenHash {
-            claims.append(contentsOf: Self.athStart)
-            accessTokenHash.withUnsafeBytes { Self.appendJSONCharacters($0, to: &claims) }
+            claims.append(contentsOf: athStart)
+            accessTokenHash.withUnsafeBytes { appendJSONCharacters($0, to: &claims) }
             claims.append(UInt8(ascii: "\""))
         }
         if let nonce {
-            claims.append(contentsOf: Self.nonceStart)
-            nonce.withUnsafeBytes { Self.appendJSONCharacters($0, to: &claims) }
+            claims.append(contentsOf: nonceStart)
+            nonce.withUnsafeBytes { appendJSONCharacters($0, to: &claims) }
             claims.append(UInt8(ascii: "\""))
         }
         claims.append(UInt8(ascii: "}"))

@@ -31,7 +31,7 @@ final class WorkerProofs {
     /// The latest `DPoP-Nonce` of each route's upstream, by route position, with the plan it
     /// came from (a plan of other settings at the same position does not use it).
     private var nonces: [(plan: RoutePlan, nonce: [UInt8])?] = []
-    private var random = SecureRandomNumberGenerator()
+    private var random = BufferedSecureRandom()
 
     /// The proofing of `token`, a `DPoP` token of `tokens`; a problem when the identity's key
     /// cannot sign here (it could not be generated, or OpenSSL could not prepare it).

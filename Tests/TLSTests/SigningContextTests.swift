@@ -78,3 +78,14 @@ final class SigningContextTests: XCTestCase {
         }
     }
 }
+
+/// The worker's random source for `jti`s: CSPRNG bytes handed out once each, across refills.
+final class BufferedSecureRandomTests: XCTestCase {
+    func testNumbersDifferAcrossRefills() {
+        let random = BufferedSecureRandom()
+        // 4 KiB holds 512 numbers: 2,000 cross three refills.
+        let numbers = (0..<2_000).map { _ in random.next() }
+        XCTAssertEqual(Set(numbers).count, numbers.count)
+        XCTAssertTrue(numbers.contains { $0 >> 56 != 0 }, "all eight bytes are used")
+    }
+}
