@@ -12,7 +12,8 @@ extension ClientConnection {
     func writeRequestHead(_ head: HTTPHead, plan: RoutePlan, target: UnsafeRawBufferPointer, requestTarget: RequestTarget,
                           token: UnsafeRawBufferPointer?) -> JOSEError? {
         let clientHost = requestTarget.authority ?? head.host
-        guard let dpop = exchange.token?.dpop, let proofs = worker.tokens?.proofs else {
+        // Routes without DPoP do not look at the token (a copy of it) at all.
+        guard plan.usesDPoP, let dpop = exchange.token?.dpop, let proofs = worker.tokens?.proofs else {
             ForwardedHead.writeRequest(head, target: target, plan: plan, framing: exchange.request.framing, forwarding: forwarding,
                                        clientHost: clientHost, token: token, upgrade: exchange.request.upgrade, into: &scratch)
             return nil
@@ -35,7 +36,7 @@ extension ClientConnection {
     /// proof: the old one may have reached the upstream, which would take its `jti` for a
     /// replayed proof. False when the proof could not be signed (answered locally).
     func renewProofForRetry(_ plan: RoutePlan) -> Bool {
-        guard exchange.token?.dpop != nil else { return true }
+        guard plan.usesDPoP, exchange.token?.dpop != nil else { return true }
         guard writeRequestHead(plan) else { return false }
         replayableHead.clear()
         replayableHead.append(scratch.readableBytes)
@@ -52,7 +53,7 @@ extension ClientConnection {
     /// Keeps the nonce an upstream response brings for the next proofs to its route's upstream
     /// (only responses to requests with a `DPoP` token are looked at).
     func learnDPoPNonce(from head: HTTPHead) {
-        guard exchange.token?.dpop != nil, let plan = exchange.plan, let proofs = worker.tokens?.proofs,
+        guard let plan = exchange.plan, plan.usesDPoP, exchange.token?.dpop != nil, let proofs = worker.tokens?.proofs,
               let nonce = DPoPChallenge.nonce(in: head) else { return }
         proofs.remember(nonce, for: plan)
     }

@@ -54,7 +54,7 @@ def served(rs) -> list[dict]:
 
 def test_token_requests_carry_a_proof_and_one_nonce_challenge_is_answered(stub_idp, upstream, start_relay):
     stub_idp.script(default={"kind": "token", "expires_in": 2}, dpop={"nonce": "n-1", "rotate_every": 1})
-    relay = start_relay([oauth_route(upstream, "/", "svc")], identities={"svc": dpop_identity(stub_idp)})
+    relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/", "svc")], identities={"svc": dpop_identity(stub_idp)})
     assert relay.request("GET", "/x").status == 200
     wait_until(lambda: len(stub_idp.token_requests()) >= 4, 10, "two refreshes")
     records = stub_idp.token_requests()
@@ -69,6 +69,7 @@ def test_token_requests_carry_a_proof_and_one_nonce_challenge_is_answered(stub_i
     assert len({v["header"]["thumbprint"] for v in verified}) == 1, "one key for every token request"
     assert all("ath" not in v["claims"] for v in verified)
     assert len({v["claims"]["jti"] for v in verified}) == 3
+    assert admin.scrape().total(NONCE_RETRIES, identity="svc", server="token_endpoint") == 1
 
 
 def test_a_second_nonce_challenge_is_not_retried_again(stub_idp, upstream, start_relay):
