@@ -49,6 +49,8 @@ let package = Package(
         .target(name: "RelayMetrics", dependencies: [.product(name: "Prometheus", package: "swift-prometheus")]),
         .target(name: "Proxy", dependencies: [
             "EventLoop", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "LocalHTTP", "Locking",
+            // DPoP proofs for forwarded requests, signed on the worker.
+            "JOSE",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
@@ -62,7 +64,8 @@ let package = Package(
         .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields"]),
         .testTarget(name: "RoutingTests", dependencies: ["Routing"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS"]),
-        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2", "Tokens"]),
+        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2", "Tokens",
+                                                       "JOSE", "TLS"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
         .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "TLS"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),

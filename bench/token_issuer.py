@@ -1,6 +1,7 @@
-"""A token endpoint for benchmarks only: answers every POST with a fresh opaque bearer token
-whose lifetime is the `ttl` query parameter (seconds, default 3600), and counts the requests
-(GET /count). Loopback only; not an authorization server.
+"""A token endpoint for benchmarks only: answers every POST with a fresh opaque token whose
+lifetime is the `ttl` query parameter (seconds, default 3600) and whose token_type is the `type`
+query parameter (default Bearer; `DPoP` for a DPoP-bound token: the proof the relay sends is not
+checked), and counts the requests (GET /count). Loopback only; not an authorization server.
 
     python3 bench/token_issuer.py PORT
 """
@@ -30,10 +31,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        ttl = int(urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("ttl", ["3600"])[0])
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        ttl = int(query.get("ttl", ["3600"])[0])
         with lock:
             issued["count"] += 1
-        self.reply(json.dumps({"access_token": "bench-" + secrets.token_urlsafe(24), "token_type": "Bearer",
+        self.reply(json.dumps({"access_token": "bench-" + secrets.token_urlsafe(24), "token_type": query.get("type", ["Bearer"])[0],
                                "expires_in": ttl}).encode())
 
     def do_GET(self):

@@ -1,4 +1,3 @@
-import Foundation
 import JOSE
 import OAuth2
 import TLS
@@ -118,19 +117,7 @@ extension DecodingContext {
             return algorithm
         }
         let keyID = object.nonEmptyString("clientKeyId")
-        guard let path = existingFile(field) else { return nil }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            report("cannot read file: \(path)", at: field)
-            return nil
-        }
-        let privateKey: PrivateKey
-        do throws(CryptoError) {
-            privateKey = try PrivateKey(pem: String(decoding: data, as: UTF8.self))
-        } catch {
-            // CryptoError names OpenSSL's reason, never the file's content.
-            report("not a usable PEM private key (\(error)): \(path)", at: field)
-            return nil
-        }
+        guard let (privateKey, path) = privateKey(inFile: field) else { return nil }
         if case .ed25519 = privateKey.kind {
             report("an Ed25519 key cannot sign client assertions here (RS256, PS256 or ES256: an RSA or EC P-256 key): \(path)",
                    at: field)

@@ -11,6 +11,7 @@ extension DecodingContext {
         "actorTokenType", "issuer", "clientKeyFile", "clientKeyId", "clientAssertionAlg", "clientAssertionAudience",
         "authorizationUrl", "deviceAuthorizationUrl", "jwksUrl", "revocationUrl", "redirectUri", "loginTimeoutSeconds",
         "allowRemoteUse",
+        "dpop",
     ]
 
     /// Form fields the relay sets from a dedicated key: `params` may not set them again.
@@ -89,6 +90,7 @@ extension DecodingContext {
         identity.allowRemoteUse = object.bool("allowRemoteUse") ?? identity.allowRemoteUse
         identity.clientAssertionAudience = decodeAssertionAudience(object) ?? .tokenEndpoint
         identity.clientAuth = decodeClientAuth(object, id: clientId, secret: clientSecret)
+        identity.dpop = object.field("dpop").flatMap(decodeDPoP)
         identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
                                     extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
         if let grant {

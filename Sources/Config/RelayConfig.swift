@@ -169,7 +169,10 @@ extension DecodingContext {
                 identityNames = members.map(\.key)
             }
         }
-        config.routes = object.field("routes").map { decodeRoutes($0, identityNames: identityNames) } ?? []
+        if let field = object.field("routes") {
+            config.routes = decodeRoutes(field, identityNames: identityNames)
+            checkRouteIdentities(field, routes: config.routes, identities: config.identities)
+        }
         if let field = object.field("identities") {
             checkInteractiveIdentities(&config, identitiesPath: field.path, offset: field.value.offset)
         }

@@ -32,6 +32,9 @@ public struct Route: Sendable, Equatable {
     /// removed from the forwarded request, which then stays plain HTTP/1.1. `h2c` is not among
     /// the defaults: after it the upstream would serve HTTP/2 requests this route never sees.
     public var upgrade: [String]
+    /// Present the identity's client certificate (`identities.NAME.tls.clientCert`) to the
+    /// upstream, so that tokens bound to it (RFC 8705 `cnf.x5t#S256`) hold there.
+    public var certificateBoundUpstream = false
 
     public init(index: Int = 0, name: String? = nil, match: RouteMatch = RouteMatch(), upstream: UpstreamURL,
                 identity: String? = nil, stripPrefix: Bool = false, inject: Injection = .header(),

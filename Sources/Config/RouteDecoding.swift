@@ -4,7 +4,7 @@ import Routing
 
 extension DecodingContext {
     static let routeKeys = ["name", "match", "upstream", "identity", "stripPrefix", "inject", "setHeaders", "tls", "retryOnStatus",
-                            "minTokenAgeForRetrySeconds", "upgrade"]
+                            "minTokenAgeForRetrySeconds", "upgrade", "certificateBoundUpstream"]
 
     /// The `routes` array. `identityNames` are the keys of `identities` (valid or not), so a
     /// route naming a broken identity gets no second error.
@@ -66,6 +66,7 @@ extension DecodingContext {
         route.retryOnStatus = object.field("retryOnStatus").flatMap(decodeStatuses) ?? route.retryOnStatus
         route.minTokenAgeForRetrySeconds = object.seconds("minTokenAgeForRetrySeconds") ?? route.minTokenAgeForRetrySeconds
         route.upgrade = object.field("upgrade").flatMap(decodeUpgradeProtocols) ?? route.upgrade
+        route.certificateBoundUpstream = object.bool("certificateBoundUpstream") ?? false
         return upstream == nil ? nil : route
     }
 

@@ -11,27 +11,38 @@ public enum Base64URL {
     }()
 
     public static func encode(_ bytes: some Collection<UInt8>) -> String {
-        let input = Array(bytes)
         var output: [UInt8] = []
-        output.reserveCapacity((input.count * 4 + 2) / 3)
-        var index = 0
-        while index + 3 <= input.count {
-            let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
-            output += [alphabet[Int(chunk >> 18 & 63)], alphabet[Int(chunk >> 12 & 63)],
-                       alphabet[Int(chunk >> 6 & 63)], alphabet[Int(chunk & 63)]]
-            index += 3
-        }
-        switch input.count - index {
-        case 1:
-            let chunk = UInt32(input[index]) << 16
-            output += [alphabet[Int(chunk >> 18 & 63)], alphabet[Int(chunk >> 12 & 63)]]
-        case 2:
-            let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8
-            output += [alphabet[Int(chunk >> 18 & 63)], alphabet[Int(chunk >> 12 & 63)], alphabet[Int(chunk >> 6 & 63)]]
-        default:
-            break
-        }
+        Array(bytes).withUnsafeBytes { append(encoding: $0, to: &output) }
         return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Appends the encoding of `bytes` to `out`, with no allocation beyond `out`'s growth (the
+    /// DPoP proofs a worker writes for every request): the characters are written in place.
+    public static func append(encoding bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        let start = out.count
+        let length = (bytes.count * 4 + 2) / 3
+        out.append(contentsOf: repeatElement(0, count: length))
+        alphabet.withUnsafeBufferPointer { alphabet in
+            out.withUnsafeMutableBufferPointer { buffer in
+                var output = buffer.baseAddress! + start
+                var index = 0
+                while index + 3 <= bytes.count {
+                    let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                    output[0] = alphabet[Int(chunk >> 18 & 63)]
+                    output[1] = alphabet[Int(chunk >> 12 & 63)]
+                    output[2] = alphabet[Int(chunk >> 6 & 63)]
+                    output[3] = alphabet[Int(chunk & 63)]
+                    output += 4
+                    index += 3
+                }
+                let rest = bytes.count - index
+                guard rest > 0 else { return }
+                let chunk = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+                output[0] = alphabet[Int(chunk >> 18 & 63)]
+                output[1] = alphabet[Int(chunk >> 12 & 63)]
+                if rest == 2 { output[2] = alphabet[Int(chunk >> 6 & 63)] }
+            }
+        }
     }
 
     /// The bytes `text` encodes, or nil when it is not canonical unpadded base64url.

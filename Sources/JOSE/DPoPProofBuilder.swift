@@ -7,7 +7,7 @@ import TLS
 public struct DPoPProofBuilder: Sendable {
     public let signer: JWSSigner
     public let header: JWSHeader
-    private let encodedHeader: String
+    let encodedHeader: String
     /// The RFC 7638 thumbprint of the key, what a DPoP-bound token's `cnf.jkt` holds.
     public let keyThumbprint: String
 
@@ -20,7 +20,8 @@ public struct DPoPProofBuilder: Sendable {
         self.keyThumbprint = jwk.thumbprint
     }
 
-    /// A proof for a request.
+    /// A proof for a request, made by a `DPoPProofWriter` of its own: for the token thread's
+    /// occasional proofs. A thread that signs many keeps one writer (it prepares the key once).
     ///
     /// - Parameters:
     ///   - method: the request method (`htm`), e.g. `POST`.
@@ -29,18 +30,24 @@ public struct DPoPProofBuilder: Sendable {
     ///   - nonce: the server's latest `DPoP-Nonce`, if it sent one.
     public func proof(method: String, url: String, accessToken: String? = nil, nonce: String? = nil,
                       now: Int64, random: inout some RandomNumberGenerator) throws(JOSEError) -> String {
-        var claims = JWTClaims()
-        claims.jwtID = Base64URL.encode(random.bytes(16))
-        claims["htm"] = .string(method)
-        claims["htu"] = .string(Self.targetURI(url))
-        claims.issuedAt = now
-        if let accessToken { claims["ath"] = .string(Base64URL.encode(SHA256.hash(Array(accessToken.utf8)))) }
-        if let nonce { claims.nonce = nonce }
-        return try JWS(header: header, encodedHeader: encodedHeader, payload: claims.payload, signer: signer).compactSerialization
+        let writer = try DPoPProofWriter(builder: self)
+        let ath = accessToken.map { Array(Self.accessTokenHash($0).utf8) }
+        let made = Array(method.utf8).withUnsafeBytes { method in
+            Array(url.utf8).withUnsafeBytes { url in
+                do throws(JOSEError) {
+                    return Result<String, JOSEError>.success(try writer.withProof(
+                        method: method, origin: UnsafeRawBufferPointer(start: nil, count: 0), target: url, accessTokenHash: ath,
+                        nonce: nonce.map { Array($0.utf8) }, now: now, random: &random) { String(decoding: $0, as: UTF8.self) })
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        return try made.get()
     }
 
-    /// `url` without its query and fragment.
-    static func targetURI(_ url: String) -> String {
-        String(url.prefix { $0 != "?" && $0 != "#" })
+    /// `ath` for `accessToken`: the base64url SHA-256 of its ASCII (§4.2).
+    public static func accessTokenHash(_ accessToken: String) -> String {
+        Base64URL.encode(SHA256.hash(Array(accessToken.utf8)))
     }
 }

@@ -54,6 +54,9 @@ public struct Identity: Sendable, Equatable {
     /// An interactive identity's token is a person's: its routes are refused on a listener
     /// that is not loopback unless this says the operator means it.
     public var allowRemoteUse = false
+    /// DPoP (RFC 9449): token requests carry a proof of this key, and `DPoP` tokens go upstream
+    /// with a fresh proof per request. Nil: no proofs, and a `DPoP` token is refused.
+    public var dpop: DPoPBinding?
 
     public init(name: String, tokenUrl: HTTPURL?, grant: Grant = .clientCredentials, clientAuth: ClientAuth = .unidentified,
                 scope: String? = nil, audience: String? = nil, resource: [String] = [], params: [String: String] = [:],

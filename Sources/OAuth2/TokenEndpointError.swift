@@ -26,6 +26,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// read, an ID token that fails its checks.)
     case discovery(DiscoveryError)
     case idToken(reason: String)
+    /// The DPoP proof could not be made, so no request was sent. `reason` names the step, never
+    /// the key.
+    case dpopProofFailed(reason: String)
 
     /// The HTTP status the token endpoint answered with, if it answered.
     public var status: Int? {
@@ -33,7 +36,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .oauth(_, let status, _), .unexpectedStatus(let status, _, _, _), .redirect(let status, _),
              .invalidTokenResponse(let status, _, _):
             status
-        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken:
+        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed:
             nil
         }
     }
@@ -64,7 +67,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return Self.isTemporary(status: status)
         case .discovery(let error):
             return error.isTemporary
-        case .redirect, .invalidTokenResponse, .clientAssertionFailed, .idToken:
+        case .redirect, .invalidTokenResponse, .clientAssertionFailed, .idToken, .dpopProofFailed:
             return false
         }
     }
@@ -86,6 +89,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .clientAssertionFailed: "client_assertion_failed"
         case .discovery(let error): error.code
         case .idToken: "invalid_id_token"
+        case .dpopProofFailed: "dpop_proof_failed"
         }
     }
 
@@ -118,6 +122,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return error.description
         case .idToken(let reason):
             return reason
+        case .dpopProofFailed(let reason):
+            return "the DPoP proof could not be made, so no request was sent to \(endpoint): \(reason)"
         }
     }
 

@@ -13,7 +13,8 @@ import JOSE
 /// `TokenRequest+Interactive.swift` (the token endpoint given, as discovery may supply it). With
 /// private_key_jwt or client_secret_jwt it is not ready to send until
 /// `withClientAssertion(unixTime:random:)` has signed a fresh assertion into it, which the token
-/// thread does just before sending (signing is not done under the lifecycle's lock). The
+/// thread does just before sending (signing is not done under the lifecycle's lock). An
+/// identity with `dpop` adds a proof the same way (`withDPoPProof`, TokenRequest+DPoP.swift). The
 /// answer is read with `parseResponse(_:unixTime:)`, which knows the identity's response
 /// field names and which secrets this request carried (so none is ever quoted in an error).
 public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
@@ -37,6 +38,14 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             }
         }
 
+        /// A request to the token endpoint (a grant, a refresh, a code exchange, a device poll).
+        public var isTokenRequest: Bool {
+            switch self {
+            case .grant, .refresh: true
+            case .deviceAuthorization, .revocation: false
+            }
+        }
+
         /// The endpoint the request goes to, as error messages name it.
         public var endpointName: String {
             switch self {
@@ -50,7 +59,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     public let purpose: Purpose
     public let url: HTTPURL
     public var method: String { "POST" }
-    public let headers: [HTTPField]
+    public internal(set) var headers: [HTTPField]
     /// The `application/x-www-form-urlencoded` body.
     public private(set) var body: [UInt8]
     /// How the answer is read.

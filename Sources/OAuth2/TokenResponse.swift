@@ -4,7 +4,8 @@ import Foundation
 /// `expires_in` as a number or a numeric string, and when absent (or not a positive number)
 /// the token's JWT `exp`, else the identity's `defaultExpiresInSeconds`, never more than a year
 /// (`TokenLifetime` has the rules); `token_type` compared case-insensitively (`bearer` becomes
-/// `Bearer`, absent means `Bearer`, any type but Bearer or DPoP is refused); a JSON object or, from older IdPs, a form-encoded body.
+/// `Bearer`, absent means `Bearer`, any type but Bearer or DPoP is refused, and DPoP unless the
+/// identity has a DPoP key); a JSON object or, from older IdPs, a form-encoded body.
 /// An answer with an `error` member is an error whatever its status and whatever else it holds.
 public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Where `expiresIn` came from.
@@ -77,6 +78,11 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
             // without the proof its type demands.
             throw invalid("token_type \"\(ErrorText.clean(String(tokenType.prefix(32)), removing: [token]))\" is not Bearer or DPoP, "
                 + "the only types the relay can send")
+        }
+        guard tokenType != "DPoP" || format.acceptsDPoP else {
+            // A DPoP-bound token is useless without the key it is bound to, and the relay sent no
+            // proof: an IdP that binds anyway answered a request it was not asked.
+            throw invalid("token_type DPoP, but the identity has no dpop key to prove possession with")
         }
         let lifetime: TokenLifetime
         do throws(TokenLifetime.LifetimeError) {

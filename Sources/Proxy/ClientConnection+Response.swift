@@ -10,6 +10,7 @@ extension ClientConnection {
     // MARK: The response (called by UpstreamConnection)
 
     func upstream(_ upstream: UpstreamConnection, didReceiveHead head: HTTPHead) -> HTTP1Parser.BodyExpectation {
+        learnDPoPNonce(from: head)
         var action = exchange.responseHead(head)
         if case .reportRefusedToken(let token) = action {
             action = exchange.refusalReported(kept: tokenRefusalKept(token), head: head)
@@ -141,6 +142,8 @@ extension ClientConnection {
         switch exchange.responseFinished() {
         case .replay:
             replayWithNewToken(after: upstream)
+        case .replayWithNonce:
+            replayWithNonce(after: upstream)
         case .close(let reusable):
             if !reusable { upstream.reusable = false }
             closeAfterResponse()
@@ -170,6 +173,11 @@ extension ClientConnection {
             close()
         case .retryOnFreshConnection:
             guard let plan = exchange.plan else { return }
+            guard renewProofForRetry(plan) else {
+                finishExchangeIfDone()
+                drive()
+                return
+            }
             let fresh = worker.pool(for: plan, of: settings).acquire(for: self, fresh: true)
             self.upstream = fresh
             fresh.write(replayableHead)

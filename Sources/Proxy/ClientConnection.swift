@@ -16,12 +16,14 @@
 // This file: state, reading and the request side. ClientConnection+Response.swift: what the
 // upstream connection reports. ClientConnection+Ending.swift: local answers and endings.
 // ClientConnection+Waits.swift: waiting for the token and for the request body.
+// ClientConnection+DPoP.swift: DPoP proofs and upstream nonces.
 
 import ByteBuffers
 import EventLoop
 import HTTP1
 import Config
 import HTTPFields
+import JOSE
 import OAuth2
 import Routing
 import Tokens
@@ -227,42 +229,43 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// this also serves a request that waited for its token or is replayed.
     /// `now`: the exchange clock if the caller just read it (0: read it here, when timing).
     func forwardRequestHead(at now: UInt64 = 0) {
-        guard let plan = exchange.plan else { return }
-        let head = parser.head
-        guard let target = RequestTarget(head.target) else { return }
-        let token = exchange.token
-        let framing = exchange.request.framing
-        scratch.clear()
-        if let originForm = target.originForm, plan.forwardsTargetVerbatim || target.isAsterisk {
-            withOptionalBytes(token?.bytes) { token in
-                ForwardedHead.writeRequest(head, target: originForm, plan: plan, framing: framing,
-                                           forwarding: forwarding, clientHost: target.authority ?? head.host, token: token,
-                                           upgrade: exchange.request.upgrade, into: &scratch)
-            }
-        } else {
-            withOptionalBytes(token?.bytes) { token in
-                normalizedPath.withUnsafeBytes {
-                    plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
-                                             token: token, into: &rewrittenTarget, scratch: &targetScratch)
-                }
-                rewrittenTarget.withUnsafeBytes { rewritten in
-                    ForwardedHead.writeRequest(head, target: rewritten, plan: plan, framing: framing,
-                                               forwarding: forwarding, clientHost: target.authority ?? head.host, token: token,
-                                               upgrade: exchange.request.upgrade, into: &scratch)
-                }
-            }
-        }
+        guard let plan = exchange.plan, writeRequestHead(plan) else { return }
         replayableHead.clear()
         if !exchange.request.hasBody { replayableHead.append(scratch.readableBytes) }
         if timesExchanges { exchange.record.upstreamStartedAt = now != 0 ? now : worker.clock() }
         let upstream = worker.pool(for: plan, of: settings).acquire(for: self)
         self.upstream = upstream
         upstream.write(scratch)
-        // A replay after the upstream refused the token sends the body it already received.
-        if !replayBody.isEmpty && exchange.isReplay { upstream.write(replayBody) }
+        // A replay (a new token, a DPoP nonce) sends the body the upstream already received.
+        if !replayBody.isEmpty && exchange.resendsKeptBody { upstream.write(replayBody) }
         if exchange.startsBodyClockWithHead { startBodyClock() }
         // A request that waited for its token, or is sent again, is complete as it goes out.
         if exchange.requestComplete { upstream.noteRequestSent() }
+    }
+
+    /// Writes the request head as it goes upstream into `scratch`: the target rewritten for the
+    /// route, the token injected, and for a `DPoP` token its proof (ClientConnection+DPoP.swift).
+    /// False when the proof could not be signed: the request was answered locally instead.
+    func writeRequestHead(_ plan: RoutePlan) -> Bool {
+        let head = parser.head
+        guard let target = RequestTarget(head.target) else { return false }
+        scratch.clear()
+        let verbatim = plan.forwardsTargetVerbatim || target.isAsterisk ? target.originForm : nil
+        let failure = withOptionalBytes(exchange.token?.bytes) { token -> JOSEError? in
+            if let verbatim {
+                return writeRequestHead(head, plan: plan, target: verbatim, requestTarget: target, token: token)
+            }
+            normalizedPath.withUnsafeBytes {
+                plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
+                                         token: token, into: &rewrittenTarget, scratch: &targetScratch)
+            }
+            return rewrittenTarget.withUnsafeBytes { rewritten in
+                writeRequestHead(head, plan: plan, target: rewritten, requestTarget: target, token: token)
+            }
+        }
+        guard let failure else { return true }
+        proofFailed(failure, plan: plan)
+        return false
     }
 
     func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {

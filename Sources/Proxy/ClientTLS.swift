@@ -32,7 +32,7 @@ public struct ClientTLS: Sendable {
             }
         }
         for (position, route) in config.routes.enumerated() where route.upstream.scheme == .https {
-            tls.routes[position] = make(route.tls, path: "$.routes[\(route.index)].tls")
+            tls.routes[position] = make(upstreamSettings(of: route, in: config), path: "$.routes[\(route.index)].tls")
         }
         for name in config.identities.keys.sorted() where config.identities[name]!.mayUseHTTPS {
             tls.identities[name] = make(config.identities[name]!.tls, path: "$.identities.\(name).tls")
@@ -47,6 +47,18 @@ public struct ClientTLS: Sendable {
             }
         }
         return (tls, errors, warnings)
+    }
+
+    /// What a route's upstream connections use: its `tls`, and with `certificateBoundUpstream`
+    /// its identity's client certificate and key (RFC 8705: the certificate its tokens are bound
+    /// to; Config has checked that there is one and that the route sets no other).
+    static func upstreamSettings(of route: Route, in config: RelayConfig) -> TLSSettings? {
+        guard route.certificateBoundUpstream, let name = route.identity, let identityTLS = config.identities[name]?.tls,
+              identityTLS.clientCert != nil else { return route.tls }
+        var settings = route.tls ?? TLSSettings()
+        settings.clientCert = identityTLS.clientCert
+        settings.clientKey = identityTLS.clientKey
+        return settings
     }
 
     static func configuration(_ settings: TLSSettings?) throws(TLSConfigurationError) -> TLSConfiguration {

@@ -1,5 +1,6 @@
-// The response side of an exchange: the upstream's head (interim, refused token, upgrade,
-// framing), its body, its end, its failure, and the replay after a refused token.
+// The response side of an exchange: the upstream's head (interim, refused token, DPoP nonce
+// challenge, upgrade, framing), its body, its end, its failure, and the replays after a refused
+// token or a nonce challenge.
 
 import HTTP1
 
@@ -42,8 +43,23 @@ extension Exchange {
             // tunnel now would carry requests this route never saw.
             return .reject(HTTP1Error(.malformed, "101 Switching Protocols to a request that asked for no upgrade"))
         }
+        // Before the refusal check: a nonce challenge is no refusal, the token stays. One that
+        // cannot be answered with a replay goes to the client as it is.
+        if status == 401 && token?.dpop != nil && DPoPChallenge.asksForNonce(head) {
+            guard canReplayForNonce else { return respond(to: head) }
+            dpopNonceReplayed = true
+            response = .nonceChallenged
+            return .discard
+        }
         if let token = refusedToken(status: status) { return .reportRefusedToken(token) }
         return respond(to: head)
+    }
+
+    /// Whether a `use_dpop_nonce` 401 is answered with a replay: the request was not replayed for
+    /// a nonce yet, and can be sent again (complete, and no body or one kept within the replay
+    /// limit).
+    private var canReplayForNonce: Bool {
+        !dpopNonceReplayed && upload == .complete && bodyReplay != .impossible
     }
 
     /// The identity's decision on a refused token: unless it keeps the token
@@ -121,7 +137,7 @@ extension Exchange {
     enum ResponseEnd {
         /// An interim response: the final one follows (the parser goes on).
         case interim
-        /// The refused answer drained (the parser stops; the replay follows).
+        /// The refused (or nonce-challenged) answer drained (the parser stops; the replay follows).
         case refused
         /// The response is complete; for a chunked one, the client gets its last chunk.
         case complete(LastChunk)
@@ -135,7 +151,7 @@ extension Exchange {
         case .interim:
             response = .awaited
             return .interim
-        case .refused:
+        case .refused, .nonceChallenged:
             return .refused
         case .streaming(let body), .held(let body):
             response = .complete(closeDelimited: body.framing == .close)
@@ -152,6 +168,9 @@ extension Exchange {
         /// The refused answer drained: release the upstream connection and wait for a new
         /// token (`tokenMayBeReady`), then send the request again.
         case replay
+        /// The nonce challenge drained: release the upstream connection and send the request
+        /// again at once, with the same token and a proof carrying the new nonce.
+        case replayWithNonce
         /// The connection ends after the response; `upstreamReusable`: the upstream
         /// connection may go back to its pool.
         case close(upstreamReusable: Bool)
@@ -165,6 +184,10 @@ extension Exchange {
             response = .awaited
             credential = .waiting(.beforeReplay)
             return .replay
+        }
+        if response == .nonceChallenged {
+            response = .awaited
+            return .replayWithNonce
         }
         if response == .complete(closeDelimited: true) { return .close(upstreamReusable: true) }
         // The upstream answered without reading the whole request; the rest of it would be

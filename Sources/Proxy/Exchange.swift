@@ -72,7 +72,7 @@ struct Exchange {
         case withoutBody
         /// The body sent so far is kept by the connection (this many bytes, within the limit).
         case keeping(Int)
-        /// The body is not kept (no token route with `retryOnStatus`, or over the limit).
+        /// The body is not kept (no token route with `retryOnStatus` or DPoP, or over the limit).
         case impossible
     }
 
@@ -91,6 +91,9 @@ struct Exchange {
         case interim
         /// A `retryOnStatus` answer to a refused token, dropped for a replay.
         case refused
+        /// A 401 asking for a DPoP nonce (`use_dpop_nonce`), dropped: the request goes again with
+        /// the same token and a proof carrying the nonce that answer brought.
+        case nonceChallenged
         /// The head is written but held back until body bytes follow or the upstream read that
         /// carried it is fully parsed: bad framing right behind it then still becomes a clean 502.
         case held(ResponseBody)
@@ -160,6 +163,8 @@ struct Exchange {
     var interimResponses = 0
     /// The request went again on a fresh connection after a reused one turned out closed.
     var retriedOnFreshConnection = false
+    /// The request went again after an upstream's `use_dpop_nonce` answer (once per request).
+    var dpopNonceReplayed = false
     /// The route of the exchange (nil before the head, or when none matched).
     var plan: RoutePlan?
     var bodyClock: BodyClock?
@@ -196,6 +201,7 @@ struct Exchange {
         response = .awaited
         interimResponses = 0
         retriedOnFreshConnection = false
+        dpopNonceReplayed = false
         bodyClock = nil
         plan = nil
         record = ExchangeRecord()
@@ -224,7 +230,8 @@ struct Exchange {
         request.upgrade = upgrade
         guard let token else { return .forward }
         if request.hasBody {
-            bodyReplay = !plan.route.retryOnStatus.isEmpty && request.lengthFitsReplay ? .keeping(0) : .impossible
+            let mayReplay = !plan.route.retryOnStatus.isEmpty || plan.usesDPoP
+            bodyReplay = mayReplay && request.lengthFitsReplay ? .keeping(0) : .impossible
         }
         switch consume token {
         case .inject(let token):
@@ -258,6 +265,9 @@ struct Exchange {
         if case .replayed = credential { return true }
         return false
     }
+
+    /// The request goes out again (a new token, or a DPoP nonce): the kept body follows its head.
+    var resendsKeptBody: Bool { isReplay || dpopNonceReplayed }
 
     // MARK: The token
 

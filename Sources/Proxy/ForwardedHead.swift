@@ -33,10 +33,11 @@ enum ForwardedHead {
     }
 
     /// `upgrade`: the `Upgrade` value to forward (`RoutePlan.allowedUpgrade`), nil for none.
+    /// `proof`: the DPoP proof of a `DPoP` token, which then goes as `Authorization: DPoP`.
     static func writeRequest(_ head: HTTPHead, target: UnsafeRawBufferPointer, plan: RoutePlan,
                              framing: Framing, forwarding: Forwarding,
                              clientHost: UnsafeRawBufferPointer?, token: UnsafeRawBufferPointer?,
-                             upgrade: [UInt8]? = nil, into out: inout ByteBuffer) {
+                             proof: UnsafeRawBufferPointer? = nil, upgrade: [UInt8]? = nil, into out: inout ByteBuffer) {
         out.appendRequestLine(method: head.methodName, target: target)
         if !plan.setsHost { out.append(plan.hostLine) }
         for field in head.fields {
@@ -99,7 +100,13 @@ enum ForwardedHead {
         }
         if !plan.setsVia { out.appendVia(versionMinor: head.versionMinor, suffix: forwarding.viaSuffix) }
         out.append(plan.setHeaderLines)
-        if let token, let prefix = plan.tokenHeaderPrefix {
+        if let token, let proof, let prefix = plan.dpopTokenHeaderPrefix {
+            out.append(prefix)
+            out.append(token)
+            out.append("\r\nDPoP: ")
+            out.append(proof)
+            out.append("\r\n")
+        } else if let token, let prefix = plan.tokenHeaderPrefix {
             out.append(prefix)
             out.append(token)
             out.append("\r\n")

@@ -42,6 +42,14 @@ public final class RoutePlan: Sendable {
     let tokenQueryName: [UInt8]?
     /// `route.upgrade` as bytes: the protocols a client may switch to.
     let upgradeProtocols: [[UInt8]]
+    /// The identity binds its tokens with DPoP: its `DPoP` tokens go as `Authorization: DPoP`
+    /// with a proof per request, and request bodies are kept for a replay after a nonce challenge.
+    let usesDPoP: Bool
+    /// `Authorization: DPoP ` (the token and CRLF follow) for a `DPoP` token, nil without DPoP.
+    let dpopTokenHeaderPrefix: [UInt8]?
+    /// `scheme://authority` of the target URI the upstream sees (its `Host`), the start of a
+    /// proof's `htu`; the request-target's path follows it.
+    let dpopTargetOrigin: [UInt8]
 
     public init(route: Route, position: Int = 0, identity: IdentityTokens? = nil, tls: TLSConfiguration? = nil) {
         self.route = route
@@ -65,6 +73,16 @@ public final class RoutePlan: Sendable {
             tokenQueryPrefix = nil
             tokenQueryName = nil
         }
+        usesDPoP = self.identity?.identity.dpop != nil
+        if usesDPoP, case .header(let name, _) = route.inject, name.lowercased() == "authorization" {
+            dpopTokenHeaderPrefix = Array("Authorization: DPoP ".utf8)
+            // The client's own proof never reaches the upstream beside the relay's.
+            replaced.append(Array("dpop".utf8))
+        } else {
+            dpopTokenHeaderPrefix = nil
+        }
+        let authority = route.setHeaders.first { $0.name.lowercased() == "host" }?.value ?? route.upstream.authority
+        dpopTargetOrigin = Array("\(route.upstream.scheme.rawValue)://\(authority)".utf8)
         replacedNames = replaced
         upgradeProtocols = route.upgrade.map { Array($0.utf8) }
         hostLine = Array("Host: \(route.upstream.authority)\r\n".utf8)

@@ -28,9 +28,13 @@ final class WorkerTokens {
         let generation: UInt64
         /// Loop milliseconds from which it is no longer injected.
         let expiresAtMilliseconds: UInt64
+        /// For a `DPoP` token: what its proofs need (nil: a Bearer token).
+        var dpop: DPoPProofing? = nil
     }
 
     let service: TokenService
+    /// This worker's DPoP proof writers and upstream nonces.
+    let proofs = WorkerProofs()
     private let loop: EventLoop
     private var wakeup: LoopWakeup?
     private var cache: [CachedToken?]
@@ -53,8 +57,14 @@ final class WorkerTokens {
         }
         switch tokens.decide(at: Double(now) / 1000, wakingOnResult: wakeup) {
         case .inject(let token):
-            let cached = CachedToken(value: token.value, bytes: Array(token.value.utf8), generation: generation,
+            var cached = CachedToken(value: token.value, bytes: Array(token.value.utf8), generation: generation,
                                      expiresAtMilliseconds: UInt64(max(0, token.expiresAt * 1000)))
+            if token.type == "DPoP" {
+                switch proofs.proofing(for: token, of: tokens) {
+                case .success(let proofing): cached.dpop = proofing
+                case .failure(let problem): return .fail(problem)
+                }
+            }
             if slot >= cache.count { cache.append(contentsOf: repeatElement(nil, count: slot + 1 - cache.count)) }
             cache[slot] = cached
             return .inject(cached)
@@ -87,6 +97,7 @@ final class WorkerTokens {
     func keepOnly(_ identities: TokenSet) {
         let inForce = Set(identities.identities.map(\.slot))
         for slot in cache.indices where !inForce.contains(slot) { cache[slot] = nil }
+        proofs.keepOnly(slots: inForce)
     }
 
     private func fetchEnded() {

@@ -13,6 +13,7 @@
 //   oauth_relay_token_requests_total{identity,outcome}              counter (token thread)
 //   oauth_relay_token_expiry_timestamp_seconds{identity}            gauge (Unix time; 0 without a token)
 //   oauth_relay_token_store_operations_total{identity,operation,outcome}  counter (token thread)
+//   oauth_relay_dpop_nonce_retries_total{identity,server}           counter (token thread, workers)
 //   oauth_relay_config_reloads_total{outcome}                       counter
 //   oauth_relay_config_last_reload_success_timestamp_seconds        gauge
 
@@ -64,6 +65,11 @@ public final class RelayMetrics: Sendable {
             describe("logins", "total",
                      "Interactive logins of the identity, by kind (browser or device) and outcome: started, completed, "
                         + "or failed (denied, expired, refused, invalid_id_token, ...).")
+        }
+        static var dpopNonceRetries: MetricNameDescriptor {
+            describe("dpop_nonce_retries", "total",
+                     "Requests sent again because a server asked for a DPoP nonce (use_dpop_nonce), by server: "
+                        + "token_endpoint or upstream.")
         }
         static var reloads: MetricNameDescriptor {
             describe("config_reloads", "total", "Configuration reloads, by outcome (applied or rejected).")
@@ -130,6 +136,12 @@ public final class RelayMetrics: Sendable {
 
     public func loginEnded(identity: String, kind: String, outcome: String) {
         registry.makeCounter(descriptor: Series.logins, labels: [("identity", identity), ("kind", kind), ("outcome", outcome)]).increment()
+    }
+
+    /// A token request (`server` `token_endpoint`, token thread) or a forwarded request
+    /// (`upstream`, a worker) went again with the DPoP nonce its server asked for. Any thread.
+    public func dpopNonceRetried(identity: String, server: String) {
+        registry.makeCounter(descriptor: Series.dpopNonceRetries, labels: [("identity", identity), ("server", server)]).increment()
     }
 
     public func reloadEnded(applied: Bool) {

@@ -2,9 +2,10 @@ import OAuth2
 import TLS
 
 /// A digest of the identity settings a stored token depends on: the client, the token endpoint,
-/// the grant (with its user name, not its secrets), scope, audience and resource. An entry whose
-/// fingerprint differs from the identity's current one is never used, so changing any of them
-/// (a new client, another scope) costs a fresh token instead of a token for other settings.
+/// the grant (with its user name, not its secrets), scope, audience, resource and the DPoP key's
+/// thumbprint. An entry whose fingerprint differs from the identity's current one is never used,
+/// so changing any of them (a new client, another scope, another DPoP key) costs a fresh token
+/// instead of a token for other settings.
 ///
 /// Secrets are left out entirely, not hashed: the fingerprint is stored in the clear in the
 /// entry's header, and a digest of a low-entropy password could be guessed offline. A rotated
@@ -35,6 +36,10 @@ public struct SettingsFingerprint: Sendable, Equatable, CustomStringConvertible 
         if identity.tokenUrl == nil { parts.append(("issuer", identity.issuer)) }
         if case .password(let username, _) = identity.grant { parts.append(("username", username)) }
         for resource in identity.resource { parts.append(("resource", resource)) }
+        // A DPoP-bound token is useless with any other key: the key's thumbprint (public) is part
+        // of the settings. Only for identities with a key file; without DPoP the encoding is the
+        // one entries were written with before DPoP existed, so they still open.
+        if case .key(let key) = identity.dpop { parts.append(("dpopKeyThumbprint", key.thumbprint)) }
         var encoding: [UInt8] = []
         for (label, value) in parts {
             Self.append(label, to: &encoding)

@@ -28,6 +28,11 @@ public final class IdentityTokens: Sendable {
     /// Unique for the life of the process (never reused after a reload), so per-worker tables
     /// indexed by it never mistake a replaced identity for its successor.
     public let slot: Int
+    /// The DPoP key every token of this identity is bound to: the key file's, or one generated
+    /// here (`DPoPBinding.generatedKey`), so it lives exactly as long as the identity's state and
+    /// tokens do (a reload that keeps the identity keeps it). Nil without `dpop`; a failure when
+    /// the key could not be generated (token requests then fail, saying why).
+    public let dpop: Result<DPoPKey, DPoPKeyError>?
     private let state: Locked<State>
     private let generationCounter = Atomic<UInt64>(1)
 
@@ -40,10 +45,14 @@ public final class IdentityTokens: Sendable {
     init(identity: Identity, slot: Int) {
         self.identity = identity
         self.slot = slot
+        dpop = identity.dpop.map { binding in Result { () throws(DPoPKeyError) in try binding.makeKey() } }
         state = Locked(State(lifecycle: TokenLifecycle(identity: identity)))
     }
 
     public var generation: UInt64 { generationCounter.load(ordering: .acquiring) }
+
+    /// The DPoP key, when the identity has one that could be made.
+    public var dpopKey: DPoPKey? { try? dpop?.get() }
 
     /// What a request on a route with this identity does now (`now`: monotonic seconds). When
     /// it must wait, `wake` is registered in the same step and is woken by the next result.

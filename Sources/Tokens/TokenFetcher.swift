@@ -36,6 +36,8 @@ final class TokenFetcher {
     private(set) var stopping = false
     /// The token store, when the configuration has one (TokenPersistence.swift).
     let persistence: TokenPersistence?
+    /// The token endpoints' DPoP nonces (TokenFetcher+DPoP.swift).
+    let dpopNonces = TokenEndpointNonces()
 
     init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, observer: (any TokenObserver)?, store: TokenStore? = nil) {
         self.loop = loop
@@ -76,6 +78,7 @@ final class TokenFetcher {
             timers.removeValue(forKey: tokens.slot)?.close()
             lifetimeWarnings.forget(slot: tokens.slot)
             persistence?.forget(slot: tokens.slot)
+            dpopNonces.forget(slot: tokens.slot)
             retired.append(tokens)
         }
         for tokens in update.identities where timers[tokens.slot] == nil {
@@ -166,7 +169,8 @@ final class TokenFetcher {
         }
     }
 
-    private func send(_ unsigned: TokenRequest, for tokens: IdentityTokens) {
+    /// `retryingForNonce`: this is the one retry after a `use_dpop_nonce` answer.
+    private func send(_ unsigned: TokenRequest, for tokens: IdentityTokens, retryingForNonce: Bool = false) {
         let started = monotonicSeconds()
         logger.debug("token request", metadata: ["identity": .string(tokens.identity.name), "purpose": .string("\(unsigned.purpose)")])
         inFlight[tokens.slot] = sendToIdP(unsigned, for: tokens) { [self] result, request in
@@ -180,6 +184,9 @@ final class TokenFetcher {
                     outcome = .success(try request.parseResponse(reply, unixTime: Date().timeIntervalSince1970))
                 } catch {
                     outcome = .failure(error)
+                }
+                if retriesWithNewNonce(reply, outcome: outcome, for: tokens, alreadyRetried: retryingForNonce || stopping) {
+                    return send(unsigned, for: tokens, retryingForNonce: true)
                 }
             case .failure(.timedOut):
                 outcome = .failure(.timedOut(seconds: monotonicSeconds() - started))
@@ -198,18 +205,17 @@ final class TokenFetcher {
     }
 
     /// Sends a request to one of the identity's IdP endpoints (token, device authorization,
-    /// revocation): a client assertion is signed here, on the token thread and outside the
-    /// lifecycle's lock, fresh for every request (its jti is single-use, its exp at most 60 s
-    /// away), and the endpoint's TLS configuration is the identity's. The completion gets the
-    /// answer (or the transport's failure) and the request as sent; nil when it could not be sent
-    /// (the completion has then been called).
+    /// revocation): its client assertion (and, to the token endpoint, its DPoP proof) is signed
+    /// here, on the token thread and outside the lifecycle's lock, fresh for every request (their
+    /// jti is single-use), and the endpoint's TLS configuration is the identity's. The completion
+    /// gets the answer (or the transport's failure) and the request as sent; nil when it could
+    /// not be sent (the completion has then been called).
     @discardableResult
     func sendToIdP(_ unsigned: TokenRequest, for tokens: IdentityTokens,
                    completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>, TokenRequest) -> Void) -> HTTPClientCall? {
         let request: TokenRequest
         do throws(TokenEndpointError) {
-            var random = SecureRandomNumberGenerator()
-            request = try unsigned.withClientAssertion(unixTime: Int64(Date().timeIntervalSince1970), random: &random)
+            request = try signed(unsigned, for: tokens)
         } catch {
             completion(.failure(error), unsigned)
             return nil

@@ -17,7 +17,8 @@ public enum TokenRequestOutcome: String, Sendable {
 }
 
 /// Told about token requests and expiry changes (the metrics). Called on the token thread,
-/// except `tokenExpiryChanged` and `upstreamRefusedToken`, which may come from any thread.
+/// except `tokenExpiryChanged`, `upstreamRefusedToken` and `dpopNonceRetried`, which may come
+/// from any thread.
 public protocol TokenObserver: Sendable {
     func tokenRequestEnded(identity: String, outcome: TokenRequestOutcome)
     /// The identity's token now expires at `unixTime`, or it has none (nil).
@@ -31,6 +32,9 @@ public protocol TokenObserver: Sendable {
     /// `found`, `empty`, `other_settings`, `moved_aside`, `failed`), `write` or `remove` (`ok`,
     /// `failed`), or `lock` (`acquired`, `timed_out`, `failed`).
     func tokenStoreOperation(identity: String, operation: String, outcome: String)
+    /// A server asked for a DPoP nonce (`use_dpop_nonce`) and the request went again with the one
+    /// it sent: `server` is `token_endpoint` (token thread) or `upstream` (a worker, any thread).
+    func dpopNonceRetried(identity: String, server: String)
     /// A login of the identity started, completed or failed.
     func loginEnded(identity: String, kind: LoginKind, outcome: LoginOutcome)
 }
@@ -57,4 +61,5 @@ extension TokenObserver {
     public func loginEnded(identity: String, kind: LoginKind, outcome: LoginOutcome) {}
     public func upstreamRefusedToken(identity: String, refetch: Bool) {}
     public func tokenStoreOperation(identity: String, operation: String, outcome: String) {}
+    public func dpopNonceRetried(identity: String, server: String) {}
 }

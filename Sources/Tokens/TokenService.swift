@@ -154,6 +154,12 @@ public final class TokenService: Sendable {
         return refusal
     }
 
+    /// An upstream asked a request with a DPoP token of `tokens` for a nonce and the request
+    /// went again with it (counted; the token stays). Thread-safe.
+    public func upstreamAskedForDPoPNonce(_ tokens: IdentityTokens) {
+        observer?.dpopNonceRetried(identity: tokens.identity.name, server: "upstream")
+    }
+
     /// Fetches a new token for `tokens` now (the current one stays in use meanwhile).
     /// Thread-safe.
     public func refreshNow(_ tokens: IdentityTokens) {

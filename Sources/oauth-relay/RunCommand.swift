@@ -262,4 +262,8 @@ struct TokenMetrics: TokenObserver {
     func loginEnded(identity: String, kind: LoginKind, outcome: LoginOutcome) {
         metrics.loginEnded(identity: identity, kind: kind.rawValue, outcome: outcome.label)
     }
+
+    func dpopNonceRetried(identity: String, server: String) {
+        metrics.dpopNonceRetried(identity: identity, server: server)
+    }
 }

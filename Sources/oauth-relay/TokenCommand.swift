@@ -50,6 +50,13 @@ struct TokenCommand: ParsableCommand {
         try? loop.close()
         switch outcome {
         case .inject(let token):
+            if token.type == "DPoP" {
+                // Printed anyway (a script may hold the key file), but a DPoP token alone is refused.
+                let key = if case .generatedKey = tokens.identity.dpop { "a key this command generated and has now forgotten" }
+                          else { "the identity's dpop.keyFile" }
+                FileHandleOutput.standardError("oauth-relay token: note: this token is DPoP-bound (token_type DPoP); each request "
+                                               + "using it needs a DPoP proof signed with \(key)\n")
+            }
             FileHandleOutput.standardOutput(token.value + "\n")
         case .fail(let problem) where problem.reason == .needsLogin:
             var text = "oauth-relay token: identity \(name) needs a person to log in: run oauth-relay login --config \(config) \(name)"

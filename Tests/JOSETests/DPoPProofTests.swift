@@ -59,3 +59,95 @@ final class DPoPProofTests: JOSETestCase {
                             .algorithmNotAllowed("DPoP proofs need an asymmetric key, not HS256"))
     }
 }
+
+/// The writer a worker keeps: the same proofs as the builder's, as bytes in buffers it reuses.
+final class DPoPProofWriterTests: JOSETestCase {
+    private let now: Int64 = 1_800_000_000
+
+    private func proof(_ writer: DPoPProofWriter, method: String = "GET", origin: String = "https://api.test:8443",
+                       target: String = "/v1/orders/42?page=2", ath: String? = "ath-value", nonce: String? = nil,
+                       random: inout CountingRandom) throws -> JWS {
+        let text = try Array(method.utf8).withUnsafeBytes { method in
+            try Array(origin.utf8).withUnsafeBytes { origin in
+                try Array(target.utf8).withUnsafeBytes { target in
+                    try writer.withProof(method: method, origin: origin, target: target, accessTokenHash: ath.map { Array($0.utf8) },
+                                         nonce: nonce.map { Array($0.utf8) }, now: now, random: &random) { String(decoding: $0, as: UTF8.self) }
+                }
+            }
+        }
+        return try JWS(compact: text)
+    }
+
+    func testClaimsAreWrittenInAFixedOrder() throws {
+        let writer = try DPoPProofWriter(builder: DPoPProofBuilder(signer: TestKeys.signer(.es256)))
+        var random = CountingRandom()
+        let jws = try proof(writer, nonce: "n-1", random: &random)
+        // jti: the two counting numbers 1 and 2, little-endian, base64url.
+        XCTAssertEqual(String(decoding: jws.payload, as: UTF8.self),
+                       #"{"jti":"AQAAAAAAAAACAAAAAAAAAA","htm":"GET","htu":"https://api.test:8443/v1/orders/42","#
+                       + #""iat":1800000000,"ath":"ath-value","nonce":"n-1"}"#)
+    }
+
+    func testEveryAlgorithmVerifiesWithTheKeyInTheHeader() throws {
+        for algorithm in [JWSAlgorithm.es256, .rs256, .ps256, .edDSA] {
+            let writer = try DPoPProofWriter(builder: DPoPProofBuilder(signer: TestKeys.signer(algorithm)))
+            var random = CountingRandom()
+            for _ in 0..<3 {
+                let jws = try proof(writer, random: &random)
+                XCTAssertEqual(jws.header.algorithm, algorithm)
+                XCTAssertEqual(jws.header.type, "dpop+jwt")
+                XCTAssertNoThrow(try jws.verify(with: JWSVerificationKey(jwk: XCTUnwrap(jws.header.jwk))), "\(algorithm)")
+            }
+        }
+    }
+
+    func testProofsMatchTheBuildersProof() throws {
+        let builder = try DPoPProofBuilder(signer: TestKeys.signer(.es256))
+        var first = CountingRandom(), second = CountingRandom()
+        let written = try proof(DPoPProofWriter(builder: builder), method: "POST", origin: "", target: "https://idp.test/token?x#y",
+                                ath: DPoPProofBuilder.accessTokenHash("tok"), nonce: "abc", random: &first)
+        let built = try JWS(compact: builder.proof(method: "POST", url: "https://idp.test/token?x#y", accessToken: "tok", nonce: "abc",
+                                                   now: now, random: &second))
+        XCTAssertEqual(written.payload, built.payload)
+        XCTAssertEqual(written.header, built.header)
+    }
+
+    func testEachProofHasItsOwnJTIAndVerifies() throws {
+        let writer = try DPoPProofWriter(builder: DPoPProofBuilder(signer: TestKeys.signer(.es256)))
+        var random = CountingRandom()
+        var ids = Set<String>()
+        for _ in 0..<200 {
+            let jws = try proof(writer, random: &random)
+            XCTAssertNoThrow(try jws.verify(with: JWSVerificationKey(publicKey: TestKeys.ec.publicKey)))
+            ids.insert(try XCTUnwrap(JWTClaims(payload: jws.payload).jwtID))
+        }
+        XCTAssertEqual(ids.count, 200)
+    }
+
+    func testTheTargetEndsAtItsQueryOrFragmentAndOddBytesArePercentEncoded() throws {
+        let writer = try DPoPProofWriter(builder: DPoPProofBuilder(signer: TestKeys.signer(.es256)))
+        var random = CountingRandom()
+        for (target, htu) in [("/a/b?c=d", "https://h/a/b"), ("/a#f", "https://h/a"), ("/", "https://h/"), ("", "https://h"),
+                              ("/a b\"\\\u{7F}\u{e9}", "https://h/a%20b%22%5C%7F%C3%A9"), ("/%7E", "https://h/%7E")] {
+            let claims = try JWTClaims(payload: proof(writer, origin: "https://h", target: target, random: &random).payload)
+            XCTAssertEqual(claims["htu"], .string(htu), target)
+        }
+    }
+
+    func testMethodAndNonceAreJSONEscaped() throws {
+        let writer = try DPoPProofWriter(builder: DPoPProofBuilder(signer: TestKeys.signer(.es256)))
+        var random = CountingRandom()
+        let claims = try JWTClaims(payload: proof(writer, method: "GE\"T", nonce: "a\\b\u{1}", random: &random).payload)
+        XCTAssertEqual(claims["htm"], .string("GE\"T"))
+        XCTAssertEqual(claims.nonce, "a\\b\u{1}")
+    }
+
+    func testWithoutATHOrNonceThoseClaimsAreAbsent() throws {
+        let writer = try DPoPProofWriter(builder: DPoPProofBuilder(signer: TestKeys.signer(.es256)))
+        var random = CountingRandom()
+        let claims = try JWTClaims(payload: proof(writer, ath: nil, random: &random).payload)
+        XCTAssertNil(claims["ath"])
+        XCTAssertNil(claims.nonce)
+        XCTAssertEqual(Set(claims.members.map(\.name)), ["jti", "htm", "htu", "iat"])
+    }
+}

@@ -52,9 +52,26 @@ final class TokenResponseTests: XCTestCase {
     }
 
     func testTokenTypeIsNormalizedCaseInsensitively() throws {
+        let dpop = TokenResponseFormat(acceptsDPoP: true)
         for (sent, expected) in [("bearer", "Bearer"), ("BEARER", "Bearer"), ("dpop", "DPoP"), ("DPOP", "DPoP")] {
-            XCTAssertEqual(try parsedToken(reply(200, #"{"access_token":"a","token_type":"\#(sent)"}"#)).tokenType, expected)
+            XCTAssertEqual(try parsedToken(reply(200, #"{"access_token":"a","token_type":"\#(sent)"}"#), format: dpop).tokenType, expected)
         }
+    }
+
+    func testADPoPTokenIsRefusedWithoutADPoPKey() {
+        let error = parseError(reply(200, #"{"access_token":"tok-1","token_type":"DPoP"}"#))
+        guard case .invalidTokenResponse(200, _, let reason)? = error else { return XCTFail(String(describing: error)) }
+        XCTAssertEqual(reason, "token_type DPoP, but the identity has no dpop key to prove possession with")
+    }
+
+    func testAnIdentityWithDPoPTakesDPoPAndBearerTokens() throws {
+        var identity = Identity(name: "svc", tokenUrl: HTTPURL(scheme: .https, host: "idp.test", path: "/token"))
+        identity.dpop = .generatedKey(.es256)
+        let format = TokenResponseFormat(identity: identity)
+        XCTAssertTrue(format.acceptsDPoP)
+        XCTAssertEqual(try parsedToken(reply(200, #"{"access_token":"a","token_type":"DPoP"}"#), format: format).tokenType, "DPoP")
+        // An IdP that does not bind (it ignored the proof) answers Bearer: the token goes as Bearer.
+        XCTAssertEqual(try parsedToken(reply(200, #"{"access_token":"a","token_type":"Bearer"}"#), format: format).tokenType, "Bearer")
     }
 
     func testATokenTypeOtherThanBearerOrDPoPIsRefused() {

@@ -1,5 +1,6 @@
 import Endpoints
 import OAuth2
+import TLS
 import TokenStore
 import XCTest
 
@@ -42,6 +43,25 @@ final class SettingsFingerprintTests: XCTestCase {
         changed.grant = .password(username: "svc", password: Secret("other-password"))
         changed.clientAuth = .basic(id: "orders-relay", secret: Secret("other-secret"))
         XCTAssertEqual(SettingsFingerprint(changed), SettingsFingerprint(identity()))
+    }
+
+    /// A DPoP key file's thumbprint is part of the settings: a token bound to one key is never
+    /// read back for another.
+    func testADPoPKeyFileChangesIt() throws {
+        var first = identity(), second = identity()
+        first.dpop = .key(try DPoPKey(privateKey: PrivateKey.generate(.ecP256)))
+        second.dpop = .key(try DPoPKey(privateKey: PrivateKey.generate(.ecP256)))
+        XCTAssertNotEqual(SettingsFingerprint(first), SettingsFingerprint(identity()))
+        XCTAssertNotEqual(SettingsFingerprint(first), SettingsFingerprint(second))
+    }
+
+    /// Entries written before DPoP existed still open: without a key file the encoding is the
+    /// same (the value below is SHA-256 of the canonical encoding, computed independently).
+    func testWithoutADPoPKeyFileTheEncodingIsUnchanged() {
+        XCTAssertEqual(SettingsFingerprint(identity()).description, "cae1502f417d30b4")
+        var generated = identity()
+        generated.dpop = .generatedKey(.es256)
+        XCTAssertEqual(SettingsFingerprint(generated), SettingsFingerprint(identity()), "a generated key's tokens are never stored")
     }
 
     /// Length prefixes keep a boundary from moving between two parts.

@@ -64,6 +64,26 @@ final class TokenPersistenceTests: XCTestCase {
         XCTAssertEqual(read.refreshToken, Secret("rt"))
     }
 
+    /// Tokens bound to a DPoP key this process generated are useless to any other: nothing is
+    /// written, read or locked for them.
+    func testAnIdentityWithAGeneratedDPoPKeyKeepsNothingInTheStore() throws {
+        var settings = Identity(name: "orders", tokenUrl: HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/token"),
+                                grant: .clientCredentials, clientAuth: .publicClient(id: "c"))
+        settings.dpop = .generatedKey(.es256)
+        let tokens = IdentityTokens(identity: settings, slot: 5)
+        let persistence = try persistence()
+        let now = monotonicSeconds()
+        persistence.write(AccessToken(value: "at", type: "DPoP", issuedAt: now, expiresAt: now + 60, refreshAt: now + 50),
+                          refreshToken: Secret("rt"), for: tokens)
+        XCTAssertNil(persistence.read(tokens).token)
+        var locked = false
+        persistence.withLock(tokens, until: now + 1, locked: { locked = true }, timedOut: {})
+        XCTAssertTrue(locked, "at once, without a lock")
+        XCTAssertFalse(persistence.holdsLock(tokens))
+        XCTAssertEqual(operations.entries, [])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/identity-orders.token"))
+    }
+
     func testAnEntryForOtherSettingsReadsAsNothing() throws {
         let now = monotonicSeconds()
         try persistence().write(AccessToken(value: "at", issuedAt: now, expiresAt: now + 60, refreshAt: now + 50),

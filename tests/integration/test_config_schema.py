@@ -189,6 +189,7 @@ DECODER_LOCATIONS = {
     "decodeInjection": ["$.routes[].inject"],
     "decodeTLS": ["$.routes[].tls", "$.identities.*.tls"],
     "decodeIdentity": ["$.identities.*"],
+    "decodeDPoP": ["$.identities.*.dpop"],
     "decodeResponseFields": ["$.identities.*.responseFields"],
 }
 
@@ -432,6 +433,9 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.routes[].retryOnStatus": route(retryOnStatus=[401, 403]),
     "$.routes[].minTokenAgeForRetrySeconds": routed(minTokenAgeForRetrySeconds=2.5),
     "$.routes[].upgrade": route(upgrade=["websocket", "h2c"]),
+    "$.routes[].certificateBoundUpstream": {
+        **identity(tls={"clientCert": CERT_FILE, "clientKey": KEY_FILE}),
+        "routes": [{"upstream": HTTPS_UPSTREAM, "identity": "svc", "certificateBoundUpstream": True}]},
     "$.identities.*.tokenUrl": identity(tokenUrl="https://idp.example.test:8443/oauth2/token?tenant=acme"),
     "$.identities.*.grant": identity(grant="client_credentials"),
     "$.identities.*.clientId": identity(clientId="orders-relay"),
@@ -444,6 +448,9 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.identities.*.clientAssertionAudience": identity(clientAuth="client_secret_jwt", clientSecret=JWT_SECRET,
                                                        clientAssertionAudience="issuer", issuer="https://idp.example.test"),
     "$.identities.*.issuer": identity(issuer="https://idp.example.test/realms/dev"),
+    "$.identities.*.dpop": identity(dpop=True),
+    "$.identities.*.dpop.keyFile": identity(dpop={"keyFile": KEY_FILE}),
+    "$.identities.*.dpop.alg": identity(dpop={"alg": "EdDSA"}),
     "$.identities.*.scope": identity(scope=["orders.read", "orders.write"]),
     "$.identities.*.audience": identity(audience="orders-api"),
     "$.identities.*.resource": identity(resource=["https://orders.internal/"]),
@@ -502,6 +509,8 @@ OTHER_SAMPLES: dict[str, tuple[dict, dict[str, str]]] = {
     "token exchange from params": (
         extension(TOKEN_EXCHANGE, params={"subject_token": "t", "subject_token_type": JWT_TYPE}), {}),
     "public client with clientId": (identity(clientAuth="none"), {}),
+    "dpop off": (identity(dpop=False), {}),
+    "a DPoP key file with its algorithm": (identity(dpop={"keyFile": KEY_FILE, "alg": "ES256"}), {}),
     "${...} wherever the schema constrains a string": ({
         "listen": "${LISTEN}", "admin": "127.0.0.1:${ADMIN_PORT}", "via": "${VIA}", "workers": 1,
         "listenTls": {"address": "${TLS_LISTEN:-127.0.0.1:18443}", "certFile": "${CERT}", "keyFile": KEY_FILE},
@@ -686,6 +695,9 @@ REJECTED_BY_BOTH = [
                                                             clientAssertionAlg="HS256"), "$.identities.svc.clientAssertionAlg"),
     ("the issuer audience without an issuer", identity(clientAuth="client_secret_jwt", clientSecret=JWT_SECRET,
                                                        clientAssertionAudience="issuer"), "$.identities.svc.clientAssertionAudience"),
+    ("a DPoP algorithm that is not allowed", identity(dpop={"alg": "HS256"}), "$.identities.svc.dpop.alg"),
+    ("dpop neither a boolean nor an object", identity(dpop="yes"), "$.identities.svc.dpop"),
+    ("certificateBoundUpstream not a boolean", routed(certificateBoundUpstream="yes"), "$.routes[0].certificateBoundUpstream"),
     ("secret inline and as file", identity(clientSecret="s", clientSecretFile=SECRET_FILE),
      "$.identities.svc.clientSecretFile"),
     ("client_credentials without clientId", {"identities": {"svc": {"tokenUrl": TOKEN_URL}}},
@@ -737,6 +749,10 @@ EXAMPLE_ENV = {
     "BILLING_TOKEN_URL": "https://idp.example.test/oauth2/token",
     "BILLING_CLIENT_ID": "billing-relay",
     "BILLING_CLIENT_KEY_FILE": "{key}",
+    "PAYMENTS_TOKEN_URL": "https://idp.example.test/oauth2/token",
+    "PAYMENTS_CLIENT_ID": "payments-relay",
+    "PAYMENTS_CLIENT_KEY_FILE": "{key}",
+    "PAYMENTS_DPOP_KEY_FILE": "{key}",
 }
 REFERENCE = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
 

@@ -26,6 +26,42 @@ enum ECDSASignature {
         return raw
     }
 
+    /// Appends r ‖ s read from a DER `ECDSA-Sig-Value` (SEQUENCE of two positive INTEGERs, each
+    /// at most 32 bytes after its sign byte) without allocating; false when `der` is not one.
+    /// For signatures OpenSSL just made, so the checks only guard against the impossible.
+    static func appendRaw(fromDER der: ArraySlice<UInt8>, to out: inout [UInt8]) -> Bool {
+        var index = der.startIndex
+        func byte() -> UInt8? {
+            guard index < der.endIndex else { return nil }
+            defer { index += 1 }
+            return der[index]
+        }
+        // Short-form lengths only: a P-256 signature is at most 72 bytes.
+        guard byte() == 0x30, let total = byte(), total < 0x80, Int(total) == der.endIndex - index else { return false }
+        let start = out.count
+        for _ in 0..<2 {
+            guard byte() == 0x02, let length = byte(), length > 0, length < 0x80, index + Int(length) <= der.endIndex else {
+                out.removeSubrange(start...)
+                return false
+            }
+            var integer = der[index..<(index + Int(length))]
+            index += Int(length)
+            // A leading zero only keeps a high bit from reading as a sign.
+            while integer.count > componentByteCount, integer.first == 0 { integer = integer.dropFirst() }
+            guard integer.count <= componentByteCount else {
+                out.removeSubrange(start...)
+                return false
+            }
+            out.append(contentsOf: repeatElement(0, count: componentByteCount - integer.count))
+            out.append(contentsOf: integer)
+        }
+        guard index == der.endIndex else {
+            out.removeSubrange(start...)
+            return false
+        }
+        return true
+    }
+
     /// The DER form of r ‖ s, or nil when `raw` is not 64 bytes (such a signature cannot verify).
     static func der(fromRaw raw: [UInt8]) -> [UInt8]? {
         guard raw.count == 2 * componentByteCount, let signature = ECDSA_SIG_new() else { return nil }

@@ -5,8 +5,9 @@
   generated per test, see idp_processes.DjangoIdP). The database is migrated once per session
   into a template and copied per server.
 - `stub_idp` / `start_stub_idp()`: the scripted token endpoint (idp_stub.py).
-- `start_glewlwyd(access_token_seconds=3600)`: Glewlwyd (idp_glewlwyd.py), the real server for
-  private_key_jwt and client_secret_jwt.
+- `start_glewlwyd(access_token_seconds=3600, dpop_nonce_counter=None, external_url=None)`: Glewlwyd (idp_glewlwyd.py), the real
+  server for private_key_jwt, client_secret_jwt and DPoP.
+- `dpop_rs`: the DPoP resource server (dpop_resource_server.py), an upstream that checks proofs.
 - `sensitive`: the values no relay log may contain; every IdP registers its secrets and issued
   tokens there, and tests add their own. After every test here (autouse), the stderr of every
   relay it started, and the outputs added to `sensitive`, are searched for them.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import pytest
 
 from idp_glewlwyd import GlewlwydIdP
-from idp_processes import DjangoIdP, StubIdP
+from idp_processes import DjangoIdP, DPoPResourceServer, StubIdP
 from idp_relay import SensitiveValues, find_leaks, relay_logs
 
 _IDPS = pytest.StashKey[list]()
@@ -114,10 +115,11 @@ def stub_idp(start_stub_idp) -> StubIdP:
 def start_glewlwyd(request, tmp_path):
     started: list[GlewlwydIdP] = []
 
-    def start(access_token_seconds: int = 3600) -> GlewlwydIdP:
+    def start(access_token_seconds: int = 3600, dpop_nonce_counter: int | None = None,
+              external_url: str | None = None) -> GlewlwydIdP:
         workdir = tmp_path / f"glewlwyd-{len(started)}"
         workdir.mkdir()
-        idp = GlewlwydIdP(workdir, access_token_seconds)
+        idp = GlewlwydIdP(workdir, access_token_seconds, dpop_nonce_counter, external_url)
         started.append(idp)
         request.node.stash.setdefault(_IDPS, []).append(idp)
         return idp.start()
@@ -125,3 +127,11 @@ def start_glewlwyd(request, tmp_path):
     yield start
     for idp in started:
         idp.kill()
+
+
+@pytest.fixture
+def dpop_rs(request, tmp_path):
+    server = DPoPResourceServer(tmp_path / "dpop-rs.log")
+    request.node.stash.setdefault(_IDPS, []).append(server)
+    yield server.start()
+    server.kill()

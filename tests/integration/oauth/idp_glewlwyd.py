@@ -1,22 +1,35 @@
 """Glewlwyd (Debian package `glewlwyd`, 2.7): a real OpenID Connect provider the project did not
-write, for the client authentications django-oauth-toolkit lacks (private_key_jwt,
-client_secret_jwt). It verifies each client assertion itself: signature with the client's
-registered key or secret, iss = sub = client id, aud = its token endpoint, exp within
-`request-maximum-exp`, and a jti it has not seen before.
+write, for what django-oauth-toolkit lacks: private_key_jwt, client_secret_jwt and DPoP. It
+verifies each client assertion itself: signature with the client's registered key or secret,
+iss = sub = client id, aud = its token endpoint, exp within `request-maximum-exp`, and a jti it
+has not seen before.
 
-`GlewlwydIdP(workdir, access_token_seconds)` makes a fresh sqlite database from the package's own
-schema (/usr/share/dbconfig-common/data/glewlwyd/install/sqlite3), one OIDC plugin instance
-(`oidc`, RS256 access tokens signed with a key generated here) and a config file, and starts the
-server on a free loopback port. Clients are rows in its database (the `database` client module
-reads them per request), so `add_client` works before or after `start`. The admin user `admin`
-(password `password`, from the schema) may use the password grant with scope `api.read`.
+`GlewlwydIdP(workdir, access_token_seconds, dpop_nonce_counter, external_url)` makes a fresh sqlite database
+from the package's own schema (/usr/share/dbconfig-common/data/glewlwyd/install/sqlite3), one OIDC
+plugin instance (`oidc`, RS256 access tokens signed with a key generated here) and a config file,
+and starts the server on a free loopback port. Clients are rows in its database (the `database`
+client module reads them per request), so `add_client` works before or after `start`. The admin
+user `admin` (password `password`, from the schema) may use the password grant with scope
+`api.read`.
+
+DPoP (RFC 9449) is allowed: a token request with a proof gets a DPoP-bound JWT access token
+(`cnf.jkt`, token_type DPoP), a refresh must prove the same key, and the userinfo endpoint
+checks the proofs of requests that bring such a token (htm, htu, ath, an unseen jti).
+`dpop_nonce_counter` makes it demand nonces, one per client: 400 use_dpop_nonce at the token
+endpoint, 401 `WWW-Authenticate: DPoP error="use_dpop_nonce"` at userinfo, each with the current
+nonce in `DPoP-Nonce`, and a new nonce (sent with the answer) after that many uses. Its
+`external_url` (its own URL unless given) is what it expects a proof's htu to start with.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import secrets
 import shutil
 import sqlite3
+import string
 import subprocess
 import time
 from pathlib import Path
@@ -51,17 +64,29 @@ def pem(key, private: bool) -> str:
                                          serialization.PublicFormat.SubjectPublicKeyInfo).decode()
 
 
+def glewlwyd_password_hash(secret: str, iterations: int = 1000) -> str:
+    """A client secret as Glewlwyd's database client module stores it for sqlite (its
+    generate_digest_pbkdf2): base64(PBKDF2-HMAC-SHA256(secret, salt) ‖ salt), a comma, the
+    iteration count; the salt is 16 alphanumeric characters."""
+    salt = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(16)).encode()
+    digest = hashlib.pbkdf2_hmac("sha256", secret.encode(), salt, iterations, 32)
+    return f"{base64.b64encode(digest + salt).decode()},{iterations}"
+
+
 class GlewlwydIdP(_Process):
     name = "glewlwyd"
 
-    def __init__(self, workdir: Path, access_token_seconds: int = 3600):
+    def __init__(self, workdir: Path, access_token_seconds: int = 3600, dpop_nonce_counter: int | None = None,
+                 external_url: str | None = None):
         super().__init__(workdir / "glewlwyd.log")
+        # The URL Glewlwyd believes it has (the htu it expects in DPoP proofs); its own by default.
+        self.external_url = external_url
         self.binary = require_glewlwyd()
         self.workdir = workdir
         self.port = free_port()
         self.db_path = workdir / "glewlwyd.sqlite3"
         self.signing_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        self._make_database(access_token_seconds)
+        self._make_database(access_token_seconds, dpop_nonce_counter)
         self.config_path = workdir / "glewlwyd.conf"
         self.config_path.write_text(self._config())
 
@@ -76,7 +101,7 @@ class GlewlwydIdP(_Process):
     def _config(self) -> str:
         # libconfig syntax; no use_secure_connection key at all (glewlwyd then wants certificates).
         return "\n".join([
-            f"port={self.port}", f'bind_address="{LOOPBACK}"', f'external_url="{self.url}"',
+            f"port={self.port}", f'bind_address="{LOOPBACK}"', f'external_url="{self.external_url or self.url}"',
             'api_prefix="api"', 'login_url="login.html"', 'log_mode="console"', 'log_level="DEBUG"',
             'cookie_secure=0', 'session_key="GLEWLWYD2_SESSION_ID"', 'admin_scope="g_admin"', 'profile_scope="g_profile"',
             f'user_module_path="{LIBRARIES}/user"', f'client_module_path="{LIBRARIES}/client"',
@@ -85,7 +110,7 @@ class GlewlwydIdP(_Process):
             f'database = {{ type = "sqlite3"\n path = "{self.db_path}" }};', "",
         ])
 
-    def _make_database(self, access_token_seconds: int) -> None:
+    def _make_database(self, access_token_seconds: int, dpop_nonce_counter: int | None) -> None:
         params = {
             "iss": self.issuer, "jwt-type": "rsa", "jwt-key-size": "256",
             "key": pem(self.signing_key, True), "cert": pem(self.signing_key, False),
@@ -99,7 +124,12 @@ class GlewlwydIdP(_Process):
             "client-pubkey-parameter": "pubkey", "client-jwks-parameter": "jwks", "client-jwks_uri-parameter": "jwks_uri",
             "scope": [], "claims": [], "additional-parameters": [], "allowed-scope": ["openid"], "jwks-show": True,
             "secret-type": "pairwise", "name-claim": "no", "email-claim": "no", "scope-claim": "no",
+            # DPoP (RFC 9449): proofs accepted within 60 s of their iat; with a nonce counter, every
+            # proof must carry the client's current nonce, which changes after that many uses.
+            "oauth-dpop-allowed": True, "oauth-dpop-iat-duration": 60,
         }
+        if dpop_nonce_counter is not None:
+            params.update({"oauth-dpop-nonce-mandatory": True, "oauth-dpop-nonce-counter": dpop_nonce_counter})
         with sqlite3.connect(self.db_path) as db:
             db.executescript(SCHEMA.read_text())
             db.execute("INSERT INTO g_plugin_module_instance (gpmi_module, gpmi_name, gpmi_display_name, gpmi_parameters) "
@@ -114,16 +144,19 @@ class GlewlwydIdP(_Process):
     def add_client(self, client_id: str, auth_method: str, public_key_pem: str | None = None,
                    secret: str | None = None, grants=("client_credentials",)) -> None:
         """A confidential client authenticating with `auth_method` (private_key_jwt: `public_key_pem`;
-        client_secret_jwt: `secret`), allowed `grants` and scope api.read."""
+        client_secret_jwt or client_secret_basic: `secret`), allowed `grants` and scope api.read."""
         properties = [("token_endpoint_auth_method", auth_method), ("source", "database")]
         properties += [("authorization_type", grant) for grant in grants]
         if public_key_pem is not None:
             properties.append(("pubkey", public_key_pem))
-        if secret is not None:
+        password = None
+        if secret is not None and auth_method == "client_secret_basic":
+            password = glewlwyd_password_hash(secret)
+        elif secret is not None:
             properties.append(("client_secret", secret))
         with sqlite3.connect(self.db_path) as db:
-            client = db.execute("INSERT INTO g_client (gc_client_id, gc_name, gc_confidential) VALUES (?, ?, 1)",
-                                (client_id, client_id)).lastrowid
+            client = db.execute("INSERT INTO g_client (gc_client_id, gc_name, gc_confidential, gc_password) VALUES (?, ?, 1, ?)",
+                                (client_id, client_id, password)).lastrowid
             db.executemany("INSERT INTO g_client_property (gc_id, gcp_name, gcp_value) VALUES (?, ?, ?)",
                            [(client, name, value) for name, value in properties])
             db.execute("INSERT INTO g_client_scope_client (gc_id, gcs_id) VALUES (?, "

@@ -338,17 +338,20 @@ class StubIdP(_IdP):
         return self
 
     def script(self, *queue: dict, by_grant: dict | None = None, default: dict | None = None,
-               client_assertion: dict | None = None, **login) -> "StubIdP":
+               client_assertion: dict | None = None, dpop: dict | None = None, **login) -> "StubIdP":
         """Sets how token requests are answered (see idp_stub.py): the queued specs first, then
         by grant_type, then `default` (a token living 3600 s when not given). `client_assertion`:
-        the policy every request's client assertion must pass (client_assertions.py). `login`:
-        the login endpoints' entries (discovery, oauth_metadata, jwks, authorize, device, revoke,
-        keys: see idp_stub_login.py); each one not given is its default."""
+        the policy every request's client assertion must pass (client_assertions.py); `dpop`: the
+        DPoP proof every request must carry ({"nonce": ..., "rotate_every": N}, dpop_proofs.py).
+        `login`: the login endpoints' entries (discovery, oauth_metadata, jwks, authorize, device,
+        revoke, keys: see idp_stub_login.py); each one not given is its default."""
         unknown = set(login) - {"discovery", "oauth_metadata", "jwks", "authorize", "device", "revoke", "keys"}
         assert not unknown, f"unknown stub script entries {sorted(unknown)}"
         payload = {"queue": list(queue), "by_grant": by_grant or {}, **login}
         if client_assertion is not None:
             payload["client_assertion"] = client_assertion
+        if dpop is not None:
+            payload["dpop"] = dpop
         if default is not None:
             payload["default"] = default
         self.control("PUT", "/_stub/script", payload)
@@ -432,3 +435,29 @@ def form(record: dict) -> dict[str, list[str]]:
 
 def header_values(record: dict, name: str) -> list[str]:
     return [v for k, v in record["headers"] if k.lower() == name.lower()]
+
+
+# ---------------------------------------------------------------------------------------------
+# The DPoP resource server.
+
+class DPoPResourceServer(_IdP):
+    """dpop_resource_server.py: an upstream that accepts only DPoP-bound tokens with valid proofs."""
+    name = "dpop resource server"
+
+    def __init__(self, log_path: Path):
+        super().__init__(log_path)
+        self.host = LOOPBACK
+
+    def start(self) -> "DPoPResourceServer":
+        self._spawn([sys.executable, str(HERE / "dpop_resource_server.py"), "--host", self.host, "--port", "0"], 10)
+        return self
+
+    def configure(self, nonce: bool = True, rotate_every: int = 0, jkt: str | None = None,
+                  refuse_first_token: bool = False) -> str | None:
+        """Resets the server (records, seen jtis) with these rules; returns its first nonce."""
+        return self.control("PUT", "/_rs/config", {"nonce": nonce, "rotate_every": rotate_every, "jkt": jkt,
+                                                   "refuse_first_token": refuse_first_token})["nonce"]
+
+    def requests(self, **match) -> list[dict]:
+        records = self.control("GET", "/_rs/requests")["requests"]
+        return [r for r in records if all(r.get(k) == v for k, v in match.items())]

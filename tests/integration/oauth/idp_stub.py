@@ -11,7 +11,7 @@ The first line on stdout is `LISTENING <host> <port>`; SIGTERM or SIGINT stops i
 
 Control (used by the tests through idp_processes.StubIdP):
     PUT /_stub/script    JSON {"queue": [spec, ...], "by_grant": {grant_type: spec}, "default": spec,
-                         "client_assertion": policy} replaces the script. With a policy
+                         "client_assertion": policy, "dpop": dpop} replaces the script. With a policy
                          (client_assertions.AssertionPolicy.from_json), every token request must
                          carry a client assertion that passes it, or is answered 401 invalid_client
                          (before any spec is used); the record holds the verified header and
@@ -20,6 +20,16 @@ Control (used by the tests through idp_processes.StubIdP):
                          token that lives 3600 s). The script's "discovery", "oauth_metadata",
                          "jwks", "authorize", "device", "revoke" and "keys" entries script the
                          login endpoints (idp_stub_login.py); each absent one is its default.
+                         With `dpop` ({"nonce": "n-1" | null, "rotate_every": N}), every token
+                         request must carry a DPoP proof for POST to the token URL (dpop_proofs.py,
+                         checked before the client assertion); without the current nonce it is
+                         answered 400 use_dpop_nonce with a DPoP-Nonce, an invalid one 400
+                         invalid_dpop_proof. A token then has token_type DPoP and is an unsigned
+                         JWT whose cnf.jkt names the proof's key; every rotate_every-th success
+                         brings a new nonce (DPoP-Nonce). The record holds the verified header and
+                         claims ("dpop"), or the reason.
+                         Over TLS, a record also holds the SHA-256 (base64url) of the client
+                         certificate the connection presented ("client_cert_sha256", or null).
     GET /_stub/requests  JSON {"requests": [record, ...], "endpoints": [record, ...]}: every
                          token request as received (raw: headers, body, form pairs) and what it
                          was answered, including the tokens issued; and every request to the
@@ -47,6 +57,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import http
 import json
 import math
@@ -59,6 +70,7 @@ from urllib.parse import parse_qsl, urlsplit
 # Run as a script from oauth/: the shared test-server command line lives one directory up.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from client_assertions import AssertionPolicy, AssertionRejected  # noqa: E402
+from dpop_proofs import NonceMissing, ProofChecker, ProofRejected, b64url  # noqa: E402
 from echo_upstream import BadRequest, parse_head  # noqa: E402  (the one strict head parser of the test servers)
 from idp_stub_login import LoginEndpoints  # noqa: E402
 from loopback_server import run_loopback_server, wait_for_stop_signal  # noqa: E402
@@ -82,6 +94,10 @@ class Stub:
     def __init__(self, base_url: str) -> None:
         self.script: dict = {"queue": [], "by_grant": {}, "default": DEFAULT_SPEC}
         self.assertion_policy: AssertionPolicy | None = None
+        self.dpop: dict | None = None
+        self.proofs = ProofChecker()
+        self.dpop_successes = 0
+        self.scheme = "http"  # https when served over TLS (tls_idp_stub.py): the proofs' htu
         self.records: list[dict] = []
         self.login = LoginEndpoints(base_url)
         self.server: asyncio.base_events.Server | None = None
@@ -157,6 +173,8 @@ class Stub:
             policy = script.get("client_assertion")
             self.assertion_policy = AssertionPolicy.from_json(policy) if policy else None
             self.login.set_script(script)
+            self.dpop = script.get("dpop")
+            self.dpop_successes = 0
             return await self.send(writer, 204, None, b"", close=close)
         if path == "/_stub/requests" and method == "GET":
             answer = {"requests": self.records, "endpoints": self.login.records}
@@ -179,6 +197,25 @@ class Stub:
                   "form": [list(p) for p in form], "grant_type": grant_type, "status": None, "kind": None,
                   "issued": {}}
         self.records.append(record)
+        ssl_object = writer.get_extra_info("ssl_object")
+        if ssl_object is not None:
+            der = ssl_object.getpeercert(binary_form=True)
+            record["client_cert_sha256"] = b64url(hashlib.sha256(der).digest()) if der else None
+        dpop_headers: list[tuple[str, str]] = []
+        if self.dpop is not None:
+            refusal = self.check_dpop(headers, target, record)
+            if refusal is not None:
+                status, error, extra = refusal
+                record["status"], record["kind"] = status, error
+                body = json.dumps({"error": error, "error_description": record["dpop"].get("rejected", "")})
+                keep = await self.send(writer, status, "application/json", body.encode(), extra, close=close)
+                record["answered"] = time.time()
+                self.log(method, target, grant_type, status, error)
+                return keep
+            self.dpop_successes += 1
+            if self.dpop.get("rotate_every") and self.dpop_successes % self.dpop["rotate_every"] == 0:
+                self.dpop["nonce"] = f"nonce-{secrets.token_urlsafe(12)}"
+                dpop_headers.append(("DPoP-Nonce", self.dpop["nonce"]))
         if self.assertion_policy is not None:
             try:
                 header, claims = self.assertion_policy.check(form)
@@ -195,7 +232,7 @@ class Stub:
         record["kind"] = kind = spec.get("kind", "token")
         if spec.get("delay_ms"):
             await asyncio.sleep(spec["delay_ms"] / 1000)
-        extra = [tuple(h) for h in spec.get("headers", [])]
+        extra = [tuple(h) for h in spec.get("headers", [])] + dpop_headers
         if kind == "close":
             record["answered"] = time.time()
             self.log(method, target, grant_type, "-", kind)
@@ -215,17 +252,41 @@ class Stub:
         self.log(method, target, grant_type, status, kind)
         return keep
 
+    def check_dpop(self, headers, target: str, record: dict):
+        """None when the request's DPoP proof passes the script's `dpop`; else (status, error, headers)."""
+        nonce = self.dpop.get("nonce")
+        proofs = values(headers, "dpop")
+        host = next(iter(values(headers, "host")), "")
+        try:
+            if len(proofs) != 1:
+                raise ProofRejected(f"{len(proofs)} DPoP headers, expected 1")
+            header, claims = self.proofs.check(proofs[0], "POST", f"{self.scheme}://{host}{target}", nonce=nonce)
+        except NonceMissing as missing:
+            record["dpop"] = {"rejected": str(missing)}
+            return 400, "use_dpop_nonce", [("DPoP-Nonce", nonce)]
+        except ProofRejected as rejected:
+            record["dpop"] = {"rejected": str(rejected)}
+            return 400, "invalid_dpop_proof", []
+        record["dpop"] = {"header": header, "claims": claims}
+        return None
+
     def token_payload(self, spec: dict, form: dict, record: dict) -> dict:
         names = {"token": "access_token", "expiry": "expires_in", "type": "token_type", "refresh": "refresh_token",
                  **spec.get("fields", {})}
-        if "jwt_exp_in" in spec:
+        bound = record.get("dpop", {}).get("header", {}).get("thumbprint")
+        if bound:
+            # A DPoP-bound token: an unsigned JWT naming the key (RFC 9449 §6.1), so a resource
+            # server can check the proofs that come with it.
+            access = unsigned_jwt({"sub": "stub", "exp": math.ceil(time.time()) + int(spec.get("expires_in") or 3600),
+                                   "jti": secrets.token_hex(8), "cnf": {"jkt": bound}})
+        elif "jwt_exp_in" in spec:
             now = math.ceil(time.time())  # exp is whole seconds: the token lives jwt_exp_in to jwt_exp_in + 1 s
             access = unsigned_jwt({"sub": "stub", "iat": now - 1, "exp": now + int(spec["jwt_exp_in"]),
                                    "jti": secrets.token_hex(8)})
         else:
             access = random_token()
         payload = {names["token"]: access}
-        token_type = spec.get("token_type", "Bearer")
+        token_type = spec.get("token_type", "DPoP" if bound else "Bearer")
         if token_type is not None:
             payload[names["type"]] = token_type
         if "expires_in" in spec and spec["expires_in"] is not None:

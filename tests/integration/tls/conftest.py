@@ -4,8 +4,8 @@
   expired / from another CA, a client certificate, SPKI pins.
 - `nginx_tls` / `start_nginx_tls(cert="server", echo=None, protocols=..., verify_client=...)`:
   a real TLS upstream (tls_nginx.py) reporting what it saw of each request and connection.
-- `tls_stub_idp` / `start_tls_stub_idp(cert="server")`: ../oauth's scripted token endpoint over
-  TLS (tls_idp.py).
+- `tls_stub_idp` / `start_tls_stub_idp(cert="server", ask_client_cert=False)`: ../oauth's scripted
+  token endpoint over TLS (tls_idp.py).
 - `silent_port`: a loopback port that accepts TCP connections and never says a word (a TLS
   handshake there can only time out).
 - autouse `no_key_material_in_relay_logs`: after every test here, no relay log holds a line of
@@ -80,8 +80,8 @@ def nginx_tls(start_nginx_tls) -> NginxTLS:
 def start_tls_stub_idp(request, tmp_path, tls_pki):
     started: list[TLSStubIdP] = []
 
-    def start(cert: str = "server") -> TLSStubIdP:
-        idp = TLSStubIdP(tmp_path / f"tls-stub-idp-{len(started)}.log", tls_pki, cert)
+    def start(cert: str = "server", ask_client_cert: bool = False) -> TLSStubIdP:
+        idp = TLSStubIdP(tmp_path / f"tls-stub-idp-{len(started)}.log", tls_pki, cert, ask_client_cert)
         started.append(idp)
         request.node.stash.setdefault(_PROCS, []).append(idp)
         return idp.start()

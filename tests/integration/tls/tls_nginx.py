@@ -10,7 +10,8 @@ What it answers:
                          {"request", "method", "uri", "host", "authorization", "ssl_protocol",
                           "ssl_cipher", "ssl_session_reused" ("r" or "."), "ssl_server_name" (SNI),
                           "ssl_alpn_protocol", "ssl_client_verify" (SUCCESS | NONE | FAILED:...),
-                          "ssl_client_s_dn", "ssl_client_i_dn", "connection" (nginx's connection
+                          "ssl_client_s_dn", "ssl_client_i_dn", "ssl_client_fingerprint" (SHA-1 of
+                          the client certificate, hex), "connection" (nginx's connection
                           serial number), "connection_requests" (1, 2, ... on that connection)}
     /close               the same, with `Connection: close`, and the connection is closed
     /echo/...            proxied (unbuffered both ways, no body size limit) to the echo upstream
@@ -59,6 +60,7 @@ FACTS = [
     ("ssl_client_verify", "$ssl_client_verify", "X-Tls-Client-Verify"),
     ("ssl_client_s_dn", "$ssl_client_s_dn", "X-Tls-Client-S-Dn"),
     ("ssl_client_i_dn", "$ssl_client_i_dn", None),
+    ("ssl_client_fingerprint", "$ssl_client_fingerprint", None),
     ("connection", "$connection", "X-Tls-Connection"),
     ("connection_requests", "$connection_requests", "X-Tls-Connection-Requests"),
 ]

@@ -1,0 +1,63 @@
+import Foundation
+import OAuth2
+
+/// Checks between a route and its identity that neither can make alone, reported where `check`
+/// shows them:
+/// - `certificateBoundUpstream` (RFC 8705 certificate-bound tokens): the route presents its
+///   identity's client certificate to the upstream, so the identity must have one (its token
+///   endpoint sees it, and binds the tokens to it), the upstream must be https, and a client
+///   certificate of the route's own must be the same one.
+/// - An identity with `dpop` sends its `DPoP` tokens as `Authorization: DPoP …` with a `DPoP`
+///   proof (RFC 9449 §7.1): its routes inject into `Authorization`, not another header or the query.
+extension DecodingContext {
+    func checkRouteIdentities(_ routesField: Field, routes: [Route], identities: [String: Identity]) {
+        guard case .array(let elements) = routesField.value.kind else { return }
+        for route in routes where route.index < elements.count {
+            let element = Field(value: elements[route.index], path: routesField.path.index(route.index))
+            guard let object = ObjectReader(element, knownKeys: nil, in: self) else { continue }
+            let identity = route.identity.flatMap { identities[$0] }
+            if route.certificateBoundUpstream, let field = object.field("certificateBoundUpstream") {
+                checkCertificateBinding(route, identity: identity, at: field, routeObject: object)
+            }
+            if let identity, identity.dpop != nil {
+                checkDPoPInjection(route, identity: identity, routeObject: object)
+            }
+        }
+    }
+
+    private func checkCertificateBinding(_ route: Route, identity: Identity?, at field: Field, routeObject: ObjectReader) {
+        guard let name = route.identity else {
+            return report("certificateBoundUpstream needs the route's identity: the certificate presented upstream is the "
+                          + "identity's tls.clientCert, to which its tokens are bound", at: field)
+        }
+        if route.upstream.scheme == .http {
+            report("certificateBoundUpstream presents a client certificate, which needs TLS; the upstream is http://", at: field)
+        }
+        // An identity that did not decode has its own errors already.
+        guard let identity else { return }
+        guard let identityCert = identity.tls?.clientCert else {
+            return report("identity \(name) presents no client certificate to its token endpoint (identities.\(name).tls.clientCert), "
+                          + "so its tokens are not bound to one (RFC 8705) and there is none to present upstream", at: field)
+        }
+        if let routeCert = route.tls?.clientCert, !Self.sameFile(routeCert, identityCert) {
+            report("the route's own tls.clientCert (\(routeCert)) is not identity \(name)'s (\(identityCert)): the upstream would "
+                   + "see a certificate its tokens are not bound to; remove it, the identity's is presented", at: field)
+        }
+    }
+
+    private func checkDPoPInjection(_ route: Route, identity: Identity, routeObject: ObjectReader) {
+        let sendsInAuthorization = if case .header(let header, _) = route.inject { header.lowercased() == "authorization" } else { false }
+        guard !sendsInAuthorization, let field = routeObject.field("inject") else { return }
+        report("identity \(identity.name) uses DPoP: its tokens go in the Authorization header (\"Authorization: DPoP\" "
+               + "with a DPoP proof, RFC 9449 §7.1), so inject must keep header Authorization", at: field)
+    }
+
+    /// The same path, or two files with the same bytes.
+    private static func sameFile(_ a: String, _ b: String) -> Bool {
+        guard a != b else { return true }
+        guard let first = FileManager.default.contents(atPath: a), let second = FileManager.default.contents(atPath: b) else {
+            return false
+        }
+        return first == second
+    }
+}

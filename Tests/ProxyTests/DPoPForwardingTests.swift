@@ -1,0 +1,150 @@
+import Config
+import Endpoints
+import HTTPFields
+import JOSE
+import OAuth2
+@testable import Proxy
+import Routing
+@testable import Tokens
+import XCTest
+
+/// What goes upstream with a `DPoP` token: `Authorization: DPoP` and a proof per request whose
+/// `htu` is the URL the upstream receives, with `ath` and the upstream's latest nonce.
+final class DPoPForwardingTests: XCTestCase {
+    private let forwarding = ForwardedHead.Forwarding(clientAddress: Array("192.0.2.7".utf8), trustForwardedHeaders: false,
+                                                      viaSuffix: viaSuffix)
+
+    /// The target `plan` sends upstream for the client's `target` (as ClientConnection does).
+    private func upstreamTarget(_ target: String, plan: RoutePlan) -> [UInt8] {
+        withBytes(target) { raw in
+            let target = RequestTarget(raw)!
+            var normalized: [UInt8] = []
+            XCTAssertTrue(RequestPath.normalize(target.path, into: &normalized))
+            var out: [UInt8] = [], scratch = RoutePlan.TargetScratch()
+            if plan.forwardsTargetVerbatim { return Array(target.originForm!) }
+            normalized.withUnsafeBytes {
+                plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark, into: &out,
+                                         scratch: &scratch)
+            }
+            return out
+        }
+    }
+
+    /// The proof a worker signs for `method` `target` on `plan`, read back.
+    private func proof(_ target: String, method: String = "GET", plan: RoutePlan, token: WorkerTokens.CachedToken,
+                       proofs: WorkerProofs) throws -> JWS {
+        let sent = upstreamTarget(target, plan: plan)
+        let text = try Array(method.utf8).withUnsafeBytes { method in
+            try sent.withUnsafeBytes { target in
+                try proofs.withProof(try XCTUnwrap(token.dpop), method: method, plan: plan, target: target) {
+                    String(decoding: $0, as: UTF8.self)
+                }
+            }
+        }
+        return try JWS(compact: text)
+    }
+
+    func testHTUIsTheURLTheUpstreamReceives() throws {
+        let cases: [(upstream: String, prefix: String, strip: Bool, setHeaders: [HTTPField], target: String, htu: String)] = [
+            ("http://orders.internal:8080", "/", false, [], "/a/b?q=1", "http://orders.internal:8080/a/b"),
+            ("https://api.internal:8443/v1", "/orders/", true, [], "/orders/42?x=1#f", "https://api.internal:8443/v1/42"),
+            ("https://api.internal/base", "/", false, [], "/x%7Ey", "https://api.internal/base/x%7Ey"),
+            ("https://api.internal:443", "/svc/", true, [], "/svc/", "https://api.internal/"),
+            ("http://10.0.0.1:9000", "/", false, [HTTPField(name: "Host", value: "public.example")], "/p",
+             "http://public.example/p"),
+        ]
+        for item in cases {
+            let plan = DPoPExchangeTests.dpopPlan(upstream: item.upstream, pathPrefix: item.prefix, stripPrefix: item.strip,
+                                                  setHeaders: item.setHeaders)
+            let proofs = WorkerProofs()
+            let jws = try proof(item.target, plan: plan, token: DPoPExchangeTests.dpopToken("tok", plan: plan, proofs: proofs),
+                                proofs: proofs)
+            XCTAssertEqual(try JWTClaims(payload: jws.payload)["htu"]?.string, item.htu, item.target)
+        }
+    }
+
+    func testTheProofIsSignedByTheIdentitysKeyForThisTokenAndRequest() throws {
+        let plan = DPoPExchangeTests.dpopPlan()
+        let proofs = WorkerProofs()
+        let token = try DPoPExchangeTests.dpopToken("tok-123", plan: plan, proofs: proofs)
+        let jws = try proof("/orders/7", method: "DELETE", plan: plan, token: token, proofs: proofs)
+        let key = try XCTUnwrap(plan.identity?.dpopKey)
+        let jwk = try XCTUnwrap(jws.header.jwk)
+        XCTAssertEqual(jwk.thumbprint, key.thumbprint, "the key a bound token's cnf.jkt names")
+        XCTAssertNoThrow(try jws.verify(with: JWSVerificationKey(jwk: jwk)))
+        let claims = try JWTClaims(payload: jws.payload)
+        XCTAssertEqual(claims["htm"]?.string, "DELETE")
+        XCTAssertEqual(claims["ath"]?.string, DPoPProofBuilder.accessTokenHash("tok-123"))
+        XCTAssertNil(claims.nonce, "no nonce until the upstream sends one")
+        let iat = try XCTUnwrap(claims.issuedAt)
+        XCTAssertLessThan(abs(iat - Int64(Date().timeIntervalSince1970)), 5)
+    }
+
+    func testTheUpstreamsLatestNonceGoesIntoTheNextProofsOfItsRoute() throws {
+        let plan = DPoPExchangeTests.dpopPlan()
+        let proofs = WorkerProofs()
+        let token = try DPoPExchangeTests.dpopToken("tok", plan: plan, proofs: proofs)
+        withBytes("n-1") { proofs.remember($0, for: plan) }
+        withBytes("n-2") { proofs.remember($0, for: plan) }
+        XCTAssertEqual(try JWTClaims(payload: proof("/a", plan: plan, token: token, proofs: proofs).payload).nonce, "n-2")
+        // Another route at the same position (after a reload) has not heard that nonce.
+        let other = DPoPExchangeTests.dpopPlan()
+        XCTAssertNil(proofs.nonce(for: other))
+        proofs.keepOnly(slots: [0])
+        XCTAssertNil(proofs.nonce(for: plan), "a reload forgets the nonces")
+    }
+
+    func testEachProofHasItsOwnJTI() throws {
+        let plan = DPoPExchangeTests.dpopPlan()
+        let proofs = WorkerProofs()
+        let token = try DPoPExchangeTests.dpopToken("tok", plan: plan, proofs: proofs)
+        let ids = try (0..<100).map { _ in try JWTClaims(payload: proof("/a", plan: plan, token: token, proofs: proofs).payload).jwtID }
+        XCTAssertEqual(Set(ids).count, 100)
+    }
+
+    func testADPoPTokenGoesAsAuthorizationDPoPWithItsProof() throws {
+        let plan = DPoPExchangeTests.dpopPlan()
+        let request = parsedHead(head("GET /a HTTP/1.1", "Host: relay.example", "Authorization: Bearer client", "DPoP: client-proof",
+                                      "X-Kept: 1"))
+        let text = withBytes("/a") { target in
+            withBytes("tok") { token in
+                withBytes("the.proof.jws") { proof in
+                    written {
+                        ForwardedHead.writeRequest(request, target: target, plan: plan, framing: .none, forwarding: forwarding,
+                                                   clientHost: request.host, token: token, proof: proof, into: &$0)
+                    }
+                }
+            }
+        }
+        XCTAssertEqual(text, head("GET /a HTTP/1.1", "Host: orders.internal:8080", "X-Kept: 1", "X-Forwarded-For: 192.0.2.7",
+                                  "X-Forwarded-Proto: http", "X-Forwarded-Host: relay.example", "Via: 1.1 oauth-relay",
+                                  "Authorization: DPoP tok", "DPoP: the.proof.jws"))
+    }
+
+    func testABearerTokenOfADPoPIdentityGoesAsBearerWithoutAProof() {
+        let plan = DPoPExchangeTests.dpopPlan()
+        let request = parsedHead(head("GET /a HTTP/1.1", "Host: relay.example", "DPoP: client-proof"))
+        let text = withBytes("/a") { target in
+            withBytes("tok") { token in
+                written {
+                    ForwardedHead.writeRequest(request, target: target, plan: plan, framing: .none, forwarding: forwarding,
+                                               clientHost: request.host, token: token, into: &$0)
+                }
+            }
+        }
+        XCTAssertEqual(text, head("GET /a HTTP/1.1", "Host: orders.internal:8080", "X-Forwarded-For: 192.0.2.7",
+                                  "X-Forwarded-Proto: http", "X-Forwarded-Host: relay.example", "Via: 1.1 oauth-relay",
+                                  "Authorization: Bearer tok"), "the client's DPoP never goes upstream on this route")
+    }
+
+    func testAnIdentityWithoutAKeyCannotProofADPoPToken() {
+        let plan = ExchangeDriver.plan(identity: "svc")
+        let identity = Identity(name: "svc", tokenUrl: HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/token"))
+        let tokens = IdentityTokens(identity: identity, slot: 3)
+        let access = AccessToken(value: "tok", type: "DPoP", issuedAt: 0, expiresAt: 100, refreshAt: 50)
+        guard case .failure(let problem) = WorkerProofs().proofing(for: access, of: tokens) else { return XCTFail("refused") }
+        XCTAssertEqual(problem.status, 502)
+        XCTAssertTrue(problem.detail.contains("no dpop key"), problem.detail)
+        XCTAssertNil(plan.dpopTokenHeaderPrefix)
+    }
+}
