@@ -22,6 +22,10 @@ let package = Package(
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CLLHTTP", pkgConfig: "libllhttp", providers: [.apt(["libllhttp-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // hiredis 0.14 (Debian libhiredis-dev) with its libuv adapter; it has no TLS. Found in the
+        // default include path: its pkg-config file adds -D_FILE_OFFSET_BITS=64, which SwiftPM
+        // refuses with a warning (and which changes no hiredis type on 64-bit systems).
+        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
 
         .target(name: "ByteBuffers", swiftSettings: hotPath),
         .target(name: "HTTPFields", swiftSettings: hotPath),
@@ -35,13 +39,17 @@ let package = Package(
         .target(name: "JOSE", dependencies: ["TLS", "HTTPFields"]),
         // JOSE and TLS for client assertions (private_key_jwt, client_secret_jwt): signing is no I/O.
         .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints", "JOSE", "TLS"], swiftSettings: hotPath),
-        .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS"], swiftSettings: hotPath),
+        .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS", "RedisProtocol"], swiftSettings: hotPath),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"]),
         // Encrypted token entries on disk (AES-GCM from TLS, flock); no sockets.
         .target(name: "TokenStore", dependencies: ["OAuth2", "TLS"]),
+        // Redis values with no socket: endpoint URLs, commands in RESP, replies.
+        .target(name: "RedisProtocol", dependencies: ["OAuth2", "Endpoints", "HTTPFields"]),
+        // A Redis connection over hiredis on an EventLoop (its libuv adapter).
+        .target(name: "RedisClient", dependencies: ["CHiredis", "EventLoop", "RedisProtocol", "OAuth2"]),
         .target(name: "Tokens", dependencies: [
-            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "TLS", "Locking",
+            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "TLS", "Locking", "RedisProtocol", "RedisClient",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),
@@ -52,7 +60,7 @@ let package = Package(
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
             "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "TokenStore", "HTTPClient", "TLS", "RelayMetrics",
-            "LocalHTTP", "HTTPFields",
+            "LocalHTTP", "HTTPFields", "RedisProtocol",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),
@@ -70,8 +78,11 @@ let package = Package(
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "OAuth2", "Endpoints", "TLS"]),
         .testTarget(name: "TokensTests", dependencies: [
-            "Tokens", "TokenStore", "TLS", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", .product(name: "Logging", package: "swift-log"),
+            "Tokens", "TokenStore", "TLS", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", "RedisProtocol",
+            .product(name: "Logging", package: "swift-log"),
         ]),
+        .testTarget(name: "RedisProtocolTests", dependencies: ["RedisProtocol", "OAuth2"]),
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisProtocol", "CHiredis", "EventLoop"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -13,6 +13,7 @@
 //   oauth_relay_token_requests_total{identity,outcome}              counter (token thread)
 //   oauth_relay_token_expiry_timestamp_seconds{identity}            gauge (Unix time; 0 without a token)
 //   oauth_relay_token_store_operations_total{identity,operation,outcome}  counter (token thread)
+//   oauth_relay_store_operations_total{backend,outcome}             counter (token thread: file, redis)
 //   oauth_relay_config_reloads_total{outcome}                       counter
 //   oauth_relay_config_last_reload_success_timestamp_seconds        gauge
 
@@ -59,6 +60,11 @@ public final class RelayMetrics: Sendable {
         static var storeOperations: MetricNameDescriptor {
             describe("token_store_operations", "total",
                      "Token store operations on the identity's entry (read, write, remove, lock), by outcome.")
+        }
+        static var backendOperations: MetricNameDescriptor {
+            describe("store_operations", "total",
+                     "Token store operations by backend (file, redis) and outcome (ok, failed, timed_out; redis also "
+                        + "conflict: another replica wrote first, skipped: Redis unavailable, the fetch went without it).")
         }
         static var reloads: MetricNameDescriptor {
             describe("config_reloads", "total", "Configuration reloads, by outcome (applied or rejected).")
@@ -121,6 +127,11 @@ public final class RelayMetrics: Sendable {
     public func tokenStoreOperation(identity: String, operation: String, outcome: String) {
         registry.makeCounter(descriptor: Series.storeOperations,
                              labels: [("identity", identity), ("operation", operation), ("outcome", outcome)]).increment()
+    }
+
+    /// The token thread used a token store backend (`file`, `redis`).
+    public func storeOperation(backend: String, outcome: String) {
+        registry.makeCounter(descriptor: Series.backendOperations, labels: [("backend", backend), ("outcome", outcome)]).increment()
     }
 
     public func reloadEnded(applied: Bool) {

@@ -31,9 +31,14 @@ public protocol TokenObserver: Sendable {
     /// `found`, `empty`, `other_settings`, `moved_aside`, `failed`), `write` or `remove` (`ok`,
     /// `failed`), or `lock` (`acquired`, `timed_out`, `failed`).
     func tokenStoreOperation(identity: String, operation: String, outcome: String)
+    /// The token thread used a token store, by `backend` (`file`, `redis`) and `outcome`: `ok`,
+    /// `failed`, `timed_out`; for `redis` also `conflict` (a write refused because another
+    /// replica wrote first) and `skipped` (Redis unavailable: the fetch went without it).
+    func storeOperation(backend: String, outcome: String)
 }
 
 extension TokenObserver {
     public func upstreamRefusedToken(identity: String, refetch: Bool) {}
     public func tokenStoreOperation(identity: String, operation: String, outcome: String) {}
+    public func storeOperation(backend: String, outcome: String) {}
 }
