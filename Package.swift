@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "ByteBuffers"]),
         .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields"]),
         .testTarget(name: "RoutingTests", dependencies: ["Routing"]),
-        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS"]),
+        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS", "RedisProtocol"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2", "Tokens"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
         .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "TLS"]),
@@ -82,7 +82,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "RedisProtocolTests", dependencies: ["RedisProtocol", "OAuth2"]),
-        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisProtocol", "CHiredis", "EventLoop"]),
+        // Also runs the shared store's scripts (Tokens) on a real Redis, through the connection.
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisProtocol", "CHiredis", "EventLoop", "Tokens", "TokenStore", "OAuth2"]),
     ],
     swiftLanguageModes: [.v6]
 )
