@@ -70,7 +70,9 @@ let package = Package(
         .testTarget(name: "RoutingTests", dependencies: ["Routing"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS", "RedisProtocol"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2", "Tokens"]),
-        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
+        // The leak check of the event loop's tests, shared by every test target that runs a loop.
+        .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers", "LoopTestSupport"]),
         .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "TLS"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "TLS"]),
@@ -83,7 +85,9 @@ let package = Package(
         ]),
         .testTarget(name: "RedisProtocolTests", dependencies: ["RedisProtocol", "OAuth2"]),
         // Also runs the shared store's scripts (Tokens) on a real Redis, through the connection.
-        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisProtocol", "CHiredis", "EventLoop", "Tokens", "TokenStore", "OAuth2"]),
+        .testTarget(name: "RedisClientTests", dependencies: [
+            "RedisClient", "RedisProtocol", "CHiredis", "EventLoop", "Tokens", "TokenStore", "OAuth2", "LoopTestSupport",
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -34,7 +34,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RELAY = Path(os.environ.get("OAUTH_RELAY_BIN", ROOT / ".build/release/oauth-relay"))
 KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -54,9 +53,14 @@ def wait_port(port: int) -> None:
 
 
 def cpu_seconds(pid: int) -> float:
-    """utime + stime of the whole process (all threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    """The time all threads of the process ran (schedstat, in nanoseconds: finer than utime+stime's ticks)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except FileNotFoundError:
+            pass  # a thread that ended meanwhile
+    return total / 1e9
 
 
 class Bench:
@@ -172,6 +176,35 @@ def issued(issuer: int) -> int:
     return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{issuer}/count", timeout=5).read())["count"]
 
 
+def measure(fleet, issuer: int, redis: int, seconds: int) -> tuple[float, int, dict[str, int]]:
+    """The fleet's CPU seconds, the token requests and the Redis commands over `seconds`."""
+    cpu0 = sum(cpu_seconds(p.pid) for p, _ in fleet)
+    tokens0, commands0 = issued(issuer), redis_commands(redis)
+    time.sleep(seconds)
+    cpu = sum(cpu_seconds(p.pid) for p, _ in fleet) - cpu0
+    commands = {k: v - commands0.get(k, 0) for k, v in redis_commands(redis).items()}
+    return cpu, issued(issuer) - tokens0, {k: v for k, v in commands.items() if v > 0}
+
+
+def count_syscalls(fleet, issuer: int, seconds: int, directory: str) -> tuple[int, int]:
+    """The fleet's system calls (strace -f -c, attached for `seconds`) and the token requests meanwhile."""
+    tracers = [subprocess.Popen(["strace", "-f", "-c", "-o", f"{directory}/strace-{i}", "-p", str(proc.pid)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i, (proc, _) in enumerate(fleet)]
+    time.sleep(1)
+    tokens0 = issued(issuer)
+    time.sleep(seconds)
+    tokens = issued(issuer) - tokens0
+    calls = 0
+    for i, tracer in enumerate(tracers):
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout=10)
+        # The rows between the dashed lines: % time, seconds, usecs/call, calls, [errors,] syscall.
+        text = Path(f"{directory}/strace-{i}").read_text()
+        rows = text.split("\n------")[1].splitlines()[1:] if "\n------" in text else []
+        calls += sum(int(row.split()[3]) for row in rows if len(row.split()) >= 5)
+    return calls, tokens
+
+
 def token_thread(args) -> None:
     print(f"token thread: a fleet of 3 idle relays, 2 s tokens (a refresh a second), {args.fleet_seconds} s")
     for shared in (True, False):
@@ -182,36 +215,23 @@ def token_thread(args) -> None:
                 store = {"redis": f"redis://127.0.0.1:{redis}/0", "key": KEY} if shared else None
                 fleet = [bench.relay(f"r{i}", upstream, issuer, 2, store) for i in range(3)]
                 time.sleep(3)  # started, first refreshes done
-                tracers = []
-                if args.syscalls:
-                    for i, (proc, _) in enumerate(fleet):
-                        tracers.append(subprocess.Popen(["strace", "-f", "-c", "-o", f"{directory}/strace-{i}", "-p", str(proc.pid)],
-                                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-                    time.sleep(1)
-                cpu0 = sum(cpu_seconds(p.pid) for p, _ in fleet)
-                tokens0, commands0 = issued(issuer), redis_commands(redis)
-                time.sleep(args.fleet_seconds)
-                cpu = sum(cpu_seconds(p.pid) for p, _ in fleet) - cpu0
-                tokens = issued(issuer) - tokens0
-                commands = {k: v - commands0.get(k, 0) for k, v in redis_commands(redis).items() if v - commands0.get(k, 0) > 0}
-                syscalls = 0
-                for tracer in tracers:
-                    tracer.send_signal(signal.SIGINT)
-                    tracer.wait(timeout=10)
-                for i in range(len(tracers)):
-                    total = re.search(r"^-+.*\n\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)", Path(f"{directory}/strace-{i}").read_text(), re.M)
-                    syscalls += int(total.group(1)) if total else 0
+                cpu, tokens, commands = measure(fleet, issuer, redis, args.fleet_seconds)
                 # A refresh of the fleet: the shared one, or, without Redis, one per relay.
                 refreshes = tokens if shared else tokens / 3
                 label = "store.redis" if shared else "without store"
                 line = (f"  {label:14} {tokens} token requests ({tokens / args.fleet_seconds:.1f}/s); per refresh of the fleet: "
-                        f"{cpu / refreshes * 1e3:.2f} ms CPU for 3 relays")
+                        f"{cpu / refreshes * 1e3:.2f} ms CPU for the 3 relays")
                 if shared:
-                    relevant = {k: v for k, v in commands.items() if k not in ("info", "ping")}
-                    line += f", {sum(relevant.values()) / refreshes:.1f} Redis commands ({', '.join(f'{k} {v / refreshes:.1f}' for k, v in sorted(relevant.items()))})"
-                if args.syscalls:
-                    line += f", {syscalls / refreshes:.0f} system calls"
+                    # Scripts' own calls are counted too: each acquire runs one HMGET and one PTTL.
+                    reads = commands.get("hmget", 0) - commands.get("pttl", 0)
+                    evals = commands.get("eval", 0)
+                    line += (f", {(reads + evals) / refreshes:.1f} Redis round trips ({reads / refreshes:.1f} HMGET reads, "
+                             f"{evals / refreshes:.1f} EVAL: acquires, writes, releases)")
                 print(line)
+                if args.syscalls:
+                    calls, traced_tokens = count_syscalls(fleet, issuer, args.fleet_seconds // 2, directory)
+                    traced_refreshes = traced_tokens if shared else traced_tokens / 3
+                    print(f"  {'':14} {calls / max(traced_refreshes, 1):.0f} system calls per refresh of the fleet (strace -f -c)")
             finally:
                 bench.stop()
 

@@ -46,26 +46,14 @@ extension HTTPURL {
     }
 
     private static func parseAuthority(_ authority: Substring, scheme: URLScheme, in text: String) throws(InvalidValue) -> (String, UInt16) {
-        let host: Substring
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw InvalidValue("unclosed \"[\" in \"\(text)\"") }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let afterHost = authority[authority.index(after: close)...]
-            if !afterHost.isEmpty {
-                guard afterHost.hasPrefix(":") else { throw InvalidValue("unexpected \"\(afterHost)\" after the host in \"\(text)\"") }
-                portText = afterHost.dropFirst()
+        let (host, portText) = try HostSyntax.splitAuthority(authority) { problem in
+            switch problem {
+            case .unclosedBracket: InvalidValue("unclosed \"[\" in \"\(text)\"")
+            case .unexpectedAfterHost(let rest): InvalidValue("unexpected \"\(rest)\" after the host in \"\(text)\"")
+            case .notIPv6(let host): InvalidValue("\"\(host)\" is not an IPv6 address")
+            case .missingHost: InvalidValue("missing host in \"\(text)\"")
+            case .invalidHost(let host): InvalidValue("\"\(host)\" is not a valid host name or address")
             }
-            guard HostSyntax.isIPv6(host) else { throw InvalidValue("\"\(host)\" is not an IPv6 address") }
-        } else {
-            if let colon = authority.firstIndex(of: ":") {
-                host = authority[..<colon]
-                portText = authority[authority.index(after: colon)...]
-            } else {
-                host = authority
-            }
-            guard !host.isEmpty else { throw InvalidValue("missing host in \"\(text)\"") }
-            guard HostSyntax.isHostName(host) else { throw InvalidValue("\"\(host)\" is not a valid host name or address") }
         }
         var port = scheme.defaultPort
         if let portText {

@@ -99,27 +99,14 @@ extension RedisEndpoint {
     }
 
     private static func parseHostPort(_ authority: Substring) throws(RedisURLError) -> (String, UInt16) {
-        let host: Substring
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw RedisURLError("unclosed \"[\" in the host") }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw RedisURLError("unexpected characters after the IPv6 address") }
-                portText = after.dropFirst()
-            }
-            guard HostSyntax.isIPv6(host) else { throw RedisURLError("the bracketed host is not an IPv6 address") }
-        } else {
-            if let colon = authority.firstIndex(of: ":") {
-                host = authority[..<colon]
-                portText = authority[authority.index(after: colon)...]
-            } else {
-                host = authority
-            }
-            guard !host.isEmpty else { throw RedisURLError("the URL has no host") }
-            guard HostSyntax.isHostName(host) else {
-                throw RedisURLError("the host is not a valid host name or address (a password with \"@\" or \"/\" must be percent-encoded)")
+        // No message quotes the URL: it may hold a password.
+        let (host, portText) = try HostSyntax.splitAuthority(authority) { problem in
+            switch problem {
+            case .unclosedBracket: RedisURLError("unclosed \"[\" in the host")
+            case .unexpectedAfterHost: RedisURLError("unexpected characters after the IPv6 address")
+            case .notIPv6: RedisURLError("the bracketed host is not an IPv6 address")
+            case .missingHost: RedisURLError("the URL has no host")
+            case .invalidHost: RedisURLError("the host is not a valid host name or address (a password with \"@\" or \"/\" must be percent-encoded)")
             }
         }
         var port = defaultPort

@@ -101,9 +101,10 @@ final class TokenFetcher {
         switch tokens.update({ $0.nextAction(at: now) }) {
         case .fetch(let request):
             timers[tokens.slot]?.stop()
-            let leaseMilliseconds = Int64(limits.connectTimeoutMilliseconds + limits.responseTimeoutMilliseconds)
             guard let shared else { return fetchLocally(request, for: tokens) }
-            shared.fetchDue(tokens, request: request, leaseMilliseconds: leaseMilliseconds)
+            // The lease lasts as long as the holder's token request may.
+            shared.fetchDue(tokens, request: request,
+                            leaseMilliseconds: Int64(limits.connectTimeoutMilliseconds + limits.responseTimeoutMilliseconds))
         case .sleep(let due):
             timers[tokens.slot]?.start(afterMilliseconds: UInt64(max(0, (due - now) * 1000).rounded(.up)))
         case .idle:

@@ -2,16 +2,17 @@ import EventLoop
 import OAuth2
 import RedisClient
 import RedisProtocol
+import LoopTestSupport
 import XCTest
 
 /// One connection over hiredis on the event loop: opening (AUTH, SELECT, SUBSCRIBE), commands,
 /// deadlines, and endings — each test ends with the loop closed and nothing left on it.
 final class RedisConnectionTests: XCTestCase {
-    private var test: CheckedLoop!
+    private var test: LeakCheckedLoop!
     private var loop: EventLoop { test.loop }
 
     override func setUpWithError() throws {
-        test = try CheckedLoop()
+        test = try LeakCheckedLoop()
     }
 
     override func tearDown() {

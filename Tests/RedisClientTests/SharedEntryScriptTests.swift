@@ -3,13 +3,14 @@ import RedisClient
 import RedisProtocol
 import TokenStore
 @testable import Tokens
+import LoopTestSupport
 import XCTest
 
 /// The shared store's commands and Lua scripts (Tokens/SharedEntryCommands.swift) on a real
 /// Redis: the lease is one holder's at a time, the write is a compare-and-set on the version read,
 /// and the channel hears of every write and release.
 final class SharedEntryScriptTests: XCTestCase {
-    private var test: CheckedLoop!
+    private var test: LeakCheckedLoop!
     private var server: RedisServer!
     private var connection: RedisConnection!
     private var heard: [[UInt8]] = []
@@ -17,7 +18,7 @@ final class SharedEntryScriptTests: XCTestCase {
     private let keys = SharedEntryKeys(prefix: "test:", identity: "orders", fingerprint: SettingsFingerprint(bytes: [UInt8](repeating: 5, count: 32)))
 
     override func setUpWithError() throws {
-        test = try CheckedLoop()
+        test = try LeakCheckedLoop()
         server = try RedisServer()
         let endpoint = RedisEndpoint(host: "127.0.0.1", port: server.port)
         var ready = 0

@@ -1,43 +1,5 @@
-import EventLoop
 import Foundation
 import XCTest
-
-/// A loop a test runs step by step and closes at the end, failing when a handle (of ours or of
-/// hiredis's libuv adapter) is left open: each test is also a leak check.
-final class CheckedLoop {
-    let loop: EventLoop
-
-    init() throws {
-        loop = try EventLoop()
-    }
-
-    /// Runs the loop until `done()` holds; fails the test after `seconds`.
-    func run(until what: String, seconds: UInt64 = 5, file: StaticString = #filePath, line: UInt = #line, _ done: () -> Bool) {
-        var timedOut = false
-        let deadline = LoopTimer(loop: loop) { timedOut = true }
-        deadline.start(afterMilliseconds: seconds * 1000)
-        while !done() && !timedOut { loop.runOnce(wait: true) }
-        deadline.close()
-        if timedOut { XCTFail("timed out after \(seconds) s waiting until \(what)", file: file, line: line) }
-    }
-
-    /// Runs the loop until nothing is left on it (at most 5 s) and closes it.
-    func closeAndCheckForLeaks(file: StaticString = #filePath, line: UInt = #line) {
-        var stuck = false
-        let watchdog = LoopTimer(loop: loop) { [loop] in
-            stuck = true
-            loop.stop()
-        }
-        watchdog.unref()
-        watchdog.start(afterMilliseconds: 5000)
-        loop.run()
-        watchdog.close()
-        loop.runOnce(wait: false)
-        XCTAssertFalse(stuck, "the loop was still running after 5 s: a handle was left active", file: file, line: line)
-        XCTAssertEqual(loop.openHandles, 0, "handles left open", file: file, line: line)
-        XCTAssertNoThrow(try loop.close(), "uv_loop_close", file: file, line: line)
-    }
-}
 
 /// A redis-server (Debian's) on a free loopback port, with nothing saved to disk.
 final class RedisServer {
