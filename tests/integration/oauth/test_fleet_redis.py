@@ -301,3 +301,19 @@ def test_changing_the_shared_store_takes_a_restart(redis, django_idp, upstream, 
     assert sorted(error.split(":")[0] for error in errors) == ["$.store.keyPrefix", "$.store.redis"], errors
     assert "a-new-password" not in " ".join(errors)
     assert relay.request("GET", "/echo/y").status == 200
+
+
+def test_an_identity_a_reload_adds_takes_the_shared_token(redis, django_idp, upstream, start_relay):
+    routes = [oauth_route(upstream, "/echo/", "orders"), oauth_route(upstream, "/billing/", "billing")]
+    both = {"orders": django_idp.identity("orders-cc"), "billing": django_idp.identity("billing-cc")}
+    first = start_relay(routes, identities=both, store=shared_store(redis.url))
+    billing = bearer(first.request("GET", "/billing/x"))
+    port = free_port()
+    second = start_relay([oauth_route(upstream, "/echo/", "orders")], identities={"orders": both["orders"]},
+                         store=shared_store(redis.url), admin=f"{LOOPBACK}:{port}")
+    wait_until(lambda: can_connect(LOOPBACK, port), 5, "the admin listener")
+    assert len(django_idp.token_requests()) == 2
+    rewrite(second, identities=both, routes=routes)
+    assert AdminClient(port).reload_applied()["identities"]["started"] == ["billing"]
+    assert bearer(second.request("GET", "/billing/x")) == billing
+    assert len(django_idp.token_requests()) == 2, "the reloaded replica asked the IdP"
