@@ -32,8 +32,16 @@ struct RedisLinkHealth: Equatable {
 
     /// An attempt failed or the link was lost: when to try again (seconds), and whether this
     /// begins an outage (log it). `random` in 0..<1 picks the jitter.
+    ///
+    /// A link that was up is first reconnected at once, quietly: a server that closes idle
+    /// connections (Redis `timeout`, managed services' idle limits) is no outage. Only when that
+    /// attempt fails too does the outage begin.
     mutating func lost(random: Double) -> (beginsOutage: Bool, retryAfter: Double) {
+        let wasReady = state == .ready
         state = .down
+        if wasReady && !inOutage {
+            return (false, 0)
+        }
         failedAttempts += 1
         let begins = !inOutage
         inOutage = true

@@ -18,6 +18,8 @@ final class RedisLinkHealthTests: XCTestCase {
         var health = RedisLinkHealth()
         XCTAssertFalse(health.connected())
         XCTAssertEqual(health.link, .ready)
+        XCTAssertFalse(health.lost(random: 0).beginsOutage, "first a quiet reconnection")
+        health.reconnecting()
         XCTAssertTrue(health.lost(random: 0).beginsOutage)
         health.reconnecting()
         XCTAssertFalse(health.lost(random: 0).beginsOutage)
@@ -44,6 +46,19 @@ final class RedisLinkHealthTests: XCTestCase {
         XCTAssertEqual(delays, [0.1, 0.2, 0.4, 0.8, 1.6, 2, 2])
         XCTAssertEqual(health.lost(random: 0.999).retryAfter, 1, accuracy: 0.01, "jitter takes up to half off")
         _ = health.connected()
-        XCTAssertEqual(health.lost(random: 0).retryAfter, 0.1, "a working connection resets the backoff")
+        XCTAssertEqual(health.lost(random: 0).retryAfter, 0, "a link that was up is reconnected at once")
+        health.reconnecting()
+        XCTAssertEqual(health.lost(random: 0).retryAfter, 0.1, "a working connection reset the backoff")
+    }
+
+    func testAServerClosingAnIdleConnectionIsNoOutage() {
+        var health = RedisLinkHealth()
+        _ = health.connected()
+        let lost = health.lost(random: 0)
+        XCTAssertFalse(lost.beginsOutage)
+        XCTAssertEqual(lost.retryAfter, 0)
+        XCTAssertEqual(health.link, .down, "fetches meanwhile go alone")
+        health.reconnecting()
+        XCTAssertFalse(health.connected(), "nothing to log")
     }
 }

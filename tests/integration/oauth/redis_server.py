@@ -25,10 +25,11 @@ STARTUP_SECONDS = 10
 class RedisServer(_Process):
     name = "redis-server"
 
-    def __init__(self, workdir: Path, password: str | None = None):
+    def __init__(self, workdir: Path, password: str | None = None, options: tuple[str, ...] = ()):
         super().__init__(workdir / "redis.log")
         self.workdir = workdir
         self.password = password
+        self.options = list(options)  # more redis-server arguments (`--timeout 1`)
         self.port = free_port()
 
     @property
@@ -44,6 +45,7 @@ class RedisServer(_Process):
                 "--dir", str(self.workdir), "--logfile", ""]
         if self.password:
             args += ["--requirepass", self.password]
+        args += self.options
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         log.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import time
 
@@ -317,3 +318,26 @@ def test_an_identity_a_reload_adds_takes_the_shared_token(redis, django_idp, ups
     assert AdminClient(port).reload_applied()["identities"]["started"] == ["billing"]
     assert bearer(second.request("GET", "/billing/x")) == billing
     assert len(django_idp.token_requests()) == 2, "the reloaded replica asked the IdP"
+
+
+def test_a_redis_closing_idle_connections_is_no_outage(start_django_idp, upstream, start_relay, tmp_path):
+    """Redis's `timeout` (like managed services' idle limits) closes the relays' command
+    connections between refreshes: they reconnect at once, log nothing, and keep sharing."""
+    workdir = tmp_path / "redis-idle"
+    workdir.mkdir()
+    server = RedisServer(workdir, options=("--timeout", "1")).start()
+    try:
+        lifetime = 6
+        idp = start_django_idp(access_token_seconds=lifetime)
+        fleet = start_fleet(start_relay, idp, upstream, shared_store(server.url), replicas=2, client="legacy-pw")
+        with Traffic(fleet) as traffic:
+            time.sleep(2 * lifetime)  # idle stretches of 3 s between refreshes, Redis closing after 1 s
+        connections = int(re.search(r"total_connections_received:(\d+)", server.cli("INFO", "stats")).group(1))
+        assert connections > 2 * 2 + 4, f"Redis closed too few idle connections ({connections} made) for the test to mean much"
+        assert not traffic.failed(), traffic.failed()[:5]
+        assert all(messages(relay, UNAVAILABLE) == 0 for relay in fleet), [r.log()[-2000:] for r in fleet]
+        assert len(idp.token_requests(grant_type="refresh_token")) <= 2 * lifetime / (lifetime / 2) + 1
+        for relay in fleet:
+            assert relay.stop() == 0
+    finally:
+        server.kill()
