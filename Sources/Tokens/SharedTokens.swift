@@ -65,6 +65,8 @@ final class SharedTokens {
     /// This replica's lease id: random, so that only the holder renews or releases its lease.
     private let holder = randomHex()
     private var entries: [Int: SharedEntry] = [:]
+    /// Slots a reload retired (slots are never reused).
+    private var retiredSlots: Set<Int> = []
     /// Pings Redis while a fetch waits for another replica's lease: a Redis that hangs then is
     /// noticed within a second (and the waiters go alone), not at the lease's expiry.
     private var heartbeat: LoopTimer?
@@ -116,6 +118,8 @@ final class SharedTokens {
     /// taken, lasts `leaseMilliseconds` (the token request's own timeout).
     func fetchDue(_ tokens: IdentityTokens, request: TokenRequest, leaseMilliseconds: Int64) {
         let entry = entries[tokens.slot] ?? SharedEntry(tokens: tokens, prefix: settings.keyPrefix)
+        // A retired identity still fetches for the requests that wait for it; then it goes again.
+        entry.retired = retiredSlots.contains(tokens.slot)
         entries[tokens.slot] = entry
         entry.request = request
         entry.leaseMilliseconds = leaseMilliseconds
@@ -146,6 +150,7 @@ final class SharedTokens {
 
     /// A reload retired the slot: forget it once its fetch is over.
     func forget(slot: Int) {
+        retiredSlots.insert(slot)
         guard let entry = entries[slot] else { return }
         entry.retired = true
         settle(entry)
