@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import secrets
 import threading
 import time
 
@@ -30,10 +31,12 @@ KEY = base64.b64encode(bytes(range(32))).decode()
 
 
 @pytest.fixture
-def redis(tmp_path):
+def redis(tmp_path, sensitive):
+    """A redis-server that requires a password (so every fleet test goes through AUTH); the
+    password joins the values no relay log may show."""
     workdir = tmp_path / "redis"
     workdir.mkdir()
-    server = RedisServer(workdir).start()
+    server = RedisServer(workdir, password=sensitive.add("redis password", secrets.token_hex(16))).start()
     yield server
     server.kill()
 
@@ -297,7 +300,7 @@ def test_operations_are_counted_by_backend_and_outcome(redis, django_idp, upstre
 def test_changing_the_shared_store_takes_a_restart(redis, django_idp, upstream, start_relay):
     (relay,) = start_fleet(start_relay, django_idp, upstream, shared_store(redis.url), replicas=1, admin=True)
     assert relay.request("GET", "/echo/x").status == 200
-    rewrite(relay, store=shared_store(f"redis://:a-new-password@127.0.0.1:{redis.port}/1", keyPrefix="other:"))
+    rewrite(relay, store=shared_store(redis.url.replace(redis.password, "a-new-password").replace("/0", "/1"), keyPrefix="other:"))
     errors = relay.admin.reload_rejected()
     assert sorted(error.split(":")[0] for error in errors) == ["$.store.keyPrefix", "$.store.redis"], errors
     assert "a-new-password" not in " ".join(errors)
