@@ -4,13 +4,12 @@ import XCTest
 /// The fleet's single flight for one identity (SharedFetch): the steps, the lease decisions with
 /// the clock passed in, and which refresh token is trusted — no Redis, no socket.
 final class SharedFetchTests: XCTestCase {
-    private func fetch(at phase: String = "idle") -> SharedFetch {
+    /// A fetch whose read found entry v1 not good enough and whose acquire is under way.
+    private func acquiringFetch() -> SharedFetch {
         var fetch = SharedFetch()
-        if phase == "acquiring" {
-            XCTAssertEqual(fetch.begin(link: .ready), .read)
-            _ = fetch.entryRead(version: "v1")
-            XCTAssertEqual(fetch.readDone(satisfied: false), .acquire)
-        }
+        XCTAssertEqual(fetch.begin(link: .ready), .read)
+        _ = fetch.entryRead(version: "v1")
+        XCTAssertEqual(fetch.readDone(satisfied: false), .acquire)
         return fetch
     }
 
@@ -23,7 +22,7 @@ final class SharedFetchTests: XCTestCase {
     }
 
     func testTheLeaseTakenMeansFetchingThenWriting() {
-        var fetch = fetch(at: "acquiring")
+        var fetch = acquiringFetch()
         XCTAssertEqual(fetch.acquireDone(took: true, remainingMilliseconds: 35_000, satisfied: false, now: 100), .fetch)
         XCTAssertTrue(fetch.holdsLease)
         XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true), .write)
@@ -35,23 +34,23 @@ final class SharedFetchTests: XCTestCase {
 
     func testTheLeaseTakenButTheEntryNowGoodReleasesIt() {
         // Another replica wrote between this one's read and its acquire.
-        var fetch = fetch(at: "acquiring")
+        var fetch = acquiringFetch()
         XCTAssertEqual(fetch.acquireDone(took: true, remainingMilliseconds: 35_000, satisfied: true, now: 100), .done(releasing: true))
         XCTAssertFalse(fetch.holdsLease)
     }
 
     func testAFailedFetchReleasesTheLeaseAndARefusedRefreshTokenIsWrittenAway() {
-        var failed = fetch(at: "acquiring")
+        var failed = acquiringFetch()
         _ = failed.acquireDone(took: true, remainingMilliseconds: 100, satisfied: false, now: 0)
         XCTAssertEqual(failed.fetchEnded(obtained: false, refreshTokenDropped: false, linkReady: true), .release)
-        var refused = fetch(at: "acquiring")
+        var refused = acquiringFetch()
         _ = refused.acquireDone(took: true, remainingMilliseconds: 100, satisfied: false, now: 0)
         XCTAssertEqual(refused.fetchEnded(obtained: false, refreshTokenDropped: true, linkReady: true), .write,
                        "the entry must stop offering a refresh token the IdP refused")
     }
 
     func testAnotherHoldersLeaseIsWaitedForUntilItsExpiry() {
-        var fetch = fetch(at: "acquiring")
+        var fetch = acquiringFetch()
         XCTAssertEqual(fetch.acquireDone(took: false, remainingMilliseconds: 2500, satisfied: false, now: 100),
                        .wait(until: 102.5 + SharedFetch.leaseMargin))
         XCTAssertTrue(fetch.isWaiting)
@@ -62,7 +61,7 @@ final class SharedFetchTests: XCTestCase {
     }
 
     func testTheHoldersMessageEndsTheWaitAtOnce() {
-        var fetch = fetch(at: "acquiring")
+        var fetch = acquiringFetch()
         _ = fetch.acquireDone(took: false, remainingMilliseconds: 30_000, satisfied: false, now: 100)
         XCTAssertEqual(fetch.messageHeard(), .read)
         XCTAssertEqual(fetch.readDone(satisfied: true), .done(releasing: false))
@@ -72,7 +71,7 @@ final class SharedFetchTests: XCTestCase {
     func testAMessageHeardWhileTheAcquireWasOnItsWayIsNotLost() {
         // The holder wrote after this replica's acquire left and before its answer came: the
         // answer still shows the lease, but the message already passed.
-        var fetch = fetch(at: "acquiring")
+        var fetch = acquiringFetch()
         XCTAssertEqual(fetch.messageHeard(), .nothing)
         XCTAssertEqual(fetch.acquireDone(took: false, remainingMilliseconds: 30_000, satisfied: false, now: 100), .read)
     }
@@ -84,7 +83,7 @@ final class SharedFetchTests: XCTestCase {
     }
 
     func testAnAbsentLeaseTimeIsNoWaitAtAll() {
-        var fetch = fetch(at: "acquiring")
+        var fetch = acquiringFetch()
         XCTAssertEqual(fetch.acquireDone(took: false, remainingMilliseconds: -2, satisfied: false, now: 7),
                        .wait(until: 7 + SharedFetch.leaseMargin))
     }
@@ -102,13 +101,15 @@ final class SharedFetchTests: XCTestCase {
     }
 
     func testLosingRedisSendsEveryWaitingStepAloneButNotTheHolder() {
-        for phase in ["reading", "acquiring", "waiting"] {
-            var fetch = fetch(at: "acquiring")
-            if phase == "reading" { _ = fetch.messageHeard(); _ = fetch.acquireDone(took: false, remainingMilliseconds: 1, satisfied: false, now: 0) }
-            if phase == "waiting" { _ = fetch.acquireDone(took: false, remainingMilliseconds: 1000, satisfied: false, now: 0) }
-            XCTAssertEqual(fetch.linkLost(), .alone, phase)
-        }
-        var holder = fetch(at: "acquiring")
+        var acquiring = acquiringFetch()
+        XCTAssertEqual(acquiring.linkLost(), .alone)
+        var waiting = acquiringFetch()
+        XCTAssertEqual(waiting.acquireDone(took: false, remainingMilliseconds: 1000, satisfied: false, now: 0), .wait(until: 1.005))
+        XCTAssertEqual(waiting.linkLost(), .alone)
+        var reading = SharedFetch()
+        XCTAssertEqual(reading.begin(link: .ready), .read)
+        XCTAssertEqual(reading.linkLost(), .alone)
+        var holder = acquiringFetch()
         _ = holder.acquireDone(took: true, remainingMilliseconds: 1000, satisfied: false, now: 0)
         XCTAssertEqual(holder.linkLost(), .nothing)
         XCTAssertTrue(holder.holdsLease, "its token request goes on")
