@@ -22,6 +22,10 @@ let package = Package(
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CLLHTTP", pkgConfig: "libllhttp", providers: [.apt(["libllhttp-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // hiredis 0.14 (Debian libhiredis-dev) with its libuv adapter; it has no TLS. Found in the
+        // default include path: its pkg-config file adds -D_FILE_OFFSET_BITS=64, which SwiftPM
+        // refuses with a warning (and which changes no hiredis type on 64-bit systems).
+        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
 
         .target(name: "ByteBuffers", swiftSettings: hotPath),
         .target(name: "HTTPFields", swiftSettings: hotPath),
@@ -36,13 +40,17 @@ let package = Package(
         // JOSE and TLS for client assertions (private_key_jwt, client_secret_jwt): signing is no I/O.
         // Routing for reading URLs an IdP publishes (discovery, device verification URIs).
         .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints", "Routing", "JOSE", "TLS"], swiftSettings: hotPath),
-        .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS"], swiftSettings: hotPath),
+        .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS", "RedisProtocol"], swiftSettings: hotPath),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"]),
         // Encrypted token entries on disk (AES-GCM from TLS, flock); no sockets.
         .target(name: "TokenStore", dependencies: ["OAuth2", "TLS"]),
+        // Redis values with no socket: endpoint URLs, commands in RESP, replies.
+        .target(name: "RedisProtocol", dependencies: ["OAuth2", "Endpoints", "HTTPFields"]),
+        // A Redis connection over hiredis on an EventLoop (its libuv adapter).
+        .target(name: "RedisClient", dependencies: ["CHiredis", "EventLoop", "RedisProtocol", "OAuth2"]),
         .target(name: "Tokens", dependencies: [
-            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "TLS", "Locking",
+            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "TLS", "Locking", "RedisProtocol", "RedisClient",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),
@@ -55,7 +63,7 @@ let package = Package(
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
             "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "TokenStore", "HTTPClient", "TLS", "RelayMetrics",
-            "LocalHTTP", "HTTPFields",
+            "LocalHTTP", "HTTPFields", "RedisProtocol",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),
@@ -63,10 +71,12 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "ByteBuffers"]),
         .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields"]),
         .testTarget(name: "RoutingTests", dependencies: ["Routing"]),
-        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS"]),
+        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS", "RedisProtocol"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2", "Tokens",
                                                        "JOSE", "TLS"]),
-        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers"]),
+        // The leak check of the event loop's tests, shared by every test target that runs a loop.
+        .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers", "LoopTestSupport"]),
         .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "TLS"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "TLS"]),
@@ -74,7 +84,13 @@ let package = Package(
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "OAuth2", "Endpoints", "TLS"]),
         .testTarget(name: "TokensTests", dependencies: [
-            "Tokens", "TokenStore", "TLS", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", .product(name: "Logging", package: "swift-log"),
+            "Tokens", "TokenStore", "TLS", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", "RedisProtocol",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "RedisProtocolTests", dependencies: ["RedisProtocol", "OAuth2"]),
+        // Also runs the shared store's scripts (Tokens) on a real Redis, through the connection.
+        .testTarget(name: "RedisClientTests", dependencies: [
+            "RedisClient", "RedisProtocol", "CHiredis", "EventLoop", "Tokens", "TokenStore", "OAuth2", "LoopTestSupport",
         ]),
     ],
     swiftLanguageModes: [.v6]

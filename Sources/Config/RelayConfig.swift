@@ -289,6 +289,16 @@ extension RelayConfig {
             // Never the key itself, nor its redacted tail.
             errors.append("$.store.key: changed; this takes a restart, not a reload")
         }
+        let redis = (before: store?.redis, after: new.store?.redis)
+        // The URL as its redacted description; a changed password is named, never shown.
+        check("$.store.redis", redis.before?.endpoint.description ?? "none", redis.after?.endpoint.description ?? "none")
+        if let before = redis.before?.endpoint, let after = redis.after?.endpoint,
+           before.description == after.description, before.password != after.password {
+            errors.append("$.store.redis: its password changed; this takes a restart, not a reload")
+        }
+        check("$.store.keyPrefix", redis.before?.keyPrefix ?? "none", redis.after?.keyPrefix ?? "none")
+        check("$.store.timeoutMilliseconds", redis.before.map { String($0.timeoutMilliseconds) } ?? "none",
+              redis.after.map { String($0.timeoutMilliseconds) } ?? "none")
         return errors
     }
 }

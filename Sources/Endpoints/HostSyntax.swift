@@ -29,4 +29,35 @@ public enum HostSyntax {
     public static func authority(host: String, port: UInt16, defaultPort: UInt16) -> String {
         bracketed(host) + (port == defaultPort ? "" : ":\(port)")
     }
+
+    /// What is wrong with the host of a URL authority (`splitAuthority`).
+    public enum AuthorityProblem: Equatable {
+        case unclosedBracket
+        /// Text after a bracketed IPv6 address that is no `:port`.
+        case unexpectedAfterHost(Substring)
+        case notIPv6(Substring)
+        case missingHost
+        case invalidHost(Substring)
+    }
+
+    /// Splits a URL authority without user info (`host`, `host:port`, `[v6]`, `[v6]:port`) into
+    /// its host, checked (a host name or IPv4 address, or an IPv6 address in brackets, returned
+    /// without them), and the text after the port's colon, unchecked. `wording` turns a problem
+    /// into the caller's error: an http URL may be quoted in it, a redis:// URL (a password) not.
+    public static func splitAuthority<Failure: Error>(_ authority: Substring, wording: (AuthorityProblem) -> Failure)
+        throws(Failure) -> (host: Substring, port: Substring?) {
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { throw wording(.unclosedBracket) }
+            let host = authority[authority.index(after: authority.startIndex)..<close]
+            let afterHost = authority[authority.index(after: close)...]
+            guard afterHost.isEmpty || afterHost.hasPrefix(":") else { throw wording(.unexpectedAfterHost(afterHost)) }
+            guard isIPv6(host) else { throw wording(.notIPv6(host)) }
+            return (host, afterHost.isEmpty ? nil : afterHost.dropFirst())
+        }
+        let colon = authority.firstIndex(of: ":")
+        let host = authority[..<(colon ?? authority.endIndex)]
+        guard !host.isEmpty else { throw wording(.missingHost) }
+        guard isHostName(host) else { throw wording(.invalidHost(host)) }
+        return (host, colon.map { authority[authority.index(after: $0)...] })
+    }
 }

@@ -14,6 +14,7 @@
 //   oauth_relay_token_expiry_timestamp_seconds{identity}            gauge (Unix time; 0 without a token)
 //   oauth_relay_token_store_operations_total{identity,operation,outcome}  counter (token thread)
 //   oauth_relay_dpop_nonce_retries_total{identity,server}           counter (token thread, workers)
+//   oauth_relay_store_operations_total{backend,outcome}             counter (token thread: file, redis)
 //   oauth_relay_config_reloads_total{outcome}                       counter
 //   oauth_relay_config_last_reload_success_timestamp_seconds        gauge
 
@@ -70,6 +71,11 @@ public final class RelayMetrics: Sendable {
             describe("dpop_nonce_retries", "total",
                      "Requests sent again because a server asked for a DPoP nonce (use_dpop_nonce), by server: "
                         + "token_endpoint or upstream.")
+        }
+        static var backendOperations: MetricNameDescriptor {
+            describe("store_operations", "total",
+                     "Token store operations by backend (file, redis) and outcome (ok, failed, timed_out; redis also "
+                        + "conflict: another replica wrote first, skipped: Redis unavailable, the fetch went without it).")
         }
         static var reloads: MetricNameDescriptor {
             describe("config_reloads", "total", "Configuration reloads, by outcome (applied or rejected).")
@@ -142,6 +148,11 @@ public final class RelayMetrics: Sendable {
     /// (`upstream`, a worker) went again with the DPoP nonce its server asked for. Any thread.
     public func dpopNonceRetried(identity: String, server: String) {
         registry.makeCounter(descriptor: Series.dpopNonceRetries, labels: [("identity", identity), ("server", server)]).increment()
+    }
+
+    /// The token thread used a token store backend (`file`, `redis`).
+    public func storeOperation(backend: String, outcome: String) {
+        registry.makeCounter(descriptor: Series.backendOperations, labels: [("backend", backend), ("outcome", outcome)]).increment()
     }
 
     public func reloadEnded(applied: Bool) {

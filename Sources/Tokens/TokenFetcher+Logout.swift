@@ -18,6 +18,7 @@ extension TokenFetcher {
     func logout(_ tokens: IdentityTokens, refreshToken held: Secret?, completion: (@Sendable (LogoutOutcome) -> Void)?) {
         let refreshToken = held ?? persistence?.read(tokens).refreshToken
         persistence?.remove(tokens)
+        shared?.remove(tokens)
         let endpoints = tokens.update { $0.endpoints }
         guard let refreshToken, let revocation = endpoints?.revocation, let tokenEndpoint = endpoints?.token else {
             completion?(.nothingToRevoke)

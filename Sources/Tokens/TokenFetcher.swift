@@ -38,8 +38,11 @@ final class TokenFetcher {
     let persistence: TokenPersistence?
     /// The token endpoints' DPoP nonces (TokenFetcher+DPoP.swift).
     let dpopNonces = TokenEndpointNonces()
+    /// The store shared by replicas through Redis, when configured (SharedTokens.swift).
+    private(set) var shared: SharedTokens?
 
-    init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, observer: (any TokenObserver)?, store: TokenStore? = nil) {
+    init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, observer: (any TokenObserver)?, store: TokenStore? = nil,
+         sharedStore: SharedStoreSettings? = nil) {
         self.loop = loop
         self.limits = limits
         self.logger = logger
@@ -51,6 +54,7 @@ final class TokenFetcher {
             retired.removeAll { !$0.hasWaiters && inFlight[$0.slot] == nil }
         }
         inbox = TokenInbox(wakeup: wakeup)
+        shared = sharedStore.map { SharedTokens(settings: $0, loop: loop, logger: logger, observer: observer, driver: self) }
     }
 
     /// The one entry point of the token loop's work (TokenInbox.swift).
@@ -79,6 +83,7 @@ final class TokenFetcher {
             lifetimeWarnings.forget(slot: tokens.slot)
             persistence?.forget(slot: tokens.slot)
             dpopNonces.forget(slot: tokens.slot)
+            shared?.forget(slot: tokens.slot)
             retired.append(tokens)
         }
         for tokens in update.identities where timers[tokens.slot] == nil {
@@ -104,15 +109,10 @@ final class TokenFetcher {
         switch tokens.update({ $0.nextAction(at: now) }) {
         case .fetch(let request):
             timers[tokens.slot]?.stop()
-            guard let persistence else { return send(request, for: tokens) }
-            // With a store: the entry's lock first, then the entry, then maybe the request.
-            let wait = Double(limits.connectTimeoutMilliseconds + limits.responseTimeoutMilliseconds) / 1000
-            persistence.withLock(tokens, until: now + wait, locked: { [unowned self] in
-                fetchAfterReadingStore(tokens)
-            }, timedOut: { [unowned self] in
-                handle(.fetchEnded(tokens, .failure(.unreachable(
-                    reason: "the token store entry stayed locked by another process for \(Int(wait.rounded())) s"))))
-            })
+            guard let shared else { return fetchLocally(request, for: tokens) }
+            // The lease lasts as long as the holder's token request may.
+            shared.fetchDue(tokens, request: request,
+                            leaseMilliseconds: Int64(limits.connectTimeoutMilliseconds + limits.responseTimeoutMilliseconds))
         case .sleep(let due):
             timers[tokens.slot]?.start(afterMilliseconds: UInt64(max(0, (due - now) * 1000).rounded(.up)))
         case .idle:
@@ -138,45 +138,74 @@ final class TokenFetcher {
         }
     }
 
+    /// Sends the request of a fetch the way a relay without a shared store does: with a token
+    /// store, the entry's lock first, then the entry, then maybe the request.
+    func fetchLocally(_ request: TokenRequest, for tokens: IdentityTokens) {
+        guard let persistence else { return send(request, for: tokens) }
+        let wait = Double(limits.connectTimeoutMilliseconds + limits.responseTimeoutMilliseconds) / 1000
+        persistence.withLock(tokens, until: monotonicSeconds() + wait, locked: { [unowned self] in
+            fetchAfterReadingStore(tokens)
+        }, timedOut: { [unowned self] in
+            handle(.fetchEnded(tokens, .failure(.unreachable(
+                reason: "the token store entry stayed locked by another process for \(Int(wait.rounded())) s"))))
+        })
+    }
+
     /// Holding the entry's lock: reads the entry, and sends a token request only if what it holds
     /// does not do (another process may have just refreshed).
     private func fetchAfterReadingStore(_ tokens: IdentityTokens) {
         guard !stopping, let persistence else { return }
         let stored = persistence.read(tokens)
+        switch adoptStoredEntry(stored.token, refreshToken: stored.refreshToken, for: tokens, from: "store").outcome {
+        case .fetch(let request):
+            send(request, for: tokens)
+        case .satisfied:
+            fetchSatisfied(tokens)
+        }
+    }
+
+    /// Lets the lifecycle of `tokens` take what an entry read from `source` holds (its newer
+    /// token, its refresh token); returns what is left to do and the token taken, if any.
+    func adoptStoredEntry(_ token: AccessToken?, refreshToken: Secret?, for tokens: IdentityTokens,
+                          from source: String) -> (outcome: TokenLifecycle.StoredEntryOutcome, adopted: AccessToken?) {
         let now = monotonicSeconds()
         var outcome = TokenLifecycle.StoredEntryOutcome.satisfied
         var adopted: AccessToken?
         tokens.publish { lifecycle in
             let before = lifecycle.token?.serial
-            outcome = lifecycle.storedEntryRead(stored.token, refreshToken: stored.refreshToken, at: now)
+            outcome = lifecycle.storedEntryRead(token, refreshToken: refreshToken, at: now)
             adopted = lifecycle.token?.serial != before ? lifecycle.token : nil
             return adopted != nil
         }
         if let adopted {
-            logger.info("token read from store", metadata: ["identity": .string(tokens.identity.name),
-                                                           "expires_in": .stringConvertible(Int(adopted.expiresAt - now))])
+            logger.info("token read from \(source)", metadata: ["identity": .string(tokens.identity.name),
+                                                               "expires_in": .stringConvertible(Int(adopted.expiresAt - now))])
             if isInForce(tokens) {
                 observer?.tokenExpiryChanged(identity: tokens.identity.name,
                                              unixTime: Date().timeIntervalSince1970 + adopted.expiresAt - now)
             }
         }
-        switch outcome {
-        case .fetch(let request):
-            send(request, for: tokens)
-        case .satisfied:
-            persistence.unlock(tokens)
-            runNextAction(tokens)
-        }
+        return (outcome, adopted)
+    }
+
+    /// A fetch ended without a token request: what was stored did.
+    func fetchSatisfied(_ tokens: IdentityTokens) {
+        persistence?.unlock(tokens)
+        runNextAction(tokens)
+    }
+
+    func send(_ request: TokenRequest, for tokens: IdentityTokens) {
+        send(request, for: tokens, retryingForNonce: false)
     }
 
     /// `retryingForNonce`: this is the one retry after a `use_dpop_nonce` answer.
-    private func send(_ unsigned: TokenRequest, for tokens: IdentityTokens, retryingForNonce: Bool = false) {
+    private func send(_ unsigned: TokenRequest, for tokens: IdentityTokens, retryingForNonce: Bool) {
         let started = monotonicSeconds()
         logger.debug("token request", metadata: ["identity": .string(tokens.identity.name), "purpose": .string("\(unsigned.purpose)")])
         inFlight[tokens.slot] = sendToIdP(unsigned, for: tokens) { [self] result, request in
             inFlight[tokens.slot] = nil
-            // Stopping, only a request holding its store lock was let finish (see `stop`).
-            guard !stopping || persistence?.holdsLock(tokens) == true else { return }
+            // Stopping, only a request holding its store lock or lease was let finish (see `stop`).
+            guard !stopping || finishesWhileStopping(slot: tokens.slot) else { return }
             let outcome: Result<TokenResponse, TokenEndpointError>
             switch result {
             case .success(let reply):
@@ -251,16 +280,23 @@ final class TokenFetcher {
     /// A request let finish while stopping: its token, and above all the refresh token a rotating
     /// IdP may have just replaced (revoking the one sent), go to the store for the next process.
     private func keepWhileStopping(_ outcome: Result<TokenResponse, TokenEndpointError>, for tokens: IdentityTokens) {
-        guard let persistence else { return }
+        var kept: (AccessToken?, Secret?, String?) = (nil, nil, nil)
         if case .success(let response) = outcome {
             let now = monotonicSeconds()
-            let kept = tokens.update { lifecycle -> (AccessToken?, Secret?, String?) in
+            kept = tokens.update { lifecycle -> (AccessToken?, Secret?, String?) in
                 lifecycle.fetchSucceeded(response, at: now)
                 return (lifecycle.token, lifecycle.heldRefreshToken, lifecycle.loggedInAs)
             }
-            persistence.write(kept.0, refreshToken: kept.1, subject: kept.2, for: tokens)
+            persistence?.write(kept.0, refreshToken: kept.1, subject: kept.2, for: tokens)
         }
-        persistence.unlock(tokens)
+        persistence?.unlock(tokens)
+        shared?.fetchEnded(tokens, obtained: kept.0 != nil, refreshTokenDropped: false, held: (kept.0, kept.1))
+    }
+
+    /// A token request under way when stopping that is let finish: one holding the file store's
+    /// lock or the shared store's lease may already have made the IdP rotate the refresh token.
+    private func finishesWhileStopping(slot: Int) -> Bool {
+        persistence?.holdsLock(slot: slot) == true || shared?.holdsLease(slot: slot) == true
     }
 
     /// A token request ended: record its outcome and wake the requests waiting for it.
@@ -298,6 +334,9 @@ final class TokenFetcher {
             if refreshTokenDropped { persistence.write(held.0, refreshToken: held.1, for: tokens) }
             persistence.unlock(tokens)
         }
+        var obtained = false
+        if case .success = outcome { obtained = true }
+        shared?.fetchEnded(tokens, obtained: obtained, refreshTokenDropped: refreshTokenDropped, held: held)
         switch outcome {
         case .success(let response):
             warnAboutLifetime(response.lifetimeWarnings, of: tokens)
@@ -338,9 +377,10 @@ final class TokenFetcher {
         // A request holding its store lock may already have made the IdP rotate the refresh
         // token: abandoning it would lose the new one for every process on the store. It is let
         // finish (bounded by the token request timeouts) and the loop ends after it.
-        for (slot, call) in inFlight where persistence?.holdsLock(slot: slot) != true { call.cancel() }
-        inFlight = inFlight.filter { persistence?.holdsLock(slot: $0.key) == true }
+        for (slot, call) in inFlight where !finishesWhileStopping(slot: slot) { call.cancel() }
+        inFlight = inFlight.filter { finishesWhileStopping(slot: $0.key) }
         persistence?.stop()
+        shared?.stop()
         for timer in timers.values { timer.close() }
         timers.removeAll()
         wakeup.close()

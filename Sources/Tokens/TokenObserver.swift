@@ -37,6 +37,10 @@ public protocol TokenObserver: Sendable {
     func dpopNonceRetried(identity: String, server: String)
     /// A login of the identity started, completed or failed.
     func loginEnded(identity: String, kind: LoginKind, outcome: LoginOutcome)
+    /// The token thread used a token store, by `backend` (`file`, `redis`) and `outcome`: `ok`,
+    /// `failed`, `timed_out`; for `redis` also `conflict` (a write refused because another
+    /// replica wrote first) and `skipped` (Redis unavailable: the fetch went without it).
+    func storeOperation(backend: String, outcome: String)
 }
 
 /// A step of an interactive login, as counted by `oauth_relay_logins_total{kind,outcome}`.
@@ -62,4 +66,5 @@ extension TokenObserver {
     public func upstreamRefusedToken(identity: String, refetch: Bool) {}
     public func tokenStoreOperation(identity: String, operation: String, outcome: String) {}
     public func dpopNonceRetried(identity: String, server: String) {}
+    public func storeOperation(backend: String, outcome: String) {}
 }

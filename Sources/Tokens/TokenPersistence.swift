@@ -40,6 +40,9 @@ final class TokenPersistence {
 
     private func count(_ tokens: IdentityTokens, _ operation: String, _ outcome: String) {
         observer?.tokenStoreOperation(identity: tokens.identity.name, operation: operation, outcome: outcome)
+        // The backend-level series: every outcome that is no failure or timeout is `ok`.
+        observer?.storeOperation(backend: "file", outcome: outcome == "failed" || outcome == "moved_aside" ? "failed"
+                                     : outcome == "timed_out" ? "timed_out" : "ok")
     }
 
     /// A fetch waiting for its entry lock.
@@ -104,7 +107,7 @@ final class TokenPersistence {
             switch try store.read(identity: name, fingerprint: fingerprint(tokens)) {
             case .found(let stored):
                 count(tokens, "read", "found")
-                return (stored.access.map { accessToken($0, identity: tokens.identity) }, stored.refreshToken, stored.subject)
+                return (stored.access.map { StoredTokenClock.accessToken($0, identity: tokens.identity) }, stored.refreshToken, stored.subject)
             case .empty:
                 count(tokens, "read", "empty")
                 return (nil, nil, nil)
@@ -130,14 +133,9 @@ final class TokenPersistence {
     /// `subject`: who logged in, for an interactive identity.
     func write(_ token: AccessToken?, refreshToken: Secret?, subject: String? = nil, for tokens: IdentityTokens) {
         guard Self.isStored(tokens) else { return }
-        let offset = Date().timeIntervalSince1970 - monotonicSeconds()
-        let access = token.map {
-            StoredToken.Access(value: Secret($0.value), type: $0.type, issuedAt: $0.issuedAt + offset,
-                               expiresAt: $0.expiresAt + offset, scope: $0.scope)
-        }
         let name = tokens.identity.name
         do {
-            try store.write(StoredToken(access: access, refreshToken: refreshToken, subject: subject), identity: name,
+            try store.write(StoredTokenClock.stored(token, refreshToken: refreshToken, subject: subject), identity: name,
                             fingerprint: fingerprint(tokens))
             count(tokens, "write", "ok")
         } catch {
@@ -186,16 +184,5 @@ final class TokenPersistence {
         let fingerprint = SettingsFingerprint(tokens.identity)
         fingerprints[tokens.slot] = fingerprint
         return fingerprint
-    }
-
-    /// A stored access token in the lifecycle's clock, with the refresh time the lifecycle would
-    /// have given it.
-    private func accessToken(_ stored: StoredToken.Access, identity: Identity) -> AccessToken {
-        let offset = Date().timeIntervalSince1970 - monotonicSeconds()
-        let issuedAt = stored.issuedAt - offset
-        let lifetime = stored.expiresAt - stored.issuedAt
-        return AccessToken(value: stored.value.value, type: stored.type, issuedAt: issuedAt, expiresAt: stored.expiresAt - offset,
-                           refreshAt: RefreshSchedule.refreshAt(issuedAt: issuedAt, lifetime: lifetime, skew: identity.refreshSkewSeconds),
-                           scope: stored.scope, serial: 0)
     }
 }

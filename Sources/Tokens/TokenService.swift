@@ -48,7 +48,8 @@ public final class TokenService: Sendable {
     /// `tls`: the TLS configuration of each identity whose token endpoint is https.
     public static func start(identities: [String: Identity], tls: [String: TLSConfiguration] = [:],
                              limits: HTTPClientLimits, logger: Logger,
-                             observer: (any TokenObserver)? = nil, store: TokenStore? = nil) throws -> TokenService {
+                             observer: (any TokenObserver)? = nil, store: TokenStore? = nil,
+                             sharedStore: SharedStoreSettings? = nil) throws -> TokenService {
         let (thread, outcome) = WorkerThread.start { (report: (Result<TokenInbox, any Error>) -> Void) in
             let loop: EventLoop
             do {
@@ -57,7 +58,8 @@ public final class TokenService: Sendable {
                 report(.failure(error))
                 return
             }
-            let fetcher = TokenFetcher(loop: loop, limits: limits, logger: logger, observer: observer, store: store)
+            let fetcher = TokenFetcher(loop: loop, limits: limits, logger: logger, observer: observer, store: store,
+                                       sharedStore: sharedStore)
             report(.success(fetcher.inbox))
             loop.run()
             try? loop.close()

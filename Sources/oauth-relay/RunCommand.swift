@@ -52,9 +52,9 @@ func validateConfig(path: String) -> Result<LoadedConfig, ConfigErrorLines> {
             errors.append("\(error.path): \(error)")
         }
     }
-    if let store = config.store {
+    if let store = config.store, let path = store.path {
         do throws(StoreError) {
-            try TokenStore.check(path: store.path, key: TokenStore.key(base64: store.key.value))
+            try TokenStore.check(path: path, key: TokenStore.key(base64: store.key.value))
         } catch {
             errors.append("$.store: \(error)")
         }
@@ -88,18 +88,25 @@ func loadConfig(path: String) throws -> LoadedConfig {
 /// Starts the token thread (also without identities: a reload may add some).
 func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger,
                        observer: (any TokenObserver)? = nil) throws -> TokenService {
-    try TokenService.start(identities: config.identities, tls: tls.identities, limits: tokenClientLimits(config),
-                           logger: logger, observer: observer, store: try openTokenStore(config, logger: logger))
+    let sharedStore = try sharedStoreSettings(config)
+    if sharedStore != nil {
+        // hiredis writes with write(2): a Redis closing its side must not end the process.
+        SignalWatcher.ignoreBrokenPipe()
+    }
+    return try TokenService.start(identities: config.identities, tls: tls.identities, limits: tokenClientLimits(config),
+                                  logger: logger, observer: observer, store: try openTokenStore(config, logger: logger),
+                                  sharedStore: sharedStore)
 }
 
-/// The token store of `config`, if it has one. A store that cannot be used (a wrong key, a
-/// directory others may write to) is a start-up error naming it, never a crash.
+/// The token store of `config`, if it has a directory. A store that cannot be used (a wrong
+/// key, a directory others may write to) is a start-up error naming it, never a crash.
 func openTokenStore(_ config: RelayConfig, logger: Logger) throws -> TokenStore? {
     guard let settings = config.store else { return try openDefaultStore(config, logger: logger) }
+    guard let path = settings.path else { return nil }
     do throws(StoreError) {
-        return try TokenStore(path: settings.path, key: TokenStore.key(base64: settings.key.value))
+        return try TokenStore(path: path, key: TokenStore.key(base64: settings.key.value))
     } catch {
-        logger.critical("cannot open the token store", metadata: ["store": .string(settings.path), "error": .string("\(error)")])
+        logger.critical("cannot open the token store", metadata: ["store": .string(path), "error": .string("\(error)")])
         FileHandleOutput.standardError("oauth-relay: cannot open the token store: \(error)\n")
         throw ExitCode(1)
     }
@@ -119,6 +126,21 @@ private func openDefaultStore(_ config: RelayConfig, logger: Logger) throws -> T
         logger.warning("the default token store cannot be used; logins last until the relay stops",
                        metadata: ["store": .string(directory), "error": .string("\(error)")])
         return nil
+    }
+}
+
+/// The shared store (`store.redis`) of `config`, if it has one. Nothing is connected here: the
+/// token thread connects, and carries on without Redis while it cannot.
+func sharedStoreSettings(_ config: RelayConfig) throws -> SharedStoreSettings? {
+    guard let store = config.store, let redis = store.redis else { return nil }
+    do throws(StoreError) {
+        return SharedStoreSettings(endpoint: redis.endpoint, keyPrefix: redis.keyPrefix,
+                                   timeoutMilliseconds: UInt64(redis.timeoutMilliseconds),
+                                   key: try TokenStore.key(base64: store.key.value))
+    } catch {
+        // `check` reported the key already; the words name its length only.
+        FileHandleOutput.standardError("oauth-relay: \(error)\n")
+        throw ExitCode(1)
     }
 }
 
@@ -265,5 +287,9 @@ struct TokenMetrics: TokenObserver {
 
     func dpopNonceRetried(identity: String, server: String) {
         metrics.dpopNonceRetried(identity: identity, server: server)
+    }
+
+    func storeOperation(backend: String, outcome: String) {
+        metrics.storeOperation(backend: backend, outcome: outcome)
     }
 }

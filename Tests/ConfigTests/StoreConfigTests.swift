@@ -1,6 +1,7 @@
 import Config
 import Foundation
 import OAuth2
+import RedisProtocol
 import XCTest
 
 /// `store`: a directory and a 32-byte key (inline, `${ENV}` or a file), errors with JSON paths
@@ -36,7 +37,8 @@ final class StoreConfigTests: XCTestCase {
     }
 
     func testPathAndKeyAreRequiredAndKeyIsGivenOnce() {
-        XCTAssertEqual(describe(configErrors(#"{ "store": { "key": "\#(key)" } }"#)), ["$.store.path: required key \"path\" is missing"])
+        XCTAssertEqual(describe(configErrors(#"{ "store": { "key": "\#(key)" } }"#)),
+                       [#"$.store.path: required: "path" (a directory), "redis" (a redis:// URL shared by replicas), or both"#])
         XCTAssertEqual(describe(configErrors(#"{ "store": { "path": "/x" } }"#)).map { $0.prefix(25) }, ["$.store.key: required: \"k"])
         XCTAssertEqual(describe(configErrors(#"{ "store": { "path": "/x", "key": "\#(key)", "keyFile": "k" } }"#)),
                        ["$.store.keyFile: set either key or keyFile, not both"])
@@ -55,5 +57,70 @@ final class StoreConfigTests: XCTestCase {
         XCTAssertEqual(changes, ["$.store.key: changed; this takes a restart, not a reload"])
         XCTAssertEqual(try decodeConfig("{}").restartOnlyChanges(to: try config("/a", key)),
                        ["$.store.path: changed from none to /a; this takes a restart, not a reload"])
+    }
+
+    // MARK: - store.redis
+
+    func testRedisAloneWithItsDefaults() throws {
+        let config = try decodeConfig(#"{ "store": { "redis": "redis://redis.fleet:6379/2", "key": "\#(key)" } }"#)
+        XCTAssertEqual(config.store, StoreConfig(path: nil, key: Secret(key),
+                                                 redis: RedisStoreConfig(endpoint: RedisEndpoint(host: "redis.fleet", database: 2))))
+        XCTAssertEqual(config.store?.redis?.keyPrefix, "oauth-relay:")
+        XCTAssertEqual(config.store?.redis?.timeoutMilliseconds, 200)
+    }
+
+    func testRedisBesideAPathWithItsOwnPrefixAndTimeout() throws {
+        let config = try decodeConfig(#"""
+            { "store": { "path": "/var/lib/relay", "redis": "redis://relay:${REDIS_PASSWORD}@10.0.0.7", "key": "\#(key)",
+                         "keyPrefix": "orders-fleet:", "timeoutMilliseconds": 50 } }
+            """#, environment: ["REDIS_PASSWORD": "pw%2Fwith%40odd"])
+        XCTAssertEqual(config.store?.path, "/var/lib/relay")
+        let redis = try XCTUnwrap(config.store?.redis)
+        XCTAssertEqual(redis.keyPrefix, "orders-fleet:")
+        XCTAssertEqual(redis.timeoutMilliseconds, 50)
+        XCTAssertEqual(redis.endpoint.user, "relay")
+        XCTAssertEqual(redis.endpoint.password, Secret("pw/with@odd"))
+    }
+
+    func testRedissAndTLSAreRefusedBecauseThisHiredisHasNoTLS() {
+        let errors = describe(configErrors(#"""
+            { "store": { "redis": "rediss://:hunter2-password@redis:6380", "key": "\#(key)", "tls": { "caFile": "ca.pem" } } }
+            """#))
+        XCTAssertEqual(errors.count, 2)
+        XCTAssertTrue(errors[0].hasPrefix("$.store.redis: Redis over TLS (rediss://) is not supported: this relay's hiredis (0.14) has no TLS"), errors[0])
+        XCTAssertTrue(errors[1].hasPrefix("$.store.tls: Redis over TLS"), errors[1])
+        XCTAssertFalse(errors.joined().contains("hunter2"))
+    }
+
+    func testABadRedisURLIsAnErrorThatDoesNotQuoteIt() {
+        let errors = describe(configErrors(#"{ "store": { "redis": "redis://:hunter2-password@redis:99999", "key": "\#(key)" } }"#))
+        XCTAssertEqual(errors, ["$.store.redis: the port is not a number from 1 to 65535"])
+        let fromEnvironment = describe(configErrors(#"{ "store": { "redis": "${REDIS_URL}", "key": "\#(key)" } }"#,
+                                                    environment: ["REDIS_URL": "redis://:hunter2-password@"]))
+        XCTAssertEqual(fromEnvironment, ["$.store.redis: the URL has no host"])
+    }
+
+    func testPrefixAndTimeoutAreCheckedAndNeedRedis() {
+        XCTAssertEqual(describe(configErrors(#"{ "store": { "path": "/x", "key": "\#(key)", "keyPrefix": "a:", "timeoutMilliseconds": 10 } }"#)),
+                       [#"$.store.keyPrefix: only with "redis" (the shared store)"#, #"$.store.timeoutMilliseconds: only with "redis" (the shared store)"#])
+        XCTAssertEqual(describe(configErrors(#"{ "store": { "redis": "redis://r", "key": "\#(key)", "keyPrefix": "a b" } }"#)),
+                       ["$.store.keyPrefix: must be at most 100 printable ASCII characters without spaces"])
+        XCTAssertEqual(describe(configErrors(#"{ "store": { "redis": "redis://r", "key": "\#(key)", "timeoutMilliseconds": 0 } }"#)),
+                       ["$.store.timeoutMilliseconds: must be milliseconds from 1 to 60000, got 0"])
+    }
+
+    func testChangingTheSharedStoreTakesARestartAndTheMessageHoldsNoPassword() throws {
+        func config(_ url: String, prefix: String = "oauth-relay:", timeout: Int = 200) throws -> RelayConfig {
+            try decodeConfig(#"{ "store": { "redis": "\#(url)", "key": "\#(key)", "keyPrefix": "\#(prefix)", "timeoutMilliseconds": \#(timeout) } }"#)
+        }
+        let before = try config("redis://:first-password@r/0")
+        XCTAssertEqual(before.restartOnlyChanges(to: try config("redis://:first-password@r/0")), [])
+        XCTAssertEqual(before.restartOnlyChanges(to: try config("redis://:second-password@r/0")),
+                       ["$.store.redis: its password changed; this takes a restart, not a reload"])
+        XCTAssertEqual(before.restartOnlyChanges(to: try config("redis://:first-password@r/1", prefix: "b:", timeout: 50)), [
+            "$.store.redis: changed from redis://:…@r:6379/0 to redis://:…@r:6379/1; this takes a restart, not a reload",
+            "$.store.keyPrefix: changed from oauth-relay: to b:; this takes a restart, not a reload",
+            "$.store.timeoutMilliseconds: changed from 200 to 50; this takes a restart, not a reload",
+        ])
     }
 }

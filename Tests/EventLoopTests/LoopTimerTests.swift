@@ -1,4 +1,5 @@
 @testable import EventLoop
+import LoopTestSupport
 import XCTest
 
 /// How often a timer armed for 20 ms fires within 100 ms when `cancel` runs right after arming it.

@@ -1,5 +1,6 @@
 @testable import EventLoop
 import Synchronization
+import LoopTestSupport
 import XCTest
 
 final class LoopWakeupTests: XCTestCase {

@@ -1,4 +1,5 @@
 @testable import EventLoop
+import LoopTestSupport
 import XCTest
 
 final class ResolverTests: XCTestCase {

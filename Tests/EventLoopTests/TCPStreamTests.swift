@@ -1,4 +1,5 @@
 @testable import EventLoop
+import LoopTestSupport
 import XCTest
 
 /// A leak-checked loop with one loopback connection on it: a client, and the stream the

@@ -352,6 +352,11 @@ PIN = "sha256/" + base64.b64encode(bytes(range(32))).decode()
 LISTEN_TLS = {"address": "127.0.0.1:18443", "certFile": CERT_FILE, "keyFile": KEY_FILE}
 STORE_KEY = base64.b64encode(bytes(range(32))).decode()
 STORE = {"path": "token-store", "key": STORE_KEY}
+# `check` connects to nothing: any Redis address will do.
+REDIS_STORE = {"redis": "redis://relay:${REDIS_PASSWORD}@127.0.0.1:6379/1", "key": STORE_KEY}
+# Keys the schema allows that this build refuses, each with the reason `check` must give: hiredis
+# 0.14 (Debian 12) has no TLS, so `store.tls` waits for a hiredis that has.
+REFUSED_BY_THIS_BUILD = {"$.store.tls": "this relay's hiredis (0.14) has no TLS support"}
 
 
 AUTHORIZE_URL = "https://idp.example.test/oauth2/authorize"
@@ -416,6 +421,10 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.store.path": {"store": {**STORE, "path": "state/tokens-not-yet-created"}},
     "$.store.key": {"store": STORE},
     "$.store.keyFile": {"store": {"path": "token-store", "keyFile": STORE_KEY_FILE}},
+    "$.store.redis": {"store": REDIS_STORE},
+    "$.store.keyPrefix": {"store": {**REDIS_STORE, "keyPrefix": "orders-fleet:"}},
+    "$.store.timeoutMilliseconds": {"store": {**REDIS_STORE, "timeoutMilliseconds": 50}},
+    "$.store.tls": {"store": {**REDIS_STORE, "tls": {"caFile": CERT_FILE}}},
     "$.routes[].name": route(name="orders"),
     "$.routes[].match": route(match={}),
     "$.routes[].match.host": route(match={"host": "*.example.test"}),
@@ -597,7 +606,16 @@ def assert_accepted_by_both(validator, workdir, config, env=None):
 def test_a_key_the_schema_allows_is_accepted_by_the_decoder(validator, workdir, key_path):
     config = KEY_SAMPLES[key_path]
     assert uses(config, path_tokens(key_path)), f"the sample for {key_path} does not use it: {config}"
-    assert_accepted_by_both(validator, workdir, config)
+    env = {"REDIS_PASSWORD": "sample-redis-password"}
+    if key_path not in REFUSED_BY_THIS_BUILD:
+        return assert_accepted_by_both(validator, workdir, config, env)
+    # Allowed by the schema, refused by this build with its reason (never an "unknown key").
+    assert not schema_errors(validator, config), schema_errors(validator, config)
+    result = check_config(workdir, config, env)
+    assert result.returncode == 1
+    reason = REFUSED_BY_THIS_BUILD[key_path]
+    assert any(line.startswith(f"{key_path}: ") and reason in line for line in output(result).splitlines()), output(result)
+    assert "unknown key" not in output(result)
 
 
 @pytest.mark.parametrize("label", sorted(OTHER_SAMPLES))
@@ -715,6 +733,13 @@ REJECTED_BY_BOTH = [
      '$.identities["my svc"]'),
     ("resource with a fragment", identity(resource="https://orders.internal/#x"), "$.identities.svc.resource"),
     ("store without a key", {"store": {"path": "token-store"}}, "$.store.key"),
+    ("store without path or redis", {"store": {"key": STORE_KEY}}, "$.store.path"),
+    ("a redis store over TLS", {"store": {"redis": "rediss://127.0.0.1:6380/0", "key": STORE_KEY}}, "$.store.redis"),
+    ("a redis URL of another scheme", {"store": {"redis": "http://127.0.0.1:6379", "key": STORE_KEY}}, "$.store.redis"),
+    ("a key prefix with a space", {"store": {"redis": "redis://127.0.0.1", "key": STORE_KEY, "keyPrefix": "a b"}},
+     "$.store.keyPrefix"),
+    ("a zero redis timeout", {"store": {"redis": "redis://127.0.0.1", "key": STORE_KEY, "timeoutMilliseconds": 0}},
+     "$.store.timeoutMilliseconds"),
     ("store key inline and as file", {"store": {**STORE, "keyFile": STORE_KEY_FILE}}, "$.store.keyFile"),
     ("listenTls without keyFile", {"listenTls": {"address": "127.0.0.1:18443", "certFile": CERT_FILE}},
      "$.listenTls.keyFile"),

@@ -52,3 +52,13 @@ def test_a_key_that_opens_none_of_the_entries_is_refused(tmp_path):
     assert code == 1
     assert "written with another key" in output and str(directory) in output, output
     assert KEY not in output
+
+
+def test_a_shared_store_is_checked_without_connecting_and_rediss_is_refused_with_the_reason(tmp_path):
+    # Nothing listens on port 1: `check` connects to nothing.
+    code, output = check(tmp_path, {"redis": "redis://relay:a-redis-password@127.0.0.1:1/0", "key": KEY})
+    assert code == 0, output
+    code, output = check(tmp_path, {"redis": "rediss://relay:a-redis-password@127.0.0.1:6380/0", "key": KEY})
+    assert code == 1
+    assert "$.store.redis" in output and "hiredis (0.14) has no TLS support" in output, output
+    assert "a-redis-password" not in output

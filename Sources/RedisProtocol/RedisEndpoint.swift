@@ -1,0 +1,156 @@
+// RedisProtocol: what the relay says to Redis and hears back, as values with no socket — the
+// endpoint a `redis://` URL names (this file), commands in RESP (RedisCommand.swift) and replies
+// (RedisReply.swift). The connection itself (hiredis on the event loop) is RedisClient's.
+//
+// The URL may hold a password: it is kept as a `Secret`, and neither a description of the
+// endpoint nor any parsing error ever shows it (errors do not even quote the URL).
+
+import Endpoints
+import HTTPFields
+import OAuth2
+
+/// Where a Redis server is and how to log in to it: `redis://[user:password@]host[:port][/db]`.
+public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
+    public static let defaultPort: UInt16 = 6379
+
+    /// Host name or IP address, lowercased; IPv6 without brackets.
+    public var host: String
+    public var port: UInt16
+    /// The logical database (`SELECT`), 0 by default.
+    public var database: Int
+    /// The ACL user (Redis 6 `AUTH user password`); nil for the `default` user (`AUTH password`).
+    public var user: String?
+    public var password: Secret?
+
+    public init(host: String, port: UInt16 = defaultPort, database: Int = 0, user: String? = nil, password: Secret? = nil) {
+        self.host = host
+        self.port = port
+        self.database = database
+        self.user = user
+        self.password = password
+    }
+
+    /// The URL with the password replaced by `…`: what logs and errors show.
+    public var description: String {
+        var userInfo = ""
+        if password != nil { userInfo = (user ?? "") + ":…@" }
+        return "redis://\(userInfo)\(HostSyntax.bracketed(host)):\(port)/\(database)"
+    }
+}
+
+/// Why a `store.redis` value is not a usable Redis URL. No message quotes the URL: it may hold
+/// a password.
+public struct RedisURLError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+
+    /// `rediss://` and `store.tls`: the hiredis this relay is built with (Debian's 0.14) has no TLS.
+    public static let noTLS = RedisURLError(
+        "Redis over TLS (rediss://) is not supported: this relay's hiredis (0.14) has no TLS support; "
+            + "use redis:// on a trusted network, or a local TLS tunnel (stunnel, a service mesh) to the server")
+}
+
+extension RedisEndpoint {
+    /// Parses `redis://[user:password@]host[:port][/db]`. User and password may be
+    /// percent-encoded (a password holding `@`, `:` or `/` must be).
+    public init(parsing text: String) throws(RedisURLError) {
+        guard let separator = text.range(of: "://") else {
+            throw RedisURLError("not a redis:// URL (expected redis://[user:password@]host[:port][/db])")
+        }
+        switch text[..<separator.lowerBound].lowercased() {
+        case "redis": break
+        case "rediss": throw RedisURLError.noTLS
+        case let scheme:
+            let shown = scheme.utf8.count <= 16 && scheme.utf8.allSatisfy(ASCII.isAlphanumeric) ? "\"\(scheme)\"" : "in the URL"
+            throw RedisURLError("unsupported scheme \(shown) (expected redis://; Unix sockets and Sentinel URLs are not supported)")
+        }
+        var rest = text[separator.upperBound...]
+        if rest.contains("?") || rest.contains("#") {
+            throw RedisURLError("a query (?…) or fragment (#…) is not allowed in a redis:// URL")
+        }
+        // The user info ends at the last "@" before the path: a password's own "@" must be %40.
+        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
+        if rest[authorityEnd...].contains("@") {
+            throw RedisURLError("a \"/\" or \"@\" in the user or password must be percent-encoded (%2F, %40)")
+        }
+        var authority = rest[..<authorityEnd]
+        rest = rest[authorityEnd...]
+        var user: String?
+        var password: Secret?
+        if let at = authority.lastIndex(of: "@") {
+            (user, password) = try Self.parseUserInfo(authority[..<at])
+            authority = authority[authority.index(after: at)...]
+        }
+        let (host, port) = try Self.parseHostPort(authority)
+        self.init(host: host, port: port, database: try Self.parseDatabase(rest), user: user, password: password)
+    }
+
+    private static func parseUserInfo(_ userInfo: Substring) throws(RedisURLError) -> (String?, Secret) {
+        guard let colon = userInfo.firstIndex(of: ":") else {
+            throw RedisURLError("the user info needs a colon: write user:password@ (Redis 6 ACL user) or :password@ (the default user)")
+        }
+        let user = try percentDecoded(userInfo[..<colon], what: "user")
+        let password = try percentDecoded(userInfo[userInfo.index(after: colon)...], what: "password")
+        guard !password.isEmpty else { throw RedisURLError("the password in the URL is empty") }
+        return (user.isEmpty ? nil : user, Secret(password))
+    }
+
+    private static func parseHostPort(_ authority: Substring) throws(RedisURLError) -> (String, UInt16) {
+        // No message quotes the URL: it may hold a password.
+        let (host, portText) = try HostSyntax.splitAuthority(authority) { problem in
+            switch problem {
+            case .unclosedBracket: RedisURLError("unclosed \"[\" in the host")
+            case .unexpectedAfterHost: RedisURLError("unexpected characters after the IPv6 address")
+            case .notIPv6: RedisURLError("the bracketed host is not an IPv6 address")
+            case .missingHost: RedisURLError("the URL has no host")
+            case .invalidHost: RedisURLError("the host is not a valid host name or address (a password with \"@\" or \"/\" must be percent-encoded)")
+            }
+        }
+        var port = defaultPort
+        if let portText {
+            guard let value = UInt16(portText), value > 0, portText.utf8.allSatisfy(ASCII.isDigit) else {
+                throw RedisURLError("the port is not a number from 1 to 65535")
+            }
+            port = value
+        }
+        return (host.lowercased(), port)
+    }
+
+    private static func parseDatabase(_ path: Substring) throws(RedisURLError) -> Int {
+        let digits = path.dropFirst()
+        if digits.isEmpty { return 0 }
+        guard digits.utf8.count <= 9, digits.utf8.allSatisfy(ASCII.isDigit), let database = Int(digits) else {
+            throw RedisURLError("the path must be a database number (/0, /1, …)")
+        }
+        return database
+    }
+
+    /// `%XX` decoded; the result must be UTF-8 (a Redis user or password is sent as given).
+    private static func percentDecoded(_ text: Substring, what: String) throws(RedisURLError) -> String {
+        var bytes: [UInt8] = []
+        var index = text.utf8.startIndex
+        let utf8 = text.utf8
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "%") {
+                let high = utf8.index(after: index)
+                guard high != utf8.endIndex, utf8.index(after: high) != utf8.endIndex,
+                      let h = ASCII.hexDigitValue(utf8[high]), let l = ASCII.hexDigitValue(utf8[utf8.index(after: high)]) else {
+                    throw RedisURLError("the \(what) has a \"%\" not followed by two hex digits")
+                }
+                bytes.append(h << 4 | l)
+                index = utf8.index(high, offsetBy: 2)
+            } else {
+                bytes.append(byte)
+                index = utf8.index(after: index)
+            }
+        }
+        guard let decoded = String(validating: bytes, as: UTF8.self) else {
+            throw RedisURLError("the \(what) is not UTF-8 once percent-decoded")
+        }
+        return decoded
+    }
+}

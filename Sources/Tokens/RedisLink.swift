@@ -1,0 +1,124 @@
+// The token loop's link to the shared Redis store: two connections to one endpoint, one for
+// commands and one subscribed to the entries' channel (hiredis cannot mix the two), ready when
+// both are. When either fails or a command times out, both close and the link reconnects after a
+// backoff; RedisLinkHealth decides when, and when to log (once per outage). Runs on the token
+// loop only, like everything in this module that talks to Redis.
+
+import EventLoop
+import Logging
+import RedisClient
+import RedisProtocol
+
+final class RedisLink {
+    let endpoint: RedisEndpoint
+    private let loop: EventLoop
+    private let timeoutMilliseconds: UInt64
+    private let channel: [UInt8]
+    private let logger: Logger
+    private(set) var health = RedisLinkHealth()
+    private var commands: RedisConnection?
+    private var listener: RedisConnection?
+    /// Connections of the current attempt that are up.
+    private var connectionsUp = 0
+    private var retryTimer: LoopTimer?
+    private var everReady = false
+    private var stopped = false
+
+    /// The link is up (both connections).
+    var onReady: () -> Void = {}
+    /// The link went down, or its first attempt failed.
+    var onLost: () -> Void = {}
+    /// A message on the entries' channel: the key of an entry written or whose lease was released.
+    var onMessage: ([UInt8]) -> Void = { _ in }
+
+    init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMilliseconds: UInt64, channel: [UInt8], logger: Logger) {
+        self.loop = loop
+        self.endpoint = endpoint
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.channel = channel
+        self.logger = logger
+    }
+
+    var isReady: Bool { health.state == .ready }
+
+    func start() {
+        open()
+    }
+
+    private func open() {
+        connectionsUp = 0
+        commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds,
+                                   onReady: { [weak self] in self?.connectionUp() },
+                                   onEnded: { [weak self] in self?.lost($0) })
+        listener = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds,
+                                   subscribingTo: channel, onMessage: { [weak self] in self?.onMessage($0) },
+                                   onReady: { [weak self] in self?.connectionUp() },
+                                   onEnded: { [weak self] in self?.lost($0) })
+    }
+
+    private func connectionUp() {
+        connectionsUp += 1
+        guard connectionsUp == 2 else { return }
+        let resumed = health.connected()
+        if !everReady {
+            everReady = true
+            logger.info("shared token store connected", metadata: ["redis": .string(endpoint.description)])
+        } else if resumed {
+            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(endpoint.description)])
+        }
+        onReady()
+    }
+
+    private func lost(_ failure: RedisConnection.Failure) {
+        guard !stopped else { return }
+        commands?.close()
+        listener?.close()
+        commands = nil
+        listener = nil
+        let (begins, retryAfter) = health.lost(random: Double.random(in: 0..<1))
+        if begins {
+            logger.warning("shared token store unavailable; each replica fetches its own tokens until it is back",
+                           metadata: ["redis": .string(endpoint.description), "error": .string(failure.description)])
+        }
+        let timer = retryTimer ?? LoopTimer(loop: loop) { [unowned self] in
+            health.reconnecting()
+            open()
+        }
+        retryTimer = timer
+        timer.start(afterMilliseconds: UInt64((retryAfter * 1000).rounded(.up)))
+        onLost()
+    }
+
+    /// Sends `command` on the command connection; false when the link is not up. An error reply
+    /// is a `.success(.error(…))`, logged once per outage here; a failure also ends the link.
+    func send(_ command: RedisCommand, completion: @escaping (Result<RedisReply, RedisConnection.Failure>) -> Void) -> Bool {
+        guard isReady, let commands else { return false }
+        return commands.send(command) { [weak self] result in
+            if let self, case .success(let reply) = result { noteReply(reply, to: command) }
+            completion(result)
+        }
+    }
+
+    private func noteReply(_ reply: RedisReply, to command: RedisCommand) {
+        if case .error(let text) = reply {
+            if health.refused() {
+                logger.warning("shared token store refused a command; each replica fetches its own tokens until it works",
+                               metadata: ["redis": .string(endpoint.description), "command": .string(command.name),
+                                          "error": .string(text)])
+            }
+        } else if health.succeeded() {
+            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(endpoint.description)])
+        }
+    }
+
+    /// Closes both connections; nothing is reported after this.
+    func stop() {
+        stopped = true
+        commands?.close()
+        listener?.close()
+        commands = nil
+        listener = nil
+        retryTimer?.close()
+        retryTimer = nil
+    }
+}

@@ -1,0 +1,214 @@
+// The shared token store's layout in Redis and the commands on it, as values (no connection):
+//
+//   PREFIX NAME ":" FINGERPRINT          a hash: "v" the entry's version (random, changed by every
+//                                        write), "e" the entry (TokenStore's StoreEntry format:
+//                                        AES-256-GCM under store.key; Redis never sees a token)
+//   PREFIX NAME ":" FINGERPRINT ":lease" the holder's id while one replica fetches (SET NX PX)
+//   channel PREFIX "written"             a write or a released lease publishes the entry's key
+//
+// The key names the identity and its settings (SettingsFingerprint, 64 hex digits), so replicas
+// with other settings — another client, scope or endpoint, as during a rolling update — keep
+// their own entries instead of overwriting each other's. Scripts make the lease and the
+// compare-and-set atomic on the server; their replies are parsed here.
+
+import OAuth2
+import RedisProtocol
+import TokenStore
+
+/// Where one identity's shared entry, lease and channel are.
+struct SharedEntryKeys: Equatable {
+    let entry: [UInt8]
+    let lease: [UInt8]
+    let channel: [UInt8]
+
+    init(prefix: String, identity: String, fingerprint: SettingsFingerprint) {
+        let hex = fingerprint.bytes.map { byte in
+            let digits = Array("0123456789abcdef".utf8)
+            return [digits[Int(byte >> 4)], digits[Int(byte & 0xf)]]
+        }.joined()
+        entry = Array(prefix.utf8) + Array(identity.utf8) + [UInt8(ascii: ":")] + hex
+        lease = entry + Array(":lease".utf8)
+        channel = Self.channel(prefix: prefix)
+    }
+
+    static func channel(prefix: String) -> [UInt8] {
+        Array(prefix.utf8) + Array("written".utf8)
+    }
+}
+
+enum SharedEntryCommands {
+    /// The entry's version and bytes.
+    static func read(_ keys: SharedEntryKeys) -> RedisCommand {
+        RedisCommand(["HMGET", .bytes(keys.entry), "v", "e"])
+    }
+
+    /// Takes the lease unless another holder has it (its own lease is renewed), and reads the
+    /// entry in the same step: {took 0|1, the lease's remaining ms, version, entry}.
+    static let acquireScript = """
+        local holder = redis.call('GET', KEYS[2])
+        local took = 0
+        if holder == ARGV[1] then
+          redis.call('PEXPIRE', KEYS[2], ARGV[2])
+          took = 1
+        elseif not holder then
+          redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+          took = 1
+        end
+        local entry = redis.call('HMGET', KEYS[1], 'v', 'e')
+        return {took, redis.call('PTTL', KEYS[2]), entry[1], entry[2]}
+        """
+
+    static func acquire(_ keys: SharedEntryKeys, holder: String, leaseMilliseconds: Int64) -> RedisCommand {
+        RedisCommand(["EVAL", .text(acquireScript), "2", .bytes(keys.entry), .bytes(keys.lease), .text(holder),
+                      .integer(max(1, leaseMilliseconds))])
+    }
+
+    /// Compare-and-set: stores the entry only if its version is still the one read before the
+    /// fetch ("" for none), so an entry (and its refresh token) is never replaced by one obtained
+    /// from an older read. Either way the holder's lease goes and the channel hears of it.
+    /// {1, new version} or {0, the version found}.
+    static let writeScript = """
+        local current = redis.call('HGET', KEYS[1], 'v')
+        local stored = 0
+        if (current or '') == ARGV[1] then
+          redis.call('HSET', KEYS[1], 'v', ARGV[2], 'e', ARGV[3])
+          redis.call('PEXPIRE', KEYS[1], ARGV[4])
+          current = ARGV[2]
+          stored = 1
+        end
+        if redis.call('GET', KEYS[2]) == ARGV[5] then redis.call('DEL', KEYS[2]) end
+        redis.call('PUBLISH', ARGV[6], KEYS[1])
+        return {stored, current}
+        """
+
+    static func write(_ keys: SharedEntryKeys, expected: EntryVersion, version: String, entry: [UInt8],
+                      ttlMilliseconds: Int64, holder: String) -> RedisCommand {
+        RedisCommand(["EVAL", .text(writeScript), "2", .bytes(keys.entry), .bytes(keys.lease), .text(expected.scriptArgument),
+                      .text(version), .bytes(entry), .integer(max(1, ttlMilliseconds)), .text(holder), .bytes(keys.channel)])
+    }
+
+    /// Gives the lease up (a fetch that found the entry good enough, or failed) and, if it was
+    /// still this holder's, tells the waiters to look again.
+    static let releaseScript = """
+        if redis.call('GET', KEYS[1]) == ARGV[1] then
+          redis.call('DEL', KEYS[1])
+          redis.call('PUBLISH', ARGV[2], ARGV[3])
+          return 1
+        end
+        return 0
+        """
+
+    static func release(_ keys: SharedEntryKeys, holder: String) -> RedisCommand {
+        RedisCommand(["EVAL", .text(releaseScript), "1", .bytes(keys.lease), .text(holder), .bytes(keys.channel), .bytes(keys.entry)])
+    }
+
+    /// `DELETE /identities/NAME/token`: the entry goes for every replica.
+    static func remove(_ keys: SharedEntryKeys) -> RedisCommand {
+        RedisCommand(["DEL", .bytes(keys.entry)])
+    }
+
+    static let ping = RedisCommand(["PING"])
+
+    /// How long Redis keeps an entry: until its access token expires, or, with a refresh token,
+    /// `refreshTokenRetention` (the refresh token keeps the identity going without its grant, or
+    /// a person logged in). Never below a second.
+    static func ttlMilliseconds(_ token: StoredToken, now unixTime: Double) -> Int64 {
+        var seconds = (token.access?.expiresAt ?? unixTime) - unixTime
+        if token.refreshToken != nil { seconds = max(seconds, refreshTokenRetention) }
+        return Int64(max(1, seconds) * 1000)
+    }
+
+    /// 30 days.
+    static let refreshTokenRetention: Double = 30 * 24 * 3600
+}
+
+/// The version of an entry as this replica last saw it.
+enum EntryVersion: Equatable {
+    /// Never read.
+    case unknown
+    case absent
+    case known(String)
+
+    init(_ version: String?) {
+        self = version.map(EntryVersion.known) ?? .absent
+    }
+
+    /// What the write script compares with: "" for an entry that was not there.
+    var scriptArgument: String {
+        if case .known(let version) = self { return version }
+        return ""
+    }
+}
+
+/// An entry as read: its version and bytes, both nil when there is none.
+struct SharedEntryRead: Equatable {
+    var version: String?
+    var entry: [UInt8]?
+
+    /// From HMGET's [v, e]; nil for any other reply.
+    init?(_ reply: RedisReply) {
+        guard let parts = reply.elements, parts.count == 2 else { return nil }
+        self.init(version: parts[0], entry: parts[1])
+    }
+
+    init?(version: RedisReply, entry: RedisReply) {
+        switch (version, entry) {
+        case (.null, _), (_, .null):
+            // A hash half written cannot be (HSET sets both); anything else reads as no entry.
+            self.version = nil
+            self.entry = nil
+        case (.bulk, .bulk):
+            guard let text = version.text else { return nil }
+            self.version = text
+            self.entry = entry.bytes
+        default:
+            return nil
+        }
+    }
+
+    init(version: String?, entry: [UInt8]?) {
+        self.version = version
+        self.entry = entry
+    }
+}
+
+/// The acquire script's answer.
+struct LeaseAnswer: Equatable {
+    var took: Bool
+    /// How long the lease has left (ms); negative when there is none.
+    var remainingMilliseconds: Int64
+    var read: SharedEntryRead
+
+    init?(_ reply: RedisReply) {
+        // Redis drops trailing nils of a Lua table: [took, pttl] is a lease with no entry.
+        guard let parts = reply.elements, parts.count >= 2, let took = parts[0].integer, let remaining = parts[1].integer,
+              let read = SharedEntryRead(version: parts.count > 2 ? parts[2] : .null, entry: parts.count > 3 ? parts[3] : .null)
+        else { return nil }
+        self.took = took == 1
+        remainingMilliseconds = remaining
+        self.read = read
+    }
+
+    init(took: Bool, remainingMilliseconds: Int64, read: SharedEntryRead) {
+        self.took = took
+        self.remainingMilliseconds = remainingMilliseconds
+        self.read = read
+    }
+}
+
+/// The write script's answer.
+enum WriteAnswer: Equatable {
+    case stored(version: String)
+    /// Another replica wrote since this one read: its entry stays.
+    case conflict(current: String?)
+
+    init?(_ reply: RedisReply) {
+        guard let parts = reply.elements, parts.count >= 1, let stored = parts[0].integer else { return nil }
+        let current = parts.count > 1 ? parts[1].text : nil
+        if stored == 1, let current {
+            self = .stored(version: current)
+        } else {
+            self = .conflict(current: current)
+        }
+    }
+}

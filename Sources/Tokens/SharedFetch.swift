@@ -1,0 +1,210 @@
+// One identity's part in the fleet's single flight through Redis, as a state machine with no I/O
+// and the clock passed in. SharedTokens.swift does what each step says and reports the answers.
+//
+// A fetch the lifecycle started goes:
+//
+//   read the entry ──► the lifecycle takes what is newer ──► good enough: done
+//        │                                                   │ still needed
+//        ▼                                                   ▼
+//   (alone: Redis cannot     acquire: take the lease and read again, atomically
+//    answer, the fetch goes      │ taken                       │ another replica's
+//    on without it)              ▼                             ▼
+//                          good enough: release, done     wait: the holder's message, or the
+//                          still needed: hold — fetch,    lease's expiry (a timer at its PTTL),
+//                          then write (compare-and-set)   then read again
+//
+// Messages are counted (`heard`): one that arrives between sending the acquire and its answer
+// — the holder wrote meanwhile — sends the waiter back to reading at once, so no wake-up is lost.
+//
+// Which refresh token to trust: a replica that obtained tokens alone (Redis was down) while the
+// shared entry stayed as it last saw it holds the newer refresh token (a rotating IdP revoked the
+// stored one), so it keeps its own until it has written; any entry written since by another
+// replica is newer and is taken.
+
+struct SharedFetch: Equatable {
+    enum Phase: Equatable {
+        case idle
+        /// The first connection to Redis is being made (bounded by its timeout).
+        case awaitingLink
+        case reading
+        /// The acquire is under way; `heard` is the message count when it was sent.
+        case acquiring(heard: UInt64)
+        /// This replica holds the lease and its token request is under way.
+        case holding
+        /// Another replica holds the lease until `until` (monotonic seconds).
+        case waiting(until: Double)
+        /// The token request goes without Redis.
+        case alone
+    }
+
+    /// What SharedTokens does next.
+    enum Step: Equatable {
+        case read
+        case acquire
+        /// Send the token request: the lease is this replica's.
+        case fetch
+        /// Redis cannot help: fetch without it.
+        case alone
+        /// The entry was good enough: the fetch ends without a request (giving the lease back).
+        case done(releasing: Bool)
+        /// Arm the lease timer for `until`.
+        case wait(until: Double)
+        /// Store what the fetch obtained (compare-and-set), releasing the lease.
+        case write
+        /// Give the lease back: the fetch failed.
+        case release
+        case nothing
+    }
+
+    /// Where the link to Redis stands when a fetch begins.
+    enum Link: Equatable {
+        case ready
+        /// The first connection is under way: wait for it (it is bounded by the timeout).
+        case opening
+        /// Down, or reconnecting after an outage: do not wait.
+        case down
+    }
+
+    /// A waiter looks again this long after the lease's expiry, so the holder's own expiry has passed.
+    static let leaseMargin = 0.005
+
+    private(set) var phase = Phase.idle
+    /// Messages heard for this entry.
+    private(set) var heard: UInt64 = 0
+    /// The entry's version as last read or written here: the write's expected version.
+    private(set) var knownVersion = EntryVersion.unknown
+    /// Tokens were obtained without Redis since `knownVersion`.
+    private(set) var fetchedAlone = false
+
+    var holdsLease: Bool { phase == .holding }
+
+    var isWaiting: Bool {
+        if case .waiting = phase { return true }
+        return false
+    }
+
+    /// The lifecycle started a fetch.
+    mutating func begin(link: Link) -> Step {
+        switch link {
+        case .ready:
+            phase = .reading
+            return .read
+        case .opening:
+            phase = .awaitingLink
+            return .nothing
+        case .down:
+            phase = .alone
+            return .alone
+        }
+    }
+
+    /// The first connection is up.
+    mutating func linkReady() -> Step {
+        guard phase == .awaitingLink else { return .nothing }
+        phase = .reading
+        return .read
+    }
+
+    /// The link failed (or its first connection did): every step still waiting on Redis goes
+    /// alone. A holder's request goes on; its write will not happen.
+    mutating func linkLost() -> Step {
+        switch phase {
+        case .awaitingLink, .reading, .acquiring, .waiting:
+            phase = .alone
+            return .alone
+        case .idle, .holding, .alone:
+            return .nothing
+        }
+    }
+
+    /// A read or acquire of this entry failed (error reply, unreadable answer, not sent).
+    mutating func operationFailed() -> Step {
+        linkLost()
+    }
+
+    /// An entry was read (by a read or an acquire) with `version`: whether its refresh token may
+    /// replace the one held (see the top of the file).
+    mutating func entryRead(version: String?) -> Bool {
+        let read = EntryVersion(version)
+        let trusted = !(fetchedAlone && read == knownVersion)
+        if read != knownVersion { fetchedAlone = false }
+        knownVersion = read
+        return trusted
+    }
+
+    /// The read's entry went to the lifecycle: `satisfied` when it needs no token request now.
+    mutating func readDone(satisfied: Bool) -> Step {
+        guard phase == .reading else { return .nothing }
+        if satisfied {
+            phase = .idle
+            return .done(releasing: false)
+        }
+        phase = .acquiring(heard: heard)
+        return .acquire
+    }
+
+    /// The acquire's answer went to the lifecycle (`satisfied` as above) at `now`.
+    mutating func acquireDone(took: Bool, remainingMilliseconds: Int64, satisfied: Bool, now: Double) -> Step {
+        guard case .acquiring(let heardBefore) = phase else { return took ? .release : .nothing }
+        switch (took, satisfied) {
+        case (true, true):
+            phase = .idle
+            return .done(releasing: true)
+        case (true, false):
+            phase = .holding
+            return .fetch
+        case (false, true):
+            phase = .idle
+            return .done(releasing: false)
+        case (false, false):
+            if heard != heardBefore {
+                // The holder wrote while the acquire was on its way: the entry may be new.
+                phase = .reading
+                return .read
+            }
+            let until = now + Double(max(0, remainingMilliseconds)) / 1000 + Self.leaseMargin
+            phase = .waiting(until: until)
+            return .wait(until: until)
+        }
+    }
+
+    /// The channel said this entry was written or its lease released.
+    mutating func messageHeard() -> Step {
+        heard &+= 1
+        guard isWaiting else { return .nothing }
+        phase = .reading
+        return .read
+    }
+
+    /// The lease timer fired at `now`.
+    mutating func leaseTimerFired(now: Double) -> Step {
+        guard case .waiting(let until) = phase else { return .nothing }
+        guard now >= until - Self.leaseMargin else { return .wait(until: until) }
+        phase = .reading
+        return .read
+    }
+
+    /// The token request ended. `obtained`: a token came; `refreshTokenDropped`: the IdP refused
+    /// the refresh token, which the entry must no longer offer. `linkReady`: Redis can take a write.
+    mutating func fetchEnded(obtained: Bool, refreshTokenDropped: Bool, linkReady: Bool) -> Step {
+        let before = phase
+        guard before == .holding || before == .alone else { return .nothing }
+        phase = .idle
+        if before == .holding && linkReady {
+            return obtained || refreshTokenDropped ? .write : .release
+        }
+        if obtained { fetchedAlone = true }
+        return .nothing
+    }
+
+    /// The write's answer: stored under `version`, or refused because another replica wrote.
+    mutating func written(version: String) {
+        knownVersion = .known(version)
+        fetchedAlone = false
+    }
+
+    /// The write did not reach Redis: what was obtained is this replica's alone.
+    mutating func writeFailed() {
+        fetchedAlone = true
+    }
+}

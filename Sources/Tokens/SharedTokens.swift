@@ -1,0 +1,372 @@
+// SharedTokens: the token loop's side of the shared token store in Redis (`store.redis`), so that
+// replicas of a service make one IdP call per refresh for the whole fleet and never burn each
+// other's rotated refresh tokens. Only the token loop calls it; no request path touches Redis.
+//
+// Each identity's fetch follows SharedFetch (the steps and their order are drawn there): read
+// the shared entry, take the lease if it is still needed, fetch and write (compare-and-set), or
+// wait for the holder's message. The entry is TokenStore's encrypted format under the store's
+// key, so Redis never sees a token; it names the identity and its settings (SharedEntryKeys).
+//
+// Degraded mode: whenever Redis cannot answer (down, slower than `timeoutMilliseconds`, refusing
+// commands), a fetch goes on alone exactly as without Redis (the file store's lock when there is
+// one, else straight to the IdP), counted as `skipped`; RedisLink logs once per outage and
+// reconnects. No request waits for Redis beyond the first connection at start-up (bounded by
+// the timeout) and, while another replica holds the lease, that replica's fetch.
+//
+// With `store.path` as well, Redis comes first: the file store is this machine's cache, written
+// with every token obtained or taken from Redis, and read (under its lock) only when a fetch
+// goes alone.
+
+import EventLoop
+import Foundation
+import Logging
+import OAuth2
+import RedisClient
+import RedisProtocol
+import TLS
+import TokenStore
+
+/// The shared store's settings: `store.redis`, `store.keyPrefix`, `store.timeoutMilliseconds`
+/// and the store's key.
+public struct SharedStoreSettings: Sendable {
+    public var endpoint: RedisEndpoint
+    public var keyPrefix: String
+    public var timeoutMilliseconds: UInt64
+    public var key: SymmetricKey
+
+    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, key: SymmetricKey) {
+        self.endpoint = endpoint
+        self.keyPrefix = keyPrefix
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.key = key
+    }
+}
+
+/// What SharedTokens needs of the token loop (TokenFetcher).
+protocol SharedTokensDriver: AnyObject {
+    /// Redis cannot help: fetch as if there were none.
+    func fetchLocally(_ request: TokenRequest, for tokens: IdentityTokens)
+    /// This replica holds the lease: send the token request.
+    func send(_ request: TokenRequest, for tokens: IdentityTokens)
+    /// A shared entry was read: the lifecycle takes what is newer and says what is left to do.
+    func sharedEntryRead(_ token: AccessToken?, refreshToken: Secret?, for tokens: IdentityTokens) -> TokenLifecycle.StoredEntryOutcome
+    /// The fetch ended without a token request.
+    func fetchSatisfied(_ tokens: IdentityTokens)
+}
+
+/// Runs on the token loop only.
+final class SharedTokens {
+    private let settings: SharedStoreSettings
+    private let loop: EventLoop
+    private let link: RedisLink
+    private let logger: Logger
+    private let observer: (any TokenObserver)?
+    private unowned let driver: any SharedTokensDriver
+    /// This replica's lease id: random, so that only the holder renews or releases its lease.
+    private let holder = randomHex()
+    private var entries: [Int: SharedEntry] = [:]
+    /// Slots a reload retired (slots are never reused).
+    private var retiredSlots: Set<Int> = []
+    /// Pings Redis while a fetch waits for another replica's lease: a Redis that hangs then is
+    /// noticed within a second (and the waiters go alone), not at the lease's expiry.
+    private var heartbeat: LoopTimer?
+    private var heartbeatRunning = false
+    static let heartbeatMilliseconds: UInt64 = 1000
+    /// Writes and releases under way (stopping waits for them).
+    private var pendingCommands = 0
+    private var stopping = false
+
+    init(settings: SharedStoreSettings, loop: EventLoop, logger: Logger, observer: (any TokenObserver)?, driver: any SharedTokensDriver) {
+        self.settings = settings
+        self.loop = loop
+        self.logger = logger
+        self.observer = observer
+        self.driver = driver
+        link = RedisLink(loop: loop, endpoint: settings.endpoint, timeoutMilliseconds: settings.timeoutMilliseconds,
+                         channel: SharedEntryKeys.channel(prefix: settings.keyPrefix), logger: logger)
+        link.onReady = { [unowned self] in each { $0.fetch.linkReady() } }
+        link.onLost = { [unowned self] in each { $0.fetch.linkLost() } }
+        link.onMessage = { [unowned self] key in each(where: { $0.keys.entry == key }) { $0.fetch.messageHeard() } }
+        link.start()
+    }
+
+    /// One identity's shared entry and where its fetch stands.
+    private final class SharedEntry {
+        let tokens: IdentityTokens
+        let keys: SharedEntryKeys
+        let fingerprint: SettingsFingerprint
+        var fetch = SharedFetch()
+        /// The token request the lifecycle wants sent now.
+        var request: TokenRequest?
+        var leaseMilliseconds: Int64 = 0
+        var leaseTimer: LoopTimer?
+        /// A reload retired the identity: forgotten once its fetch is over.
+        var retired = false
+        /// An unreadable entry was logged (once until one reads again).
+        var warnedUnreadable = false
+
+        init(tokens: IdentityTokens, prefix: String) {
+            self.tokens = tokens
+            fingerprint = SettingsFingerprint(tokens.identity)
+            keys = SharedEntryKeys(prefix: prefix, identity: tokens.identity.name, fingerprint: fingerprint)
+        }
+    }
+
+    // MARK: - What the token loop tells
+
+    /// The lifecycle of `tokens` started a fetch that would send `request`; the lease, if
+    /// taken, lasts `leaseMilliseconds` (the token request's own timeout).
+    func fetchDue(_ tokens: IdentityTokens, request: TokenRequest, leaseMilliseconds: Int64) {
+        let entry = entries[tokens.slot] ?? SharedEntry(tokens: tokens, prefix: settings.keyPrefix)
+        // A retired identity still fetches for the requests that wait for it; then it goes again.
+        entry.retired = retiredSlots.contains(tokens.slot)
+        entries[tokens.slot] = entry
+        entry.request = request
+        entry.leaseMilliseconds = leaseMilliseconds
+        run(entry.fetch.begin(link: link.health.link), for: entry)
+    }
+
+    /// The token request of `tokens` ended; `held` is what its lifecycle holds now.
+    func fetchEnded(_ tokens: IdentityTokens, obtained: Bool, refreshTokenDropped: Bool, held: (AccessToken?, Secret?)) {
+        guard let entry = entries[tokens.slot] else { return }
+        switch entry.fetch.fetchEnded(obtained: obtained, refreshTokenDropped: refreshTokenDropped, linkReady: link.isReady) {
+        case .write: write(held, for: entry)
+        case .release: release(entry)
+        default: break
+        }
+        settle(entry)
+        stopIfDone()
+    }
+
+    /// `DELETE /identities/NAME/token`: the shared entry goes too.
+    func remove(_ tokens: IdentityTokens) {
+        let keys = entries[tokens.slot]?.keys
+            ?? SharedEntryKeys(prefix: settings.keyPrefix, identity: tokens.identity.name, fingerprint: SettingsFingerprint(tokens.identity))
+        let sent = link.send(SharedEntryCommands.remove(keys)) { [unowned self] result in
+            _ = answer(result) { $0.integer }
+        }
+        if !sent { count("skipped") }
+    }
+
+    /// A reload retired the slot: forget it once its fetch is over.
+    func forget(slot: Int) {
+        retiredSlots.insert(slot)
+        guard let entry = entries[slot] else { return }
+        entry.retired = true
+        settle(entry)
+    }
+
+    func holdsLease(slot: Int) -> Bool {
+        entries[slot]?.fetch.holdsLease ?? false
+    }
+
+    /// Stops: fetches waiting on Redis are dropped; a holder's request is let finish (as with the
+    /// file store's lock) and its write sent, then the connections close.
+    func stop() {
+        stopping = true
+        for entry in entries.values { entry.leaseTimer?.close() }
+        heartbeat?.close()
+        heartbeat = nil
+        stopIfDone()
+    }
+
+    private func stopIfDone() {
+        guard stopping, pendingCommands == 0, !entries.values.contains(where: { $0.fetch.holdsLease }) else { return }
+        link.stop()
+    }
+
+    // MARK: - Steps
+
+    private func each(where include: (SharedEntry) -> Bool = { _ in true }, _ event: (SharedEntry) -> SharedFetch.Step) {
+        // A step may start another fetch (and add an entry): go over a copy.
+        for entry in Array(entries.values) where include(entry) { run(event(entry), for: entry) }
+    }
+
+    private func run(_ step: SharedFetch.Step, for entry: SharedEntry) {
+        guard !stopping else { return }
+        switch step {
+        case .read:
+            read(entry)
+        case .acquire:
+            acquire(entry)
+        case .fetch:
+            if let request = entry.request { driver.send(request, for: entry.tokens) }
+        case .alone:
+            count("skipped")
+            if let request = entry.request { driver.fetchLocally(request, for: entry.tokens) }
+        case .done(let releasing):
+            if releasing { release(entry) }
+            driver.fetchSatisfied(entry.tokens)
+        case .wait(let until):
+            waitForLease(entry, until: until)
+        case .release:
+            release(entry)
+        case .write, .nothing:
+            break
+        }
+        settle(entry)
+    }
+
+    private func read(_ entry: SharedEntry) {
+        let sent = link.send(SharedEntryCommands.read(entry.keys)) { [unowned self] result in
+            guard !stopping else { return }
+            guard let read = answer(result, SharedEntryRead.init) else { return run(entry.fetch.operationFailed(), for: entry) }
+            let satisfied = offer(read, to: entry)
+            run(entry.fetch.readDone(satisfied: satisfied), for: entry)
+        }
+        if !sent { run(entry.fetch.operationFailed(), for: entry) }
+    }
+
+    private func acquire(_ entry: SharedEntry) {
+        let command = SharedEntryCommands.acquire(entry.keys, holder: holder, leaseMilliseconds: entry.leaseMilliseconds)
+        let sent = link.send(command) { [unowned self] result in
+            guard !stopping else { return }
+            guard let lease = answer(result, LeaseAnswer.init) else { return run(entry.fetch.operationFailed(), for: entry) }
+            let satisfied = offer(lease.read, to: entry)
+            run(entry.fetch.acquireDone(took: lease.took, remainingMilliseconds: lease.remainingMilliseconds,
+                                        satisfied: satisfied, now: monotonicSeconds()), for: entry)
+        }
+        if !sent { run(entry.fetch.operationFailed(), for: entry) }
+    }
+
+    /// Gives the lifecycle what the entry holds; true when no token request is needed now.
+    private func offer(_ read: SharedEntryRead, to entry: SharedEntry) -> Bool {
+        let trusted = entry.fetch.entryRead(version: read.version)
+        var stored: StoredToken?
+        if let bytes = read.entry {
+            do throws(StoreEntry.ReadFailure) {
+                stored = try StoreEntry.decode(bytes, identity: entry.tokens.identity.name, fingerprint: entry.fingerprint, key: settings.key)
+                entry.warnedUnreadable = false
+            } catch {
+                if !entry.warnedUnreadable {
+                    entry.warnedUnreadable = true
+                    let reason = error == .otherKey ? "written with another store key: the replicas' keys differ" : error.description
+                    logger.warning("shared token store entry unreadable; it is replaced by the next token obtained",
+                                   metadata: ["identity": .string(entry.tokens.identity.name), "reason": .string(reason)])
+                }
+            }
+        }
+        let token = stored?.access.map { StoredTokenClock.accessToken($0, identity: entry.tokens.identity) }
+        switch driver.sharedEntryRead(token, refreshToken: trusted ? stored?.refreshToken : nil, for: entry.tokens) {
+        case .fetch(let request):
+            entry.request = request
+            return false
+        case .satisfied:
+            return true
+        }
+    }
+
+    private func waitForLease(_ entry: SharedEntry, until: Double) {
+        let timer = entry.leaseTimer ?? LoopTimer(loop: loop) { [unowned self, unowned entry] in
+            run(entry.fetch.leaseTimerFired(now: monotonicSeconds()), for: entry)
+        }
+        entry.leaseTimer = timer
+        timer.start(afterMilliseconds: UInt64(max(0, (until - monotonicSeconds()) * 1000).rounded(.up)))
+        if !heartbeatRunning {
+            let beat = heartbeat ?? LoopTimer(loop: loop) { [unowned self] in beatWhileWaiting() }
+            heartbeat = beat
+            heartbeatRunning = true
+            beat.start(afterMilliseconds: Self.heartbeatMilliseconds, repeatMilliseconds: Self.heartbeatMilliseconds)
+        }
+    }
+
+    private func beatWhileWaiting() {
+        guard entries.values.contains(where: { $0.fetch.isWaiting }) else {
+            heartbeat?.stop()
+            heartbeatRunning = false
+            return
+        }
+        // A timeout ends the link (RedisLink), which sends every waiter on alone.
+        _ = link.send(SharedEntryCommands.ping) { _ in }
+    }
+
+    /// Stores what the holder obtained, if the entry is still the one it read.
+    private func write(_ held: (AccessToken?, Secret?), for entry: SharedEntry) {
+        let stored = StoredTokenClock.stored(held.0, refreshToken: held.1)
+        let bytes: [UInt8]
+        do {
+            bytes = try StoreEntry.encode(stored, identity: entry.tokens.identity.name, fingerprint: entry.fingerprint, key: settings.key)
+        } catch {
+            logger.warning("shared token store write failed", metadata: ["identity": .string(entry.tokens.identity.name),
+                                                                        "error": .string(error.description)])
+            entry.fetch.writeFailed()
+            return release(entry)
+        }
+        let command = SharedEntryCommands.write(entry.keys, expected: entry.fetch.knownVersion, version: randomHex(), entry: bytes,
+                                                ttlMilliseconds: SharedEntryCommands.ttlMilliseconds(stored, now: Date().timeIntervalSince1970),
+                                                holder: holder)
+        pendingCommands += 1
+        let sent = link.send(command) { [unowned self] result in
+            pendingCommands -= 1
+            let written = answer(result, WriteAnswer.init) { if case .stored = $0 { "ok" } else { "conflict" } }
+            switch written {
+            case .stored(let version):
+                entry.fetch.written(version: version)
+            case .conflict:
+                // Another replica's newer entry stays; the next read takes it.
+                logger.info("shared token store: another replica wrote first; its entry stays",
+                            metadata: ["identity": .string(entry.tokens.identity.name)])
+            case nil:
+                entry.fetch.writeFailed()
+            }
+            stopIfDone()
+        }
+        if !sent {
+            pendingCommands -= 1
+            entry.fetch.writeFailed()
+            count("skipped")
+        }
+    }
+
+    private func release(_ entry: SharedEntry) {
+        pendingCommands += 1
+        let sent = link.send(SharedEntryCommands.release(entry.keys, holder: holder)) { [unowned self] result in
+            pendingCommands -= 1
+            _ = answer(result) { $0.integer }
+            stopIfDone()
+        }
+        if !sent { pendingCommands -= 1 }
+    }
+
+    /// Forgets a retired entry whose fetch is over.
+    private func settle(_ entry: SharedEntry) {
+        guard entry.retired, entry.fetch.phase == .idle || entry.fetch.phase == .alone else { return }
+        entry.leaseTimer?.close()
+        if entries[entry.tokens.slot] === entry { entries[entry.tokens.slot] = nil }
+    }
+
+    // MARK: - Answers and counts
+
+    /// The parsed reply, counted: `outcome(value)` (`ok`), or `failed` (an error reply, an
+    /// answer of the wrong shape, a lost connection), or `timed_out`.
+    private func answer<Value>(_ result: Result<RedisReply, RedisConnection.Failure>, _ parse: (RedisReply) -> Value?,
+                               outcome: (Value) -> String = { _ in "ok" }) -> Value? {
+        switch result {
+        case .success(.error):
+            break
+        case .success(let reply):
+            guard let value = parse(reply) else { break }
+            count(outcome(value))
+            return value
+        case .failure(.timedOut):
+            count("timed_out")
+            return nil
+        case .failure:
+            break
+        }
+        count("failed")
+        return nil
+    }
+
+    private func count(_ outcome: String) {
+        observer?.storeOperation(backend: "redis", outcome: outcome)
+    }
+}
+
+/// 16 random hex digits: lease holders and entry versions.
+private func randomHex() -> String {
+    var random = SystemRandomNumberGenerator()
+    let value = random.next() as UInt64
+    let hex = String(value, radix: 16)
+    return String(repeating: "0", count: 16 - hex.count) + hex
+}

@@ -1,0 +1,179 @@
+import EventLoop
+import OAuth2
+import RedisClient
+import RedisProtocol
+import LoopTestSupport
+import XCTest
+
+/// One connection over hiredis on the event loop: opening (AUTH, SELECT, SUBSCRIBE), commands,
+/// deadlines, and endings — each test ends with the loop closed and nothing left on it.
+final class RedisConnectionTests: XCTestCase {
+    private var test: LeakCheckedLoop!
+    private var loop: EventLoop { test.loop }
+
+    override func setUpWithError() throws {
+        test = try LeakCheckedLoop()
+    }
+
+    override func tearDown() {
+        test.closeAndCheckForLeaks()
+    }
+
+    private func endpoint(_ port: UInt16, password: String? = nil, database: Int = 0) -> RedisEndpoint {
+        RedisEndpoint(host: "127.0.0.1", port: port, database: database, password: password.map(Secret.init))
+    }
+
+    /// Opens a connection and runs the loop until it is ready or ended.
+    private func open(_ endpoint: RedisEndpoint, timeout: UInt64 = 1000, channel: [UInt8]? = nil,
+                      onMessage: @escaping ([UInt8]) -> Void = { _ in }) -> (RedisConnection, Result<Void, RedisConnection.Failure>?) {
+        var outcome: Result<Void, RedisConnection.Failure>?
+        let connection = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeout, subscribingTo: channel,
+                                         onMessage: onMessage, onReady: { outcome = .success(()) },
+                                         onEnded: { outcome = outcome ?? .failure($0) })
+        test.run(until: "the connection is open or failed") { outcome != nil }
+        return (connection, outcome)
+    }
+
+    private func command(_ connection: RedisConnection, _ arguments: [RedisArgument]) -> Result<RedisReply, RedisConnection.Failure>? {
+        var result: Result<RedisReply, RedisConnection.Failure>?
+        guard connection.send(RedisCommand(arguments), completion: { result = $0 }) else { return nil }
+        test.run(until: "the reply") { result != nil }
+        return result
+    }
+
+    private func failure<Success>(_ result: Result<Success, RedisConnection.Failure>) -> RedisConnection.Failure? {
+        if case .failure(let failure) = result { return failure }
+        return nil
+    }
+
+    func testCommandsGetTheirRepliesInOrder() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let (connection, opened) = open(endpoint(server.port, database: 3))
+        XCTAssertNotNil(try opened?.get())
+        var replies: [RedisReply] = []
+        connection.send(RedisCommand(["SET", "k", .bytes([0, 1, 2])])) { replies.append((try? $0.get()) ?? .null) }
+        connection.send(RedisCommand(["GET", "k"])) { replies.append((try? $0.get()) ?? .null) }
+        connection.send(RedisCommand(["HGET", "k", "f"])) { replies.append((try? $0.get()) ?? .null) }
+        test.run(until: "three replies") { replies.count == 3 }
+        XCTAssertEqual(replies[0], .status("OK"))
+        XCTAssertEqual(replies[1], .bulk([0, 1, 2]))
+        guard case .error(let text) = replies[2] else { return XCTFail("expected WRONGTYPE, got \(replies[2])") }
+        XCTAssertTrue(text.hasPrefix("WRONGTYPE"))
+        // SELECT 3 took effect: database 0 has no such key.
+        XCTAssertEqual(try command(connection, ["SELECT", "0"])?.get(), .status("OK"))
+        XCTAssertEqual(try command(connection, ["EXISTS", "k"])?.get(), .integer(0))
+        connection.close()
+    }
+
+    func testASubscribedConnectionHearsWhatIsPublished() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        var heard: [[UInt8]] = []
+        let (listener, opened) = open(endpoint(server.port), channel: Array("relay:written".utf8)) { heard.append($0) }
+        XCTAssertNotNil(try opened?.get())
+        let (publisher, _) = open(endpoint(server.port))
+        XCTAssertEqual(try command(publisher, ["PUBLISH", "relay:written", "relay:orders:ab"])?.get(), .integer(1))
+        XCTAssertEqual(try command(publisher, ["PUBLISH", "elsewhere", "x"])?.get(), .integer(0))
+        test.run(until: "the message") { !heard.isEmpty }
+        XCTAssertEqual(heard, [Array("relay:orders:ab".utf8)])
+        listener.close()
+        publisher.close()
+    }
+
+    func testAuthWithTheRightPasswordAndUser() throws {
+        let server = try RedisServer(extraArguments: ["--requirepass", "pw-default", "--user", "relay", "on", ">pw-relay", "~*", "&*", "+@all"])
+        defer { server.stop() }
+        let (first, defaultUser) = open(endpoint(server.port, password: "pw-default"))
+        XCTAssertNotNil(try defaultUser?.get())
+        var aclEndpoint = endpoint(server.port, password: "pw-relay")
+        aclEndpoint.user = "relay"
+        let (second, aclUser) = open(aclEndpoint)
+        XCTAssertNotNil(try aclUser?.get())
+        XCTAssertEqual(try command(second, ["ACL", "WHOAMI"])?.get(), .bulk(Array("relay".utf8)))
+        first.close()
+        second.close()
+    }
+
+    func testAWrongPasswordEndsTheOpeningWithTheServersWordsOnly() throws {
+        let server = try RedisServer(extraArguments: ["--requirepass", "pw-default"])
+        defer { server.stop() }
+        let (connection, outcome) = open(endpoint(server.port, password: "a-wrong-password"))
+        guard case .failure(.refused(let reason)) = outcome else { return XCTFail("expected refused, got \(String(describing: outcome))") }
+        XCTAssertTrue(reason.hasPrefix("AUTH: WRONGPASS"), reason)
+        XCTAssertFalse(reason.contains("a-wrong-password"))
+        XCTAssertFalse(connection.isReady)
+        XCTAssertFalse(connection.send(RedisCommand(["PING"])) { _ in })
+    }
+
+    func testACommandSlowerThanTheTimeoutEndsTheConnection() throws {
+        let server = try RedisServer(extraArguments: ["--enable-debug-command", "yes"])
+        defer { server.stop() }
+        var ended: RedisConnection.Failure?
+        var ready = false
+        let connection = RedisConnection(loop: loop, endpoint: endpoint(server.port), timeoutMilliseconds: 100,
+                                         onReady: { ready = true }, onEnded: { ended = $0 })
+        test.run(until: "ready") { ready }
+        var results: [Result<RedisReply, RedisConnection.Failure>] = []
+        let started = loop.nowMilliseconds
+        connection.send(RedisCommand(["DEBUG", "SLEEP", "0.5"])) { results.append($0) }
+        connection.send(RedisCommand(["PING"])) { results.append($0) }
+        test.run(until: "both commands ended") { results.count == 2 }
+        XCTAssertLessThan(loop.nowMilliseconds - started, 400, "the timeout did not end the wait")
+        XCTAssertEqual(results.map(failure), [.timedOut(milliseconds: 100), .closed("closed")])
+        XCTAssertEqual(ended, .timedOut(milliseconds: 100))
+        XCTAssertFalse(connection.isReady)
+    }
+
+    func testAServerThatAcceptsButNeverAnswersFailsTheOpening() throws {
+        var held: [TCPStream] = []
+        let listener = try TCPListener(loop: loop, address: SocketAddress(ip: "127.0.0.1", port: 0)!, reusePort: false) { held.append($0) }
+        let port = try XCTUnwrap(listener.localAddress?.port)
+        let started = loop.nowMilliseconds
+        let (_, outcome) = open(endpoint(port), timeout: 150)
+        XCTAssertEqual(outcome.flatMap(failure), .timedOut(milliseconds: 150))
+        XCTAssertGreaterThanOrEqual(loop.nowMilliseconds - started, 140)
+        XCTAssertEqual(held.count, 1, "it did connect")
+        held.forEach { $0.close() }
+        listener.close()
+    }
+
+    func testARefusedConnectionIsUnreachable() throws {
+        let listener = try TCPListener(loop: loop, address: SocketAddress(ip: "127.0.0.1", port: 0)!, reusePort: false) { $0.close() }
+        let port = try XCTUnwrap(listener.localAddress?.port)
+        listener.close()
+        let (_, outcome) = open(endpoint(port))
+        guard case .failure(.unreachable(let reason)) = outcome else { return XCTFail("got \(String(describing: outcome))") }
+        XCTAssertTrue(reason.contains("refused"), reason)
+    }
+
+    func testTheServerGoingAwayEndsTheConnection() throws {
+        let server = try RedisServer()
+        let (connection, opened) = open(endpoint(server.port))
+        XCTAssertNotNil(try opened?.get())
+        var ended: RedisConnection.Failure?
+        var reply: Result<RedisReply, RedisConnection.Failure>?
+        // The connection's own onEnded was set by `open`; a command under way sees the end too.
+        connection.send(RedisCommand(["BLPOP", "nothing", "0"])) { reply = $0 }
+        server.stop()
+        test.run(until: "the command ended") { reply != nil }
+        if case .failure(let failure) = reply { ended = failure }
+        guard case .closed = ended else { return XCTFail("expected closed, got \(String(describing: reply))") }
+        XCTAssertFalse(connection.isReady)
+    }
+
+    func testClosingWithCommandsUnderWayCompletesThemAsClosed() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let (connection, _) = open(endpoint(server.port))
+        var results: [Result<RedisReply, RedisConnection.Failure>] = []
+        connection.send(RedisCommand(["BLPOP", "nothing", "0"])) { results.append($0) }
+        connection.send(RedisCommand(["PING"])) { results.append($0) }
+        connection.close()
+        XCTAssertFalse(connection.send(RedisCommand(["PING"])) { _ in })
+        test.run(until: "both completed") { results.count == 2 }
+        for result in results {
+            guard case .failure(.closed) = result else { return XCTFail("got \(result)") }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Endpoints
+import OAuth2
+import RedisProtocol
+import TokenStore
+@testable import Tokens
+import XCTest
+
+/// The shared store's keys, commands and the parsing of the scripts' answers (no Redis here;
+/// RedisClientTests runs the scripts on a real one).
+final class SharedEntryCommandsTests: XCTestCase {
+    private let fingerprint = SettingsFingerprint(bytes: (0..<32).map { UInt8($0) })
+
+    func testKeysNameThePrefixTheIdentityAndItsSettings() {
+        let keys = SharedEntryKeys(prefix: "oauth-relay:", identity: "orders", fingerprint: fingerprint)
+        let hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+        XCTAssertEqual(String(decoding: keys.entry, as: UTF8.self), "oauth-relay:orders:" + hex)
+        XCTAssertEqual(String(decoding: keys.lease, as: UTF8.self), "oauth-relay:orders:" + hex + ":lease")
+        XCTAssertEqual(String(decoding: keys.channel, as: UTF8.self), "oauth-relay:written")
+        let other = SharedEntryKeys(prefix: "oauth-relay:", identity: "orders", fingerprint: SettingsFingerprint(bytes: [UInt8](repeating: 9, count: 32)))
+        XCTAssertNotEqual(other.entry, keys.entry, "other settings, another entry")
+    }
+
+    func testReadAnswers() {
+        XCTAssertEqual(SharedEntryRead(.array([.bulk(Array("v1".utf8)), .bulk([1, 2])])), SharedEntryRead(version: "v1", entry: [1, 2]))
+        XCTAssertEqual(SharedEntryRead(.array([.null, .null])), SharedEntryRead(version: nil, entry: nil))
+        XCTAssertEqual(SharedEntryRead(.array([.bulk(Array("v1".utf8)), .null])), SharedEntryRead(version: nil, entry: nil))
+        XCTAssertNil(SharedEntryRead(.array([.null])))
+        XCTAssertNil(SharedEntryRead(.integer(1)))
+        XCTAssertNil(SharedEntryRead(.array([.integer(1), .bulk([1])])))
+    }
+
+    func testLeaseAnswers() {
+        XCTAssertEqual(LeaseAnswer(.array([.integer(1), .integer(35_000), .null, .null])),
+                       LeaseAnswer(took: true, remainingMilliseconds: 35_000, read: SharedEntryRead(version: nil, entry: nil)))
+        XCTAssertEqual(LeaseAnswer(.array([.integer(0), .integer(1200), .bulk(Array("v".utf8)), .bulk([7])])),
+                       LeaseAnswer(took: false, remainingMilliseconds: 1200, read: SharedEntryRead(version: "v", entry: [7])))
+        XCTAssertEqual(LeaseAnswer(.array([.integer(1), .integer(10)]))?.read, SharedEntryRead(version: nil, entry: nil),
+                       "Redis drops a Lua table's trailing nils")
+        XCTAssertNil(LeaseAnswer(.array([.integer(1)])))
+        XCTAssertNil(LeaseAnswer(.error("NOSCRIPT")))
+    }
+
+    func testWriteAnswers() {
+        XCTAssertEqual(WriteAnswer(.array([.integer(1), .bulk(Array("v2".utf8))])), .stored(version: "v2"))
+        XCTAssertEqual(WriteAnswer(.array([.integer(0), .bulk(Array("v9".utf8))])), .conflict(current: "v9"))
+        XCTAssertEqual(WriteAnswer(.array([.integer(0)])), .conflict(current: nil))
+        XCTAssertNil(WriteAnswer(.status("OK")))
+    }
+
+    func testAnEntryLivesUntilItsTokenExpiresOrThirtyDaysWithARefreshToken() {
+        let access = StoredToken.Access(value: Secret("at"), type: "Bearer", issuedAt: 1000, expiresAt: 1300, scope: nil)
+        XCTAssertEqual(SharedEntryCommands.ttlMilliseconds(StoredToken(access: access, refreshToken: nil), now: 1100), 200_000)
+        XCTAssertEqual(SharedEntryCommands.ttlMilliseconds(StoredToken(access: access, refreshToken: Secret("rt")), now: 1100),
+                       30 * 24 * 3600 * 1000)
+        XCTAssertEqual(SharedEntryCommands.ttlMilliseconds(StoredToken(access: access, refreshToken: nil), now: 5000), 1000,
+                       "an expired token's entry still lives a second")
+    }
+
+    func testCommandsShowNoArgumentInTheirDescription() {
+        let keys = SharedEntryKeys(prefix: "p:", identity: "orders", fingerprint: fingerprint)
+        let write = SharedEntryCommands.write(keys, expected: .absent, version: "v1", entry: Array("sealed".utf8), ttlMilliseconds: 10, holder: "h")
+        XCTAssertEqual(write.description, "EVAL (10 arguments)")
+        XCTAssertEqual(SharedEntryCommands.read(keys).description, "HMGET (3 arguments)")
+    }
+}

@@ -1,0 +1,346 @@
+"""Replicas sharing tokens through Redis (issue 13), with the real binary, Debian's redis-server
+and django-oauth-toolkit (token requests counted at the IdP): one token request for a fleet
+started together, about one refresh per lifetime for the fleet, rotated refresh tokens never
+lost, nothing readable in Redis, and Redis failing (killed, hanging) costing no request.
+
+Each test starts its own redis-server (on a free loopback port, nothing persisted) and 3 or 4
+relays with one worker each, configured alike: `store.redis` and the same key.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import secrets
+import threading
+import time
+
+import pytest
+
+from admin_client import AdminClient, log_records, rewrite
+from deadlines import scaled, wait_until
+from idp_processes import sha256
+from idp_relay import bearer, burst, oauth_route
+from processes import LOOPBACK, can_connect, free_port, relay_config, run_cli
+from redis_server import RedisServer, SilentRedis
+
+pytestmark = pytest.mark.oauth
+
+KEY = base64.b64encode(bytes(range(32))).decode()
+
+
+@pytest.fixture
+def redis(tmp_path, sensitive):
+    """A redis-server that requires a password (so every fleet test goes through AUTH); the
+    password joins the values no relay log may show."""
+    workdir = tmp_path / "redis"
+    workdir.mkdir()
+    server = RedisServer(workdir, password=sensitive.add("redis password", secrets.token_hex(16))).start()
+    yield server
+    server.kill()
+
+
+def shared_store(url: str, **extra) -> dict:
+    return {"redis": url, "key": KEY, **extra}
+
+
+def start_fleet(start_relay, idp, upstream, store: dict | None, replicas: int = 3, client: str = "orders-cc",
+                admin: bool = False, **top) -> list:
+    """`replicas` relays with the same identity and store (None: none); with `admin`, each has an admin
+    listener (`relay.admin`, an AdminClient)."""
+    fleet = []
+    for _ in range(replicas):
+        options = dict(top)
+        port = free_port()
+        if admin:
+            options["admin"] = f"{LOOPBACK}:{port}"
+        if store is not None:
+            options["store"] = store
+        relay = start_relay([oauth_route(upstream, "/echo/", "orders"), oauth_route(idp, "/api/", "orders")],
+                            identities={"orders": idp.identity(client)}, **options)
+        if admin:
+            wait_until(lambda: can_connect(LOOPBACK, port), 5, "the admin listener")
+            relay.admin = AdminClient(port)
+        fleet.append(relay)
+    return fleet
+
+
+def messages(relay, msg: str) -> int:
+    return len(log_records(relay, msg))
+
+
+UNAVAILABLE = "shared token store unavailable; each replica fetches its own tokens until it is back"
+RESUMED = "shared token store reachable again; sharing tokens"
+
+
+def all_at_once(fleet, per_replica: int) -> list:
+    """`per_replica` concurrent requests on each replica, every replica at the same time."""
+    answers: list = [None] * len(fleet)
+
+    def one(index: int) -> None:
+        answers[index] = burst(fleet[index], per_replica, "/echo/x", timeout=30)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(fleet))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=scaled(60))
+    assert all(a is not None for a in answers), "a burst did not finish"
+    return [resp for replica in answers for resp in replica]
+
+
+class Traffic:
+    """Requests round-robin over the fleet from a background thread until stopped; every
+    status and latency recorded."""
+
+    def __init__(self, fleet, target: str = "/echo/x"):
+        self.fleet = fleet
+        self.target = target
+        self.results: list[tuple[int, float, int]] = []  # (replica, seconds, status)
+        self.errors: list[str] = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        self.thread.join(timeout=scaled(30))
+
+    def _run(self) -> None:
+        index = 0
+        while not self.stopping.is_set():
+            replica = index % len(self.fleet)
+            started = time.monotonic()
+            try:
+                status = self.fleet[replica].request("GET", self.target, timeout=10).status
+            except Exception as error:  # noqa: BLE001 - a failed request is what the test counts
+                self.errors.append(f"replica {replica}: {error!r}")
+                status = 0
+            self.results.append((replica, time.monotonic() - started, status))
+            index += 1
+            time.sleep(0.01)
+
+    def failed(self) -> list:
+        return [r for r in self.results if r[2] != 200] + self.errors
+
+
+def test_a_fleet_started_together_makes_one_token_request(redis, django_idp, upstream, start_relay):
+    # The IdP holds token requests: the first replica's fetch is still under way while the
+    # others start and while the 300 requests arrive.
+    django_idp.hold(1500)
+    fleet = start_fleet(start_relay, django_idp, upstream, shared_store(redis.url), replicas=4)
+    answers = all_at_once(fleet, 75)
+    assert [r.status for r in answers] == [200] * 300
+    assert len({bearer(r) for r in answers}) == 1, "the replicas injected different tokens"
+    assert len(django_idp.token_requests()) == 1
+    for relay in fleet[1:]:
+        assert "token read from shared store" in relay.log() or "token obtained" in relay.log()
+
+
+def test_a_fleet_refreshes_about_once_per_lifetime_and_never_loses_a_rotated_refresh_token(
+        redis, start_django_idp, upstream, start_relay):
+    lifetime = 4
+    idp = start_django_idp(access_token_seconds=lifetime, rotate_refresh_token=True)
+    fleet = start_fleet(start_relay, idp, upstream, shared_store(redis.url), replicas=3, client="legacy-pw")
+    duration = 14
+    with Traffic(fleet) as traffic:
+        time.sleep(duration)  # the traffic runs for several lifetimes (refreshed every half lifetime)
+    records = idp.token_requests()
+    assert not traffic.failed(), traffic.failed()[:5]
+    assert len(traffic.results) > 200
+    assert all(r["status"] == 200 for r in records), [(r["grant_type"], r["status"], r.get("error")) for r in records]
+    assert [r["grant_type"] for r in records].count("password") == 1, "a replica fetched its own token"
+    refreshes = [r for r in records if r["grant_type"] == "refresh_token"]
+    # Each refresh presented the refresh token the previous request issued: none lost or reused.
+    for previous, refresh in zip(records, refreshes):
+        assert refresh["refresh_token_sha256"] == previous["issued_refresh_token_sha256"]
+    # Refreshed at half the lifetime: one per 2 s for the fleet, never one per replica.
+    assert 3 <= len(refreshes) <= duration / (lifetime / 2) + 2, len(refreshes)
+
+
+def test_redis_holds_no_token_in_the_clear(redis, django_idp, upstream, start_relay):
+    fleet = start_fleet(start_relay, django_idp, upstream, shared_store(redis.url), replicas=2, client="legacy-pw")
+    tokens = {bearer(relay.request("GET", "/echo/x")) for relay in fleet}
+    assert len(tokens) == 1
+    contents = redis.dump()
+    keys = sorted(contents)
+    assert len(keys) == 1 and keys[0].startswith("oauth-relay:orders:") and len(keys[0]) == len("oauth-relay:orders:") + 64, keys
+    raw = "\n".join(f"{key}\n{value}" for key, value in contents.items())
+    assert "eyJ" not in raw
+    for label, value in {**django_idp.sensitive_values(), "injected token": tokens.pop()}.items():
+        assert value not in raw, f"{label} is readable in Redis"
+    # The value is the token store's entry format: magic, version 1.
+    assert "ORTS\x01" in contents[keys[0]]
+
+
+def test_a_replica_restarted_takes_the_shared_token(redis, django_idp, upstream, start_relay):
+    first, second = start_fleet(start_relay, django_idp, upstream, shared_store(redis.url), replicas=2)
+    token = bearer(first.request("GET", "/echo/x"))
+    assert bearer(second.request("GET", "/echo/x")) == token
+    assert second.stop() == 0
+    (third,) = start_fleet(start_relay, django_idp, upstream, shared_store(redis.url), replicas=1)
+    assert bearer(third.request("GET", "/echo/x")) == token
+    assert len(django_idp.token_requests()) == 1
+    assert "token read from shared store" in third.log()
+
+
+def test_the_token_command_answers_from_the_shared_store(redis, django_idp, upstream, start_relay, tmp_path, sensitive):
+    (relay,) = start_fleet(start_relay, django_idp, upstream, shared_store(redis.url), replicas=1)
+    token = bearer(relay.request("GET", "/echo/x"))
+    config = relay_config(f"{LOOPBACK}:{free_port()}", [oauth_route(upstream, "/", "orders")],
+                          identities={"orders": django_idp.identity("orders-cc")}, store=shared_store(redis.url))
+    path = tmp_path / "token-command.json"
+    path.write_text(json.dumps(config))
+    result = run_cli("token", "--config", str(path), "orders")
+    sensitive.add_output("stderr of oauth-relay token", result.stderr)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == token
+    assert len(django_idp.token_requests()) == 1
+
+
+def test_redis_killed_under_load_fails_no_request_and_sharing_resumes_once_it_is_back(
+        redis, start_django_idp, upstream, start_relay):
+    lifetime = 4
+    idp = start_django_idp(access_token_seconds=lifetime, rotate_refresh_token=True)
+    fleet = start_fleet(start_relay, idp, upstream, shared_store(redis.url), replicas=3, client="legacy-pw", admin=True)
+    with Traffic(fleet) as traffic:
+        time.sleep(lifetime)  # shared refreshes under load
+        redis.sigkill()
+        # Each replica notices at once (its connections end) and logs it once.
+        wait_until(lambda: all(messages(r, UNAVAILABLE) == 1 for r in fleet), 5, "every replica to log the outage")
+        time.sleep(2 * lifetime)  # several refreshes without Redis
+        for relay in fleet:
+            assert relay.admin.request("GET", "/readyz").status == 200, "a replica stopped being ready"
+        redis.start()  # the same port, empty
+        # Sharing resumes within one lifetime: every replica reconnects (backoff of 2 s at most).
+        wait_until(lambda: all(messages(r, RESUMED) == 1 for r in fleet), lifetime, "every replica to use Redis again")
+        resumed = len(idp.token_requests())
+        time.sleep(3 * lifetime)
+        after = idp.token_requests()[resumed:]
+    assert not traffic.failed(), traffic.failed()[:5]
+    assert all(messages(r, UNAVAILABLE) == 1 for r in fleet), "an outage is logged once, not per operation"
+    # Shared again: about one refresh per half lifetime for the fleet (the first may still be
+    # a replica's own, its refresh token forked while Redis was away), not one per replica.
+    assert len([r for r in after if r["grant_type"] == "refresh_token"]) <= 3 * lifetime / (lifetime / 2) + 2, after
+    skipped = sum(r.admin.scrape().total("oauth_relay_store_operations_total", backend="redis", outcome="skipped")
+                  for r in fleet)
+    assert skipped >= len(fleet), "the fetches without Redis were not counted"
+
+
+def test_a_redis_that_never_answers_stalls_no_request(start_django_idp, upstream, start_relay):
+    """A listener that accepts and never answers: the relay's first fetch waits for it at most
+    store.timeoutMilliseconds, later ones not at all, and requests keep the latency of a relay
+    without Redis, while tokens are refreshed every 2 s."""
+    idp = start_django_idp(access_token_seconds=4)
+    silent = SilentRedis()
+    try:
+        (plain,) = start_fleet(start_relay, idp, upstream, None, replicas=1)
+        started = time.monotonic()
+        (hanging,) = start_fleet(start_relay, idp, upstream, shared_store(silent.url, timeoutMilliseconds=200), replicas=1)
+        first = hanging.request("GET", "/echo/x")
+        first_seconds = time.monotonic() - started
+        assert first.status == 200
+        assert first_seconds < 3, f"the first request took {first_seconds:.2f} s"
+        latencies = {"plain": [], "hanging": []}
+        end = time.monotonic() + 6  # a few refreshes (every 2 s), each going without Redis
+        while time.monotonic() < end:
+            for name, relay in (("plain", plain), ("hanging", hanging)):
+                began = time.monotonic()
+                assert relay.request("GET", "/echo/x").status == 200
+                latencies[name].append(time.monotonic() - began)
+        assert len(silent.accepted) >= 2, "the relay never connected to the silent Redis"
+    finally:
+        silent.close()
+    median = {name: sorted(values)[len(values) // 2] for name, values in latencies.items()}
+    # No request waited for Redis: none near the 200 ms timeout, the median like the plain relay's.
+    assert max(latencies["hanging"]) < 0.15, sorted(latencies["hanging"])[-5:]
+    assert median["hanging"] < 2 * median["plain"] + 0.005, median
+    assert messages(hanging, UNAVAILABLE) == 1
+    assert messages(hanging, "token obtained") >= 3, "the relay did not refresh while Redis hung"
+
+
+def test_with_a_directory_too_a_restart_while_redis_is_down_uses_the_file(redis, django_idp, upstream, start_relay, tmp_path):
+    store = shared_store(redis.url, path=str(tmp_path / "token-store"))
+    (first,) = start_fleet(start_relay, django_idp, upstream, store, replicas=1)
+    token = bearer(first.request("GET", "/echo/x"))
+    assert (tmp_path / "token-store" / "identity-orders.token").exists(), "the token was not kept on disk"
+    assert first.stop() == 0
+    redis.sigkill()
+    (second,) = start_fleet(start_relay, django_idp, upstream, store, replicas=1)
+    assert bearer(second.request("GET", "/echo/x")) == token
+    assert len(django_idp.token_requests()) == 1
+    assert "token read from store" in second.log()
+
+
+def test_forgetting_the_token_removes_the_shared_entry(redis, django_idp, upstream, start_relay):
+    (relay,) = start_fleet(start_relay, django_idp, upstream, shared_store(redis.url), replicas=1, admin=True)
+    before = bearer(relay.request("GET", "/echo/x"))
+    assert len(redis.dump()) == 1
+    assert relay.admin.request("DELETE", "/identities/orders/token").status == 204
+    after = bearer(relay.request("GET", "/echo/x"))
+    assert after != before
+    (restarted,) = start_fleet(start_relay, django_idp, upstream, shared_store(redis.url), replicas=1)
+    assert bearer(restarted.request("GET", "/echo/x")) == after
+    assert len(django_idp.token_requests()) == 2
+
+
+def test_operations_are_counted_by_backend_and_outcome(redis, django_idp, upstream, start_relay):
+    (relay,) = start_fleet(start_relay, django_idp, upstream, shared_store(redis.url), replicas=1, admin=True)
+    assert relay.request("GET", "/echo/x").status == 200
+    metrics = relay.admin.scrape()
+    # The first fetch: read (empty), acquire, write.
+    assert metrics.value("oauth_relay_store_operations_total", backend="redis", outcome="ok") == 3
+    assert metrics.value("oauth_relay_store_operations_total", backend="redis", outcome="skipped") is None
+
+
+def test_changing_the_shared_store_takes_a_restart(redis, django_idp, upstream, start_relay):
+    (relay,) = start_fleet(start_relay, django_idp, upstream, shared_store(redis.url), replicas=1, admin=True)
+    assert relay.request("GET", "/echo/x").status == 200
+    rewrite(relay, store=shared_store(redis.url.replace(redis.password, "a-new-password").replace("/0", "/1"), keyPrefix="other:"))
+    errors = relay.admin.reload_rejected()
+    assert sorted(error.split(":")[0] for error in errors) == ["$.store.keyPrefix", "$.store.redis"], errors
+    assert "a-new-password" not in " ".join(errors)
+    assert relay.request("GET", "/echo/y").status == 200
+
+
+def test_an_identity_a_reload_adds_takes_the_shared_token(redis, django_idp, upstream, start_relay):
+    routes = [oauth_route(upstream, "/echo/", "orders"), oauth_route(upstream, "/billing/", "billing")]
+    both = {"orders": django_idp.identity("orders-cc"), "billing": django_idp.identity("billing-cc")}
+    first = start_relay(routes, identities=both, store=shared_store(redis.url))
+    billing = bearer(first.request("GET", "/billing/x"))
+    port = free_port()
+    second = start_relay([oauth_route(upstream, "/echo/", "orders")], identities={"orders": both["orders"]},
+                         store=shared_store(redis.url), admin=f"{LOOPBACK}:{port}")
+    wait_until(lambda: can_connect(LOOPBACK, port), 5, "the admin listener")
+    assert len(django_idp.token_requests()) == 2
+    rewrite(second, identities=both, routes=routes)
+    assert AdminClient(port).reload_applied()["identities"]["started"] == ["billing"]
+    assert bearer(second.request("GET", "/billing/x")) == billing
+    assert len(django_idp.token_requests()) == 2, "the reloaded replica asked the IdP"
+
+
+def test_a_redis_closing_idle_connections_is_no_outage(start_django_idp, upstream, start_relay, tmp_path):
+    """Redis's `timeout` (like managed services' idle limits) closes the relays' command
+    connections between refreshes: they reconnect at once, log nothing, and keep sharing."""
+    workdir = tmp_path / "redis-idle"
+    workdir.mkdir()
+    server = RedisServer(workdir, options=("--timeout", "1")).start()
+    try:
+        lifetime = 6
+        idp = start_django_idp(access_token_seconds=lifetime)
+        fleet = start_fleet(start_relay, idp, upstream, shared_store(server.url), replicas=2, client="legacy-pw")
+        with Traffic(fleet) as traffic:
+            time.sleep(2 * lifetime)  # idle stretches of 3 s between refreshes, Redis closing after 1 s
+        connections = int(re.search(r"total_connections_received:(\d+)", server.cli("INFO", "stats")).group(1))
+        assert connections > 2 * 2 + 4, f"Redis closed too few idle connections ({connections} made) for the test to mean much"
+        assert not traffic.failed(), traffic.failed()[:5]
+        assert all(messages(relay, UNAVAILABLE) == 0 for relay in fleet), [r.log()[-2000:] for r in fleet]
+        assert len(idp.token_requests(grant_type="refresh_token")) <= 2 * lifetime / (lifetime / 2) + 1
+        for relay in fleet:
+            assert relay.stop() == 0
+    finally:
+        server.kill()
