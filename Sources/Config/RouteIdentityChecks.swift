@@ -8,7 +8,8 @@ import OAuth2
 ///   endpoint sees it, and binds the tokens to it), the upstream must be https, and a client
 ///   certificate of the route's own must be the same one.
 /// - An identity with `dpop` sends its `DPoP` tokens as `Authorization: DPoP …` with a `DPoP`
-///   proof (RFC 9449 §7.1): its routes inject into `Authorization`, not another header or the query.
+///   proof (RFC 9449 §7.1): its routes inject into `Authorization`, not another header or the
+///   query, and do not set `DPoP` themselves.
 extension DecodingContext {
     func checkRouteIdentities(_ routesField: Field, routes: [Route], identities: [String: Identity]) {
         guard case .array(let elements) = routesField.value.kind else { return }
@@ -46,6 +47,10 @@ extension DecodingContext {
     }
 
     private func checkDPoPInjection(_ route: Route, identity: Identity, routeObject: ObjectReader) {
+        if let field = routeObject.field("setHeaders"), let clash = route.setHeaders.first(where: { $0.name.lowercased() == "dpop" }) {
+            report("\"\(clash.name)\" carries the relay's DPoP proof (identity \(identity.name) uses DPoP) and cannot also be set",
+                   at: field.path.key(clash.name), offset: field.value.offset)
+        }
         let sendsInAuthorization = if case .header(let header, _) = route.inject { header.lowercased() == "authorization" } else { false }
         guard !sendsInAuthorization, let field = routeObject.field("inject") else { return }
         report("identity \(identity.name) uses DPoP: its tokens go in the Authorization header (\"Authorization: DPoP\" "

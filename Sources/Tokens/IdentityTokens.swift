@@ -51,9 +51,6 @@ public final class IdentityTokens: Sendable {
 
     public var generation: UInt64 { generationCounter.load(ordering: .acquiring) }
 
-    /// The DPoP key, when the identity has one that could be made.
-    public var dpopKey: DPoPKey? { try? dpop?.get() }
-
     /// What a request on a route with this identity does now (`now`: monotonic seconds). When
     /// it must wait, `wake` is registered in the same step and is woken by the next result.
     public func decide(at now: Double, wakingOnResult wake: LoopWakeup?) -> TokenDecision {

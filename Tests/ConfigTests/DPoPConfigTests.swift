@@ -116,13 +116,15 @@ final class DPoPConfigTests: XCTestCase {
             + #""routes": [ { "upstream": "https://api.example", "identity": "svc"\#(inject) } ] }"#
     }
 
-    func testADPoPIdentitysRouteInjectsIntoAuthorization() throws {
+    func testADPoPIdentitysRouteInjectsIntoAuthorizationAndSetsNoDPoPHeader() throws {
         XCTAssertEqual(try errors(dpopRoute("")), [])
         XCTAssertEqual(try errors(dpopRoute(#", "inject": { "header": "authorization", "prefix": "Bearer" }"#)), [])
         let message = "identity svc uses DPoP: its tokens go in the Authorization header (\"Authorization: DPoP\" with a DPoP "
             + "proof, RFC 9449 §7.1), so inject must keep header Authorization"
         XCTAssertEqual(try errors(dpopRoute(#", "inject": { "query": "access_token" }"#)), ["$.routes[0].inject: " + message])
         XCTAssertEqual(try errors(dpopRoute(#", "inject": { "header": "X-Token" }"#)), ["$.routes[0].inject: " + message])
+        XCTAssertEqual(try errors(dpopRoute(#", "setHeaders": { "DPoP": "x" }"#)),
+                       [#"$.routes[0].setHeaders.DPoP: "DPoP" carries the relay's DPoP proof (identity svc uses DPoP) and cannot also be set"#])
     }
 
     // MARK: certificateBoundUpstream

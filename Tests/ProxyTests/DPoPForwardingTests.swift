@@ -68,7 +68,7 @@ final class DPoPForwardingTests: XCTestCase {
         let proofs = WorkerProofs()
         let token = try DPoPExchangeTests.dpopToken("tok-123", plan: plan, proofs: proofs)
         let jws = try proof("/orders/7", method: "DELETE", plan: plan, token: token, proofs: proofs)
-        let key = try XCTUnwrap(plan.identity?.dpopKey)
+        let key = try XCTUnwrap(plan.identity?.dpop?.get())
         let jwk = try XCTUnwrap(jws.header.jwk)
         XCTAssertEqual(jwk.thumbprint, key.thumbprint, "the key a bound token's cnf.jkt names")
         XCTAssertNoThrow(try jws.verify(with: JWSVerificationKey(jwk: jwk)))
