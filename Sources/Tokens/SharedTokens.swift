@@ -56,10 +56,10 @@ protocol SharedTokensDriver: AnyObject {
 
 /// Runs on the token loop only.
 final class SharedTokens {
-    private let settings: SharedStoreSettings
+    let settings: SharedStoreSettings
     private let loop: EventLoop
-    private let link: RedisLink
-    private let logger: Logger
+    let link: RedisLink
+    let logger: Logger
     private let observer: (any TokenObserver)?
     private unowned let driver: any SharedTokensDriver
     /// This replica's lease id: random, so that only the holder renews or releases its lease.
@@ -75,6 +75,8 @@ final class SharedTokens {
     /// Writes and releases under way (stopping waits for them).
     private var pendingCommands = 0
     private var stopping = false
+    /// Logins read at start (SharedTokens+Logins.swift).
+    lazy var loginReads = SharedLoginReads(shared: self, loop: loop, waitMilliseconds: settings.timeoutMilliseconds)
 
     init(settings: SharedStoreSettings, loop: EventLoop, logger: Logger, observer: (any TokenObserver)?, driver: any SharedTokensDriver) {
         self.settings = settings
@@ -84,8 +86,14 @@ final class SharedTokens {
         self.driver = driver
         link = RedisLink(loop: loop, endpoint: settings.endpoint, timeoutMilliseconds: settings.timeoutMilliseconds,
                          channel: SharedEntryKeys.channel(prefix: settings.keyPrefix), logger: logger)
-        link.onReady = { [unowned self] in each { $0.fetch.linkReady() } }
-        link.onLost = { [unowned self] in each { $0.fetch.linkLost() } }
+        link.onReady = { [unowned self] in
+            each { $0.fetch.linkReady() }
+            loginReads.linkReady()
+        }
+        link.onLost = { [unowned self] in
+            each { $0.fetch.linkLost() }
+            loginReads.giveUp()
+        }
         link.onMessage = { [unowned self] key in each(where: { $0.keys.entry == key }) { $0.fetch.messageHeard() } }
         link.start()
     }
@@ -126,8 +134,9 @@ final class SharedTokens {
         run(entry.fetch.begin(link: link.health.link), for: entry)
     }
 
-    /// The token request of `tokens` ended; `held` is what its lifecycle holds now.
-    func fetchEnded(_ tokens: IdentityTokens, obtained: Bool, refreshTokenDropped: Bool, held: (AccessToken?, Secret?)) {
+    /// The token request of `tokens` ended; `held` is what its lifecycle holds now (its token,
+    /// refresh token, and who logged in).
+    func fetchEnded(_ tokens: IdentityTokens, obtained: Bool, refreshTokenDropped: Bool, held: (AccessToken?, Secret?, String?)) {
         guard let entry = entries[tokens.slot] else { return }
         switch entry.fetch.fetchEnded(obtained: obtained, refreshTokenDropped: refreshTokenDropped, linkReady: link.isReady) {
         case .write: write(held, for: entry)
@@ -167,6 +176,7 @@ final class SharedTokens {
         for entry in entries.values { entry.leaseTimer?.close() }
         heartbeat?.close()
         heartbeat = nil
+        loginReads.close()
         stopIfDone()
     }
 
@@ -281,8 +291,8 @@ final class SharedTokens {
     }
 
     /// Stores what the holder obtained, if the entry is still the one it read.
-    private func write(_ held: (AccessToken?, Secret?), for entry: SharedEntry) {
-        let stored = StoredTokenClock.stored(held.0, refreshToken: held.1)
+    private func write(_ held: (AccessToken?, Secret?, String?), for entry: SharedEntry) {
+        let stored = StoredTokenClock.stored(held.0, refreshToken: held.1, subject: held.2)
         let bytes: [UInt8]
         do {
             bytes = try StoreEntry.encode(stored, identity: entry.tokens.identity.name, fingerprint: entry.fingerprint, key: settings.key)

@@ -128,13 +128,28 @@ final class TokenFetcher {
 
     /// A person's login kept in the store (an interactive identity asks nothing of the IdP
     /// before it has a refresh token, so the fetch path would never read it).
+    /// With replicas sharing tokens the shared entry is read first (a person logged in through
+    /// another replica), then the file store's.
     private func readStoredLogin(_ tokens: IdentityTokens) {
-        guard let persistence else { return }
-        let stored = persistence.read(tokens)
+        guard let shared else { return takeStoredLogin(persistence?.read(tokens), for: tokens, from: "store") }
+        shared.loginReads.read(tokens) { [unowned self] stored in
+            guard !stopping else { return }
+            if let stored, !stored.isEmpty {
+                let token = stored.access.map { StoredTokenClock.accessToken($0, identity: tokens.identity) }
+                takeStoredLogin((token, stored.refreshToken, stored.subject), for: tokens, from: "shared store")
+            } else {
+                takeStoredLogin(persistence?.read(tokens), for: tokens, from: "store")
+            }
+            runNextAction(tokens)
+        }
+    }
+
+    private func takeStoredLogin(_ stored: (token: AccessToken?, refreshToken: Secret?, subject: String?)?, for tokens: IdentityTokens,
+                                 from source: String) {
         let now = monotonicSeconds()
-        tokens.publish { $0.storedLoginRead(stored.token, refreshToken: stored.refreshToken, subject: stored.subject, at: now) }
-        if stored.token != nil || stored.refreshToken != nil {
-            logger.info("login read from store", metadata: ["identity": .string(tokens.identity.name)])
+        tokens.publish { $0.storedLoginRead(stored?.token, refreshToken: stored?.refreshToken, subject: stored?.subject, at: now) }
+        if stored?.token != nil || stored?.refreshToken != nil {
+            logger.info("login read from \(source)", metadata: ["identity": .string(tokens.identity.name)])
         }
     }
 
@@ -290,7 +305,7 @@ final class TokenFetcher {
             persistence?.write(kept.0, refreshToken: kept.1, subject: kept.2, for: tokens)
         }
         persistence?.unlock(tokens)
-        shared?.fetchEnded(tokens, obtained: kept.0 != nil, refreshTokenDropped: false, held: (kept.0, kept.1))
+        shared?.fetchEnded(tokens, obtained: kept.0 != nil, refreshTokenDropped: false, held: kept)
     }
 
     /// A token request under way when stopping that is let finish: one holding the file store's
@@ -316,7 +331,7 @@ final class TokenFetcher {
         // The result and the wake-up of the requests waiting for it, in one step.
         var refreshTokenDropped = false
         var loginFailure: String?
-        var held: (AccessToken?, Secret?) = (nil, nil)
+        var held: (AccessToken?, Secret?, String?) = (nil, nil, nil)
         tokens.publish { lifecycle in
             let refreshTokenBefore = lifecycle.heldRefreshToken
             switch outcome {
@@ -324,7 +339,7 @@ final class TokenFetcher {
             case .failure(let error): lifecycle.fetchFailed(error, at: now)
             }
             refreshTokenDropped = refreshTokenBefore != nil && lifecycle.heldRefreshToken == nil
-            held = (lifecycle.token, lifecycle.heldRefreshToken)
+            held = (lifecycle.token, lifecycle.heldRefreshToken, lifecycle.loggedInAs)
             loginFailure = lifecycle.lastLoginFailure
             return true
         }

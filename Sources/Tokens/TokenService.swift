@@ -67,7 +67,7 @@ public final class TokenService: Sendable {
         let service: TokenService
         switch outcome {
         case .success(let inbox):
-            service = TokenService(thread: thread, inbox: inbox, observer: observer, hasStore: store != nil)
+            service = TokenService(thread: thread, inbox: inbox, observer: observer, hasStore: store != nil || sharedStore != nil)
         case .failure(let error):
             thread.join()
             throw error
