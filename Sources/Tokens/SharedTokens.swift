@@ -94,7 +94,10 @@ final class SharedTokens {
             each { $0.fetch.linkLost() }
             loginReads.giveUp()
         }
-        link.onMessage = { [unowned self] key in each(where: { $0.keys.entry == key }) { $0.fetch.messageHeard() } }
+        link.onMessage = { [unowned self] key in
+            each(where: { $0.keys.entry == key }) { $0.fetch.messageHeard() }
+            loginReads.entryWritten(key)
+        }
         link.start()
     }
 
@@ -159,6 +162,7 @@ final class SharedTokens {
 
     /// A reload retired the slot: forget it once its fetch is over.
     func forget(slot: Int) {
+        loginReads.forget(slot: slot)
         retiredSlots.insert(slot)
         guard let entry = entries[slot] else { return }
         entry.retired = true

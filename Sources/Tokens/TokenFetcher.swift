@@ -129,11 +129,12 @@ final class TokenFetcher {
     /// A person's login kept in the store (an interactive identity asks nothing of the IdP
     /// before it has a refresh token, so the fetch path would never read it).
     /// With replicas sharing tokens the shared entry is read first (a person logged in through
-    /// another replica), then the file store's.
+    /// another replica), then the file store's; the shared one again whenever another replica
+    /// writes it.
     private func readStoredLogin(_ tokens: IdentityTokens) {
         guard let shared else { return takeStoredLogin(persistence?.read(tokens), for: tokens, from: "store") }
-        shared.loginReads.read(tokens) { [unowned self] stored in
-            guard !stopping else { return }
+        shared.loginReads.watch(tokens) { [unowned self] stored in
+            guard !stopping, isInForce(tokens) else { return }
             if let stored, !stored.isEmpty {
                 let token = stored.access.map { StoredTokenClock.accessToken($0, identity: tokens.identity) }
                 takeStoredLogin((token, stored.refreshToken, stored.subject), for: tokens, from: "shared store")

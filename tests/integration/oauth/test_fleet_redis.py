@@ -344,3 +344,30 @@ def test_a_redis_closing_idle_connections_is_no_outage(start_django_idp, upstrea
             assert relay.stop() == 0
     finally:
         server.kill()
+
+
+def test_a_person_logged_in_through_one_replica_is_logged_in_on_all(redis, django_idp, upstream, start_relay):
+    """Issue 13: interactive identities are shared too. A device login approved through one
+    replica reaches a replica already running (the entry's write is announced on the channel) and
+    one started afterwards (it reads the entry at start), with no login and no IdP call of theirs."""
+    device = django_idp.identity("tv-device")
+    store = shared_store(redis.url)
+
+    def replica():
+        return start_relay([oauth_route(upstream, "/", "tv")], identities={"tv": device}, store=store)
+
+    first, second = replica(), replica()
+    answer = first.request("GET", "/x", headers=[("Accept", "application/json")])
+    assert answer.status == 401, answer.body
+    code = answer.json()["userCode"]
+    assert django_idp.approve_device(code) == "authorized"
+    token = wait_until(lambda: (r := first.request("GET", "/x")).status == 200 and bearer(r), 15,
+                       "the approving replica's token")
+    asked = len(django_idp.token_requests())
+    # The running replica never asked for a login of its own, yet holds the person's token.
+    assert wait_until(lambda: (r := second.request("GET", "/x")).status == 200 and bearer(r), 10,
+                      "the running replica's token") == token
+    third = replica()
+    assert bearer(third.request("GET", "/x")) == token
+    assert len(django_idp.device_authorizations()) == 1, "one device login for the whole fleet"
+    assert len(django_idp.token_requests()) == asked, "the other replicas asked the IdP nothing"
