@@ -18,11 +18,7 @@ struct LoginCommand: ParsableCommand {
         commandName: "login",
         abstract: "Log a person in for an interactive identity (authorization_code or device_code).")
 
-    @Option(name: .long, help: "The JSON configuration file.")
-    var config: String
-
-    @Argument(help: "The identity's name (a key of `identities`).")
-    var name: String
+    @OptionGroup var options: IdentityCommandOptions
 
     @Option(name: .long, help: "Give up after this many seconds (default: the identity's loginTimeoutSeconds).")
     var timeout: Double?
@@ -30,13 +26,12 @@ struct LoginCommand: ParsableCommand {
     @Flag(name: .long, help: "Only print the login URL; do not open a browser.")
     var noBrowser = false
 
-    @OptionGroup var common: CommonOptions
+    private var name: String { options.name }
 
     func run() throws {
-        common.bootstrapLogging()
-        let loaded = try loadConfig(path: config)
-        guard let identity = loaded.config.identities[name], identity.grant.isInteractive else {
-            fail("identity \"\(name)\" in \(config) is not one a person logs in to (it needs grant authorization_code or device_code)")
+        let (loaded, identity) = try options.load(command: "login")
+        guard identity.grant.isInteractive else {
+            fail("identity \"\(name)\" in \(options.config) is not one a person logs in to (it needs grant authorization_code or device_code)")
         }
         var watch = LoginWatch(name: name, timeoutSeconds: timeout ?? identity.loginTimeoutSeconds, openBrowser: !noBrowser)
         if let admin = loaded.config.admin, try loginThroughRunningRelay(AdminClient(address: admin), &watch) { return }
@@ -63,7 +58,7 @@ struct LoginCommand: ParsableCommand {
         let config = loaded.config
         guard config.store != nil
                 || (config.defaultStoreAllowed && DefaultStore.directory(environment: ProcessInfo.processInfo.environment) != nil) else {
-            fail("no relay runs with \(self.config) (its admin listener does not answer), and the configuration keeps no token store: "
+            fail("no relay runs with \(options.config) (its admin listener does not answer), and the configuration keeps no token store: "
                  + "a login made by this command would be lost when it exits. Start the relay, or add \"store\"")
         }
         var exitCode: Int32 = 1

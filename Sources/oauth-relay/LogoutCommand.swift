@@ -15,21 +15,11 @@ struct LogoutCommand: ParsableCommand {
         commandName: "logout",
         abstract: "Forget an identity's tokens (memory and store) and revoke its refresh token at the IdP.")
 
-    @Option(name: .long, help: "The JSON configuration file.")
-    var config: String
-
-    @Argument(help: "The identity's name (a key of `identities`).")
-    var name: String
-
-    @OptionGroup var common: CommonOptions
+    @OptionGroup var options: IdentityCommandOptions
 
     func run() throws {
-        common.bootstrapLogging()
-        let loaded = try loadConfig(path: config)
-        guard loaded.config.identities[name] != nil else {
-            FileHandleOutput.standardError("oauth-relay logout: no identity \"\(name)\" in \(config)\n")
-            throw ExitCode(1)
-        }
+        let (loaded, _) = try options.load(command: "logout")
+        let name = options.name
         if let admin = loaded.config.admin, let answer = try AdminClient(address: admin).call("DELETE", "/identities/\(name)/token") {
             guard answer.status == 204 else {
                 FileHandleOutput.standardError("oauth-relay logout: the relay answered \(answer.status)\n")

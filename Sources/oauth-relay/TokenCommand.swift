@@ -12,22 +12,12 @@ struct TokenCommand: ParsableCommand {
         commandName: "token",
         abstract: "Print a valid access token for an identity to stdout.")
 
-    @Option(name: .long, help: "The JSON configuration file.")
-    var config: String
-
-    @Argument(help: "The identity's name (a key of `identities`).")
-    var name: String
-
-    @OptionGroup var common: CommonOptions
+    @OptionGroup var options: IdentityCommandOptions
 
     func run() throws {
-        common.bootstrapLogging()
-        let loaded = try loadConfig(path: config)
+        let (loaded, _) = try options.load(command: "token")
+        let (name, config) = (options.name, options.config)
         let relayConfig = loaded.config
-        guard relayConfig.identities[name] != nil else {
-            FileHandleOutput.standardError("oauth-relay token: no identity \"\(name)\" in \(config) (known: \(relayConfig.identities.keys.sorted().joined(separator: ", ")))\n")
-            throw ExitCode(1)
-        }
         let logger = Logger(label: "oauth-relay")
         let service = try startTokenService(relayConfig, tls: loaded.tls, logger: logger)
         defer { service.stop() }
