@@ -38,11 +38,14 @@ def server_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSL
 
 
 async def _main(host: str, port: int, cert: str, key: str, client_ca: str | None) -> None:
-    stub = Stub()
+    server = await asyncio.start_server(lambda r, w: stub.connection(r, w), host, port, limit=MAX_HEAD_BYTES,
+                                        ssl=server_context(cert, key, client_ca), ssl_handshake_timeout=10)
+    bound = server.sockets[0].getsockname()[1]
+    # The stub's login endpoints name their own URLs (discovery, verification URIs).
+    stub = Stub(f"https://{f'[{host}]' if ':' in host else host}:{bound}")
     stub.scheme = "https"
-    stub.server = await asyncio.start_server(stub.connection, host, port, limit=MAX_HEAD_BYTES,
-                                             ssl=server_context(cert, key, client_ca), ssl_handshake_timeout=10)
-    print(f"LISTENING {host} {stub.server.sockets[0].getsockname()[1]}", flush=True)
+    stub.server = server
+    print(f"LISTENING {host} {bound}", flush=True)
     await wait_for_stop_signal()
     stub.server.close()
 
