@@ -367,6 +367,7 @@ def test_a_person_logged_in_through_one_replica_is_logged_in_on_all(redis, djang
     # The running replica never asked for a login of its own, yet holds the person's token.
     assert wait_until(lambda: (r := second.request("GET", "/x")).status == 200 and bearer(r), 10,
                       "the running replica's token") == token
+    assert "login read from shared store" in second.log()
     third = replica()
     assert bearer(third.request("GET", "/x")) == token
     assert len(django_idp.device_authorizations()) == 1, "one device login for the whole fleet"
