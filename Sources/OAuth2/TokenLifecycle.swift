@@ -142,7 +142,11 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
 
     /// What a request does about its token now.
     public func decision(at now: Double) -> TokenDecision {
-        if let token, token.isValid(at: now) { return .inject(token) }
+        if let token, token.isValid(at: now) {
+            // A person just logged in again (another tab, maybe as someone else): requests wait
+            // for that login's token rather than carry the previous one.
+            return codeExchange == nil ? .inject(token) : .wait
+        }
         if awaitingStoredLogin { return .wait }
         if let waiting = deviceLoginDecision(at: now) { return waiting }
         if inFlight == nil, nextPurpose == nil {

@@ -143,7 +143,8 @@ public final class LoginDesk: Sendable {
             fail(tokens, "the IdP ended the login: \(error.code.rawValue)" + (error.errorDescription.map { " (\($0))" } ?? ""))
             return .idpError(identity: login.identity, error: error, clear: clear)
         case .code(let code, _):
-            let accepted = tokens.update { $0.codeReceived(code, login: login) }
+            // Published: the workers' cached tokens are dropped, so requests wait for this login's.
+            let accepted = tokens.publish { $0.codeReceived(code, login: login) }
             guard accepted else {
                 return .refused(reason: "identity \(login.identity) cannot exchange the code: its token endpoint is not known", clear: clear)
             }

@@ -81,6 +81,36 @@ final class TokenLifecycleLoginTests: XCTestCase {
         guard case .sleep = lifecycle.nextAction(at: 2) else { return XCTFail("the refresh is scheduled") }
     }
 
+    func testASecondLoginsRequestsWaitForItsTokenNotTheFirstLogins() throws {
+        let identity = browserIdentity()
+        var lifecycle = makeLifecycle(identity)
+        _ = lifecycle.codeReceived(Secret("code-1"), login: login(for: identity))
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.fetchSucceeded(tokenResponse("at-1", expiresIn: 300, refreshToken: "rt-1"), at: 1)
+        XCTAssertEqual(lifecycle.injected(at: 2), "at-1")
+        // Another tab's login comes back: the valid token of the first is no longer handed out.
+        XCTAssertTrue(lifecycle.codeReceived(Secret("code-2"), login: login(for: identity)))
+        XCTAssertEqual(lifecycle.decision(at: 2), .wait)
+        guard case .fetch(let request) = lifecycle.nextAction(at: 2) else { return XCTFail("the exchange is due at once") }
+        XCTAssertTrue(request.bodyText.contains("code=code-2"))
+        XCTAssertEqual(lifecycle.decision(at: 2), .wait)
+        lifecycle.fetchSucceeded(tokenResponse("at-2", expiresIn: 300, refreshToken: "rt-2"), at: 3)
+        XCTAssertEqual(lifecycle.injected(at: 3), "at-2")
+    }
+
+    func testAFailedSecondLoginLeavesTheFirstLoginsTokenInUse() throws {
+        let identity = browserIdentity()
+        var lifecycle = makeLifecycle(identity)
+        _ = lifecycle.codeReceived(Secret("code-1"), login: login(for: identity))
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.fetchSucceeded(tokenResponse("at-1", expiresIn: 300, refreshToken: "rt-1"), at: 1)
+        _ = lifecycle.codeReceived(Secret("code-2"), login: login(for: identity))
+        _ = lifecycle.nextAction(at: 2)
+        lifecycle.fetchFailed(invalidGrant, at: 2)
+        XCTAssertEqual(lifecycle.injected(at: 3), "at-1")
+        XCTAssertNotNil(lifecycle.status(at: 3).lastLoginFailure)
+    }
+
     func testARefusedCodeEndsTheLoginWithoutBackoff() throws {
         let identity = browserIdentity()
         var lifecycle = makeLifecycle(identity)
