@@ -5,6 +5,12 @@
 // the reason, requests get 503 meanwhile) and happens again only for a new configuration.
 
 extension TokenLifecycle {
+    /// Discovery failed and is waiting to be tried again: the identity is `failing` (even one a
+    /// person logs in to: no login can start without the IdP's endpoints).
+    var discoveryFailing: Bool {
+        endpoints == nil && consecutiveFailures > 0
+    }
+
     mutating func nextDiscoveryAction(at now: Double) -> TokenAction {
         if discovering { return .idle }
         if let retryAt, retryAt > now { return .sleep(until: retryAt) }

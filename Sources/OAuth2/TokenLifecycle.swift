@@ -149,12 +149,13 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         }
         if awaitingStoredLogin { return .wait }
         if let waiting = deviceLoginDecision(at: now) { return waiting }
-        if inFlight == nil, nextPurpose == nil {
+        if inFlight == nil, nextPurpose == nil, !discoveryFailing {
             return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin,
                                           detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant)"))
         }
         guard consecutiveFailures > 0, let lastError else { return .wait }
-        let temporary = lastError.isTemporary
+        // Discovery is tried again after the backoff whatever failed: a 503, not a refusal.
+        let temporary = lastError.isTemporary || discoveryFailing
         let retryAfter = Int(((retryAt ?? now) - now).rounded(.up))
         return .fail(TokenUnavailable(identity: identity.name, reason: temporary ? .unavailable : .refused,
                                       retryAfterSeconds: temporary ? max(1, retryAfter) : nil,
@@ -169,7 +170,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         let state: IdentityStatus.State
         if !valid && (inFlight?.purpose == .grant(.authorizationCode) || deviceLoginUnderWay) {
             state = .loginPending
-        } else if !valid && inFlight == nil && nextPurpose == nil {
+        } else if !valid && inFlight == nil && nextPurpose == nil && !discoveryFailing {
             state = .needsLogin
         } else if consecutiveFailures > 0 {
             state = .failing

@@ -135,12 +135,13 @@ public final class LoginDesk: Sendable {
             let issuerRequired = tokens.update { $0.endpoints?.issuerInCallback ?? false }
             checked = try AuthorizationCallback.parse(query: query, issuer: tokens.identity.issuer, issuerRequired: issuerRequired)
         } catch {
-            fail(tokens, "the callback did not come from the identity's IdP: \(error)")
+            fail(tokens, "the callback did not come from the identity's IdP: \(error)", code: "refused")
             return .refused(reason: "the callback did not come from the identity's IdP: \(error)", clear: clear)
         }
         switch checked {
         case .error(let error, _):
-            fail(tokens, "the IdP ended the login: \(error.code.rawValue)" + (error.errorDescription.map { " (\($0))" } ?? ""))
+            fail(tokens, "the IdP ended the login: \(error.code.rawValue)" + (error.errorDescription.map { " (\($0))" } ?? ""),
+                 code: { if case .other = error.code { "idp_error" } else { error.code.rawValue } }())
             return .idpError(identity: login.identity, error: error, clear: clear)
         case .code(let code, _):
             // Published: the workers' cached tokens are dropped, so requests wait for this login's.
@@ -164,11 +165,14 @@ public final class LoginDesk: Sendable {
         pending.withLock { _ = $0.cancel(identity: identity) }
     }
 
-    private func fail(_ tokens: IdentityTokens, _ reason: String) {
+    /// The login ended at its callback: `reason` for the pages, `code` for the metric (the IdP's
+    /// error when an RFC defines it, such as `access_denied`; `idp_error` for any other, so a
+    /// callback cannot make up label values; `refused`).
+    private func fail(_ tokens: IdentityTokens, _ reason: String, code: String) {
         tokens.publish { lifecycle in
             lifecycle.loginFailed(reason)
             return true
         }
-        observer?.loginEnded(identity: tokens.identity.name, kind: .browser, outcome: .failed("refused"))
+        observer?.loginEnded(identity: tokens.identity.name, kind: .browser, outcome: .failed(code))
     }
 }

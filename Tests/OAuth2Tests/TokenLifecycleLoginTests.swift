@@ -48,6 +48,24 @@ final class TokenLifecycleLoginTests: XCTestCase {
         guard case .discover = lifecycle.nextAction(at: until) else { return XCTFail("discovery again after the backoff") }
     }
 
+    func testAPersonsIdentityWhoseDiscoveryFailsIsFailingWith503NotNeedsLogin() throws {
+        var identity = browserIdentity()
+        identity.tokenUrl = nil
+        identity.issuer = "https://idp.example.com"
+        var lifecycle = makeLifecycle(identity)
+        _ = lifecycle.nextAction(at: 0)
+        let wrongIssuer = DiscoveryError.issuerMismatch(url: "https://idp.example.com/.well-known/openid-configuration",
+                                                        expected: "https://idp.example.com", found: "https://evil.example")
+        lifecycle.discoveryFailed(.discovery(wrongIssuer), at: 0)
+        XCTAssertEqual(lifecycle.status(at: 0).state, .failing)
+        let failure = try XCTUnwrap(lifecycle.failure(at: 0))
+        XCTAssertEqual(failure.status, 503, "discovery is tried again: a request may be retried later")
+        XCTAssertGreaterThanOrEqual(failure.retryAfterSeconds ?? 0, 1)
+        lifecycle.discovered(IdentityEndpoints(token: HTTPURL(scheme: .https, host: "idp.example.com", path: "/token"),
+                                               authorization: authorize))
+        XCTAssertEqual(lifecycle.failure(at: 1)?.reason, .needsLogin, "with its endpoints, the identity waits for a person")
+    }
+
     // MARK: A browser login
 
     private func login(for identity: Identity, nonce: Bool = false) -> LoginStart {
