@@ -11,6 +11,9 @@ extension TokenLifecycle {
         endpoints == nil && consecutiveFailures > 0
     }
 
+    /// The discovery request is under way.
+    public var isDiscovering: Bool { discovering }
+
     mutating func nextDiscoveryAction(at now: Double) -> TokenAction {
         if discovering { return .idle }
         if let retryAt, retryAt > now { return .sleep(until: retryAt) }

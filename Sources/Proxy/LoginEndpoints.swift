@@ -103,7 +103,7 @@ struct LoginEndpoints {
     }
 
     private func callback(_ request: LoginRequest, at now: Double) -> Problem {
-        switch desk.callback(query: request.query, cookies: request.cookies, identities: identities, at: now) {
+        switch desk.callback(path: request.path, query: request.query, cookies: request.cookies, identities: identities, at: now) {
         case .exchanging(let name, let returnTo, let clear):
             var answer = Self.redirect(to: returnTo ?? Self.statusPath(name, returnTo: nil))
             answer.extraHeaders.append(("Set-Cookie", clear.setCookie(secure: request.overTLS)))

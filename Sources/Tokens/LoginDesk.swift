@@ -99,8 +99,10 @@ public final class LoginDesk: Sendable {
         case refused(reason: String, clear: LoginCookie?)
     }
 
-    /// A request to a callback path: `query` (without `?`) and the browser's cookies.
-    public func callback(query: String, cookies: [(name: String, value: String)], identities: TokenSet, at now: Double) -> CallbackResult {
+    /// A request to a callback path: the `path` it came to, its `query` (without `?`) and the
+    /// browser's cookies.
+    public func callback(path: String, query: String, cookies: [(name: String, value: String)], identities: TokenSet,
+                         at now: Double) -> CallbackResult {
         let parsed: AuthorizationCallback
         do throws(AuthorizationCallbackProblem) {
             parsed = try AuthorizationCallback.parse(query: query, issuer: nil)
@@ -122,8 +124,10 @@ public final class LoginDesk: Sendable {
             login = started
         case .failure(let error):
             if case .expired(let identity, _) = error { observer?.loginEnded(identity: identity, kind: .browser, outcome: .failed("expired")) }
+            // The cookie was scoped to the callback's path: only a clearing cookie with that
+            // same path replaces it (RFC 6265 §5.3), so it is the path this callback came to.
             let clears = error == .unknownState || { if case .expired = error { true } else { false } }()
-            return .refused(reason: error.description, clear: clears ? LoginCookie(name: cookieName, value: nil, path: "/", maxAgeSeconds: 0) : nil)
+            return .refused(reason: error.description, clear: clears ? LoginCookie(name: cookieName, value: nil, path: path, maxAgeSeconds: 0) : nil)
         }
         guard let tokens = identities[login.identity], case .authorizationCode = tokens.identity.grant else {
             return .refused(reason: "identity \(login.identity) is no longer configured for a browser login", clear: nil)

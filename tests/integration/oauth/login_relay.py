@@ -86,12 +86,14 @@ def browse(relay, target: str, cookies: dict[str, str] | None = None, host: str 
     return get(relay, target, headers, host)
 
 
-def set_cookies(resp: Response) -> dict[str, str]:
-    """name -> value of the response's Set-Cookie headers (an empty value clears)."""
-    cookies = {}
-    for value in resp.header_all("set-cookie"):
-        name, _, rest = value.partition("=")
-        cookies[name.strip()] = rest.split(";")[0]
+def set_cookies(resp: Response) -> list[tuple[str, str, str | None]]:
+    """(name, value, Path attribute) of the response's Set-Cookie headers (an empty value clears)."""
+    cookies = []
+    for header in resp.header_all("set-cookie"):
+        pair, *attributes = header.split(";")
+        name, _, value = pair.partition("=")
+        paths = [a.strip()[5:] for a in attributes if a.strip().lower().startswith("path=")]
+        cookies.append((name.strip(), value, paths[0] if paths else None))
     return cookies
 
 
@@ -108,6 +110,7 @@ class RawBrowser:
         self.relay = relay
         self.sensitive = sensitive
         self.cookies: dict[str, str] = {}
+        self.cookie_paths: dict[str, str | None] = {}
 
     def start_login(self, name: str, returns: str | None = None) -> dict[str, str]:
         """GET the login start; returns the authorization request's query (state, nonce, ...)."""
@@ -122,12 +125,16 @@ class RawBrowser:
         return {**query, "authorization_endpoint": resp.header("location").split("?")[0]}
 
     def keep(self, resp: Response) -> None:
-        for name, value in set_cookies(resp).items():
+        """Takes the answer's cookies as a browser does (RFC 6265 §5.3: a cookie replaces, or
+        clears, only the one with its name and path). The requests all go to the callback's
+        path or below the login pages, so the path decides nothing else here."""
+        for name, value, path in set_cookies(resp):
             if value:
                 self.sensitive.add(f"the relay's login cookie {name}", value)
                 self.cookies[name] = value
-            else:
-                self.cookies.pop(name, None)
+                self.cookie_paths[name] = path
+            elif name in self.cookies and self.cookie_paths.get(name) == path:
+                del self.cookies[name]
 
     def callback(self, query: dict[str, str]) -> Response:
         """The IdP's redirect back, arriving at the relay's callback with this browser's cookies."""

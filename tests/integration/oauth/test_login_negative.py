@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from urllib.parse import urlencode, urlsplit
 
 import pytest
@@ -109,6 +110,24 @@ def test_a_callback_in_another_browser_is_refused_and_the_real_login_completes(s
     assert stub_idp.token_requests() == []
     completes(victim, stub_idp, callback, relay)
     assert identity_view(admin, "me")["loggedInAs"] == "stub-person"
+
+
+def test_a_callback_after_login_timeout_seconds_is_refused(stub_idp, upstream, start_relay, sensitive):
+    stub_idp.script(default=ID_TOKEN_OK)
+    relay, admin = start_login_relay(start_relay, upstream, {"me": stub_idp.login_identity(loginTimeoutSeconds=1)})
+    wait_until(lambda: stub_idp.endpoint_requests(endpoint="discovery"), 5, "the relay's discovery")
+    browser = RawBrowser(relay, sensitive)
+    login = browser.start_login("me", returns="/orders")
+    [cookie] = login_cookies(browser)
+    callback = at_stub(stub_idp, login)
+    time.sleep(1.2)  # the login's timeout passes (the condition under test, not a race)
+    assert_refused_callback(browser.callback(callback), "was not completed within 1 s")
+    assert stub_idp.token_requests() == []
+    assert cookie not in list(browser.cookies), "the expired login's cookie was not cleared"
+
+
+def login_cookies(browser) -> list[str]:
+    return [name for name in browser.cookies if name.startswith("oauth_relay_login_")]
 
 
 # ---------------------------------------------------------------------------------------------
