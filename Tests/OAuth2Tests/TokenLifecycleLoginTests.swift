@@ -99,12 +99,18 @@ final class TokenLifecycleLoginTests: XCTestCase {
         guard case .sleep = lifecycle.nextAction(at: 2) else { return XCTFail("the refresh is scheduled") }
     }
 
-    func testASecondLoginsRequestsWaitForItsTokenNotTheFirstLogins() throws {
-        let identity = browserIdentity()
+    /// A lifecycle whose first login gave token `at-1` at time 1.
+    private func loggedIn(_ identity: Identity) -> TokenLifecycle {
         var lifecycle = makeLifecycle(identity)
         _ = lifecycle.codeReceived(Secret("code-1"), login: login(for: identity))
         _ = lifecycle.nextAction(at: 0)
         lifecycle.fetchSucceeded(tokenResponse("at-1", expiresIn: 300, refreshToken: "rt-1"), at: 1)
+        return lifecycle
+    }
+
+    func testASecondLoginsRequestsWaitForItsTokenNotTheFirstLogins() throws {
+        let identity = browserIdentity()
+        var lifecycle = loggedIn(identity)
         XCTAssertEqual(lifecycle.injected(at: 2), "at-1")
         // Another tab's login comes back: the valid token of the first is no longer handed out.
         XCTAssertTrue(lifecycle.codeReceived(Secret("code-2"), login: login(for: identity)))
@@ -118,10 +124,7 @@ final class TokenLifecycleLoginTests: XCTestCase {
 
     func testAFailedSecondLoginLeavesTheFirstLoginsTokenInUse() throws {
         let identity = browserIdentity()
-        var lifecycle = makeLifecycle(identity)
-        _ = lifecycle.codeReceived(Secret("code-1"), login: login(for: identity))
-        _ = lifecycle.nextAction(at: 0)
-        lifecycle.fetchSucceeded(tokenResponse("at-1", expiresIn: 300, refreshToken: "rt-1"), at: 1)
+        var lifecycle = loggedIn(identity)
         _ = lifecycle.codeReceived(Secret("code-2"), login: login(for: identity))
         _ = lifecycle.nextAction(at: 2)
         lifecycle.fetchFailed(invalidGrant, at: 2)

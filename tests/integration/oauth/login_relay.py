@@ -6,15 +6,14 @@ cookies, its state and nonce) added to the leak scan.
     relay, admin = start_login_relay(start_relay, upstream, {"me": idp.identity("cli-code")})
     idp.set_redirect_uris("cli-code", [callback_url(relay)])
     chromium.get(relay.url + "/orders/1")
-    log_in_at_dot(chromium, idp, sensitive)          # login form, consent, back at the relay
+    log_in_at_dot(chromium, idp, sensitive, relay.url)  # login form, consent, back at the relay
     token = echoed_bearer(chromium)                  # the token the echo upstream received
 """
 
 from __future__ import annotations
 
 import json
-import time
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
 
@@ -138,7 +137,6 @@ class RawBrowser:
 
     def callback(self, query: dict[str, str]) -> Response:
         """The IdP's redirect back, arriving at the relay's callback with this browser's cookies."""
-        from urllib.parse import urlencode
         resp = browse(self.relay, CALLBACK_PATH + "?" + urlencode(query), self.cookies)
         self.keep(resp)
         return resp
@@ -166,12 +164,13 @@ def at_dot_login_form(driver, idp, sensitive) -> None:
     assert note_login_cookies(driver, sensitive), "the relay set no login cookie before sending the browser to the IdP"
 
 
-def log_in_at_dot(driver, idp, sensitive, relay) -> None:
-    """The person logs in on DOT's form, consents, and the browser returns to the relay."""
+def log_in_at_dot(driver, idp, sensitive, relay_url: str) -> None:
+    """The person logs in on DOT's form, consents, and the browser returns to the relay at
+    `relay_url` (past its callback)."""
     at_dot_login_form(driver, idp, sensitive)
     login_at_dot(driver, idp.person.username, idp.person.password)
     consent(driver)
-    wait_for_url(driver, lambda url: url.startswith(relay.url) and CALLBACK_PATH not in url, "the browser back at the relay")
+    wait_for_url(driver, lambda url: url.startswith(relay_url) and CALLBACK_PATH not in url, "the browser back at the relay")
 
 
 def page_text(driver) -> str:
@@ -181,10 +180,12 @@ def page_text(driver) -> str:
 
 def echoed(driver, timeout: float = 20) -> dict:
     """The echo upstream's JSON answer the browser shows (waiting for it to load)."""
+    from selenium.common.exceptions import WebDriverException
+
     def parsed(d):
         try:
             doc = json.loads(page_text(d))
-        except (ValueError, Exception):  # noqa: BLE001 (a page that is not the echo yet)
+        except (ValueError, WebDriverException):  # not the echo's page (yet)
             return None
         return doc if isinstance(doc, dict) and "headers" in doc else None
     return wait_for(driver, parsed, "the echo upstream's answer", timeout)
@@ -202,11 +203,3 @@ def echoed_bearer(driver) -> str:
 
 def wait_for_title(driver, predicate, what: str, timeout: float = 20) -> str:
     return wait_for(driver, lambda d: d.title if predicate(d.title) else None, what, timeout)
-
-
-def poll_seconds(times: list[float]) -> list[float]:
-    return [round(b - a, 2) for a, b in zip(times, times[1:])]
-
-
-def monotonic_deadline(seconds: float) -> float:
-    return time.monotonic() + scaled(seconds)

@@ -11,12 +11,11 @@ from __future__ import annotations
 import pytest
 
 from browser import chromium, consent, login_at_dot, start_chromium, wait_for_url  # noqa: F401 (chromium is a fixture)
-from deadlines import wait_until
+from http_client import assert_problem
 from idp_processes import sha256
 from idp_relay import bearer, oauth_route
-from login_relay import (CALLBACK_PATH, LOGIN_REQUIRED, at_dot_login_form, callback_url, echoed, echoed_bearer, get,
+from login_relay import (LOGIN_REQUIRED, at_dot_login_form, callback_url, echoed, echoed_bearer, get,
                          identity_view, log_in_at_dot, page_text, start_login_relay, wait_for_title)
-from http_client import assert_problem
 
 pytestmark = pytest.mark.oauth
 
@@ -40,7 +39,7 @@ def test_a_person_logs_in_in_a_browser_and_the_route_carries_their_token(django_
                                                                          sensitive, client):
     relay, admin = dot_login_relay(start_relay, upstream, django_idp, client)
     chromium.get(relay.url + "/orders/42?page=2")
-    log_in_at_dot(chromium, django_idp, sensitive, relay)
+    log_in_at_dot(chromium, django_idp, sensitive, relay.url)
     wait_for_url(chromium, lambda url: url == relay.url + "/orders/42?page=2", "the page first asked for")
     assert echoed(chromium)["target"] == "/orders/42?page=2"
     token = echoed_bearer(chromium)
@@ -67,7 +66,7 @@ def test_the_status_page_and_identities_name_who_logged_in(django_idp, upstream,
     before = identity_view(admin, "me")
     assert before["state"] == "needs-login" and "loggedInAs" not in before
     chromium.get(relay.url + "/.oauth-relay/login/me")
-    log_in_at_dot(chromium, django_idp, sensitive, relay)
+    log_in_at_dot(chromium, django_idp, sensitive, relay.url)
     # Without a page to go back to, the login ends on the status page.
     wait_for_url(chromium, lambda url: url == relay.url + "/.oauth-relay/status/me", "the status page")
     title = wait_for_title(chromium, lambda t: t.startswith("Logged in"), "the status page to say who logged in")
@@ -154,7 +153,7 @@ def test_endpoints_come_from_discovery_or_from_the_configuration(django_idp, ups
         options = {"explicit_endpoints": True}
     relay, admin = dot_login_relay(start_relay, upstream, django_idp, **options)
     chromium.get(relay.url + "/x")
-    log_in_at_dot(chromium, django_idp, sensitive, relay)
+    log_in_at_dot(chromium, django_idp, sensitive, relay.url)
     assert_persons_token(django_idp, echoed_bearer(chromium))
     assert identity_view(admin, "me")["loggedInAs"] == django_idp.person.username
     discovered = "endpoints discovered" in relay.log()

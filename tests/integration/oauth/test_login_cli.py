@@ -15,11 +15,11 @@ import time
 
 import pytest
 
-from browser import chromium, consent, login_at_dot, wait_for_url  # noqa: F401 (chromium is a fixture)
+from browser import chromium  # noqa: F401 (a fixture)
 from deadlines import scaled, wait_until
 from idp_processes import sha256
 from idp_relay import bearer, oauth_route
-from login_relay import CALLBACK_PATH, at_dot_login_form, get, identity_view, start_login_relay
+from login_relay import CALLBACK_PATH, get, identity_view, log_in_at_dot, start_login_relay
 from processes import LOOPBACK, free_port, relay_config, require_relay_bin, run_cli
 
 pytestmark = pytest.mark.oauth
@@ -102,6 +102,16 @@ def standalone_config(tmp_path, idp, upstream, name: str, **identity) -> tuple:
     return path, config, f"http://{LOOPBACK}:{port}"
 
 
+def log_in_at_the_printed_url(command: LoginCommand, driver, idp, sensitive, relay_url: str) -> None:
+    """The person opens the URL `oauth-relay login` printed (the login page on `relay_url`) and
+    logs in at DOT; the browser ends on the relay's status page."""
+    url = command.line_after("To log in for identity me, open:")
+    assert url == f"{relay_url}/.oauth-relay/login/me"
+    driver.get(url)
+    log_in_at_dot(driver, idp, sensitive, relay_url)
+    assert driver.current_url == f"{relay_url}/.oauth-relay/status/me"
+
+
 def idp_log_lines(idp) -> list[str]:
     """What DOT was asked, by its access log, without the tests' own control and check requests."""
     return [line for line in idp.log().splitlines() if line.startswith(("GET ", "POST ")) and " /_test/" not in line
@@ -131,12 +141,7 @@ def test_login_through_the_running_relay_prints_the_url_and_exits_0_after_the_br
     relay, admin = start_login_relay(start_relay, upstream, {"me": django_idp.identity("cli-code")})
     django_idp.set_redirect_uris("cli-code", [relay.url + CALLBACK_PATH])
     command = logins(relay.config_path, "me", "--timeout", "30")
-    url = command.line_after("To log in for identity me, open:")
-    assert url == f"{relay.url}/.oauth-relay/login/me"
-    chromium.get(url)
-    at_dot_login_form(chromium, django_idp, sensitive)
-    login_at_dot(chromium, django_idp.person.username, django_idp.person.password)
-    consent(chromium)
+    log_in_at_the_printed_url(command, chromium, django_idp, sensitive, relay.url)
     assert command.exit_code() == 0, command.stderr
     assert f"Logged in for identity me as {django_idp.person.username}." in command.stderr
     assert identity_view(admin, "me")["state"] == "valid"
@@ -191,13 +196,7 @@ def test_login_without_a_relay_serves_the_browser_login_then_token_prints_the_pe
     assert f"open {listen_url}/.oauth-relay/login/me with the relay running" in before.stderr
 
     command = logins(path, "me", "--timeout", "30")
-    url = command.line_after("To log in for identity me, open:")
-    assert url == f"{listen_url}/.oauth-relay/login/me"
-    chromium.get(url)
-    at_dot_login_form(chromium, django_idp, sensitive)
-    login_at_dot(chromium, django_idp.person.username, django_idp.person.password)
-    consent(chromium)
-    wait_for_url(chromium, lambda u: u.startswith(listen_url + "/.oauth-relay/status/me"), "the status page")
+    log_in_at_the_printed_url(command, chromium, django_idp, sensitive, listen_url)
     assert command.exit_code() == 0, command.stderr
 
     printed = run_cli("token", "--config", str(path), "me")

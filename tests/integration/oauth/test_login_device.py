@@ -15,9 +15,9 @@ from browser import chromium, wait_for_url  # noqa: F401 (chromium is a fixture)
 from deadlines import scaled, wait_until
 from idp_processes import DEVICE_GRANT, sha256
 from idp_relay import bearer, burst, oauth_route
-from login_relay import (BROWSER_ACCEPT, LOGIN_REQUIRED, echoed_bearer, get, identity_view, start_login_relay,
-                         wait_for_state, wait_for_title)
 from http_client import assert_problem
+from login_relay import (LOGIN_REQUIRED, echoed_bearer, get, identity_view, start_login_relay,
+                         wait_for_state, wait_for_title)
 
 pytestmark = pytest.mark.oauth
 
@@ -35,7 +35,7 @@ def code_problem(resp, sensitive) -> dict:
     return doc
 
 
-def approved(relay, idp, sensitive) -> str:
+def approved(relay) -> str:
     """Waits (bounded) for a request to get through once the person approved; its token."""
     resp = wait_until(lambda: (r := get(relay, "/after-approval")).status == 200 and r, 10,
                       "a request carrying the token after the approval")
@@ -63,7 +63,7 @@ def test_the_first_request_starts_the_device_login_and_gets_the_code(django_idp,
     sensitive.add_output("/identities", admin.request("GET", "/identities").body)
 
     assert django_idp.approve_device(started["user_code"]) == "authorized"
-    token = approved(relay, django_idp, sensitive)
+    token = approved(relay)
     who = django_idp.whoami(token).json()
     assert (who["user"], who["client_id"]) == (django_idp.person.username, django_idp.clients["tv-device"].client_id)
     # DOT itself accepts it on a route that goes to DOT.
@@ -116,7 +116,7 @@ def test_the_token_is_refreshed_across_short_lifetimes_while_dot_rotates_the_ref
     relay, admin = device_relay(start_relay, upstream, idp)
     code = code_problem(get(relay, "/x"), sensitive)["userCode"]
     assert idp.approve_device(code) == "authorized"
-    approved(relay, idp, sensitive)
+    approved(relay)
     refreshes = 3
     started = time.monotonic()
     wait_until(lambda: len(idp.token_requests(grant_type="refresh_token")) >= refreshes, 3 * refreshes,

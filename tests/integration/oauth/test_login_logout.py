@@ -15,9 +15,9 @@ from browser import start_chromium
 from deadlines import wait_until
 from idp_processes import sha256
 from idp_relay import bearer, oauth_route
+from http_client import assert_problem
 from login_relay import (LOGIN_REQUIRED, callback_url, echoed_bearer, get, identity_view, log_in_at_dot,
                          start_login_relay)
-from http_client import assert_problem
 from processes import run_cli
 
 pytestmark = pytest.mark.oauth
@@ -44,7 +44,7 @@ def log_in(relay, idp, name: str, tmp_path, sensitive) -> str:
     driver = start_chromium(tmp_path / f"chromium-{len(list(tmp_path.glob('chromium-*')))}")
     try:
         driver.get(relay.url + "/x")
-        log_in_at_dot(driver, idp, sensitive, relay)
+        log_in_at_dot(driver, idp, sensitive, relay.url)
         return echoed_bearer(driver)
     finally:
         driver.quit()
