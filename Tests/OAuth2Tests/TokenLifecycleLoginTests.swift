@@ -154,7 +154,7 @@ final class TokenLifecycleLoginTests: XCTestCase {
         guard case .fetch(let refresh) = lifecycle.nextAction(at: refreshAt) else { return XCTFail("the refresh is due") }
         XCTAssertEqual(refresh.purpose, .refresh)
         lifecycle.fetchFailed(invalidGrant, at: refreshAt)
-        lifecycle.refused(token: "at-1", at: refreshAt, minimumAge: 0)
+        _ = lifecycle.refused(token: "at-1", at: refreshAt, minimumAge: 0)
         XCTAssertEqual(lifecycle.failure(at: refreshAt)?.reason, .needsLogin)
         XCTAssertEqual(lifecycle.status(at: refreshAt).state, .needsLogin)
         XCTAssertNotNil(lifecycle.status(at: refreshAt).lastLoginFailure)

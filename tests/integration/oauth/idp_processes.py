@@ -300,9 +300,16 @@ class DjangoIdP(_IdP):
         db = self.workdir / "idp.sqlite3"
         if not db.exists():
             return []
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
-            rows = conn.execute("SELECT token FROM oauth2_provider_accesstoken UNION ALL "
-                                "SELECT token FROM oauth2_provider_refreshtoken").fetchall()
+        query = "SELECT token FROM oauth2_provider_accesstoken UNION ALL SELECT token FROM oauth2_provider_refreshtoken"
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+                rows = conn.execute(query).fetchall()
+        except sqlite3.OperationalError:
+            # DOT was killed inside a transaction (a token request under way at teardown): the
+            # hot journal must be rolled back before anyone reads, which a read-only connection
+            # cannot do. What it rolls back was never issued.
+            with sqlite3.connect(f"file:{db}", uri=True, timeout=5) as conn:
+                rows = conn.execute(query).fetchall()
         return [r[0] for r in rows if r[0]]
 
     def issued_secrets(self) -> list[tuple[str, str]]:
