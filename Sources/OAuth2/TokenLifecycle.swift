@@ -168,7 +168,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public func status(at now: Double) -> IdentityStatus {
         let valid = hasValidToken(at: now)
         let state: IdentityStatus.State
-        if !valid && (inFlight?.purpose == .grant(.authorizationCode) || deviceLoginUnderWay) {
+        // A callback's code waiting for (or in) its exchange is a login finishing, even while an
+        // earlier login's token is valid: requests wait for the new one.
+        if codeExchange != nil || (!valid && (inFlight?.purpose == .grant(.authorizationCode) || deviceLoginUnderWay)) {
             state = .loginPending
         } else if !valid && inFlight == nil && nextPurpose == nil && !discoveryFailing {
             state = .needsLogin

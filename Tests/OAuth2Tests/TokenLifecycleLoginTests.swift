@@ -88,6 +88,7 @@ final class TokenLifecycleLoginTests: XCTestCase {
         let start = login(for: identity)
         XCTAssertTrue(lifecycle.codeReceived(Secret("code-1"), login: start))
         XCTAssertEqual(lifecycle.decision(at: 1), .wait)
+        XCTAssertEqual(lifecycle.status(at: 1).state, .loginPending, "the exchange is due: the login is finishing")
         guard case .fetch(let request) = lifecycle.nextAction(at: 1) else { return XCTFail("the exchange is due at once") }
         XCTAssertEqual(request.purpose, .grant(.authorizationCode))
         XCTAssertTrue(request.bodyText.contains("code=code-1"))
@@ -115,6 +116,7 @@ final class TokenLifecycleLoginTests: XCTestCase {
         // Another tab's login comes back: the valid token of the first is no longer handed out.
         XCTAssertTrue(lifecycle.codeReceived(Secret("code-2"), login: login(for: identity)))
         XCTAssertEqual(lifecycle.decision(at: 2), .wait)
+        XCTAssertEqual(lifecycle.status(at: 2).state, .loginPending)
         guard case .fetch(let request) = lifecycle.nextAction(at: 2) else { return XCTFail("the exchange is due at once") }
         XCTAssertTrue(request.bodyText.contains("code=code-2"))
         XCTAssertEqual(lifecycle.decision(at: 2), .wait)

@@ -1,6 +1,7 @@
 """The relay side of the login tests (issue 11): a relay with interactive identities and an admin
-listener, what it shows about them (`/identities`, the login pages, the 401 problem), a person's
-browser going through a login at django-oauth-toolkit, and the values of a login (the relay's
+listener, what it shows about them (`/identities`, the login pages), a person's browser going
+through a login at django-oauth-toolkit, `RawBrowser` (a login's start and callback by hand, the
+stub answering its authorization request: `at_stub`), and the values of a login (the relay's
 cookies, its state and nonce) added to the leak scan.
 
     relay, admin = start_login_relay(start_relay, upstream, {"me": idp.identity("cli-code")})
@@ -140,6 +141,23 @@ class RawBrowser:
         resp = browse(self.relay, CALLBACK_PATH + "?" + urlencode(query), self.cookies)
         self.keep(resp)
         return resp
+
+
+# The stub's answer with an ID token that passes every check (a login's code exchange).
+ID_TOKEN_OK = {"kind": "token", "expires_in": 3600, "refresh_token": "new", "id_token": {}}
+
+
+def at_stub(stub, login: dict) -> dict:
+    """The stub's authorization endpoint answers the request the relay sent a RawBrowser to
+    (`login`, from `start_login`): the query of its redirect back to the relay's callback."""
+    assert login["authorization_endpoint"] == f"{stub.url}/authorize"
+    query = {k: v for k, v in login.items() if k != "authorization_endpoint"}
+    resp = stub.request("GET", "/authorize?" + urlencode(query), headers=[("Connection", "close")],
+                        host=f"{LOOPBACK}:{stub.port}")
+    assert resp.status == 302, resp.body[:200]
+    location = resp.header("location")
+    assert urlsplit(location).path == CALLBACK_PATH
+    return query_of(location)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -130,7 +130,7 @@ def test_the_token_is_refreshed_across_short_lifetimes_while_dot_rotates_the_ref
     # The chain: each refresh presents the refresh token the answer before it issued (a rotated
     # token replaced the old one), and DOT refused none.
     grants = [r for r in idp.token_requests() if r["grant_type"] in (DEVICE_GRANT, "refresh_token") and r["status"] == 200]
-    refreshed = [r for r in idp.token_requests(grant_type="refresh_token")]
+    refreshed = idp.token_requests(grant_type="refresh_token")
     assert all(r["status"] == 200 for r in refreshed), [(r["status"], r["error"]) for r in refreshed]
     for previous, current in zip(grants, grants[1:]):
         assert current["refresh_token_sha256"] == previous["issued_refresh_token_sha256"]

@@ -13,8 +13,7 @@ from deadlines import wait_until
 from http_client import assert_problem
 from idp_processes import DEVICE_GRANT
 from idp_relay import bearer, oauth_route
-from login_relay import RawBrowser, browse, get, identity_view, start_login_relay
-from test_login_negative import ID_TOKEN_OK, at_stub
+from login_relay import ID_TOKEN_OK, RawBrowser, at_stub, browse, get, identity_view, start_login_relay
 
 pytestmark = pytest.mark.oauth
 
