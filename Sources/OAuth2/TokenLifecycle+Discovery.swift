@@ -5,6 +5,15 @@
 // the reason, requests get 503 meanwhile) and happens again only for a new configuration.
 
 extension TokenLifecycle {
+    /// Discovery failed and is waiting to be tried again: the identity is `failing` (even one a
+    /// person logs in to: no login can start without the IdP's endpoints).
+    var discoveryFailing: Bool {
+        endpoints == nil && consecutiveFailures > 0
+    }
+
+    /// The discovery request is under way.
+    public var isDiscovering: Bool { discovering }
+
     mutating func nextDiscoveryAction(at now: Double) -> TokenAction {
         if discovering { return .idle }
         if let retryAt, retryAt > now { return .sleep(until: retryAt) }

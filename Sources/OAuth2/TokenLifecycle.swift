@@ -142,15 +142,20 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
 
     /// What a request does about its token now.
     public func decision(at now: Double) -> TokenDecision {
-        if let token, token.isValid(at: now) { return .inject(token) }
+        if let token, token.isValid(at: now) {
+            // A person just logged in again (another tab, maybe as someone else): requests wait
+            // for that login's token rather than carry the previous one.
+            return codeExchange == nil ? .inject(token) : .wait
+        }
         if awaitingStoredLogin { return .wait }
         if let waiting = deviceLoginDecision(at: now) { return waiting }
-        if inFlight == nil, nextPurpose == nil {
+        if inFlight == nil, nextPurpose == nil, !discoveryFailing {
             return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin,
                                           detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant)"))
         }
         guard consecutiveFailures > 0, let lastError else { return .wait }
-        let temporary = lastError.isTemporary
+        // Discovery is tried again after the backoff whatever failed: a 503, not a refusal.
+        let temporary = lastError.isTemporary || discoveryFailing
         let retryAfter = Int(((retryAt ?? now) - now).rounded(.up))
         return .fail(TokenUnavailable(identity: identity.name, reason: temporary ? .unavailable : .refused,
                                       retryAfterSeconds: temporary ? max(1, retryAfter) : nil,
@@ -163,9 +168,11 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public func status(at now: Double) -> IdentityStatus {
         let valid = hasValidToken(at: now)
         let state: IdentityStatus.State
-        if !valid && (inFlight?.purpose == .grant(.authorizationCode) || deviceLoginUnderWay) {
+        // A callback's code waiting for (or in) its exchange is a login finishing, even while an
+        // earlier login's token is valid: requests wait for the new one.
+        if codeExchange != nil || (!valid && (inFlight?.purpose == .grant(.authorizationCode) || deviceLoginUnderWay)) {
             state = .loginPending
-        } else if !valid && inFlight == nil && nextPurpose == nil {
+        } else if !valid && inFlight == nil && nextPurpose == nil && !discoveryFailing {
             state = .needsLogin
         } else if consecutiveFailures > 0 {
             state = .failing

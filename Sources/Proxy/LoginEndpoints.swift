@@ -103,7 +103,7 @@ struct LoginEndpoints {
     }
 
     private func callback(_ request: LoginRequest, at now: Double) -> Problem {
-        switch desk.callback(query: request.query, cookies: request.cookies, identities: identities, at: now) {
+        switch desk.callback(path: request.path, query: request.query, cookies: request.cookies, identities: identities, at: now) {
         case .exchanging(let name, let returnTo, let clear):
             var answer = Self.redirect(to: returnTo ?? Self.statusPath(name, returnTo: nil))
             answer.extraHeaders.append(("Set-Cookie", clear.setCookie(secure: request.overTLS)))
@@ -128,7 +128,7 @@ struct LoginEndpoints {
         let name = tokens.identity.name
         let status = tokens.status(at: now)
         let back = returnTo.map { [("Continue to \($0)", $0)] } ?? []
-        if status.hasValidToken {
+        if status.hasValidToken && status.state != .loginPending {
             if let returnTo { return Self.redirect(to: returnTo) }
             let who = status.loggedInAs.map { "Logged in as \($0)" } ?? "Logged in"
             return Self.page(200, "OK", LoginPage(title: who, lines: ["Identity \(name) holds a valid token: requests through the relay carry it."],

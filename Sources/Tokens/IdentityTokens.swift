@@ -53,12 +53,14 @@ public final class IdentityTokens: Sendable {
 
     /// What a request on a route with this identity does now (`now`: monotonic seconds). When
     /// it must wait, `wake` is registered in the same step and is woken by the next result.
-    public func decide(at now: Double, wakingOnResult wake: LoopWakeup?) -> TokenDecision {
+    /// `startsDeviceLogin`: false for a caller that only wants a token already obtained
+    /// (`oauth-relay token`), which must not make the IdP issue a device code nobody will enter.
+    public func decide(at now: Double, wakingOnResult wake: LoopWakeup?, startsDeviceLogin: Bool = true) -> TokenDecision {
         state.withLock { state in
             var decision = state.lifecycle.decision(at: now)
             // The first request that finds a device identity logged out starts its device login,
             // and waits for the code to show.
-            if case .fail(let reason) = decision, reason.reason == .needsLogin, reason.deviceLogin == nil,
+            if startsDeviceLogin, case .fail(let reason) = decision, reason.reason == .needsLogin, reason.deviceLogin == nil,
                state.lifecycle.requestDeviceLogin(at: now) {
                 decision = .wait
             }

@@ -99,8 +99,10 @@ public final class LoginDesk: Sendable {
         case refused(reason: String, clear: LoginCookie?)
     }
 
-    /// A request to a callback path: `query` (without `?`) and the browser's cookies.
-    public func callback(query: String, cookies: [(name: String, value: String)], identities: TokenSet, at now: Double) -> CallbackResult {
+    /// A request to a callback path: the `path` it came to, its `query` (without `?`) and the
+    /// browser's cookies.
+    public func callback(path: String, query: String, cookies: [(name: String, value: String)], identities: TokenSet,
+                         at now: Double) -> CallbackResult {
         let parsed: AuthorizationCallback
         do throws(AuthorizationCallbackProblem) {
             parsed = try AuthorizationCallback.parse(query: query, issuer: nil)
@@ -122,8 +124,10 @@ public final class LoginDesk: Sendable {
             login = started
         case .failure(let error):
             if case .expired(let identity, _) = error { observer?.loginEnded(identity: identity, kind: .browser, outcome: .failed("expired")) }
+            // The cookie was scoped to the callback's path: only a clearing cookie with that
+            // same path replaces it (RFC 6265 §5.3), so it is the path this callback came to.
             let clears = error == .unknownState || { if case .expired = error { true } else { false } }()
-            return .refused(reason: error.description, clear: clears ? LoginCookie(name: cookieName, value: nil, path: "/", maxAgeSeconds: 0) : nil)
+            return .refused(reason: error.description, clear: clears ? LoginCookie(name: cookieName, value: nil, path: path, maxAgeSeconds: 0) : nil)
         }
         guard let tokens = identities[login.identity], case .authorizationCode = tokens.identity.grant else {
             return .refused(reason: "identity \(login.identity) is no longer configured for a browser login", clear: nil)
@@ -135,15 +139,17 @@ public final class LoginDesk: Sendable {
             let issuerRequired = tokens.update { $0.endpoints?.issuerInCallback ?? false }
             checked = try AuthorizationCallback.parse(query: query, issuer: tokens.identity.issuer, issuerRequired: issuerRequired)
         } catch {
-            fail(tokens, "the callback did not come from the identity's IdP: \(error)")
+            fail(tokens, "the callback did not come from the identity's IdP: \(error)", code: "refused")
             return .refused(reason: "the callback did not come from the identity's IdP: \(error)", clear: clear)
         }
         switch checked {
         case .error(let error, _):
-            fail(tokens, "the IdP ended the login: \(error.code.rawValue)" + (error.errorDescription.map { " (\($0))" } ?? ""))
+            fail(tokens, "the IdP ended the login: \(error.code.rawValue)" + (error.errorDescription.map { " (\($0))" } ?? ""),
+                 code: { if case .other = error.code { "idp_error" } else { error.code.rawValue } }())
             return .idpError(identity: login.identity, error: error, clear: clear)
         case .code(let code, _):
-            let accepted = tokens.update { $0.codeReceived(code, login: login) }
+            // Published: the workers' cached tokens are dropped, so requests wait for this login's.
+            let accepted = tokens.publish { $0.codeReceived(code, login: login) }
             guard accepted else {
                 return .refused(reason: "identity \(login.identity) cannot exchange the code: its token endpoint is not known", clear: clear)
             }
@@ -163,11 +169,14 @@ public final class LoginDesk: Sendable {
         pending.withLock { _ = $0.cancel(identity: identity) }
     }
 
-    private func fail(_ tokens: IdentityTokens, _ reason: String) {
+    /// The login ended at its callback: `reason` for the pages, `code` for the metric (the IdP's
+    /// error when an RFC defines it, such as `access_denied`; `idp_error` for any other, so a
+    /// callback cannot make up label values; `refused`).
+    private func fail(_ tokens: IdentityTokens, _ reason: String, code: String) {
         tokens.publish { lifecycle in
             lifecycle.loginFailed(reason)
             return true
         }
-        observer?.loginEnded(identity: tokens.identity.name, kind: .browser, outcome: .failed("refused"))
+        observer?.loginEnded(identity: tokens.identity.name, kind: .browser, outcome: .failed(code))
     }
 }

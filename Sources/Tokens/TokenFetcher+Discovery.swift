@@ -50,6 +50,7 @@ extension TokenFetcher {
         case .failure(let error):
             logger.warning("discovery failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
         }
+        revokeAfterDiscovery(tokens)
         runNextAction(tokens)
     }
 }

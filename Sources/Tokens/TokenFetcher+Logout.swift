@@ -12,21 +12,63 @@ public enum LogoutOutcome: Sendable, Equatable {
     case revocationFailed(String)
 }
 
+/// A logout's refresh token, waiting for discovery to name the revocation endpoint.
+struct PendingRevocation {
+    let refreshToken: Secret
+    let completion: (@Sendable (LogoutOutcome) -> Void)?
+}
+
 extension TokenFetcher {
     /// Forgets the identity's store entry and revokes `refreshToken` (or the one the entry held)
-    /// at the IdP's revocation endpoint, when it has one.
+    /// at the IdP's revocation endpoint, when it has one. Right after a start (`oauth-relay
+    /// logout` without a running relay) the endpoints may still be being discovered: the
+    /// revocation then waits for discovery's one answer.
     func logout(_ tokens: IdentityTokens, refreshToken held: Secret?, completion: (@Sendable (LogoutOutcome) -> Void)?) {
         let refreshToken = held ?? persistence?.read(tokens).refreshToken
         persistence?.remove(tokens)
         shared?.remove(tokens)
+        guard let refreshToken else {
+            completion?(.nothingToRevoke)
+            return
+        }
+        let (endpoints, discovering) = tokens.update { ($0.endpoints, $0.isDiscovering) }
+        if endpoints == nil && discovering {
+            revocationsAwaitingDiscovery[tokens.slot, default: []].append(PendingRevocation(refreshToken: refreshToken, completion: completion))
+            return
+        }
+        revoke(refreshToken, of: tokens, at: endpoints, completion: completion)
+    }
+
+    /// Discovery of `tokens` ended (found the endpoints or not): the logouts waiting for it revoke now.
+    func revokeAfterDiscovery(_ tokens: IdentityTokens) {
+        guard let waiting = revocationsAwaitingDiscovery.removeValue(forKey: tokens.slot) else { return }
         let endpoints = tokens.update { $0.endpoints }
-        guard let refreshToken, let revocation = endpoints?.revocation, let tokenEndpoint = endpoints?.token else {
+        for pending in waiting { revoke(pending.refreshToken, of: tokens, at: endpoints, completion: pending.completion) }
+    }
+
+    /// The token thread stops: the logouts still waiting for discovery hear that their
+    /// revocation did not happen.
+    func abandonRevocationsAwaitingDiscovery() {
+        let waiting = revocationsAwaitingDiscovery.values.joined()
+        revocationsAwaitingDiscovery.removeAll()
+        for pending in waiting { pending.completion?(.revocationFailed("the relay stopped before the IdP's endpoints were discovered")) }
+    }
+
+    private func revoke(_ refreshToken: Secret, of tokens: IdentityTokens, at endpoints: IdentityEndpoints?,
+                        completion: (@Sendable (LogoutOutcome) -> Void)?) {
+        let name = tokens.identity.name
+        guard let endpoints else {
+            let reason = "the IdP's endpoints are not known (discovery has not succeeded), so the refresh token was not revoked"
+            logger.warning("refresh token revocation failed", metadata: ["identity": .string(name), "error": .string(reason)])
+            completion?(.revocationFailed(reason))
+            return
+        }
+        guard let revocation = endpoints.revocation else {
             completion?(.nothingToRevoke)
             return
         }
         let unsigned = TokenRequest.revocation(for: tokens.identity, token: refreshToken, hint: .refreshToken, at: revocation,
-                                               tokenEndpoint: tokenEndpoint)
-        let name = tokens.identity.name
+                                               tokenEndpoint: endpoints.token)
         sendToIdP(unsigned, for: tokens) { [logger] result, request in
             switch result {
             case .success(let reply):

@@ -33,6 +33,8 @@ final class TokenFetcher {
     /// Token requests under way, by slot, so stopping can abandon them.
     private var inFlight: [Int: HTTPClientCall] = [:]
     private var lifetimeWarnings = LifetimeWarningMemory()
+    /// Logouts whose revocation waits for the identity's discovery (TokenFetcher+Logout.swift).
+    var revocationsAwaitingDiscovery: [Int: [PendingRevocation]] = [:]
     private(set) var stopping = false
     /// The token store, when the configuration has one (TokenPersistence.swift).
     let persistence: TokenPersistence?
@@ -397,6 +399,7 @@ final class TokenFetcher {
         inFlight = inFlight.filter { finishesWhileStopping(slot: $0.key) }
         persistence?.stop()
         shared?.stop()
+        abandonRevocationsAwaitingDiscovery()
         for timer in timers.values { timer.close() }
         timers.removeAll()
         wakeup.close()

@@ -27,7 +27,7 @@ struct TokenCommand: ParsableCommand {
         var wakeup: LoopWakeup?
         // Ask, and ask again each time the identity's fetch ends, until there is an answer.
         let ask = {
-            outcome = tokens.decide(at: monotonicSeconds(), wakingOnResult: wakeup)
+            outcome = tokens.decide(at: monotonicSeconds(), wakingOnResult: wakeup, startsDeviceLogin: false)
             if case .wait = outcome {
                 service.needToken(tokens)
             } else {

@@ -48,6 +48,24 @@ final class TokenLifecycleLoginTests: XCTestCase {
         guard case .discover = lifecycle.nextAction(at: until) else { return XCTFail("discovery again after the backoff") }
     }
 
+    func testAPersonsIdentityWhoseDiscoveryFailsIsFailingWith503NotNeedsLogin() throws {
+        var identity = browserIdentity()
+        identity.tokenUrl = nil
+        identity.issuer = "https://idp.example.com"
+        var lifecycle = makeLifecycle(identity)
+        _ = lifecycle.nextAction(at: 0)
+        let wrongIssuer = DiscoveryError.issuerMismatch(url: "https://idp.example.com/.well-known/openid-configuration",
+                                                        expected: "https://idp.example.com", found: "https://evil.example")
+        lifecycle.discoveryFailed(.discovery(wrongIssuer), at: 0)
+        XCTAssertEqual(lifecycle.status(at: 0).state, .failing)
+        let failure = try XCTUnwrap(lifecycle.failure(at: 0))
+        XCTAssertEqual(failure.status, 503, "discovery is tried again: a request may be retried later")
+        XCTAssertGreaterThanOrEqual(failure.retryAfterSeconds ?? 0, 1)
+        lifecycle.discovered(IdentityEndpoints(token: HTTPURL(scheme: .https, host: "idp.example.com", path: "/token"),
+                                               authorization: authorize))
+        XCTAssertEqual(lifecycle.failure(at: 1)?.reason, .needsLogin, "with its endpoints, the identity waits for a person")
+    }
+
     // MARK: A browser login
 
     private func login(for identity: Identity, nonce: Bool = false) -> LoginStart {
@@ -70,6 +88,7 @@ final class TokenLifecycleLoginTests: XCTestCase {
         let start = login(for: identity)
         XCTAssertTrue(lifecycle.codeReceived(Secret("code-1"), login: start))
         XCTAssertEqual(lifecycle.decision(at: 1), .wait)
+        XCTAssertEqual(lifecycle.status(at: 1).state, .loginPending, "the exchange is due: the login is finishing")
         guard case .fetch(let request) = lifecycle.nextAction(at: 1) else { return XCTFail("the exchange is due at once") }
         XCTAssertEqual(request.purpose, .grant(.authorizationCode))
         XCTAssertTrue(request.bodyText.contains("code=code-1"))
@@ -79,6 +98,40 @@ final class TokenLifecycleLoginTests: XCTestCase {
         XCTAssertEqual(lifecycle.injected(at: 2), "at-1")
         XCTAssertNil(lifecycle.status(at: 2).lastLoginFailure)
         guard case .sleep = lifecycle.nextAction(at: 2) else { return XCTFail("the refresh is scheduled") }
+    }
+
+    /// A lifecycle whose first login gave token `at-1` at time 1.
+    private func loggedIn(_ identity: Identity) -> TokenLifecycle {
+        var lifecycle = makeLifecycle(identity)
+        _ = lifecycle.codeReceived(Secret("code-1"), login: login(for: identity))
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.fetchSucceeded(tokenResponse("at-1", expiresIn: 300, refreshToken: "rt-1"), at: 1)
+        return lifecycle
+    }
+
+    func testASecondLoginsRequestsWaitForItsTokenNotTheFirstLogins() throws {
+        let identity = browserIdentity()
+        var lifecycle = loggedIn(identity)
+        XCTAssertEqual(lifecycle.injected(at: 2), "at-1")
+        // Another tab's login comes back: the valid token of the first is no longer handed out.
+        XCTAssertTrue(lifecycle.codeReceived(Secret("code-2"), login: login(for: identity)))
+        XCTAssertEqual(lifecycle.decision(at: 2), .wait)
+        XCTAssertEqual(lifecycle.status(at: 2).state, .loginPending)
+        guard case .fetch(let request) = lifecycle.nextAction(at: 2) else { return XCTFail("the exchange is due at once") }
+        XCTAssertTrue(request.bodyText.contains("code=code-2"))
+        XCTAssertEqual(lifecycle.decision(at: 2), .wait)
+        lifecycle.fetchSucceeded(tokenResponse("at-2", expiresIn: 300, refreshToken: "rt-2"), at: 3)
+        XCTAssertEqual(lifecycle.injected(at: 3), "at-2")
+    }
+
+    func testAFailedSecondLoginLeavesTheFirstLoginsTokenInUse() throws {
+        let identity = browserIdentity()
+        var lifecycle = loggedIn(identity)
+        _ = lifecycle.codeReceived(Secret("code-2"), login: login(for: identity))
+        _ = lifecycle.nextAction(at: 2)
+        lifecycle.fetchFailed(invalidGrant, at: 2)
+        XCTAssertEqual(lifecycle.injected(at: 3), "at-1")
+        XCTAssertNotNil(lifecycle.status(at: 3).lastLoginFailure)
     }
 
     func testARefusedCodeEndsTheLoginWithoutBackoff() throws {

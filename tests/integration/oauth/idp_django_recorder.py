@@ -3,8 +3,10 @@ Django middleware recording each request to the token, authorization, device aut
 revocation endpoints (SHA-256 fingerprints, never a secret, code or token), the view that lists
 the records, and the test-controlled hold on token requests.
 
-Issued authorization codes, device codes and ID tokens are also appended to the secrets file the
-fixture gives (JSON lines, mode 0600): the leak scan needs them whole, and the database keeps none.
+Issued authorization codes, device codes and ID tokens, and the client's own secrets of a login
+(the `state` and `nonce` of its authorization requests, the PKCE `code_verifier` of its code
+exchanges), are also appended to the secrets file the fixture gives (JSON lines, mode 0600): the
+leak scan needs them whole, and the database keeps none.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ class _State:
             records.append(record)
 
     def issued(self, kind: str, value: str | None) -> None:
-        """Notes a secret the server issued for the leak scan (the file is the fixture's, 0600)."""
+        """Notes a secret the server issued, or a login's secret a client sent it, for the leak
+        scan (the file is the fixture's, 0600)."""
         if not value or self.secrets_file is None:
             return
         with self.lock, open(self.secrets_file, "a") as out:
@@ -93,6 +96,7 @@ class Recorder:
         response = self.get_response(request)
         answer = _json(response)
         STATE.issued("id_token", answer.get("id_token"))
+        STATE.issued("code_verifier", form.get("code_verifier"))
         STATE.add(STATE.records, {
             "time": arrived, "held_seconds": hold, "answered": time.time(),
             "method": request.method, "content_type": request.META.get("CONTENT_TYPE", ""),
@@ -143,6 +147,8 @@ class Recorder:
     def authorization(form: dict, response) -> dict:
         """What an authorization request asked (state and nonce as fingerprints) and, when it
         redirected back to the client, what the redirect carried."""
+        STATE.issued("state", form.get("state"))
+        STATE.issued("nonce", form.get("nonce"))
         record = {"response_type": form.get("response_type"), "redirect_uri": form.get("redirect_uri"),
                   "state_sha256": sha256(form.get("state")), "nonce_sha256": sha256(form.get("nonce")),
                   "code_challenge": form.get("code_challenge"), "code_challenge_method": form.get("code_challenge_method"),

@@ -17,8 +17,8 @@ OpenID Connect is on: an RSA signing key is generated at start, the issuer is
 applications with `"oidc": true` are RS256 and carry `preferred_username`, `email` and `name`
 with the `profile`/`email` scopes. PKCE is required (S256 only) and authorization responses
 carry `iss` (RFC 9207, DOT's COMPLIANT_BCP_RFC9700_* gates). Every issued authorization code,
-device code and ID token is appended to --secrets-file (JSON lines, for the tests' leak scan:
-the database keeps neither the used codes nor the ID tokens).
+device code and ID token, and every state, nonce and PKCE verifier a client sent, is appended to
+--secrets-file (JSON lines, for the tests' leak scan: the database keeps none of them).
 
 URLs:
     /o/token/  /o/revoke_token/  /o/introspect/   django-oauth-toolkit (`oauth2_provider.urls`)

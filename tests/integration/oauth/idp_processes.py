@@ -203,12 +203,14 @@ class DjangoIdP(_IdP):
 
     # -- relay configuration -------------------------------------------------------------------
 
-    def identity(self, client: str, secret_files: bool = False, **options) -> dict:
-        """An `identities` entry for one of the applications (`clientAuth` etc. in options).
-        secret_files: the client secret and password go to files (…File keys) instead of the JSON.
-        An interactive application's entry names the `issuer` (discovery finds the token,
-        authorization and JWKS endpoints), the endpoints DOT's OpenID Connect document lacks
-        (`deviceAuthorizationUrl`, `revocationUrl`), and scope `openid profile email orders.read`."""
+    def identity(self, client: str, secret_files: bool = False, explicit_endpoints: bool = False, **options) -> dict:
+        """An `identities` entry for one of the applications (`clientAuth` etc. in options; None
+        removes a key). secret_files: the client secret and password go to files (…File keys)
+        instead of the JSON. An interactive application's entry names the `issuer` (discovery
+        finds the token, authorization and JWKS endpoints), the endpoints DOT's OpenID Connect
+        document lacks (`deviceAuthorizationUrl`, `revocationUrl`), and scope
+        `openid profile email orders.read`; with `explicit_endpoints` it names every endpoint its
+        grant uses (`tokenUrl`, `authorizationUrl`, `jwksUrl`), so the relay discovers nothing."""
         c = self.clients[client]
         ident = {"grant": RELAY_GRANTS[c.grant], "clientId": c.client_id}
         if c.interactive:
@@ -216,6 +218,10 @@ class DjangoIdP(_IdP):
                           "scope": "openid profile email orders.read"})
             if c.grant == DEVICE_GRANT:
                 ident["deviceAuthorizationUrl"] = self.device_authorization_url
+            if explicit_endpoints:
+                ident.update({"tokenUrl": self.token_url, "jwksUrl": self.jwks_url})
+                if c.grant == "authorization-code":
+                    ident["authorizationUrl"] = self.authorize_url
         else:
             ident["tokenUrl"] = self.token_url
         secrets_ = {}
@@ -232,7 +238,7 @@ class DjangoIdP(_IdP):
                 ident[key + "File"] = str(path)
             else:
                 ident[key] = value
-        return {**ident, **options}
+        return {k: v for k, v in {**ident, **options}.items() if v is not None}
 
     # -- observation and control -----------------------------------------------------------------
 
@@ -294,14 +300,22 @@ class DjangoIdP(_IdP):
         db = self.workdir / "idp.sqlite3"
         if not db.exists():
             return []
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
-            rows = conn.execute("SELECT token FROM oauth2_provider_accesstoken UNION ALL "
-                                "SELECT token FROM oauth2_provider_refreshtoken").fetchall()
+        query = "SELECT token FROM oauth2_provider_accesstoken UNION ALL SELECT token FROM oauth2_provider_refreshtoken"
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+                rows = conn.execute(query).fetchall()
+        except sqlite3.OperationalError:
+            # DOT was killed inside a transaction (a token request under way at teardown): the
+            # hot journal must be rolled back before anyone reads, which a read-only connection
+            # cannot do. What it rolls back was never issued.
+            with sqlite3.connect(f"file:{db}", uri=True, timeout=5) as conn:
+                rows = conn.execute(query).fetchall()
         return [r[0] for r in rows if r[0]]
 
     def issued_secrets(self) -> list[tuple[str, str]]:
-        """(kind, value) of every authorization code, device code and ID token DOT issued (noted
-        by the server as they leave: the database keeps none of them)."""
+        """(kind, value) of every authorization code, device code and ID token DOT issued, and
+        of every state, nonce and code_verifier a client sent it (noted by the server as they
+        pass: the database keeps none of them)."""
         if not self.secrets_file.exists():
             return []
         lines = self.secrets_file.read_text().splitlines()
