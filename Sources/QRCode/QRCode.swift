@@ -53,9 +53,9 @@ public struct QRCode: Sendable, Equatable {
     /// encoding procedure (§7.1) chooses the mask in step 6 and adds that information in step 7,
     /// so its modules, and the dark module, are light while the masks are compared.
     private static func lowestPenaltyMask(_ grid: ModuleGrid) -> Int {
-        var best = (mask: 0, score: MaskPenalty.score(grid.masked(0)))
+        var best = (mask: 0, score: MaskPenalty.score(grid.masked(0).dark, size: grid.size))
         for mask in DataMask.all.dropFirst() {
-            let score = MaskPenalty.score(grid.masked(mask))
+            let score = MaskPenalty.score(grid.masked(mask).dark, size: grid.size)
             if score < best.score { best = (mask, score) }
         }
         return best.mask
