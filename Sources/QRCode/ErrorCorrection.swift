@@ -1,5 +1,5 @@
 extension QRCode {
-    /// How much of a symbol may be damaged and still be read (ISO/IEC 18004:2015 §5.3.8, Table 9):
+    /// How much of a symbol may be damaged and still be read (ISO/IEC 18004:2015 §7.5.1, Table 9):
     /// about 7 % of the codewords at L, 15 % at M, 25 % at Q and 30 % at H. Each step up costs data
     /// capacity, so the same text needs a larger symbol.
     public enum ErrorCorrection: Sendable, CaseIterable, CustomStringConvertible {

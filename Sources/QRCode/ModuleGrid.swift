@@ -35,8 +35,6 @@ struct ModuleGrid: Sendable, Equatable {
         if version.hasVersionInformation { drawVersionInformation(0) }
     }
 
-    subscript(x: Int, y: Int) -> Bool { dark[y * size + x] }
-
     private mutating func setFunction(_ x: Int, _ y: Int, dark value: Bool) {
         dark[y * size + x] = value
         isFunction[y * size + x] = true
@@ -64,10 +62,11 @@ struct ModuleGrid: Sendable, Equatable {
         }
     }
 
-    /// Both copies of the 15 format bits (§7.9.1, Figure 25), bit 0 the least significant: one
-    /// copy runs up column 8 and left along row 8 around the upper-left finder, skipping the timing
-    /// pattern; the other is split between row 8 under the upper-right finder and column 8 beside
-    /// the lower-left one.
+    /// Both copies of the 15 format bits (§7.9.1, Figure 25), bit 0 the least significant. Around
+    /// the upper-left finder, from bit 0 at the top: down column 8, then left along row 8, stepping
+    /// over the timing patterns. The other copy: bits 0–7 leftwards along row 8 from the right edge
+    /// (under the upper-right finder), bits 8–14 down column 8 to the bottom edge (beside the
+    /// lower-left finder).
     private mutating func drawFormatInformation(_ bits: UInt32) {
         for index in 0..<15 {
             let value = (bits >> UInt32(index)) & 1 == 1
@@ -86,8 +85,9 @@ struct ModuleGrid: Sendable, Equatable {
         }
     }
 
-    /// Both copies of the 18 version bits (§7.10, Figure 27): a 6×3 block left of the lower-left
-    /// finder and its transpose above the upper-right finder, bit 0 in the block's first corner.
+    /// Both copies of the 18 version bits (§7.10, Figure 27): bit i at column i / 3, row
+    /// size − 11 + i % 3 (a 6×3 block above the lower-left finder), and transposed (a 3×6 block left
+    /// of the upper-right finder).
     private mutating func drawVersionInformation(_ bits: UInt32) {
         for index in 0..<18 {
             let value = (bits >> UInt32(index)) & 1 == 1

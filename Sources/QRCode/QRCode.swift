@@ -6,10 +6,11 @@
 ///    terminator and pad codewords up to the smallest version that holds them (§7.4.9).
 /// 2. `ReedSolomon`: per block, error correction codewords over GF(256) (§7.5.2); the blocks
 ///    (`SymbolVersion`, Table 9) are interleaved into the final message (§7.6).
-/// 3. `ModuleGrid`: finder, separator, timing and alignment patterns, the version information
-///    (`FunctionInformation`, §7.10), then the message placed in the zig-zag order of §7.7.3.
-/// 4. `DataMask` and `MaskPenalty`: each of the eight masks is applied with its format
-///    information (§7.9) and scored (§7.8.3); the lowest score wins.
+/// 3. `ModuleGrid`: finder, separator, timing and alignment patterns (§6.3), then the message
+///    placed in the zig-zag order of §7.7.3.
+/// 4. `DataMask` and `MaskPenalty`: each of the eight masks is applied (§7.8.2) and scored
+///    (§7.8.3); the lowest score wins. Then the format and version information
+///    (`FunctionInformation`, §7.9, §7.10) complete the symbol.
 ///
 /// Only byte mode: the symbols are for URLs, which numeric and alphanumeric modes would not
 /// shorten by much (lower-case letters are not in the alphanumeric set). No ECI header is written:

@@ -5,7 +5,7 @@ struct SymbolVersion: Sendable, Equatable {
 
     let number: Int
 
-    /// Modules per side: 21 for version 1, four more per version (§5.3.1).
+    /// Modules per side: 21 for version 1, four more per version (§6.3.1, Table 1).
     var size: Int { 17 + 4 * number }
 
     /// Versions 7 and up carry their number in two 6×3 blocks; smaller ones are told apart by

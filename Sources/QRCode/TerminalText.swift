@@ -4,7 +4,7 @@ extension QRCode {
     /// (whose cells are roughly twice as tall as they are wide) and half as many lines as a
     /// one-row-per-line drawing.
     ///
-    /// Colours: a camera needs dark modules on a light ground (§6.2, the standard's reflectance),
+    /// Colours: a camera needs dark modules on a light ground, as the standard prints them,
     /// and terminals differ — most draw light text on a dark background, where ink for the dark
     /// modules would show an inverted symbol that many readers refuse. With `ansiColors` (the
     /// default) every line sets black text on a bright white background (SGR 30;107) and resets
@@ -13,7 +13,7 @@ extension QRCode {
     /// the terminal draws dark text on a light background (and it is what tests parse back).
     ///
     /// - Parameter quietZone: light modules around the symbol. The standard asks for 4 (§6.3.8);
-    ///   phone cameras read a symbol with 2, which saves four lines.
+    ///   phone cameras read a symbol with 2, which saves two lines and four columns.
     public func terminalText(quietZone: Int = 2, ansiColors: Bool = true) -> String {
         let span = size + 2 * quietZone
         func isDark(_ x: Int, _ y: Int) -> Bool {
