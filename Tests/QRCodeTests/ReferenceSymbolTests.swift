@@ -31,13 +31,14 @@ final class ReferenceSymbolTests: XCTestCase {
                 .split(separator: "\n").map(String.init)
             var header: [String: String] = [:]
             for line in lines where line.hasPrefix("# ") {
-                let (key, value) = line.dropFirst(2).split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }.pair
-                header[key] = value
+                let parts = line.dropFirst(2).split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+                header[String(parts[0])] = parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : ""
             }
             func number(_ key: String) throws -> Int { try XCTUnwrap(Int(header[key] ?? ""), "\(name): \(key)") }
             return ReferenceSymbol(
                 name: name, input: try hexBytes(XCTUnwrap(header["input-hex"])), level: try level(XCTUnwrap(header["level"])),
-                minimumVersion: try number("min-version"), version: try number("version"), mask: try number("mask"), rows: lines.filter { !$0.hasPrefix("#") })
+                minimumVersion: try number("min-version"), version: try number("version"), mask: try number("mask"),
+                rows: lines.filter { !$0.hasPrefix("#") })
         }
     }
 
@@ -136,10 +137,6 @@ final class ReferenceSymbolTests: XCTestCase {
     private func fnv1a64(_ text: String) -> UInt64 {
         text.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
     }
-}
-
-private extension Array where Element == String {
-    var pair: (String, String) { (self[0], count > 1 ? self[1] : "") }
 }
 
 private extension String {
