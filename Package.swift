@@ -54,6 +54,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),
+        // QR Code symbols for the terminal (`oauth-relay login`'s device logins); pure Swift, no I/O.
+        .target(name: "QRCode"),
         .target(name: "RelayMetrics", dependencies: [.product(name: "Prometheus", package: "swift-prometheus")]),
         .target(name: "Proxy", dependencies: [
             "EventLoop", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "LocalHTTP", "Locking",
@@ -63,7 +65,7 @@ let package = Package(
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
             "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "TokenStore", "HTTPClient", "TLS", "RelayMetrics",
-            "LocalHTTP", "HTTPFields", "RedisProtocol",
+            "LocalHTTP", "HTTPFields", "RedisProtocol", "QRCode",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),
@@ -80,6 +82,8 @@ let package = Package(
         .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "TLS"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "TLS"]),
+        // Fixtures: reference symbols made by segno (PyPI), read from the source tree.
+        .testTarget(name: "QRCodeTests", dependencies: ["QRCode"], exclude: ["Fixtures"]),
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics"]),
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "OAuth2", "Endpoints", "TLS"]),

@@ -12,7 +12,8 @@ import TokenStore
 /// login; without one, this command serves the configuration itself until the login ends, and
 /// the token store keeps the result for the relay that starts next. It prints the URL to open
 /// (a browser login; opened with `xdg-open` on a desktop) or the code to enter and where (a
-/// device login), and exits 0 once the identity holds a token, 1 when the login fails or times out.
+/// device login; on a terminal also as a QR code, see `LoginQRCode`), and exits 0 once the
+/// identity holds a token, 1 when the login fails or times out.
 struct LoginCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "login",
@@ -26,6 +27,9 @@ struct LoginCommand: ParsableCommand {
     @Flag(name: .long, help: "Only print the login URL; do not open a browser.")
     var noBrowser = false
 
+    @Flag(name: .long, help: "Do not draw a device login's verification URI as a QR code (drawn only on a terminal).")
+    var noQr = false
+
     private var name: String { options.name }
 
     func run() throws {
@@ -33,7 +37,8 @@ struct LoginCommand: ParsableCommand {
         guard identity.grant.isInteractive else {
             fail("identity \"\(name)\" in \(options.config) is not one a person logs in to (it needs grant authorization_code or device_code)")
         }
-        var watch = LoginWatch(name: name, timeoutSeconds: timeout ?? identity.loginTimeoutSeconds, openBrowser: !noBrowser)
+        var watch = LoginWatch(name: name, timeoutSeconds: timeout ?? identity.loginTimeoutSeconds, openBrowser: !noBrowser,
+                               qrCode: LoginQRCode.forStandardError(disabled: noQr, logFormat: options.common.logFormat))
         if let admin = loaded.config.admin, try loginThroughRunningRelay(AdminClient(address: admin), &watch) { return }
         try loginInThisProcess(loaded, identity: identity, &watch)
     }
@@ -131,14 +136,17 @@ struct LoginWatch {
     let name: String
     let deadline: Date
     let openBrowser: Bool
+    /// Draws the verification URI of a device login; nil where no one would scan it.
+    let qrCode: LoginQRCode?
     /// The failure shown before this login started: only a new one ends it.
     var failureBefore: String?
     private var shownUserCode: String?
 
-    init(name: String, timeoutSeconds: Double, openBrowser: Bool) {
+    init(name: String, timeoutSeconds: Double, openBrowser: Bool, qrCode: LoginQRCode?) {
         self.name = name
         deadline = Date(timeIntervalSinceNow: timeoutSeconds)
         self.openBrowser = openBrowser
+        self.qrCode = qrCode
     }
 
     func showLoginURL(_ url: String) {
@@ -163,6 +171,7 @@ struct LoginWatch {
             var text = "To log in for identity \(name), open \(uri) and enter the code:\n\n  \(code)\n\n"
             if let complete = view.verificationUriComplete { text += "(or open \(complete))\n" }
             if let expiresIn = view.expiresIn { text += "The code expires in \(expiresIn) s.\n" }
+            if let qrCode { text += qrCode.text(for: view.verificationUriComplete ?? uri) }
             FileHandleOutput.standardError(text)
         }
         if let failure = view.lastLoginFailure, failure != failureBefore {
