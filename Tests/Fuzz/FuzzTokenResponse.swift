@@ -10,9 +10,9 @@ import OAuth2
 
 private let clientSecret = "fuzz-client-secret-51f0"
 private let statuses = [200, 200, 200, 400, 401, 429, 500, 503]
-private let request = TokenRequest.grant(for: Identity(name: "fuzz",
-    tokenUrl: HTTPURL(scheme: .https, host: "idp.test", port: 443, path: "/token"),
-    clientAuth: .basic(id: "fuzz-client", secret: Secret(clientSecret))))!
+private let tokenURL = HTTPURL(scheme: .https, host: "idp.test", port: 443, path: "/token")
+private let request = TokenRequest.grant(for: Identity(name: "fuzz", tokenUrl: tokenURL,
+    clientAuth: .basic(id: "fuzz-client", secret: Secret(clientSecret))), at: tokenURL)!
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTokenResponse(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
