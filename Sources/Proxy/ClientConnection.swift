@@ -211,8 +211,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         if let host = head.host, !host.isEmpty, !RequestTarget.isAuthority(host) {
             return exchange.refused(.badRequest("the Host header is not a host[:port]"), closing: true)
         }
-        if let logins = settings.logins, logins.serves(path: String(decoding: normalizedPath, as: UTF8.self)) {
-            let request = LoginRequest(head: head, target: target, overTLS: forwarding.overTLS)
+        if let logins = settings.logins, logins.serves(path: normalizedPath) {
+            let request = LoginRequest(head: head, target: target, normalizedPath: normalizedPath, overTLS: forwarding.overTLS)
             return exchange.refused(logins.answer(request, at: monotonicSeconds()), closing: false)
         }
         let host = target.authority ?? head.host ?? UnsafeRawBufferPointer(start: nil, count: 0)

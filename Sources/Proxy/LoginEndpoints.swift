@@ -33,6 +33,7 @@ struct LoginEndpoints {
     let identities: TokenSet
     /// The paths of the identities' redirect URIs.
     let callbackPaths: Set<String>
+    private let callbackPathBytes: [[UInt8]]
     let config: RelayConfig
 
     init?(config: RelayConfig, identities: TokenSet?, desk: LoginDesk?) {
@@ -41,12 +42,13 @@ struct LoginEndpoints {
         self.identities = identities
         self.config = config
         callbackPaths = Set(config.identities.values.compactMap { $0.redirectUri?.path })
+        callbackPathBytes = callbackPaths.map { Array($0.utf8) }
     }
 
-    /// True for a path the login pages answer (checked only when the configuration has an
-    /// interactive identity).
-    func serves(path: String) -> Bool {
-        path.hasPrefix(Self.prefix) || callbackPaths.contains(path)
+    /// True for a (normalized) path the login pages answer. Asked of every request when the
+    /// configuration has an interactive identity, so it compares bytes and allocates nothing.
+    func serves(path: [UInt8]) -> Bool {
+        path.starts(with: Self.prefix.utf8) || callbackPathBytes.contains(path)
     }
 
     // MARK: - The pages

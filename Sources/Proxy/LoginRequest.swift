@@ -16,9 +16,10 @@ struct LoginRequest {
     let isBrowserNavigation: Bool
     let cookies: [(name: String, value: String)]
 
-    init(head: HTTPHead, target: RequestTarget, overTLS: Bool) {
+    /// `normalizedPath`: the path as routing reads it (dot segments resolved), when known.
+    init(head: HTTPHead, target: RequestTarget, normalizedPath: [UInt8]? = nil, overTLS: Bool) {
         method = String(decoding: head.methodName, as: UTF8.self)
-        path = String(decoding: target.path, as: UTF8.self)
+        path = normalizedPath.map { String(decoding: $0, as: UTF8.self) } ?? String(decoding: target.path, as: UTF8.self)
         query = String(decoding: target.queryWithMark.dropFirst(), as: UTF8.self)
         host = String(decoding: target.authority ?? head.host ?? UnsafeRawBufferPointer(start: nil, count: 0), as: UTF8.self)
         self.overTLS = overTLS
