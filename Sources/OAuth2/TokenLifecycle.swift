@@ -172,6 +172,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         // earlier login's token is valid: requests wait for the new one.
         if codeExchange != nil || (!valid && (inFlight?.purpose == .grant(.authorizationCode) || deviceLoginUnderWay)) {
             state = .loginPending
+        } else if !valid && endpoints == nil && consecutiveFailures == 0 {
+            // Discovery is under way: nothing can start yet, not even a login.
+            state = .pending
         } else if !valid && inFlight == nil && nextPurpose == nil && !discoveryFailing {
             state = .needsLogin
         } else if consecutiveFailures > 0 {

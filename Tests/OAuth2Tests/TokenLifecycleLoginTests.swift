@@ -36,6 +36,18 @@ final class TokenLifecycleLoginTests: XCTestCase {
         XCTAssertEqual(request.url, discovered)
     }
 
+    func testAPersonsIdentityIsPendingUntilDiscoveryAnswers() {
+        var lifecycle = makeLifecycle(makeIdentity(.authorizationCode(seed: nil), clientId: "cli", secret: nil) {
+            $0.tokenUrl = nil
+            $0.issuer = "https://idp.example.com"
+        })
+        XCTAssertEqual(lifecycle.status(at: 0).state, .pending, "no login can start before the endpoints are known")
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.discovered(IdentityEndpoints(token: HTTPURL(scheme: .https, host: "idp.example.com", path: "/token"),
+                                               authorization: authorize))
+        XCTAssertEqual(lifecycle.status(at: 0).state, .needsLogin)
+    }
+
     func testAFailedDiscoveryBacksOffAndRequestsGet503() throws {
         var lifecycle = makeLifecycle(makeIdentity { $0.tokenUrl = nil; $0.issuer = "https://idp.example.com" })
         _ = lifecycle.nextAction(at: 0)

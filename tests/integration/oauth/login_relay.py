@@ -39,7 +39,12 @@ def start_login_relay(start_relay, upstream, identities: dict, routes: list | No
         routes = [oauth_route(upstream, "/", next(iter(identities)))]
     relay = start_relay(routes, identities=identities, admin=f"{LOOPBACK}:{port}", **top)
     wait_until(lambda: can_connect(LOOPBACK, port), 5, "the admin listener")
-    return relay, AdminClient(port)
+    admin = AdminClient(port)
+    # An identity discovering its IdP's endpoints is `pending`: nothing (not even a login) can
+    # start before discovery answers.
+    wait_until(lambda: all(i["state"] != "pending" for i in admin.request("GET", "/identities").json()["identities"]),
+               10, "discovery of the identities' endpoints")
+    return relay, admin
 
 
 def callback_url(relay) -> str:

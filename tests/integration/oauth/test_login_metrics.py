@@ -13,7 +13,7 @@ from deadlines import wait_until
 from http_client import assert_problem
 from idp_processes import DEVICE_GRANT
 from idp_relay import bearer, oauth_route
-from login_relay import ID_TOKEN_OK, RawBrowser, at_stub, browse, get, identity_view, start_login_relay
+from login_relay import ID_TOKEN_OK, RawBrowser, at_stub, browse, get, identity_view, start_login_relay, wait_for_state
 
 pytestmark = pytest.mark.oauth
 
@@ -48,7 +48,8 @@ def test_logins_are_counted_by_kind_and_outcome_and_no_secret_of_theirs_is_logge
     relay, admin = start_login_relay(start_relay, upstream, identities, args=TRACE,
                                      routes=[oauth_route(upstream, "/me/", "me"), oauth_route(upstream, "/tv/", "tv")])
     admin.on_scrape = lambda body: sensitive.add_output(f"metrics scrape {len(sensitive.outputs)}", body)
-    wait_until(lambda: len(stub_idp.endpoint_requests(endpoint="discovery")) == 2, 5, "both identities' discovery")
+    for name in identities:  # discovery answered: a login can start
+        wait_for_state(admin, name, "needs-login")
 
     # Browser: one completes, one the person declines, one with an ID token that fails its check.
     assert browser_login(relay, stub_idp, sensitive) == 302

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.oauth
 def stub_login_relay(start_relay, upstream, stub, token=ID_TOKEN_OK, grant="authorization_code", **login_script):
     stub.script(default=token, **login_script)
     relay, admin = start_login_relay(start_relay, upstream, {"me": stub.login_identity(grant)})
-    wait_until(lambda: stub.endpoint_requests(endpoint="discovery"), 5, "the relay's discovery")
+    wait_for_state(admin, "me", "needs-login")  # discovery answered: a login can start
     return relay, admin
 
 
@@ -98,7 +98,7 @@ def test_a_callback_in_another_browser_is_refused_and_the_real_login_completes(s
 def test_a_callback_after_login_timeout_seconds_is_refused(stub_idp, upstream, start_relay, sensitive):
     stub_idp.script(default=ID_TOKEN_OK)
     relay, admin = start_login_relay(start_relay, upstream, {"me": stub_idp.login_identity(loginTimeoutSeconds=1)})
-    wait_until(lambda: stub_idp.endpoint_requests(endpoint="discovery"), 5, "the relay's discovery")
+    wait_for_state(admin, "me", "needs-login")  # discovery answered: a login can start
     browser = RawBrowser(relay, sensitive)
     login = browser.start_login("me", returns="/orders")
     [cookie] = login_cookies(browser)
