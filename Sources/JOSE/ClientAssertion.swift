@@ -10,6 +10,13 @@ public enum ClientAssertion {
     /// The longest lifetime an assertion gets: it is used once, straight away.
     public static let maximumLifetime: Int64 = 60
 
+    /// The lifetime an assertion gets unless told otherwise: ten seconds under the cap, so an IdP
+    /// that allows at most 60 s (Glewlwyd's `request-maximum-exp`, measured as `exp` minus *its*
+    /// now) still accepts it when its clock trails ours. Even on one host it can: glibc's
+    /// `time()` reads the coarse clock, up to a tick behind `gettimeofday`, and a relay that
+    /// signed at x.000 s was refused by an IdP that still read x−1.
+    public static let defaultLifetime: Int64 = 50
+
     /// The compact JWS for `client_assertion`.
     ///
     /// - Parameters:
@@ -17,7 +24,7 @@ public enum ClientAssertion {
     ///   - keyID: the `kid` the IdP knows the key by, if it needs one.
     ///   - lifetime: seconds until `exp`, at most `maximumLifetime`.
     public static func make(clientID: String, audience: String, signer: JWSSigner, keyID: String? = nil,
-                            now: Int64, lifetime: Int64 = maximumLifetime,
+                            now: Int64, lifetime: Int64 = defaultLifetime,
                             random: inout some RandomNumberGenerator) throws(JOSEError) -> String {
         var claims = JWTClaims()
         claims.issuer = clientID

@@ -38,6 +38,15 @@ final class ClientAssertionTests: JOSETestCase {
         XCTAssertEqual(try JWTClaims(payload: make(TestKeys.signer(.rs256), lifetime: 30).payload).expiry, now + 30)
     }
 
+    func testDefaultLifetimeLeavesRoomForAnIdPWhoseClockTrailsOurs() throws {
+        var random = CountingRandom()
+        let text = try ClientAssertion.make(clientID: "c", audience: "a", signer: TestKeys.signer(.hs256), now: now,
+                                            random: &random)
+        let claims = try JWTClaims(payload: JWS(compact: text).payload)
+        // An IdP capping `exp - its now` at 60 s accepts this even when its clock is 10 s behind.
+        XCTAssertEqual(claims.expiry, now + 50)
+    }
+
     func testEachAssertionHasItsOwnJTI() throws {
         var random = CountingRandom()
         let signer = try TestKeys.signer(.hs256)
