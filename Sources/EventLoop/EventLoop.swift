@@ -34,6 +34,8 @@ public final class EventLoop {
     /// Streams written to during the current read callback, flushed when it returns (rule 6).
     var batchedStreams: [TCPStream] = []
     var isBatchingWrites = false
+    /// The `DeadlineTimer`s of this loop, behind one libuv timer.
+    lazy var deadlines = DeadlineQueue(loop: self)
 
     public init() throws(UVError) {
         uv = .allocate(capacity: 1)
