@@ -22,6 +22,7 @@
 // (`uv_loop_close` returns 0 only when no handle is left), so each test is also a leak check.
 
 internal import CLibUV
+import ByteBuffers
 
 public final class EventLoop {
     let uv: UnsafeMutablePointer<uv_loop_t>
@@ -36,6 +37,8 @@ public final class EventLoop {
     var isBatchingWrites = false
     /// The `DeadlineTimer`s of this loop, behind one libuv timer.
     lazy var deadlines = DeadlineQueue(loop: self)
+    /// Storage for the write backlogs of this loop's streams, lent while bytes wait.
+    public let buffers = BufferPool()
 
     public init() throws(UVError) {
         uv = .allocate(capacity: 1)
