@@ -4,8 +4,10 @@
 /// a keep-alive connection's buffers; h2o keeps pools per loop). One pool per event loop; it is
 /// not thread-safe.
 public final class BufferPool {
-    /// Storage kept for reuse, most recently returned last (still warm in the cache).
-    private var spare: [(base: UnsafeMutableRawPointer, capacity: Int)] = []
+    /// Storage kept for reuse, a stack: the most recently returned (still warm in the cache) is
+    /// lent first. Manually managed, so lending and returning are a load and a store.
+    private let spare: UnsafeMutablePointer<(base: UnsafeMutableRawPointer, capacity: Int)>
+    public private(set) var spareCount = 0
     /// At most this many spare storages are kept; more are freed.
     public let maxSpare: Int
     /// Storage that grew past this is freed rather than kept (one large write must not pin it).
@@ -14,24 +16,26 @@ public final class BufferPool {
     public init(maxSpare: Int = 64, maxPooledCapacity: Int = 64 * 1024) {
         self.maxSpare = maxSpare
         self.maxPooledCapacity = maxPooledCapacity
+        spare = .allocate(capacity: maxSpare)
     }
 
     deinit {
-        for entry in spare { entry.base.deallocate() }
+        for index in 0..<spareCount { spare[index].base.deallocate() }
+        spare.deallocate()
     }
-
-    /// Spare storages held now.
-    public var spareCount: Int { spare.count }
 
     @usableFromInline
     func take() -> (base: UnsafeMutableRawPointer, capacity: Int)? {
-        spare.popLast()
+        guard spareCount > 0 else { return nil }
+        spareCount -= 1
+        return spare[spareCount]
     }
 
     @usableFromInline
     func give(_ base: UnsafeMutableRawPointer, capacity: Int) {
-        if spare.count < maxSpare && capacity <= maxPooledCapacity {
-            spare.append((base, capacity))
+        if spareCount < maxSpare && capacity <= maxPooledCapacity {
+            spare[spareCount] = (base, capacity)
+            spareCount += 1
         } else {
             base.deallocate()
         }
