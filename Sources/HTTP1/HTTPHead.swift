@@ -134,12 +134,17 @@ public final class HTTPHead {
 
     private static let chunked = Array("chunked".utf8)
 
-    /// Marks every field named by a `Connection` header (RFC 9110 §7.6.1).
+    /// Marks every field named by a `Connection` header (RFC 9110 §7.6.1). A listed name that
+    /// is a known header matches the fields classified as it (classification is exact); any
+    /// other name is compared with the fields that are not known headers.
     func markConnectionListedFields() {
         for field in fields where field.known == .connection {
             ASCII.forEachListElement(value(field)) { token in
+                let listed = KnownHeader(name: token)
                 for i in fields.indices where !fields[i].listedInConnection
-                    && ASCII.equalsIgnoringCase(name(fields[i]), token) {
+                    && (listed == .other ? (fields[i].known == .other || fields[i].known == .underscoredLookalike)
+                                           && ASCII.equalsIgnoringCase(name(fields[i]), token)
+                                         : fields[i].known == listed) {
                     fields[i].listedInConnection = true
                     // Removing one of these as hop-by-hop would let the next hop read the body,
                     // or the target, differently from the relay.
