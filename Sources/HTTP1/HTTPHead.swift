@@ -45,9 +45,10 @@ public final class HTTPHead {
     func reset() {
         bytes.clear()
         bytes.shrink(ifLargerThan: 64 * 1024)
-        // removeAll(keepingCapacity:) costs about 90 instructions even on an empty array, and
-        // most messages have no trailers.
-        fields.removeAll(keepingCapacity: true)
+        // removeAll(keepingCapacity:) costs about 90 instructions even on an empty array; a
+        // head is often reset twice (a parser's reset, then its next message's start), and most
+        // messages have no trailers.
+        if !fields.isEmpty { fields.removeAll(keepingCapacity: true) }
         if !trailers.isEmpty { trailers.removeAll(keepingCapacity: true) }
         method = 0
         targetStart = 0; targetLength = 0
