@@ -38,18 +38,16 @@ final class ExchangeWorkspace {
     func reset(keptCapacity: Int) {
         parser.delegate = nil
         parser.reset()
-        leftover.clear()
-        leftover.shrink(ifLargerThan: keptCapacity)
-        parsing.clear()
-        parsing.shrink(ifLargerThan: keptCapacity)
-        scratch.clear()
-        scratch.shrink(ifLargerThan: keptCapacity)
-        heldResponseHead.clear()
-        heldResponseHead.shrink(ifLargerThan: keptCapacity)
-        replayableHead.clear()
-        replayableHead.shrink(ifLargerThan: keptCapacity)
-        replayBody.clear()
-        replayBody.shrink(ifLargerThan: keptCapacity)
+        func empty(_ buffer: inout ByteBuffer) {
+            buffer.clear()
+            buffer.shrink(ifLargerThan: keptCapacity)
+        }
+        empty(&leftover)
+        empty(&parsing)
+        empty(&scratch)
+        empty(&heldResponseHead)
+        empty(&replayableHead)
+        empty(&replayBody)
         if normalizedPath.capacity > keptCapacity { normalizedPath = [] }
         if rewrittenTarget.capacity > keptCapacity { rewrittenTarget = [] }
     }
