@@ -16,6 +16,8 @@
 #                             workers/threads as cores)
 #   RELAYS="relay"            relay variants: relay (token injected), relay-static (a static header,
 #                             like the peers), relay-5s (5-second tokens, refreshed under load)
+#   BASELINE_BIN=path         also run that relay binary (an earlier build) as "baseline", configured
+#                             like "relay": before/after figures from the same run
 #   PEERS="nginx haproxy h2o"
 #   IDLE_CONNECTIONS=10000    0 to skip; measured at the first worker count
 #   METRICS=0                 relays with `"metrics": false` (default: on, as deployed; the run then
@@ -35,6 +37,9 @@ SCHEME=${SCHEME:-http}
 METRICS=${METRICS:-1}
 PIN=${PIN:-0}
 RELAY=${OAUTH_RELAY_BIN:-.build/release/oauth-relay}
+BASELINE_BIN=${BASELINE_BIN:-}
+[ -z "$BASELINE_BIN" ] || [ -x "$BASELINE_BIN" ] || { echo "BASELINE_BIN $BASELINE_BIN is not executable" >&2; exit 2; }
+[ -z "$BASELINE_BIN" ] || RELAYS="$RELAYS baseline"
 for t in wrk $PEERS python3 curl; do command -v $t >/dev/null || { echo "missing $t: scripts/install-deps --test" >&2; exit 2; }; done
 [ -x "$RELAY" ] || { echo "missing $RELAY: make build" >&2; exit 2; }
 # 10,000 idle connections per proxy, and HAProxy wants two descriptors per connection.
@@ -45,7 +50,7 @@ PROXY_CPUS=0-$((CORES - 1)); WRK=(wrk)
 if [ "$PIN" = 1 ]; then PROXY_CPUS=1-$((CORES - 1)); WRK=(taskset -c 0 wrk); fi
 TOKEN="Bearer abcdefghijklmnopqrstuvwxyz0123456789"
 UP=19001; IDP=19002
-declare -A PORT=([relay]=19100 [relay-static]=19101 [relay-5s]=19102 [nginx]=19103 [haproxy]=19104 [h2o]=19105)
+declare -A PORT=([relay]=19100 [relay-static]=19101 [relay-5s]=19102 [nginx]=19103 [haproxy]=19104 [h2o]=19105 [baseline]=19106)
 ADMIN_BASE=19110   # the relays' admin listeners: 19110 + (port - 19100)
 W=$(mktemp -d)
 PIDS=()
@@ -64,6 +69,11 @@ cpu_ticks() { # user system, over the process tree of $1
 rss_kib() { local t=0 p; for p in $(tree "$1"); do t=$((t + $(awk '/VmRSS/{print $2}' "/proc/$p/status" 2>/dev/null || echo 0))); done; echo $t; }
 to_us() { awk -v v="$1" 'BEGIN { n=v+0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n*1000; else if (v ~ /s$/) print n*1000000; else print n }'; }
 relay_counted() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^oauth_relay_requests_total\{/{s+=$NF} END{print s+0}'; }
+# Requests each worker of the relay behind admin port $1 answered (how SO_REUSEPORT spread them).
+relay_by_worker() {
+  curl -s "http://127.0.0.1:$1/metrics" | awk '/^oauth_relay_requests_total\{/ { match($0, /worker="[0-9]+"/); w = substr($0, RSTART + 8, RLENGTH - 9); n[w] += $NF }
+    END { for (w in n) printf "worker %s: %d  ", w, n[w] }'
+}
 tokens_issued() { curl -s "http://127.0.0.1:$IDP/count" | python3 -c 'import json,sys; print(json.load(sys.stdin)["count"])'; }
 
 # The upstream's and the relays' TLS settings, when SCHEME=https.
@@ -133,7 +143,7 @@ hosts:
         $H2O_TLS
 H2
   local name admin
-  for name in relay relay-static relay-5s; do
+  for name in relay relay-static relay-5s baseline; do
     admin="\"127.0.0.1:$((ADMIN_BASE + ${PORT[$name]} - ${PORT[relay]}))\", \"metrics\": $([ "$METRICS" = 1 ] && echo true || echo false)"
     case $name in
       relay-static) credential="\"setHeaders\": { \"Authorization\": \"$TOKEN\" }"; identities="" ;;
@@ -156,6 +166,7 @@ start_proxy() { # name (taskset execs the proxy: $! is the proxy's own PID)
     haproxy) "${pin[@]}" haproxy -f $W/haproxy.cfg -db >$W/haproxy.out 2>&1 & ;;
     h2o) "${pin[@]}" h2o -c $W/h2o.conf >$W/h2o.out 2>&1 & ;;
     relay*) "${pin[@]}" "$RELAY" run --config $W/$1.json --log-level warning 2>$W/$1.err & ;;
+    baseline) "${pin[@]}" "$BASELINE_BIN" run --config $W/$1.json --log-level warning 2>$W/$1.err & ;;
   esac
   PID[$1]=$!; PIDS+=($!)
   wait_port "${PORT[$1]}"
@@ -208,6 +219,7 @@ for workers in $WORKERS_LIST; do
       counted=$(( $(relay_counted $((ADMIN_BASE + ${PORT[$name]} - ${PORT[relay]}))) - counted_before[$name] ))
       sent=$(awk '{s+=$1} END{print s}' $W/$name.count)
       echo "  $name: metrics counted $counted requests, wrk completed $sent (wrk does not count those in flight when a run stops)"
+      [ "$workers" = 1 ] || echo "  $name: requests by worker since start: $(relay_by_worker $((ADMIN_BASE + ${PORT[$name]} - ${PORT[relay]})))"
     done
   fi
   echo "  token requests during the runs: $((tokens_after - tokens_before))"

@@ -40,7 +40,7 @@ for name, rows in runs.items():
 for relay in (name for name in median if name.startswith("relay")):
     r = median[relay]
     ratios = []
-    for peer in ("nginx", "haproxy", "h2o"):
+    for peer in ("nginx", "haproxy", "h2o", "baseline"):
         if peer in median:
             p = median[peer]
             ratios.append(f"/{peer}: CPU {r[2] / p[2]:.2f}, user {r[3] / p[3]:.2f}, p99 {r[1] / p[1]:.2f}, rps {r[0] / p[0]:.2f}")

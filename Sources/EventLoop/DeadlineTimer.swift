@@ -1,16 +1,18 @@
 /// A timeout that is re-armed far more often than it fires (a connection's idle, header or
 /// response timeout, pushed back on every request or read). Re-arming only records the new
-/// deadline; libuv's timer is touched only when the deadline moves earlier than the time it is
-/// already set for, and when it fires early it sleeps again until the recorded deadline.
-/// That keeps `uv_timer_start`/`uv_timer_stop` off the per-request path.
+/// deadline; the timer moves in its loop's `DeadlineQueue` only when the deadline moves earlier
+/// than the time it is already scheduled for, and when it comes up early it is scheduled again
+/// for the recorded deadline. That keeps heap work and libuv timer calls off the per-request path.
+///
+/// The owner calls `close()` when done: until then the loop's queue holds the timer.
 public final class DeadlineTimer {
     private let loop: EventLoop
-    private var timer: LoopTimer?
     private var onExpiry: () -> Void
     /// When the callback is due (loop milliseconds); nil when disarmed.
     private var deadline: UInt64?
-    /// When the libuv timer is set to fire; nil when it is not running.
-    private var scheduledAt: UInt64?
+    /// Where this timer sits in the loop's `DeadlineQueue` (-1: not scheduled), and for when.
+    var heapIndex = -1
+    var scheduledAt: UInt64 = 0
     /// After `close()` arming does nothing.
     private var closed = false
 
@@ -36,11 +38,12 @@ public final class DeadlineTimer {
     /// Arms for `due`, in the loop's milliseconds (for a caller that just read the clock).
     public func arm(at due: UInt64) {
         deadline = due
-        if let scheduledAt, scheduledAt <= due { return }
-        schedule(at: due)
+        if heapIndex >= 0 && scheduledAt <= due { return }
+        guard !closed else { return }
+        loop.deadlines.schedule(self, at: due)
     }
 
-    /// The callback will not run; the libuv timer may still wake once, harmlessly.
+    /// The callback will not run; the timer may stay scheduled, and come up once, harmlessly.
     public func disarm() {
         deadline = nil
     }
@@ -48,26 +51,14 @@ public final class DeadlineTimer {
     public func close() {
         closed = true
         deadline = nil
-        scheduledAt = nil
-        timer?.close()
-        timer = nil
+        loop.deadlines.remove(self)
     }
 
-    private func schedule(at due: UInt64) {
-        guard !closed else { return }
-        if timer == nil {
-            timer = LoopTimer(loop: loop) { [unowned self] in self.fired() }
-        }
-        scheduledAt = due
-        timer?.start(afterMilliseconds: due - min(due, loop.nowMilliseconds))
-    }
-
-    private func fired() {
-        scheduledAt = nil
+    /// The loop's queue took this timer out at the time it was scheduled for.
+    func scheduledTimeCame() {
         guard let deadline else { return }
-        let now = loop.nowMilliseconds
-        if now < deadline {
-            schedule(at: deadline)
+        if loop.nowMilliseconds < deadline {
+            loop.deadlines.schedule(self, at: deadline)
             return
         }
         self.deadline = nil

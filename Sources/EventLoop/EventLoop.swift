@@ -22,6 +22,7 @@
 // (`uv_loop_close` returns 0 only when no handle is left), so each test is also a leak check.
 
 internal import CLibUV
+import ByteBuffers
 
 public final class EventLoop {
     let uv: UnsafeMutablePointer<uv_loop_t>
@@ -34,6 +35,10 @@ public final class EventLoop {
     /// Streams written to during the current read callback, flushed when it returns (rule 6).
     var batchedStreams: [TCPStream] = []
     var isBatchingWrites = false
+    /// The `DeadlineTimer`s of this loop, behind one libuv timer.
+    lazy var deadlines = DeadlineQueue(loop: self)
+    /// Storage for the write backlogs of this loop's streams, lent while bytes wait.
+    public let buffers = BufferPool()
 
     public init() throws(UVError) {
         uv = .allocate(capacity: 1)

@@ -55,9 +55,14 @@ extension ByteStreamDelegate {
 /// A TCP connection on one loop: reads into the loop's buffer, writes through a double buffer
 /// (one `uv_write_t` in flight, later bytes gathered behind it), with a high-water mark so
 /// the owner can stop reading from the other side of a proxy until this side drains.
+///
+/// An idle stream holds no write buffer and no write request: most writes go out whole at once
+/// (`uv_try_write`), so the buffers' storage is borrowed from the loop's `BufferPool` only while
+/// bytes wait, and the `uv_write_t` exists only while a write is in flight.
 public final class TCPStream: LoopHandle, ByteStream {
     var handle: UnsafeMutablePointer<uv_tcp_t> { storage.assumingMemoryBound(to: uv_tcp_t.self) }
-    private let writeRequest: UnsafeMutablePointer<uv_write_t>
+    /// The write in flight's request; nil when none is.
+    private var writeRequest: UnsafeMutablePointer<uv_write_t>?
     private var connectRequest: UnsafeMutablePointer<uv_connect_t>?
     private var shutdownRequest: UnsafeMutablePointer<uv_shutdown_t>?
     private var lingerTimer: LoopTimer?
@@ -81,26 +86,27 @@ public final class TCPStream: LoopHandle, ByteStream {
     private var lingerMilliseconds: UInt64 = 0
     private var stallMilliseconds: UInt64 = 0
 
-    public var highWaterMark = 256 * 1024
-    public var lowWaterMark = 64 * 1024
+    public static let highWaterMark = 256 * 1024
+    public static let lowWaterMark = 64 * 1024
 
     /// Bytes accepted by `write` and not yet handed to the kernel.
     public var queuedBytes: Int { pending.count + inFlight.count }
-    public var isAboveHighWater: Bool { queuedBytes > highWaterMark }
+    public var isAboveHighWater: Bool { queuedBytes > Self.highWaterMark }
     public var isReading: Bool { reading }
+    /// Bytes of write-buffer storage and write requests this stream holds (none while idle).
+    var heldWriteMemory: Int {
+        pending.capacity + inFlight.capacity + (writeRequest == nil ? 0 : MemoryLayout<uv_write_t>.size)
+    }
 
     private init(loop: EventLoop, connected: Bool) throws(UVError) {
         self.connected = connected
-        writeRequest = .allocate(capacity: 1)
         super.init(loop: loop, handleType: uv_tcp_t.self)
         let rc = uv_tcp_init(loop.uv, handle)
         guard rc == 0 else {
             abandon()
-            writeRequest.deallocate()
             throw UVError(rc)
         }
         didOpen()
-        writeRequest.pointee.data = handle.pointee.data
         uv_tcp_nodelay(handle, 1)
     }
 
@@ -176,8 +182,9 @@ public final class TCPStream: LoopHandle, ByteStream {
                 batched = true
                 loop.batchedStreams.append(self)
             }
+            pending.borrowStorage(from: loop.buffers)
             pending.append(bytes)
-            if queuedBytes > highWaterMark { aboveHighWater = true }
+            if queuedBytes > Self.highWaterMark { aboveHighWater = true }
             return
         }
         var rest = bytes
@@ -191,10 +198,11 @@ public final class TCPStream: LoopHandle, ByteStream {
             // On EAGAIN or an error the bytes go through uv_write, whose callback reports any
             // error later: `write` never calls the delegate from inside the caller's own code.
         }
+        pending.borrowStorage(from: loop.buffers)
         pending.append(rest)
         // The same measure as `isAboveHighWater`, which owners check: when they see it true,
         // a drain notification must follow.
-        if queuedBytes > highWaterMark { aboveHighWater = true }
+        if queuedBytes > Self.highWaterMark { aboveHighWater = true }
         startWriteIfIdle()
     }
 
@@ -206,6 +214,7 @@ public final class TCPStream: LoopHandle, ByteStream {
         let written = Int(uv_try_write(streamHandle, &buffer, 1))
         if written == pending.count {
             pending.clear()
+            pending.returnStorage(to: loop.buffers)
             queueDidShrink()
             return
         }
@@ -217,7 +226,8 @@ public final class TCPStream: LoopHandle, ByteStream {
         guard connected, !writing, !pending.isEmpty, !isClosed else { return }
         inFlight.swapStorage(with: &pending)
         var buffer = uv_buf_t(base: inFlight.baseAddress!.assumingMemoryBound(to: CChar.self), len: inFlight.count)
-        let rc = uv_write(writeRequest, streamHandle, &buffer, 1, onWrite)
+        let request = writeRequest ?? makeWriteRequest()
+        let rc = uv_write(request, streamHandle, &buffer, 1, onWrite)
         if rc < 0 {
             // Only for a handle libuv considers unusable; closing reports it to the delegate.
             inFlight.clear()
@@ -226,7 +236,14 @@ public final class TCPStream: LoopHandle, ByteStream {
             return
         }
         writing = true
-        if queuedBytes > highWaterMark { aboveHighWater = true }
+        if queuedBytes > Self.highWaterMark { aboveHighWater = true }
+    }
+
+    private func makeWriteRequest() -> UnsafeMutablePointer<uv_write_t> {
+        let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
+        request.pointee.data = handle.pointee.data
+        writeRequest = request
+        return request
     }
 
     fileprivate func didWrite(status: Int32) {
@@ -238,13 +255,14 @@ public final class TCPStream: LoopHandle, ByteStream {
             return
         }
         startWriteIfIdle()
+        if !writing { releaseWriteResources() }
         // Progress: a closing stream's stall clock starts again.
         if shutdownAfterWrites && shutdownRequest == nil { lingerTimer?.start(afterMilliseconds: stallMilliseconds) }
         queueDidShrink()
     }
 
     private func queueDidShrink() {
-        if aboveHighWater && queuedBytes <= lowWaterMark {
+        if aboveHighWater && queuedBytes <= Self.lowWaterMark {
             aboveHighWater = false
             delegate?.streamDidDrain(self)
         }
@@ -324,11 +342,25 @@ public final class TCPStream: LoopHandle, ByteStream {
         lingerTimer = nil
     }
 
+    /// Nothing waits to be written: the buffers' storage goes back to the loop, and the write
+    /// request is freed.
+    private func releaseWriteResources() {
+        inFlight.returnStorage(to: loop.buffers)
+        if pending.isEmpty { pending.returnStorage(to: loop.buffers) }
+        writeRequest?.deallocate()
+        writeRequest = nil
+    }
+
     override func handleDidClose() {
         // libuv has called every pending write/connect/shutdown callback (with ECANCELED) by now.
         delegate?.streamDidClose(self)
         delegate = nil
-        writeRequest.deallocate()
+        pending.clear()
+        inFlight.clear()
+        pending.returnStorage(to: loop.buffers)
+        inFlight.returnStorage(to: loop.buffers)
+        writeRequest?.deallocate()
+        writeRequest = nil
         connectRequest?.deallocate()
         connectRequest = nil
         shutdownRequest?.deallocate()

@@ -130,35 +130,62 @@ extension HTTP1Parser {
     }
 
     func headerValueComplete() -> Int32 {
-        var field = inTrailers ? head.trailers.removeLast() : head.fields.removeLast()
+        // The field was appended when its name completed; its value is filled in place.
+        let index = (inTrailers ? head.trailers.count : head.fields.count) - 1
+        var field = inTrailers ? head.trailers[index] : head.fields[index]
+        let start = Int(field.valueStart)
         var end = head.bytes.count
-        // llhttp leaves trailing white space in the value; it is not part of it (RFC 9110 §5.5).
-        while end > Int(field.valueStart) {
-            let byte = head.bytes.baseAddress!.load(fromByteOffset: end - 1, as: UInt8.self)
-            guard byte == 0x20 || byte == 0x09 else { break }
-            end -= 1
+        if let base = head.bytes.baseAddress {
+            // llhttp leaves trailing white space in the value; it is not part of it (RFC 9110 §5.5).
+            while end > start {
+                let byte = base.load(fromByteOffset: end - 1, as: UInt8.self)
+                guard byte == 0x20 || byte == 0x09 else { break }
+                end -= 1
+            }
+            if Self.containsNULOrLineBreak(UnsafeRawPointer(base + start), count: end - start) {
+                return fail(.invalidHeaderValue, "header value contains a NUL, CR or LF byte")
+            }
         }
-        field.valueLength = Int32(end - Int(field.valueStart))
-        for byte in head.value(field) where byte == 0 || byte == 0x0A || byte == 0x0D {
-            return fail(.invalidHeaderValue, "header value contains a NUL, CR or LF byte")
-        }
+        field.valueLength = Int32(end - start)
         if inTrailers {
             // RFC 9110 §6.5.1: framing fields have no business in trailers, and llhttp would
             // take a Content-Length there as the length of the message it is ending.
             if field.known == .contentLength || field.known == .transferEncoding {
                 return fail(.malformed, "a trailer field that frames the message (Content-Length or Transfer-Encoding)")
             }
-            head.trailers.append(field)
+            head.trailers[index] = field
             return 0
         }
         // Counted here, not from llhttp's flag, which an empty value does not set.
         if field.known == .transferEncoding { head.hasTransferEncoding = true }
         if field.known == .host {
             if head.hostIndex != nil { return fail(.badHost, "more than one Host header") }
-            head.hostIndex = head.fields.count
+            head.hostIndex = index
         }
-        head.fields.append(field)
+        head.fields[index] = field
         return 0
+    }
+
+    /// Whether any of `count` bytes at `start` is NUL, CR or LF: eight bytes at a time (a word
+    /// has a byte equal to `b` when `word ^ b…b` has a zero byte), since every value of every
+    /// head passes here.
+    @inline(__always)
+    static func containsNULOrLineBreak(_ start: UnsafeRawPointer, count: Int) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func hasZeroByte(_ word: UInt64) -> Bool { (word &- ones) & ~word & highs != 0 }
+        var offset = 0
+        while offset + 8 <= count {
+            let word = start.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            if hasZeroByte(word) || hasZeroByte(word ^ (ones &* 0x0A)) || hasZeroByte(word ^ (ones &* 0x0D)) { return true }
+            offset += 8
+        }
+        while offset < count {
+            let byte = start.load(fromByteOffset: offset, as: UInt8.self)
+            if byte == 0 || byte == 0x0A || byte == 0x0D { return true }
+            offset += 1
+        }
+        return false
     }
 
     func headersComplete() -> Int32 {

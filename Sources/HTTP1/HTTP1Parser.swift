@@ -280,14 +280,20 @@ public final class HTTP1Parser {
     public var messageNeedsEOF: Bool { isInMessage && headComplete && llhttp_message_needs_eof(state) != 0 }
     var headComplete = false
 
-    /// Forgets everything, for a connection reused for a new exchange.
+    /// Forgets everything, for a connection reused for a new exchange, or a parser lent to
+    /// another connection: nothing of the bytes fed before is looked back at.
     public func reset() {
         llhttp_reset(state)
         paused = false
         isInMessage = false
+        headComplete = false
         pendingError = nil
+        deferred = .none
         head.reset()
         headBytesSeen = 0
         inTrailers = false
+        targetSpaceEndedRead = false
+        bytesBeforeFeed = 0
+        lastNonBlankBeforeFeed = 0
     }
 }

@@ -45,9 +45,10 @@ public final class HTTPHead {
     func reset() {
         bytes.clear()
         bytes.shrink(ifLargerThan: 64 * 1024)
-        // removeAll(keepingCapacity:) costs about 90 instructions even on an empty array, and
-        // most messages have no trailers.
-        fields.removeAll(keepingCapacity: true)
+        // removeAll(keepingCapacity:) costs about 90 instructions even on an empty array; a
+        // head is often reset twice (a parser's reset, then its next message's start), and most
+        // messages have no trailers.
+        if !fields.isEmpty { fields.removeAll(keepingCapacity: true) }
         if !trailers.isEmpty { trailers.removeAll(keepingCapacity: true) }
         method = 0
         targetStart = 0; targetLength = 0
@@ -134,12 +135,17 @@ public final class HTTPHead {
 
     private static let chunked = Array("chunked".utf8)
 
-    /// Marks every field named by a `Connection` header (RFC 9110 §7.6.1).
+    /// Marks every field named by a `Connection` header (RFC 9110 §7.6.1). A listed name that
+    /// is a known header matches the fields classified as it (classification is exact); any
+    /// other name is compared with the fields that are not known headers.
     func markConnectionListedFields() {
         for field in fields where field.known == .connection {
             ASCII.forEachListElement(value(field)) { token in
+                let listed = KnownHeader(name: token)
                 for i in fields.indices where !fields[i].listedInConnection
-                    && ASCII.equalsIgnoringCase(name(fields[i]), token) {
+                    && (listed == .other ? (fields[i].known == .other || fields[i].known == .underscoredLookalike)
+                                           && ASCII.equalsIgnoringCase(name(fields[i]), token)
+                                         : fields[i].known == listed) {
                     fields[i].listedInConnection = true
                     // Removing one of these as hop-by-hop would let the next hop read the body,
                     // or the target, differently from the relay.

@@ -16,9 +16,9 @@ extension ByteBuffer {
     }
 
     public mutating func appendRequestLine(method: String, target: String) {
-        append(method)
+        append(utf8: method)
         append(UInt8(ascii: " "))
-        append(target)
+        append(utf8: target)
         append(" HTTP/1.1\r\n")
     }
 
@@ -27,7 +27,7 @@ extension ByteBuffer {
         append("HTTP/1.1 ")
         appendDecimal(status)
         append(UInt8(ascii: " "))
-        append(reason ?? HTTPStatus.reasonPhrase(status))
+        append(utf8: reason ?? HTTPStatus.reasonPhrase(status))
         append("\r\n")
     }
 
@@ -51,9 +51,9 @@ extension ByteBuffer {
     }
 
     public mutating func appendField(_ name: String, _ value: String) {
-        append(name)
+        append(utf8: name)
         append(": ")
-        append(value)
+        append(utf8: value)
         append("\r\n")
     }
 

@@ -46,45 +46,81 @@ public enum KnownHeader: UInt8, Sendable {
         self != .other
     }
 
-    private static let table: [(name: [UInt8], header: KnownHeader)] = ([
-        ("host", .host), ("connection", .connection), ("keep-alive", .keepAlive),
-        ("proxy-connection", .proxyConnection), ("transfer-encoding", .transferEncoding),
-        ("content-length", .contentLength), ("te", .te), ("trailer", .trailer), ("upgrade", .upgrade),
-        ("proxy-authorization", .proxyAuthorization), ("expect", .expect), ("via", .via),
-        ("x-forwarded-for", .xForwardedFor), ("x-forwarded-proto", .xForwardedProto),
-        ("x-forwarded-host", .xForwardedHost), ("authorization", .authorization), ("forwarded", .forwarded),
-        ("cookie", .cookie), ("max-forwards", .maxForwards),
-    ] as [(String, KnownHeader)]).map { (Array($0.0.utf8), $0.1) }
-
-    /// The table indexed by name length, so classifying a field compares at most two names.
-    private static let byLength: [[(name: [UInt8], header: KnownHeader)]] = {
-        var index = Array(repeating: [(name: [UInt8], header: KnownHeader)](), count: 20)
-        for entry in table { index[entry.name.count].append(entry) }
-        return index
-    }()
-
-    /// Classifies a raw header name (any case). `lookalikes`: also tell a name that spells one
-    /// of the known ones with `_` for `-` (requests only: what a server might misread).
-    public init(name: UnsafeRawBufferPointer, lookalikes: Bool = false) {
-        self = .other
-        guard name.count < Self.byLength.count else { return }
-        for entry in Self.byLength[name.count] where ASCII.lowercased(name[0]) == entry.name[0] {
-            if ASCII.equalsIgnoringCase(name, entry.name) {
-                self = entry.header
-                return
-            }
-        }
-        guard lookalikes else { return }
-        for entry in Self.byLength[name.count] where ASCII.lowercased(name[0]) == entry.name[0] {
-            if Self.equalsReadingUnderscoreAsHyphen(name, entry.name) {
-                self = .underscoredLookalike
-                return
-            }
+    /// The one known name a raw name can be, by its length and first letter (no two known
+    /// names share both): classifying a field costs a jump and one comparison, not a search.
+    @inline(__always)
+    private static func candidate(length: Int, first: UInt8) -> (name: StaticString, header: KnownHeader)? {
+        // On the length first (a jump table), then the letter.
+        switch length {
+        case 2: first == 0x74 ? ("te", .te) : nil
+        case 3: first == 0x76 ? ("via", .via) : nil
+        case 4: first == 0x68 ? ("host", .host) : nil
+        case 6: first == 0x63 ? ("cookie", .cookie) : first == 0x65 ? ("expect", .expect) : nil
+        case 7: first == 0x74 ? ("trailer", .trailer) : first == 0x75 ? ("upgrade", .upgrade) : nil
+        case 9: first == 0x66 ? ("forwarded", .forwarded) : nil
+        case 10: first == 0x63 ? ("connection", .connection) : first == 0x6B ? ("keep-alive", .keepAlive) : nil
+        case 12: first == 0x6D ? ("max-forwards", .maxForwards) : nil
+        case 13: first == 0x61 ? ("authorization", .authorization) : nil
+        case 14: first == 0x63 ? ("content-length", .contentLength) : nil
+        case 15: first == 0x78 ? ("x-forwarded-for", .xForwardedFor) : nil
+        case 16: first == 0x70 ? ("proxy-connection", .proxyConnection) : first == 0x78 ? ("x-forwarded-host", .xForwardedHost) : nil
+        case 17: first == 0x74 ? ("transfer-encoding", .transferEncoding) : first == 0x78 ? ("x-forwarded-proto", .xForwardedProto) : nil
+        case 19: first == 0x70 ? ("proxy-authorization", .proxyAuthorization) : nil
+        default: nil
         }
     }
 
+    /// Classifies a raw header name (any case). `lookalikes`: also tell a name that spells one
+    /// of the known ones with `_` for `-` (requests only: what a server might misread). No known
+    /// name starts with `-`, so a lookalike has the same length and first letter as its name.
+    public init(name: UnsafeRawBufferPointer, lookalikes: Bool = false) {
+        self = .other
+        guard let first = name.first, let (known, header) = Self.candidate(length: name.count, first: ASCII.lowercased(first)) else {
+            return
+        }
+        let knownBytes = UnsafeRawBufferPointer(start: known.utf8Start, count: known.utf8CodeUnitCount)
+        if Self.spells(name, knownBytes) {
+            self = header
+        } else if lookalikes && Self.equalsReadingUnderscoreAsHyphen(name, knownBytes) {
+            self = .underscoredLookalike
+        }
+    }
+
+    /// Whether `name` (any case) is `lowercase`, of the same length: eight bytes at a time.
+    @inline(__always)
+    private static func spells(_ name: UnsafeRawBufferPointer, _ lowercase: UnsafeRawBufferPointer) -> Bool {
+        guard let a = name.baseAddress, let b = lowercase.baseAddress else { return false }
+        let count = name.count
+        var offset = 0
+        while offset + 8 <= count {
+            let word = a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            guard lowercased(word) == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else { return false }
+            offset += 8
+        }
+        while offset < count {
+            guard ASCII.lowercased(a.load(fromByteOffset: offset, as: UInt8.self)) == b.load(fromByteOffset: offset, as: UInt8.self) else {
+                return false
+            }
+            offset += 1
+        }
+        return true
+    }
+
+    /// Eight bytes with `A`-`Z` made lower case, every other byte unchanged. Per byte, below
+    /// 0x80: adding 0x3F sets the high bit from `A` on, adding 0x25 from `[` on; neither carries
+    /// into the next byte.
+    @inline(__always)
+    private static func lowercased(_ word: UInt64) -> UInt64 {
+        let high: UInt64 = 0x8080_8080_8080_8080
+        let low7 = word & ~high
+        let fromA = low7 &+ 0x3F3F_3F3F_3F3F_3F3F
+        let pastZ = low7 &+ 0x2525_2525_2525_2525
+        let upper = fromA & ~pastZ & ~word & high
+        return word | (upper >> 2)
+    }
+
     /// Whether `name` spells `known` (lower case) with at least one `_` where it has `-`.
-    private static func equalsReadingUnderscoreAsHyphen(_ name: UnsafeRawBufferPointer, _ known: [UInt8]) -> Bool {
+    private static func equalsReadingUnderscoreAsHyphen(_ name: UnsafeRawBufferPointer, _ known: UnsafeRawBufferPointer) -> Bool {
         var underscored = false
         for i in 0..<name.count where ASCII.lowercased(name[i]) != known[i] {
             guard name[i] == UInt8(ascii: "_") && known[i] == UInt8(ascii: "-") else { return false }

@@ -141,7 +141,7 @@ private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate
         out.appendContentLength(UInt64(response.body.utf8.count))
         if !keepAlive { out.appendField("Connection", "close") }
         out.appendEndOfHead()
-        out.append(response.body)
+        out.append(utf8: response.body)
         stream.write(out)
         if !keepAlive { stream.closeAfterWrites() }
     }

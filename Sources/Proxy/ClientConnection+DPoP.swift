@@ -15,7 +15,7 @@ extension ClientConnection {
         // Routes without DPoP do not look at the token (a copy of it) at all.
         guard plan.usesDPoP, let dpop = exchange.token?.dpop, let proofs = worker.tokens?.proofs else {
             ForwardedHead.writeRequest(head, target: target, plan: plan, framing: exchange.request.framing, forwarding: forwarding,
-                                       clientHost: clientHost, token: token, upgrade: exchange.request.upgrade, into: &scratch)
+                                       clientHost: clientHost, token: token, upgrade: exchange.request.upgrade, into: &work.scratch)
             return nil
         }
         // The asterisk-form's target URI has no path (RFC 9110 §7.1).
@@ -24,7 +24,7 @@ extension ClientConnection {
             try proofs.withProof(dpop, method: head.methodName, plan: plan, target: path) { proof in
                 ForwardedHead.writeRequest(head, target: target, plan: plan, framing: exchange.request.framing, forwarding: forwarding,
                                            clientHost: clientHost, token: token, proof: proof, upgrade: exchange.request.upgrade,
-                                           into: &scratch)
+                                           into: &work.scratch)
             }
             return nil
         } catch {
@@ -38,8 +38,8 @@ extension ClientConnection {
     func renewProofForRetry(_ plan: RoutePlan) -> Bool {
         guard plan.usesDPoP, exchange.token?.dpop != nil else { return true }
         guard writeRequestHead(plan) else { return false }
-        replayableHead.clear()
-        replayableHead.append(scratch.readableBytes)
+        work.replayableHead.clear()
+        work.replayableHead.append(work.scratch.readableBytes)
         return true
     }
 

@@ -20,9 +20,9 @@ extension ClientConnection {
             let request = LoginRequest(head: parser.head, target: target, overTLS: forwarding.overTLS)
             problem = logins.loginRequired(problem, identity: identity, request: request, at: monotonicSeconds())
         }
-        scratch.clear()
-        problem.write(keepAlive: exchange.keepAlive, viaSuffix: settings.viaSuffix, toHead: exchange.request.isHead, into: &scratch)
-        stream.write(scratch)
+        work.scratch.clear()
+        problem.write(keepAlive: exchange.keepAlive, viaSuffix: settings.viaSuffix, toHead: exchange.request.isHead, into: &work.scratch)
+        stream.write(work.scratch)
         if !exchange.keepAlive { closeAfterResponse() }
     }
 
@@ -57,7 +57,7 @@ extension ClientConnection {
             closeAfterResponse()
             return
         }
-        parser.resume()
+        workspace?.parser.resume()
         parserPaused = false
         timer?.arm(afterMilliseconds: settings.idleTimeoutMilliseconds)
     }
@@ -120,7 +120,7 @@ extension ClientConnection {
             upstream.close()
             self.upstream = nil
         }
-        if !retractHeldResponse() { heldResponseHead.clear() }
+        if !retractHeldResponse() { workspace?.heldResponseHead.clear() }
         switch exchange.requestBodyTimedOut() {
         case .closeNow: close()
         case .answer(let problem): answerLocally(problem)
@@ -150,6 +150,7 @@ extension ClientConnection {
             self.upstream = nil
         }
         worker.tokens?.unpark(self)
+        returnWorkspace()
         worker.connectionDidClose(self)
     }
 }

@@ -17,9 +17,9 @@ extension ClientConnection {
         }
         switch action {
         case .relayInterim:
-            scratch.clear()
-            ForwardedHead.writeInterim(head, into: &scratch)
-            stream.write(scratch)
+            work.scratch.clear()
+            ForwardedHead.writeInterim(head, into: &work.scratch)
+            stream.write(work.scratch)
             return .none
         case .dropInterim:
             return .none
@@ -29,11 +29,11 @@ extension ClientConnection {
             return .framed
         case .respond(let framing):
             if timesExchanges { exchange.record.upstreamHeadAt = worker.clock() }
-            heldResponseHead.clear()
+            work.heldResponseHead.clear()
             holdsResponse = true
             ForwardedHead.writeResponse(head, framing: framing, keepAlive: exchange.keepAlive,
                                         clientVersionMinor: exchange.request.versionMinor,
-                                        viaSuffix: settings.viaSuffix, into: &heldResponseHead)
+                                        viaSuffix: settings.viaSuffix, into: &work.heldResponseHead)
             return framing == .none ? .none : .framed
         }
     }
@@ -57,8 +57,8 @@ extension ClientConnection {
         _ = exchange.releaseHead()
         guard holdsResponse else { return }
         holdsResponse = false
-        stream.write(heldResponseHead)
-        heldResponseHead.clear()
+        stream.write(work.heldResponseHead)
+        work.heldResponseHead.clear()
     }
 
     /// The read that carried the response's head went wrong before its end: the client has
@@ -67,7 +67,7 @@ extension ClientConnection {
     func retractHeldResponse() -> Bool {
         guard holdsResponse else { return false }
         holdsResponse = false
-        heldResponseHead.clear()
+        work.heldResponseHead.clear()
         exchange.responseRetracted()
         return true
     }
@@ -76,7 +76,7 @@ extension ClientConnection {
     /// parsed, written at once after.
     private func sendResponseBytes(_ bytes: UnsafeRawBufferPointer) {
         if holdsResponse {
-            heldResponseHead.append(bytes)
+            work.heldResponseHead.append(bytes)
         } else {
             stream.write(bytes)
         }
@@ -90,10 +90,10 @@ extension ClientConnection {
         case .write:
             sendResponseBytes(bytes)
         case .writeAsChunk:
-            scratch.clear()
-            scratch.appendHex(UInt64(bytes.count))
-            scratch.append("\r\n")
-            sendResponseBytes(scratch.readableBytes)
+            work.scratch.clear()
+            work.scratch.appendHex(UInt64(bytes.count))
+            work.scratch.append("\r\n")
+            sendResponseBytes(work.scratch.readableBytes)
             sendResponseBytes(bytes)
             sendResponseBytes(staticBytes("\r\n"))
         }
@@ -103,10 +103,10 @@ extension ClientConnection {
     func upstream(_ upstream: UpstreamConnection, didStartChunkOfSize size: UInt64) {
         guard exchange.relaysChunks, size > 0 else { return }
         _ = exchange.releaseHead()
-        scratch.clear()
-        scratch.appendHex(size)
-        scratch.append("\r\n")
-        sendResponseBytes(scratch.readableBytes)
+        work.scratch.clear()
+        work.scratch.appendHex(size)
+        work.scratch.append("\r\n")
+        sendResponseBytes(work.scratch.readableBytes)
     }
 
     func upstreamDidFinishChunk(_ upstream: UpstreamConnection) {
@@ -125,9 +125,9 @@ extension ClientConnection {
             switch lastChunk {
             case .none: break
             case .upstreamTrailers:
-                scratch.clear()
-                ForwardedHead.writeLastChunk(trailersOf: upstream.parser.head, into: &scratch)
-                sendResponseBytes(scratch.readableBytes)
+                work.scratch.clear()
+                ForwardedHead.writeLastChunk(trailersOf: upstream.parser.head, into: &work.scratch)
+                sendResponseBytes(work.scratch.readableBytes)
             case .empty:
                 sendResponseBytes(staticBytes("0\r\n\r\n"))
             }
@@ -166,7 +166,7 @@ extension ClientConnection {
     func upstream(_ upstream: UpstreamConnection, didFail failure: UpstreamFailure) {
         guard upstream === self.upstream else { return }
         self.upstream = nil
-        if !retractHeldResponse() { heldResponseHead.clear() }
+        if !retractHeldResponse() { workspace?.heldResponseHead.clear() }
         switch exchange.upstreamFailed(failure, reused: upstream.isReused, receivedResponseBytes: upstream.receivedResponseBytes) {
         case .closeNow:
             worker.upstreamFailed(failure, plan: exchange.plan, settings: settings, midResponse: true)
@@ -180,7 +180,7 @@ extension ClientConnection {
             }
             let fresh = worker.pool(for: plan, of: settings).acquire(for: self, fresh: true)
             self.upstream = fresh
-            fresh.write(replayableHead)
+            fresh.write(work.replayableHead)
             if exchange.requestComplete { fresh.noteRequestSent() }
         case .answer(let problem, let close):
             worker.upstreamFailed(failure, plan: exchange.plan, settings: settings, midResponse: false)
@@ -198,9 +198,9 @@ extension ClientConnection {
         timer?.disarm()
         recordExchange()
         if bytes.count > 0 { stream.write(bytes) }
-        if !leftover.isEmpty {
-            upstream.write(leftover)
-            leftover.clear()
+        if let work = workspace, !work.leftover.isEmpty {
+            upstream.write(work.leftover)
+            work.leftover.clear()
         }
         parserPaused = false
         stream.startReading()

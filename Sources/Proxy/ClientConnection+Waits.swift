@@ -62,12 +62,13 @@ extension ClientConnection {
     func resumeParsing() {
         guard exchange.phase == .exchanging else { return }
         parserPaused = false
-        parser.resume()
-        if !leftover.isEmpty {
-            parsing.swapStorage(with: &leftover)
-            leftover.clear()
-            feedParser(parsing.readableBytes)
-            parsing.clear()
+        let work = self.work
+        work.parser.resume()
+        if !work.leftover.isEmpty {
+            work.parsing.swapStorage(with: &work.leftover)
+            work.leftover.clear()
+            feedParser(work.parsing.readableBytes)
+            work.parsing.clear()
         }
         drive()
     }

@@ -35,38 +35,23 @@ func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -
 }
 
 final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
-    unowned let worker: ProxyWorker
+    /// `unowned(unsafe)`: the worker outlives its connections (it holds each in `clients` until
+    /// its close callback, and its loop ends only after the last one closed), and a checked
+    /// `unowned` reference costs a strong retain and release at each of the dozen uses per request.
+    unowned(unsafe) let worker: ProxyWorker
     let stream: any ByteStream
-    let parser: HTTP1Parser
     var timer: DeadlineTimer?
     /// The settings of the current exchange (a reload applies from the next request on).
     var settings: ProxySettings
     var forwarding: ForwardedHead.Forwarding
     /// The decisions: the state of the connection and of its current exchange.
     var exchange = Exchange()
-
-    /// Bytes received after the request being handled (pipelined), not parsed yet.
-    var leftover = ByteBuffer()
-    /// What `drive()` is parsing from `leftover`.
-    var parsing = ByteBuffer()
-    /// Scratch for composing heads and chunk lines.
-    var scratch = ByteBuffer()
-    /// The response as far as it came in the upstream read that carried its head: held until
-    /// that read is parsed to its end, so that bad framing, or bytes past the response's end, in
-    /// that read still become a clean 502 instead of a response that looks complete.
-    var heldResponseHead = ByteBuffer()
-    /// `heldResponseHead` holds the current response (its head came in this upstream read).
+    /// The parser and buffers of the request under way, lent by the worker (nil while idle).
+    private(set) var workspace: ExchangeWorkspace?
+    /// The response head held in the workspace's `heldResponseHead` is the current response's
+    /// (its head came in this upstream read).
     var holdsResponse = false
-    var normalizedPath: [UInt8] = []
-    var rewrittenTarget: [UInt8] = []
-    var targetScratch = RoutePlan.TargetScratch()
-
     var upstream: UpstreamConnection?
-    /// The request head as sent upstream, kept to send again on a fresh connection when a
-    /// reused one turns out closed (only for requests without a body).
-    var replayableHead = ByteBuffer()
-    /// The request body as sent upstream, for a replay with a new token (`Exchange.BodyReplay`).
-    var replayBody = ByteBuffer()
     /// The parser stopped at the end of a request (or an upgrade) and must be resumed.
     var parserPaused = false
 
@@ -76,12 +61,10 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         self.worker = worker
         self.stream = stream
         settings = worker.currentSettings
-        parser = HTTP1Parser(kind: .request, limits: settings.headerLimits)
         let address = stream.peerAddress()?.ipString ?? "unknown"
-        forwarding = ForwardedHead.Forwarding(clientAddress: Array(address.utf8),
+        forwarding = ForwardedHead.Forwarding(clientAddress: worker.sharedClientAddress(Array(address.utf8)),
                                               trustForwardedHeaders: settings.config.trustForwardedHeaders,
                                               viaSuffix: settings.viaSuffix, overTLS: overTLS)
-        parser.delegate = self
         stream.delegate = self
         timer = DeadlineTimer(loop: stream.loop) { [unowned self] in self.timerFired() }
         // The first request's head is due `headerTimeoutSeconds` after the accept, not after its
@@ -90,7 +73,34 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         stream.startReading()
     }
 
-    var isIdle: Bool { exchange.phase == .awaitingRequest && leftover.isEmpty }
+    var isIdle: Bool { exchange.phase == .awaitingRequest && (workspace?.leftover.isEmpty ?? true) }
+
+    /// The workspace of the request under way, lent now if the connection has none.
+    var work: ExchangeWorkspace {
+        if let workspace { return workspace }
+        let lent = worker.workspaces.lend(to: self, limits: settings.headerLimits)
+        workspace = lent
+        return lent
+    }
+
+    /// The request parser, in the workspace: it holds the head until the next request.
+    var parser: HTTP1Parser { work.parser }
+
+    /// Gives the workspace back once nothing of a request is left: no exchange, no pipelined
+    /// bytes, no held response, no upstream connection.
+    func returnWorkspaceIfIdle() {
+        guard let workspace, exchange.phase == .awaitingRequest, workspace.leftover.isEmpty, !parserPaused,
+              !holdsResponse, upstream == nil else { return }
+        self.workspace = nil
+        worker.workspaces.takeBack(workspace)
+    }
+
+    /// The connection is closed: its workspace goes back whatever state it was in.
+    func returnWorkspace() {
+        guard let workspace else { return }
+        self.workspace = nil
+        worker.workspaces.takeBack(workspace)
+    }
 
     /// Exchanges are timed for the metrics or the access log (a reload may switch the log).
     var timesExchanges: Bool { worker.metrics != nil || settings.config.accessLog }
@@ -99,7 +109,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// the next head on).
     private func adopt(_ current: ProxySettings) {
         settings = current
-        parser.limits = current.headerLimits
+        workspace?.parser.limits = current.headerLimits
         forwarding.trustForwardedHeaders = current.config.trustForwardedHeaders
         forwarding.viaSuffix = current.viaSuffix
     }
@@ -116,8 +126,9 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         default:
             if parserPaused {
                 // The next request came before this one's response (pipelining): keep it for later.
-                leftover.append(bytes)
-                if !exchange.readsOnWhilePipelined(pipelinedBytes: leftover.count) { stream.stopReading() }
+                let work = self.work
+                work.leftover.append(bytes)
+                if !exchange.readsOnWhilePipelined(pipelinedBytes: work.leftover.count) { stream.stopReading() }
                 return
             }
             feedParser(bytes)
@@ -138,7 +149,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             parserPaused = true
             if case .upgraded = result { stream.stopReading() }
             if consumed < bytes.count {
-                leftover.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
+                work.leftover.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
             }
         case .failed(let error):
             rejectRequest(error)
@@ -147,15 +158,17 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         finishExchangeIfDone()
     }
 
-    /// Parses pipelined bytes kept in `leftover` while no exchange is running.
+    /// Parses pipelined bytes kept in `leftover` while no exchange is running; once none are
+    /// left, the connection is idle and gives its workspace back.
     func drive() {
-        while exchange.phase == .awaitingRequest && !leftover.isEmpty {
-            parsing.swapStorage(with: &leftover)
-            leftover.clear()
-            feedParser(parsing.readableBytes)
-            parsing.clear()
+        while exchange.phase == .awaitingRequest, let work = workspace, !work.leftover.isEmpty {
+            work.parsing.swapStorage(with: &work.leftover)
+            work.leftover.clear()
+            feedParser(work.parsing.readableBytes)
+            work.parsing.clear()
         }
-        if exchange.readsClient(pipelinedBytes: leftover.count) { stream.startReading() }
+        if exchange.readsClient(pipelinedBytes: workspace?.leftover.count ?? 0) { stream.startReading() }
+        returnWorkspaceIfIdle()
     }
 
     // MARK: The request (HTTP1ParserDelegate)
@@ -163,8 +176,9 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
         let head = parser.head
         timer?.disarm()
-        replayBody.clear()
-        replayBody.shrink(ifLargerThan: Exchange.maxReplayBodyBytes)
+        let work = self.work
+        work.replayBody.clear()
+        work.replayBody.shrink(ifLargerThan: Exchange.maxReplayBodyBytes)
         let current = worker.currentSettings
         if current !== settings { adopt(current) }
         exchange.headParsed(head, keepAlive: head.keepAlive && !worker.isDraining, startedAt: timesExchanges ? worker.clock() : 0)
@@ -204,19 +218,20 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         if target.isAsterisk && !ASCII.equalsIgnoringCase(head.methodName, Self.options) {
             return exchange.refused(.badRequest("the asterisk-form request-target is for OPTIONS only"), closing: false)
         }
-        guard target.isAsterisk || RequestPath.normalize(target.path, into: &normalizedPath) else {
+        let work = self.work
+        guard target.isAsterisk || RequestPath.normalize(target.path, into: &work.normalizedPath) else {
             return exchange.refused(.badRequest("the request path is malformed"), closing: false)
         }
-        if target.isAsterisk { normalizedPath = [UInt8(ascii: "/")] }
+        if target.isAsterisk { work.normalizedPath = [UInt8(ascii: "/")] }
         if let host = head.host, !host.isEmpty, !RequestTarget.isAuthority(host) {
             return exchange.refused(.badRequest("the Host header is not a host[:port]"), closing: true)
         }
-        if let logins = settings.logins, logins.serves(path: normalizedPath) {
-            let request = LoginRequest(head: head, target: target, normalizedPath: normalizedPath, overTLS: forwarding.overTLS)
+        if let logins = settings.logins, logins.serves(path: work.normalizedPath) {
+            let request = LoginRequest(head: head, target: target, normalizedPath: work.normalizedPath, overTLS: forwarding.overTLS)
             return exchange.refused(logins.answer(request, at: monotonicSeconds()), closing: false)
         }
         let host = target.authority ?? head.host ?? UnsafeRawBufferPointer(start: nil, count: 0)
-        let plan = normalizedPath.withUnsafeBytes { settings.plan(host: host, path: $0) }
+        let plan = work.normalizedPath.withUnsafeBytes { settings.plan(host: host, path: $0) }
         guard let plan else { return exchange.refused(.noRoute(), closing: false) }
         if logging { exchange.record.routeName = plan.route.name }
         let upgrade = head.isUpgrade ? plan.allowedUpgrade(head) : nil
@@ -230,14 +245,15 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// `now`: the exchange clock if the caller just read it (0: read it here, when timing).
     func forwardRequestHead(at now: UInt64 = 0) {
         guard let plan = exchange.plan, writeRequestHead(plan) else { return }
-        replayableHead.clear()
-        if !exchange.request.hasBody { replayableHead.append(scratch.readableBytes) }
+        let work = self.work
+        work.replayableHead.clear()
+        if !exchange.request.hasBody { work.replayableHead.append(work.scratch.readableBytes) }
         if timesExchanges { exchange.record.upstreamStartedAt = now != 0 ? now : worker.clock() }
         let upstream = worker.pool(for: plan, of: settings).acquire(for: self)
         self.upstream = upstream
-        upstream.write(scratch)
+        upstream.write(work.scratch)
         // A replay (a new token, a DPoP nonce) sends the body the upstream already received.
-        if !replayBody.isEmpty && exchange.resendsKeptBody { upstream.write(replayBody) }
+        if !work.replayBody.isEmpty && exchange.resendsKeptBody { upstream.write(work.replayBody) }
         if exchange.startsBodyClockWithHead { startBodyClock() }
         // A request that waited for its token, or is sent again, is complete as it goes out.
         if exchange.requestComplete { upstream.noteRequestSent() }
@@ -247,19 +263,20 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// route, the token injected, and for a `DPoP` token its proof (ClientConnection+DPoP.swift).
     /// False when the proof could not be signed: the request was answered locally instead.
     func writeRequestHead(_ plan: RoutePlan) -> Bool {
-        let head = parser.head
+        let work = self.work
+        let head = work.parser.head
         guard let target = RequestTarget(head.target) else { return false }
-        scratch.clear()
+        work.scratch.clear()
         let verbatim = plan.forwardsTargetVerbatim || target.isAsterisk ? target.originForm : nil
         let failure = withOptionalBytes(exchange.token?.bytes) { token -> JOSEError? in
             if let verbatim {
                 return writeRequestHead(head, plan: plan, target: verbatim, requestTarget: target, token: token)
             }
-            normalizedPath.withUnsafeBytes {
+            work.normalizedPath.withUnsafeBytes {
                 plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
-                                         token: token, into: &rewrittenTarget, scratch: &targetScratch)
+                                         token: token, into: &work.rewrittenTarget, scratch: &work.targetScratch)
             }
-            return rewrittenTarget.withUnsafeBytes { rewritten in
+            return work.rewrittenTarget.withUnsafeBytes { rewritten in
                 writeRequestHead(head, plan: plan, target: rewritten, requestTarget: target, token: token)
             }
         }
@@ -278,10 +295,11 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {
         guard exchange.forwardsRequestBody, upstream != nil, size > 0 else { return }
-        scratch.clear()
-        scratch.appendHex(size)
-        scratch.append("\r\n")
-        sendRequestBody(scratch.readableBytes)
+        let work = self.work
+        work.scratch.clear()
+        work.scratch.appendHex(size)
+        work.scratch.append("\r\n")
+        sendRequestBody(work.scratch.readableBytes)
     }
 
     func parserDidFinishChunk(_ parser: HTTP1Parser) {
@@ -294,8 +312,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         upstream?.write(bytes)
         switch exchange.sentRequestBody(bytes.count) {
         case .none: break
-        case .keep: replayBody.append(bytes)
-        case .dropKept: replayBody.clear()
+        case .keep: work.replayBody.append(bytes)
+        case .dropKept: work.replayBody.clear()
         }
     }
 
@@ -303,9 +321,10 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         let (end, bodyClockRan) = exchange.requestEnded()
         if case .forwarded(let lastChunk) = end {
             if lastChunk, upstream != nil {
-                scratch.clear()
-                ForwardedHead.writeLastChunk(trailersOf: parser.head, plan: exchange.plan, into: &scratch)
-                sendRequestBody(scratch.readableBytes)
+                let work = self.work
+                work.scratch.clear()
+                ForwardedHead.writeLastChunk(trailersOf: work.parser.head, plan: exchange.plan, into: &work.scratch)
+                sendRequestBody(work.scratch.readableBytes)
             }
             upstream?.noteRequestSent()
         }
@@ -319,7 +338,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     }
 
     func upstreamDidDrain(_ upstream: UpstreamConnection) {
-        switch exchange.upstreamBacklogDrained(pipelinedBytes: leftover.count) {
+        switch exchange.upstreamBacklogDrained(pipelinedBytes: workspace?.leftover.count ?? 0) {
         case .none:
             return
         case .resumeReading(let restart):

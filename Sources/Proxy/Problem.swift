@@ -145,6 +145,6 @@ struct Problem {
         if !keepAlive { out.appendField("Connection", "close") }
         out.appendVia(versionMinor: 1, suffix: viaSuffix)
         out.appendEndOfHead()
-        if !toHead { out.append(body) }
+        if !toHead { out.append(utf8: body) }
     }
 }

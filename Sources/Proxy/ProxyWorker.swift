@@ -28,6 +28,10 @@ final class ProxyWorker {
     private var routeMetrics: [RouteMetrics?]
     private var listener: TCPListener?
     private var clients: [ObjectIdentifier: ClientConnection] = [:]
+    /// Parsers and buffers lent to client connections while they have a request under way.
+    let workspaces = WorkspacePool()
+    /// The text of the last client address seen, shared by the connections from it.
+    private var lastClientAddress: [UInt8] = []
     private var pools: [UpstreamKey: UpstreamPool] = [:]
     private var poolByRoute: [UpstreamPool?]
     /// Pools of earlier settings, kept until their last connection closes.
@@ -98,6 +102,15 @@ final class ProxyWorker {
         let connection = ClientConnection(worker: self, stream: stream, overTLS: overTLS)
         clients[ObjectIdentifier(connection)] = connection
         metrics?.clientConnectionOpened()
+    }
+
+    /// A client address as text, for X-Forwarded-For: the same array as the last connection's
+    /// when it is the same address (a sidecar's clients are all 127.0.0.1), so that a connection
+    /// holds no copy of its own.
+    func sharedClientAddress(_ text: [UInt8]) -> [UInt8] {
+        if text == lastClientAddress { return lastClientAddress }
+        lastClientAddress = text
+        return text
     }
 
     func connectionDidClose(_ connection: ClientConnection) {

@@ -15,7 +15,9 @@ import TLS
 final class UpstreamPool {
     let key: UpstreamKey
     let loop: EventLoop
-    unowned let worker: ProxyWorker
+    /// `unowned(unsafe)`: the worker outlives its pools (it holds each, in `pools` or
+    /// `retiredPools`, until the pool's last connection closed); see ClientConnection.worker.
+    unowned(unsafe) let worker: ProxyWorker
     let settings: ProxySettings
     private var idle: [UpstreamConnection] = []
     private var addresses: [SocketAddress] = []

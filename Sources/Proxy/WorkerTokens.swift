@@ -21,7 +21,9 @@ final class WorkerTokens {
     }
 
     /// A token as this worker injects it.
-    struct CachedToken {
+    /// A class: every request that carries the token holds one reference to it, not a copy of
+    /// its fields (an exchange stays small, and taking the token costs one retain).
+    final class CachedToken {
         /// The token (for invalidation after an upstream 401: only this exact token is dropped).
         let value: String
         let bytes: [UInt8]
@@ -29,7 +31,15 @@ final class WorkerTokens {
         /// Loop milliseconds from which it is no longer injected.
         let expiresAtMilliseconds: UInt64
         /// For a `DPoP` token: what its proofs need (nil: a Bearer token).
-        var dpop: DPoPProofing? = nil
+        let dpop: DPoPProofing?
+
+        init(value: String, bytes: [UInt8], generation: UInt64, expiresAtMilliseconds: UInt64, dpop: DPoPProofing? = nil) {
+            self.value = value
+            self.bytes = bytes
+            self.generation = generation
+            self.expiresAtMilliseconds = expiresAtMilliseconds
+            self.dpop = dpop
+        }
     }
 
     let service: TokenService
@@ -57,14 +67,15 @@ final class WorkerTokens {
         }
         switch tokens.decide(at: Double(now) / 1000, wakingOnResult: wakeup) {
         case .inject(let token):
-            var cached = CachedToken(value: token.value, bytes: Array(token.value.utf8), generation: generation,
-                                     expiresAtMilliseconds: UInt64(max(0, token.expiresAt * 1000)))
+            var dpop: DPoPProofing?
             if token.type == "DPoP" {
                 switch proofs.proofing(for: token, of: tokens) {
-                case .success(let proofing): cached.dpop = proofing
+                case .success(let proofing): dpop = proofing
                 case .failure(let problem): return .fail(problem)
                 }
             }
+            let cached = CachedToken(value: token.value, bytes: Array(token.value.utf8), generation: generation,
+                                     expiresAtMilliseconds: UInt64(max(0, token.expiresAt * 1000)), dpop: dpop)
             if slot >= cache.count { cache.append(contentsOf: repeatElement(nil, count: slot + 1 - cache.count)) }
             cache[slot] = cached
             return .inject(cached)

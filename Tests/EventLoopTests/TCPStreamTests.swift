@@ -82,6 +82,37 @@ final class TCPStreamTests: XCTestCase {
         connection.closeAndCheckForLeaks()
     }
 
+    /// Written bytes wait in storage borrowed from the loop only until they are out: an idle
+    /// stream holds no write buffer and no write request.
+    func testStreamHoldsNoWriteMemoryOnceItsBytesAreOut() throws {
+        let connection = try LoopbackConnection(serverReads: false)
+        let payload = connection.writeFarAboveHighWater()
+        XCTAssertGreaterThan(connection.client.heldWriteMemory, 0, "nothing was left queued to test with")
+
+        connection.server.startReading()
+        connection.test.run(until: "the server read the whole payload", seconds: 30) {
+            connection.serverEvents.received.count >= payload.count
+        }
+        connection.test.run(until: "the write callback ran") { connection.client.queuedBytes == 0 }
+        XCTAssertEqual(connection.client.heldWriteMemory, 0)
+        connection.closeAndCheckForLeaks()
+    }
+
+    /// Writes made during a read callback are gathered in borrowed storage and sent when it
+    /// returns; the storage goes back to the loop's pool.
+    func testBatchedWritesReturnTheirStorageToTheLoop() throws {
+        let connection = try LoopbackConnection { stream, bytes in
+            stream.write(bytes)
+            stream.write(bytes)
+        }
+        connection.client.startReading()
+        connection.client.write("ping")
+        connection.test.run(until: "the echo arrived") { connection.clientEvents.receivedText == "pingping" }
+        XCTAssertEqual(connection.server.heldWriteMemory, 0)
+        XCTAssertEqual(connection.test.loop.buffers.spareCount, 1)
+        connection.closeAndCheckForLeaks()
+    }
+
     func testCloseAfterWritesDeliversEveryQueuedByteBeforeTheFIN() throws {
         let connection = try LoopbackConnection(serverReads: false)
         let payload = connection.writeFarAboveHighWater()

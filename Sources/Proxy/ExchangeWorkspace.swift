@@ -1,0 +1,80 @@
+import ByteBuffers
+import HTTP1
+
+/// What a client connection needs only while a request is under way: the request parser (which
+/// holds the head it collected) and the buffers for pipelined bytes, the heads it writes, and the
+/// request it may send again. A worker lends one to a connection when a request's first bytes
+/// arrive and takes it back when the connection goes idle (`WorkspacePool`), so an idle keep-alive
+/// connection holds none of it — nginx frees a keep-alive connection's buffers for the same
+/// reason, and h2o pools them per loop. A busy connection keeps its workspace, so the capacity
+/// its buffers grew to serves its next requests without allocating.
+final class ExchangeWorkspace {
+    let parser: HTTP1Parser
+    /// Bytes received after the request being handled (pipelined), not parsed yet.
+    var leftover = ByteBuffer()
+    /// What `drive()` is parsing from `leftover`.
+    var parsing = ByteBuffer()
+    /// Scratch for composing heads and chunk lines.
+    var scratch = ByteBuffer()
+    /// The response as far as it came in the upstream read that carried its head: held until
+    /// that read is parsed to its end, so that bad framing, or bytes past the response's end, in
+    /// that read still become a clean 502 instead of a response that looks complete.
+    var heldResponseHead = ByteBuffer()
+    /// The request head as sent upstream, kept to send again on a fresh connection when a
+    /// reused one turns out closed (only for requests without a body).
+    var replayableHead = ByteBuffer()
+    /// The request body as sent upstream, for a replay with a new token (`Exchange.BodyReplay`).
+    var replayBody = ByteBuffer()
+    var normalizedPath: [UInt8] = []
+    var rewrittenTarget: [UInt8] = []
+    var targetScratch = RoutePlan.TargetScratch()
+
+    init(limits: HeaderLimits) {
+        parser = HTTP1Parser(kind: .request, limits: limits)
+    }
+
+    /// Ready for another connection: the parser forgets the last one, and buffers that grew past
+    /// `keptCapacity` (a large pipelined burst or request body) are freed.
+    func reset(keptCapacity: Int) {
+        parser.delegate = nil
+        parser.reset()
+        func empty(_ buffer: inout ByteBuffer) {
+            buffer.clear()
+            buffer.shrink(ifLargerThan: keptCapacity)
+        }
+        empty(&leftover)
+        empty(&parsing)
+        empty(&scratch)
+        empty(&heldResponseHead)
+        empty(&replayableHead)
+        empty(&replayBody)
+        if normalizedPath.capacity > keptCapacity { normalizedPath = [] }
+        if rewrittenTarget.capacity > keptCapacity { rewrittenTarget = [] }
+    }
+}
+
+/// One worker's spare workspaces, lent to its client connections while they have a request under
+/// way. Most recently returned first: its memory is still warm in the cache.
+final class WorkspacePool {
+    private var spare: [ExchangeWorkspace] = []
+    /// Spare workspaces kept; more are freed (a burst of busy connections does not pin memory).
+    static let maxSpare = 128
+    /// Buffer capacity a returned workspace keeps; larger buffers are freed.
+    static let keptCapacity = 16 * 1024
+
+    /// A workspace for a connection, its parser set to `limits` and reporting to `delegate`
+    /// (the connection, which owns the workspace until it gives it back).
+    func lend(to delegate: any HTTP1ParserDelegate, limits: HeaderLimits) -> ExchangeWorkspace {
+        let workspace = spare.popLast() ?? ExchangeWorkspace(limits: limits)
+        workspace.parser.limits = limits
+        workspace.parser.delegate = delegate
+        return workspace
+    }
+
+    func takeBack(_ workspace: ExchangeWorkspace) {
+        workspace.reset(keptCapacity: Self.keptCapacity)
+        if spare.count < Self.maxSpare { spare.append(workspace) }
+    }
+
+    var spareCount: Int { spare.count }
+}
