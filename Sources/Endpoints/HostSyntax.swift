@@ -60,4 +60,10 @@ public enum HostSyntax {
         guard isHostName(host) else { throw wording(.invalidHost(host)) }
         return (host, colon.map { authority[authority.index(after: $0)...] })
     }
+
+    /// The port of an authority (`splitAuthority`'s text after the colon): digits only, 1-65535.
+    public static func port(_ text: Substring) -> UInt16? {
+        guard !text.isEmpty, text.utf8.allSatisfy(ASCII.isDigit), let port = UInt16(text), port != 0 else { return nil }
+        return port
+    }
 }

@@ -111,7 +111,7 @@ extension RedisEndpoint {
         }
         var port = defaultPort
         if let portText {
-            guard let value = UInt16(portText), value > 0, portText.utf8.allSatisfy(ASCII.isDigit) else {
+            guard let value = HostSyntax.port(portText) else {
                 throw RedisURLError("the port is not a number from 1 to 65535")
             }
             port = value

@@ -44,32 +44,19 @@ extension HTTPURL {
     }
 
     private static func hostAndPort(_ authority: Substring, scheme: URLScheme, in text: String) throws(HTTPURLSyntaxError) -> (String, UInt16) {
-        let host: Substring
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw HTTPURLSyntaxError("unclosed \"[\" in \"\(text)\"") }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let afterHost = authority[authority.index(after: close)...]
-            if !afterHost.isEmpty {
-                guard afterHost.hasPrefix(":") else { throw HTTPURLSyntaxError("unexpected \"\(afterHost)\" after the host in \"\(text)\"") }
-                portText = afterHost.dropFirst()
+        let (host, portText) = try HostSyntax.splitAuthority(authority) { problem in
+            switch problem {
+            case .unclosedBracket: HTTPURLSyntaxError("unclosed \"[\" in \"\(text)\"")
+            case .unexpectedAfterHost(let rest): HTTPURLSyntaxError("unexpected \"\(rest)\" after the host in \"\(text)\"")
+            case .notIPv6(let host): HTTPURLSyntaxError("\"\(host)\" is not an IPv6 address")
+            case .missingHost: HTTPURLSyntaxError("missing host in \"\(text)\"")
+            case .invalidHost(let host): HTTPURLSyntaxError("\"\(host)\" is not a valid host name or address")
             }
-            guard HostSyntax.isIPv6(host) else { throw HTTPURLSyntaxError("\"\(host)\" is not an IPv6 address") }
-        } else {
-            if let colon = authority.firstIndex(of: ":") {
-                host = authority[..<colon]
-                portText = authority[authority.index(after: colon)...]
-            } else {
-                host = authority
-            }
-            guard !host.isEmpty else { throw HTTPURLSyntaxError("missing host in \"\(text)\"") }
-            guard HostSyntax.isHostName(host) else { throw HTTPURLSyntaxError("\"\(host)\" is not a valid host name or address") }
         }
         guard let portText else { return (host.lowercased(), scheme.defaultPort) }
-        guard !portText.isEmpty, portText.utf8.allSatisfy(ASCII.isDigit), let port = UInt16(portText) else {
+        guard let port = HostSyntax.port(portText) else {
             throw HTTPURLSyntaxError("invalid port \"\(portText)\" in \"\(text)\" (expected a number 1-65535)")
         }
-        guard port != 0 else { throw HTTPURLSyntaxError("port 0 is not allowed in \"\(text)\"") }
         return (host.lowercased(), port)
     }
 }

@@ -29,7 +29,7 @@ final class HTTPURLSyntaxTests: XCTestCase {
         XCTAssertEqual(message("https://idp/#x"), "a fragment (#…) is not allowed in \"https://idp/#x\"")
         XCTAssertEqual(message("https://idp/?a=1", allowsQuery: false), "a query (?…) is not allowed in \"https://idp/?a=1\"")
         XCTAssertNotNil(message("https://idp/?a b"))
-        XCTAssertEqual(message("https://idp:0/"), "port 0 is not allowed in \"https://idp:0/\"")
+        XCTAssertEqual(message("https://idp:0/"), "invalid port \"0\" in \"https://idp:0/\" (expected a number 1-65535)")
         XCTAssertEqual(message("https://idp:99999/"), "invalid port \"99999\" in \"https://idp:99999/\" (expected a number 1-65535)")
         XCTAssertEqual(message("https://:443/"), "missing host in \"https://:443/\"")
         XCTAssertEqual(message("https://[::1/"), "unclosed \"[\" in \"https://[::1/\"")

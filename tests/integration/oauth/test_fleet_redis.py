@@ -291,9 +291,12 @@ def test_forgetting_the_token_removes_the_shared_entry(redis, django_idp, upstre
 def test_operations_are_counted_by_backend_and_outcome(redis, django_idp, upstream, start_relay):
     (relay,) = start_fleet(start_relay, django_idp, upstream, shared_store(redis.url), replicas=1, admin=True)
     assert relay.request("GET", "/echo/x").status == 200
+    # The first fetch: read (empty), acquire, write. The token is handed to the workers as soon as
+    # it is obtained, so the write may still be on its way when the request is answered.
+    ok = lambda m: m.value("oauth_relay_store_operations_total", backend="redis", outcome="ok")
+    relay.admin.wait_for(lambda m: (ok(m) or 0) >= 3, "the shared entry's write")
     metrics = relay.admin.scrape()
-    # The first fetch: read (empty), acquire, write.
-    assert metrics.value("oauth_relay_store_operations_total", backend="redis", outcome="ok") == 3
+    assert ok(metrics) == 3
     assert metrics.value("oauth_relay_store_operations_total", backend="redis", outcome="skipped") is None
 
 
