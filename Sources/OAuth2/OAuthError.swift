@@ -71,4 +71,15 @@ public enum OAuthErrorCode: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { rawValue }
+
+    /// The code as a metric label (`oauth_relay_logins_total{outcome="failed_..."}`): a code an
+    /// RFC above defines as sent, any other `idp_error`. An IdP may send any text as its error, and
+    /// a label takes every value it is given (a new series each), so the set must stay closed.
+    public var metricLabel: String {
+        if case .other = self { return Self.otherMetricLabel }
+        return rawValue
+    }
+
+    /// The label of every code no RFC above defines.
+    public static let otherMetricLabel = "idp_error"
 }

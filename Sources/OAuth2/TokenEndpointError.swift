@@ -93,6 +93,12 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         }
     }
 
+    /// `code` as a metric label: the same, except that an OAuth error code no RFC defines is
+    /// `idp_error` (`OAuthErrorCode.metricLabel`); every other code here is one of a closed set.
+    public var metricLabel: String {
+        oauthError?.code.metricLabel ?? code
+    }
+
     public var description: String {
         description(endpoint: "the token endpoint")
     }

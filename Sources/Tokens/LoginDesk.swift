@@ -145,7 +145,7 @@ public final class LoginDesk: Sendable {
         switch checked {
         case .error(let error, _):
             fail(tokens, "the IdP ended the login: \(error.code.rawValue)" + (error.errorDescription.map { " (\($0))" } ?? ""),
-                 code: { if case .other = error.code { "idp_error" } else { error.code.rawValue } }())
+                 code: error.code.metricLabel)
             return .idpError(identity: login.identity, error: error, clear: clear)
         case .code(let code, _):
             // Published: the workers' cached tokens are dropped, so requests wait for this login's.
@@ -170,8 +170,7 @@ public final class LoginDesk: Sendable {
     }
 
     /// The login ended at its callback: `reason` for the pages, `code` for the metric (the IdP's
-    /// error when an RFC defines it, such as `access_denied`; `idp_error` for any other, so a
-    /// callback cannot make up label values; `refused`).
+    /// error as `OAuthErrorCode.metricLabel` gives it, or `refused`).
     private func fail(_ tokens: IdentityTokens, _ reason: String, code: String) {
         tokens.publish { lifecycle in
             lifecycle.loginFailed(reason)

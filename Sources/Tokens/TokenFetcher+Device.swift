@@ -54,11 +54,11 @@ extension TokenFetcher {
         case .success:
             observer?.loginEnded(identity: name, kind: kind, outcome: .completed)
         case .failure(let error) where kind == .browser:
-            observer?.loginEnded(identity: name, kind: kind, outcome: .failed(error.oauthError?.code.rawValue ?? error.code))
+            observer?.loginEnded(identity: name, kind: kind, outcome: .failed(error.metricLabel))
         case .failure(let error):
             // A device poll: only an answer that ends the flow ends the login.
             guard !DeviceFlow.isWaitingForThePerson(error), !error.isTemporary, failure != nil else { return }
-            observer?.loginEnded(identity: name, kind: kind, outcome: .failed(error.oauthError?.code.rawValue ?? error.code))
+            observer?.loginEnded(identity: name, kind: kind, outcome: .failed(error.metricLabel))
         }
     }
 }

@@ -31,6 +31,15 @@ final class TokenEndpointErrorTests: XCTestCase {
         XCTAssertEqual(error?.code, "tenant_disabled")
     }
 
+    func testAnUnknownErrorCodeIsTheMetricLabelIdpError() {
+        let error = parseError(reply(400, #"{"error":"tenant_disabled_for_user_4711"}"#))
+        XCTAssertEqual(error?.metricLabel, "idp_error", "an IdP's own text must not become a label value")
+        XCTAssertEqual(OAuthErrorCode("x\u{1}anything").metricLabel, "idp_error")
+        XCTAssertEqual(OAuthErrorCode("access_denied").metricLabel, "access_denied")
+        XCTAssertEqual(TokenEndpointError.oauth(OAuthError(code: .expiredToken), status: 400, retryAfter: nil).metricLabel, "expired_token")
+        XCTAssertEqual(TokenEndpointError.timedOut(seconds: 3).metricLabel, "timeout", "errors that are not OAuth answers keep their code")
+    }
+
     func testInvalidClientWith401IsARefusal() {
         let error = parseError(reply(401, #"{"error":"invalid_client"}"#, headers: [("WWW-Authenticate", "Basic")]))
         XCTAssertEqual(error?.oauthError?.code, .invalidClient)

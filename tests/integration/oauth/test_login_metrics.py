@@ -79,3 +79,33 @@ def test_logins_are_counted_by_kind_and_outcome_and_no_secret_of_theirs_is_logge
                  "id_token issued", "access_token issued", "refresh_token issued"):
         assert kind in labels, f"the leak scan has no {kind}"
     assert '"level":"trace"' in relay.log() or '"level":"debug"' in relay.log(), "the relay did not log at trace level"
+
+
+def test_an_error_code_no_rfc_defines_is_counted_as_idp_error(stub_idp, upstream, start_relay, sensitive):
+    """An IdP's own error text never becomes a label value: the code exchange's, the callback's and
+    a device poll's unknown `error` are all `failed_idp_error`; an RFC's code keeps its name."""
+    unknown = {"kind": "oauth_error", "error": "tenant_4711_suspended"}
+    stub_idp.script(by_grant={"authorization_code": unknown, DEVICE_GRANT: unknown},
+                    device={"kind": "device", "interval": 1})
+    identities = {"me": stub_idp.login_identity("authorization_code"), "tv": stub_idp.login_identity("device_code")}
+    relay, admin = start_login_relay(start_relay, upstream, identities,
+                                     routes=[oauth_route(upstream, "/me/", "me"), oauth_route(upstream, "/tv/", "tv")])
+    for name in identities:
+        wait_for_state(admin, name, "needs-login")
+
+    # The code exchange answered with an unknown error.
+    assert browser_login(relay, stub_idp, sensitive) == 302
+    wait_until(lambda: logins(admin, "me").get("failed_idp_error"), 5, "the failed code exchange counted")
+    # The authorization endpoint's redirect back carrying an unknown error.
+    stub_idp.script(by_grant={DEVICE_GRANT: unknown}, device={"kind": "device", "interval": 1},
+                    authorize={"kind": "redirect", "error": "vendor_said_no"})
+    assert browser_login(relay, stub_idp, sensitive) == 403
+    wait_until(lambda: logins(admin, "me").get("failed_idp_error") == 2, 5, "the failed callback counted")
+    # A device poll answered with an unknown error ends the device login.
+    assert assert_problem(get(relay, "/tv/1"), 401)
+    wait_until(lambda: logins(admin, "tv").get("failed_idp_error"), 10, "the failed device login counted")
+
+    counted = {**{f"me {k}": v for k, v in logins(admin, "me").items()}, **{f"tv {k}": v for k, v in logins(admin, "tv").items()}}
+    assert counted == {"me started": 2, "me failed_idp_error": 2, "tv started": 1, "tv failed_idp_error": 1}
+    scrape = admin.scrape()
+    assert "tenant_4711" not in scrape.text and "vendor_said_no" not in scrape.text
