@@ -97,8 +97,7 @@ public final class AdminServer {
         let name = JSONText.quote(identity.identity.name)
         switch identity.identity.grant {
         case .authorizationCode:
-            guard let redirect = identity.identity.redirectUri else { break }
-            let url = "\(redirect.scheme.rawValue)://\(redirect.authority)" + LoginEndpoints.loginPath(identity.identity.name, returnTo: nil)
+            guard let url = LoginPaths.loginURL(for: identity.identity) else { break }
             return LocalResponse(status: 200, body: "{\"identity\":\(name),\"grant\":\"authorization_code\",\"loginUrl\":\(JSONText.quote(url))}\n")
         case .deviceCode:
             tokens.logins.startDeviceLogin(identity)

@@ -69,7 +69,6 @@ struct LoginCommand: ParsableCommand {
         var exitCode: Int32 = 1
         var watching = watch
         let name = self.name
-        let listen = loaded.config.listen
         FileHandleOutput.standardError("oauth-relay login: no relay is running with this configuration; serving it until the login ends\n")
         var started = false
         try serve(loaded.config, tls: loaded.tls, logger: Logger(label: "oauth-relay"), until: { tokens in
@@ -78,9 +77,8 @@ struct LoginCommand: ParsableCommand {
                 started = true
                 if case .deviceCode = identity.identity.grant {
                     tokens.logins.startDeviceLogin(identity)
-                } else {
-                    let origin = identity.identity.redirectUri.map { "\($0.scheme.rawValue)://\($0.authority)" } ?? "http://\(listen)"
-                    watching.showLoginURL(origin + "/.oauth-relay/login/\(name)")
+                } else if let url = LoginPaths.loginURL(for: identity.identity) {
+                    watching.showLoginURL(url)
                 }
             }
             if let code = watching.observe(LoginWatch.View(status: identity.status(at: monotonicSeconds()))) {

@@ -3,6 +3,7 @@ import Config
 import EventLoop
 import Logging
 import OAuth2
+import Proxy
 import Tokens
 
 /// `oauth-relay token --config FILE NAME`: a valid access token for identity NAME on stdout,
@@ -50,8 +51,8 @@ struct TokenCommand: ParsableCommand {
             FileHandleOutput.standardOutput(token.value + "\n")
         case .fail(let problem) where problem.reason == .needsLogin:
             var text = "oauth-relay token: identity \(name) needs a person to log in: run oauth-relay login --config \(config) \(name)"
-            if let redirect = tokens.identity.redirectUri {
-                text += ", or open \(redirect.scheme.rawValue)://\(redirect.authority)/.oauth-relay/login/\(name) with the relay running"
+            if let url = LoginPaths.loginURL(for: tokens.identity) {
+                text += ", or open \(url) with the relay running"
             }
             FileHandleOutput.standardError(text + "\n")
             throw ExitCode(1)
