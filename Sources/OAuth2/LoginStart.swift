@@ -18,33 +18,30 @@ public struct LoginStart: Sendable, CustomStringConvertible, CustomDebugStringCo
     /// The `redirect_uri` of the authorization request, sent again in the code exchange
     /// (RFC 6749 §4.1.3 demands the identical value, whatever a reload does meanwhile).
     public let redirectUri: String
-    /// Where the browser goes after the login: a path on the relay, or nil for the result page.
+    /// Where the browser goes after the login: a path on the relay (`LoginReturn.path`), or nil
+    /// for the result page.
     public let returnTo: String?
+    /// The origin (`http://localhost:8180`) the browser started the login at, whose cookie jar
+    /// holds the binding; nil when not known. A callback arriving at another origin without the
+    /// cookie (the redirect URI names `127.0.0.1`, the person browses `localhost`) goes on there.
+    public let browserOrigin: String?
     public let startedAt: Double
     public let expiresAt: Double
 
     public var verifier: Secret { pkce.verifier }
 
-    init(identity: String, redirectUri: String, returnTo: String?, wantsNonce: Bool, startedAt: Double, expiresAt: Double,
-         random: inout some RandomNumberGenerator) {
+    init(identity: String, redirectUri: String, returnTo: String?, browserOrigin: String?, wantsNonce: Bool, startedAt: Double,
+         expiresAt: Double, random: inout some RandomNumberGenerator) {
         self.identity = identity
         self.state = Secret.random(using: &random)
         self.browserBinding = Secret.random(using: &random)
         self.pkce = PKCE(random: &random)
         self.nonce = wantsNonce ? Secret.random(using: &random) : nil
         self.redirectUri = redirectUri
-        self.returnTo = returnTo.flatMap(Self.localPath)
+        self.returnTo = returnTo.flatMap(LoginReturn.path)
+        self.browserOrigin = browserOrigin
         self.startedAt = startedAt
         self.expiresAt = expiresAt
-    }
-
-    /// `path` when it is a path on the relay itself (`/orders?id=1`), nil otherwise: after a
-    /// login the relay redirects there, so an absolute or scheme-relative URL (`//evil.example`,
-    /// `/\evil.example`, which browsers read as another host) would make it an open redirect.
-    static func localPath(_ path: String) -> String? {
-        guard path.hasPrefix("/"), !path.hasPrefix("//"), !path.hasPrefix("/\\"),
-              path.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
-        return path
     }
 
     public var description: String {

@@ -9,15 +9,18 @@ import TLS
 ///    SameSite=Lax cookie on its callback's path and redirects to the `AuthorizationRequest`
 ///    built from it.
 /// 2. The callback arrives: `AuthorizationCallback.parse` reads its query, then
-///    `complete(state:browserBinding:at:)` with the state and the cookie gives back the login
-///    (removed: a state works once) or a `LoginRefusal` for the 400 page. An IdP error callback
+///    `complete(state:browserBinding:origin:at:)` with the state, the cookie and the origin it
+///    came to gives back the login (removed: a state works once) or a `LoginRefusal`: for the
+///    400 page, or, when the cookie is missing because the login started at another origin
+///    (`startedElsewhere`), for a redirect to the same callback there. An IdP error callback
 ///    completes its login too, so it ends rather than waiting for its expiry.
 /// 3. Now and then (a timer at `nextExpiry`, or on every start) `sweep(at:)` drops the expired
 ///    ones; `cancel(identity:)` drops an identity's logins (logout, removed by a reload).
 ///
-/// Bounds: at most `capacityPerIdentity` logins per identity, the oldest dropped first, so a
-/// script hitting the login URL cannot grow memory; a dropped login's callback is refused as
-/// unknown.
+/// Bounds: at most `capacityPerIdentity` logins per identity, so a script hitting the login URL
+/// cannot grow memory. A start beyond that is refused (`Full`) rather than dropping a login in
+/// flight: whoever starts logins must not end another person's (that person would come back
+/// from the IdP to "unknown login").
 public struct PendingLogins: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public static let defaultCapacityPerIdentity = 64
     /// RFC 8252 and the issue: a login left alone for ten minutes is abandoned.
@@ -32,7 +35,7 @@ public struct PendingLogins: Sendable, CustomStringConvertible, CustomDebugStrin
 
     private struct Entry: Sendable {
         var login: LoginStart
-        /// Order of starting, to drop the oldest (times can tie).
+        /// Order of starting, to name expired logins in that order (times can tie).
         var sequence: UInt64
     }
 
@@ -55,36 +58,44 @@ public struct PendingLogins: Sendable, CustomStringConvertible, CustomDebugStrin
     /// Starts a login for `identity`: fresh state, browser binding, PKCE verifier and (when
     /// the identity's scope has `openid`) nonce, expiring `timeoutSeconds` after `now`.
     /// `redirectUri` is the callback URL the authorization request names; `returnTo` is kept
-    /// only when it is a path on the relay (see `LoginStart.localPath`).
-    public mutating func start(identity: Identity, redirectUri: String, returnTo: String?,
+    /// only when it is a path on the relay (`LoginReturn.path`); `browserOrigin` is where the
+    /// browser started it (and so where its cookie is). Throws `Full` when the identity has
+    /// `capacityPerIdentity` logins in flight.
+    public mutating func start(identity: Identity, redirectUri: String, returnTo: String?, browserOrigin: String? = nil,
                                timeoutSeconds: Double = PendingLogins.defaultTimeoutSeconds,
-                               at now: Double, random: inout some RandomNumberGenerator) -> LoginStart {
+                               at now: Double, random: inout some RandomNumberGenerator) throws(Full) -> LoginStart {
         sweep(at: now)
-        let login = LoginStart(identity: identity.name, redirectUri: redirectUri, returnTo: returnTo,
+        let mine = logins.values.filter { $0.login.identity == identity.name }
+        guard mine.count < capacityPerIdentity else {
+            let freed = mine.map(\.login.expiresAt).min() ?? now
+            throw Full(identity: identity.name, inFlight: mine.count, retryAfterSeconds: max(1, Int((freed - now).rounded(.up))))
+        }
+        let login = LoginStart(identity: identity.name, redirectUri: redirectUri, returnTo: returnTo, browserOrigin: browserOrigin,
                                wantsNonce: Self.requestsOpenID(identity.scope), startedAt: now,
                                expiresAt: now + max(1, timeoutSeconds), random: &random)
-        let mine = logins.filter { $0.value.login.identity == identity.name }
-        if mine.count >= capacityPerIdentity {
-            let oldest = mine.sorted { $0.value.sequence < $1.value.sequence }.prefix(mine.count - capacityPerIdentity + 1)
-            for (state, _) in oldest { logins[state] = nil }
-        }
         started += 1
         logins[login.state.value] = Entry(login: login, sequence: started)
         return login
     }
 
-    /// The callback for `state` arrived with `browserBinding` (the cookie, nil when missing):
-    /// the login, removed so it cannot be completed twice, or why not.
+    /// The callback for `state` arrived at `origin` with `browserBinding` (the cookie, nil when
+    /// missing): the login, removed so it cannot be completed twice, or why not.
     ///
     /// A missing or wrong binding does not consume the state: a callback replayed in another
-    /// browser must not cancel the real login in progress. An unknown or expired state
-    /// touches no other login.
-    public mutating func complete(state: Secret, browserBinding: Secret?, at now: Double) throws(LoginRefusal) -> LoginStart {
+    /// browser must not cancel the real login in progress. A missing one at another origin than
+    /// the login's start is `startedElsewhere`: the cookie is in the browser's jar for that
+    /// origin, so the callback goes on there (where a browser without it is refused). An unknown
+    /// or expired state touches no other login.
+    public mutating func complete(state: Secret, browserBinding: Secret?, origin: String? = nil,
+                                  at now: Double) throws(LoginRefusal) -> LoginStart {
         guard let entry = logins[state.value] else { throw .unknownState }
         let login = entry.login
         guard now < login.expiresAt else {
             logins[state.value] = nil
             throw .expired(identity: login.identity, timeoutSeconds: login.expiresAt - login.startedAt)
+        }
+        if browserBinding == nil, let started = login.browserOrigin, let origin, started != origin {
+            throw .startedElsewhere(identity: login.identity, origin: started)
         }
         guard let browserBinding,
               ConstantTime.equal(Array(browserBinding.value.utf8), Array(login.browserBinding.value.utf8)) else {
@@ -129,13 +140,31 @@ public struct PendingLogins: Sendable, CustomStringConvertible, CustomDebugStrin
     }
 }
 
+extension PendingLogins {
+    /// A login start refused: `identity` has `inFlight` logins, the most it keeps; the first of
+    /// them expires (freeing room) within `retryAfterSeconds`.
+    public struct Full: Error, Sendable, Equatable, CustomStringConvertible {
+        public let identity: String
+        public let inFlight: Int
+        public let retryAfterSeconds: Int
+
+        public var description: String {
+            "identity \(identity) has \(inFlight) logins in flight, as many as the relay keeps; "
+                + "finish or abandon one (they expire), then start again (in at most \(retryAfterSeconds) s)"
+        }
+    }
+}
+
 /// Why a callback's state did not complete a login: what the relay's 400 page says.
 public enum LoginRefusal: Error, Sendable, Equatable, CustomStringConvertible {
-    /// No login has this state: forged, already used, dropped for room, or the relay restarted.
+    /// No login has this state: forged, already used, expired and swept, or the relay restarted.
     case unknownState
     case expired(identity: String, timeoutSeconds: Double)
     /// The browser lacks the cookie of the login's start (another browser, or cookies blocked).
     case wrongBrowser(identity: String)
+    /// The cookie is missing here because the login started at `origin`: not a refusal, the
+    /// callback goes on there (a redirect to the same callback path and query).
+    case startedElsewhere(identity: String, origin: String)
 
     /// A short code for metrics and logs.
     public var code: String {
@@ -143,6 +172,7 @@ public enum LoginRefusal: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownState: "unknown_state"
         case .expired: "expired"
         case .wrongBrowser: "wrong_browser"
+        case .startedElsewhere: "started_elsewhere"
         }
     }
 
@@ -155,6 +185,8 @@ public enum LoginRefusal: Error, Sendable, Equatable, CustomStringConvertible {
         case .wrongBrowser(let identity):
             "the login for identity \(identity) was started in another browser (its login cookie is missing or different); "
                 + "finish it in the browser that started it, or start it again here"
+        case .startedElsewhere(let identity, let origin):
+            "the login for identity \(identity) was started at \(origin), where its login cookie is; it is finished there"
         }
     }
 }

@@ -17,7 +17,13 @@
 //
 // Every login page checks `Host` against the names of the listener it came to: a page of a
 // loopback listener answers only to loopback names, so a web page on another site cannot reach
-// it under a rebound DNS name (DNS rebinding) and start or finish logins.
+// it under a rebound DNS name (DNS rebinding) and start or finish logins. A login start also
+// refuses what a browser says another site asked for (`LoginRequest.loginStartRefusal`), and no
+// page may be framed (clickjacking).
+//
+// A browser login may start at another host name than its redirect URI's (the person browses
+// `localhost`, the callback is `127.0.0.1`): the login cookie is then in the browser's jar for
+// the start's origin, so a callback arriving without it goes on to the same callback there.
 
 import Config
 import HTTPFields
@@ -25,10 +31,6 @@ import OAuth2
 import Tokens
 
 struct LoginEndpoints {
-    static let prefix = "/.oauth-relay/"
-    static let loginPrefix = "/.oauth-relay/login/"
-    static let statusPrefix = "/.oauth-relay/status/"
-
     let desk: LoginDesk
     let identities: TokenSet
     /// The paths of the identities' redirect URIs.
@@ -48,7 +50,7 @@ struct LoginEndpoints {
     /// True for a (normalized) path the login pages answer. Asked of every request when the
     /// configuration has an interactive identity, so it compares bytes and allocates nothing.
     func serves(path: [UInt8]) -> Bool {
-        path.starts(with: Self.prefix.utf8) || callbackPathBytes.contains(path)
+        path.starts(with: LoginPaths.prefix.utf8) || callbackPathBytes.contains(path)
     }
 
     // MARK: - The pages
@@ -66,13 +68,13 @@ struct LoginEndpoints {
             problem.extraHeaders.append(("Allow", "GET, HEAD"))
             return problem
         }
-        let returnTo = request.queryValue("return").flatMap(Self.localPath)
+        let returnTo = request.queryValue("return").flatMap(LoginReturn.path)
         if callbackPaths.contains(request.path) { return callback(request, at: now) }
-        if request.path.hasPrefix(Self.loginPrefix) {
-            return withIdentity(String(request.path.dropFirst(Self.loginPrefix.count))) { start($0, request, returnTo: returnTo, at: now) }
+        if request.path.hasPrefix(LoginPaths.loginPrefix) {
+            return withIdentity(String(request.path.dropFirst(LoginPaths.loginPrefix.count))) { start($0, request, returnTo: returnTo, at: now) }
         }
-        if request.path.hasPrefix(Self.statusPrefix) {
-            return withIdentity(String(request.path.dropFirst(Self.statusPrefix.count))) { status($0, returnTo: returnTo, at: now) }
+        if request.path.hasPrefix(LoginPaths.statusPrefix) {
+            return withIdentity(String(request.path.dropFirst(LoginPaths.statusPrefix.count))) { status($0, returnTo: returnTo, at: now) }
         }
         return Self.page(404, "Not Found", LoginPage(title: "Not found", lines: ["The relay has no login page at \(request.path)."]))
     }
@@ -87,27 +89,46 @@ struct LoginEndpoints {
 
     private func start(_ tokens: IdentityTokens, _ request: LoginRequest, returnTo: String?, at now: Double) -> Problem {
         let name = tokens.identity.name
+        if let refusal = request.loginStartRefusal {
+            // Nothing started; a person who meant it follows the link, which the browser then
+            // sends as a request of the relay's own page.
+            return Self.page(403, "Forbidden", LoginPage(
+                title: "Login not started",
+                lines: ["The relay did not start a login for identity \(name): \(refusal). "
+                        + "It starts a login only when a person opens its login page.",
+                        "If you meant to log in, continue here."],
+                links: [("Log in for identity \(name)", LoginPaths.loginPath(name, returnTo: returnTo))]))
+        }
         if case .deviceCode = tokens.identity.grant {
             desk.startDeviceLogin(tokens)
-            return Self.redirect(to: Self.statusPath(name, returnTo: returnTo))
+            return Self.redirect(to: LoginPaths.statusPath(name, returnTo: returnTo))
         }
         do throws(LoginDesk.Unavailable) {
-            let login = try desk.startBrowserLogin(tokens, returnTo: returnTo, at: now)
+            let login = try desk.startBrowserLogin(tokens, returnTo: returnTo, browserOrigin: request.origin, at: now)
             var answer = Self.redirect(to: login.location)
             answer.extraHeaders.append(("Set-Cookie", login.cookie.setCookie(secure: request.overTLS)))
             return answer
         } catch {
-            var answer = Self.page(503, "Service Unavailable", LoginPage(title: "The login cannot start yet", lines: ["\(error)"],
-                                                                         refreshSeconds: 5))
-            answer.extraHeaders.append(("Retry-After", "5"))
+            guard let retryAfter = error.retryAfterSeconds else {
+                // 503 like the route's own requests (discovery is retried after its backoff), but
+                // only a configuration change or the IdP's operator helps: the page does not
+                // refresh itself.
+                return Self.page(503, "Service Unavailable", LoginPage(title: "The login cannot start", lines: ["\(error)."]))
+            }
+            var answer = Self.page(503, "Service Unavailable", LoginPage(title: "The login cannot start yet", lines: ["\(error)."],
+                                                                         refreshSeconds: retryAfter))
+            answer.extraHeaders.append(("Retry-After", "\(retryAfter)"))
             return answer
         }
     }
 
     private func callback(_ request: LoginRequest, at now: Double) -> Problem {
-        switch desk.callback(path: request.path, query: request.query, cookies: request.cookies, identities: identities, at: now) {
+        switch desk.callback(path: request.path, query: request.query, cookies: request.cookies, origin: request.origin,
+                             identities: identities, at: now) {
+        case .elsewhere(let origin):
+            return Self.redirect(to: origin + request.path + (request.query.isEmpty ? "" : "?" + request.query))
         case .exchanging(let name, let returnTo, let clear):
-            var answer = Self.redirect(to: returnTo ?? Self.statusPath(name, returnTo: nil))
+            var answer = Self.redirect(to: returnTo ?? LoginPaths.statusPath(name, returnTo: nil))
             answer.extraHeaders.append(("Set-Cookie", clear.setCookie(secure: request.overTLS)))
             return answer
         case .idpError(let name, let error, let clear):
@@ -116,7 +137,7 @@ struct LoginEndpoints {
                 title: error.code.rawValue == "access_denied" ? "Login declined" : "Login failed",
                 lines: ["The identity provider ended the login" + (name.map { " for identity \($0)" } ?? "")
                         + " with \(error.code.rawValue)\(description)."],
-                links: name.map { [("Try again", Self.loginPrefix + $0)] } ?? []))
+                links: name.map { [("Try again", LoginPaths.loginPath($0, returnTo: nil))] } ?? []))
             if let clear { answer.extraHeaders.append(("Set-Cookie", clear.setCookie(secure: request.overTLS))) }
             return answer
         case .refused(let reason, let clear):
@@ -152,8 +173,11 @@ struct LoginEndpoints {
         default:
             var lines = ["Identity \(name) needs a person to log in."]
             if let failure = status.lastLoginFailure { lines.append("The last login failed: \(failure).") }
+            if status.state == .failing, let error = status.lastErrorDescription {
+                lines.append("The relay cannot use the identity's IdP now: \(error).")
+            }
             return Self.page(200, "OK", LoginPage(title: "Not logged in", lines: lines,
-                                                  links: [("Log in", Self.loginPath(name, returnTo: returnTo))]))
+                                                  links: [("Log in", LoginPaths.loginPath(name, returnTo: returnTo))]))
         }
     }
 
@@ -164,18 +188,18 @@ struct LoginEndpoints {
     /// the URL that starts the login in the problem and in `WWW-Authenticate`.
     func loginRequired(_ problem: Problem, identity name: String, request: LoginRequest, at now: Double) -> Problem {
         guard let tokens = identities[name] else { return problem }
-        let returnTo = Self.localPath(request.query.isEmpty ? request.path : "\(request.path)?\(request.query)")
+        let returnTo = LoginReturn.path(request.query.isEmpty ? request.path : "\(request.path)?\(request.query)")
         let isDevice: Bool = { if case .deviceCode = tokens.identity.grant { true } else { false } }()
-        let path = isDevice ? Self.statusPath(name, returnTo: nil) : Self.loginPath(name, returnTo: nil)
+        let path = isDevice ? LoginPaths.statusPath(name, returnTo: nil) : LoginPaths.loginPath(name, returnTo: nil)
         if request.isBrowserNavigation {
             let failure = tokens.status(at: now).lastLoginFailure
             if failure == nil || isDevice {
-                return Self.redirect(to: isDevice ? Self.statusPath(name, returnTo: returnTo) : Self.loginPath(name, returnTo: returnTo))
+                return Self.redirect(to: isDevice ? LoginPaths.statusPath(name, returnTo: returnTo) : LoginPaths.loginPath(name, returnTo: returnTo))
             }
             var page = Self.page(401, "Unauthorized", LoginPage(
                 title: "Login needed", lines: ["Identity \(name) needs a person to log in. The last login failed: \(failure!)."],
-                links: [("Log in again", Self.loginPath(name, returnTo: returnTo))]))
-            page.extraHeaders = problem.extraHeaders
+                links: [("Log in again", LoginPaths.loginPath(name, returnTo: returnTo))]))
+            page.extraHeaders += problem.extraHeaders
             return page
         }
         var answer = problem
@@ -190,39 +214,26 @@ struct LoginEndpoints {
     /// Whether `Host` names the listener the request came to: its own address, a loopback
     /// name on a loopback (or wildcard) listener, or the host of an identity's redirect URI.
     func hostIsAllowed(_ request: LoginRequest) -> Bool {
-        guard let authority = HostPort(parsing: request.host.contains(":") && !request.host.hasSuffix("]")
-                                        ? request.host : request.host + ":" + (request.overTLS ? "443" : "80")) else { return false }
+        guard let authority = request.authority else { return false }
         let listener = request.overTLS ? config.listenTls?.address : config.listen
         guard let listener, authority.port == listener.port else { return false }
-        let host = authority.host.lowercased()
+        let host = authority.host
         if host == listener.host.lowercased() { return true }
         let wildcard = listener.host == "0.0.0.0" || listener.host == "::"
         if (wildcard || TokenEndpointSecurity.isLoopback(listener.host)) && TokenEndpointSecurity.isLoopback(host) { return true }
         return config.identities.values.contains { $0.redirectUri?.host.lowercased() == host && $0.redirectUri?.port == listener.port }
     }
 
-    static func loginPath(_ name: String, returnTo: String?) -> String {
-        loginPrefix + name + (returnTo.map { "?return=" + FormURLEncoding.encode($0) } ?? "")
-    }
-
-    static func statusPath(_ name: String, returnTo: String?) -> String {
-        statusPrefix + name + (returnTo.map { "?return=" + FormURLEncoding.encode($0) } ?? "")
-    }
-
-    /// A path on the relay to come back to (never another site: that would be an open redirect).
-    static func localPath(_ path: String) -> String? {
-        guard path.hasPrefix("/"), !path.hasPrefix("//"), !path.hasPrefix("/\\"), !path.hasPrefix(prefix),
-              path.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
-        return path
-    }
-
     static func redirect(to location: String) -> Problem {
         Problem(status: 302, slug: "", title: "Found", detail: "", extraHeaders: [("Location", location)])
     }
 
+    /// A login page: never shown in a frame, so no other site can lay it under its own page and
+    /// have a person click its links unknowingly.
     static func page(_ status: Int, _ reason: String, _ page: LoginPage) -> Problem {
         var answer = Problem(status: status, slug: "", title: reason, detail: page.title)
         answer.page = page
+        answer.extraHeaders = [("X-Frame-Options", "DENY"), ("Content-Security-Policy", "frame-ancestors 'none'")]
         return answer
     }
 }

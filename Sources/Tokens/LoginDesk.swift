@@ -54,32 +54,59 @@ public final class LoginDesk: Sendable {
     /// Why a login cannot start.
     public enum Unavailable: Error, Sendable, CustomStringConvertible {
         case notBrowserLogin(identity: String, grant: String)
-        case endpointsUnknown(identity: String, reason: String)
+        /// The IdP's endpoints are not known: discovery is under way (`failure` nil), or failed.
+        case endpointsUnknown(identity: String, failure: TokenEndpointError?)
+        case tooManyLogins(PendingLogins.Full)
+
+        /// When trying again may help without anyone changing anything (discovery under way or
+        /// the IdP unreachable for now, logins in flight expiring), in seconds; nil when only a
+        /// configuration change or the IdP's operator can (metadata that lacks an endpoint).
+        public var retryAfterSeconds: Int? {
+            switch self {
+            case .notBrowserLogin: nil
+            case .endpointsUnknown(_, nil): 1
+            case .endpointsUnknown(_, let failure?): failure.isTemporary ? 5 : nil
+            case .tooManyLogins(let full): full.retryAfterSeconds
+            }
+        }
 
         public var description: String {
             switch self {
             case .notBrowserLogin(let identity, let grant):
                 "identity \(identity) does not log in with a browser (its grant is \(grant))"
-            case .endpointsUnknown(let identity, let reason):
-                "identity \(identity) cannot start a login yet: its IdP's endpoints are not known (\(reason))"
+            case .endpointsUnknown(let identity, nil):
+                "identity \(identity) cannot start a login yet: its IdP's endpoints are being discovered"
+            case .endpointsUnknown(let identity, let failure?):
+                "identity \(identity) cannot start a login: its IdP's endpoints are not known (\(failure))"
+            case .tooManyLogins(let full):
+                full.description
             }
         }
     }
 
-    /// Starts a browser login for `tokens`; `returnTo`: the path to go back to afterwards.
-    public func startBrowserLogin(_ tokens: IdentityTokens, returnTo: String?, at now: Double) throws(Unavailable) -> BrowserLogin {
+    /// Starts a browser login for `tokens`; `returnTo`: the path to go back to afterwards;
+    /// `browserOrigin`: the origin the browser started it at, where its cookie will be.
+    public func startBrowserLogin(_ tokens: IdentityTokens, returnTo: String?, browserOrigin: String?,
+                                  at now: Double) throws(Unavailable) -> BrowserLogin {
         let identity = tokens.identity
         guard case .authorizationCode = identity.grant, let redirectUri = identity.redirectUri else {
             throw .notBrowserLogin(identity: identity.name, grant: identity.grant.grantType)
         }
         let (endpoints, failure) = tokens.update { ($0.endpoints, $0.lastError) }
         guard let authorization = endpoints?.authorization else {
-            throw .endpointsUnknown(identity: identity.name, reason: failure.map { "\($0)" } ?? "discovery is under way")
+            throw .endpointsUnknown(identity: identity.name, failure: failure)
         }
         var random = SecureRandomNumberGenerator()
-        let login = pending.withLock {
-            $0.start(identity: identity, redirectUri: redirectUri.description, returnTo: returnTo,
-                     timeoutSeconds: identity.loginTimeoutSeconds, at: now, random: &random)
+        let started = pending.withLock { pending in
+            Result { () throws(PendingLogins.Full) in
+                try pending.start(identity: identity, redirectUri: redirectUri.description, returnTo: returnTo,
+                                  browserOrigin: browserOrigin, timeoutSeconds: identity.loginTimeoutSeconds, at: now, random: &random)
+            }
+        }
+        let login: LoginStart
+        switch started {
+        case .success(let value): login = value
+        case .failure(let full): throw .tooManyLogins(full)
         }
         observer?.loginEnded(identity: identity.name, kind: .browser, outcome: .started)
         let request = AuthorizationRequest(endpoint: authorization, identity: identity, login: login)
@@ -97,12 +124,15 @@ public final class LoginDesk: Sendable {
         case idpError(identity: String?, error: OAuthError, clear: LoginCookie?)
         /// Not a callback of a login of this browser: 400 with `reason`.
         case refused(reason: String, clear: LoginCookie?)
+        /// The login started at `origin`, where the browser keeps its cookie: the same callback
+        /// goes on there (the browser came back to the redirect URI's host, not the one it used).
+        case elsewhere(origin: String)
     }
 
-    /// A request to a callback path: the `path` it came to, its `query` (without `?`) and the
-    /// browser's cookies.
-    public func callback(path: String, query: String, cookies: [(name: String, value: String)], identities: TokenSet,
-                         at now: Double) -> CallbackResult {
+    /// A request to a callback path: the `path` it came to, its `query` (without `?`), the
+    /// browser's cookies and the `origin` it named.
+    public func callback(path: String, query: String, cookies: [(name: String, value: String)], origin: String?,
+                         identities: TokenSet, at now: Double) -> CallbackResult {
         let parsed: AuthorizationCallback
         do throws(AuthorizationCallbackProblem) {
             parsed = try AuthorizationCallback.parse(query: query, issuer: nil)
@@ -117,11 +147,13 @@ public final class LoginDesk: Sendable {
         let binding = cookies.first { $0.name == cookieName }.map { Secret($0.value) }
         let login: LoginStart
         let completed = pending.withLock { pending in
-            Result { () throws(LoginRefusal) in try pending.complete(state: state, browserBinding: binding, at: now) }
+            Result { () throws(LoginRefusal) in try pending.complete(state: state, browserBinding: binding, origin: origin, at: now) }
         }
         switch completed {
         case .success(let started):
             login = started
+        case .failure(.startedElsewhere(_, let origin)):
+            return .elsewhere(origin: origin)
         case .failure(let error):
             if case .expired(let identity, _) = error { observer?.loginEnded(identity: identity, kind: .browser, outcome: .failed("expired")) }
             // The cookie was scoped to the callback's path: only a clearing cookie with that

@@ -7,9 +7,8 @@ final class AuthorizationRequestTests: XCTestCase {
     private let endpoint = HTTPURL(scheme: .https, host: "idp.example.com", path: "/authorize")
 
     private func start(_ identity: Identity, seed: UInt64 = 1) -> LoginStart {
-        var logins = PendingLogins()
         var random = SeededRandom(seed: seed)
-        return logins.start(identity: identity, redirectUri: callbackURI, returnTo: "/orders", at: 100, random: &random)
+        return freshLogin(identity, at: 100, random: &random)
     }
 
     func testCarriesCodeFlowPKCEStateAndNonceInOrder() throws {

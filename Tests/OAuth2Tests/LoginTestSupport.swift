@@ -33,6 +33,17 @@ func interactiveIdentity(name: String = "orders", scope: String? = "openid profi
 
 let callbackURI = "http://127.0.0.1:8180/.oauth-relay/callback"
 
+/// A login started on a fresh `PendingLogins`, which always has room for one.
+func freshLogin(_ identity: Identity, redirectUri: String = callbackURI, returnTo: String? = "/orders", at now: Double,
+                random: inout SeededRandom) -> LoginStart {
+    var logins = PendingLogins()
+    do {
+        return try logins.start(identity: identity, redirectUri: redirectUri, returnTo: returnTo, at: now, random: &random)
+    } catch {
+        preconditionFailure("a fresh PendingLogins refused its first login: \(error)")
+    }
+}
+
 /// Fails when any rendering of `value` contains one of `secrets`.
 func assertHidden(_ secrets: [String], in value: Any, file: StaticString = #filePath, line: UInt = #line) {
     for rendering in everyRendering(of: value) {

@@ -81,11 +81,10 @@ final class TokenLifecycleLoginTests: XCTestCase {
     // MARK: A browser login
 
     private func login(for identity: Identity, nonce: Bool = false) -> LoginStart {
-        var logins = PendingLogins()
         var random = SeededRandom()
         var identity = identity
         if nonce { identity.scope = "openid" }
-        return logins.start(identity: identity, redirectUri: identity.redirectUri!.description, returnTo: "/orders", at: 0, random: &random)
+        return freshLogin(identity, redirectUri: identity.redirectUri!.description, at: 0, random: &random)
     }
 
     func testWithoutALoginRequestsGet401AndNothingIsFetched() {

@@ -1,3 +1,5 @@
+import Endpoints
+import OAuth2
 @testable import Proxy
 import XCTest
 
@@ -19,16 +21,48 @@ final class LoginRequestTests: XCTestCase {
         XCTAssertEqual(cookies.map(\.1), ["1", "b=c", ""])
     }
 
-    func testOnlyPathsOnTheRelayAreReturnedTo() {
-        XCTAssertEqual(LoginEndpoints.localPath("/orders?id=1"), "/orders?id=1")
-        for open in ["https://evil.example/", "//evil.example/x", "/\\evil.example", "orders", "/a b", "/.oauth-relay/login/me"] {
-            XCTAssertNil(LoginEndpoints.localPath(open), open)
-        }
+    func testLoginPathsCarryTheReturnPathEncoded() {
+        XCTAssertEqual(LoginPaths.loginPath("me", returnTo: "/orders?id=1&x=2"), "/.oauth-relay/login/me?return=%2Forders%3Fid%3D1%26x%3D2")
+        XCTAssertEqual(LoginPaths.statusPath("tv", returnTo: nil), "/.oauth-relay/status/tv")
     }
 
-    func testLoginPathsCarryTheReturnPathEncoded() {
-        XCTAssertEqual(LoginEndpoints.loginPath("me", returnTo: "/orders?id=1&x=2"), "/.oauth-relay/login/me?return=%2Forders%3Fid%3D1%26x%3D2")
-        XCTAssertEqual(LoginEndpoints.statusPath("tv", returnTo: nil), "/.oauth-relay/status/tv")
+    func testTheLoginURLIsOnTheRedirectURIsOrigin() throws {
+        var identity = Identity(name: "me", tokenUrl: HTTPURL(scheme: .https, host: "idp.example.com", path: "/token"),
+                                grant: .authorizationCode(seed: nil), clientAuth: .publicClient(id: "cli"))
+        XCTAssertNil(LoginPaths.loginURL(for: identity))
+        identity.redirectUri = HTTPURL(scheme: .http, host: "127.0.0.1", port: 8180, path: "/cb")
+        XCTAssertEqual(LoginPaths.loginURL(for: identity), "http://127.0.0.1:8180/.oauth-relay/login/me")
+        identity.redirectUri = HTTPURL(scheme: .https, host: "::1", port: 443, path: "/cb")
+        XCTAssertEqual(LoginPaths.loginURL(for: identity), "https://[::1]/.oauth-relay/login/me")
+    }
+
+    /// A request's view for the login pages, from its head.
+    private func request(_ lines: [String], overTLS: Bool = false) -> LoginRequest {
+        let parsed = parsedHead(head(lines))
+        return LoginRequest(head: parsed, target: RequestTarget(parsed.target)!, overTLS: overTLS)
+    }
+
+    func testTheOriginIsSpelledOneWay() {
+        XCTAssertEqual(request(["GET / HTTP/1.1", "Host: LocalHost:8180"]).origin, "http://localhost:8180")
+        XCTAssertEqual(request(["GET / HTTP/1.1", "Host: 127.0.0.1"]).origin, "http://127.0.0.1:80")
+        XCTAssertEqual(request(["GET / HTTP/1.1", "Host: [::1]"], overTLS: true).origin, "https://[::1]:443")
+        XCTAssertNil(request(["GET / HTTP/1.1", "Host: [zz]:80"]).origin)
+    }
+
+    func testALoginStartABrowserSendsForAnotherSiteIsRefused() {
+        let navigation = ["Sec-Fetch-Mode: navigate", "Sec-Fetch-User: ?1"]
+        func refusal(_ fields: [String]) -> String? {
+            request(["GET /.oauth-relay/login/me HTTP/1.1", "Host: 127.0.0.1:8180"] + fields).loginStartRefusal
+        }
+        XCTAssertNil(refusal([]), "curl and scripts send no Fetch Metadata")
+        XCTAssertNil(refusal(["Sec-Fetch-Site: none", "Sec-Fetch-Dest: document"] + navigation), "typed or bookmarked")
+        XCTAssertNil(refusal(["Sec-Fetch-Site: same-origin", "Sec-Fetch-Dest: document"] + navigation), "a link on the relay's page")
+        XCTAssertNil(refusal(["Sec-Fetch-Site: same-site", "Sec-Fetch-Dest: document"]), "an app on localhost:3000")
+        XCTAssertNotNil(refusal(["Sec-Fetch-Site: cross-site", "Sec-Fetch-Dest: document"] + navigation), "a link on another site")
+        XCTAssertNotNil(refusal(["sec-fetch-site: Cross-Site"]), "names and values in any case")
+        XCTAssertNotNil(refusal(["Sec-Fetch-Site: same-origin", "Sec-Fetch-Dest: image"]), "an <img> on the relay's own origin")
+        XCTAssertNotNil(refusal(["Sec-Fetch-Dest: iframe"]), "a frame")
+        XCTAssertNotNil(refusal(["Sec-Fetch-Site: cross-site", "Sec-Fetch-Dest: empty"]), "fetch() from another site")
     }
 
     func testPagesEscapeWhatTheyShow() {
