@@ -15,6 +15,9 @@ public enum DiscoveryError: Error, Sendable, Equatable, CustomStringConvertible 
     /// RFC 8414 §3.3 / OpenID Connect Discovery §4.3: the document's `issuer` must be the
     /// configured one exactly, or an attacker's metadata could stand in for the real IdP's.
     case issuerMismatch(url: String, expected: String, found: String)
+    /// The document names no endpoint for what the identity needs (and its configuration names
+    /// none either): `RequiredEndpoint.metadataMember` of each.
+    case missingEndpoints(url: String, [RequiredEndpoint])
 
     /// True when trying again later may help without a config change.
     public var isTemporary: Bool {
@@ -35,6 +38,7 @@ public enum DiscoveryError: Error, Sendable, Equatable, CustomStringConvertible 
         case .unavailable: "discovery_unavailable"
         case .invalidDocument: "invalid_discovery_document"
         case .issuerMismatch: "issuer_mismatch"
+        case .missingEndpoints: "discovery_endpoint_missing"
         }
     }
 
@@ -51,6 +55,10 @@ public enum DiscoveryError: Error, Sendable, Equatable, CustomStringConvertible 
         case .issuerMismatch(let url, let expected, let found):
             "the discovery document at \(url) names the issuer \"\(found)\", not the configured \"\(expected)\" "
                 + "(they must be identical, RFC 8414 §3.3)"
+        case .missingEndpoints(let url, let missing):
+            "the discovery document at \(url) has no "
+                + missing.map { "\($0.metadataMember), which \($0.neededFor) needs (or configure \($0.configKey))" }
+                    .joined(separator: ", and no ")
         }
     }
 }

@@ -23,8 +23,10 @@ public struct IdentityEndpoints: Sendable, Equatable {
         self.revocation = revocation
     }
 
-    /// The identity's endpoints: each configured one, else the one `metadata` names.
-    public init(identity: Identity, metadata: ProviderMetadata) {
+    /// The identity's endpoints: each configured one, else the one `metadata` names, whether
+    /// or not that is all the identity needs (the public initializer in RequiredEndpoint.swift
+    /// checks that).
+    init(identity: Identity, metadata: ProviderMetadata) {
         self.init(token: identity.tokenUrl ?? metadata.tokenEndpoint,
                   authorization: identity.authorizationUrl ?? metadata.authorizationEndpoint,
                   deviceAuthorization: identity.deviceAuthorizationUrl ?? metadata.deviceAuthorizationEndpoint,
@@ -35,22 +37,10 @@ public struct IdentityEndpoints: Sendable, Equatable {
 }
 
 extension Identity {
-    /// The endpoints the identity's grant cannot work without: the token endpoint always, the
-    /// authorization endpoint for a browser login (and the JWKS when it asks for an ID token),
-    /// the device authorization endpoint for a device login.
+    /// The keys of the endpoints the identity needs (`requiredEndpoints`) that its
+    /// configuration does not name.
     public var missingEndpoints: [String] {
-        var missing: [String] = []
-        if tokenUrl == nil { missing.append("tokenUrl") }
-        switch grant {
-        case .authorizationCode:
-            if authorizationUrl == nil { missing.append("authorizationUrl") }
-            if requestsIDToken && jwksUrl == nil { missing.append("jwksUrl") }
-        case .deviceCode:
-            if deviceAuthorizationUrl == nil { missing.append("deviceAuthorizationUrl") }
-        default:
-            break
-        }
-        return missing
+        requiredEndpoints.filter { $0.url(configuredIn: self) == nil }.map(\.configKey)
     }
 
     /// Discovery is needed when an endpoint the grant needs is not configured and an `issuer`

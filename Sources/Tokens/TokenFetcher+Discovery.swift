@@ -28,7 +28,11 @@ extension TokenFetcher {
                 }
             }
         case .found(let metadata):
-            discoveryEnded(.success(IdentityEndpoints(identity: tokens.identity, metadata: metadata)), for: tokens)
+            // A document without an endpoint the identity needs fails like any bad document.
+            let endpoints = Result { () throws(DiscoveryError) in
+                try IdentityEndpoints(identity: tokens.identity, metadata: metadata, documentURL: discovery.currentURL.description)
+            }
+            discoveryEnded(endpoints.mapError(TokenEndpointError.discovery), for: tokens)
         case .failed(let error):
             discoveryEnded(.failure(.discovery(error)), for: tokens)
         }

@@ -1,3 +1,4 @@
+import Endpoints
 import Foundation
 import HTTPFields
 import JOSE
@@ -12,18 +13,16 @@ extension TokenFetcher {
                       completion: @escaping (Result<TokenResponse, TokenEndpointError>) -> Void) {
         let identity = tokens.identity
         let (endpoints, nonce) = tokens.update { ($0.endpoints, $0.expectedNonce) }
-        guard let idToken = response.idToken else {
-            if identity.requestsIDToken {
-                return completion(.failure(.idToken(reason: "the token response has no id_token although the scope asks for openid")))
-            }
+        let check: IDTokenCheck, idToken: Secret, jwks: HTTPURL
+        switch IDTokenCheck.plan(for: identity, endpoints: endpoints, nonce: nonce, idToken: response.idToken) {
+        case .check(let planned, let token, let keys):
+            (check, idToken, jwks) = (planned, token, keys)
+        case .noneAskedFor, .leaveUnread:
             return completion(.success(response))
+        case .refuse(let reason):
+            logger.warning("ID token refused", metadata: ["identity": .string(identity.name), "error": .string(reason)])
+            return completion(.failure(.idToken(reason: reason)))
         }
-        guard let issuer = identity.issuer, let jwks = endpoints?.jwks, let clientId = identity.clientAuth.clientId else {
-            // Only an identity that asks for an ID token must check one (Config demands what
-            // that takes); another takes the token without reading who logged in.
-            return completion(.success(response))
-        }
-        let check = IDTokenCheck(issuer: issuer, clientId: clientId, nonce: nonce, publishedAlgorithms: endpoints?.idTokenAlgorithms ?? [])
         let validate = { (keys: JWKSet) -> Result<LoginSubject, IDTokenError> in
             Result { () throws(IDTokenError) in try check.validate(idToken, keys: keys, unixTime: Int64(Date().timeIntervalSince1970)) }
         }
