@@ -13,15 +13,20 @@
 //                                      browser login, or 202 once a device login is starting
 //                                      (its code then shows in /identities)
 //   DELETE /identities/NAME/token      forget the token and refresh token (204), revoking the
-//                                      refresh token at the IdP when it has a revocation endpoint
+//                                      refresh token at the IdP when it has a revocation endpoint;
+//                                      with a shared store, on every replica: answered once Redis
+//                                      removed the entry, 503 when it could not (the other replicas
+//                                      keep the login)
 //   POST   /reload                     re-read the configuration file, like SIGHUP: 200 with
 //                                      what changed, or 422 with every error (nothing changed)
 //
 // Answers are JSON; errors are problem+json like the relay's own.
 
 import Config
+import Dispatch
 import EventLoop
 import LocalHTTP
+import Locking
 import OAuth2
 import RelayMetrics
 import Tokens
@@ -85,10 +90,7 @@ public final class AdminServer {
             withIdentity(parameters["name"]!, request) { tokens, identity in startLogin(tokens, identity) }
         }
         router.add("DELETE", "/identities/{name}/token") { [unowned self] request, parameters in
-            withIdentity(parameters["name"]!, request) { tokens, identity in
-                tokens.forget(identity)
-                return LocalResponse(status: 204, body: "")
-            }
+            withIdentity(parameters["name"]!, request) { tokens, identity in logout(tokens, identity) }
         }
         return router
     }
@@ -107,6 +109,36 @@ public final class AdminServer {
         }
         return Self.problem(409, "not-interactive", "Conflict",
                             "identity \(identity.identity.name) does not log a person in (its grant is \(identity.identity.grant.grantType))")
+    }
+
+    /// The longest a logout's answer waits for the shared store. Redis answers or fails within
+    /// `store.timeoutMilliseconds` (the link gives up a command, or a first connection, after
+    /// it); this only bounds the admin loop's wait should that ever not hold.
+    static let logoutWaitSeconds = 5.0
+
+    /// A logout, answered once the shared store (if any) removed the login for every replica or
+    /// failed to. This loop waits for that (as it does for a reload), never for the IdP: the
+    /// refresh token's revocation goes on after the answer.
+    private func logout(_ tokens: TokenService, _ identity: IdentityTokens) -> LocalResponse {
+        let heard = DispatchSemaphore(value: 0)
+        let removal = Locked<SharedStoreRemoval?>(nil)
+        tokens.forget(identity, listener: LogoutListener(sharedStore: { outcome in
+            removal.withLock { $0 = outcome }
+            heard.signal()
+        }))
+        _ = heard.wait(timeout: .now() + Self.logoutWaitSeconds)
+        let name = identity.identity.name
+        switch removal.withLock({ $0 }) {
+        case .removed?, .notShared?:
+            return LocalResponse(status: 204, body: "")
+        case let failed?:
+            return Self.problem(503, "shared-store-unavailable", "Service Unavailable", "identity \(name) is logged out on this replica, "
+                                + "but \(failed)")
+        case nil:
+            return Self.problem(503, "shared-store-unavailable", "Service Unavailable", "identity \(name) is logged out on this replica, "
+                                + "but the shared token store did not answer within \(Int(Self.logoutWaitSeconds)) s: the other replicas "
+                                + "may keep the login until its tokens expire; log out again")
+        }
     }
 
     private func readiness() -> LocalResponse {

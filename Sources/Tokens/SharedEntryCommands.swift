@@ -4,13 +4,15 @@
 //                                        write), "e" the entry (TokenStore's StoreEntry format:
 //                                        AES-256-GCM under store.key; Redis never sees a token)
 //   PREFIX NAME ":" FINGERPRINT ":lease" the holder's id while one replica fetches (SET NX PX)
-//   channel PREFIX "written"             a write or a released lease publishes the entry's key
+//   channel PREFIX "written"             a write or a released lease publishes the entry's key; a
+//                                        removal (a logout) the key + ":removed:" + the remover's id
 //
 // The key names the identity and its settings (SettingsFingerprint, 64 hex digits), so replicas
 // with other settings — another client, scope or endpoint, as during a rolling update — keep
 // their own entries instead of overwriting each other's. Scripts make the lease and the
 // compare-and-set atomic on the server; their replies are parsed here.
 
+import HTTPFields
 import OAuth2
 import RedisProtocol
 import TokenStore
@@ -33,6 +35,24 @@ struct SharedEntryKeys: Equatable {
 
     static func channel(prefix: String) -> [UInt8] {
         Array(prefix.utf8) + Array("written".utf8)
+    }
+
+    private static let removedMark = Array(":removed:".utf8)
+    private static let removerLength = 16
+
+    /// The message of this entry's removal by `remover` (a replica's 16 hex digit id).
+    func removal(by remover: String) -> [UInt8] {
+        entry + Self.removedMark + Array(remover.utf8)
+    }
+
+    /// The entry key and remover of a removal message; nil for any other message (a write's is
+    /// the key alone, which ends in 64 hex digits, never in the mark and an id).
+    static func removal(in message: [UInt8]) -> (entry: [UInt8], remover: String)? {
+        let idStart = message.count - removerLength
+        let markStart = idStart - removedMark.count
+        guard markStart > 0, message[markStart..<idStart].elementsEqual(removedMark),
+              message[idStart...].allSatisfy({ ASCII.hexDigitValue($0) != nil }) else { return nil }
+        return (Array(message[..<markStart]), String(decoding: message[idStart...], as: UTF8.self))
     }
 }
 
@@ -102,9 +122,18 @@ enum SharedEntryCommands {
         RedisCommand(["EVAL", .text(releaseScript), "1", .bytes(keys.lease), .text(holder), .bytes(keys.channel), .bytes(keys.entry)])
     }
 
-    /// `DELETE /identities/NAME/token`: the entry goes for every replica.
-    static func remove(_ keys: SharedEntryKeys) -> RedisCommand {
-        RedisCommand(["DEL", .bytes(keys.entry)])
+    /// A logout (`DELETE /identities/NAME/token`, `oauth-relay logout`): the entry goes, and the
+    /// channel says so, so every replica holding the login drops it too (a missing entry alone
+    /// would not tell them: an interactive identity reads the entry only when it hears of it).
+    /// The number of entries deleted (0 or 1).
+    static let removeScript = """
+        local removed = redis.call('DEL', KEYS[1])
+        redis.call('PUBLISH', ARGV[1], ARGV[2])
+        return removed
+        """
+
+    static func remove(_ keys: SharedEntryKeys, by remover: String) -> RedisCommand {
+        RedisCommand(["EVAL", .text(removeScript), "1", .bytes(keys.entry), .bytes(keys.channel), .bytes(keys.removal(by: remover))])
     }
 
     static let ping = RedisCommand(["PING"])

@@ -4,6 +4,12 @@
 // entries' channel says so), so a person logged in through one replica is logged in on all,
 // started before or after. At start the link is usually still connecting: the first read waits
 // for it at most the store's timeout, then the identity starts without (like a Redis outage).
+//
+// A logout through one replica removes the entry and says so on the channel (a message of its
+// own: reading a missing entry takes nothing away), so every other replica forgets the login at
+// once rather than serving its tokens until they expire. A removal right after start (`oauth-relay
+// logout` without a running relay) waits for the link like a first read; one that cannot be sent
+// or answered is reported to the logout, which tells the operator that the replicas keep it.
 
 import EventLoop
 import OAuth2
@@ -21,6 +27,8 @@ final class SharedLoginReads {
     private var deadline: LoopTimer?
     /// The interactive identities in force, by their entry's key: read again when it is written.
     private var watched: [[UInt8]: (tokens: IdentityTokens, found: Found)] = [:]
+    /// Removals waiting for the link's first connection.
+    private var removals: [(keys: SharedEntryKeys, done: (SharedStoreRemoval) -> Void)] = []
 
     init(shared: SharedTokens, loop: EventLoop, waitMilliseconds: UInt64) {
         self.shared = shared
@@ -34,6 +42,11 @@ final class SharedLoginReads {
         watched[keys(of: tokens).entry] = (tokens, found)
         guard !shared.link.isReady else { return send(tokens, found) }
         waiting.append((tokens, found))
+        armDeadline()
+    }
+
+    /// Gives whatever waits for the link's first connection `waitMilliseconds` from now.
+    private func armDeadline() {
         let timer = deadline ?? LoopTimer(loop: loop) { [unowned self] in giveUp() }
         deadline = timer
         timer.start(afterMilliseconds: waitMilliseconds)
@@ -50,20 +63,48 @@ final class SharedLoginReads {
         send(tokens, found)
     }
 
+    /// The identity in force whose login another replica removed, when `message` (on the
+    /// entries' channel) says so; nil for any other message, and for this replica's own removals.
+    func loginRemoved(message: [UInt8]) -> IdentityTokens? {
+        guard let (entry, remover) = SharedEntryKeys.removal(in: message), remover != shared.holder else { return nil }
+        return watched[entry]?.tokens
+    }
+
+    /// Removes the shared entry of `tokens` and tells the replicas; `done` hears whether it went.
+    func remove(_ tokens: IdentityTokens, done: @escaping (SharedStoreRemoval) -> Void) {
+        let keys = keys(of: tokens)
+        if shared.link.isReady { return sendRemoval(keys, done) }
+        guard shared.link.health.state == .connecting(first: true) else {
+            shared.count("skipped")
+            return done(.failed(reason: "Redis is unavailable"))
+        }
+        removals.append((keys, done))
+        armDeadline()
+    }
+
     func linkReady() {
         let ready = waiting
+        let removing = removals
         waiting.removeAll()
+        removals.removeAll()
         deadline?.stop()
         for (tokens, found) in ready { send(tokens, found) }
+        for (keys, done) in removing { sendRemoval(keys, done) }
     }
 
     /// Redis is not there: each identity waiting for its first read starts with what this
-    /// replica has.
+    /// replica has; each removal waiting for it did not happen.
     func giveUp() {
         let given = waiting
+        let removing = removals
         waiting.removeAll()
+        removals.removeAll()
         deadline?.stop()
         for (_, found) in given { found(nil) }
+        for (_, done) in removing {
+            shared.count("skipped")
+            done(.failed(reason: "Redis did not become reachable within \(waitMilliseconds) ms"))
+        }
     }
 
     func close() {
@@ -85,5 +126,20 @@ final class SharedLoginReads {
             found(try? StoreEntry.decode(bytes, identity: tokens.identity.name, fingerprint: fingerprint, key: key))
         }
         if !sent { found(nil) }
+    }
+
+    private func sendRemoval(_ keys: SharedEntryKeys, _ done: @escaping (SharedStoreRemoval) -> Void) {
+        let sent = shared.link.send(SharedEntryCommands.remove(keys, by: shared.holder)) { [unowned shared] result in
+            if shared.answer(result, { $0.integer }) != nil { return done(.removed) }
+            switch result {
+            case .success(.error(let text)): done(.failed(reason: "Redis refused it: \(text)"))
+            case .success: done(.failed(reason: "Redis answered something else than a count"))
+            case .failure(let failure): done(.failed(reason: "Redis: \(failure)"))
+            }
+        }
+        if !sent {
+            shared.count("skipped")
+            done(.failed(reason: "Redis is unavailable"))
+        }
     }
 }

@@ -52,6 +52,8 @@ protocol SharedTokensDriver: AnyObject {
     func sharedEntryRead(_ token: AccessToken?, refreshToken: Secret?, for tokens: IdentityTokens) -> TokenLifecycle.StoredEntryOutcome
     /// The fetch ended without a token request.
     func fetchSatisfied(_ tokens: IdentityTokens)
+    /// Another replica logged the person out (SharedTokens+Logins.swift): forget the login here.
+    func sharedLoginRemoved(_ tokens: IdentityTokens)
 }
 
 /// Runs on the token loop only.
@@ -62,8 +64,9 @@ final class SharedTokens {
     let logger: Logger
     private let observer: (any TokenObserver)?
     private unowned let driver: any SharedTokensDriver
-    /// This replica's lease id: random, so that only the holder renews or releases its lease.
-    private let holder = randomHex()
+    /// This replica's lease id: random, so that only the holder renews or releases its lease
+    /// (and a replica knows its own removals, SharedTokens+Logins.swift).
+    let holder = randomHex()
     private var entries: [Int: SharedEntry] = [:]
     /// Slots a reload retired (slots are never reused).
     private var retiredSlots: Set<Int> = []
@@ -95,6 +98,7 @@ final class SharedTokens {
             loginReads.giveUp()
         }
         link.onMessage = { [unowned self] key in
+            if let removed = loginReads.loginRemoved(message: key) { return driver.sharedLoginRemoved(removed) }
             each(where: { $0.keys.entry == key }) { $0.fetch.messageHeard() }
             loginReads.entryWritten(key)
         }
@@ -150,14 +154,10 @@ final class SharedTokens {
         stopIfDone()
     }
 
-    /// `DELETE /identities/NAME/token`: the shared entry goes too.
-    func remove(_ tokens: IdentityTokens) {
-        let keys = entries[tokens.slot]?.keys
-            ?? SharedEntryKeys(prefix: settings.keyPrefix, identity: tokens.identity.name, fingerprint: SettingsFingerprint(tokens.identity))
-        let sent = link.send(SharedEntryCommands.remove(keys)) { [unowned self] result in
-            _ = answer(result) { $0.integer }
-        }
-        if !sent { count("skipped") }
+    /// `DELETE /identities/NAME/token`: the shared entry goes too, for every replica
+    /// (SharedTokens+Logins.swift); `done` hears whether it went.
+    func remove(_ tokens: IdentityTokens, done: @escaping (SharedStoreRemoval) -> Void) {
+        loginReads.remove(tokens, done: done)
     }
 
     /// A reload retired the slot: forget it once its fetch is over.
@@ -353,7 +353,7 @@ final class SharedTokens {
 
     /// The parsed reply, counted: `outcome(value)` (`ok`), or `failed` (an error reply, an
     /// answer of the wrong shape, a lost connection), or `timed_out`.
-    private func answer<Value>(_ result: Result<RedisReply, RedisConnection.Failure>, _ parse: (RedisReply) -> Value?,
+    func answer<Value>(_ result: Result<RedisReply, RedisConnection.Failure>, _ parse: (RedisReply) -> Value?,
                                outcome: (Value) -> String = { _ in "ok" }) -> Value? {
         switch result {
         case .success(.error):
@@ -372,7 +372,7 @@ final class SharedTokens {
         return nil
     }
 
-    private func count(_ outcome: String) {
+    func count(_ outcome: String) {
         observer?.storeOperation(backend: "redis", outcome: outcome)
     }
 }

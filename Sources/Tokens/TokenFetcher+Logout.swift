@@ -12,6 +12,39 @@ public enum LogoutOutcome: Sendable, Equatable {
     case revocationFailed(String)
 }
 
+/// What became of a logout's shared store entry (`store.redis`).
+public enum SharedStoreRemoval: Sendable, Equatable, CustomStringConvertible {
+    /// Removed, and every replica told to forget the login.
+    case removed
+    /// The configuration shares no tokens.
+    case notShared
+    /// Redis did not remove it (unavailable, too slow, refusing): the other replicas keep the
+    /// login until its tokens expire, and a replica starting meanwhile reads it back.
+    case failed(reason: String)
+
+    public var description: String {
+        switch self {
+        case .removed: "removed from the shared token store; every replica forgets it"
+        case .notShared: "no shared token store"
+        case .failed(let reason): "not removed from the shared token store (\(reason)): the other replicas keep the login "
+            + "until its tokens expire; log out again once Redis is back"
+        }
+    }
+}
+
+/// Who hears how a logout went: `sharedStore` as soon as the shared entry is removed or not
+/// (within the store's timeout), `revocation` once the IdP answered (or there was nothing to
+/// revoke). Called on the token thread.
+public struct LogoutListener: Sendable {
+    public var sharedStore: (@Sendable (SharedStoreRemoval) -> Void)?
+    public var revocation: (@Sendable (LogoutOutcome) -> Void)?
+
+    public init(sharedStore: (@Sendable (SharedStoreRemoval) -> Void)? = nil, revocation: (@Sendable (LogoutOutcome) -> Void)? = nil) {
+        self.sharedStore = sharedStore
+        self.revocation = revocation
+    }
+}
+
 /// A logout's refresh token, waiting for discovery to name the revocation endpoint.
 struct PendingRevocation {
     let refreshToken: Secret
@@ -19,14 +52,26 @@ struct PendingRevocation {
 }
 
 extension TokenFetcher {
-    /// Forgets the identity's store entry and revokes `refreshToken` (or the one the entry held)
-    /// at the IdP's revocation endpoint, when it has one. Right after a start (`oauth-relay
-    /// logout` without a running relay) the endpoints may still be being discovered: the
-    /// revocation then waits for discovery's one answer.
-    func logout(_ tokens: IdentityTokens, refreshToken held: Secret?, completion: (@Sendable (LogoutOutcome) -> Void)?) {
+    /// Forgets the identity's store entries (the file's, and the shared one for every replica)
+    /// and revokes `refreshToken` (or the one the entry held) at the IdP's revocation endpoint,
+    /// when it has one. Right after a start (`oauth-relay logout` without a running relay) the
+    /// endpoints may still be being discovered: the revocation then waits for discovery's one
+    /// answer.
+    func logout(_ tokens: IdentityTokens, refreshToken held: Secret?, completion listener: LogoutListener?) {
         let refreshToken = held ?? persistence?.read(tokens).refreshToken
         persistence?.remove(tokens)
-        shared?.remove(tokens)
+        let name = tokens.identity.name
+        if let shared {
+            shared.remove(tokens) { [logger] removal in
+                if case .failed = removal {
+                    logger.warning("logout not shared", metadata: ["identity": .string(name), "shared_store": .string("\(removal)")])
+                }
+                listener?.sharedStore?(removal)
+            }
+        } else {
+            listener?.sharedStore?(.notShared)
+        }
+        let completion = listener?.revocation
         guard let refreshToken else {
             completion?(.nothingToRevoke)
             return

@@ -14,4 +14,19 @@ extension TokenFetcher: SharedTokensDriver {
         }
         return outcome
     }
+
+    /// Another replica logged the person out: the login goes here too (its memory and this
+    /// machine's store entry; the replica that logged out revoked the refresh token), and the
+    /// next request finds the identity logged out.
+    func sharedLoginRemoved(_ tokens: IdentityTokens) {
+        guard !stopping else { return }
+        tokens.publish { lifecycle in
+            lifecycle.forget()
+            return true
+        }
+        persistence?.remove(tokens)
+        observer?.tokenExpiryChanged(identity: tokens.identity.name, unixTime: nil)
+        logger.info("logged out through another replica", metadata: ["identity": .string(tokens.identity.name)])
+        runNextAction(tokens)
+    }
 }

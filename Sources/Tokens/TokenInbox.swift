@@ -22,9 +22,9 @@ enum TokenMessage: Sendable {
     /// Something changed that may make a fetch due (a token dropped or forgotten, an operator's
     /// refresh): look at this identity again.
     case reconsider(IdentityTokens)
-    /// An operator forgot the identity's tokens (a logout): remove the store entry and revoke the refresh token (the one held when the
-    /// logout began, or else the entry's) at the IdP; then tell `completion`.
-    case logout(IdentityTokens, refreshToken: Secret?, completion: (@Sendable (LogoutOutcome) -> Void)?)
+    /// An operator forgot the identity's tokens (a logout): remove the store entries and revoke the refresh token (the one held when
+    /// the logout began, or else the entry's) at the IdP; tell `completion` how each went.
+    case logout(IdentityTokens, refreshToken: Secret?, completion: LogoutListener?)
     /// A token request ended (posted by the token loop itself).
     case fetchEnded(IdentityTokens, Result<TokenResponse, TokenEndpointError>)
     /// Stop: abandon token requests under way and let the loop end.

@@ -169,10 +169,11 @@ public final class TokenService: Sendable {
         inbox.post(.reconsider(tokens))
     }
 
-    /// Forgets the token and refresh token of `tokens` and its token store entry, and revokes
-    /// the refresh token at the IdP when it has a revocation endpoint (a logout); `completion`
-    /// hears how that went, on the token thread. Thread-safe.
-    public func forget(_ tokens: IdentityTokens, completion: (@Sendable (LogoutOutcome) -> Void)? = nil) {
+    /// Forgets the token and refresh token of `tokens` and its token store entries (with a
+    /// shared store, on every replica), and revokes the refresh token at the IdP when it has a
+    /// revocation endpoint (a logout); `listener` hears how each went, on the token thread.
+    /// Thread-safe.
+    public func forget(_ tokens: IdentityTokens, listener: LogoutListener? = nil) {
         var refreshToken: Secret?
         tokens.publish { lifecycle in
             refreshToken = lifecycle.heldRefreshToken
@@ -182,7 +183,7 @@ public final class TokenService: Sendable {
         logins.cancel(identity: tokens.identity.name)
         observer?.tokenExpiryChanged(identity: tokens.identity.name, unixTime: nil)
         // Before the reconsider: the fetch it starts must not read the forgotten entry back.
-        inbox.post(.logout(tokens, refreshToken: refreshToken, completion: completion))
+        inbox.post(.logout(tokens, refreshToken: refreshToken, completion: listener))
         inbox.post(.reconsider(tokens))
     }
 

@@ -22,7 +22,8 @@ struct LogoutCommand: ParsableCommand {
         let name = options.name
         if let admin = loaded.config.admin, let answer = try AdminClient(address: admin).call("DELETE", "/identities/\(name)/token") {
             guard answer.status == 204 else {
-                FileHandleOutput.standardError("oauth-relay logout: the relay answered \(answer.status)\n")
+                let detail = (answer.json["detail"] as? String).map { ": \($0)" } ?? ""
+                FileHandleOutput.standardError("oauth-relay logout: the relay answered \(answer.status)\(detail)\n")
                 throw ExitCode(1)
             }
             FileHandleOutput.standardError("Logged out of identity \(name).\n")
@@ -31,23 +32,33 @@ struct LogoutCommand: ParsableCommand {
         let service = try startTokenService(loaded.config, tls: loaded.tls, logger: Logger(label: "oauth-relay"))
         defer { service.stop() }
         guard let tokens = service.tokenSet[name] else { throw ExitCode(1) }
-        // The token thread reads the store entry, revokes, and reports: wait for it.
+        // The token thread removes the store entries, revokes, and reports each: wait for both.
         let done = DispatchSemaphore(value: 0)
-        let reported = Locked<LogoutOutcome?>(nil)
-        service.forget(tokens) { result in
-            reported.withLock { $0 = result }
+        let reported = Locked<(shared: SharedStoreRemoval?, revocation: LogoutOutcome?)>((nil, nil))
+        service.forget(tokens, listener: LogoutListener(sharedStore: { removal in
+            reported.withLock { $0.shared = removal }
             done.signal()
-        }
+        }, revocation: { outcome in
+            reported.withLock { $0.revocation = outcome }
+            done.signal()
+        }))
         done.wait()
-        let outcome = reported.withLock { $0 }
+        done.wait()
+        let (shared, outcome) = reported.withLock { $0 }
+        var failed = false
         switch outcome {
         case .revoked?, .nothingToRevoke?:
             FileHandleOutput.standardError("Logged out of identity \(name)" + (outcome == .revoked ? " (refresh token revoked)" : "") + ".\n")
         case .revocationFailed(let reason)?:
             FileHandleOutput.standardError("Logged out of identity \(name); the IdP did not revoke the refresh token: \(reason)\n")
-            throw ExitCode(1)
+            failed = true
         case nil:
-            throw ExitCode(1)
+            failed = true
         }
+        if let shared, case .failed = shared {
+            FileHandleOutput.standardError("oauth-relay logout: identity \(name) is \(shared)\n")
+            failed = true
+        }
+        if failed { throw ExitCode(1) }
     }
 }

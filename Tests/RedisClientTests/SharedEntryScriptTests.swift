@@ -114,7 +114,21 @@ final class SharedEntryScriptTests: XCTestCase {
 
     func testRemoveDeletesTheEntry() throws {
         _ = try write("a", expected: .absent, version: "v1", entry: "x")
-        XCTAssertEqual(try run(SharedEntryCommands.remove(keys)), .integer(1))
+        XCTAssertEqual(try run(SharedEntryCommands.remove(keys, by: "00000000000000aa")), .integer(1))
         XCTAssertEqual(SharedEntryRead(try run(SharedEntryCommands.read(keys))), SharedEntryRead(version: nil, entry: nil))
+    }
+
+    func testARemovalTellsEveryReplicaWhichEntryWentAndWhoRemovedIt() throws {
+        _ = try write("a", expected: .absent, version: "v1", entry: "x")
+        waitForMessages(1)
+        XCTAssertEqual(try run(SharedEntryCommands.remove(keys, by: "0123456789abcdef")), .integer(1))
+        XCTAssertEqual(try run(SharedEntryCommands.remove(keys, by: "0123456789abcdef")), .integer(0), "gone already")
+        waitForMessages(3)
+        XCTAssertEqual(heard[0], keys.entry, "a write's message is the key")
+        XCTAssertNil(SharedEntryKeys.removal(in: heard[0]), "a write is no removal")
+        let removal = try XCTUnwrap(SharedEntryKeys.removal(in: heard[1]))
+        XCTAssertEqual(removal.entry, keys.entry)
+        XCTAssertEqual(removal.remover, "0123456789abcdef")
+        XCTAssertEqual(heard[2], heard[1], "a removal of a missing entry is told too")
     }
 }

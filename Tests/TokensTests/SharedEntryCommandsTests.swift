@@ -20,6 +20,18 @@ final class SharedEntryCommandsTests: XCTestCase {
         XCTAssertNotEqual(other.entry, keys.entry, "other settings, another entry")
     }
 
+    func testARemovalMessageNamesTheEntryAndTheRemoverAndNothingElseReadsAsOne() throws {
+        let keys = SharedEntryKeys(prefix: "oauth-relay:", identity: "a:removed:x", fingerprint: fingerprint)
+        let message = keys.removal(by: "00ff00ff00ff00ff")
+        let removal = try XCTUnwrap(SharedEntryKeys.removal(in: message))
+        XCTAssertEqual(removal.entry, keys.entry)
+        XCTAssertEqual(removal.remover, "00ff00ff00ff00ff")
+        for other in [keys.entry, keys.lease, Array(":removed:00ff00ff00ff00ff".utf8), keys.entry + Array(":removed:00ff00ff00ff00fz".utf8),
+                      keys.entry + Array(":remove:00ff00ff00ff00ff".utf8), []] {
+            XCTAssertNil(SharedEntryKeys.removal(in: other), String(decoding: other, as: UTF8.self))
+        }
+    }
+
     func testReadAnswers() {
         XCTAssertEqual(SharedEntryRead(.array([.bulk(Array("v1".utf8)), .bulk([1, 2])])), SharedEntryRead(version: "v1", entry: [1, 2]))
         XCTAssertEqual(SharedEntryRead(.array([.null, .null])), SharedEntryRead(version: nil, entry: nil))

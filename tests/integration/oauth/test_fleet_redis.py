@@ -375,3 +375,68 @@ def test_a_person_logged_in_through_one_replica_is_logged_in_on_all(redis, djang
     assert bearer(third.request("GET", "/x")) == token
     assert len(django_idp.device_authorizations()) == 1, "one device login for the whole fleet"
     assert len(django_idp.token_requests()) == asked, "the other replicas asked the IdP nothing"
+
+
+def device_fleet(redis, django_idp, upstream, start_relay, replicas: int = 2) -> list:
+    """`replicas` relays sharing the `tv` device identity, each with an admin listener."""
+    device = django_idp.identity("tv-device")
+    fleet = []
+    for _ in range(replicas):
+        port = free_port()
+        relay = start_relay([oauth_route(upstream, "/", "tv")], identities={"tv": device}, store=shared_store(redis.url),
+                            admin=f"{LOOPBACK}:{port}")
+        wait_until(lambda: can_connect(LOOPBACK, port), 5, "the admin listener")
+        relay.admin = AdminClient(port)
+        fleet.append(relay)
+    return fleet
+
+
+def log_in_everywhere(fleet, django_idp) -> str:
+    """A device login approved through the first replica, held by all; the token."""
+    answer = fleet[0].request("GET", "/x", headers=[("Accept", "application/json")])
+    assert answer.status == 401, answer.body
+    assert django_idp.approve_device(answer.json()["userCode"]) == "authorized"
+    token = wait_until(lambda: (r := fleet[0].request("GET", "/x")).status == 200 and bearer(r), 15, "the approving replica's token")
+    for relay in fleet[1:]:
+        assert wait_until(lambda: (r := relay.request("GET", "/x")).status == 200 and bearer(r), 10, "the replica's token") == token
+    return token
+
+
+def test_a_logout_through_one_replica_logs_the_person_out_on_all(redis, django_idp, upstream, start_relay):
+    """A logout removes the shared entry and says so on the channel: a replica already running
+    drops the person's tokens at once (not when they expire, an hour later) and answers 401
+    login-required; the IdP revoked the refresh token once; a replica started afterwards finds no
+    login either."""
+    first, second = device_fleet(redis, django_idp, upstream, start_relay)
+    log_in_everywhere([first, second], django_idp)
+    assert len(redis.dump()) == 1
+    assert first.admin.request("DELETE", "/identities/tv/token").status == 204
+    assert redis.dump() == {}
+
+    def logged_out():
+        answer = second.request("GET", "/x", headers=[("Accept", "application/json")])
+        return answer.status == 401 and answer
+    answer = wait_until(logged_out, 5, "the other replica to drop the person's login")
+    assert answer.json()["type"] == "urn:oauth-relay:problem:login-required", answer.body
+    assert "logged out through another replica" in second.log()
+    assert len(django_idp.revocations()) == 1, "the replica that heard of the logout revoked nothing itself"
+    (third,) = device_fleet(redis, django_idp, upstream, start_relay, replicas=1)
+    assert third.request("GET", "/x", headers=[("Accept", "application/json")]).status == 401
+
+
+def test_a_logout_redis_cannot_share_says_so(redis, django_idp, upstream, start_relay, sensitive):
+    """Redis down at the logout: the replica forgets the login itself, and its answer (the admin
+    endpoint's, and `oauth-relay logout`'s through it) says that the other replicas keep it."""
+    first, second = device_fleet(redis, django_idp, upstream, start_relay)
+    log_in_everywhere([first, second], django_idp)
+    redis.sigkill()
+    answer = first.admin.request("DELETE", "/identities/tv/token")
+    assert answer.status == 503, answer.body
+    problem = answer.json()
+    assert problem["type"] == "urn:oauth-relay:problem:shared-store-unavailable", problem
+    assert "logged out on this replica" in problem["detail"] and "the other replicas keep the login" in problem["detail"], problem
+    assert first.request("GET", "/x", headers=[("Accept", "application/json")]).status == 401
+    done = run_cli("logout", "--config", str(second.config_path), "tv")
+    sensitive.add_output("oauth-relay logout", done.stdout + done.stderr)
+    assert done.returncode == 1, done.stderr
+    assert "the relay answered 503" in done.stderr and "the other replicas keep the login" in done.stderr, done.stderr
