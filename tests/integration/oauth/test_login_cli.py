@@ -26,7 +26,6 @@ from processes import LOOPBACK, free_port, relay_config, require_relay_bin, run_
 pytestmark = pytest.mark.oauth
 
 
-
 class LoginCommand:
     """`oauth-relay login` running, its stderr read line by line as it comes."""
 
