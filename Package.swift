@@ -73,7 +73,10 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "ByteBuffers"]),
         .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields"]),
         .testTarget(name: "RoutingTests", dependencies: ["Routing"]),
-        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS", "RedisProtocol"]),
+        // A scratch directory, shared by every test target that writes files.
+        .target(name: "FileTestSupport", path: "Tests/FileTestSupport"),
+        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS", "RedisProtocol",
+                                                        "FileTestSupport"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2", "Tokens",
                                                        "JOSE", "TLS"]),
         // The leak check of the event loop's tests, shared by every test target that runs a loop.
@@ -86,9 +89,10 @@ let package = Package(
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"], exclude: ["Fixtures"]),
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics"]),
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
-        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "OAuth2", "Endpoints", "TLS"]),
+        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "OAuth2", "Endpoints", "TLS", "FileTestSupport"]),
         .testTarget(name: "TokensTests", dependencies: [
-            "Tokens", "TokenStore", "TLS", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", "RedisProtocol",
+            "Tokens", "TokenStore", "TLS", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", "RedisProtocol", "LoopTestSupport",
+            "FileTestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "RedisProtocolTests", dependencies: ["RedisProtocol", "OAuth2"]),

@@ -10,23 +10,15 @@ final class ClientAuthDecodingTests: XCTestCase {
     private static let ec = try! PrivateKey.generate(.ecP256)
     private static let longSecret = "0123456789abcdef0123456789abcdef"
 
-    /// Identity `x` with `body`, next to `key.pem` holding `key`; its decoded identity or errors.
-    private func decode(_ body: String, key: PrivateKey? = rsa, pem: String? = nil) throws -> Result<Identity, ConfigErrors> {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        try directory.write("key.pem", try pem ?? key?.pemRepresentation() ?? "")
-        let config: RelayConfig
-        do throws(ConfigErrors) {
-            config = try decodeConfig(identityJSON(body), baseDirectory: directory.path)
-        } catch {
-            return .failure(error)
-        }
-        return .success(try XCTUnwrap(config.identities["x"]))
+    /// The file `key.pem` beside the config: `key` (or the text `pem`).
+    private func keyFile(_ key: PrivateKey?, pem: String? = nil) throws -> [String: String] {
+        ["key.pem": try pem ?? key?.pemRepresentation() ?? ""]
     }
 
+    /// Identity `x` with `body`, decoded next to `key.pem` holding `key`.
     private func decoded(_ body: String, key: PrivateKey? = rsa, file: StaticString = #filePath, line: UInt = #line) throws -> Identity {
-        switch try decode(body, key: key) {
-        case .success(let identity): return identity
+        switch try decodeConfig(identityJSON(body), besideFiles: keyFile(key)) {
+        case .success(let config): return try XCTUnwrap(config.identities["x"], file: file, line: line)
         case .failure(let errors):
             XCTFail("\(errors)", file: file, line: line)
             throw errors
@@ -34,8 +26,7 @@ final class ClientAuthDecodingTests: XCTestCase {
     }
 
     private func errors(_ body: String, key: PrivateKey? = rsa, pem: String? = nil) throws -> [String] {
-        guard case .failure(let errors) = try decode(body, key: key, pem: pem) else { return [] }
-        return describe(errors.errors)
+        try configErrors(identityJSON(body), besideFiles: keyFile(key, pem: pem))
     }
 
     func testPrivateKeyJWTLoadsTheKeyWithItsIdAndDefaultAlgorithm() throws {

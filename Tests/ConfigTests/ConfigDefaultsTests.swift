@@ -1,5 +1,6 @@
 import Config
 import Endpoints
+import FileTestSupport
 import Foundation
 import HTTPFields
 import OAuth2

@@ -1,5 +1,6 @@
 import Config
 import Endpoints
+import FileTestSupport
 import Foundation
 import OAuth2
 import XCTest
@@ -21,6 +22,27 @@ func configErrors(_ json: String, environment: [String: String] = [:], baseDirec
     }
 }
 
+/// `json` decoded in a fresh directory holding `files` (name: contents), which its relative
+/// paths name: the config, or the errors decoding it reports.
+func decodeConfig(_ json: String, besideFiles files: [String: String]) throws -> Result<RelayConfig, ConfigErrors> {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    for (name, contents) in files {
+        try directory.write(name, contents)
+    }
+    do throws(ConfigErrors) {
+        return .success(try decodeConfig(json, baseDirectory: directory.path))
+    } catch {
+        return .failure(error)
+    }
+}
+
+/// `path: message` of each error decoding `json` beside `files` reports; none when it decodes.
+func configErrors(_ json: String, besideFiles files: [String: String]) throws -> [String] {
+    guard case .failure(let errors) = try decodeConfig(json, besideFiles: files) else { return [] }
+    return describe(errors.errors)
+}
+
 /// `path: message` of each error, for compact assertions.
 func describe(_ errors: [ConfigError]) -> [String] {
     errors.map { "\($0.path): \($0.message)" }
@@ -29,27 +51,6 @@ func describe(_ errors: [ConfigError]) -> [String] {
 /// A route list with one route to a local upstream plus `extra` keys, for tests about routes.
 func routeJSON(_ extra: String) -> String {
     #"{ "routes": [ { "upstream": "http://127.0.0.1:9001"\#(extra.isEmpty ? "" : ", " + extra) } ] }"#
-}
-
-/// A fresh directory under the system temporary directory, removed on `remove()`.
-struct TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        path = NSTemporaryDirectory() + "config-tests-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    @discardableResult
-    func write(_ name: String, _ contents: String) throws -> String {
-        let file = path + "/" + name
-        try contents.write(toFile: file, atomically: true, encoding: .utf8)
-        return file
-    }
-
-    func remove() {
-        try? FileManager.default.removeItem(atPath: path)
-    }
 }
 
 extension ClientAuth {

@@ -10,19 +10,15 @@ final class DPoPConfigTests: XCTestCase {
     private static let ec = try! PrivateKey.generate(.ecP256)
     private static let ed25519 = try! PrivateKey.generate(.ed25519)
 
-    /// A config of `json` decoded next to `key.pem` holding `key` (or `pem`).
+    /// A config of `json` decoded next to `key.pem` holding `key` (or `pem`) and three certificate
+    /// files, two of them alike.
     private func decode(_ json: String, key: PrivateKey? = ec, pem: String? = nil) throws -> Result<RelayConfig, ConfigErrors> {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        try directory.write("key.pem", try pem ?? key?.pemRepresentation() ?? "")
-        try directory.write("a.pem", "certificate a")
-        try directory.write("b.pem", "certificate b")
-        try directory.write("a-copy.pem", "certificate a")
-        do throws(ConfigErrors) {
-            return .success(try decodeConfig(json, baseDirectory: directory.path))
-        } catch {
-            return .failure(error)
-        }
+        try decodeConfig(json, besideFiles: files(key, pem: pem))
+    }
+
+    private func files(_ key: PrivateKey?, pem: String?) throws -> [String: String] {
+        ["key.pem": try pem ?? key?.pemRepresentation() ?? "", "a.pem": "certificate a", "b.pem": "certificate b",
+         "a-copy.pem": "certificate a"]
     }
 
     private func dpop(_ value: String, key: PrivateKey? = ec) throws -> DPoPBinding? {
@@ -34,8 +30,7 @@ final class DPoPConfigTests: XCTestCase {
     }
 
     private func errors(_ json: String, key: PrivateKey? = ec, pem: String? = nil) throws -> [String] {
-        guard case .failure(let errors) = try decode(json, key: key, pem: pem) else { return [] }
-        return describe(errors.errors)
+        try configErrors(json, besideFiles: files(key, pem: pem))
     }
 
     private func dpopErrors(_ value: String, key: PrivateKey? = ec, pem: String? = nil) throws -> [String] {

@@ -1,4 +1,5 @@
 import Config
+import FileTestSupport
 import OAuth2
 import XCTest
 

@@ -1,4 +1,5 @@
 import Config
+import FileTestSupport
 import Foundation
 import OAuth2
 import RedisProtocol

@@ -1,5 +1,6 @@
 import Config
 import Endpoints
+import FileTestSupport
 import XCTest
 
 /// `tls` on routes and identities.

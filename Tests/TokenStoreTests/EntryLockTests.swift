@@ -1,5 +1,7 @@
-import Synchronization
+import FileTestSupport
 import Foundation
+import Glibc
+import Synchronization
 import TLS
 import TokenStore
 import XCTest
@@ -45,31 +47,30 @@ final class EntryLockTests: XCTestCase {
     }
 
     /// Two threads contend: the second waits while the first holds the lock, and gets it once
-    /// the first releases. The order is forced with semaphores, not timing.
+    /// the first releases. The order is forced, not left to timing: the first releases only once
+    /// the second was refused (inotify sees it open and close the lock file: a failed try), and
+    /// every wait is bounded.
     func testTwoThreadsContendingTakeTurns() throws {
-        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
         let store = self.store!
         let events = EventLog()
+        let first = try XCTUnwrap(try store.tryLock(identity: "orders"))
+        events.append("first holds")
+        let attempts = try FileCloseWatch(path: directory.path + "/store/identity-orders.lock")
+        defer { attempts.close() }
+        let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            let lock = try! store.lock(identity: "orders", timeout: 5)
-            events.append("first holds")
-            held.signal()
-            release.wait()
-            events.append("first releases")
-            lock.release()
+            if let lock = try? store.lock(identity: "orders", timeout: 10) {
+                events.append("second holds")
+                lock.release()
+            } else {
+                events.append("second timed out")
+            }
             done.signal()
         }
-        held.wait()
-        XCTAssertNil(try store.tryLock(identity: "orders"))
-        Thread.detachNewThread {
-            let lock = try! store.lock(identity: "orders", timeout: 5)
-            events.append("second holds")
-            lock.release()
-            done.signal()
-        }
-        release.signal()
-        done.wait()
-        done.wait()
+        XCTAssertTrue(attempts.waitForClose(milliseconds: 5000), "the second thread never tried the lock")
+        events.append("first releases")
+        first.release()
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "the second thread did not finish")
         XCTAssertEqual(events.entries, ["first holds", "first releases", "second holds"])
     }
 
@@ -99,4 +100,29 @@ private final class EventLog: Sendable {
 
     func append(_ line: String) { lines.withLock { $0.append(line) } }
     var entries: [String] { lines.withLock { $0 } }
+}
+
+/// inotify on one file: tells when a descriptor opened for writing on it is closed (another
+/// thread's `open` and `close` of it, which a refused `EntryLock.tryAcquire` does).
+private final class FileCloseWatch {
+    private let descriptor: Int32
+
+    init(path: String) throws {
+        descriptor = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        guard descriptor >= 0, inotify_add_watch(descriptor, path, UInt32(IN_CLOSE_WRITE)) >= 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+    }
+
+    /// Waits at most `milliseconds` for a close of the file; whether one came.
+    func waitForClose(milliseconds: Int32) -> Bool {
+        var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, milliseconds) == 1 else { return false }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        return read(descriptor, &buffer, buffer.count) > 0
+    }
+
+    func close() {
+        Glibc.close(descriptor)
+    }
 }

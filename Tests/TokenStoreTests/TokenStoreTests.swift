@@ -1,3 +1,4 @@
+import FileTestSupport
 import Foundation
 import OAuth2
 import TLS

@@ -1,7 +1,9 @@
 import Endpoints
 import EventLoop
+import FileTestSupport
 import Foundation
 import Logging
+import LoopTestSupport
 import OAuth2
 import Synchronization
 import TLS
@@ -12,17 +14,19 @@ import XCTest
 /// The token loop's side of the store: times cross restarts as wall-clock time, entries follow
 /// the identity's settings, and a busy lock is waited for without blocking the loop.
 final class TokenPersistenceTests: XCTestCase {
-    private var directory: String!
-    private var loop: EventLoop!
+    private var scratch: TemporaryDirectory!
+    private var directory: String { scratch.path + "/store" }
+    private var test: LeakCheckedLoop!
+    private var loop: EventLoop { test.loop }
 
     override func setUpWithError() throws {
-        directory = NSTemporaryDirectory() + "token-persistence-" + UUID().uuidString
-        loop = try EventLoop()
+        scratch = try TemporaryDirectory()
+        test = try LeakCheckedLoop()
     }
 
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(atPath: directory)
-        try loop.close()
+    override func tearDown() {
+        test.closeAndCheckForLeaks()
+        scratch.remove()
     }
 
     /// Another scope is another configuration's identity, which a reload gives another slot.
@@ -103,18 +107,11 @@ final class TokenPersistenceTests: XCTestCase {
         XCTAssertEqual(events, [], "it must not block nor run while the lock is held")
         let release = LoopTimer(loop: loop) { other.release() }
         release.start(afterMilliseconds: 30)
-        let loop = self.loop!
-        let end = LoopTimer(loop: loop) {
-            if !events.isEmpty { loop.stop() }
-        }
-        end.start(afterMilliseconds: 5, repeatMilliseconds: 5)
-        loop.run()
+        test.run(until: "the lock is taken or the wait timed out") { !events.isEmpty }
         XCTAssertEqual(events, ["locked"])
         persistence.unlock(identity())
         persistence.stop()
         release.close()
-        end.close()
-        loop.run()
     }
 
     func testADeadlinePassedWhileLockedTimesOut() throws {
@@ -125,7 +122,6 @@ final class TokenPersistenceTests: XCTestCase {
         XCTAssertEqual(events, ["timed out"])
         withExtendedLifetime(other) {}
         persistence.stop()
-        loop.run()
     }
 }
 

@@ -6,6 +6,7 @@ The relay binary is OAUTH_RELAY_BIN, default <repo>/.build/release/oauth-relay.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import select
@@ -27,6 +28,8 @@ RELAY_BIN = Path(os.environ.get("OAUTH_RELAY_BIN", REPO / ".build" / "release" /
 LOOPBACK = "127.0.0.1"
 STARTUP_SECONDS = 10
 STOP_SECONDS = 10
+# The token store key of the tests' `store` configs (32 bytes, base64): a test value, no secret.
+STORE_KEY = base64.b64encode(bytes(range(32))).decode()
 
 
 def can_connect(host: str, port: int) -> bool:
@@ -230,3 +233,16 @@ def run_cli(*args: str, timeout: float = 15) -> subprocess.CompletedProcess:
     """Runs the relay binary with `args`; returns the completed process (text stdout/stderr)."""
     return subprocess.run([str(require_relay_bin()), *args], capture_output=True, text=True,
                           timeout=scaled(timeout), stdin=subprocess.DEVNULL)
+
+
+def write_config(path: Path, config: dict) -> Path:
+    """Writes `config` as JSON to `path` (for the commands that read `--config`); returns `path`."""
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+def run_check(directory: Path, config: dict) -> tuple[int, str]:
+    """`oauth-relay check` on `config` (written to DIRECTORY/check.json): its exit code and its
+    stdout and stderr together."""
+    result = run_cli("check", "--config", str(write_config(directory / "check.json", config)))
+    return result.returncode, result.stdout + result.stderr

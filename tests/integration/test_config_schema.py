@@ -28,7 +28,7 @@ import jsonschema
 import pytest
 
 from deadlines import scaled
-from processes import REPO, require_relay_bin
+from processes import REPO, STORE_KEY, require_relay_bin
 
 CONFIG_DIR = REPO / "Config"
 SCHEMA_PATH = CONFIG_DIR / "oauth-relay.schema.json"
@@ -350,7 +350,6 @@ HTTP_UPSTREAM = "http://127.0.0.1:9001"
 HTTPS_UPSTREAM = "https://api.example.test"
 PIN = "sha256/" + base64.b64encode(bytes(range(32))).decode()
 LISTEN_TLS = {"address": "127.0.0.1:18443", "certFile": CERT_FILE, "keyFile": KEY_FILE}
-STORE_KEY = base64.b64encode(bytes(range(32))).decode()
 STORE = {"path": "token-store", "key": STORE_KEY}
 # `check` connects to nothing: any Redis address will do.
 REDIS_STORE = {"redis": "redis://relay:${REDIS_PASSWORD}@127.0.0.1:6379/1", "key": STORE_KEY}

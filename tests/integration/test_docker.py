@@ -50,6 +50,8 @@ import pytest
 import yaml
 
 from deadlines import scaled, wait_until
+from deployment_manifests import (CONFIG_PATH, DEFAULT_PATH, SECRETS_DIR, check_config, expand_env, k8s_config,
+                                  relay_container, secrets_referenced)
 from processes import REPO, can_connect, free_port, require_relay_bin, run_cli
 
 DOCKER = REPO / "Docker"
@@ -57,13 +59,9 @@ DOCKERFILE = DOCKER / "Dockerfile"
 COMPOSE = DOCKER / "compose.yaml"
 KUBERNETES = DOCKER / "kubernetes.yaml"
 
-CONFIG_PATH = "/etc/oauth-relay/config.json"
-SECRETS_DIR = "/run/secrets"
 PROXY_PORT = 8180
 ADMIN_PORT = 9180
 EXPECTED_CMD = ["run", "--config", CONFIG_PATH, "--log-format", "json"]
-# debian's default PATH, which a Dockerfile without ENV PATH keeps.
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What the runtime stage may install besides the packages of the linked libraries.
 RUNTIME_EXTRAS = {"ca-certificates"}
 
@@ -834,41 +832,6 @@ def test_image_healthcheck_passes_against_the_running_relay(image_process, runti
 # ---------------------------------------------------------------------------------------------
 # Configs mounted by compose.yaml and kubernetes.yaml, validated by the binary.
 
-def secrets_referenced(config_text: str) -> set[str]:
-    return set(re.findall(re.escape(SECRETS_DIR) + r"/([A-Za-z0-9._-]+)", config_text))
-
-
-def check_config(tmp_path: Path, config_text: str, secrets: dict[str, str], env: dict[str, str]) -> None:
-    """`oauth-relay check` on the config, with /run/secrets/NAME files made from `secrets` in a
-    scratch directory (and the config's and environment's /run/secrets paths pointed there)."""
-    missing = secrets_referenced(config_text + json.dumps(env)) - set(secrets)
-    assert not missing, f"the config reads {sorted(SECRETS_DIR + '/' + m for m in missing)}, which no secret provides"
-    root = tmp_path / "secrets-root"
-    (root / SECRETS_DIR.lstrip("/")).mkdir(parents=True)
-    for name, value in secrets.items():
-        (root / SECRETS_DIR.lstrip("/") / name).write_text(value)
-    redirect = lambda s: s.replace(SECRETS_DIR + "/", str(root) + SECRETS_DIR + "/")
-    path = tmp_path / "config.json"
-    path.write_text(redirect(config_text))
-    result = subprocess.run([str(require_relay_bin()), "check", "--config", str(path)], capture_output=True, text=True,
-                            env={"PATH": DEFAULT_PATH, **{k: redirect(v) for k, v in env.items()}},
-                            timeout=scaled(15))
-    assert result.returncode == 0, f"oauth-relay check rejects the mounted config:\n{result.stdout}{result.stderr}"
-
-
-def expand_env(value: str, env: dict[str, str]) -> str:
-    """The relay's ${NAME} / ${NAME:-default} / $${ expansion, for reading a config's addresses."""
-    def sub(m):
-        if m.group(0) == "$${":
-            return "${"
-        name, default = m.group(1), m.group(3)
-        if name in env:
-            return env[name]
-        assert default is not None, f"${{{name}}} is unset"
-        return default
-    return re.sub(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}", sub, value)
-
-
 def host_port(value: str) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
     return host.strip("[]"), int(port)
@@ -1036,37 +999,6 @@ def _pod(k8s) -> dict:
     return k8s["Pod"][0]
 
 
-def _relay_container(pod) -> tuple[dict, bool]:
-    spec = pod["spec"]
-    found = [(c, True) for c in spec.get("initContainers", []) if "oauth-relay" in c["image"]] + \
-            [(c, False) for c in spec.get("containers", []) if "oauth-relay" in c["image"]]
-    assert len(found) == 1, "exactly one oauth-relay container expected"
-    container, is_init = found[0]
-    if is_init:
-        assert container.get("restartPolicy") == "Always", \
-            "the relay is an init container without restartPolicy: Always: it would have to exit before the app starts"
-    return container, is_init
-
-
-def _k8s_config(k8s, pod, container) -> tuple[str, dict]:
-    """The config text at CONFIG_PATH in the relay container (from a ConfigMap volume)."""
-    volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
-    for mount in container.get("volumeMounts", []):
-        vol = volumes.get(mount["name"], {})
-        if "configMap" not in vol:
-            continue
-        cms = [c for c in k8s.get("ConfigMap", []) if c["metadata"]["name"] == vol["configMap"]["name"]]
-        assert cms, f"volume {mount['name']}: ConfigMap {vol['configMap']['name']} not in the file"
-        data = cms[0].get("data", {})
-        files = {i["path"]: i["key"] for i in vol["configMap"]["items"]} if "items" in vol["configMap"] else {k: k for k in data}
-        mount_path = mount["mountPath"].rstrip("/")
-        if "subPath" in mount and mount_path == CONFIG_PATH and mount["subPath"] in files:
-            return data[files[mount["subPath"]]], mount
-        if "subPath" not in mount and posixpath.dirname(CONFIG_PATH) == mount_path and posixpath.basename(CONFIG_PATH) in files:
-            return data[files[posixpath.basename(CONFIG_PATH)]], mount
-    pytest.fail(f"no ConfigMap provides {CONFIG_PATH} in the relay container")
-
-
 def _named_port(container, port) -> int:
     if isinstance(port, int):
         return port
@@ -1077,10 +1009,10 @@ def _named_port(container, port) -> int:
 
 def test_kubernetes_pod_runs_the_relay_as_a_sidecar_of_the_app(k8s):
     pod = _pod(k8s)
-    container, _ = _relay_container(pod)
+    container, _ = relay_container(pod)
     apps = [c for c in pod["spec"].get("containers", []) if c is not container]
     assert apps, "no app container beside the relay"
-    config = json.loads(_k8s_config(k8s, pod, container)[0])
+    config = json.loads(k8s_config(k8s, pod, container)[0])
     for app in apps:
         assert f"http://127.0.0.1:{PROXY_PORT}" in json.dumps(app), f"{app['name']} does not call http://127.0.0.1:{PROXY_PORT}"
         assert_reachable_on_loopback(expand_env(config["listen"], {}), app["name"])
@@ -1091,8 +1023,8 @@ def test_kubernetes_pod_runs_the_relay_as_a_sidecar_of_the_app(k8s):
 
 def test_kubernetes_probes_use_healthz_and_readyz_on_the_admin_port(k8s):
     pod = _pod(k8s)
-    container, _ = _relay_container(pod)
-    config = json.loads(_k8s_config(k8s, pod, container)[0])
+    container, _ = relay_container(pod)
+    config = json.loads(k8s_config(k8s, pod, container)[0])
     admin_host, admin_port = host_port(expand_env(config["admin"], {}))
     assert admin_port == ADMIN_PORT, f"config admin {config['admin']}"
     assert admin_host not in ("127.0.0.1", "localhost", "::1"), \
@@ -1111,8 +1043,8 @@ def test_kubernetes_probes_use_healthz_and_readyz_on_the_admin_port(k8s):
 
 def test_kubernetes_mounts_the_config_map_and_the_secret(k8s, tmp_path):
     pod = _pod(k8s)
-    container, _ = _relay_container(pod)
-    config_text, config_mount = _k8s_config(k8s, pod, container)
+    container, _ = relay_container(pod)
+    config_text, config_mount = k8s_config(k8s, pod, container)
     assert config_mount.get("readOnly") is True, "the config mount should be readOnly"
     volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
     secret_mounts = [m for m in container.get("volumeMounts", []) if "secret" in volumes.get(m["name"], {})]
@@ -1155,7 +1087,7 @@ def _bytes(q) -> float:
 
 def test_kubernetes_relay_is_non_root_and_bounded(k8s, runtime_stage):
     pod = _pod(k8s)
-    container, _ = _relay_container(pod)
+    container, _ = relay_container(pod)
     pod_sc, sc = pod["spec"].get("securityContext", {}), container.get("securityContext", {})
     assert sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is True, "runAsNonRoot: true expected"
     uid, gid = _run_as(pod, container)
@@ -1170,7 +1102,7 @@ def test_kubernetes_relay_is_non_root_and_bounded(k8s, runtime_stage):
         assert {"cpu", "memory"} <= set(resources.get(kind, {})), f"resources.{kind} needs cpu and memory"
     assert _cpu(resources["requests"]["cpu"]) <= _cpu(resources["limits"]["cpu"])
     assert _bytes(resources["requests"]["memory"]) <= _bytes(resources["limits"]["memory"])
-    config = json.loads(_k8s_config(k8s, pod, container)[0])
+    config = json.loads(k8s_config(k8s, pod, container)[0])
     workers = config.get("workers", 0)
     assert 1 <= workers <= max(1, math.ceil(_cpu(resources["limits"]["cpu"]))), \
         f"workers {workers} with a CPU limit of {resources['limits']['cpu']} (0 = one per CPU of the node)"

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from processes import REPO
-from test_docker import SECRETS_DIR, _k8s_config, _relay_container, check_config, expand_env
+from deployment_manifests import SECRETS_DIR, check_config, expand_env, k8s_config, relay_container
 
 FLEET = REPO / "Docker" / "kubernetes-fleet.yaml"
 SAMPLE_REDIS_PASSWORD = "0123456789abcdef0123456789abcdef"
@@ -30,7 +30,7 @@ def fleet() -> dict[str, dict[str, dict]]:
 
 
 def pod_of(deployment: dict) -> dict:
-    """The Deployment's Pod template, shaped like a Pod for test_docker's helpers."""
+    """The Deployment's Pod template, shaped like a Pod for deployment_manifests' helpers."""
     return {"spec": deployment["spec"]["template"]["spec"], "metadata": deployment["spec"]["template"]["metadata"]}
 
 
@@ -54,8 +54,8 @@ def redis_service(fleet, url: str) -> tuple[dict, dict]:
 
 def relay_config(fleet) -> tuple[dict, str]:
     pod = pod_of(relay_deployment(fleet))
-    container, _ = _relay_container(pod)
-    text, _ = _k8s_config(fleet_as_lists(fleet), pod, container)
+    container, _ = relay_container(pod)
+    text, _ = k8s_config(fleet_as_lists(fleet), pod, container)
     return json.loads(text), text
 
 
@@ -67,7 +67,7 @@ def test_several_replicas_each_run_the_relay_beside_the_app(fleet):
     deployment = relay_deployment(fleet)
     assert deployment["spec"]["replicas"] >= 2
     pod = pod_of(deployment)
-    container, _ = _relay_container(pod)
+    container, _ = relay_container(pod)
     assert [c for c in pod["spec"]["containers"] if c is not container], "no app container beside the relay"
 
 
@@ -80,7 +80,7 @@ def test_the_relay_config_passes_check_and_shares_through_the_redis_service(flee
     assert urlsplit(url).port in [p["port"] for p in service["spec"]["ports"]]
     # The relay's password comes from the Secret key the Redis requires.
     pod = pod_of(relay_deployment(fleet))
-    container, _ = _relay_container(pod)
+    container, _ = relay_container(pod)
     relay_env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e}
     (redis_container,) = redis["spec"]["template"]["spec"]["containers"]
     redis_env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in redis_container["env"] if "valueFrom" in e}

@@ -2,24 +2,17 @@
 mode, and a key that opens none of the entries present. No servers: `check` subprocesses only."""
 
 import base64
-import json
 import os
 
-from processes import free_port, relay_config, route, run_cli
-
-KEY = base64.b64encode(bytes(range(32))).decode()
+from processes import STORE_KEY, free_port, relay_config, route, run_check
 
 
 def check(tmp_path, store):
-    config = relay_config(f"127.0.0.1:{free_port()}", [route("http://127.0.0.1:9", "/")], store=store)
-    path = tmp_path / "relay.json"
-    path.write_text(json.dumps(config))
-    result = run_cli("check", "--config", str(path))
-    return result.returncode, result.stdout + result.stderr
+    return run_check(tmp_path, relay_config(f"127.0.0.1:{free_port()}", [route("http://127.0.0.1:9", "/")], store=store))
 
 
 def test_a_store_in_a_directory_not_yet_created_is_valid(tmp_path):
-    code, output = check(tmp_path, {"path": str(tmp_path / "state" / "tokens"), "key": KEY})
+    code, output = check(tmp_path, {"path": str(tmp_path / "state" / "tokens"), "key": STORE_KEY})
     assert code == 0, output
     assert not (tmp_path / "state").exists(), "check must not create the directory"
 
@@ -36,11 +29,11 @@ def test_a_directory_others_may_write_to_is_refused(tmp_path):
     directory = tmp_path / "tokens"
     directory.mkdir()
     os.chmod(directory, 0o777)
-    code, output = check(tmp_path, {"path": str(directory), "key": KEY})
+    code, output = check(tmp_path, {"path": str(directory), "key": STORE_KEY})
     assert code == 1
     assert "$.store" in output and "writable by group or others" in output, output
     os.chmod(directory, 0o700)
-    assert check(tmp_path, {"path": str(directory), "key": KEY})[0] == 0
+    assert check(tmp_path, {"path": str(directory), "key": STORE_KEY})[0] == 0
 
 
 def test_a_key_that_opens_none_of_the_entries_is_refused(tmp_path):
@@ -48,17 +41,17 @@ def test_a_key_that_opens_none_of_the_entries_is_refused(tmp_path):
     directory.mkdir(mode=0o700)
     # An entry's header as another key writes it: magic, version, that key's id, a fingerprint.
     (directory / "identity-orders.token").write_bytes(b"ORTS\x01" + bytes(8) + bytes(32) + bytes(40))
-    code, output = check(tmp_path, {"path": str(directory), "key": KEY})
+    code, output = check(tmp_path, {"path": str(directory), "key": STORE_KEY})
     assert code == 1
     assert "written with another key" in output and str(directory) in output, output
-    assert KEY not in output
+    assert STORE_KEY not in output
 
 
 def test_a_shared_store_is_checked_without_connecting_and_rediss_is_refused_with_the_reason(tmp_path):
     # Nothing listens on port 1: `check` connects to nothing.
-    code, output = check(tmp_path, {"redis": "redis://relay:a-redis-password@127.0.0.1:1/0", "key": KEY})
+    code, output = check(tmp_path, {"redis": "redis://relay:a-redis-password@127.0.0.1:1/0", "key": STORE_KEY})
     assert code == 0, output
-    code, output = check(tmp_path, {"redis": "rediss://relay:a-redis-password@127.0.0.1:6380/0", "key": KEY})
+    code, output = check(tmp_path, {"redis": "rediss://relay:a-redis-password@127.0.0.1:6380/0", "key": STORE_KEY})
     assert code == 1
     assert "$.store.redis" in output and "hiredis (0.14) has no TLS support" in output, output
     assert "a-redis-password" not in output

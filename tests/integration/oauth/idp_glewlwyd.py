@@ -35,11 +35,11 @@ import time
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwcrypto import jwk, jwt
 
 from deadlines import scaled
+from key_files import pem
 from processes import LOOPBACK, _Process, free_port
 
 SCHEMA = Path("/usr/share/dbconfig-common/data/glewlwyd/install/sqlite3")
@@ -54,14 +54,6 @@ def require_glewlwyd() -> str:
     if binary is None or not SCHEMA.exists():
         pytest.fail("glewlwyd is not installed: run scripts/install-deps --test (Debian package glewlwyd)")
     return binary
-
-
-def pem(key, private: bool) -> str:
-    if private:
-        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                 serialization.NoEncryption()).decode()
-    return key.public_key().public_bytes(serialization.Encoding.PEM,
-                                         serialization.PublicFormat.SubjectPublicKeyInfo).decode()
 
 
 def glewlwyd_password_hash(secret: str, iterations: int = 1000) -> str:
@@ -97,6 +89,10 @@ class GlewlwydIdP(_Process):
     @property
     def token_url(self) -> str:
         return f"{self.issuer}/token"
+
+    def identity(self, client_id: str, **options) -> dict:
+        """The relay's `identities` entry for client `client_id` (scope SCOPE), with `options`."""
+        return {"tokenUrl": self.token_url, "clientId": client_id, "scope": SCOPE, **options}
 
     def _config(self) -> str:
         # libconfig syntax; no use_secure_connection key at all (glewlwyd then wants certificates).

@@ -1,5 +1,6 @@
 """The relay side of the OAuth tests: routes with identities, a burst of concurrent requests, the
-checks on the relay's OAuth problems, and the scan of logs for secrets.
+checks on the relay's OAuth problems, `oauth-relay token` on a config of its own, and the scan of
+logs for secrets.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from deadlines import TIME_SCALE, scaled
 from http_client import RawConnection, Response, assert_problem, build_request
-from processes import route
+from processes import LOOPBACK, free_port, relay_config, route, run_cli, write_config
 
 
 def token_timeout_limits(seconds: float) -> dict:
@@ -27,6 +28,21 @@ def oauth_route(upstream, prefix: str = "/", identity: str | None = None, **opti
     if identity is not None:
         options["identity"] = identity
     return route(upstream, prefix, **options)
+
+
+def token_command_config(path: Path, upstream, identities: dict, **top) -> Path:
+    """Writes a config for `oauth-relay token` to `path`: `identities` (a route to `upstream` for the
+    first) and `top` (its `store`), listening on a free port it never binds; returns `path`."""
+    routes = [oauth_route(upstream, "/", next(iter(identities)))]
+    return write_config(path, relay_config(f"{LOOPBACK}:{free_port()}", routes, identities=identities, **top))
+
+
+def run_token_command(config_path: Path, identity: str, sensitive):
+    """`oauth-relay token --config PATH IDENTITY`, its stderr added to the leak scan; the completed
+    process (the token on stdout)."""
+    result = run_cli("token", "--config", str(config_path), identity)
+    sensitive.add_output(f"stderr of oauth-relay token ({len(sensitive.outputs)})", result.stderr)
+    return result
 
 
 def received(resp: Response, name: str = "Authorization") -> list[str]:

@@ -18,14 +18,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
 
-from admin_client import AdminClient
+from admin_client import AdminClient, start_with_admin
 from browser import consent, login_at_dot, wait_for, wait_for_url, where
 from deadlines import scaled, wait_until
 from http_client import RawConnection, Response
-from idp_relay import oauth_route
-from processes import LOOPBACK, can_connect, free_port
+from idp_relay import bearer, oauth_route
+from processes import LOOPBACK
 
 LOGIN_REQUIRED = "urn:oauth-relay:problem:login-required"
+# The DOT application of each login identity the tests name: `tv` logs in with a device code,
+# `me` in a browser (authorization code).
+DOT_LOGIN_CLIENTS = {"tv": "tv-device", "me": "cli-code"}
 CALLBACK_PATH = "/.oauth-relay/callback"
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 COOKIE_PREFIX = "oauth_relay_login_"
@@ -34,17 +37,22 @@ COOKIE_PREFIX = "oauth_relay_login_"
 def start_login_relay(start_relay, upstream, identities: dict, routes: list | None = None, **top) -> tuple:
     """A relay whose route `/` forwards to the echo `upstream` with the first identity's token
     (or `routes`), with an admin listener on a free port; returns (relay, AdminClient)."""
-    port = free_port()
     if routes is None:
         routes = [oauth_route(upstream, "/", next(iter(identities)))]
-    relay = start_relay(routes, identities=identities, admin=f"{LOOPBACK}:{port}", **top)
-    wait_until(lambda: can_connect(LOOPBACK, port), 5, "the admin listener")
-    admin = AdminClient(port)
+    relay, admin = start_with_admin(start_relay, routes, identities=identities, **top)
     # An identity discovering its IdP's endpoints is `pending`: nothing (not even a login) can
     # start before discovery answers.
     wait_until(lambda: all(i["state"] != "pending" for i in admin.request("GET", "/identities").json()["identities"]),
                10, "discovery of the identities' endpoints")
     return relay, admin
+
+
+def approved_token(relay, target: str = "/x", timeout: float = 10) -> str:
+    """Waits (bounded) for a request to `target` to get through once a login completed (a device
+    code approved); the token it carried."""
+    resp = wait_until(lambda: (r := get(relay, target)).status == 200 and r, timeout,
+                      f"a request to {target} carrying the token after the login")
+    return bearer(resp)
 
 
 def callback_url(relay) -> str:

@@ -17,14 +17,13 @@ import pytest
 
 from browser import chromium  # noqa: F401 (a fixture)
 from deadlines import scaled, wait_until
+from idp_django_recorder import RECORDED_PATHS, TOKEN_PATH
 from idp_processes import sha256
 from idp_relay import bearer, oauth_route
-from login_relay import CALLBACK_PATH, get, identity_view, log_in_at_dot, start_login_relay
+from login_relay import CALLBACK_PATH, DOT_LOGIN_CLIENTS, get, identity_view, log_in_at_dot, start_login_relay
 from processes import LOOPBACK, free_port, relay_config, require_relay_bin, run_cli
 
 pytestmark = pytest.mark.oauth
-
-CLIENTS = {"tv": "tv-device", "me": "cli-code"}
 
 
 class LoginCommand:
@@ -96,7 +95,7 @@ def standalone_config(tmp_path, idp, upstream, name: str, **identity) -> tuple:
     (path, config, listen URL)."""
     port = free_port()
     config = relay_config(f"{LOOPBACK}:{port}", [oauth_route(upstream, "/", name)],
-                          identities={name: idp.identity(CLIENTS[name], **identity)}, admin=f"{LOOPBACK}:{free_port()}")
+                          identities={name: idp.identity(DOT_LOGIN_CLIENTS[name], **identity)}, admin=f"{LOOPBACK}:{free_port()}")
     path = tmp_path / "standalone.json"
     path.write_text(json.dumps(config, indent=2))
     return path, config, f"http://{LOOPBACK}:{port}"
@@ -116,6 +115,19 @@ def idp_log_lines(idp) -> list[str]:
     """What DOT was asked, by its access log, without the tests' own control and check requests."""
     return [line for line in idp.log().splitlines() if line.startswith(("GET ", "POST ")) and " /_test/" not in line
             and " /api/whoami" not in line]
+
+
+def dot_requests(idp) -> list[str]:
+    """`idp_log_lines` once the access log names every request DOT recorded at its token,
+    authorization, device and revocation endpoints: DOT records a request before answering it but
+    logs it after, so a client may have its answer (and exit) before the line is written."""
+    recorded = {TOKEN_PATH: idp.token_requests, **{path: getattr(idp, name) for path, name in RECORDED_PATHS.items()}}
+
+    def caught_up() -> bool:
+        lines = idp_log_lines(idp)
+        return all(sum(f" {path} " in line for line in lines) >= len(records()) for path, records in recorded.items())
+    wait_until(caught_up, 5, "DOT's access log to name every request it recorded")
+    return idp_log_lines(idp)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,13 +188,13 @@ def test_login_without_a_relay_serves_the_device_login_and_the_relay_started_aft
     assert django_idp.approve_device(code) == "authorized"
     assert command.exit_code() == 0, command.stderr
     [issued] = django_idp.token_requests(status=200)
-    asked = len(idp_log_lines(django_idp))
+    asked = dot_requests(django_idp)
 
     relay, admin = start_login_relay(start_relay, upstream, config["identities"])
     token = bearer(get(relay, "/x"))
     assert sha256(token) == issued["access_token_sha256"]
     assert identity_view(admin, "tv")["state"] == "valid"
-    assert idp_log_lines(django_idp)[asked:] == [], "the relay started after the login asked DOT"
+    assert dot_requests(django_idp) == asked, "the relay started after the login asked DOT"
 
 
 def test_login_without_a_relay_serves_the_browser_login_then_token_prints_the_persons_token(

@@ -21,7 +21,7 @@ from idp_processes import DEVICE_GRANT, sha256
 from idp_relay import assert_oauth_problem, bearer, oauth_route
 from login_relay import (CALLBACK_PATH, ID_TOKEN_OK, RawBrowser, at_stub, browse, get, identity_view,
                          start_login_relay, wait_for_state)
-from processes import relay_config, run_cli
+from processes import relay_config, run_check
 
 pytestmark = pytest.mark.oauth
 
@@ -194,6 +194,8 @@ def test_a_device_login_the_idp_ends_is_over_with_its_reason(stub_idp, upstream,
     view = wait_until(lambda: (v := identity_view(admin, "me")).get("lastLoginFailure") and v, 10, "the login's end")
     assert view["state"] == "needs-login" and "deviceLogin" not in view
     assert shown in view["lastLoginFailure"], view
+    # Another poll would come one interval (1 s) after the last: none comes in 1.5 intervals.
+    time.sleep(scaled(1.5))  # a window for what must not happen, not a wait for a condition
     assert len(device_polls(stub_idp)) == 2, "polls went on after the login ended"
     # The status page says so.
     status = browse(relay, "/.oauth-relay/status/me")
@@ -224,13 +226,6 @@ def test_discovery_naming_another_issuer_makes_the_identity_failing(stub_idp, up
     assert not stub_idp.endpoint_requests(endpoint="authorize") and not stub_idp.token_requests()
 
 
-def check(tmp_path, config: dict) -> tuple[int, str]:
-    path = tmp_path / "check.json"
-    path.write_text(json.dumps(config))
-    done = run_cli("check", "--config", str(path))
-    return done.returncode, done.stdout + done.stderr
-
-
 def person_config(upstream, listen: str, **identity) -> dict:
     me = {"issuer": "https://idp.example.com", "grant": "authorization_code", "clientId": "relay-dev",
           "scope": "openid", **identity}
@@ -238,19 +233,19 @@ def person_config(upstream, listen: str, **identity) -> dict:
 
 
 def test_check_refuses_a_persons_identity_on_a_network_listener_unless_allowed(tmp_path, upstream):
-    code, out = check(tmp_path, person_config(upstream, "0.0.0.0:18180"))
+    code, out = run_check(tmp_path, person_config(upstream, "0.0.0.0:18180"))
     assert code == 1
     assert "$.identities.me" in out and "acts for a person" in out and "allowRemoteUse" in out, out
-    code, out = check(tmp_path, person_config(upstream, "0.0.0.0:18180", allowRemoteUse=True))
+    code, out = run_check(tmp_path, person_config(upstream, "0.0.0.0:18180", allowRemoteUse=True))
     assert code == 0, out
-    assert check(tmp_path, person_config(upstream, "127.0.0.1:18180"))[0] == 0
+    assert run_check(tmp_path, person_config(upstream, "127.0.0.1:18180"))[0] == 0
 
 
 def test_check_refuses_a_redirect_uri_no_listener_serves(tmp_path, upstream):
-    code, out = check(tmp_path, person_config(upstream, "127.0.0.1:18180", redirectUri="http://127.0.0.1:18999/cb"))
+    code, out = run_check(tmp_path, person_config(upstream, "127.0.0.1:18180", redirectUri="http://127.0.0.1:18999/cb"))
     assert code == 1
     assert "$.identities.me.redirectUri" in out and "served by no listener" in out, out
-    assert check(tmp_path, person_config(upstream, "127.0.0.1:18180", redirectUri="http://localhost:18180/cb"))[0] == 0
+    assert run_check(tmp_path, person_config(upstream, "127.0.0.1:18180", redirectUri="http://localhost:18180/cb"))[0] == 0
 
 
 @pytest.mark.parametrize("page", ["/.oauth-relay/login/me", "/.oauth-relay/status/me", CALLBACK_PATH + "?code=c&state=s"])

@@ -11,21 +11,18 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
-import json
 import time
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from jwcrypto import jwk
 
 from admin_client import start_with_admin
 from deadlines import scaled, wait_until
 from dpop_proofs import access_token_hash, unverified_claims
 from http_client import RawConnection
-from idp_glewlwyd import pem
 from idp_relay import assert_oauth_problem, oauth_route
-from processes import LOOPBACK, run_cli
-from test_oauth_glewlwyd import key_file
+from key_files import key_file, thumbprint
+from processes import LOOPBACK, STORE_KEY, run_check, run_cli, write_config
 
 pytestmark = pytest.mark.oauth
 
@@ -78,10 +75,10 @@ def test_a_second_nonce_challenge_is_not_retried_again(stub_idp, upstream, start
     relay = start_relay([oauth_route(upstream, "/", "svc")], identities={"svc": dpop_identity(stub_idp)})
     doc = assert_oauth_problem(relay.request("GET", "/x"), 502, identity="svc", oauth_error="use_dpop_nonce")
     assert "use_dpop_nonce" in doc["detail"]
-    records = stub_idp.token_requests()
-    assert len(records) >= 2
-    # One retry, then backoff (at least half a second), not a loop of retries.
-    assert all(later["time"] - records[1]["answered"] >= 0.4 for later in records[2:]), "a third request at once"
+    # One retry, then backoff (at least half a second), not a loop of retries: the next token
+    # request is the fetch after the backoff.
+    records = wait_until(lambda: (r := stub_idp.token_requests())[2:] and r, 10, "the fetch after the backoff")
+    assert records[2]["time"] - records[1]["answered"] >= 0.4, "a third request at once"
     second = [v for k, v in records[1]["headers"] if k.lower() == "dpop"]
     assert len(second) == 1 and unverified_claims(second[0])["nonce"] == "n-x"
 
@@ -228,10 +225,10 @@ def test_a_key_file_signs_every_proof_and_its_tokens_survive_a_restart(stub_idp,
                                                                        sensitive):
     key = ec.generate_private_key(ec.SECP256R1())
     path = key_file(tmp_path, sensitive, key, "dpop.pem")
-    expected = jwk.JWK.from_pem(pem(key, False).encode()).thumbprint()
+    expected = thumbprint(key)
     stub_idp.script(dpop={"nonce": None})
     dpop_rs.configure(nonce=False)
-    store = {"path": str(tmp_path / "store"), "key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}
+    store = {"path": str(tmp_path / "store"), "key": STORE_KEY}
     identity = dpop_identity(stub_idp, dpop={"keyFile": path})
     first = start_relay([rs_route(dpop_rs)], identities={"svc": identity}, store=store)
     assert first.request("GET", "/a").status == 200
@@ -246,7 +243,7 @@ def test_a_key_file_signs_every_proof_and_its_tokens_survive_a_restart(stub_idp,
 def test_a_generated_key_keeps_its_tokens_out_of_the_store(stub_idp, dpop_rs, start_relay, tmp_path):
     stub_idp.script(dpop={"nonce": None})
     dpop_rs.configure(nonce=False)
-    store = {"path": str(tmp_path / "store"), "key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}
+    store = {"path": str(tmp_path / "store"), "key": STORE_KEY}
     first = start_relay([rs_route(dpop_rs)], identities={"svc": dpop_identity(stub_idp)}, store=store)
     assert first.request("GET", "/a").status == 200
     assert first.stop() == 0
@@ -258,14 +255,11 @@ def test_a_generated_key_keeps_its_tokens_out_of_the_store(stub_idp, dpop_rs, st
 
 
 def check(tmp_path, sensitive, identity: dict, routes=None) -> tuple[int, str]:
-    path = tmp_path / "check.json"
-    path.write_text(json.dumps({"identities": {"svc": {"tokenUrl": "https://idp.example.test/token", "clientId": "svc",
-                                                       "clientSecret": "s3cret-value", **identity}},
-                                "routes": routes or []}))
-    result = run_cli("check", "--config", str(path))
-    out = result.stdout + result.stderr
+    code, out = run_check(tmp_path, {"identities": {"svc": {"tokenUrl": "https://idp.example.test/token", "clientId": "svc",
+                                                             "clientSecret": "s3cret-value", **identity}},
+                                     "routes": routes or []})
     sensitive.add_output("oauth-relay check output", out)
-    return result.returncode, out
+    return code, out
 
 
 def test_check_validates_dpop_keys_without_printing_them(tmp_path, sensitive):
@@ -293,8 +287,7 @@ def test_check_validates_dpop_keys_without_printing_them(tmp_path, sensitive):
 
 def test_the_token_command_says_a_dpop_token_needs_proofs(stub_idp, tmp_path, sensitive):
     stub_idp.script(dpop={"nonce": None})
-    path = tmp_path / "token.json"
-    path.write_text(json.dumps({"identities": {"svc": dpop_identity(stub_idp)}}))
+    path = write_config(tmp_path / "token.json", {"identities": {"svc": dpop_identity(stub_idp)}})
     result = run_cli("token", "--config", str(path), "svc")
     sensitive.add_output("oauth-relay token stderr", result.stderr)
     assert result.returncode == 0, result.stderr

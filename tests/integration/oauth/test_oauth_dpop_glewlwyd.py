@@ -13,18 +13,13 @@ import secrets
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
-from jwcrypto import jwk
 
 from deadlines import wait_until
-from idp_glewlwyd import PASSWORD, SCOPE, USERNAME, pem
+from idp_glewlwyd import PASSWORD, SCOPE, USERNAME
 from idp_relay import assert_oauth_problem, oauth_route
-from test_oauth_glewlwyd import identity, key_file
+from key_files import key_file, thumbprint
 
 pytestmark = pytest.mark.oauth
-
-
-def thumbprint(key) -> str:
-    return jwk.JWK.from_pem(pem(key, False).encode()).thumbprint()
 
 
 def glewlwyd_client(idp, sensitive, client_id: str, grants=("client_credentials",)) -> dict:
@@ -33,7 +28,7 @@ def glewlwyd_client(idp, sensitive, client_id: str, grants=("client_credentials"
     answers server_error to an assertion without client_id.)"""
     secret = sensitive.add(f"client secret of {client_id}", "dpop-" + secrets.token_hex(16))
     idp.add_client(client_id, "client_secret_basic", secret=secret, grants=grants)
-    return identity(idp, client_id, clientSecret=secret)
+    return idp.identity(client_id, clientSecret=secret)
 
 
 def dpop_key(tmp_path, sensitive, name: str = "dpop.pem"):

@@ -8,24 +8,13 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from deadlines import wait_until
-from idp_glewlwyd import PASSWORD, SCOPE, USERNAME, pem
+from idp_glewlwyd import PASSWORD, SCOPE, USERNAME
+from key_files import key_file, pem
 from idp_relay import assert_oauth_problem, bearer, oauth_route
 
 pytestmark = pytest.mark.oauth
 
 JWT_SECRET = "glewlwyd-client-secret-of-more-than-32-bytes"
-
-
-def key_file(tmp_path, sensitive, key, name: str = "client-key.pem") -> str:
-    text = pem(key, True)
-    sensitive.add(f"private key {name}", "".join(text.splitlines()[1:-1]))
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
-
-
-def identity(idp, client_id: str, **options) -> dict:
-    return {"tokenUrl": idp.token_url, "clientId": client_id, "scope": SCOPE, **options}
 
 
 @pytest.mark.parametrize("kind, alg", [("ec", None), ("rsa", None), ("rsa", "PS256")])
@@ -37,7 +26,7 @@ def test_private_key_jwt_client_credentials_token_from_glewlwyd(start_glewlwyd, 
     options = {"clientAuth": "private_key_jwt", "clientKeyFile": key_file(tmp_path, sensitive, key), "clientKeyId": "k1"}
     if alg:
         options["clientAssertionAlg"] = alg
-    relay = start_relay([oauth_route(upstream, "/", "svc")], identities={"svc": identity(idp, "relay-pkjwt", **options)},
+    relay = start_relay([oauth_route(upstream, "/", "svc")], identities={"svc": idp.identity("relay-pkjwt", **options)},
                         args=("--log-level", "trace"))
     token = bearer(relay.request("GET", "/x"))
     sensitive.add("the token glewlwyd issued", token)
@@ -52,7 +41,7 @@ def test_client_secret_jwt_token_from_glewlwyd(start_glewlwyd, upstream, start_r
     sensitive.add("the client_secret_jwt secret", JWT_SECRET)
     idp.add_client("relay-csjwt", "client_secret_jwt", secret=JWT_SECRET)
     relay = start_relay([oauth_route(upstream, "/", "svc")], args=("--log-level", "trace"), identities={
-        "svc": identity(idp, "relay-csjwt", clientAuth="client_secret_jwt", clientSecret=JWT_SECRET)})
+        "svc": idp.identity("relay-csjwt", clientAuth="client_secret_jwt", clientSecret=JWT_SECRET)})
     token = bearer(relay.request("GET", "/x"))
     sensitive.add("the token glewlwyd issued", token)
     assert idp.access_token_claims(token)["client_id"] == "relay-csjwt"
@@ -68,7 +57,7 @@ def test_every_refresh_carries_a_new_assertion_glewlwyd_accepts(start_glewlwyd, 
     key = ec.generate_private_key(ec.SECP256R1())
     idp.add_client("relay-pw", "private_key_jwt", public_key_pem=pem(key, False), grants=("password", "refresh_token"))
     relay = start_relay([oauth_route(upstream, "/", "svc")], args=("--log-level", "debug"), identities={
-        "svc": identity(idp, "relay-pw", grant="password", username=USERNAME, password=PASSWORD,
+        "svc": idp.identity("relay-pw", grant="password", username=USERNAME, password=PASSWORD,
                         clientAuth="private_key_jwt", clientKeyFile=key_file(tmp_path, sensitive, key))})
     first = bearer(relay.request("GET", "/x"))
     wait_until(lambda: idp.issued_for_user(USERNAME) >= 3, 15, "two refreshes at glewlwyd")
@@ -84,8 +73,8 @@ def test_glewlwyd_refusing_the_assertion_is_a_502(start_glewlwyd, upstream, star
     idp = start_glewlwyd()
     registered, used = (ec.generate_private_key(ec.SECP256R1()) for _ in range(2))
     idp.add_client("relay-pkjwt", "private_key_jwt", public_key_pem=pem(registered, False))
-    relay = start_relay([oauth_route(upstream, "/", "svc")], identities={"svc": identity(
-        idp, "relay-pkjwt", clientAuth="private_key_jwt", clientKeyFile=key_file(tmp_path, sensitive, used))})
+    relay = start_relay([oauth_route(upstream, "/", "svc")], identities={"svc": idp.identity(
+        "relay-pkjwt", clientAuth="private_key_jwt", clientKeyFile=key_file(tmp_path, sensitive, used))})
     resp = relay.request("GET", "/x")
     sensitive.add_output("problem body", resp.body)
     doc = assert_oauth_problem(resp, 502, identity="svc")

@@ -5,32 +5,36 @@ is moved aside, a wrong key is a clear start-up error, and `oauth-relay token` a
 store. Token requests are counted at the IdP."""
 
 import base64
-import json
 import os
 import random
 import time
 
 import pytest
 
-from deadlines import scaled, wait_until
-from http_client import curl
+from admin_client import rewrite, start_with_admin, wait_for_log
 from idp_processes import sha256
-from idp_relay import bearer, oauth_route
-from processes import free_port, relay_config, run_cli
+from idp_relay import bearer, oauth_route, run_token_command, token_command_config
+from processes import STORE_KEY, free_port, relay_config, run_cli, write_config
 
 pytestmark = pytest.mark.oauth
 
-KEY = base64.b64encode(bytes(range(32))).decode()
 OTHER_KEY = base64.b64encode(bytes(range(1, 33))).decode()
 
 
-def store_at(tmp_path, key=KEY) -> dict:
+def store_at(tmp_path, key=STORE_KEY) -> dict:
     return {"path": str(tmp_path / "token-store"), "key": key}
 
 
+def store_relay_options(idp, upstream, store, client="orders-cc") -> tuple[list, dict]:
+    """The routes (/echo/ to the echo upstream, /api/ to DOT) and the other options of the store
+    tests' relays: identity `orders` as DOT's `client`, and `store`."""
+    routes = [oauth_route(upstream, "/echo/", "orders"), oauth_route(idp, "/api/", "orders")]
+    return routes, {"identities": {"orders": idp.identity(client)}, "store": store}
+
+
 def start_store_relay(start_relay, idp, upstream, store, client="orders-cc", **top):
-    return start_relay([oauth_route(upstream, "/echo/", "orders"), oauth_route(idp, "/api/", "orders")],
-                       identities={"orders": idp.identity(client)}, store=store, **top)
+    routes, options = store_relay_options(idp, upstream, store, client)
+    return start_relay(routes, **options, **top)
 
 
 def whoami_sha(relay) -> str:
@@ -48,14 +52,17 @@ def test_a_restart_with_a_valid_stored_token_asks_the_idp_nothing(django_idp, up
     token = whoami_sha(first)
     assert len(django_idp.token_requests()) == 1
     assert first.stop() == 0
-    admin_port = free_port()
-    second = start_store_relay(start_relay, django_idp, upstream, store_at(tmp_path), admin=f"127.0.0.1:{admin_port}")
+    routes, options = store_relay_options(django_idp, upstream, store_at(tmp_path))
+    second, admin = start_with_admin(start_relay, routes, **options)
     assert whoami_sha(second) == token
     assert len(django_idp.token_requests()) == 0 + 1, "the restarted relay asked the IdP"
-    assert "token read from store" in second.log()
-    scrape = curl(f"http://127.0.0.1:{admin_port}/metrics", timeout=5).body.decode()
-    assert 'oauth_relay_token_store_operations_total{identity="orders",operation="read",outcome="found"} 1' in scrape, scrape
-    assert 'operation="write"' not in scrape, "nothing new was obtained, so nothing was written"
+    # Logged after the token is handed to the requests waiting for it: maybe after the answer.
+    wait_for_log(second, "token read from store", 1)
+    metrics = admin.scrape()
+    assert metrics.value("oauth_relay_token_store_operations_total", identity="orders", operation="read", outcome="found") == 1, \
+        metrics.summary()
+    assert not metrics.samples("oauth_relay_token_store_operations_total", operation="write"), \
+        "nothing new was obtained, so nothing was written"
 
 
 def test_the_store_holds_no_token_in_the_clear_and_has_private_modes(django_idp, upstream, start_relay, tmp_path):
@@ -92,21 +99,23 @@ def test_two_relays_and_the_token_command_on_one_store_refresh_once_per_lifetime
     lifetime = 4
     idp = start_django_idp(access_token_seconds=lifetime, rotate_refresh_token=True)
     relays = [start_store_relay(start_relay, idp, upstream, store_at(tmp_path), client="legacy-pw") for _ in range(2)]
-    config = relay_config(f"127.0.0.1:{free_port()}", [oauth_route(upstream, "/", "orders")],
-                          identities={"orders": idp.identity("legacy-pw")}, store=store_at(tmp_path))
-    path = tmp_path / "token-command.json"
-    path.write_text(json.dumps(config))
+    path = token_command_config(tmp_path / "token-command.json", upstream, {"orders": idp.identity("legacy-pw")},
+                                store=store_at(tmp_path))
     duration = 60  # issue 12: a minute of rotating refreshes, about 30 of them
     started = time.monotonic()
     statuses, commands = [], []
-    while time.monotonic() - started < duration:
+    # Bounded in count too: a round (two requests and a command) takes tens of milliseconds, so
+    # the minute is over long before 3000 rounds.
+    for _ in range(3000):
+        if time.monotonic() - started >= duration:
+            break
         for relay in relays:
             statuses.append(relay.request("GET", "/echo/x").status)
         # A third process on the same store: `oauth-relay token` in a loop.
-        result = run_cli("token", "--config", str(path), "orders")
-        sensitive.add_output("stderr of oauth-relay token", result.stderr)
-        commands.append(result.returncode)
+        commands.append(run_token_command(path, "orders", sensitive).returncode)
+    elapsed = time.monotonic() - started
     records = idp.token_requests()
+    assert elapsed >= duration, f"the rounds ran out after {elapsed:.0f} s"
     assert all(record["status"] == 200 for record in records), [(r["grant_type"], r["status"]) for r in records]
     assert [r["grant_type"] for r in records].count("password") == 1, "the second relay fetched its own token"
     refreshes = [r for r in records if r["grant_type"] == "refresh_token"]
@@ -114,8 +123,10 @@ def test_two_relays_and_the_token_command_on_one_store_refresh_once_per_lifetime
     chain = [r["issued_refresh_token_sha256"] for r in records]
     for previous, refresh in zip(chain, refreshes):
         assert refresh["refresh_token_sha256"] == previous
-    # About one per lifetime (refreshed at half of it here), not one per relay.
-    assert duration / (lifetime / 2) - 3 <= len(refreshes) <= duration / (lifetime / 2) + 1, len(refreshes)
+    # About one per lifetime (refreshed at half of it here), not one per relay: counted over the time
+    # the rounds really took (the last command may end a while after the minute).
+    due = elapsed / (lifetime / 2)
+    assert due - 3 <= len(refreshes) <= due + 1, (len(refreshes), elapsed)
     assert set(statuses) == {200}
     assert set(commands) == {0}
     for relay in relays:
@@ -145,36 +156,30 @@ def test_a_wrong_key_is_a_clear_start_up_error(django_idp, upstream, start_relay
     assert first.stop() == 0
     config = relay_config(f"127.0.0.1:{free_port()}", [oauth_route(upstream, "/", "orders")],
                           identities={"orders": django_idp.identity("orders-cc")}, store=store_at(tmp_path, OTHER_KEY))
-    path = tmp_path / "wrong-key.json"
-    path.write_text(json.dumps(config))
-    result = run_cli("run", "--config", str(path), timeout=10)
+    result = run_cli("run", "--config", str(write_config(tmp_path / "wrong-key.json", config)), timeout=10)
     assert result.returncode == 1
     assert "written with another key" in result.stderr and str(tmp_path / "token-store") in result.stderr, result.stderr
-    assert OTHER_KEY not in result.stderr and KEY not in result.stderr
+    assert OTHER_KEY not in result.stderr and STORE_KEY not in result.stderr
     assert entry_files(tmp_path) == ["identity-orders.lock", "identity-orders.token"], "nothing may be moved aside"
 
 
 def test_token_command_answers_from_the_store_without_asking_the_idp(django_idp, upstream, start_relay, tmp_path, sensitive):
     relay = start_store_relay(start_relay, django_idp, upstream, store_at(tmp_path))
     token = whoami_sha(relay)
-    config = relay_config(f"127.0.0.1:{free_port()}", [oauth_route(upstream, "/", "orders")],
-                          identities={"orders": django_idp.identity("orders-cc")}, store=store_at(tmp_path))
-    path = tmp_path / "token-command.json"
-    path.write_text(json.dumps(config))
+    path = token_command_config(tmp_path / "token-command.json", upstream, {"orders": django_idp.identity("orders-cc")},
+                                store=store_at(tmp_path))
     for _ in range(5):
-        result = run_cli("token", "--config", str(path), "orders")
-        sensitive.add_output("stderr of oauth-relay token", result.stderr)
+        result = run_token_command(path, "orders", sensitive)
         assert result.returncode == 0, result.stderr[-2000:]
         assert sha256(result.stdout.strip()) == token
     assert len(django_idp.token_requests()) == 1
 
 
 def test_delete_token_removes_the_entry(django_idp, upstream, start_relay, tmp_path):
-    admin_port = free_port()
-    relay = start_store_relay(start_relay, django_idp, upstream, store_at(tmp_path), admin=f"127.0.0.1:{admin_port}")
+    routes, options = store_relay_options(django_idp, upstream, store_at(tmp_path))
+    relay, admin = start_with_admin(start_relay, routes, **options)
     before = whoami_sha(relay)
-    resp = curl(f"http://127.0.0.1:{admin_port}/identities/orders/token", "-X", "DELETE", timeout=5)
-    assert resp.status == 204
+    assert admin.request("DELETE", "/identities/orders/token").status == 204
     after = whoami_sha(relay)
     assert after != before
     # The entry now holds the new token: a restart uses it, not the forgotten one.
@@ -184,7 +189,7 @@ def test_delete_token_removes_the_entry(django_idp, upstream, start_relay, tmp_p
     assert len(django_idp.token_requests()) == 2
 
 
-def open_entry(path, name: str, key: str = KEY) -> bytes:
+def open_entry(path, name: str, key: str = STORE_KEY) -> bytes:
     """Decrypts an entry the way the relay does (StoreEntry.swift's layout), with its own
     header's fingerprint: raises unless it is whole and authentic."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -220,13 +225,12 @@ def test_a_relay_killed_at_random_moments_leaves_every_entry_whole(stub_idp, ups
 
 
 def test_changing_the_store_takes_a_restart(django_idp, upstream, start_relay, tmp_path):
-    from admin_client import rewrite, start_with_admin
     relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/", "orders")],
                                     identities={"orders": django_idp.identity("orders-cc")}, store=store_at(tmp_path))
     bearer(relay.request("GET", "/x"))
     rewrite(relay, store={"path": str(tmp_path / "elsewhere"), "key": OTHER_KEY})
     errors = admin.reload_rejected()
     assert sorted(error.split(":")[0] for error in errors) == ["$.store.key", "$.store.path"], errors
-    assert OTHER_KEY not in " ".join(errors) and KEY not in " ".join(errors)
+    assert OTHER_KEY not in " ".join(errors) and STORE_KEY not in " ".join(errors)
     assert not (tmp_path / "elsewhere").exists()
     assert relay.request("GET", "/y").status == 200

@@ -8,12 +8,11 @@ which reports the certificate's fingerprint. `oauth-relay check` explains a mism
 
 import base64
 import hashlib
-import json
 import ssl
 
 import pytest
 
-from processes import run_cli
+from processes import run_check
 from tls_pki import CLIENT_DN_RFC2253
 from tls_relay import nginx_saw, tls_route
 
@@ -74,12 +73,9 @@ def check(tmp_path, identity_tls: dict | None, route: dict) -> tuple[int, str]:
     identity = {"tokenUrl": "https://idp.example.test/token", "clientId": "svc", "clientSecret": "s3cret-value"}
     if identity_tls is not None:
         identity["tls"] = identity_tls
-    path = tmp_path / "check.json"
-    path.write_text(json.dumps({"identities": {"svc": identity},
+    return run_check(tmp_path, {"identities": {"svc": identity},
                                 "routes": [{"upstream": "https://api.example.test", "identity": "svc",
-                                            "certificateBoundUpstream": True, **route}]}))
-    result = run_cli("check", "--config", str(path))
-    return result.returncode, result.stdout + result.stderr
+                                            "certificateBoundUpstream": True, **route}]})
 
 
 def test_check_explains_a_certificate_mismatch(tmp_path, tls_pki):
