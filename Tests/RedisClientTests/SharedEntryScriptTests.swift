@@ -125,15 +125,16 @@ final class SharedEntryScriptTests: XCTestCase {
 
     func testARemovalTellsEveryReplicaWhichEntryWentAndWhoRemovedIt() throws {
         _ = try write("a", expected: .absent, version: "v1", entry: "x")
-        waitForMessages(1)
         XCTAssertEqual(try run(SharedEntryCommands.remove(keys, by: "0123456789abcdef")), .integer(1))
         XCTAssertEqual(try run(SharedEntryCommands.remove(keys, by: "0123456789abcdef")), .integer(0), "gone already")
-        waitForMessages(3)
-        XCTAssertEqual(heard[0], keys.entry, "a write's message is the key")
-        XCTAssertNil(SharedEntryKeys.removal(in: heard[0]), "a write is no removal")
-        let removal = try XCTUnwrap(SharedEntryKeys.removal(in: heard[1]))
+        let messages = try messagesSoFar()
+        XCTAssertEqual(messages.count, 3, "the write and both removals, nothing else")
+        guard messages.count == 3 else { return }
+        XCTAssertEqual(messages[0], keys.entry, "a write's message is the key")
+        XCTAssertNil(SharedEntryKeys.removal(in: messages[0]), "a write is no removal")
+        let removal = try XCTUnwrap(SharedEntryKeys.removal(in: messages[1]))
         XCTAssertEqual(removal.entry, keys.entry)
         XCTAssertEqual(removal.remover, "0123456789abcdef")
-        XCTAssertEqual(heard[2], heard[1], "a removal of a missing entry is told too")
+        XCTAssertEqual(messages[2], messages[1], "a removal of a missing entry is told too")
     }
 }
