@@ -75,6 +75,7 @@ let package = Package(
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "ByteBuffers"]),
         .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "RoutingTests", dependencies: ["Routing"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS", "RedisProtocol"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2", "Tokens",

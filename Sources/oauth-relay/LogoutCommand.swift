@@ -1,7 +1,7 @@
 import ArgumentParser
 import Config
+import Dispatch
 import Locking
-import Foundation
 import Logging
 import OAuth2
 import Tokens
