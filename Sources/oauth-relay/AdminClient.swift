@@ -10,7 +10,7 @@ struct AdminClient {
 
     struct Answer {
         let status: Int
-        /// The answer's JSON object (an empty one when the body is none).
+        /// The answer's JSON object (an empty one when the body is no JSON object).
         let json: JSONValue
     }
 
