@@ -30,21 +30,24 @@ let package = Package(
         .target(name: "ByteBuffers", swiftSettings: hotPath),
         .target(name: "HTTPFields", swiftSettings: hotPath),
         .target(name: "Locking", swiftSettings: hotPath),
+        // The one JSON reader (strict RFC 8259, offsets for the config's errors) and writer, so
+        // that no module needs Foundation's JSONSerialization. JSONText (string quoting) from HTTPFields.
+        .target(name: "JSON", dependencies: ["HTTPFields"]),
         .target(name: "EventLoop", dependencies: ["CLibUV", "ByteBuffers", "Locking"], swiftSettings: hotPath),
         .target(name: "HTTP1", dependencies: ["CLLHTTP", "ByteBuffers", "HTTPFields"], swiftSettings: hotPath),
         .target(name: "Endpoints", dependencies: ["HTTPFields"]),
         .target(name: "Routing", dependencies: ["HTTPFields", "Endpoints"], swiftSettings: hotPath),
         .target(name: "TLS", dependencies: ["COpenSSL", "ByteBuffers", "Locking"]),
         // Pure Swift; the crypto it needs (keys, signatures, digests) comes from TLS, which holds OpenSSL.
-        .target(name: "JOSE", dependencies: ["TLS", "HTTPFields"]),
+        .target(name: "JOSE", dependencies: ["TLS", "JSON"]),
         // JOSE and TLS for client assertions (private_key_jwt, client_secret_jwt): signing is no I/O.
         // Routing for reading URLs an IdP publishes (discovery, device verification URIs).
-        .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints", "Routing", "JOSE", "TLS"], swiftSettings: hotPath),
-        .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS", "RedisProtocol"], swiftSettings: hotPath),
+        .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints", "Routing", "JOSE", "JSON", "TLS"], swiftSettings: hotPath),
+        .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "JSON", "TLS", "RedisProtocol"], swiftSettings: hotPath),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"]),
         // Encrypted token entries on disk (AES-GCM from TLS, flock); no sockets.
-        .target(name: "TokenStore", dependencies: ["OAuth2", "TLS"]),
+        .target(name: "TokenStore", dependencies: ["OAuth2", "HTTPFields", "TLS"]),
         // Redis values with no socket: endpoint URLs, commands in RESP, replies.
         .target(name: "RedisProtocol", dependencies: ["OAuth2", "Endpoints", "HTTPFields"]),
         // A Redis connection over hiredis on an EventLoop (its libuv adapter).
@@ -53,7 +56,7 @@ let package = Package(
             "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "TLS", "Locking", "RedisProtocol", "RedisClient",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "ByteBuffers"]),
+        .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers"]),
         // QR Code symbols for the terminal (`oauth-relay login`'s device logins); pure Swift, no I/O.
         .target(name: "QRCode"),
         .target(name: "RelayMetrics", dependencies: [.product(name: "Prometheus", package: "swift-prometheus")]),
@@ -65,13 +68,14 @@ let package = Package(
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
             "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "TokenStore", "HTTPClient", "TLS", "RelayMetrics",
-            "LocalHTTP", "HTTPFields", "RedisProtocol", "QRCode",
+            "LocalHTTP", "HTTPFields", "RedisProtocol", "QRCode", "JSON",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "ByteBuffers"]),
         .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "RoutingTests", dependencies: ["Routing"]),
         // A scratch directory, shared by every test target that writes files.
         .target(name: "FileTestSupport", path: "Tests/FileTestSupport"),

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import JSON
 
 /// Reads and validates a configuration file.
 public enum ConfigLoader {
@@ -20,7 +21,7 @@ public enum ConfigLoader {
     /// `baseDirectory`. Throws every problem found, in document order.
     public static func decode(json: Data, baseDirectory: String, environment: [String: String]) throws(ConfigErrors) -> RelayConfig {
         let bytes = [UInt8](json)
-        let root: JSONValue
+        let root: JSONNode
         do {
             root = try JSONParser.parse(bytes)
         } catch {

@@ -1,8 +1,10 @@
-import Foundation
+import FoundationEssentials
+import HTTPFields
+import JSON
 
 /// A JSON value together with its path, as handed to the value decoders.
 struct Field {
-    var value: JSONValue
+    var value: JSONNode
     var path: JSONPath
 }
 
@@ -197,7 +199,7 @@ final class DecodingContext {
             report("file is not UTF-8 text: \(path)", at: field)
             return nil
         }
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = String(WhiteSpace.trimmingSpacesAndNewlines(text))
         guard !trimmed.isEmpty else {
             report("file is empty: \(path)", at: field)
             return nil
@@ -206,9 +208,9 @@ final class DecodingContext {
     }
 
     private static func unreadableFileProblem(_ path: String) -> String? {
-        var isDirectory: ObjCBool = false
+        var isDirectory = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return "no such file" }
-        if isDirectory.boolValue { return "is a directory, not a file" }
+        if isDirectory { return "is a directory, not a file" }
         if !FileManager.default.isReadableFile(atPath: path) { return "file is not readable" }
         return nil
     }

@@ -1,4 +1,3 @@
-import Foundation
 import HTTPFields
 
 /// `${NAME}` substitution in config strings.
@@ -56,12 +55,12 @@ enum EnvironmentInterpolation {
         guard text.contains("${") else { return message }
         var hidden = message
         var rest = Substring(text)
-        while let start = rest.range(of: "${") {
+        while let start = rest.firstRange(of: "${") {
             guard let close = rest[start.upperBound...].firstIndex(of: "}") else { break }
             let expression = rest[start.upperBound..<close]
-            let name = expression.range(of: ":-").map { expression[..<$0.lowerBound] } ?? expression
+            let name = expression.firstRange(of: ":-").map { expression[..<$0.lowerBound] } ?? expression
             if let value = environment[String(name)], value.count >= 4 {
-                hidden = hidden.replacingOccurrences(of: value, with: "${\(name)}")
+                hidden = hidden.replacing(value, with: "${\(name)}")
             }
             rest = rest[rest.index(after: close)...]
         }
@@ -71,7 +70,7 @@ enum EnvironmentInterpolation {
     private static func substitute(_ expression: String, environment: [String: String]) -> Result<String, InvalidValue> {
         let name: Substring
         let fallback: Substring?
-        if let separator = expression.range(of: ":-") {
+        if let separator = expression.firstRange(of: ":-") {
             name = expression[..<separator.lowerBound]
             fallback = expression[separator.upperBound...]
         } else {

@@ -1,3 +1,4 @@
+import JSON
 import OAuth2
 
 /// Reads the members of one JSON object by key, reporting unknown and duplicate keys as it
@@ -38,7 +39,7 @@ struct ObjectReader {
         self.fields = fields
     }
 
-    init?(_ value: JSONValue, at path: JSONPath, knownKeys: [String]?, in context: DecodingContext) {
+    init?(_ value: JSONNode, at path: JSONPath, knownKeys: [String]?, in context: DecodingContext) {
         self.init(Field(value: value, path: path), knownKeys: knownKeys, in: context)
     }
 

@@ -12,6 +12,7 @@
 
 import Endpoints
 import HTTPFields
+import JSON
 import OAuth2
 
 /// The whole validated configuration. Build it with `ConfigLoader`; the memberwise
@@ -138,7 +139,7 @@ extension DecodingContext {
         "trustForwardedHeaders", "via", "listenTls", "store",
     ]
 
-    func decodeRelayConfig(_ root: JSONValue) -> RelayConfig? {
+    func decodeRelayConfig(_ root: JSONNode) -> RelayConfig? {
         guard let object = ObjectReader(root, at: .root, knownKeys: Self.topLevelKeys, in: self) else { return nil }
         var config = RelayConfig()
         // Where editors find the schema (`"$schema": "oauth-relay.schema.json"`); the relay has no

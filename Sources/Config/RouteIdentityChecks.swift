@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import OAuth2
 
 /// Checks between a route and its identity that neither can make alone, reported where `check`

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// TLS options for a connection the relay makes: to a route's upstream or to an identity's
 /// token endpoint. Certificate and host-name verification are on unless `insecureSkipVerify`.

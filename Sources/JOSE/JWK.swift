@@ -1,3 +1,4 @@
+import JSON
 import TLS
 
 /// A public JSON Web Key (RFC 7517): RSA (`n`, `e`), EC P-256 (`x`, `y`) or OKP Ed25519 (`x`),

@@ -1,3 +1,5 @@
+import JSON
+
 /// A JWK Set (RFC 7517 §5), as an IdP publishes at its `jwks_uri`, with the lookup ID-token
 /// validation needs.
 ///

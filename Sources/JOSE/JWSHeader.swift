@@ -1,3 +1,5 @@
+import JSON
+
 /// The protected header of a JWS (RFC 7515 §4): the members the relay reads and writes.
 /// Members it does not know are kept in `otherMembers` when reading and ignored, except `crit`,
 /// which is refused (§4.1.11: a recipient must understand every critical extension).

@@ -1,3 +1,5 @@
+import JSON
+
 /// The claims of a JWT (RFC 7519 §4.1) as an ordered JSON object, with typed access to the
 /// registered claims the relay reads and writes. Other claims (`htm`, `ath`, `email`, ...) go
 /// through the subscript.

@@ -1,4 +1,4 @@
-import Foundation
+import HTTPFields
 
 /// Routes the requests of a local endpoint by method and path, so each endpoint is one
 /// registration (`add`) instead of a case in a `switch` over path strings. Patterns are paths
@@ -75,7 +75,7 @@ public struct LocalRouter {
             case .literal(let literal):
                 guard literal == part else { return nil }
             case .parameter(let name):
-                guard !part.isEmpty, let decoded = part.removingPercentEncoding, !decoded.isEmpty else { return nil }
+                guard !part.isEmpty, let decoded = PercentDecoding.string(Substring(part)), !decoded.isEmpty else { return nil }
                 parameters.values[name] = decoded
             }
         }

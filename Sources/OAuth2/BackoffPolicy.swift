@@ -1,5 +1,3 @@
-import Foundation
-
 /// How long an identity waits after failed token requests: exponential (`initialSeconds`
 /// doubling per consecutive failure up to `maximumSeconds`) with jitter (up to `jitter` of
 /// the delay taken off at random, so many relays do not retry in step), and never less than
@@ -23,8 +21,8 @@ public struct BackoffPolicy: Sendable, Equatable {
     /// The delay after `failures` consecutive failures (1 for the first), with `random` in
     /// 0..<1 choosing the jitter.
     public func delay(afterFailures failures: Int, retryAfter: Double?, random: Double) -> Double {
-        let doublings = Double(min(max(failures - 1, 0), 62))
-        let exponential = min(maximumSeconds, initialSeconds * pow(2, doublings))
+        let doublings = UInt64(min(max(failures - 1, 0), 62))
+        let exponential = min(maximumSeconds, initialSeconds * Double(UInt64(1) << doublings))
         let jittered = exponential * (1 - jitter * random)
         guard let retryAfter else { return jittered }
         return max(jittered, min(retryAfter, maximumRetryAfterSeconds))

@@ -1,5 +1,5 @@
 import Endpoints
-import Foundation
+import JSON
 import Routing
 
 /// A device authorization endpoint's answer (RFC 8628 §3.2): the code the relay polls with,
@@ -44,11 +44,11 @@ public struct DeviceAuthorization: Sendable, Equatable, CustomStringConvertible,
     /// is not a user code.
     private static let maximumUserCodeLength = 64
 
-    init(members: [String: Any]) throws(Invalid) {
-        guard let deviceCode = members["device_code"] as? String, !deviceCode.isEmpty else {
+    init(members: [String: JSONValue]) throws(Invalid) {
+        guard let deviceCode = members["device_code"]?.string, !deviceCode.isEmpty else {
             throw Invalid(reason: "no device_code string")
         }
-        guard let userCode = members["user_code"] as? String, !userCode.isEmpty else {
+        guard let userCode = members["user_code"]?.string, !userCode.isEmpty else {
             throw Invalid(reason: "no user_code string")
         }
         guard userCode.count <= Self.maximumUserCodeLength,
@@ -56,8 +56,8 @@ public struct DeviceAuthorization: Sendable, Equatable, CustomStringConvertible,
             throw Invalid(reason: "the user_code is longer than \(Self.maximumUserCodeLength) characters or holds control characters")
         }
         let uriMember = members["verification_uri"] != nil ? "verification_uri" : "verification_url"
-        guard let uri = members[uriMember] as? String else { throw Invalid(reason: "no verification_uri string") }
-        let complete = members["verification_uri_complete"].map { $0 as? String ?? "" }
+        guard let uri = members[uriMember]?.string else { throw Invalid(reason: "no verification_uri string") }
+        let complete = members["verification_uri_complete"].map { $0.string ?? "" }
         for (name, value) in [(uriMember, uri), ("verification_uri_complete", complete)] {
             guard let value else { continue }
             do throws(HTTPURLSyntaxError) {
@@ -78,9 +78,8 @@ public struct DeviceAuthorization: Sendable, Equatable, CustomStringConvertible,
     }
 
     /// A number of seconds, as a JSON number or a numeric string; nil for anything else.
-    private static func seconds(_ member: Any?) -> Double? {
-        guard JSONBoolean.value(of: member) == nil else { return nil }
-        let value = (member as? NSNumber)?.doubleValue ?? (member as? String).flatMap(Double.init)
+    private static func seconds(_ member: JSONValue?) -> Double? {
+        let value = member?.double ?? member?.string.flatMap(Double.init)
         return value.flatMap { $0.isFinite ? $0 : nil }
     }
 

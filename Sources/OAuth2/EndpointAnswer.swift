@@ -1,4 +1,4 @@
-import Foundation
+import JSON
 
 /// The first reading of an answer from any of the IdP's endpoints the relay POSTs to (token,
 /// device authorization, revocation): what makes an answer an error is the same for all of
@@ -9,7 +9,7 @@ enum EndpointAnswer {
     /// the error the answer is: a redirect (never followed), an OAuth error with any status, a
     /// 2xx with an `error` member, any other status. `secrets` are removed from quoted text.
     static func successMembers(of reply: TokenEndpointReply, format: TokenResponseFormat, secrets: [String],
-                               unixTime: Double) throws(TokenEndpointError) -> [String: Any]? {
+                               unixTime: Double) throws(TokenEndpointError) -> [String: JSONValue]? {
         let status = reply.status
         if (300..<400).contains(status) {
             throw .redirect(status: status, location: reply.header("Location").map { ErrorText.location($0, removing: secrets) })
@@ -34,35 +34,34 @@ enum EndpointAnswer {
 
     /// An `error` member that says there is an error: anything but absent, `null`, `false` or
     /// an empty string (some APIs send those on success).
-    private static func hasErrorMember(_ members: [String: Any]) -> Bool {
-        let member = members["error"]
-        if let flag = JSONBoolean.value(of: member) { return flag }
-        switch member {
-        case nil, is NSNull: return false
-        case let text as String: return !text.isEmpty
+    private static func hasErrorMember(_ members: [String: JSONValue]) -> Bool {
+        switch members["error"] {
+        case nil, .null?: return false
+        case .bool(let flag)?: return flag
+        case .string(let text)?: return !text.isEmpty
         default: return true
         }
     }
 
-    private static func oauthError(in members: [String: Any], removing secrets: [String]) -> OAuthError? {
-        guard let code = members["error"] as? String, !code.isEmpty else { return nil }
+    private static func oauthError(in members: [String: JSONValue], removing secrets: [String]) -> OAuthError? {
+        guard let code = members["error"]?.string, !code.isEmpty else { return nil }
         return OAuthError(code: OAuthErrorCode(ErrorText.clean(code, removing: secrets)),
-                          errorDescription: (members["error_description"] as? String).map { ErrorText.clean($0, removing: secrets) },
-                          errorURI: (members["error_uri"] as? String).map { ErrorText.clean($0, removing: secrets) })
+                          errorDescription: members["error_description"]?.string.map { ErrorText.clean($0, removing: secrets) },
+                          errorURI: members["error_uri"]?.string.map { ErrorText.clean($0, removing: secrets) })
     }
 }
 
 /// The members of an endpoint's body: a JSON object, or form-encoded pairs when the body is
 /// labelled `application/x-www-form-urlencoded` or `text/plain`.
 enum ResponseBody {
-    static func members(of reply: TokenEndpointReply) -> [String: Any]? {
+    static func members(of reply: TokenEndpointReply) -> [String: JSONValue]? {
         guard !reply.body.isEmpty else { return nil }
-        if let object = try? JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any] {
+        if let object = (try? JSONValue(parsing: reply.body))?.dictionary {
             return object
         }
         guard reply.mediaType == "application/x-www-form-urlencoded" || reply.mediaType == "text/plain" else { return nil }
         let pairs = FormURLEncoding.decode(String(decoding: reply.body, as: UTF8.self))
         guard !pairs.isEmpty, pairs.allSatisfy({ !$0.name.isEmpty && !$0.name.contains(" ") }) else { return nil }
-        return Dictionary(pairs.map { ($0.name, $0.value as Any) }, uniquingKeysWith: { first, _ in first })
+        return Dictionary(pairs.map { ($0.name, JSONValue.string($0.value)) }, uniquingKeysWith: { first, _ in first })
     }
 }

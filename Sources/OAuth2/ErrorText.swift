@@ -1,4 +1,4 @@
-import Foundation
+import HTTPFields
 
 /// Text from a token endpoint made safe to put in an error, a log line or a problem body: no
 /// secret the request carried, no control characters, at most `limit` bytes.
@@ -14,7 +14,7 @@ enum ErrorText {
     static func clean(_ text: String, removing secrets: [String]) -> String {
         var text = text
         for secret in secrets where !secret.isEmpty {
-            text = text.replacingOccurrences(of: secret, with: "…")
+            text = text.replacing(secret, with: "…")
         }
         var cleaned = ""
         var pendingSpace = false
@@ -72,9 +72,23 @@ enum ErrorText {
             } else {
                 end = ">"
             }
-            guard let close = tag.range(of: end, options: .caseInsensitive) else { return text }
-            rest = tag[close.upperBound...]
+            guard let close = endOfFirst(end, in: tag) else { return text }
+            rest = tag[close...]
         }
         return text + rest
+    }
+
+    /// Where the first `lowercase` (ASCII, in lower case) in `text` ends, ASCII case ignored.
+    private static func endOfFirst(_ lowercase: String, in text: Substring) -> String.Index? {
+        let pattern = Array(lowercase.utf8)
+        let bytes = text.utf8
+        var index = bytes.startIndex
+        while index != bytes.endIndex {
+            if bytes[index...].starts(with: pattern, by: { ASCII.lowercased($0) == $1 }) {
+                return bytes.index(index, offsetBy: pattern.count)
+            }
+            bytes.formIndex(after: &index)
+        }
+        return nil
     }
 }

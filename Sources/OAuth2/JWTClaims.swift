@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import JSON
 
 /// The claims of a JWT access token, read without verifying its signature: the relay only
 /// needs to know when the token expires, not whether to trust it.
@@ -8,15 +9,13 @@ enum JWTClaims {
     static func expiry(ofToken token: String) -> Double? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let payload = base64URLDecode(parts[1]),
-              let claims = try? JSONSerialization.jsonObject(with: payload) as? [String: Any],
-              let exp = claims["exp"], JSONBoolean.value(of: exp) == nil, let number = exp as? NSNumber else { return nil }
-        let seconds = number.doubleValue
+              let seconds = (try? JSONValue(parsing: Array(payload)))?["exp"]?.double else { return nil }
         return seconds.isFinite ? seconds : nil
     }
 
     /// base64url without padding (RFC 7515 §2), as JWTs use it.
     static func base64URLDecode(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        var base64 = String(text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         return Data(base64Encoded: base64)
     }

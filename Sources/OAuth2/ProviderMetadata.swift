@@ -1,5 +1,5 @@
 import Endpoints
-import Foundation
+import JSON
 import Routing
 
 /// What an identity provider publishes about itself (OpenID Connect Discovery 1.0, RFC 8414):
@@ -79,7 +79,7 @@ public struct ProviderMetadata: Sendable, Equatable {
         }
     }
 
-    init(members: [String: Any], from url: String, issuer: String, allowInsecureHTTP: Bool) throws(DiscoveryError) {
+    init(members: [String: JSONValue], from url: String, issuer: String, allowInsecureHTTP: Bool) throws(DiscoveryError) {
         let reader = MemberReader(members: members, url: url, allowInsecureHTTP: allowInsecureHTTP)
         guard let found = try reader.string("issuer") else { throw .invalidDocument(url: url, reason: "it has no issuer") }
         guard found == issuer else {
@@ -103,25 +103,25 @@ public struct ProviderMetadata: Sendable, Equatable {
 /// Typed access to a metadata document's members; a member of the wrong type is an error
 /// naming it, an absent one is nil.
 private struct MemberReader {
-    let members: [String: Any]
+    let members: [String: JSONValue]
     let url: String
     let allowInsecureHTTP: Bool
 
     func string(_ name: String) throws(DiscoveryError) -> String? {
-        guard let value = members[name], !(value is NSNull) else { return nil }
-        guard let text = value as? String else { throw .invalidDocument(url: url, reason: "\(name) is not a string") }
+        guard let value = members[name], value != .null else { return nil }
+        guard let text = value.string else { throw .invalidDocument(url: url, reason: "\(name) is not a string") }
         return text
     }
 
     func strings(_ name: String) throws(DiscoveryError) -> [String]? {
-        guard let value = members[name], !(value is NSNull) else { return nil }
-        guard let texts = value as? [String] else { throw .invalidDocument(url: url, reason: "\(name) is not an array of strings") }
+        guard let value = members[name], value != .null else { return nil }
+        guard let texts = value.strings else { throw .invalidDocument(url: url, reason: "\(name) is not an array of strings") }
         return texts
     }
 
     func flag(_ name: String) throws(DiscoveryError) -> Bool {
-        guard let value = members[name], !(value is NSNull) else { return false }
-        guard let flag = JSONBoolean.value(of: value) else { throw .invalidDocument(url: url, reason: "\(name) is not true or false") }
+        guard let value = members[name], value != .null else { return false }
+        guard let flag = value.bool else { throw .invalidDocument(url: url, reason: "\(name) is not true or false") }
         return flag
     }
 
@@ -144,7 +144,7 @@ private struct MemberReader {
 /// What one answer to a discovery request is.
 enum DocumentAnswer {
     /// A JSON object: the document.
-    case document([String: Any])
+    case document([String: JSONValue])
     /// No document at this URL (404 and other 4xx, a 200 that is not JSON such as a web app's
     /// catch-all page): the next URL may have it. The text says what came instead.
     case notHere(String)
@@ -161,7 +161,7 @@ enum DocumentAnswer {
             self = .notHere("\(what), a redirect\(location), which is not followed")
         } else if !(200..<300).contains(status) {
             self = .notHere(what)
-        } else if let members = try? JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any] {
+        } else if let members = (try? JSONValue(parsing: reply.body))?.dictionary {
             self = .document(members)
         } else {
             self = .notHere("\(what), not a JSON object")

@@ -1,15 +1,15 @@
-import Foundation
+import HTTPFields
 
 /// `Retry-After` (RFC 9110 §10.2.3): a number of seconds, or an HTTP-date in any of the three
 /// formats a recipient must accept (IMF-fixdate, RFC 850, asctime).
 enum RetryAfter {
     /// Seconds to wait from `unixTime` (0 for a date in the past); nil when unparseable.
     static func seconds(_ value: String, unixTime: Double) -> Double? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        let trimmed = WhiteSpace.trimmingSpaces(value)
         if !trimmed.isEmpty, trimmed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
             return Double(trimmed)
         }
-        return httpDate(trimmed).map { max(0, $0 - unixTime) }
+        return httpDate(String(trimmed)).map { max(0, $0 - unixTime) }
     }
 
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]

@@ -1,4 +1,3 @@
-import Foundation
 import HTTPFields
 
 /// The token endpoint's answer as the relay's HTTP client received it: status, headers and
@@ -26,7 +25,7 @@ public struct TokenEndpointReply: Sendable, CustomStringConvertible, CustomDebug
     /// The media type of `Content-Type`, lowercased, without parameters (`application/json`).
     public var mediaType: String? {
         header("Content-Type").map {
-            String($0.prefix { $0 != ";" }).trimmingCharacters(in: .whitespaces).lowercased()
+            WhiteSpace.trimmingSpaces($0.prefix { $0 != ";" }).lowercased()
         }
     }
 

@@ -1,5 +1,5 @@
 import Endpoints
-import Foundation
+import FoundationEssentials
 
 /// Whether an identity's token URL may be used: `https://` always; `http://` on a loopback
 /// host (a local IdP in development); any other `http://` only with `allowInsecureTokenUrl`,

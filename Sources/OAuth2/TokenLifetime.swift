@@ -1,4 +1,5 @@
-import Foundation
+import HTTPFields
+import JSON
 
 /// How long a token from a token endpoint's answer lives, and what the relay had to do to get
 /// a sane number out of an answer it could not take as given.
@@ -29,7 +30,7 @@ struct TokenLifetime: Sendable, Equatable {
     /// The lifetime of `token` given the expiry member `expiry` (nil when absent) named `field`.
     /// Throws the reason when the token is a JWT whose `exp` has passed and nothing else says
     /// how long it lives.
-    static func resolve(expiry: Any?, field: String, token: String, unixTime: Double,
+    static func resolve(expiry: JSONValue?, field: String, token: String, unixTime: Double,
                         defaultSeconds: Double) throws(LifetimeError) -> TokenLifetime {
         var warnings: [LifetimeWarning] = []
         var lifetime: (seconds: Double, source: TokenResponse.ExpirySource)
@@ -68,22 +69,23 @@ struct TokenLifetime: Sendable, Equatable {
         case unusable(LifetimeWarning.Reason)
     }
 
-    private static func readSeconds(_ value: Any?) -> Reading {
+    private static func readSeconds(_ value: JSONValue?) -> Reading {
         let seconds: Double
-        if JSONBoolean.value(of: value) != nil { return .unusable(.notANumber) }
         switch value {
-        case nil, is NSNull:
+        case nil, .null?:
             return .absent
-        case let text as String:
+        case .string(let text)?:
             // Decimal only: `Double("0x10")` would read hex, `Double("nan")` a NaN.
-            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            let trimmed = WhiteSpace.trimmingSpaces(text)
             guard !trimmed.isEmpty, trimmed.utf8.allSatisfy(isDecimalNumberByte), let number = Double(trimmed) else {
                 return .unusable(.notANumber)
             }
             seconds = number
-        case let number as NSNumber:
-            seconds = number.doubleValue
-        default:
+        case .integer(let number)?:
+            seconds = Double(number)
+        case .number(let number)?:
+            seconds = number
+        case .bool?, .array?, .object?:
             return .unusable(.notANumber)
         }
         guard seconds.isFinite else { return .unusable(.notANumber) }

@@ -1,5 +1,5 @@
 import Endpoints
-import Foundation
+import FoundationEssentials
 import HTTPFields
 import JOSE
 

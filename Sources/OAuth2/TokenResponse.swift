@@ -1,4 +1,4 @@
-import Foundation
+import JSON
 
 /// A successful token response (RFC 6749 §5.1), read leniently where real IdPs differ:
 /// `expires_in` as a number or a numeric string, and when absent (or not a positive number)
@@ -58,21 +58,21 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
         }
     }
 
-    private init(members: [String: Any], format: TokenResponseFormat, unixTime: Double,
+    private init(members: [String: JSONValue], format: TokenResponseFormat, unixTime: Double,
                  invalid: (String) -> TokenEndpointError) throws(TokenEndpointError) {
         let names = format.fields
         guard let value = members[names.token] else {
             let present = members.keys.sorted().prefix(10).map { ErrorText.clean($0, removing: []) }
             throw invalid("no \(names.token) field (fields: \(present.joined(separator: ", ")))")
         }
-        guard let token = value as? String, !token.isEmpty else {
+        guard let token = value.string, !token.isEmpty else {
             throw invalid("\(names.token) is not a non-empty string")
         }
         guard token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw invalid("\(names.token) holds characters that cannot go in a header (spaces, control or non-ASCII characters)")
         }
         accessToken = Secret(token)
-        tokenType = Self.normalizedType(members[names.type] as? String)
+        tokenType = Self.normalizedType(members[names.type]?.string)
         guard Self.usableTypes.contains(tokenType) else {
             // Sent as Bearer, a MAC or N_A token would only be refused upstream, or worse, accepted
             // without the proof its type demands.
@@ -92,10 +92,10 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
             throw invalid("the token is a JWT whose exp has already passed")
         }
         (expiresIn, expirySource, lifetimeWarnings) = (lifetime.seconds, lifetime.source, lifetime.warnings)
-        refreshToken = (members["refresh_token"] as? String).flatMap { $0.isEmpty ? nil : Secret($0) }
-        scope = (members["scope"] as? String) ?? (members["scope"] as? [String])?.joined(separator: " ")
-        issuedTokenType = members["issued_token_type"] as? String
-        idToken = (members["id_token"] as? String).flatMap { $0.isEmpty ? nil : Secret($0) }
+        refreshToken = members["refresh_token"]?.string.flatMap { $0.isEmpty ? nil : Secret($0) }
+        scope = members["scope"]?.string ?? members["scope"]?.strings?.joined(separator: " ")
+        issuedTokenType = members["issued_token_type"]?.string
+        idToken = members["id_token"]?.string.flatMap { $0.isEmpty ? nil : Secret($0) }
     }
 
     /// The token types the relay can put on a request (RFC 6750, RFC 9449).

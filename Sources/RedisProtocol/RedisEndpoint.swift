@@ -57,7 +57,7 @@ extension RedisEndpoint {
     /// Parses `redis://[user:password@]host[:port][/db]`. User and password may be
     /// percent-encoded (a password holding `@`, `:` or `/` must be).
     public init(parsing text: String) throws(RedisURLError) {
-        guard let separator = text.range(of: "://") else {
+        guard let separator = text.firstRange(of: "://") else {
             throw RedisURLError("not a redis:// URL (expected redis://[user:password@]host[:port][/db])")
         }
         switch text[..<separator.lowerBound].lowercased() {
@@ -130,23 +130,8 @@ extension RedisEndpoint {
 
     /// `%XX` decoded; the result must be UTF-8 (a Redis user or password is sent as given).
     private static func percentDecoded(_ text: Substring, what: String) throws(RedisURLError) -> String {
-        var bytes: [UInt8] = []
-        var index = text.utf8.startIndex
-        let utf8 = text.utf8
-        while index != utf8.endIndex {
-            let byte = utf8[index]
-            if byte == UInt8(ascii: "%") {
-                let high = utf8.index(after: index)
-                guard high != utf8.endIndex, utf8.index(after: high) != utf8.endIndex,
-                      let h = ASCII.hexDigitValue(utf8[high]), let l = ASCII.hexDigitValue(utf8[utf8.index(after: high)]) else {
-                    throw RedisURLError("the \(what) has a \"%\" not followed by two hex digits")
-                }
-                bytes.append(h << 4 | l)
-                index = utf8.index(high, offsetBy: 2)
-            } else {
-                bytes.append(byte)
-                index = utf8.index(after: index)
-            }
+        guard let bytes = PercentDecoding.bytes(text) else {
+            throw RedisURLError("the \(what) has a \"%\" not followed by two hex digits")
         }
         guard let decoded = String(validating: bytes, as: UTF8.self) else {
             throw RedisURLError("the \(what) is not UTF-8 once percent-decoded")

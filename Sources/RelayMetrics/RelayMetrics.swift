@@ -18,7 +18,7 @@
 //   oauth_relay_config_reloads_total{outcome}                       counter
 //   oauth_relay_config_last_reload_success_timestamp_seconds        gauge
 
-import Foundation
+import FoundationEssentials
 import Prometheus
 
 public final class RelayMetrics: Sendable {

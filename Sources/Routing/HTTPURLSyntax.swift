@@ -9,7 +9,7 @@ extension HTTPURL {
     /// address, an optional port 1-65535, a path, and a query when `allowsQuery`. User info
     /// (`user:password@`) and fragments are refused, so are spaces and control characters.
     public init(absolute text: String, allowsQuery: Bool = true) throws(HTTPURLSyntaxError) {
-        guard let separator = text.range(of: "://") else {
+        guard let separator = text.firstRange(of: "://") else {
             throw HTTPURLSyntaxError("\"\(text)\" is not an absolute URL (expected http://… or https://…)")
         }
         let schemeName = text[..<separator.lowerBound].lowercased()

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
+import FoundationEssentials
 import TLS
 
 /// The store a developer gets without configuring one, for identities a person logs in to (a

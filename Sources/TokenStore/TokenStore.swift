@@ -16,7 +16,8 @@
 // No method here logs: the caller decides what to tell (a moved-aside entry is one warning),
 // and no error or description carries a token or the key.
 
-import Foundation
+import FoundationEssentials
+import HTTPFields
 import OAuth2
 import TLS
 #if canImport(Glibc)
@@ -54,7 +55,7 @@ public final class TokenStore: Sendable {
 
     /// The key from its base64 text (`store.key`, or a key file's content, trimmed).
     public static func key(base64 text: String) throws(StoreError) -> SymmetricKey {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = String(WhiteSpace.trimmingSpacesAndNewlines(text))
         guard let bytes = Data(base64Encoded: trimmed).map(Array.init) else { throw .invalidKey("not base64 (create one with `openssl rand -base64 32`)") }
         guard bytes.count == AESGCM.keyByteCount else {
             throw .invalidKey("it decodes to \(bytes.count) bytes, not 32 (create one with `openssl rand -base64 32`)")

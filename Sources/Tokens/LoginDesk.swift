@@ -5,7 +5,6 @@
 // lifecycle, whose token thread exchanges it like any fetch, so requests wait for it as they
 // wait for a token. Nothing here blocks or does I/O.
 
-import Foundation
 import JOSE
 import Locking
 import OAuth2

@@ -18,7 +18,7 @@
 // goes alone.
 
 import EventLoop
-import Foundation
+import FoundationEssentials
 import Logging
 import OAuth2
 import RedisClient

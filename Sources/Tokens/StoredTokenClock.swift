@@ -2,7 +2,7 @@
 // on the monotonic clock. These two conversions are shared by the file store
 // (TokenPersistence.swift) and the shared Redis store (SharedTokens.swift).
 
-import Foundation
+import FoundationEssentials
 import OAuth2
 import TokenStore
 

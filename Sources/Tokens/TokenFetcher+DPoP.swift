@@ -3,7 +3,7 @@
 // `use_dpop_nonce` answer that brings a nonce is answered by sending the request once more with
 // it (a new proof and, for the JWT client authentications, a new assertion: both are single-use).
 
-import Foundation
+import FoundationEssentials
 import OAuth2
 import TLS
 

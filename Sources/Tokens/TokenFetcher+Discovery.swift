@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HTTPFields
 import OAuth2
 

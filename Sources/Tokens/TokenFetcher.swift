@@ -4,7 +4,7 @@
 
 import Endpoints
 import EventLoop
-import Foundation
+import FoundationEssentials
 import HTTPClient
 import HTTPFields
 import JOSE

@@ -11,7 +11,6 @@
 // what having no store would: no lock, nothing read, nothing written.
 
 import EventLoop
-import Foundation
 import Logging
 import OAuth2
 import TokenStore

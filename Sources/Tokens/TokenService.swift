@@ -11,7 +11,6 @@
 // still wait for it, and its refresh timer stops.
 
 import EventLoop
-import Foundation
 import HTTPClient
 import Logging
 import OAuth2

@@ -1,7 +1,7 @@
 import Config
 import EventLoop
-import Foundation
 import HTTPClient
+import JSON
 
 /// One request to a running relay's admin listener, for the commands that drive it (`login`,
 /// `logout`): sent on a loop of its own, waited for, and read as JSON.
@@ -10,7 +10,8 @@ struct AdminClient {
 
     struct Answer {
         let status: Int
-        let json: [String: Any]
+        /// The answer's JSON object (an empty one when the body is no JSON object).
+        let json: JSONValue
     }
 
     /// Nil when nothing listens there (no relay runs with this configuration).
@@ -25,7 +26,8 @@ struct AdminClient {
         loop.run()
         switch outcome {
         case .success(let response):
-            let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
+            var json = JSONValue.object([])
+            if let parsed = try? JSONValue(parsing: response.body), parsed.members != nil { json = parsed }
             return Answer(status: response.status, json: json)
         case .failure(.connect):
             return nil
@@ -37,10 +39,10 @@ struct AdminClient {
     }
 
     /// The `/identities` entry of `name`.
-    func identity(_ name: String) throws -> [String: Any]? {
+    func identity(_ name: String) throws -> JSONValue? {
         guard let answer = try call("GET", "/identities") else { return nil }
-        let entries = answer.json["identities"] as? [[String: Any]] ?? []
-        return entries.first { $0["name"] as? String == name }
+        let entries = answer.json["identities"]?.array ?? []
+        return entries.first { $0["name"]?.string == name }
     }
 }
 

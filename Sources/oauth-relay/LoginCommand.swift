@@ -1,11 +1,17 @@
 import ArgumentParser
 import Config
-import Foundation
+import FoundationEssentials
+import JSON
 import Logging
 import OAuth2
 import Proxy
 import Tokens
 import TokenStore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `oauth-relay login --config FILE NAME`: logs a person in for an interactive identity. With a
 /// relay running on the configuration (its admin listener answers), that relay starts the
@@ -47,15 +53,15 @@ struct LoginCommand: ParsableCommand {
     private func loginThroughRunningRelay(_ admin: AdminClient, _ watch: inout LoginWatch) throws -> Bool {
         let before = try admin.identity(name)
         guard let before else { return false }
-        watch.failureBefore = before["lastLoginFailure"] as? String
+        watch.failureBefore = before["lastLoginFailure"]?.string
         guard let started = try admin.call("POST", "/identities/\(name)/login"), started.status < 300 else {
             fail("the running relay did not start the login")
         }
-        if let url = started.json["loginUrl"] as? String { watch.showLoginURL(url) }
+        if let url = started.json["loginUrl"]?.string { watch.showLoginURL(url) }
         while true {
             guard let entry = try admin.identity(name) else { fail("the relay stopped before the login ended") }
             if let code = watch.observe(LoginWatch.View(json: entry)) { throw ExitCode(code) }
-            Thread.sleep(forTimeInterval: 0.5)
+            usleep(500_000)
         }
     }
 
@@ -92,7 +98,7 @@ struct LoginCommand: ParsableCommand {
 
     private func fail(_ message: String) -> Never {
         FileHandleOutput.standardError("oauth-relay login: \(message)\n")
-        Foundation.exit(1)
+        Self.exit(withError: ExitCode(1))
     }
 }
 
@@ -108,15 +114,15 @@ struct LoginWatch {
         var expiresIn: Int?
         var lastLoginFailure: String?
 
-        init(json: [String: Any]) {
-            state = json["state"] as? String ?? ""
-            loggedInAs = json["loggedInAs"] as? String
-            lastLoginFailure = json["lastLoginFailure"] as? String
-            if let device = json["deviceLogin"] as? [String: Any] {
-                userCode = device["userCode"] as? String
-                verificationUri = device["verificationUri"] as? String
-                verificationUriComplete = device["verificationUriComplete"] as? String
-                expiresIn = device["expiresIn"] as? Int
+        init(json: JSONValue) {
+            state = json["state"]?.string ?? ""
+            loggedInAs = json["loggedInAs"]?.string
+            lastLoginFailure = json["lastLoginFailure"]?.string
+            if let device = json["deviceLogin"] {
+                userCode = device["userCode"]?.string
+                verificationUri = device["verificationUri"]?.string
+                verificationUriComplete = device["verificationUriComplete"]?.string
+                expiresIn = device["expiresIn"]?.integer.map { Int($0) }
             }
         }
 
@@ -151,11 +157,8 @@ struct LoginWatch {
         FileHandleOutput.standardError("To log in for identity \(name), open:\n\n  \(url)\n\n")
         let environment = ProcessInfo.processInfo.environment
         guard openBrowser, environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil,
-              FileManager.default.isExecutableFile(atPath: "/usr/bin/xdg-open") else { return }
-        let opener = Process()
-        opener.executableURL = URL(fileURLWithPath: "/usr/bin/xdg-open")
-        opener.arguments = [url]
-        try? opener.run()
+              FileManager.default.isExecutableFile(atPath: BrowserOpener.opener) else { return }
+        BrowserOpener.open(url)
     }
 
     /// The exit code once the login has ended (0: logged in), nil while it goes on.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Config
+import Dispatch
 import Locking
-import Foundation
 import Logging
 import OAuth2
 import Tokens
@@ -22,7 +22,7 @@ struct LogoutCommand: ParsableCommand {
         let name = options.name
         if let admin = loaded.config.admin, let answer = try AdminClient(address: admin).call("DELETE", "/identities/\(name)/token") {
             guard answer.status == 204 else {
-                let detail = (answer.json["detail"] as? String).map { ": \($0)" } ?? ""
+                let detail = answer.json["detail"]?.string.map { ": \($0)" } ?? ""
                 FileHandleOutput.standardError("oauth-relay logout: the relay answered \(answer.status)\(detail)\n")
                 throw ExitCode(1)
             }

@@ -8,7 +8,6 @@
 // count, metrics on or off), changes nothing: each error is logged with its JSON path.
 
 import Config
-import Foundation
 import Logging
 import OAuth2
 import Proxy

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Config
 import EventLoop
-import Foundation
+import FoundationEssentials
 import Logging
 import HTTPClient
 import OAuth2

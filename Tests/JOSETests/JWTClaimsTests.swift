@@ -31,6 +31,20 @@ final class JWTClaimsTests: JOSETestCase {
         XCTAssertThrowsJOSE(try claims(#"{"exp":true}"#).validate(JWTValidationRules(), now: now), .malformed("the exp claim is not a number"))
     }
 
+    /// RFC 7515 §5.2: of a repeated claim only the last one is kept, so setting it replaces it.
+    func testARepeatedClaimIsReadAsTheLastOneAlone() throws {
+        var read = try claims(#"{"exp":1,"sub":"u1","exp":2}"#)
+        XCTAssertEqual(read.members.map(\.name), ["sub", "exp"])
+        XCTAssertEqual(read.expiry, 2)
+        read.expiry = 3
+        XCTAssertEqual(String(decoding: read.payload, as: UTF8.self), #"{"sub":"u1","exp":3}"#)
+    }
+
+    func testReadClaimsKeepTheirOrder() throws {
+        XCTAssertEqual(String(decoding: try claims(#"{"sub":"u1","aud":"c1","exp":5}"#).payload, as: UTF8.self),
+                       #"{"sub":"u1","aud":"c1","exp":5}"#)
+    }
+
     func testBuildsClaimsInTheOrderSet() {
         var built = JWTClaims()
         built.issuer = "c"

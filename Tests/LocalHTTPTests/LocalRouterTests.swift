@@ -34,6 +34,14 @@ final class LocalRouterTests: XCTestCase {
         XCTAssertEqual(answer("POST", "/identities//refresh").0, 404)
     }
 
+    func testAParameterWithABadEscapeOrNoUTF8MatchesNothing() {
+        XCTAssertEqual(answer("POST", "/identities/caf%C3%A9/refresh").1, "refresh café")
+        XCTAssertEqual(answer("POST", "/identities/100%/refresh").0, 404)
+        XCTAssertEqual(answer("POST", "/identities/a%zz/refresh").0, 404)
+        XCTAssertEqual(answer("POST", "/identities/%FF/refresh").0, 404)
+        XCTAssertEqual(answer("POST", "/identities/%20/refresh").1, "refresh  ")
+    }
+
     func testTheSamePathWithAnotherMethodIs405WithTheAllowedMethods() {
         XCTAssertEqual(answer("PUT", "/identities/orders/token").1, "DELETE, GET")
         XCTAssertEqual(answer("POST", "/healthz").0, 405)

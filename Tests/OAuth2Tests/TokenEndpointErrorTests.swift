@@ -72,6 +72,20 @@ final class TokenEndpointErrorTests: XCTestCase {
         XCTAssertEqual(error?.isTemporary, false)
     }
 
+    func testScriptsAndCommentsEndWhateverTheCaseOfTheirEndTag() {
+        let html = "<HTML><SCRIPT>var t = '<b>';</Script>Service <!-- x --->down<STYLE>p {}</STYLE></HTML>"
+        XCTAssertEqual(excerpt(of: parseError(reply(503, html, contentType: "text/html"))), "Service down")
+    }
+
+    func testAnUnclosedScriptEndsTheText() {
+        XCTAssertEqual(excerpt(of: parseError(reply(503, "<p>Down</p><script>var a = 1;", contentType: "text/html"))), "Down")
+    }
+
+    private func excerpt(of error: TokenEndpointError?) -> String? {
+        guard case .unexpectedStatus(_, _, let excerpt, _)? = error else { return nil }
+        return excerpt
+    }
+
     func testNonJSONServerErrorIsTemporaryAndQuoted() {
         let error = parseError(reply(502, "upstream connect error\r\n", contentType: "text/plain"))
         XCTAssertEqual(error, .unexpectedStatus(status: 502, contentType: "text/plain", excerpt: "upstream connect error", retryAfter: nil))

@@ -34,6 +34,20 @@ final class TokenLifetimeTests: XCTestCase {
         }
     }
 
+    func testANumericStringMayHaveSpacesAround() throws {
+        for value in [#"" 3600 ""#, #""\t3600\u00a0""#, #""3600.0""#] {
+            XCTAssertEqual(try token(expiresIn: value).expiresIn, 3600, value)
+            XCTAssertEqual(try token(expiresIn: value).lifetimeWarnings, [], value)
+        }
+        XCTAssertEqual(try token(expiresIn: #""3600\n""#).lifetimeWarnings, [.ignored(field: "expires_in", reason: .notANumber)])
+    }
+
+    func testAnyJSONNumberIsANumberOfSeconds() throws {
+        for value in ["3600", "3600.0", "3.6e3", "3600E0"] {
+            XCTAssertEqual(try token(expiresIn: value).expiresIn, 3600, value)
+        }
+    }
+
     func testOneIsOneSecondNotTrue() throws {
         // Foundation bridges the JSON number 1 to `Bool`; it is still a number of seconds.
         XCTAssertEqual(try token(expiresIn: "1").expiresIn, 1)

@@ -1,53 +1,14 @@
 import HTTPFields
 
-/// A JSON document as the config decoder needs it: object members keep their order and
-/// duplicates (so errors come in document order and duplicate keys can be reported), numbers
-/// keep their literal text (so integers stay exact and `true` is never a number), and every
-/// value knows the byte offset where it starts (so errors can name a line and column).
-/// Foundation's `JSONSerialization` gives none of these.
-struct JSONValue {
-    enum Kind {
-        case object([JSONMember])
-        case array([JSONValue])
-        case string(String)
-        case number(String)
-        case bool(Bool)
-        case null
-    }
-
-    var kind: Kind
-    /// Byte offset of the value's first byte.
-    var offset: Int
-    /// Byte offset of the value's last byte (the closing brace of an object).
-    var lastOffset: Int
-
-    /// The type's name as used in "expected a string, got number".
-    var typeName: String {
-        switch kind {
-        case .object: "object"
-        case .array: "array"
-        case .string: "string"
-        case .number: "number"
-        case .bool: "boolean"
-        case .null: "null"
-        }
-    }
-}
-
-struct JSONMember {
-    var key: String
-    var keyOffset: Int
-    var value: JSONValue
-}
-
-struct JSONSyntaxError: Error {
-    var offset: Int
-    var message: String
+/// Why a text is not JSON, and where: `offset` is the byte the problem was found at.
+public struct JSONSyntaxError: Error, Sendable {
+    public var offset: Int
+    public var message: String
 }
 
 /// A strict RFC 8259 parser (no comments, no trailing commas, no NaN), with a nesting limit.
-struct JSONParser {
-    static let maxDepth = 64
+public struct JSONParser {
+    public static let maxDepth = 64
 
     private let bytes: [UInt8]
     private var index = 0
@@ -57,7 +18,7 @@ struct JSONParser {
         self.bytes = bytes
     }
 
-    static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
+    public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONNode {
         var parser = JSONParser(bytes: bytes)
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {  // a UTF-8 byte order mark
             parser.index = 3
@@ -97,10 +58,10 @@ struct JSONParser {
         index += 1
     }
 
-    private mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
+    private mutating func parseValue() throws(JSONSyntaxError) -> JSONNode {
         let start = index
         guard let byte = current else { throw failure("expected a value, found end of input") }
-        let kind: JSONValue.Kind
+        let kind: JSONNode.Kind
         switch byte {
         case UInt8(ascii: "{"): kind = .object(try parseObject())
         case UInt8(ascii: "["): kind = .array(try parseArray())
@@ -111,11 +72,11 @@ struct JSONParser {
         case UInt8(ascii: "n"): try parseLiteral("null"); kind = .null
         default: throw failure("expected a value, found \(describeCurrent())")
         }
-        return JSONValue(kind: kind, offset: start, lastOffset: index - 1)
+        return JSONNode(kind: kind, offset: start, lastOffset: index - 1)
     }
 
-    private mutating func parseObject() throws(JSONSyntaxError) -> [JSONMember] {
-        var members: [JSONMember] = []
+    private mutating func parseObject() throws(JSONSyntaxError) -> [JSONNode.Member] {
+        var members: [JSONNode.Member] = []
         try parseContainer(closing: UInt8(ascii: "}"), element: "object member") { parser throws(JSONSyntaxError) in
             guard parser.current == UInt8(ascii: "\"") else {
                 throw parser.failure("expected a string key, found \(parser.describeCurrent())")
@@ -125,13 +86,13 @@ struct JSONParser {
             parser.skipWhitespace()
             try parser.expect(UInt8(ascii: ":"), "':' after an object key")
             parser.skipWhitespace()
-            members.append(JSONMember(key: key, keyOffset: keyOffset, value: try parser.parseValue()))
+            members.append(JSONNode.Member(key: key, keyOffset: keyOffset, value: try parser.parseValue()))
         }
         return members
     }
 
-    private mutating func parseArray() throws(JSONSyntaxError) -> [JSONValue] {
-        var elements: [JSONValue] = []
+    private mutating func parseArray() throws(JSONSyntaxError) -> [JSONNode] {
+        var elements: [JSONNode] = []
         try parseContainer(closing: UInt8(ascii: "]"), element: "array element") { parser throws(JSONSyntaxError) in
             elements.append(try parser.parseValue())
         }
