@@ -164,7 +164,9 @@ public final class LoginDesk: Sendable {
         if tokens.update({ $0.requestDeviceLogin(at: monotonicSeconds()) }) { inbox.post(.reconsider(tokens)) }
     }
 
-    /// Forgets the logins in flight for `identity` (logout, or a reload changed it).
+    /// Forgets the logins in flight for `identity`: a logout, or a reload that removed the
+    /// identity or changed what its logins depend on (`PendingLogins.loginCarriesOver`; see
+    /// `TokenService.replace`). Their callbacks are then refused as unknown.
     public func cancel(identity: String) {
         pending.withLock { _ = $0.cancel(identity: identity) }
     }
