@@ -87,6 +87,9 @@ final class WorkerProofs {
         nonces[plan.position] = (plan, Array(nonce))
     }
 
+    /// How many identities this worker keeps a proof writer for.
+    var writerCount: Int { writers.count }
+
     /// A reload: writers of identities no longer in force go, and every nonce (routes moved).
     func keepOnly(slots inForce: Set<Int>) {
         writers = writers.filter { inForce.contains($0.key) }
