@@ -21,7 +21,9 @@
 //    most one request is ever in flight, so any number of waiting requests cause exactly one.
 // 2. Report the outcome: `fetchSucceeded(_:at:)` with the parsed response, or
 //    `fetchFailed(_:at:)` with the parse error or the HTTP client's `unreachable`/`timedOut`.
-//    Then wake the requests that were told to `.wait`; they ask again.
+//    Then wake the requests that were told to `.wait`; they ask again. After a logout
+//    (`forget()`) the fetch in flight is still reported, and dropped: `isFetchAbandoned` says so
+//    beforehand, so that the token thread stores nothing of it.
 // 3. A request asks `decision(at:)`: `.inject` a valid token, `.wait`, or `.fail` with the
 //    problem to answer (502 refused, 503 + Retry-After unavailable, 401 needs login). The
 //    hot path may skip the lock while its snapshot's token is before `refreshAt`.
@@ -59,9 +61,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// An operator asked for a new token now (`refreshNow`).
     private var refreshRequested = false
     /// An upstream refused the previous token: the next one obtained is `tokenFollowsRefusal`.
-    private var fetchFollowsRefusal = false
+    var fetchFollowsRefusal = false
     /// The current token was fetched because an upstream refused its predecessor.
-    private var tokenFollowsRefusal = false
+    var tokenFollowsRefusal = false
     /// The token an upstream refused last: a store entry still holding it is not taken back.
     /// (Never shown: the descriptions below name no token.)
     var refusedToken: String?
@@ -263,9 +265,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         return request
     }
 
-    /// The fetch in flight produced a token. Also how an interactive login's token arrives
-    /// (with no fetch in flight, its lifetime counts from `now`).
-    /// The answer of a fetch a logout abandoned is dropped.
+    /// The fetch in flight produced a token (dropped when a logout abandoned the fetch). Also how
+    /// an interactive login's token arrives (with no fetch in flight, its lifetime counts from
+    /// `now`).
     public mutating func fetchSucceeded(_ response: TokenResponse, at now: Double) {
         let fetch = inFlight
         inFlight = nil
@@ -352,29 +354,6 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         consecutiveFailures += 1
         let jitter = Double.random(in: 0..<1, using: &random)
         retryAt = now + backoff.delay(afterFailures: consecutiveFailures, retryAfter: error.retryAfter, random: jitter)
-    }
-
-    /// What `refused(token:at:minimumAge:)` did with an upstream's refusal.
-    public enum Refusal: String, Sendable, Equatable {
-        /// The token was dropped; the next request waits for a new one.
-        case dropped
-        /// The token is no longer the current one (dropped or replaced already): a request
-        /// sent again gets the newer one.
-        case superseded
-        /// The token was itself fetched after a refusal and is younger than the minimum age:
-        /// it stays, and the refusal goes to the client.
-        case kept
-    }
-
-    /// An upstream refused `token` (a `retryOnStatus` status) at `now`.
-    public mutating func refused(token value: String, at now: Double, minimumAge: Double) -> Refusal {
-        guard let current = token, current.value == value else { return .superseded }
-        if tokenFollowsRefusal && now - current.issuedAt < minimumAge { return .kept }
-        refusedToken = current.value
-        token = nil
-        tokenFollowsRefusal = false
-        fetchFollowsRefusal = true
-        return .dropped
     }
 
     /// An operator asked for a new token (`POST /identities/NAME/refresh`): the next fetch is
