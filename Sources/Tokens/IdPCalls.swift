@@ -23,8 +23,6 @@ final class IdPCalls {
     private var entries: [UInt64: Entry] = [:]
     private var lastID: UInt64 = 0
 
-    var count: Int { entries.count }
-
     /// Notes a request of `slot` about to be sent; `started` sends it and returns its call. The
     /// request's completion must call `ended` with the id it is given (before or after `started`
     /// returns: a request can fail at once).
@@ -40,18 +38,14 @@ final class IdPCalls {
         entries[id] = nil
     }
 
-    /// A token request of `slot` is under way.
-    func hasTokenRequest(slot: Int) -> Bool {
-        entries.values.contains { $0.slot == slot && $0.kind == .tokenRequest }
-    }
-
     /// Any request of `slot` is under way.
     func hasRequest(slot: Int) -> Bool {
         entries.values.contains { $0.slot == slot }
     }
 
-    /// Cancels every request except the token requests of the slots `letFinish` names. Their
-    /// completions run now (with `.cancelled`), and may end them.
+    /// Cancels every request except the token requests of the slots `letFinish` names. The
+    /// cancelled requests' completions run now (with `.cancelled`): a fetch one belonged to ends
+    /// there and gives back what it held.
     func cancel(exceptTokenRequestsOf letFinish: (Int) -> Bool) {
         let cancelled = entries.filter { !($0.value.kind == .tokenRequest && letFinish($0.value.slot)) }
         for (id, entry) in cancelled.sorted(by: { $0.key < $1.key }) {

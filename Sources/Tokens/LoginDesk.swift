@@ -76,7 +76,11 @@ public final class LoginDesk: Sendable {
         guard let authorization = endpoints?.authorization else {
             throw .endpointsUnknown(identity: identity.name, reason: failure.map { "\($0)" } ?? "discovery is under way")
         }
-        var random = SecureRandomNumberGenerator()
+        // A generator with storage: an empty one's address means nothing, and ThreadSanitizer's
+        // check of the inout access in generic code (`PendingLogins.start`) reads it anyway and
+        // crashes (swiftlang/swift#61244), which would keep logins out of the sanitized tests. One
+        // 4 KiB draw per login started costs nothing next to the redirect it answers.
+        var random = BufferedSecureRandom()
         let login = pending.withLock {
             $0.start(identity: identity, redirectUri: redirectUri.description, returnTo: returnTo,
                      timeoutSeconds: identity.loginTimeoutSeconds, at: now, random: &random)

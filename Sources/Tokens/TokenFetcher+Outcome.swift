@@ -96,6 +96,8 @@ extension TokenFetcher {
             logger.info("token dropped: the identity was logged out while it was fetched", metadata: ["identity": .string(name)])
             observer?.tokenRequestEnded(identity: name, outcome: .success)
             if let refreshToken = response.refreshToken { revokeAfterLogout(refreshToken, of: tokens) }
+        case .failure(let error) where DeviceFlow.isWaitingForThePerson(error):
+            break  // A device poll before the person acted: no token request failed.
         case .failure(let error):
             observer?.tokenRequestEnded(identity: name, outcome: TokenRequestOutcome(error))
         }
