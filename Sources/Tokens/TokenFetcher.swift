@@ -116,7 +116,8 @@ final class TokenFetcher {
         switch tokens.update({ $0.nextAction(at: now) }) {
         case .fetch(let request):
             timers[tokens.slot]?.stop()
-            guard let shared else { return fetchLocally(request, for: tokens) }
+            // Tokens bound to a DPoP key this process generated are of no use to another replica.
+            guard let shared, TokenPersistence.isStored(tokens) else { return fetchLocally(request, for: tokens) }
             shared.fetchDue(tokens, request: request, retired: !isInForce(tokens),
                             leaseMilliseconds: LeaseDuration.milliseconds(of: tokens.identity, limits: limits))
         case .sleep(let due):
@@ -138,7 +139,9 @@ final class TokenFetcher {
     /// another replica), then the file store's; the shared one again whenever another replica
     /// writes it.
     private func readStoredLogin(_ tokens: IdentityTokens) {
-        guard let shared else { return takeStoredLogin(persistence?.read(tokens), for: tokens, from: "store") }
+        guard let shared, TokenPersistence.isStored(tokens) else {
+            return takeStoredLogin(persistence?.read(tokens), for: tokens, from: "store")
+        }
         shared.loginReads.watch(tokens) { [unowned self] stored in
             guard !stopping, isInForce(tokens) else { return }
             if let stored, !stored.isEmpty {

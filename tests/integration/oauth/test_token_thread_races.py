@@ -4,13 +4,13 @@
 ends at once and gives the lease back; a logout during a refresh is not undone by the refresh's
 answer, whose rotated refresh token is revoked too; a second tab's login during the first one's
 code exchange completes; a refused refresh token keeps who logged in in the store; and in a fleet,
-the lease covers a holder's DPoP nonce retry, so no other replica sends a token request meanwhile.
+the lease covers a holder's DPoP nonce retry, so no other replica sends a token request meanwhile,
+while tokens bound to a key one replica generated are never shared.
 """
 
 from __future__ import annotations
 
 import base64
-import secrets
 import time
 
 import pytest
@@ -49,14 +49,12 @@ def with_admin(start_relay, routes, identities, **top):
     return relay, AdminClient(port)
 
 
-def log_in(relay, stub, sensitive, browser: RawBrowser | None = None) -> str:
-    """A person's login through `browser` (a new one by default), with the stub as the IdP and
-    its authorization endpoint answering at once; the callback's answer must be the redirect back."""
-    browser = browser or RawBrowser(relay, sensitive)
-    callback = at_stub(stub, browser.start_login("me", returns="/orders"))
-    resp = browser.callback(callback)
+def log_in(relay, stub, sensitive) -> None:
+    """A person's login in a RawBrowser, with the stub as the IdP and its authorization endpoint
+    answering at once; the callback's answer must be the redirect back."""
+    browser = RawBrowser(relay, sensitive)
+    resp = browser.callback(at_stub(stub, browser.start_login("me", returns="/orders")))
     assert (resp.status, resp.header("location")) == (302, "/orders"), resp.body[:300]
-    return callback["state"]
 
 
 def answered(stub, **match) -> list[dict]:
@@ -189,7 +187,32 @@ def test_a_refused_refresh_token_keeps_who_logged_in_in_the_store(stub_idp, upst
 
 
 # ---------------------------------------------------------------------------------------------
-# The fleet's lease and a DPoP nonce retry
+# The fleet: the lease across a DPoP nonce retry, and generated DPoP keys
+
+def replica(start_relay, upstream, identity: dict, redis, **top):
+    """A relay of the fleet (identity `svc` on `/`, the shared store in `redis`), with `.admin`."""
+    relay, admin = with_admin(start_relay, [oauth_route(upstream, "/", "svc")], {"svc": identity},
+                              store={"redis": redis.url, "key": KEY}, **top)
+    relay.admin = admin
+    return relay
+
+
+def has_token(relay) -> bool:
+    return identity_view(relay.admin, "svc")["hasValidToken"]
+
+
+def test_replicas_with_generated_dpop_keys_share_no_tokens(stub_idp, upstream, start_relay, redis):
+    """A token bound to the key replica A generated is useless to B (its proofs carry B's key):
+    each replica fetches its own, and nothing of them goes to Redis."""
+    stub_idp.script(default={"kind": "token", "token_type": "DPoP", "expires_in": 3600})
+    identity = stub_idp.identity(dpop=True)
+    first = replica(start_relay, upstream, identity, redis)
+    wait_until(lambda: has_token(first), 10, "A's token")
+    second = replica(start_relay, upstream, identity, redis)
+    wait_until(lambda: has_token(second), 10, "B's token")
+    issued = [r["issued"]["access_token"] for r in stub_idp.token_requests()]
+    assert len(issued) == 2 and issued[0] != issued[1], "B took the token bound to A's key"
+    assert redis.cli("--scan").split() == [], "a token bound to a generated key went to Redis"
 
 def test_the_lease_covers_the_holders_dpop_nonce_retry(stub_idp, upstream, start_relay, sensitive, tmp_path, redis):
     """Replica A's token request is answered use_dpop_nonce after 1.5 s and its retry after 1.5 s
@@ -204,16 +227,9 @@ def test_the_lease_covers_the_holders_dpop_nonce_retry(stub_idp, upstream, start
     limits = {"upstreamConnectTimeoutSeconds": 0.5, "upstreamResponseTimeoutSeconds": 2}
     fleet = []
     for _ in range(2):
-        port = free_port()
-        fleet.append(start_relay([oauth_route(upstream, "/", "svc")], identities={"svc": identity}, limits=limits,
-                                 store={"redis": redis.url, "key": KEY}, admin=f"{LOOPBACK}:{port}"))
-        fleet[-1].admin = AdminClient(port)
+        fleet.append(replica(start_relay, upstream, identity, redis, limits=limits))
         # B starts once A holds the lease and its first request is at the stub.
         wait_until(lambda: stub_idp.token_requests(), 5, "A's token request")
-
-    def has_token(relay) -> bool:
-        return identity_view(relay.admin, "svc")["hasValidToken"]
-
     wait_until(lambda: all(has_token(r) for r in fleet), 10, "a token on both replicas")
     requests = stub_idp.token_requests()
     assert [r["status"] for r in requests] == [400, 200], "another replica sent a token request while A still held the lease"
