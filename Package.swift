@@ -103,6 +103,8 @@ let package = Package(
         // Also runs the shared store's scripts (Tokens) on a real Redis, through the connection.
         .testTarget(name: "RedisClientTests", dependencies: [
             "RedisClient", "RedisProtocol", "CHiredis", "EventLoop", "Tokens", "TokenStore", "OAuth2", "LoopTestSupport",
+            // SharedTokens itself on a real Redis: its store key and its logger.
+            "TLS", "Endpoints", .product(name: "Logging", package: "swift-log"),
         ]),
     ],
     swiftLanguageModes: [.v6]

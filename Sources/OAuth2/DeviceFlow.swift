@@ -18,11 +18,15 @@ import Endpoints
 /// Rules: polls are `interval` apart (RFC 8628 §3.5), the first one `interval` after the start;
 /// `slow_down` adds 5 s to the interval for the rest of the flow; `expired_token` and
 /// `access_denied` end it, and so does the clock at `expiresAt`; an unreachable or overloaded
-/// token endpoint (5xx, 429, timeouts) is polled again after the interval (or its
-/// `Retry-After`, when longer) until the code expires; any other refusal ends the flow.
+/// token endpoint (5xx, 429, timeouts) is polled again with exponential backoff (§3.5: twice the
+/// interval, doubling with each such failure in a row up to `maximumBackoffSeconds`, or its
+/// `Retry-After` when longer) until the code expires; any other refusal ends the flow.
 public struct DeviceFlow: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// RFC 8628 §3.5: what `slow_down` adds to the interval.
     public static let slowDownSeconds: Double = 5
+    /// The longest wait between polls that an unreachable or overloaded token endpoint causes
+    /// (unless the interval itself, or a `Retry-After`, is longer).
+    public static let maximumBackoffSeconds: Double = 60
 
     public let identity: Identity
     public let tokenEndpoint: HTTPURL
@@ -36,6 +40,8 @@ public struct DeviceFlow: Sendable, CustomStringConvertible, CustomDebugStringCo
     public private(set) var lastError: TokenEndpointError?
     /// When the approving poll was answered (for a login duration metric).
     public private(set) var completedAt: Double?
+    /// Polls in a row the token endpoint could not answer (the backoff's exponent).
+    private var temporaryFailures = 0
 
     public enum State: Sendable, Equatable {
         /// Waiting to poll at `nextPollAt`.
@@ -112,6 +118,7 @@ public struct DeviceFlow: Sendable, CustomStringConvertible, CustomDebugStringCo
         case .waiting, .polling: break
         }
         let outcome: DevicePollOutcome
+        if !error.isTemporary { temporaryFailures = 0 }
         switch error.oauthError?.code {
         case .authorizationPending?:
             outcome = .pending
@@ -131,7 +138,8 @@ public struct DeviceFlow: Sendable, CustomStringConvertible, CustomDebugStringCo
             lastError = error
             if error.isTemporary {
                 outcome = .retrying(error)
-                schedulePoll(after: max(interval, error.retryAfter ?? 0), from: now)
+                temporaryFailures += 1
+                schedulePoll(after: max(backoff, error.retryAfter ?? 0), from: now)
             } else {
                 state = .ended(.refused(error))
                 outcome = .ended(.refused(error))
@@ -140,6 +148,13 @@ public struct DeviceFlow: Sendable, CustomStringConvertible, CustomDebugStringCo
         // A poll answered after the code's expiry ends the flow whatever it said.
         if case .ended(let end) = state { return .ended(end) }
         return outcome
+    }
+
+    /// The wait after the latest of `temporaryFailures` polls in a row that the token endpoint could
+    /// not answer: the interval doubled for each, up to `maximumBackoffSeconds`.
+    private var backoff: Double {
+        let doubled = interval * Double(1 << min(temporaryFailures, 16))
+        return max(interval, min(doubled, Self.maximumBackoffSeconds))
     }
 
     /// The next poll, unless the code expires first (then the flow ends at `now`).

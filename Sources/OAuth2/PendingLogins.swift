@@ -122,6 +122,16 @@ public struct PendingLogins: Sendable, CustomStringConvertible, CustomDebugStrin
         return before - logins.count
     }
 
+    /// Whether a login started for `old` can still be completed once a reload made the identity
+    /// `new`: the same grant and client at the same IdP (issuer, authorization and token
+    /// endpoints), with the same callback and scope (the scope decides the nonce). Otherwise the
+    /// reload cancels it, and its callback is refused as unknown.
+    public static func loginCarriesOver(from old: Identity, to new: Identity) -> Bool {
+        old.grant.grantType == new.grant.grantType && old.clientAuth.clientId == new.clientAuth.clientId && old.issuer == new.issuer
+            && old.authorizationUrl == new.authorizationUrl && old.tokenUrl == new.tokenUrl && old.redirectUri == new.redirectUri
+            && old.scope == new.scope
+    }
+
     /// True when `scope` (space-separated) has `openid`: an OpenID Connect login, which sends
     /// a nonce and gets an ID token.
     public static func requestsOpenID(_ scope: String?) -> Bool {

@@ -1,15 +1,21 @@
 // Logins in the token lifecycle. A browser login's code arrives from the relay's callback
 // (`codeReceived`): the exchange becomes the next fetch, due at once, and requests wait for it
 // like for any fetch. Its ID token is checked by the token thread before `fetchSucceeded`.
+//
+// Logins in several tabs: a code that arrives while another code's exchange is under way waits
+// for its turn (the latest one waiting wins: that person logged in last). The exchange under way
+// keeps its own code and nonce, so each ID token is checked against its own login, and neither
+// a background refresh ending nor the other exchange failing drops the waiting code.
 
 extension TokenLifecycle {
-    /// The callback brought `code` for `login`: exchange it next. False when the token endpoint
-    /// is not known (discovery has not succeeded), so the code cannot be used.
+    /// The callback brought `code` for `login`: exchange it next (after the exchange under way,
+    /// if there is one). False when the token endpoint is not known (discovery has not
+    /// succeeded), so the code cannot be used.
     public mutating func codeReceived(_ code: Secret, login: LoginStart) -> Bool {
         guard let tokenEndpoint = endpoints?.token else { return false }
-        codeExchange = TokenRequest.authorizationCode(for: identity, code: code, verifier: login.verifier,
-                                                      redirectUri: login.redirectUri, at: tokenEndpoint)
-        expectedNonce = login.nonce
+        codeExchange = CodeExchange(request: TokenRequest.authorizationCode(for: identity, code: code, verifier: login.verifier,
+                                                                            redirectUri: login.redirectUri, at: tokenEndpoint),
+                                    nonce: login.nonce)
         return true
     }
 
@@ -19,9 +25,11 @@ extension TokenLifecycle {
         lastLoginFailure = reason
     }
 
-    /// The ID token of the exchange in flight was checked: `who` logged in.
+    /// The ID token of the exchange in flight was checked: `who` logged in (taken with its token
+    /// by `fetchSucceeded`).
     public mutating func loggedIn(as who: String?) {
-        loggedInAs = who
+        guard inFlight?.purpose == .grant(.authorizationCode) else { return }
+        inFlight?.subject = who
     }
 
     /// A token store will be read for this interactive identity: until it is

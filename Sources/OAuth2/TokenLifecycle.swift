@@ -21,7 +21,9 @@
 //    most one request is ever in flight, so any number of waiting requests cause exactly one.
 // 2. Report the outcome: `fetchSucceeded(_:at:)` with the parsed response, or
 //    `fetchFailed(_:at:)` with the parse error or the HTTP client's `unreachable`/`timedOut`.
-//    Then wake the requests that were told to `.wait`; they ask again.
+//    Then wake the requests that were told to `.wait`; they ask again. After a logout
+//    (`forget()`) the fetch in flight is still reported, and dropped: `isFetchAbandoned` says so
+//    beforehand, so that the token thread stores nothing of it.
 // 3. A request asks `decision(at:)`: `.inject` a valid token, `.wait`, or `.fail` with the
 //    problem to answer (502 refused, 503 + Retry-After unavailable, 401 needs login). The
 //    hot path may skip the lock while its snapshot's token is before `refreshAt`.
@@ -59,9 +61,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// An operator asked for a new token now (`refreshNow`).
     private var refreshRequested = false
     /// An upstream refused the previous token: the next one obtained is `tokenFollowsRefusal`.
-    private var fetchFollowsRefusal = false
+    var fetchFollowsRefusal = false
     /// The current token was fetched because an upstream refused its predecessor.
-    private var tokenFollowsRefusal = false
+    var tokenFollowsRefusal = false
     /// The token an upstream refused last: a store entry still holding it is not taken back.
     /// (Never shown: the descriptions below name no token.)
     var refusedToken: String?
@@ -71,10 +73,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public internal(set) var endpoints: IdentityEndpoints?
     /// The discovery request is under way.
     var discovering = false
-    /// A browser login's code exchange: due at once, then in flight until it ends.
-    var codeExchange: TokenRequest?
-    /// The nonce the code exchange's ID token must carry.
-    public internal(set) var expectedNonce: Secret?
+    /// A browser login's code exchange, due at once; it moves into `inFlight` when it is sent,
+    /// so a later callback's code waits here for its turn without touching the one under way.
+    var codeExchange: CodeExchange?
     /// Who logged in, as the ID token names them (`preferred_username`, `email` or `sub`).
     public internal(set) var loggedInAs: String?
     /// Why the last login ended without a token (for the login pages); nil after a success.
@@ -93,8 +94,22 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         var startedAt: Double
         /// An operator asked for it: a stored token does not make it unnecessary.
         var requested: Bool
-        /// The request, when it is not one the lifecycle can build again (a device poll).
+        /// The request, when it is not one the lifecycle can build again (a code exchange, a
+        /// device poll).
         var request: TokenRequest? = nil
+        /// A code exchange: the nonce its ID token must carry (its own login's).
+        var nonce: Secret? = nil
+        /// A code exchange: who its ID token names, once checked (`loggedIn(as:)`).
+        var subject: String? = nil
+        /// A logout came while it was under way: its answer is dropped, not taken
+        /// (`isFetchAbandoned`).
+        var abandoned = false
+    }
+
+    /// A callback's code, with what its exchange needs.
+    struct CodeExchange {
+        var request: TokenRequest
+        var nonce: Secret?
     }
 
     public init(identity: Identity, backoff: BackoffPolicy = BackoffPolicy(),
@@ -119,6 +134,24 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     }
 
     public var isFetching: Bool { inFlight != nil }
+
+    /// A logout came while the fetch in flight was under way: its answer will be dropped (a
+    /// refresh token it brings is the token thread's to revoke).
+    public var isFetchAbandoned: Bool { inFlight?.abandoned ?? false }
+
+    /// The nonce the ID token of the code exchange in flight must carry.
+    public var expectedNonce: Secret? {
+        inFlight?.purpose == .grant(.authorizationCode) ? inFlight?.nonce : nil
+    }
+
+    /// A callback's code waits for (or is in) its exchange: a login is finishing, and requests
+    /// wait for its token rather than carry an earlier one.
+    var loginFinishing: Bool {
+        codeExchange != nil || (inFlight.map { $0.purpose == .grant(.authorizationCode) && !$0.abandoned } ?? false)
+    }
+
+    /// A fetch whose answer will be taken is under way.
+    var fetchUnderWay: Bool { inFlight.map { !$0.abandoned } ?? false }
 
     /// What the fetch in flight is for.
     public var fetchPurpose: TokenRequest.Purpose? { inFlight?.purpose }
@@ -145,11 +178,11 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         if let token, token.isValid(at: now) {
             // A person just logged in again (another tab, maybe as someone else): requests wait
             // for that login's token rather than carry the previous one.
-            return codeExchange == nil ? .inject(token) : .wait
+            return loginFinishing ? .wait : .inject(token)
         }
         if awaitingStoredLogin { return .wait }
         if let waiting = deviceLoginDecision(at: now) { return waiting }
-        if inFlight == nil, nextPurpose == nil, !discoveryFailing {
+        if !fetchUnderWay, nextPurpose == nil, !discoveryFailing {
             return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin,
                                           detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant)"))
         }
@@ -170,16 +203,16 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         let state: IdentityStatus.State
         // A callback's code waiting for (or in) its exchange is a login finishing, even while an
         // earlier login's token is valid: requests wait for the new one.
-        if codeExchange != nil || (!valid && (inFlight?.purpose == .grant(.authorizationCode) || deviceLoginUnderWay)) {
+        if loginFinishing || (!valid && deviceLoginUnderWay) {
             state = .loginPending
         } else if !valid && endpoints == nil && consecutiveFailures == 0 {
             // Discovery is under way: nothing can start yet, not even a login.
             state = .pending
-        } else if !valid && inFlight == nil && nextPurpose == nil && !discoveryFailing {
+        } else if !valid && !fetchUnderWay && nextPurpose == nil && !discoveryFailing {
             state = .needsLogin
         } else if consecutiveFailures > 0 {
             state = .failing
-        } else if inFlight != nil {
+        } else if fetchUnderWay {
             state = .refreshing
         } else {
             state = valid ? .valid : .pending
@@ -210,19 +243,36 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// a refresh yet, and when a login is needed.
     public mutating func startFetchIfDue(at now: Double) -> TokenRequest? {
         guard shouldStartFetch(at: now), let purpose = nextPurpose else { return nil }
-        let request = self.request(for: purpose)
-        if request != nil {
-            inFlight = InFlightFetch(purpose: purpose, startedAt: now, requested: refreshRequested)
-            refreshRequested = false
+        inFlight = InFlightFetch(purpose: purpose, startedAt: now, requested: refreshRequested)
+        guard let request = prepareFetch(purpose) else {
+            inFlight = nil
+            return nil
+        }
+        refreshRequested = false
+        return request
+    }
+
+    /// The request of the fetch in flight, now for `purpose`: a code exchange takes the waiting
+    /// code (and its nonce) into the fetch, so a callback arriving meanwhile cannot change it.
+    mutating func prepareFetch(_ purpose: TokenRequest.Purpose) -> TokenRequest? {
+        guard let request = request(for: purpose) else { return nil }
+        inFlight?.purpose = purpose
+        if purpose == .grant(.authorizationCode), let exchange = codeExchange {
+            inFlight?.request = exchange.request
+            inFlight?.nonce = exchange.nonce
+            codeExchange = nil
         }
         return request
     }
 
-    /// The fetch in flight produced a token. Also how an interactive login's token arrives
-    /// (with no fetch in flight, its lifetime counts from `now`).
+    /// The fetch in flight produced a token (dropped when a logout abandoned the fetch). Also how
+    /// an interactive login's token arrives (with no fetch in flight, its lifetime counts from
+    /// `now`).
     public mutating func fetchSucceeded(_ response: TokenResponse, at now: Double) {
-        let issuedAt = inFlight?.startedAt ?? now
+        let fetch = inFlight
         inFlight = nil
+        if fetch?.abandoned == true { return }
+        let issuedAt = fetch?.startedAt ?? now
         let expiresAt = issuedAt + response.expiresIn
         guard expiresAt > now else {
             // Refetching at once would loop as fast as the endpoint answers.
@@ -237,9 +287,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         if let rotated = response.refreshToken {
             refreshToken = rotated
         }
-        if codeExchange != nil {
-            codeExchange = nil
-            expectedNonce = nil
+        if fetch?.purpose == .grant(.authorizationCode) {
+            // A new login: who it names (nil when no ID token said so), not the previous one.
+            loggedInAs = fetch?.subject
             lastLoginFailure = nil
         }
         if deviceFlow != nil {
@@ -256,11 +306,12 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// The fetch in flight failed.
     public mutating func fetchFailed(_ error: TokenEndpointError, at now: Double) {
         let purpose = inFlight?.purpose
+        let abandoned = inFlight?.abandoned ?? false
         inFlight = nil
+        if abandoned { return }
         if purpose == .grant(.authorizationCode) {
-            // The code was used (or refused): the person must log in again. Not a backoff.
-            codeExchange = nil
-            expectedNonce = nil
+            // The code was used (or refused): the person must log in again (a code another
+            // callback brought meanwhile goes next). Not a backoff.
             lastError = error
             if case .idToken = error {
                 lastLoginFailure = error.description
@@ -292,7 +343,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         guard let tokenEndpoint = endpoints?.token else { return nil }
         switch purpose {
         case .refresh: return refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0, at: tokenEndpoint) }
-        case .grant(.authorizationCode): return codeExchange
+        case .grant(.authorizationCode): return codeExchange?.request
         case .grant: return TokenRequest.grant(for: identity, at: tokenEndpoint)
         case .deviceAuthorization, .revocation: return nil  // Not fetches of a lifecycle.
         }
@@ -305,29 +356,6 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         retryAt = now + backoff.delay(afterFailures: consecutiveFailures, retryAfter: error.retryAfter, random: jitter)
     }
 
-    /// What `refused(token:at:minimumAge:)` did with an upstream's refusal.
-    public enum Refusal: String, Sendable, Equatable {
-        /// The token was dropped; the next request waits for a new one.
-        case dropped
-        /// The token is no longer the current one (dropped or replaced already): a request
-        /// sent again gets the newer one.
-        case superseded
-        /// The token was itself fetched after a refusal and is younger than the minimum age:
-        /// it stays, and the refusal goes to the client.
-        case kept
-    }
-
-    /// An upstream refused `token` (a `retryOnStatus` status) at `now`.
-    public mutating func refused(token value: String, at now: Double, minimumAge: Double) -> Refusal {
-        guard let current = token, current.value == value else { return .superseded }
-        if tokenFollowsRefusal && now - current.issuedAt < minimumAge { return .kept }
-        refusedToken = current.value
-        token = nil
-        tokenFollowsRefusal = false
-        fetchFollowsRefusal = true
-        return .dropped
-    }
-
     /// An operator asked for a new token (`POST /identities/NAME/refresh`): the next fetch is
     /// due at once, backoff or not; the current token stays in use until the new one arrives.
     public mutating func refreshNow() {
@@ -336,66 +364,18 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
 
     /// Forgets the token and the refresh token (`DELETE /identities/NAME/token`, the seeds'
     /// logout): the next request waits for a fetch with the identity's own grant (an
-    /// interactive identity needs a login again).
+    /// interactive identity needs a login again). A fetch under way is abandoned: its answer
+    /// would bring the forgotten login back. A code waiting for its exchange is dropped.
     public mutating func forget() {
         token = nil
         refreshToken = nil
         loggedInAs = nil
+        inFlight?.abandoned = true
+        codeExchange = nil
         deviceFlow?.cancel()
         endDeviceLogin(failure: nil)
         fetchFollowsRefusal = false
         tokenFollowsRefusal = false
-    }
-
-    // MARK: - A shared token store
-
-    /// The refresh token held (to be persisted with the token by a token store).
-    public var heldRefreshToken: Secret? { refreshToken }
-
-    /// What a token store's entry, read under its lock once a fetch has started, leaves to do.
-    public enum StoredEntryOutcome: Sendable {
-        /// The fetch is still needed: send this request (it may now use a stored refresh token).
-        case fetch(TokenRequest)
-        /// The stored token is good enough: the fetch ended without a request.
-        case satisfied
-    }
-
-    /// A fetch has started (`nextAction` said `.fetch`) and the identity's store entry was read
-    /// under its lock: `stored` and `storedRefreshToken` are what another process (or this one,
-    /// before a restart) wrote last, times already in this lifecycle's clock.
-    ///
-    /// A stored refresh token replaces the one held: every process writes the latest it got
-    /// under the lock, so it is the newest (a rotating IdP has revoked older ones). A stored
-    /// access token is taken when it is valid and newer than the one held (and is not one an
-    /// upstream refused). The fetch is then still needed unless the token held is not yet due
-    /// for a refresh and no operator asked for one.
-    public mutating func storedEntryRead(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, at now: Double) -> StoredEntryOutcome {
-        guard let fetch = inFlight else { return .satisfied }
-        // A person just logged in: their code is exchanged whatever the store holds.
-        if fetch.purpose == .grant(.authorizationCode), let codeExchange { return .fetch(codeExchange) }
-        // A device poll goes out as scheduled: only the person's approval gives its token.
-        if fetch.purpose == .grant(.deviceCode), let poll = fetch.request { return .fetch(poll) }
-        if let storedRefreshToken { refreshToken = storedRefreshToken }
-        if let stored, stored.isValid(at: now), stored.value != token?.value, stored.value != refusedToken,
-           stored.expiresAt > (token?.expiresAt ?? -Double.infinity) {
-            tokenCount += 1
-            token = AccessToken(value: stored.value, type: stored.type, issuedAt: stored.issuedAt, expiresAt: stored.expiresAt,
-                                refreshAt: stored.refreshAt, scope: stored.scope, serial: tokenCount)
-            consecutiveFailures = 0
-            retryAt = nil
-        }
-        if !fetch.requested, let token, token.refreshAt > now {
-            inFlight = nil
-            return .satisfied
-        }
-        let purpose = nextPurpose ?? fetch.purpose
-        let request = self.request(for: purpose)
-        guard let request else {
-            inFlight = nil
-            return .satisfied
-        }
-        inFlight?.purpose = purpose
-        return .fetch(request)
     }
 
     // MARK: - Descriptions (never a token)

@@ -26,8 +26,10 @@ struct DPoPProofing {
 }
 
 final class WorkerProofs {
-    /// By identity slot.
-    private var writers: [DPoPProofWriter?] = []
+    /// By identity slot. A dictionary, not an array indexed by slot: slots are never reused, so an
+    /// array would grow with every reload that replaces an identity. Looked up once per token and
+    /// worker (the cached token keeps its proofing), so off the per-request path.
+    private var writers: [Int: DPoPProofWriter] = [:]
     /// The latest `DPoP-Nonce` of each route's upstream, by route position, with the plan it
     /// came from (a plan of other settings at the same position does not use it).
     private var nonces: [(plan: RoutePlan, nonce: [UInt8])?] = []
@@ -37,7 +39,7 @@ final class WorkerProofs {
     /// cannot sign here (it could not be generated, or OpenSSL could not prepare it).
     func proofing(for token: AccessToken, of tokens: IdentityTokens) -> Result<DPoPProofing, TokenUnavailable> {
         let slot = tokens.slot
-        if slot < writers.count, let writer = writers[slot] {
+        if let writer = writers[slot] {
             return .success(DPoPProofing(writer: writer, accessTokenHash: Self.accessTokenHash(token)))
         }
         let writer: DPoPProofWriter
@@ -48,7 +50,6 @@ final class WorkerProofs {
             return .failure(TokenUnavailable(identity: tokens.identity.name, reason: .refused,
                                              detail: "no DPoP proof can be signed for identity \(tokens.identity.name): \(error)"))
         }
-        if slot >= writers.count { writers.append(contentsOf: repeatElement(nil, count: slot + 1 - writers.count)) }
         writers[slot] = writer
         return .success(DPoPProofing(writer: writer, accessTokenHash: Self.accessTokenHash(token)))
     }
@@ -86,9 +87,12 @@ final class WorkerProofs {
         nonces[plan.position] = (plan, Array(nonce))
     }
 
+    /// How many identities this worker keeps a proof writer for.
+    var writerCount: Int { writers.count }
+
     /// A reload: writers of identities no longer in force go, and every nonce (routes moved).
     func keepOnly(slots inForce: Set<Int>) {
-        for slot in writers.indices where !inForce.contains(slot) { writers[slot] = nil }
+        writers = writers.filter { inForce.contains($0.key) }
         nonces.removeAll()
     }
 }

@@ -95,7 +95,11 @@ public final class LoginDesk: Sendable {
         guard let authorization = endpoints?.authorization else {
             throw .endpointsUnknown(identity: identity.name, failure: failure)
         }
-        var random = SecureRandomNumberGenerator()
+        // A generator with storage: an empty one's address means nothing, and ThreadSanitizer's
+        // check of the inout access in generic code (`PendingLogins.start`) reads it anyway and
+        // crashes (swiftlang/swift#61244), which would keep logins out of the sanitized tests. One
+        // 4 KiB draw per login started costs nothing next to the redirect it answers.
+        var random = BufferedSecureRandom()
         let started = pending.withLock { pending in
             Result { () throws(PendingLogins.Full) in
                 try pending.start(identity: identity, redirectUri: redirectUri.description, returnTo: returnTo,
@@ -195,7 +199,9 @@ public final class LoginDesk: Sendable {
         if tokens.update({ $0.requestDeviceLogin(at: monotonicSeconds()) }) { inbox.post(.reconsider(tokens)) }
     }
 
-    /// Forgets the logins in flight for `identity` (logout, or a reload changed it).
+    /// Forgets the logins in flight for `identity`: a logout, or a reload that removed the
+    /// identity or changed what its logins depend on (`PendingLogins.loginCarriesOver`; see
+    /// `TokenService.replace`). Their callbacks are then refused as unknown.
     public func cancel(identity: String) {
         pending.withLock { _ = $0.cancel(identity: identity) }
     }

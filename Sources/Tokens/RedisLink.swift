@@ -59,7 +59,7 @@ final class RedisLink {
     private func connectionUp() {
         connectionsUp += 1
         guard connectionsUp == 2 else { return }
-        let resumed = health.connected()
+        let resumed = health.connected(at: monotonicSeconds())
         if !everReady {
             everReady = true
             logger.info("shared token store connected", metadata: ["redis": .string(endpoint.description)])
@@ -75,7 +75,7 @@ final class RedisLink {
         listener?.close()
         commands = nil
         listener = nil
-        let (begins, retryAfter) = health.lost(random: Double.random(in: 0..<1))
+        let (begins, retryAfter) = health.lost(random: Double.random(in: 0..<1), at: monotonicSeconds())
         if begins {
             logger.warning("shared token store unavailable; each replica fetches its own tokens until it is back",
                            metadata: ["redis": .string(endpoint.description), "error": .string(failure.description)])

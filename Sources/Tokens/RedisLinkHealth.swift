@@ -6,6 +6,8 @@ import OAuth2
 /// An outage begins with the first failure (a connection that could not be made or was lost, a
 /// command that timed out, a command Redis refused) and ends when a connection is up again or,
 /// for refusals, when a command succeeds.
+///
+/// Times are seconds on the caller's monotonic clock (`now`).
 struct RedisLinkHealth: Equatable {
     enum State: Equatable {
         /// Connecting; `first` until the first attempt ends (fetches wait for that one only).
@@ -19,28 +21,39 @@ struct RedisLinkHealth: Equatable {
     /// couple of seconds, while a fleet of replicas retrying a dead one costs it little.
     static let backoff = BackoffPolicy(initialSeconds: 0.1, maximumSeconds: 2, maximumRetryAfterSeconds: 2, jitter: 0.5)
 
+    /// How long a link must have been up for its loss to be reconnected at once: a server that
+    /// closes idle connections does so after seconds at least (Redis `timeout` counts in seconds).
+    static let steadySeconds: Double = 1
+
     private(set) var state = State.connecting(first: true)
     private(set) var inOutage = false
     private var failedAttempts = 0
+    /// When the link last became ready.
+    private var readySince: Double?
 
-    /// Both connections are up. True when this ends an outage (log that sharing resumed).
-    mutating func connected() -> Bool {
+    /// Both connections are up at `now`. True when this ends an outage (log that sharing resumed).
+    /// The backoff is not reset yet: only a link that stays up is trusted again (`lost`).
+    mutating func connected(at now: Double) -> Bool {
         state = .ready
-        failedAttempts = 0
+        readySince = now
         return endOutage()
     }
 
-    /// An attempt failed or the link was lost: when to try again (seconds), and whether this
-    /// begins an outage (log it). `random` in 0..<1 picks the jitter.
+    /// An attempt failed or the link was lost at `now`: when to try again (seconds), and whether
+    /// this begins an outage (log it). `random` in 0..<1 picks the jitter.
     ///
-    /// A link that was up is first reconnected at once, quietly: a server that closes idle
-    /// connections (Redis `timeout`, managed services' idle limits) is no outage. Only when that
-    /// attempt fails too does the outage begin.
-    mutating func lost(random: Double) -> (beginsOutage: Bool, retryAfter: Double) {
+    /// A link that was up for `steadySeconds` at least is first reconnected at once, quietly: a
+    /// server that closes idle connections (Redis `timeout`, managed services' idle limits) is no
+    /// outage. A link lost sooner is a failed attempt like any other, and the backoff goes on
+    /// growing: a server that drops each connection as soon as it is ready gets one attempt every
+    /// couple of seconds, not a reconnection loop as fast as the network goes.
+    mutating func lost(random: Double, at now: Double) -> (beginsOutage: Bool, retryAfter: Double) {
         let wasReady = state == .ready
+        let steady = wasReady && now - (readySince ?? now) >= Self.steadySeconds
         state = .down
-        if wasReady && !inOutage {
-            return (false, 0)
+        if steady {
+            failedAttempts = 0
+            if !inOutage { return (false, 0) }
         }
         failedAttempts += 1
         let begins = !inOutage

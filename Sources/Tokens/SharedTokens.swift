@@ -68,8 +68,6 @@ final class SharedTokens {
     /// (and a replica knows its own removals, SharedTokens+Logins.swift).
     let holder = randomHex()
     private var entries: [Int: SharedEntry] = [:]
-    /// Slots a reload retired (slots are never reused).
-    private var retiredSlots: Set<Int> = []
     /// Pings Redis while a fetch waits for another replica's lease: a Redis that hangs then is
     /// noticed within a second (and the waiters go alone), not at the lease's expiry.
     private var heartbeat: LoopTimer?
@@ -130,11 +128,11 @@ final class SharedTokens {
     // MARK: - What the token loop tells
 
     /// The lifecycle of `tokens` started a fetch that would send `request`; the lease, if
-    /// taken, lasts `leaseMilliseconds` (the token request's own timeout).
-    func fetchDue(_ tokens: IdentityTokens, request: TokenRequest, leaseMilliseconds: Int64) {
+    /// taken, lasts `leaseMilliseconds` (LeaseDuration). `retired`: a reload retired the identity.
+    func fetchDue(_ tokens: IdentityTokens, request: TokenRequest, retired: Bool, leaseMilliseconds: Int64) {
         let entry = entries[tokens.slot] ?? SharedEntry(tokens: tokens, prefix: settings.keyPrefix)
         // A retired identity still fetches for the requests that wait for it; then it goes again.
-        entry.retired = retiredSlots.contains(tokens.slot)
+        entry.retired = retired
         entries[tokens.slot] = entry
         entry.request = request
         entry.leaseMilliseconds = leaseMilliseconds
@@ -143,7 +141,7 @@ final class SharedTokens {
 
     /// The token request of `tokens` ended; `held` is what its lifecycle holds now (its token,
     /// refresh token, and who logged in).
-    func fetchEnded(_ tokens: IdentityTokens, obtained: Bool, refreshTokenDropped: Bool, held: (AccessToken?, Secret?, String?)) {
+    func fetchEnded(_ tokens: IdentityTokens, obtained: Bool, refreshTokenDropped: Bool, held: HeldTokens) {
         guard let entry = entries[tokens.slot] else { return }
         switch entry.fetch.fetchEnded(obtained: obtained, refreshTokenDropped: refreshTokenDropped, linkReady: link.isReady) {
         case .write: write(held, for: entry)
@@ -163,7 +161,6 @@ final class SharedTokens {
     /// A reload retired the slot: forget it once its fetch is over.
     func forget(slot: Int) {
         loginReads.forget(slot: slot)
-        retiredSlots.insert(slot)
         guard let entry = entries[slot] else { return }
         entry.retired = true
         settle(entry)
@@ -231,16 +228,27 @@ final class SharedTokens {
         if !sent { run(entry.fetch.operationFailed(), for: entry) }
     }
 
+    /// Counted with the writes and releases: stopping waits for its answer, so that a lease it
+    /// grants then is given back rather than left to expire while other replicas wait for it.
     private func acquire(_ entry: SharedEntry) {
         let command = SharedEntryCommands.acquire(entry.keys, holder: holder, leaseMilliseconds: entry.leaseMilliseconds)
+        pendingCommands += 1
         let sent = link.send(command) { [unowned self] result in
-            guard !stopping else { return }
-            guard let lease = answer(result, LeaseAnswer.init) else { return run(entry.fetch.operationFailed(), for: entry) }
+            pendingCommands -= 1
+            let lease = answer(result, LeaseAnswer.init)
+            if stopping {
+                if lease?.took == true { release(entry) }
+                return stopIfDone()
+            }
+            guard let lease else { return run(entry.fetch.operationFailed(), for: entry) }
             let satisfied = offer(lease.read, to: entry)
             run(entry.fetch.acquireDone(took: lease.took, remainingMilliseconds: lease.remainingMilliseconds,
                                         satisfied: satisfied, now: monotonicSeconds()), for: entry)
         }
-        if !sent { run(entry.fetch.operationFailed(), for: entry) }
+        if !sent {
+            pendingCommands -= 1
+            run(entry.fetch.operationFailed(), for: entry)
+        }
     }
 
     /// Gives the lifecycle what the entry holds; true when no token request is needed now.
@@ -295,8 +303,8 @@ final class SharedTokens {
     }
 
     /// Stores what the holder obtained, if the entry is still the one it read.
-    private func write(_ held: (AccessToken?, Secret?, String?), for entry: SharedEntry) {
-        let stored = StoredTokenClock.stored(held.0, refreshToken: held.1, subject: held.2)
+    private func write(_ held: HeldTokens, for entry: SharedEntry) {
+        let stored = StoredTokenClock.stored(held)
         let bytes: [UInt8]
         do {
             bytes = try StoreEntry.encode(stored, identity: entry.tokens.identity.name, fingerprint: entry.fingerprint, key: settings.key)

@@ -7,15 +7,15 @@ import OAuth2
 import TokenStore
 
 enum StoredTokenClock {
-    /// What to keep of a lifecycle's token and refresh token (and who logged in, for an
-    /// interactive identity), times turned to wall-clock time.
-    static func stored(_ token: AccessToken?, refreshToken: Secret?, subject: String? = nil) -> StoredToken {
+    /// What to keep of what a lifecycle holds (its token, refresh token, and who logged in for
+    /// an interactive identity), times turned to wall-clock time.
+    static func stored(_ held: HeldTokens) -> StoredToken {
         let offset = Date().timeIntervalSince1970 - monotonicSeconds()
-        let access = token.map {
+        let access = held.token.map {
             StoredToken.Access(value: Secret($0.value), type: $0.type, issuedAt: $0.issuedAt + offset,
                                expiresAt: $0.expiresAt + offset, scope: $0.scope)
         }
-        return StoredToken(access: access, refreshToken: refreshToken, subject: subject)
+        return StoredToken(access: access, refreshToken: held.refreshToken, subject: held.subject)
     }
 
     /// A stored access token in the lifecycle's clock, with the refresh time the lifecycle would

@@ -8,10 +8,14 @@ extension TokenFetcher {
     /// Checks the ID token of a login's code exchange (OpenID Connect: signature against the
     /// IdP's JWKS, `iss`, `aud`/`azp`, `exp`/`iat`, the login's `nonce`) and names who logged in.
     /// The JWKS is fetched on first use and once more when the token names a key it lacks (the
-    /// IdP rotated its keys). `completion` gets the response, or why it is refused.
+    /// IdP rotated its keys). `completion` gets the response, or why it is refused; always, also
+    /// once stopping (no JWKS is fetched then, and one under way is cancelled), so the fetch ends
+    /// and gives back its store lock and shared lease.
     func checkIDToken(of response: TokenResponse, for tokens: IdentityTokens,
                       completion: @escaping (Result<TokenResponse, TokenEndpointError>) -> Void) {
         let identity = tokens.identity
+        // The nonce of the login whose code this exchange sent (another login's code may be
+        // waiting for its turn meanwhile, with its own).
         let (endpoints, nonce) = tokens.update { ($0.endpoints, $0.expectedNonce) }
         let check: IDTokenCheck, idToken: Secret, jwks: HTTPURL
         switch IDTokenCheck.plan(for: identity, endpoints: endpoints, nonce: nonce, idToken: response.idToken) {
@@ -39,8 +43,10 @@ extension TokenFetcher {
         if let keys = keySets[tokens.slot], case let outcome = validate(keys), outcome != .failure(.keyNotFound) {
             return accept(outcome)
         }
+        guard !stopping else {
+            return completion(.failure(.idToken(reason: "the relay stopped before the IdP's JWKS was read")))
+        }
         fetch("GET", jwks, headers: [HTTPField(name: "Accept", value: "application/json")], for: tokens) { [self] result in
-            guard !stopping else { return }
             switch result {
             case .success(let reply) where (200..<300).contains(reply.status):
                 do throws(JOSEError) {

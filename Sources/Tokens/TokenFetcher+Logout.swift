@@ -84,6 +84,13 @@ extension TokenFetcher {
         revoke(refreshToken, of: tokens, at: endpoints, completion: completion)
     }
 
+    /// A refresh token that a fetch a logout abandoned brought anyway (the IdP rotated the one the
+    /// logout revoked): revoked as well, best effort, so the logout leaves no login alive at the IdP.
+    func revokeAfterLogout(_ refreshToken: Secret, of tokens: IdentityTokens) {
+        let endpoints = tokens.update { $0.endpoints }
+        revoke(refreshToken, of: tokens, at: endpoints, completion: nil)
+    }
+
     /// Discovery of `tokens` ended (found the endpoints or not): the logouts waiting for it revoke now.
     func revokeAfterDiscovery(_ tokens: IdentityTokens) {
         guard let waiting = revocationsAwaitingDiscovery.removeValue(forKey: tokens.slot) else { return }
@@ -114,7 +121,12 @@ extension TokenFetcher {
         }
         let unsigned = TokenRequest.revocation(for: tokens.identity, token: refreshToken, hint: .refreshToken, at: revocation,
                                                tokenEndpoint: endpoints.token)
-        sendToIdP(unsigned, for: tokens) { [logger] result, request in
+        sendToIdP(unsigned, for: tokens) { [self] result, request in
+            if stopping {
+                // Cancelled (or answered as the loop stops): nobody learns more than this.
+                completion?(.revocationFailed("the relay stopped before the IdP answered the revocation"))
+                return
+            }
             switch result {
             case .success(let reply):
                 do throws(TokenEndpointError) {

@@ -9,8 +9,7 @@ extension TokenFetcher: SharedTokensDriver {
     func sharedEntryRead(_ token: AccessToken?, refreshToken: Secret?, for tokens: IdentityTokens) -> TokenLifecycle.StoredEntryOutcome {
         let (outcome, adopted) = adoptStoredEntry(token, refreshToken: refreshToken, for: tokens, from: "shared store")
         if let persistence, adopted != nil {
-            let held = tokens.update { ($0.token, $0.heldRefreshToken) }
-            persistence.write(held.0, refreshToken: held.1, for: tokens)
+            persistence.write(tokens.update { HeldTokens($0) }, for: tokens)
         }
         return outcome
     }

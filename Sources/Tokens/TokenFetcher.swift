@@ -30,9 +30,9 @@ final class TokenFetcher {
     var keySets: [Int: JWKSet] = [:]
     /// Refresh timers, by slot, of the identities in force.
     private var timers: [Int: LoopTimer] = [:]
-    /// Token requests under way, by slot, so stopping can abandon them.
-    private var inFlight: [Int: HTTPClientCall] = [:]
-    private var lifetimeWarnings = LifetimeWarningMemory()
+    /// Every request to an IdP under way, so stopping can cancel them.
+    private let calls = IdPCalls()
+    var lifetimeWarnings = LifetimeWarningMemory()
     /// Logouts whose revocation waits for the identity's discovery (TokenFetcher+Logout.swift).
     var revocationsAwaitingDiscovery: [Int: [PendingRevocation]] = [:]
     private(set) var stopping = false
@@ -53,7 +53,12 @@ final class TokenFetcher {
         wakeup = LoopWakeup(loop: loop) { [unowned self] in
             for message in inbox.takeAll() where !stopping { handle(message) }
             // A retired identity goes once nothing waits for it and its last request ended.
-            retired.removeAll { !$0.hasWaiters && inFlight[$0.slot] == nil }
+            retired.removeAll { tokens in
+                guard !tokens.hasWaiters, !calls.hasRequest(slot: tokens.slot), !tokens.update({ $0.isFetching }) else { return false }
+                tls[tokens.slot] = nil
+                keySets[tokens.slot] = nil
+                return true
+            }
         }
         inbox = TokenInbox(wakeup: wakeup)
         shared = sharedStore.map { SharedTokens(settings: $0, loop: loop, logger: logger, observer: observer, driver: self) }
@@ -100,7 +105,7 @@ final class TokenFetcher {
         for tokens in identities { runNextAction(tokens) }
     }
 
-    private func isInForce(_ tokens: IdentityTokens) -> Bool { timers[tokens.slot] != nil }
+    func isInForce(_ tokens: IdentityTokens) -> Bool { timers[tokens.slot] != nil }
 
     /// Asks the identity's lifecycle what to do now, and does it.
     func runNextAction(_ tokens: IdentityTokens) {
@@ -111,10 +116,10 @@ final class TokenFetcher {
         switch tokens.update({ $0.nextAction(at: now) }) {
         case .fetch(let request):
             timers[tokens.slot]?.stop()
-            guard let shared else { return fetchLocally(request, for: tokens) }
-            // The lease lasts as long as the holder's token request may.
-            shared.fetchDue(tokens, request: request,
-                            leaseMilliseconds: Int64(limits.connectTimeoutMilliseconds + limits.responseTimeoutMilliseconds))
+            // Tokens bound to a DPoP key this process generated are of no use to another replica.
+            guard let shared, TokenPersistence.isStored(tokens) else { return fetchLocally(request, for: tokens) }
+            shared.fetchDue(tokens, request: request, retired: !isInForce(tokens),
+                            leaseMilliseconds: LeaseDuration.milliseconds(of: tokens.identity, limits: limits))
         case .sleep(let due):
             timers[tokens.slot]?.start(afterMilliseconds: UInt64(max(0, (due - now) * 1000).rounded(.up)))
         case .idle:
@@ -134,7 +139,9 @@ final class TokenFetcher {
     /// another replica), then the file store's; the shared one again whenever another replica
     /// writes it.
     private func readStoredLogin(_ tokens: IdentityTokens) {
-        guard let shared else { return takeStoredLogin(persistence?.read(tokens), for: tokens, from: "store") }
+        guard let shared, TokenPersistence.isStored(tokens) else {
+            return takeStoredLogin(persistence?.read(tokens), for: tokens, from: "store")
+        }
         shared.loginReads.watch(tokens) { [unowned self] stored in
             guard !stopping, isInForce(tokens) else { return }
             if let stored, !stored.isEmpty {
@@ -220,8 +227,7 @@ final class TokenFetcher {
     private func send(_ unsigned: TokenRequest, for tokens: IdentityTokens, retryingForNonce: Bool) {
         let started = monotonicSeconds()
         logger.debug("token request", metadata: ["identity": .string(tokens.identity.name), "purpose": .string("\(unsigned.purpose)")])
-        inFlight[tokens.slot] = sendToIdP(unsigned, for: tokens) { [self] result, request in
-            inFlight[tokens.slot] = nil
+        sendToIdP(unsigned, for: tokens, kind: .tokenRequest) { [self] result, request in
             // Stopping, only a request holding its store lock or lease was let finish (see `stop`).
             guard !stopping || finishesWhileStopping(slot: tokens.slot) else { return }
             let outcome: Result<TokenResponse, TokenEndpointError>
@@ -240,14 +246,23 @@ final class TokenFetcher {
             case .failure(let error):
                 outcome = .failure(error)
             }
-            if stopping {
-                keepWhileStopping(outcome, for: tokens)
-            } else if case .success(let response) = outcome, request.purpose == .grant(.authorizationCode) {
+            if case .success(let response) = outcome, request.purpose == .grant(.authorizationCode) {
                 // A login's tokens are taken only once its ID token has passed its checks.
-                checkIDToken(of: response, for: tokens) { [self] checked in handle(.fetchEnded(tokens, checked)) }
+                checkIDToken(of: response, for: tokens) { [self] checked in fetchEnded(checked, for: tokens) }
             } else {
-                handle(.fetchEnded(tokens, outcome))
+                fetchEnded(outcome, for: tokens)
             }
+        }
+    }
+
+    /// A fetch's token request (and, for a login, its ID token check) ended: recorded, or once
+    /// stopping, kept for the next process, so its store lock and shared lease are released
+    /// either way.
+    private func fetchEnded(_ outcome: Result<TokenResponse, TokenEndpointError>, for tokens: IdentityTokens) {
+        if stopping {
+            keepWhileStopping(outcome, for: tokens)
+        } else {
+            handle(.fetchEnded(tokens, outcome))
         }
     }
 
@@ -255,60 +270,64 @@ final class TokenFetcher {
     /// revocation): its client assertion (and, to the token endpoint, its DPoP proof) is signed
     /// here, on the token thread and outside the lifecycle's lock, fresh for every request (their
     /// jti is single-use), and the endpoint's TLS configuration is the identity's. The completion
-    /// gets the answer (or the transport's failure) and the request as sent; nil when it could
-    /// not be sent (the completion has then been called).
-    @discardableResult
-    func sendToIdP(_ unsigned: TokenRequest, for tokens: IdentityTokens,
-                   completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>, TokenRequest) -> Void) -> HTTPClientCall? {
+    /// gets the answer (or the transport's failure) and the request as sent, also when it could
+    /// not be sent or stopping cancelled it.
+    func sendToIdP(_ unsigned: TokenRequest, for tokens: IdentityTokens, kind: IdPCalls.Kind = .other,
+                   completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>, TokenRequest) -> Void) {
         let request: TokenRequest
         do throws(TokenEndpointError) {
             request = try signed(unsigned, for: tokens)
         } catch {
-            completion(.failure(error), unsigned)
-            return nil
+            return completion(.failure(error), unsigned)
         }
-        return fetch(request.method, request.url, headers: request.headers, body: request.body, for: tokens) { completion($0, request) }
+        fetch(request.method, request.url, headers: request.headers, body: request.body, for: tokens, kind: kind) { completion($0, request) }
     }
 
     /// One HTTP request to the identity's IdP (a token request, or a GET of its metadata or
     /// JWKS), with the identity's TLS configuration; transport failures as token endpoint errors.
-    @discardableResult
+    /// Tracked until it ends, so stopping can cancel it (`kind`: see `IdPCalls.Kind`).
     func fetch(_ method: String, _ url: HTTPURL, headers: [HTTPField] = [], body: [UInt8] = [], for tokens: IdentityTokens,
-               completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>) -> Void) -> HTTPClientCall? {
+               kind: IdPCalls.Kind = .other, completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>) -> Void) {
         let tls = url.scheme == .https ? self.tls[tokens.slot] : nil
         if url.scheme == .https && tls == nil {
-            completion(.failure(.unreachable(reason: "no TLS configuration for the https endpoint \(redactedURL(url))")))
-            return nil
+            return completion(.failure(.unreachable(reason: "no TLS configuration for the https endpoint \(redactedURL(url))")))
         }
         let request = HTTPClientRequest(method: method, host: url.host, port: url.port, target: url.requestTarget,
                                         headers: headers, body: body, tls: tls)
         let started = monotonicSeconds()
-        return sendHTTPRequest(request, on: loop, limits: limits) { result in
-            switch result {
-            case .success(let response):
-                completion(.success(TokenEndpointReply(status: response.status, headers: response.headers, body: response.body)))
-            case .failure(.responseTimeout), .failure(.connectTimeout):
-                completion(.failure(.timedOut(seconds: monotonicSeconds() - started)))
-            case .failure(let error):
-                completion(.failure(.unreachable(reason: error.description)))
+        calls.track(slot: tokens.slot, kind: kind) { id in
+            sendHTTPRequest(request, on: loop, limits: limits) { [calls] result in
+                calls.ended(id)
+                switch result {
+                case .success(let response):
+                    completion(.success(TokenEndpointReply(status: response.status, headers: response.headers, body: response.body)))
+                case .failure(.responseTimeout), .failure(.connectTimeout):
+                    completion(.failure(.timedOut(seconds: monotonicSeconds() - started)))
+                case .failure(let error):
+                    completion(.failure(.unreachable(reason: error.description)))
+                }
             }
         }
     }
 
     /// A request let finish while stopping: its token, and above all the refresh token a rotating
     /// IdP may have just replaced (revoking the one sent), go to the store for the next process.
+    /// A failure (a cancelled ID token check among them) keeps nothing, but the lock and the
+    /// lease go all the same: the loop cannot end while the shared lease is held.
     private func keepWhileStopping(_ outcome: Result<TokenResponse, TokenEndpointError>, for tokens: IdentityTokens) {
-        var kept: (AccessToken?, Secret?, String?) = (nil, nil, nil)
+        var kept: HeldTokens?
         if case .success(let response) = outcome {
             let now = monotonicSeconds()
-            kept = tokens.update { lifecycle -> (AccessToken?, Secret?, String?) in
+            kept = tokens.update { lifecycle -> HeldTokens? in
+                // A logout came meanwhile: nothing of this answer is kept.
+                let abandoned = lifecycle.isFetchAbandoned
                 lifecycle.fetchSucceeded(response, at: now)
-                return (lifecycle.token, lifecycle.heldRefreshToken, lifecycle.loggedInAs)
+                return abandoned ? nil : HeldTokens(lifecycle)
             }
-            persistence?.write(kept.0, refreshToken: kept.1, subject: kept.2, for: tokens)
+            if let kept { persistence?.write(kept, for: tokens) }
         }
         persistence?.unlock(tokens)
-        shared?.fetchEnded(tokens, obtained: kept.0 != nil, refreshTokenDropped: false, held: kept)
+        shared?.fetchEnded(tokens, obtained: kept != nil, refreshTokenDropped: false, held: kept ?? HeldTokens())
     }
 
     /// A token request under way when stopping that is let finish: one holding the file store's
@@ -317,86 +336,13 @@ final class TokenFetcher {
         persistence?.holdsLock(slot: slot) == true || shared?.holdsLease(slot: slot) == true
     }
 
-    /// A token request ended: record its outcome and wake the requests waiting for it.
-    private func record(_ outcome: Result<TokenResponse, TokenEndpointError>, for tokens: IdentityTokens) {
-        let now = monotonicSeconds()
-        let name = tokens.identity.name
-        if let persistence, case .success(let response) = outcome {
-            // Kept before any request gets it: what the lifecycle will hold once it has the answer.
-            let kept = tokens.update { lifecycle -> (AccessToken?, Secret?, String?) in
-                var after = lifecycle
-                after.fetchSucceeded(response, at: now)
-                return (after.token, after.heldRefreshToken, after.loggedInAs)
-            }
-            persistence.write(kept.0, refreshToken: kept.1, subject: kept.2, for: tokens)
-        }
-        let purpose = tokens.update { $0.fetchPurpose }
-        // The result and the wake-up of the requests waiting for it, in one step.
-        var refreshTokenDropped = false
-        var loginFailure: String?
-        var held: (AccessToken?, Secret?, String?) = (nil, nil, nil)
-        tokens.publish { lifecycle in
-            let refreshTokenBefore = lifecycle.heldRefreshToken
-            switch outcome {
-            case .success(let response): lifecycle.fetchSucceeded(response, at: now)
-            case .failure(let error): lifecycle.fetchFailed(error, at: now)
-            }
-            refreshTokenDropped = refreshTokenBefore != nil && lifecycle.heldRefreshToken == nil
-            held = (lifecycle.token, lifecycle.heldRefreshToken, lifecycle.loggedInAs)
-            loginFailure = lifecycle.lastLoginFailure
-            return true
-        }
-        countLogin(purpose, outcome, failure: loginFailure, of: name)
-        if let persistence {
-            // A refresh token the IdP refused is dropped from the store too, so no process sends it again.
-            if refreshTokenDropped { persistence.write(held.0, refreshToken: held.1, for: tokens) }
-            persistence.unlock(tokens)
-        }
-        var obtained = false
-        if case .success = outcome { obtained = true }
-        shared?.fetchEnded(tokens, obtained: obtained, refreshTokenDropped: refreshTokenDropped, held: held)
-        switch outcome {
-        case .success(let response):
-            warnAboutLifetime(response.lifetimeWarnings, of: tokens)
-            logger.info("token obtained", metadata: ["identity": .string(name),
-                                                     "expires_in": .stringConvertible(Int(response.expiresIn)),
-                                                     "expiry_from": .string(response.expirySource.rawValue)])
-            observer?.tokenRequestEnded(identity: name, outcome: .success)
-            if isInForce(tokens) {
-                observer?.tokenExpiryChanged(identity: name, unixTime: Date().timeIntervalSince1970 + response.expiresIn)
-            }
-        case .failure(let error) where DeviceFlow.isWaitingForThePerson(error):
-            // A device poll before the person acted: the normal answer, not a failure.
-            logger.debug("device login pending", metadata: ["identity": .string(name), "answer": .string(error.code)])
-        case .failure(let error):
-            logger.warning("token request failed", metadata: ["identity": .string(name),
-                                                              "error": .string("\(error)")])
-            observer?.tokenRequestEnded(identity: name, outcome: TokenRequestOutcome(error))
-        }
-        runNextAction(tokens)
-    }
-
-    /// One warning line naming the identity and the fields whose lifetime was adjusted (never a
-    /// value: a hostile answer may put anything there).
-    private func warnAboutLifetime(_ warnings: [LifetimeWarning], of tokens: IdentityTokens) {
-        let news = lifetimeWarnings.toLog(warnings, slot: tokens.slot)
-        guard !news.isEmpty else { return }
-        var fields: [String] = []
-        for field in news.map(\.field) where !fields.contains(field) { fields.append(field) }
-        logger.warning("token lifetime adjusted", metadata: [
-            "identity": .string(tokens.identity.name),
-            "field": .string(fields.joined(separator: ", ")),
-            "detail": .string(news.map(\.description).joined(separator: "; ")),
-        ])
-    }
-
     private func stop() {
         stopping = true
-        // A request holding its store lock may already have made the IdP rotate the refresh
-        // token: abandoning it would lose the new one for every process on the store. It is let
-        // finish (bounded by the token request timeouts) and the loop ends after it.
-        for (slot, call) in inFlight where !finishesWhileStopping(slot: slot) { call.cancel() }
-        inFlight = inFlight.filter { finishesWhileStopping(slot: $0.key) }
+        // A token request holding its store lock may already have made the IdP rotate the
+        // refresh token: abandoning it would lose the new one for every process on the store. It
+        // is let finish (bounded by the token request timeouts) and the loop ends after it.
+        // Every other request to an IdP is cancelled; its completion releases what it held.
+        calls.cancel(exceptTokenRequestsOf: finishesWhileStopping)
         persistence?.stop()
         shared?.stop()
         abandonRevocationsAwaitingDiscovery()

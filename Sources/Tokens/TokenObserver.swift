@@ -17,8 +17,9 @@ public enum TokenRequestOutcome: String, Sendable {
 }
 
 /// Told about token requests and expiry changes (the metrics). Called on the token thread,
-/// except `tokenExpiryChanged`, `upstreamRefusedToken` and `dpopNonceRetried`, which may come
-/// from any thread.
+/// except `tokenExpiryChanged`, `upstreamRefusedToken`, `dpopNonceRetried` and `loginEnded`,
+/// which may come from any thread (a worker counts the browser logins it starts and the
+/// callbacks it refuses).
 public protocol TokenObserver: Sendable {
     func tokenRequestEnded(identity: String, outcome: TokenRequestOutcome)
     /// The identity's token now expires at `unixTime`, or it has none (nil).

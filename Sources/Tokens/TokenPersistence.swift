@@ -129,13 +129,11 @@ final class TokenPersistence {
 
     /// Writes what `tokens` holds (times turned to wall-clock time); removes the entry when it
     /// holds nothing. A failure is logged: the token is still used, only not kept.
-    /// `subject`: who logged in, for an interactive identity.
-    func write(_ token: AccessToken?, refreshToken: Secret?, subject: String? = nil, for tokens: IdentityTokens) {
+    func write(_ held: HeldTokens, for tokens: IdentityTokens) {
         guard Self.isStored(tokens) else { return }
         let name = tokens.identity.name
         do {
-            try store.write(StoredTokenClock.stored(token, refreshToken: refreshToken, subject: subject), identity: name,
-                            fingerprint: fingerprint(tokens))
+            try store.write(StoredTokenClock.stored(held), identity: name, fingerprint: fingerprint(tokens))
             count(tokens, "write", "ok")
         } catch {
             count(tokens, "write", "failed")

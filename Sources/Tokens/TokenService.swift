@@ -113,6 +113,12 @@ public final class TokenService: Sendable {
         let removed = old.identities.map(\.identity.name).filter { identities[$0] == nil }
         // A changed identity's old token is no longer injected: its expiry reads 0 until the new one.
         let replaced = started.filter { old[$0] != nil }
+        // Logins in flight for an identity removed, or changed in what they depend on, end before
+        // the new set is published: no callback completes one against the new settings.
+        for name in removed { logins.cancel(identity: name) }
+        for name in replaced where !PendingLogins.loginCarriesOver(from: old[name]!.identity, to: identities[name]!) {
+            logins.cancel(identity: name)
+        }
         let set = TokenSet(fresh)
         var tlsBySlot: [Int: TLSConfiguration] = [:]
         for tokens in fresh { tlsBySlot[tokens.slot] = tls[tokens.identity.name] }

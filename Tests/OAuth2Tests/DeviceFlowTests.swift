@@ -85,20 +85,51 @@ final class DeviceFlowTests: XCTestCase {
         XCTAssertEqual(DeviceFlowEnd.denied(nil).code, "access_denied")
     }
 
-    func testUnreachableOr5xxPollsAgainAtTheSameInterval() {
+    func testUnreachableOr5xxPollsAgainAfterTwiceTheInterval() {
         var flow = makeFlow()
         poll(&flow, at: 105)
         let down = TokenEndpointError.unreachable(reason: "connection refused")
         XCTAssertEqual(flow.pollFailed(down, at: 105), .retrying(down))
-        XCTAssertEqual(flow.nextPollAt, 110)
+        XCTAssertEqual(flow.nextPollAt, 115)
         XCTAssertEqual(flow.lastError, down)
-        poll(&flow, at: 110)
+        poll(&flow, at: 115)
         let busy = TokenEndpointError.unexpectedStatus(status: 503, contentType: nil, excerpt: nil, retryAfter: 30)
-        XCTAssertEqual(flow.pollFailed(busy, at: 110), .retrying(busy))
-        XCTAssertEqual(flow.nextPollAt, 140, "a longer Retry-After is honoured")
-        poll(&flow, at: 140)
-        XCTAssertEqual(flow.pollFailed(Self.oauth(.serverError, status: 500), at: 140), .retrying(Self.oauth(.serverError, status: 500)))
-        XCTAssertEqual(flow.interval, 5)
+        XCTAssertEqual(flow.pollFailed(busy, at: 115), .retrying(busy))
+        XCTAssertEqual(flow.nextPollAt, 145, "a longer Retry-After is honoured")
+        poll(&flow, at: 145)
+        XCTAssertEqual(flow.pollFailed(Self.oauth(.serverError, status: 500), at: 145), .retrying(Self.oauth(.serverError, status: 500)))
+        XCTAssertEqual(flow.interval, 5, "the person's interval is unchanged")
+    }
+
+    /// RFC 8628 §3.5: on connection timeouts (and the other answers that say the endpoint cannot
+    /// answer now) the polls back off exponentially, bounded; the IdP's next real answer ends it.
+    func testTimeoutsInARowDoubleTheWaitUpToAMinuteAndAnAnswerEndsTheBackoff() {
+        var flow = makeFlow(expiresIn: 1800)
+        var now = 105.0
+        var waits: [Double] = []
+        for _ in 0..<6 {
+            poll(&flow, at: now)
+            XCTAssertEqual(flow.pollFailed(.timedOut(seconds: 30), at: now), .retrying(.timedOut(seconds: 30)))
+            let next = flow.nextPollAt ?? now
+            waits.append(next - now)
+            now = next
+        }
+        XCTAssertEqual(waits, [10, 20, 40, 60, 60, 60])
+        poll(&flow, at: now)
+        XCTAssertEqual(flow.pollFailed(Self.oauth(.authorizationPending), at: now), .pending)
+        XCTAssertEqual(flow.nextPollAt, now + 5, "the endpoint answers again: back to the interval")
+        poll(&flow, at: now + 5)
+        XCTAssertEqual(flow.pollFailed(.timedOut(seconds: 30), at: now + 5), .retrying(.timedOut(seconds: 30)))
+        XCTAssertEqual(flow.nextPollAt, now + 15, "a new run of failures starts from twice the interval")
+    }
+
+    func testTheBackoffNeverPollsSoonerThanASlowedDownInterval() {
+        var flow = makeFlow(expiresIn: 1800, interval: 60)
+        poll(&flow, at: 160)
+        XCTAssertEqual(flow.pollFailed(Self.oauth(.slowDown), at: 160), .slowedDown(interval: 65))
+        poll(&flow, at: 225)
+        _ = flow.pollFailed(.unreachable(reason: "connection refused"), at: 225)
+        XCTAssertEqual(flow.nextPollAt, 290, "the 60 s bound is below the interval: the interval stays")
     }
 
     func testOtherRefusalsEndTheFlow() {

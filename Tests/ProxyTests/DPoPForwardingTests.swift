@@ -137,6 +137,22 @@ final class DPoPForwardingTests: XCTestCase {
                                   "Authorization: Bearer tok"), "the client's DPoP never goes upstream on this route")
     }
 
+    /// Slots are never reused, so a worker's writers must not be a table as long as the highest
+    /// slot ever seen: reloads would grow it for ever.
+    func testAWorkerKeepsWritersOnlyForTheIdentitiesInForce() throws {
+        var identity = Identity(name: "svc", tokenUrl: HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/token"))
+        identity.dpop = .generatedKey(.es256)
+        let proofs = WorkerProofs()
+        let access = AccessToken(value: "tok", type: "DPoP", issuedAt: 0, expiresAt: 100, refreshAt: 50)
+        let reloaded = (0..<3).map { IdentityTokens(identity: identity, slot: 100_000 * ($0 + 1)) }
+        for tokens in reloaded { _ = try proofs.proofing(for: access, of: tokens).get() }
+        XCTAssertEqual(proofs.writerCount, 3)
+        proofs.keepOnly(slots: [reloaded[2].slot])
+        XCTAssertEqual(proofs.writerCount, 1, "a reload keeps the writer of the identity in force only")
+        XCTAssertNoThrow(try proofs.proofing(for: access, of: reloaded[2]).get())
+        XCTAssertEqual(proofs.writerCount, 1)
+    }
+
     func testAnIdentityWithoutAKeyCannotProofADPoPToken() {
         let plan = ExchangeDriver.plan(identity: "svc")
         let identity = Identity(name: "svc", tokenUrl: HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/token"))

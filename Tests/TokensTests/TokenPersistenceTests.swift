@@ -46,7 +46,7 @@ final class TokenPersistenceTests: XCTestCase {
         let now = monotonicSeconds()
         let persistence = try persistence()
         _ = persistence.read(identity())
-        persistence.write(AccessToken(value: "at", issuedAt: now, expiresAt: now + 60, refreshAt: now + 50), refreshToken: nil, for: identity())
+        persistence.write(HeldTokens(token: AccessToken(value: "at", issuedAt: now, expiresAt: now + 60, refreshAt: now + 50)), for: identity())
         _ = persistence.read(identity())
         _ = persistence.read(identity(scope: "b"))
         persistence.remove(identity())
@@ -57,7 +57,7 @@ final class TokenPersistenceTests: XCTestCase {
     func testATokenReadsBackWithTheSameTimesInTheLifecyclesClock() throws {
         let now = monotonicSeconds()
         let token = AccessToken(value: "at", issuedAt: now - 10, expiresAt: now + 90, refreshAt: now + 80, scope: "a")
-        try persistence().write(token, refreshToken: Secret("rt"), for: identity())
+        try persistence().write(HeldTokens(token: token, refreshToken: Secret("rt")), for: identity())
         let read = try persistence().read(identity())
         let stored = try XCTUnwrap(read.token)
         XCTAssertEqual(stored.value, "at")
@@ -77,8 +77,8 @@ final class TokenPersistenceTests: XCTestCase {
         let tokens = IdentityTokens(identity: settings, slot: 5)
         let persistence = try persistence()
         let now = monotonicSeconds()
-        persistence.write(AccessToken(value: "at", type: "DPoP", issuedAt: now, expiresAt: now + 60, refreshAt: now + 50),
-                          refreshToken: Secret("rt"), for: tokens)
+        persistence.write(HeldTokens(token: AccessToken(value: "at", type: "DPoP", issuedAt: now, expiresAt: now + 60, refreshAt: now + 50),
+                                     refreshToken: Secret("rt")), for: tokens)
         XCTAssertNil(persistence.read(tokens).token)
         var locked = false
         persistence.withLock(tokens, until: now + 1, locked: { locked = true }, timedOut: {})
@@ -90,8 +90,8 @@ final class TokenPersistenceTests: XCTestCase {
 
     func testAnEntryForOtherSettingsReadsAsNothing() throws {
         let now = monotonicSeconds()
-        try persistence().write(AccessToken(value: "at", issuedAt: now, expiresAt: now + 60, refreshAt: now + 50),
-                                refreshToken: Secret("rt"), for: identity(scope: "a"))
+        try persistence().write(HeldTokens(token: AccessToken(value: "at", issuedAt: now, expiresAt: now + 60, refreshAt: now + 50),
+                                           refreshToken: Secret("rt")), for: identity(scope: "a"))
         let read = try persistence().read(identity(scope: "b"))
         XCTAssertNil(read.token)
         XCTAssertNil(read.refreshToken)

@@ -1,0 +1,54 @@
+// A token store in the token lifecycle: what a store entry (a file, or the entry replicas share
+// through Redis), read under its lock once a fetch has started, leaves to do.
+
+extension TokenLifecycle {
+    /// The refresh token held (to be persisted with the token by a token store).
+    public var heldRefreshToken: Secret? { refreshToken }
+
+    /// What a token store's entry, read under its lock once a fetch has started, leaves to do.
+    public enum StoredEntryOutcome: Sendable {
+        /// The fetch is still needed: send this request (it may now use a stored refresh token).
+        case fetch(TokenRequest)
+        /// The stored token is good enough: the fetch ended without a request.
+        case satisfied
+    }
+
+    /// A fetch has started (`nextAction` said `.fetch`) and the identity's store entry was read
+    /// under its lock: `stored` and `storedRefreshToken` are what another process (or this one,
+    /// before a restart) wrote last, times already in this lifecycle's clock.
+    ///
+    /// A stored refresh token replaces the one held: every process writes the latest it got
+    /// under the lock, so it is the newest (a rotating IdP has revoked older ones). A stored
+    /// access token is taken when it is valid and newer than the one held (and is not one an
+    /// upstream refused). The fetch is then still needed unless the token held is not yet due
+    /// for a refresh and no operator asked for one.
+    public mutating func storedEntryRead(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, at now: Double) -> StoredEntryOutcome {
+        guard let fetch = inFlight else { return .satisfied }
+        // A logout came while the entry's lock was awaited: nothing is sent, nothing taken.
+        if fetch.abandoned {
+            inFlight = nil
+            return .satisfied
+        }
+        // A person just logged in (their code is exchanged whatever the store holds), or a device
+        // poll goes out as scheduled (only the person's approval gives its token).
+        if let request = fetch.request { return .fetch(request) }
+        if let storedRefreshToken { refreshToken = storedRefreshToken }
+        if let stored, stored.isValid(at: now), stored.value != token?.value, stored.value != refusedToken,
+           stored.expiresAt > (token?.expiresAt ?? -Double.infinity) {
+            tokenCount += 1
+            token = AccessToken(value: stored.value, type: stored.type, issuedAt: stored.issuedAt, expiresAt: stored.expiresAt,
+                                refreshAt: stored.refreshAt, scope: stored.scope, serial: tokenCount)
+            consecutiveFailures = 0
+            retryAt = nil
+        }
+        if !fetch.requested, let token, token.refreshAt > now {
+            inFlight = nil
+            return .satisfied
+        }
+        guard let request = prepareFetch(nextPurpose ?? fetch.purpose) else {
+            inFlight = nil
+            return .satisfied
+        }
+        return .fetch(request)
+    }
+}
