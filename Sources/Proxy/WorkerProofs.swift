@@ -7,11 +7,6 @@
 // of each route's upstream nonce: no lock between workers. A nonce a worker has not seen yet costs
 // that worker one `use_dpop_nonce` answer, replayed at once (Exchange+Response.swift).
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import JOSE
 import OAuth2
 import TLS
@@ -67,7 +62,7 @@ final class WorkerProofs {
             do throws(JOSEError) {
                 return .success(try proofing.writer.withProof(method: method, origin: origin, target: target,
                                                               accessTokenHash: proofing.accessTokenHash, nonce: nonce,
-                                                              now: Int64(time(nil)), random: &random, body))
+                                                              now: IssuedAt.now(), random: &random, body))
             } catch {
                 return .failure(error)
             }

@@ -3,7 +3,6 @@
 // `use_dpop_nonce` answer that brings a nonce is answered by sending the request once more with
 // it (a new proof and, for the JWT client authentications, a new assertion: both are single-use).
 
-import FoundationEssentials
 import OAuth2
 import TLS
 
@@ -35,7 +34,7 @@ extension TokenFetcher {
     /// request sent.
     func signed(_ unsigned: TokenRequest, for tokens: IdentityTokens) throws(TokenEndpointError) -> TokenRequest {
         var random = SecureRandomNumberGenerator()
-        let unixTime = Int64(Date().timeIntervalSince1970)
+        let unixTime = IssuedAt.now()
         let request = try unsigned.withClientAssertion(unixTime: unixTime, random: &random)
         // Proofs go to the token endpoint only (RFC 9449 §5): not a device authorization or a
         // revocation.

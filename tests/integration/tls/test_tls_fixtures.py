@@ -97,7 +97,7 @@ def test_tls_nginx_good_certificate_with_the_test_ca(nginx_tls, tls_pki):
     assert saw["connection_requests"] == 1
     assert resp.header("X-Tls-Request") == "GET /orders/1?x=1 HTTP/1.1"
     assert resp.header("X-Tls-Client-Verify") == "NONE"
-    [record] = nginx_tls.access_records()
+    [record] = nginx_tls.access_records(count=1)
     assert record["request"] == saw["request"] and "authorization" not in record
 
 
@@ -164,7 +164,7 @@ def test_tls_nginx_client_certificate_of_another_ca_fails_verification(nginx_tls
                     key=tls_pki.other_server.key)
     assert resp.returncode == 0, resp.stderr
     assert resp.status == 400  # nginx's own "SSL certificate error" page
-    [record] = nginx_tls.access_records()
+    [record] = nginx_tls.access_records(count=1)
     assert record["ssl_client_verify"].startswith("FAILED:"), record
 
 

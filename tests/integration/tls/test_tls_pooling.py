@@ -23,7 +23,7 @@ def test_tls_upstream_connections_are_pooled_across_client_connections(nginx_tls
     for i in range(n):
         with relay.connect() as conn:
             nginx_saw(conn.request("GET", f"/{i}"))
-    records = nginx_tls.access_records()
+    records = nginx_tls.access_records(count=n)
     assert len(records) == n
     assert len({r["connection"] for r in records}) < n, records
     assert max(r["connection_requests"] for r in records) > 1

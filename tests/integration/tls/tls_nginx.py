@@ -235,13 +235,25 @@ class NginxTLS(_Process):
         """https://HOST:PORT (host: 127.0.0.1, localhost, or ::1 when listening there)."""
         return f"https://{f'[{host}]' if ':' in host else host}:{self.port}"
 
-    def access_records(self) -> list[dict]:
-        """One dict per request nginx finished, in order (the FACTS minus authorization)."""
+    def access_records(self, count: int | None = None, timeout: float = 5) -> list[dict]:
+        """One dict per request nginx finished, in order (the FACTS minus authorization).
+
+        nginx writes a request's line after its response has gone, so a test that has just read a
+        response passes `count`: the records once there are at least that many (a bounded wait)."""
+        records = self._read_access_records()
+        deadline = time.monotonic() + scaled(timeout)
+        while count is not None and len(records) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+            records = self._read_access_records()
+        return records
+
+    def _read_access_records(self) -> list[dict]:
         try:
             text = (self.workdir / "access.log").read_text()
         except FileNotFoundError:
             return []
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        # A line nginx is still writing has no newline yet: only whole lines are records.
+        return [json.loads(line) for line in text.split("\n")[:-1] if line.strip()]
 
     def error_log(self) -> str:
         try:
