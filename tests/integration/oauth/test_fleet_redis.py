@@ -20,7 +20,7 @@ from admin_client import log_records, rewrite, start_with_admin, wait_for_log
 from deadlines import scaled, wait_until
 from idp_relay import bearer, burst, oauth_route, run_token_command, token_command_config
 from login_relay import approved_token
-from processes import STORE_KEY
+from processes import STORE_KEY, run_cli
 from redis_server import RedisServer, SilentRedis
 
 pytestmark = pytest.mark.oauth
@@ -421,11 +421,8 @@ def device_fleet(redis, django_idp, upstream, start_relay, replicas: int = 2) ->
     device = django_idp.identity("tv-device")
     fleet = []
     for _ in range(replicas):
-        port = free_port()
-        relay = start_relay([oauth_route(upstream, "/", "tv")], identities={"tv": device}, store=shared_store(redis.url),
-                            admin=f"{LOOPBACK}:{port}")
-        wait_until(lambda: can_connect(LOOPBACK, port), 5, "the admin listener")
-        relay.admin = AdminClient(port)
+        relay, relay.admin = start_with_admin(start_relay, [oauth_route(upstream, "/", "tv")], identities={"tv": device},
+                                              store=shared_store(redis.url))
         fleet.append(relay)
     return fleet
 
@@ -457,7 +454,7 @@ def test_a_logout_through_one_replica_logs_the_person_out_on_all(redis, django_i
         return answer.status == 401 and answer
     answer = wait_until(logged_out, 5, "the other replica to drop the person's login")
     assert answer.json()["type"] == "urn:oauth-relay:problem:login-required", answer.body
-    assert "logged out through another replica" in second.log()
+    wait_for_log(second, "logged out through another replica", 1)
     assert len(django_idp.revocations()) == 1, "the replica that heard of the logout revoked nothing itself"
     (third,) = device_fleet(redis, django_idp, upstream, start_relay, replicas=1)
     assert third.request("GET", "/x", headers=[("Accept", "application/json")]).status == 401
