@@ -29,17 +29,10 @@ extension DecodingContext {
                    at: object.path.key("issuer"), offset: object.lastOffset)
         }
         guard identity.issuer == nil else { return }
-        var required: [String] = []
-        switch grant {
-        case .authorizationCode:
-            required.append("authorizationUrl")
-            if identity.requestsIDToken { required.append("jwksUrl") }
-        case .deviceCode:
-            required.append("deviceAuthorizationUrl")
-        default:
-            break
-        }
-        for key in required where object.field(key) == nil {
+        // The endpoints the grant needs are OAuth2's `requiredEndpoints`, which discovery checks
+        // too; `tokenUrl` has its own check, shared with the other grants. A key present but
+        // invalid has its error already.
+        for key in identity.missingEndpoints where key != RequiredEndpoint.token.configKey && object.field(key) == nil {
             let why = key == "jwksUrl" ? "to check the ID token a scope with \"openid\" asks for" : "for the \(grant) grant"
             report("required \(why) (or \"issuer\", to discover it)", at: object.path.key(key), offset: object.lastOffset)
         }
