@@ -34,6 +34,9 @@ public final class EventLoop {
     private var closed = false
     /// Streams written to during the current read callback, flushed when it returns (rule 6).
     var batchedStreams: [TCPStream] = []
+    /// The batch being flushed, swapped with `batchedStreams` so that neither array is copied:
+    /// a copy would make `removeAll(keepingCapacity:)` allocate a new buffer at every read.
+    private var flushingStreams: [TCPStream] = []
     var isBatchingWrites = false
     /// The `DeadlineTimer`s of this loop, behind one libuv timer.
     lazy var deadlines = DeadlineQueue(loop: self)
@@ -62,9 +65,9 @@ public final class EventLoop {
         isBatchingWrites = false
         // A flush can run a delegate (drain), which may write again: loop until quiet.
         while !batchedStreams.isEmpty {
-            let streams = batchedStreams
-            batchedStreams.removeAll(keepingCapacity: true)
-            for stream in streams { stream.flushBatchedWrites() }
+            swap(&batchedStreams, &flushingStreams)
+            for index in flushingStreams.indices { flushingStreams[index].flushBatchedWrites() }
+            flushingStreams.removeAll(keepingCapacity: true)
         }
     }
 

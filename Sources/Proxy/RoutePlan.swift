@@ -29,6 +29,10 @@ public final class RoutePlan: Sendable {
     let setsVia: Bool
     /// Forward the request-target as received (no prefix to strip, no base path to add).
     let forwardsTargetVerbatim: Bool
+    /// The upstream's base path, and the prefix a `stripPrefix` route removes (empty when it
+    /// keeps it), as bytes: appending a String's UTF-8 view costs ten times a byte copy.
+    let basePath: [UInt8]
+    let strippedPrefix: [UInt8]
     let upstreamKey: UpstreamKey
     /// For an https upstream: how to connect.
     let tls: TLSConfiguration?
@@ -94,6 +98,8 @@ public final class RoutePlan: Sendable {
         setsForwardedHost = names.contains("x-forwarded-host")
         setsVia = names.contains("via")
         forwardsTargetVerbatim = !route.stripPrefix && route.upstream.basePath.isEmpty && tokenQueryPrefix == nil
+        basePath = Array(route.upstream.basePath.utf8)
+        strippedPrefix = route.stripPrefix ? Array(route.match.pathPrefix.utf8) : []
         // Routes to one https upstream with different TLS settings must not share connections.
         upstreamKey = UpstreamKey(host: route.upstream.host, port: route.upstream.port, tlsRoute: tls == nil ? nil : position)
     }
@@ -113,17 +119,17 @@ public final class RoutePlan: Sendable {
     func writeUpstreamTarget(rawPath: UnsafeRawBufferPointer, normalizedPath: UnsafeRawBufferPointer,
                              queryWithMark: UnsafeRawBufferPointer, token: UnsafeRawBufferPointer? = nil,
                              into out: inout [UInt8], scratch: inout TargetScratch) {
-        let prefixLength = route.stripPrefix ? route.match.pathPrefix.utf8.count : 0
+        let prefixLength = strippedPrefix.count
         scratch.normalizedRest.removeAll(keepingCapacity: true)
         RequestPath.appendStripped(normalizedPath, prefixLength: prefixLength, to: &scratch.normalizedRest)
         out.removeAll(keepingCapacity: true)
-        out.append(contentsOf: route.upstream.basePath.utf8)
+        out.append(contentsOf: basePath)
         out.append(contentsOf: scratch.normalizedRest)
         // The raw candidate is judged whole, base path included: a `..` that stays at the root
         // of the rest alone would climb out of the base path once the upstream resolves it.
-        if rawPath.count >= prefixLength && rawPath.starts(with: route.match.pathPrefix.utf8.prefix(prefixLength)) {
+        if rawPath.starts(with: strippedPrefix) {
             scratch.rawCandidate.removeAll(keepingCapacity: true)
-            scratch.rawCandidate.append(contentsOf: route.upstream.basePath.utf8)
+            scratch.rawCandidate.append(contentsOf: basePath)
             RequestPath.appendStripped(rawPath, prefixLength: prefixLength, to: &scratch.rawCandidate)
             let equivalent = scratch.rawCandidate.withUnsafeBytes { RequestPath.normalize($0, into: &scratch.check) }
                 && scratch.check == out
