@@ -85,11 +85,10 @@ extension HTTP1Parser {
         // Each line also costs its ": " and CRLF on the wire.
         headBytesSeen += 4
         let nameLength = head.bytes.count - fieldStart
-        let field = FieldSlot(nameStart: Int32(fieldStart), nameLength: Int32(nameLength),
-                                valueStart: Int32(head.bytes.count), valueLength: 0,
-                                known: KnownHeader(name: head.slice(fieldStart, nameLength), lookalikes: kind == .request),
-                                listedInConnection: false)
-        if inTrailers { head.trailers.append(field) } else { head.fields.append(field) }
+        pendingField = FieldSlot(nameStart: Int32(fieldStart), nameLength: Int32(nameLength),
+                                 valueStart: Int32(head.bytes.count), valueLength: 0,
+                                 known: KnownHeader(name: head.slice(fieldStart, nameLength), lookalikes: kind == .request),
+                                 listedInConnection: false)
         return 0
     }
 
@@ -130,9 +129,9 @@ extension HTTP1Parser {
     }
 
     func headerValueComplete() -> Int32 {
-        // The field was appended when its name completed; its value is filled in place.
-        let index = (inTrailers ? head.trailers.count : head.fields.count) - 1
-        var field = inTrailers ? head.trailers[index] : head.fields[index]
+        // llhttp completes every value, an empty one too, after its name: the field goes into
+        // the head now, its value filled in.
+        var field = pendingField
         let start = Int(field.valueStart)
         var end = head.bytes.count
         if let base = head.bytes.baseAddress {
@@ -153,16 +152,16 @@ extension HTTP1Parser {
             if field.known == .contentLength || field.known == .transferEncoding {
                 return fail(.malformed, "a trailer field that frames the message (Content-Length or Transfer-Encoding)")
             }
-            head.trailers[index] = field
+            head.trailers.append(field)
             return 0
         }
         // Counted here, not from llhttp's flag, which an empty value does not set.
         if field.known == .transferEncoding { head.hasTransferEncoding = true }
         if field.known == .host {
             if head.hostIndex != nil { return fail(.badHost, "more than one Host header") }
-            head.hostIndex = index
+            head.hostIndex = head.fields.count
         }
-        head.fields[index] = field
+        head.fields.append(field)
         return 0
     }
 
@@ -174,18 +173,23 @@ extension HTTP1Parser {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         @inline(__always) func hasZeroByte(_ word: UInt64) -> Bool { (word &- ones) & ~word & highs != 0 }
+        @inline(__always) func hasNULOrLineBreak(_ word: UInt64) -> Bool {
+            hasZeroByte(word) || hasZeroByte(word ^ (ones &* 0x0A)) || hasZeroByte(word ^ (ones &* 0x0D))
+        }
+        guard count >= 8 else {
+            for offset in 0..<count {
+                let byte = start.load(fromByteOffset: offset, as: UInt8.self)
+                if byte == 0 || byte == 0x0A || byte == 0x0D { return true }
+            }
+            return false
+        }
         var offset = 0
         while offset + 8 <= count {
-            let word = start.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-            if hasZeroByte(word) || hasZeroByte(word ^ (ones &* 0x0A)) || hasZeroByte(word ^ (ones &* 0x0D)) { return true }
+            if hasNULOrLineBreak(start.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) { return true }
             offset += 8
         }
-        while offset < count {
-            let byte = start.load(fromByteOffset: offset, as: UInt8.self)
-            if byte == 0 || byte == 0x0A || byte == 0x0D { return true }
-            offset += 1
-        }
-        return false
+        // The last bytes in one more word, overlapping the one before.
+        return offset < count && hasNULOrLineBreak(start.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
     }
 
     func headersComplete() -> Int32 {

@@ -86,24 +86,27 @@ public enum KnownHeader: UInt8, Sendable {
         }
     }
 
-    /// Whether `name` (any case) is `lowercase`, of the same length: eight bytes at a time.
+    /// Whether `name` (any case) is `lowercase`, of the same length: eight bytes at a time, the
+    /// last word overlapping the one before (known names are 2 to 19 bytes long).
     @inline(__always)
     private static func spells(_ name: UnsafeRawBufferPointer, _ lowercase: UnsafeRawBufferPointer) -> Bool {
         guard let a = name.baseAddress, let b = lowercase.baseAddress else { return false }
         let count = name.count
-        var offset = 0
-        while offset + 8 <= count {
-            let word = a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-            guard lowercased(word) == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else { return false }
-            offset += 8
+        @inline(__always) func wordMatches(at offset: Int) -> Bool {
+            lowercased(a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
         }
-        while offset < count {
-            guard ASCII.lowercased(a.load(fromByteOffset: offset, as: UInt8.self)) == b.load(fromByteOffset: offset, as: UInt8.self) else {
+        guard count >= 8 else {
+            for offset in 0..<count where ASCII.lowercased(a.load(fromByteOffset: offset, as: UInt8.self)) != b.load(fromByteOffset: offset, as: UInt8.self) {
                 return false
             }
-            offset += 1
+            return true
         }
-        return true
+        var offset = 0
+        while offset + 8 <= count {
+            guard wordMatches(at: offset) else { return false }
+            offset += 8
+        }
+        return offset == count || wordMatches(at: count - 8)
     }
 
     /// Eight bytes with `A`-`Z` made lower case, every other byte unchanged. Per byte, below

@@ -59,13 +59,13 @@ extension ClientConnection {
         }
         workspace?.parser.resume()
         parserPaused = false
-        timer?.arm(afterMilliseconds: settings.idleTimeoutMilliseconds)
+        timer.arm(afterMilliseconds: settings.idleTimeoutMilliseconds)
     }
 
     func closeAfterResponse() {
         if exchange.recordsOnClose { recordExchange() }
         guard exchange.closesAfterResponse() else { return }
-        timer?.disarm()
+        timer.disarm()
         if let upstream {
             upstream.close()
             self.upstream = nil
@@ -142,8 +142,7 @@ extension ClientConnection {
 
     func streamDidClose(_ stream: any ByteStream) {
         exchange.closes()
-        timer?.close()
-        timer = nil
+        timer.close()
         if let upstream {
             // The exchange did not finish: that connection's state is unknown.
             upstream.close()

@@ -138,6 +138,9 @@ extension ClientConnection {
 
     func upstreamDidFinishResponse(_ upstream: UpstreamConnection) {
         guard upstream === self.upstream else { return }
+        // The whole response came in the read that carried its head (the usual small answer):
+        // that read's clock serves as its end, one clock read less per request.
+        let endedInHeadRead = holdsResponse
         releaseResponseHead()
         switch exchange.responseFinished() {
         case .replay:
@@ -146,8 +149,10 @@ extension ClientConnection {
             replayWithNonce(after: upstream)
         case .close(let reusable):
             if !reusable { upstream.reusable = false }
+            if endedInHeadRead { exchange.record.endedAt = exchange.record.upstreamHeadAt }
             closeAfterResponse()
         case .finish:
+            if endedInHeadRead { exchange.record.endedAt = exchange.record.upstreamHeadAt }
             finishExchangeIfDone()
             drive()
         }
@@ -195,7 +200,7 @@ extension ClientConnection {
         releaseResponseHead()
         exchange.tunnelStarts()
         upstream.startTunnel()
-        timer?.disarm()
+        timer.disarm()
         recordExchange()
         if bytes.count > 0 { stream.write(bytes) }
         if let work = workspace, !work.leftover.isEmpty {

@@ -12,7 +12,7 @@ extension ClientConnection {
 
     /// The request waits for its token from now on, `tokenWaitSeconds` at most.
     func startTokenWait() {
-        timer?.arm(afterMilliseconds: settings.tokenWaitMilliseconds)
+        timer.arm(afterMilliseconds: settings.tokenWaitMilliseconds)
     }
 
     /// The token thread ended a fetch this parked request waited for: ask again.
@@ -38,7 +38,7 @@ extension ClientConnection {
 
     /// Ends a wait for the token: the request goes out with it, or is answered locally.
     private func endTokenWait(_ action: Exchange.TokenAction) {
-        timer?.disarm()
+        timer.disarm()
         let resumeParser: Bool
         switch action {
         case .forward(let resume):
@@ -80,7 +80,7 @@ extension ClientConnection {
     /// connection each) while a large upload at any useful speed never is.
     func startBodyClock() {
         if exchange.startBodyClock(now: stream.loop.nowMilliseconds) {
-            timer?.arm(afterMilliseconds: settings.requestBodyTimeoutMilliseconds)
+            timer.arm(afterMilliseconds: settings.requestBodyTimeoutMilliseconds)
         }
     }
 
@@ -89,6 +89,6 @@ extension ClientConnection {
         let now = stream.loop.nowMilliseconds
         guard let due = exchange.bodyBytesArrived(count, now: now, timeoutMilliseconds: settings.requestBodyTimeoutMilliseconds,
                                                   minBytesPerSecond: settings.requestBodyMinBytesPerSecond) else { return }
-        timer?.arm(afterMilliseconds: due > now ? due - now : 0)
+        timer.arm(afterMilliseconds: due > now ? due - now : 0)
     }
 }

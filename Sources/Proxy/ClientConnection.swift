@@ -35,12 +35,14 @@ func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -
 }
 
 final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
-    /// `unowned(unsafe)`: the worker outlives its connections (it holds each in `clients` until
-    /// its close callback, and its loop ends only after the last one closed), and a checked
-    /// `unowned` reference costs a strong retain and release at each of the dozen uses per request.
-    unowned(unsafe) let worker: ProxyWorker
+    /// Strong, and a `let`: calls on a `let` of `self` borrow it, where an `unowned(unsafe)`
+    /// reference is retained and released around each of the dozen calls per request. The cycle
+    /// ends when the connection closes: the worker drops it from `clients` in its close callback.
+    let worker: ProxyWorker
     let stream: any ByteStream
-    var timer: DeadlineTimer?
+    /// A `let`: the hot path's arms and disarms then need no retain of it (a closed timer
+    /// ignores them).
+    let timer: DeadlineTimer
     /// The settings of the current exchange (a reload applies from the next request on).
     var settings: ProxySettings
     var forwarding: ForwardedHead.Forwarding
@@ -65,17 +67,19 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         forwarding = ForwardedHead.Forwarding(clientAddress: worker.sharedClientAddress(Array(address.utf8)),
                                               trustForwardedHeaders: settings.config.trustForwardedHeaders,
                                               viaSuffix: settings.viaSuffix, overTLS: overTLS)
+        timer = DeadlineTimer(loop: stream.loop)
         stream.delegate = self
-        timer = DeadlineTimer(loop: stream.loop) { [unowned self] in self.timerFired() }
+        timer.whenExpired { [unowned self] in self.timerFired() }
         // The first request's head is due `headerTimeoutSeconds` after the accept, not after its
         // first byte: a connection that sends nothing, or dribbles, is not kept for longer.
-        timer?.arm(afterMilliseconds: settings.headerTimeoutMilliseconds)
+        timer.arm(afterMilliseconds: settings.headerTimeoutMilliseconds)
         stream.startReading()
     }
 
     var isIdle: Bool { exchange.phase == .awaitingRequest && (workspace?.leftover.isEmpty ?? true) }
 
     /// The workspace of the request under way, lent now if the connection has none.
+    @inline(__always)
     var work: ExchangeWorkspace {
         if let workspace { return workspace }
         let lent = worker.workspaces.lend(to: self, limits: settings.headerLimits)
@@ -84,6 +88,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     }
 
     /// The request parser, in the workspace: it holds the head until the next request.
+    @inline(__always)
     var parser: HTTP1Parser { work.parser }
 
     /// Gives the workspace back once nothing of a request is left: no exchange, no pipelined
@@ -140,7 +145,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         let headStarts = exchange.readingStarts()
         let result = parser.feed(bytes)
         if exchange.needsHeaderDeadline(headStarted: headStarts) {
-            timer?.arm(afterMilliseconds: settings.headerTimeoutMilliseconds)
+            timer.arm(afterMilliseconds: settings.headerTimeoutMilliseconds)
         }
         switch result {
         case .consumed:
@@ -175,7 +180,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
         let head = parser.head
-        timer?.disarm()
+        timer.disarm()
         let work = self.work
         work.replayBody.clear()
         work.replayBody.shrink(ifLargerThan: Exchange.maxReplayBodyBytes)
@@ -328,13 +333,13 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             }
             upstream?.noteRequestSent()
         }
-        if bodyClockRan { timer?.disarm() }
+        if bodyClockRan { timer.disarm() }
         return exchange.pausesParserAtRequestEnd
     }
 
     func blockReadsForUpstream() {
         stream.stopReading()
-        if exchange.upstreamBacklogFull() { timer?.disarm() }
+        if exchange.upstreamBacklogFull() { timer.disarm() }
     }
 
     func upstreamDidDrain(_ upstream: UpstreamConnection) {

@@ -6,6 +6,9 @@ struct ExchangeRecord {
     var startedAt: UInt64 = 0
     var upstreamStartedAt: UInt64 = 0
     var upstreamHeadAt: UInt64 = 0
+    /// When the response ended, if known without reading the clock again: a response that ends
+    /// in the upstream read that carried its head ends at that read's time (0: read the clock).
+    var endedAt: UInt64 = 0
     var method = ""
     var path = ""
     var routeName = ""

@@ -205,8 +205,8 @@ final class ProxyWorker {
     // MARK: Metrics and logging
 
     /// Counts and logs a finished exchange.
-    func record(_ exchange: ExchangeRecord, plan: RoutePlan?, settings: ProxySettings) {
-        let now = clock()
+    func record(_ exchange: borrowing ExchangeRecord, plan: RoutePlan?, settings: ProxySettings) {
+        let now = exchange.endedAt != 0 ? exchange.endedAt : clock()
         let upstreamTimed = exchange.upstreamHeadAt > exchange.upstreamStartedAt && exchange.upstreamStartedAt > 0
         if let metrics {
             let series = routeMetrics(metrics, plan, settings: settings)
