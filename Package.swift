@@ -73,6 +73,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),
 
+        .testTarget(name: "ByteBuffersTests", dependencies: ["ByteBuffers"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "ByteBuffers"]),
         .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),

@@ -250,8 +250,11 @@ def configure(args, db: Path) -> None:
                             "django.template.loaders.app_directories.Loader"],
             },
         }],
+        # IMMEDIATE: a transaction takes the write lock when it begins. A deferred one that reads
+        # first and then writes (a refresh, a revocation) fails at once with "database is locked"
+        # when another thread wrote meanwhile: SQLite cannot wait there without a deadlock.
         DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(db),
-                               "OPTIONS": {"timeout": 20}}},
+                               "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"}}},
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
         USE_TZ=True,
         # Client secrets and passwords are hashed with this too; the slow default (PBKDF2) would
