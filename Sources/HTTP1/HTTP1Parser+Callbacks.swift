@@ -152,7 +152,7 @@ extension HTTP1Parser {
             if field.known == .contentLength || field.known == .transferEncoding {
                 return fail(.malformed, "a trailer field that frames the message (Content-Length or Transfer-Encoding)")
             }
-            head.trailers.append(field)
+            head.trailerList.append(field)
             return 0
         }
         // Counted here, not from llhttp's flag, which an empty value does not set.
@@ -161,7 +161,7 @@ extension HTTP1Parser {
             if head.hostIndex != nil { return fail(.badHost, "more than one Host header") }
             head.hostIndex = head.fields.count
         }
-        head.fields.append(field)
+        head.fieldList.append(field)
         return 0
     }
 

@@ -12,8 +12,12 @@ import HTTPFields
 /// Views returned by `name(_:)`, `value(_:)`, `target` are valid until the next `feed`.
 public final class HTTPHead {
     public internal(set) var bytes = ByteBuffer()
-    public internal(set) var fields: [FieldSlot] = []
-    public internal(set) var trailers: [FieldSlot] = []
+    var fieldList = FieldList()
+    var trailerList = FieldList()
+    /// The header fields, in order (a view: valid until the parser's next `feed`).
+    public var fields: UnsafeMutableBufferPointer<FieldSlot> { fieldList.view }
+    /// The trailer fields of a chunked message, in order (a view, like `fields`).
+    public var trailers: UnsafeMutableBufferPointer<FieldSlot> { trailerList.view }
 
     // Request line.
     public internal(set) var method: UInt8 = 0
@@ -40,16 +44,16 @@ public final class HTTPHead {
     /// Index into `fields` of the Host header, if any.
     public internal(set) var hostIndex: Int?
 
+    /// Field slots a head keeps between messages (20 bytes each).
+    static let keptFieldCapacity = 64
+
     init() {}
 
     func reset() {
         bytes.clear()
         bytes.shrink(ifLargerThan: 64 * 1024)
-        // removeAll(keepingCapacity:) costs about 90 instructions even on an empty array; a
-        // head is often reset twice (a parser's reset, then its next message's start), and most
-        // messages have no trailers.
-        if !fields.isEmpty { fields.removeAll(keepingCapacity: true) }
-        if !trailers.isEmpty { trailers.removeAll(keepingCapacity: true) }
+        fieldList.removeAll(keepingAtMost: Self.keptFieldCapacity)
+        trailerList.removeAll(keepingAtMost: Self.keptFieldCapacity)
         method = 0
         targetStart = 0; targetLength = 0
         statusCode = 0
