@@ -10,8 +10,8 @@ import Synchronization
 ///
 /// Ordering: the store is a release and the read an acquire. A reader that sees a count therefore
 /// also sees everything the writer stored before that increment (`WorkerHistogram` stores its sum
-/// first). On x86-64 both are ordinary `mov` instructions, the same as relaxed ones; on AArch64 they
-/// are `stlr`/`ldar`, still no fence and no retry loop.
+/// first). On x86-64 they compile exactly like relaxed ones (the increment is one `inc` on memory,
+/// no `lock` prefix); on AArch64 they are `stlr`/`ldar`, still no fence and no retry loop.
 ///
 /// `@unchecked Sendable`: the counts live behind `slots`, allocated and initialized once in `init`,
 /// never moved, and deinitialized in `deinit`, when no thread holds a reference. Every access to a

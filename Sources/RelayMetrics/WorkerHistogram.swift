@@ -13,9 +13,9 @@ import Synchronization
 /// whatever the writer does meanwhile.
 ///
 /// What a scrape sees while the writer records:
-/// - each bucket count is one the writer stored, never older than one an earlier scrape saw; the
-///   counts of different buckets may be read a few records apart, so a scrape can count a later
-///   value but not an earlier one that fell in a bucket read before.
+/// - each bucket count is one the writer stored, never older than one an earlier scrape saw. The
+///   buckets are read one after another, so a scrape may count a value recorded just after one it
+///   misses (that one landed in a bucket the scrape had already read).
 /// - `_sum` includes every value counted in the buckets the scrape read (the writer stores the sum
 ///   before the bucket, releasing; the scrape reads the buckets, acquiring, before the sum). It may
 ///   also include values recorded after those reads, not yet counted: during traffic `_sum` can be
