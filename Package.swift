@@ -59,7 +59,9 @@ let package = Package(
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers"]),
         // QR Code symbols for the terminal (`oauth-relay login`'s device logins); pure Swift, no I/O.
         .target(name: "QRCode"),
-        .target(name: "RelayMetrics", dependencies: [.product(name: "Prometheus", package: "swift-prometheus")]),
+        // On the request path: each request records into its worker's series (RouteSeries).
+        .target(name: "RelayMetrics", dependencies: ["Locking", .product(name: "Prometheus", package: "swift-prometheus")],
+                swiftSettings: hotPath),
         .target(name: "Proxy", dependencies: [
             "EventLoop", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "LocalHTTP", "Locking",
             // DPoP proofs for forwarded requests, signed on the worker.
@@ -92,7 +94,8 @@ let package = Package(
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "TLS"]),
         // Fixtures: reference symbols made by segno (PyPI), read from the source tree.
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"], exclude: ["Fixtures"]),
-        .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics"]),
+        // swift-prometheus itself: the relay's own per-request series must read exactly like the library's.
+        .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics", .product(name: "Prometheus", package: "swift-prometheus")]),
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "OAuth2", "Endpoints", "TLS", "FileTestSupport"]),
         .testTarget(name: "TokensTests", dependencies: [

@@ -1,8 +1,15 @@
-// RelayMetrics: the relay's Prometheus metrics (swift-prometheus), served at `GET /metrics`.
+// RelayMetrics: the relay's Prometheus metrics, served at `GET /metrics`.
 //
 // Per-request series carry a `worker` label: each worker records into its own counters and
-// histograms, so the request path never takes a lock another worker could hold (a histogram's
-// lock is shared only with the scrape). Sum over `worker` for the relay's totals.
+// histograms, so the request path never takes a lock another worker could hold. Sum over `worker`
+// for the relay's totals.
+//
+// The three series a request records into (requests_total and the two duration histograms) are
+// the relay's own (`RouteSeries`): one writer each, its worker, which adds with plain atomic loads
+// and stores, no lock and no read-modify-write instruction; the scrape reads them without stopping
+// the worker (`WorkerHistogram` states what a scrape mid-record sees) and writes them in
+// swift-prometheus's format (RouteSeriesExposition.swift). Everything else is swift-prometheus's
+// registry, whose lines come first in the exposition.
 //
 //   oauth_relay_requests_total{route,status_class,worker}         counter
 //   oauth_relay_request_duration_seconds{route,worker}             histogram (head in → response out)
@@ -90,6 +97,7 @@ public final class RelayMetrics: Sendable {
     }
 
     let registry = PrometheusCollectorRegistry()
+    let routeSeries = RouteSeriesTable(bounds: durationBuckets)
 
     public init() {
         registry.makeGauge(descriptor: Series.lastReload).set(to: Self.unixTime())
@@ -104,12 +112,15 @@ public final class RelayMetrics: Sendable {
     public func exposition() -> [UInt8] {
         var text: [UInt8] = []
         registry.emit(into: &text)
+        routeSeries.writeExposition(into: &text)
         return text
     }
 
-    /// The metrics one worker records into; use them from that worker's thread only.
+    /// The metrics one worker records into; use them from that worker's thread only. One thread at
+    /// a time may record under an index: the series are shared by every handle of that index (a
+    /// restarted worker continues them) and have a single writer (`SingleWriterCounts`).
     public func worker(_ index: Int) -> WorkerMetrics {
-        WorkerMetrics(registry: registry, worker: String(index))
+        WorkerMetrics(registry: registry, routeSeries: routeSeries, worker: index)
     }
 
     // MARK: Tokens (the token thread) and reloads (the main thread)
@@ -166,15 +177,18 @@ public final class RelayMetrics: Sendable {
 /// One worker's series. Not thread-safe by design: only its worker updates it.
 public final class WorkerMetrics {
     private let registry: PrometheusCollectorRegistry
-    private let worker: String
+    private let routeSeries: RouteSeriesTable
+    private let worker: Int
     private let clientConnections: Gauge
     private let upstreamConnections: Gauge
     private let upstreamQueued: Gauge
     private var routes: [String: RouteMetrics] = [:]
 
-    init(registry: PrometheusCollectorRegistry, worker: String) {
+    init(registry: PrometheusCollectorRegistry, routeSeries: RouteSeriesTable, worker: Int) {
         self.registry = registry
+        self.routeSeries = routeSeries
         self.worker = worker
+        let worker = String(worker)
         typealias Series = RelayMetrics.Series
         clientConnections = registry.makeGauge(descriptor: Series.connections, labels: [("side", "client"), ("worker", worker)])
         upstreamConnections = registry.makeGauge(descriptor: Series.connections, labels: [("side", "upstream"), ("worker", worker)])
@@ -184,7 +198,7 @@ public final class WorkerMetrics {
     /// The series of route `name` (empty: requests no route took).
     public func route(_ name: String) -> RouteMetrics {
         if let known = routes[name] { return known }
-        let made = RouteMetrics(registry: registry, route: name, worker: worker)
+        let made = RouteMetrics(registry: registry, series: routeSeries.series(route: name, worker: worker))
         routes[name] = made
         return made
     }
@@ -200,36 +214,25 @@ public final class WorkerMetrics {
 /// One route's series in one worker.
 public final class RouteMetrics {
     private let registry: PrometheusCollectorRegistry
+    /// For the upstream error counters: `route`, then `worker`.
     private let labels: [(String, String)]
-    /// By status class 1xx…5xx; made on first use, so classes never seen are not exported.
-    private var requests: [Counter?] = Array(repeating: nil, count: 6)
-    private let requestDuration: ValueHistogram
-    private let upstreamDuration: ValueHistogram
+    private let requests: SingleWriterCounts
+    private let requestDuration: WorkerHistogram
+    private let upstreamDuration: WorkerHistogram
     private var upstreamErrors: [String: Counter] = [:]
 
-    init(registry: PrometheusCollectorRegistry, route: String, worker: String) {
+    init(registry: PrometheusCollectorRegistry, series: RouteSeries) {
         self.registry = registry
-        labels = [("route", route), ("worker", worker)]
-        typealias Series = RelayMetrics.Series
-        requestDuration = registry.makeValueHistogram(descriptor: Series.requestDuration, labels: labels,
-                                                      buckets: RelayMetrics.durationBuckets)
-        upstreamDuration = registry.makeValueHistogram(descriptor: Series.upstreamDuration, labels: labels,
-                                                       buckets: RelayMetrics.durationBuckets)
+        labels = [("route", series.route), ("worker", String(series.worker))]
+        requests = series.requests
+        requestDuration = series.requestDuration
+        upstreamDuration = series.upstreamDuration
     }
 
     /// A request answered with `status`, `seconds` after its head arrived (nil: not timed).
     public func countRequest(status: Int, seconds: Double?) {
-        let statusClass = min(max(status / 100, 1), 5)
-        let counter = requests[statusClass] ?? makeRequestCounter(statusClass)
-        counter.increment()
+        requests.increment(RouteSeries.statusClassIndex(status))
         if let seconds { requestDuration.record(seconds) }
-    }
-
-    private func makeRequestCounter(_ statusClass: Int) -> Counter {
-        let counter = registry.makeCounter(descriptor: RelayMetrics.Series.requests,
-                                           labels: [labels[0], ("status_class", "\(statusClass)xx"), labels[1]])
-        requests[statusClass] = counter
-        return counter
     }
 
     public func recordUpstream(seconds: Double) {
