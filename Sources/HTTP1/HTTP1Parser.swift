@@ -79,7 +79,7 @@ public final class HTTP1Parser {
     var fieldStart = 0
     var inFieldName = false
     /// The field whose name is complete and whose value is arriving: appended to the head when
-    /// the value completes (one array write per field instead of an append and an update).
+    /// the value completes (one write per field, not an append and then an update).
     var pendingField = FieldSlot(nameStart: 0, nameLength: 0, valueStart: 0, valueLength: 0, known: .other, listedInConnection: false)
     // Bounds of the bytes given to the current `feed`, and what is known of the value being
     // read, for telling a value split between reads from a folded one.
