@@ -32,9 +32,9 @@ extension DecodingContext {
         // The endpoints the grant needs are OAuth2's `requiredEndpoints`, which discovery checks
         // too; `tokenUrl` has its own check, shared with the other grants. A key present but
         // invalid has its error already.
-        for key in identity.missingEndpoints where key != RequiredEndpoint.token.configKey && object.field(key) == nil {
-            let why = key == "jwksUrl" ? "to check the ID token a scope with \"openid\" asks for" : "for the \(grant) grant"
-            report("required \(why) (or \"issuer\", to discover it)", at: object.path.key(key), offset: object.lastOffset)
+        for endpoint in identity.requiredEndpoints where endpoint != .token && object.field(endpoint.configKey) == nil {
+            let why = endpoint == .jwks ? "to check the ID token a scope with \"openid\" asks for" : "for the \(grant) grant"
+            report("required \(why) (or \"issuer\", to discover it)", at: object.path.key(endpoint.configKey), offset: object.lastOffset)
         }
     }
 

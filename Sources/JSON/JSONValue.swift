@@ -94,8 +94,8 @@ public enum JSONValue: Sendable, Equatable {
         case .string(let value):
             self = .string(value)
         case .number(let literal):
-            if !literal.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }),
-               let integer = Int64(literal) {
+            // `Int64(_:)` reads only a sign and digits: a fraction or exponent goes to Double.
+            if let integer = Int64(literal) {
                 self = .integer(integer)
             } else if let number = Double(literal), number.isFinite {
                 self = .number(number)

@@ -76,10 +76,7 @@ extension XCTestCase {
 
     /// Identity `x` with `body`, decoded next to a file `name` holding `contents`.
     func identity(_ body: String, withFile name: String, holding contents: String) throws -> Identity {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        try directory.write(name, contents)
-        return try XCTUnwrap(decodeConfig(identityJSON(body), baseDirectory: directory.path).identities["x"])
+        try XCTUnwrap(decodeConfig(identityJSON(body), besideFiles: [name: contents]).get().identities["x"])
     }
 
     func identityErrors(_ body: String) -> [String] {

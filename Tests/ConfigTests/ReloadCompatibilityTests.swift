@@ -1,4 +1,5 @@
 import Config
+import FileTestSupport
 import XCTest
 
 /// `restartOnlyChanges`: what a reload refuses because the running listeners and threads were made
@@ -38,11 +39,10 @@ final class ReloadCompatibilityTests: XCTestCase {
     }
 
     func testTheTLSListenerAddressIsFixedButItsCertificateIsNot() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("reload-tls-\(getpid())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
         for name in ["a.pem", "a.key", "b.pem", "b.key"] {
-            try Data("-----BEGIN X-----\n-----END X-----\n".utf8).write(to: dir.appendingPathComponent(name))
+            try dir.write(name, "-----BEGIN X-----\n-----END X-----\n")
         }
         func withTLS(_ address: String, _ cert: String) throws -> RelayConfig {
             try decodeConfig("""

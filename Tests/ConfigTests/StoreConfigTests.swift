@@ -23,7 +23,7 @@ final class StoreConfigTests: XCTestCase {
     func testAKeyFileIsReadAndTrimmed() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try Data((key + "\n").utf8).write(to: URL(fileURLWithPath: directory.path + "/store.key"))
+        try directory.write("store.key", key + "\n")
         let config = try decodeConfig(#"{ "store": { "path": "/var/lib/relay", "keyFile": "store.key" } }"#, baseDirectory: directory.path)
         XCTAssertEqual(config.store?.key, Secret(key))
     }
