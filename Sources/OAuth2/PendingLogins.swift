@@ -71,7 +71,7 @@ public struct PendingLogins: Sendable, CustomStringConvertible, CustomDebugStrin
             throw Full(identity: identity.name, inFlight: mine.count, retryAfterSeconds: max(1, Int((freed - now).rounded(.up))))
         }
         let login = LoginStart(identity: identity.name, redirectUri: redirectUri, returnTo: returnTo, browserOrigin: browserOrigin,
-                               wantsNonce: Self.requestsOpenID(identity.scope), startedAt: now,
+                               wantsNonce: identity.requestsIDToken, startedAt: now,
                                expiresAt: now + max(1, timeoutSeconds), random: &random)
         started += 1
         logins[login.state.value] = Entry(login: login, sequence: started)
@@ -130,12 +130,6 @@ public struct PendingLogins: Sendable, CustomStringConvertible, CustomDebugStrin
         old.grant.grantType == new.grant.grantType && old.clientAuth.clientId == new.clientAuth.clientId && old.issuer == new.issuer
             && old.authorizationUrl == new.authorizationUrl && old.tokenUrl == new.tokenUrl && old.redirectUri == new.redirectUri
             && old.scope == new.scope
-    }
-
-    /// True when `scope` (space-separated) has `openid`: an OpenID Connect login, which sends
-    /// a nonce and gets an ID token.
-    public static func requestsOpenID(_ scope: String?) -> Bool {
-        scope?.split(separator: " ").contains("openid") ?? false
     }
 
     public var description: String {

@@ -15,16 +15,15 @@ final class TokenLifecycleInFlightTests: XCTestCase {
     }
 
     /// A login started for `identity`; each seed gives other values (state, verifier, nonce).
-    private func login(for identity: Identity, seed: UInt64) throws -> LoginStart {
-        var logins = PendingLogins()
+    private func login(for identity: Identity, seed: UInt64) -> LoginStart {
         var random = SeededRandom(seed: seed)
-        return try logins.start(identity: identity, redirectUri: identity.redirectUri!.description, returnTo: nil, at: 0, random: &random)
+        return freshLogin(identity, redirectUri: identity.redirectUri!.description, returnTo: nil, at: 0, random: &random)
     }
 
     /// Logged in at time 1 with `at-1`/`rt-1` (60 s), by the code of login seed 1.
     private func loggedIn(_ identity: Identity) throws -> TokenLifecycle {
         var lifecycle = makeLifecycle(identity)
-        XCTAssertTrue(lifecycle.codeReceived(Secret("code-1"), login: try login(for: identity, seed: 1)))
+        XCTAssertTrue(lifecycle.codeReceived(Secret("code-1"), login: login(for: identity, seed: 1)))
         try lifecycle.startFetch(at: 1)
         lifecycle.fetchSucceeded(tokenResponse("at-1", expiresIn: 60, refreshToken: "rt-1"), at: 1)
         XCTAssertEqual(lifecycle.injected(at: 1), "at-1")
@@ -73,7 +72,7 @@ final class TokenLifecycleInFlightTests: XCTestCase {
     func testALogoutDuringACodeExchangeDropsThatLogin() throws {
         let identity = browserIdentity()
         var lifecycle = makeLifecycle(identity)
-        _ = lifecycle.codeReceived(Secret("code-1"), login: try login(for: identity, seed: 1))
+        _ = lifecycle.codeReceived(Secret("code-1"), login: login(for: identity, seed: 1))
         try lifecycle.startFetch(at: 0)
         lifecycle.forget()
         lifecycle.loggedIn(as: "alice")
@@ -86,7 +85,7 @@ final class TokenLifecycleInFlightTests: XCTestCase {
     func testALogoutDropsACodeWaitingForItsExchange() throws {
         let identity = browserIdentity()
         var lifecycle = makeLifecycle(identity)
-        _ = lifecycle.codeReceived(Secret("code-1"), login: try login(for: identity, seed: 1))
+        _ = lifecycle.codeReceived(Secret("code-1"), login: login(for: identity, seed: 1))
         lifecycle.forget()
         XCTAssertNil(lifecycle.startFetchIfDue(at: 0))
         XCTAssertEqual(lifecycle.status(at: 0).state, .needsLogin)
@@ -112,7 +111,7 @@ final class TokenLifecycleInFlightTests: XCTestCase {
         var lifecycle = try loggedIn(identity)
         let refresh = try lifecycle.startFetch(at: 55)
         XCTAssertEqual(refresh.purpose, .refresh)
-        XCTAssertTrue(lifecycle.codeReceived(Secret("code-2"), login: try login(for: identity, seed: 2)))
+        XCTAssertTrue(lifecycle.codeReceived(Secret("code-2"), login: login(for: identity, seed: 2)))
         XCTAssertEqual(lifecycle.decision(at: 55), .wait, "requests wait for the new login")
         lifecycle.fetchSucceeded(tokenResponse("at-refreshed", expiresIn: 60, refreshToken: "rt-2"), at: 56)
         XCTAssertEqual(lifecycle.status(at: 56).state, .loginPending, "the refresh ending does not end the login")
@@ -126,7 +125,7 @@ final class TokenLifecycleInFlightTests: XCTestCase {
 
     func testASecondTabsCodeWaitsForTheFirstExchangeAndEachIsCheckedAgainstItsOwnNonce() throws {
         let identity = browserIdentity()
-        let first = try login(for: identity, seed: 1), second = try login(for: identity, seed: 2)
+        let first = login(for: identity, seed: 1), second = login(for: identity, seed: 2)
         XCTAssertNotEqual(first.nonce, second.nonce)
         var lifecycle = makeLifecycle(identity)
         _ = lifecycle.codeReceived(Secret("code-1"), login: first)
@@ -153,9 +152,9 @@ final class TokenLifecycleInFlightTests: XCTestCase {
     func testAFailedFirstExchangeDoesNotDropTheSecondTabsCode() throws {
         let identity = browserIdentity()
         var lifecycle = makeLifecycle(identity)
-        _ = lifecycle.codeReceived(Secret("code-1"), login: try login(for: identity, seed: 1))
+        _ = lifecycle.codeReceived(Secret("code-1"), login: login(for: identity, seed: 1))
         try lifecycle.startFetch(at: 0)
-        _ = lifecycle.codeReceived(Secret("code-2"), login: try login(for: identity, seed: 2))
+        _ = lifecycle.codeReceived(Secret("code-2"), login: login(for: identity, seed: 2))
         lifecycle.fetchFailed(.idToken(reason: "nonce mismatch"), at: 1)
         XCTAssertEqual(lifecycle.status(at: 1).state, .loginPending)
         let exchange2 = try lifecycle.startFetch(at: 1)
@@ -169,7 +168,7 @@ final class TokenLifecycleInFlightTests: XCTestCase {
         let identity = browserIdentity()
         var lifecycle = try loggedIn(identity)
         try lifecycle.startFetch(at: 55)
-        let second = try login(for: identity, seed: 2)
+        let second = login(for: identity, seed: 2)
         _ = lifecycle.codeReceived(Secret("code-2"), login: second)
         guard case .fetch(let request) = lifecycle.storedEntryRead(nil, refreshToken: nil, at: 55) else {
             return XCTFail("the fetch goes on")
