@@ -55,6 +55,13 @@ def approved_token(relay, target: str = "/x", timeout: float = 10) -> str:
     return bearer(resp)
 
 
+def store_entries(tmp_path, store: str = "default") -> list[str]:
+    """The token files of the relay's store: its default place under the test's XDG state
+    directory, or `token-store` beside the config."""
+    directory = tmp_path / ("xdg-state/oauth-relay/tokens" if store == "default" else "token-store")
+    return sorted(p.name for p in directory.glob("identity-*.token")) if directory.exists() else []
+
+
 def callback_url(relay) -> str:
     """The default redirect URI of a relay's browser logins."""
     return f"{relay.url}{CALLBACK_PATH}"
@@ -125,10 +132,11 @@ class RawBrowser:
         self.cookies: dict[str, str] = {}
         self.cookie_paths: dict[str, str | None] = {}
 
-    def start_login(self, name: str, returns: str | None = None) -> dict[str, str]:
-        """GET the login start; returns the authorization request's query (state, nonce, ...)."""
+    def start_login(self, name: str, returns: str | None = None, host: str | None = None) -> dict[str, str]:
+        """GET the login start (naming `host`, or the relay's address, in Host); returns the
+        authorization request's query (state, nonce, ...)."""
         target = f"/.oauth-relay/login/{name}" + (f"?return={returns}" if returns else "")
-        resp = browse(self.relay, target, self.cookies)
+        resp = browse(self.relay, target, self.cookies, host=host)
         assert resp.status == 302, f"login start answered {resp.status}: {resp.body[:300]!r}"
         self.keep(resp)
         query = query_of(resp.header("location"))

@@ -18,7 +18,7 @@ from idp_processes import sha256
 from idp_relay import bearer, oauth_route
 from http_client import assert_problem
 from login_relay import (DOT_LOGIN_CLIENTS, LOGIN_REQUIRED, approved_token, callback_url, echoed_bearer, get,
-                         identity_view, log_in_at_dot, start_login_relay)
+                         identity_view, log_in_at_dot, start_login_relay, store_entries)
 from processes import run_cli
 
 pytestmark = pytest.mark.oauth
@@ -48,11 +48,6 @@ def log_in(relay, idp, name: str, tmp_path, sensitive) -> str:
         return echoed_bearer(driver)
     finally:
         driver.quit()
-
-
-def store_entries(tmp_path, store: str = "default") -> list[str]:
-    directory = tmp_path / ("xdg-state/oauth-relay/tokens" if store == "default" else "token-store")
-    return sorted(p.name for p in directory.glob("identity-*.token")) if directory.exists() else []
 
 
 def last_refresh_token_sha(idp) -> str:

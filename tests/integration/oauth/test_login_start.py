@@ -25,7 +25,7 @@ from browser import chromium, wait_for, wait_for_url  # noqa: F401 (chromium is 
 from deadlines import wait_until
 from idp_relay import bearer, oauth_route
 from login_relay import (CALLBACK_PATH, ID_TOKEN_OK, RawBrowser, at_stub, browse, callback_url, echoed, echoed_bearer,
-                         get, identity_view, log_in_at_dot, page_text, query_of, set_cookies, start_login_relay,
+                         get, identity_view, log_in_at_dot, page_text, set_cookies, start_login_relay,
                          wait_for_state)
 from processes import LOOPBACK
 
@@ -72,13 +72,7 @@ def test_a_callback_without_the_cookie_goes_on_to_the_host_the_login_started_at(
     relay, admin = start_login_relay(start_relay, upstream, {"me": stub_idp.login_identity()})
     wait_for_state(admin, "me", "needs-login")
     browser = RawBrowser(relay, sensitive)
-    resp = start(relay, "me", host=localhost(relay), returns="/orders/7")
-    assert resp.status == 302, resp.body[:300]
-    browser.keep(resp)
-    login = {**query_of(resp.header("location")), "authorization_endpoint": resp.header("location").split("?")[0]}
-    for key in ("state", "nonce"):
-        sensitive.add(f"{key} of a login the relay started", login[key])
-    back = at_stub(stub_idp, login)
+    back = at_stub(stub_idp, browser.start_login("me", returns="/orders/7", host=localhost(relay)))
 
     # The IdP's redirect arrives at 127.0.0.1, where this browser has no cookie: on to localhost.
     here = browse(relay, CALLBACK_PATH + "?" + urlencode(back))
@@ -117,10 +111,6 @@ def test_no_login_page_can_be_framed(stub_idp, upstream, start_relay):
 # ---------------------------------------------------------------------------------------------
 # 4. A login start another site asks a browser for
 
-def stub_idp_requests(stub, endpoint: str) -> list[dict]:
-    return stub.endpoint_requests(endpoint=endpoint)
-
-
 @pytest.mark.parametrize("headers", [
     [("Sec-Fetch-Site", "cross-site"), *NAVIGATION],                             # a link or script on another site
     [("Sec-Fetch-Site", "cross-site"), ("Sec-Fetch-Mode", "no-cors"), ("Sec-Fetch-Dest", "image")],  # <img src=...>
@@ -140,7 +130,7 @@ def test_a_login_start_a_browser_sends_for_another_site_is_refused_and_starts_no
         assert b"Login not started" in resp.body
         # The way on for a person who meant it: the relay's own login link.
         assert f'href="/.oauth-relay/login/{name}"'.encode() in resp.body
-    assert stub_idp_requests(stub_idp, "device") == [], "no device authorization may start"
+    assert stub_idp.endpoint_requests(endpoint="device") == [], "no device authorization may start"
     assert identity_view(admin, "tv")["state"] == "needs-login"
     assert "deviceLogin" not in identity_view(admin, "tv")
 
@@ -157,7 +147,7 @@ def test_curl_and_a_persons_own_navigation_still_start_logins(stub_idp, upstream
         assert resp.status == 302 and resp.header("location").startswith(stub_idp.url + "/authorize?"), headers
     resp = start(relay, "tv", [("Sec-Fetch-Site", "same-origin"), *NAVIGATION])
     assert (resp.status, resp.header("location")) == (302, "/.oauth-relay/status/tv")
-    wait_until(lambda: stub_idp_requests(stub_idp, "device"), 5, "the device authorization")
+    wait_until(lambda: stub_idp.endpoint_requests(endpoint="device"), 5, "the device authorization")
 
 
 class OtherSite:
@@ -214,17 +204,17 @@ def test_another_sites_img_and_link_start_no_login_in_chromium(stub_idp, upstrea
     chromium.get(page.url)
     wait_for(chromium, lambda d: d.execute_script("return document.getElementById('img').complete"), "the <img> to load")
     wait_until(lambda: "/.oauth-relay/login/tv" in relay.log(), 5, "the <img>'s request at the relay")
-    assert stub_idp_requests(stub_idp, "device") == [], "another site's <img> started a device login"
+    assert stub_idp.endpoint_requests(endpoint="device") == [], "another site's <img> started a device login"
 
     # Following another site's link: the relay's 403 page, and still nothing started.
     chromium.find_element(By.ID, "go").click()
     wait_for_url(chromium, lambda url: url == login, "the relay's login page")
     assert "Login not started" in page_text(chromium)
-    assert stub_idp_requests(stub_idp, "device") == []
+    assert stub_idp.endpoint_requests(endpoint="device") == []
     # The person means it: the link on the relay's own page starts the login.
     chromium.find_element(By.LINK_TEXT, "Log in for identity tv").click()
     wait_for_url(chromium, lambda url: url == f"{relay.url}/.oauth-relay/status/tv", "the device login's status page")
-    wait_until(lambda: len(stub_idp_requests(stub_idp, "device")) == 1, 5, "the device authorization")
+    wait_until(lambda: len(stub_idp.endpoint_requests(endpoint="device")) == 1, 5, "the device authorization")
 
 
 def test_a_full_identity_refuses_new_starts_and_its_logins_in_flight_complete(stub_idp, upstream, start_relay, sensitive):

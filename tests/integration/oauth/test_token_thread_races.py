@@ -16,14 +16,14 @@ import time
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from admin_client import AdminClient, log_records
+from admin_client import log_records, start_with_admin, wait_for_log
 from deadlines import scaled, wait_until
 from idp_processes import sha256
 from idp_relay import bearer, oauth_route
-from login_relay import ID_TOKEN_OK, RawBrowser, at_stub, browse, get, identity_view, start_login_relay, wait_for_state
-from processes import LOOPBACK, can_connect, free_port
+from login_relay import (ID_TOKEN_OK, RawBrowser, at_stub, browse, get, identity_view, start_login_relay, store_entries,
+                         wait_for_state)
 from redis_server import RedisServer
-from test_oauth_glewlwyd import key_file
+from key_files import key_file
 
 pytestmark = pytest.mark.oauth
 
@@ -39,14 +39,6 @@ def redis(tmp_path):
     server = RedisServer(workdir).start()
     yield server
     server.kill()
-
-
-def with_admin(start_relay, routes, identities, **top):
-    """A relay with an admin listener, not waiting for anything (discovery may be held)."""
-    port = free_port()
-    relay = start_relay(routes, identities=identities, admin=f"{LOOPBACK}:{port}", **top)
-    wait_until(lambda: can_connect(LOOPBACK, port), 5, "the admin listener")
-    return relay, AdminClient(port)
 
 
 def log_in(relay, stub, sensitive) -> None:
@@ -79,7 +71,7 @@ def test_stopping_during_discovery_does_not_wait_for_the_idp(stub_idp, upstream,
 
 def test_stopping_during_a_device_authorization_does_not_wait_for_the_idp(stub_idp, upstream, start_relay):
     stub_idp.script(device={"kind": "device", "delay_ms": HELD_MS})
-    relay, admin = with_admin(start_relay, [oauth_route(upstream, "/", "tv")], {"tv": stub_idp.login_identity("device_code")})
+    relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/", "tv")], identities={"tv": stub_idp.login_identity("device_code")})
     wait_for_state(admin, "tv", "needs-login")
     assert admin.request("POST", "/identities/tv/login").status == 202
     wait_until(lambda: stub_idp.endpoint_requests(endpoint="device"), 5, "the device authorization at the stub")
@@ -115,11 +107,6 @@ def test_stopping_during_a_logins_jwks_fetch_ends_and_gives_the_shared_lease_bac
 
 # ---------------------------------------------------------------------------------------------
 # A logout during a refresh
-
-def store_entries(tmp_path) -> list[str]:
-    directory = tmp_path / "xdg-state/oauth-relay/tokens"
-    return sorted(p.name for p in directory.glob("identity-*.token")) if directory.exists() else []
-
 
 def test_a_logout_during_a_refresh_is_not_undone_by_its_answer(stub_idp, upstream, start_relay, sensitive, tmp_path):
     stub_idp.script(default=ID_TOKEN_OK)
@@ -191,8 +178,8 @@ def test_a_refused_refresh_token_keeps_who_logged_in_in_the_store(stub_idp, upst
 
 def replica(start_relay, upstream, identity: dict, redis, **top):
     """A relay of the fleet (identity `svc` on `/`, the shared store in `redis`), with `.admin`."""
-    relay, admin = with_admin(start_relay, [oauth_route(upstream, "/", "svc")], {"svc": identity},
-                              store={"redis": redis.url, "key": KEY}, **top)
+    relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/", "svc")], identities={"svc": identity},
+                                    store={"redis": redis.url, "key": KEY}, **top)
     relay.admin = admin
     return relay
 
@@ -233,4 +220,4 @@ def test_the_lease_covers_the_holders_dpop_nonce_retry(stub_idp, upstream, start
     wait_until(lambda: all(has_token(r) for r in fleet), 10, "a token on both replicas")
     requests = stub_idp.token_requests()
     assert [r["status"] for r in requests] == [400, 200], "another replica sent a token request while A still held the lease"
-    assert log_records(fleet[1], "token read from shared store")
+    wait_for_log(fleet[1], "token read from shared store", 1)
