@@ -61,7 +61,7 @@ extension TokenFetcher {
         let refreshToken = held ?? persistence?.read(tokens).refreshToken
         persistence?.remove(tokens)
         let name = tokens.identity.name
-        if let shared {
+        if let shared = sharedStore(for: tokens) {
             shared.remove(tokens) { [logger] removal in
                 if case .failed = removal {
                     logger.warning("logout not shared", metadata: ["identity": .string(name), "shared_store": .string("\(removal)")])

@@ -107,6 +107,13 @@ final class TokenFetcher {
 
     func isInForce(_ tokens: IdentityTokens) -> Bool { timers[tokens.slot] != nil }
 
+    /// The replicas' shared store, for an identity whose tokens go there: tokens bound to a DPoP
+    /// key this process generated are of no use to another replica, so their fetches, their stored
+    /// login's reads and their logouts stay on this replica.
+    func sharedStore(for tokens: IdentityTokens) -> SharedTokens? {
+        TokenPersistence.isStored(tokens) ? shared : nil
+    }
+
     /// Asks the identity's lifecycle what to do now, and does it.
     func runNextAction(_ tokens: IdentityTokens) {
         guard !stopping else { return }
@@ -116,8 +123,7 @@ final class TokenFetcher {
         switch tokens.update({ $0.nextAction(at: now) }) {
         case .fetch(let request):
             timers[tokens.slot]?.stop()
-            // Tokens bound to a DPoP key this process generated are of no use to another replica.
-            guard let shared, TokenPersistence.isStored(tokens) else { return fetchLocally(request, for: tokens) }
+            guard let shared = sharedStore(for: tokens) else { return fetchLocally(request, for: tokens) }
             shared.fetchDue(tokens, request: request, retired: !isInForce(tokens),
                             leaseMilliseconds: LeaseDuration.milliseconds(of: tokens.identity, limits: limits))
         case .sleep(let due):
@@ -139,7 +145,7 @@ final class TokenFetcher {
     /// another replica), then the file store's; the shared one again whenever another replica
     /// writes it.
     private func readStoredLogin(_ tokens: IdentityTokens) {
-        guard let shared, TokenPersistence.isStored(tokens) else {
+        guard let shared = sharedStore(for: tokens) else {
             return takeStoredLogin(persistence?.read(tokens), for: tokens, from: "store")
         }
         shared.loginReads.watch(tokens) { [unowned self] stored in

@@ -221,3 +221,15 @@ def test_the_lease_covers_the_holders_dpop_nonce_retry(stub_idp, upstream, start
     requests = stub_idp.token_requests()
     assert [r["status"] for r in requests] == [400, 200], "another replica sent a token request while A still held the lease"
     wait_for_log(fleet[1], "token read from shared store", 1)
+
+
+def test_a_logout_of_generated_dpop_key_tokens_does_not_go_through_redis(stub_idp, upstream, start_relay, redis):
+    """Those tokens never went to Redis, so their logout is this replica's alone: answered 204
+    with Redis gone (not 503 shared-store-unavailable), and nothing about it logged."""
+    stub_idp.script(default={"kind": "token", "token_type": "DPoP", "expires_in": 3600})
+    relay = replica(start_relay, upstream, stub_idp.identity(dpop=True), redis)
+    wait_until(lambda: has_token(relay), 10, "the replica's token")
+    redis.sigkill()
+    answer = relay.admin.request("DELETE", "/identities/svc/token")
+    assert answer.status == 204, answer.body
+    assert not log_records(relay, "logout not shared")
