@@ -28,8 +28,8 @@ struct RedisLinkHealth: Equatable {
     private(set) var state = State.connecting(first: true)
     private(set) var inOutage = false
     private var failedAttempts = 0
-    /// When the link last became ready.
-    private var readySince: Double?
+    /// When the link last became ready (read only while it is).
+    private var readySince: Double = 0
 
     /// Both connections are up at `now`. True when this ends an outage (log that sharing resumed).
     /// The backoff is not reset yet: only a link that stays up is trusted again (`lost`).
@@ -49,7 +49,7 @@ struct RedisLinkHealth: Equatable {
     /// couple of seconds, not a reconnection loop as fast as the network goes.
     mutating func lost(random: Double, at now: Double) -> (beginsOutage: Bool, retryAfter: Double) {
         let wasReady = state == .ready
-        let steady = wasReady && now - (readySince ?? now) >= Self.steadySeconds
+        let steady = wasReady && now - readySince >= Self.steadySeconds
         state = .down
         if steady {
             failedAttempts = 0

@@ -73,13 +73,16 @@ final class SharedLoginReads {
     /// Removes the shared entry of `tokens` and tells the replicas; `done` hears whether it went.
     func remove(_ tokens: IdentityTokens, done: @escaping (SharedStoreRemoval) -> Void) {
         let keys = keys(of: tokens)
-        if shared.link.isReady { return sendRemoval(keys, done) }
-        guard shared.link.health.state == .connecting(first: true) else {
+        switch shared.link.health.link {
+        case .ready:
+            sendRemoval(keys, done)
+        case .opening:
+            removals.append((keys, done))
+            armDeadline()
+        case .down:
             shared.count("skipped")
-            return done(.failed(reason: "Redis is unavailable"))
+            done(.failed(reason: "Redis is unavailable"))
         }
-        removals.append((keys, done))
-        armDeadline()
     }
 
     func linkReady() {

@@ -20,6 +20,12 @@ enum StoredTokenClock {
 
     /// A stored access token in the lifecycle's clock, with the refresh time the lifecycle would
     /// have given it (so every process reading one entry refreshes it at the same moment).
+    /// What an entry holds, in the lifecycle's clock: the reverse of `stored(_:)`.
+    static func held(_ stored: StoredToken, identity: Identity) -> HeldTokens {
+        HeldTokens(token: stored.access.map { accessToken($0, identity: identity) }, refreshToken: stored.refreshToken,
+                   subject: stored.subject)
+    }
+
     static func accessToken(_ stored: StoredToken.Access, identity: Identity) -> AccessToken {
         let offset = Date().timeIntervalSince1970 - monotonicSeconds()
         let issuedAt = stored.issuedAt - offset

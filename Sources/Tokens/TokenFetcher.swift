@@ -151,8 +151,7 @@ final class TokenFetcher {
         shared.loginReads.watch(tokens) { [unowned self] stored in
             guard !stopping, isInForce(tokens) else { return }
             if let stored, !stored.isEmpty {
-                let token = stored.access.map { StoredTokenClock.accessToken($0, identity: tokens.identity) }
-                takeStoredLogin((token, stored.refreshToken, stored.subject), for: tokens, from: "shared store")
+                takeStoredLogin(StoredTokenClock.held(stored, identity: tokens.identity), for: tokens, from: "shared store")
             } else {
                 takeStoredLogin(persistence?.read(tokens), for: tokens, from: "store")
             }
@@ -160,8 +159,7 @@ final class TokenFetcher {
         }
     }
 
-    private func takeStoredLogin(_ stored: (token: AccessToken?, refreshToken: Secret?, subject: String?)?, for tokens: IdentityTokens,
-                                 from source: String) {
+    private func takeStoredLogin(_ stored: HeldTokens?, for tokens: IdentityTokens, from source: String) {
         let now = monotonicSeconds()
         tokens.publish { $0.storedLoginRead(stored?.token, refreshToken: stored?.refreshToken, subject: stored?.subject, at: now) }
         if stored?.token != nil || stored?.refreshToken != nil {

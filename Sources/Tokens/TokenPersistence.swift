@@ -99,31 +99,31 @@ final class TokenPersistence {
 
     /// The entry of `tokens` in the lifecycle's clock: the access token (nil when absent, for
     /// other settings, or moved aside) and refresh token. Logs a moved-aside entry once.
-    func read(_ tokens: IdentityTokens) -> (token: AccessToken?, refreshToken: Secret?, subject: String?) {
-        guard Self.isStored(tokens) else { return (nil, nil, nil) }
+    func read(_ tokens: IdentityTokens) -> HeldTokens {
+        guard Self.isStored(tokens) else { return HeldTokens() }
         let name = tokens.identity.name
         do {
             switch try store.read(identity: name, fingerprint: fingerprint(tokens)) {
             case .found(let stored):
                 count(tokens, "read", "found")
-                return (stored.access.map { StoredTokenClock.accessToken($0, identity: tokens.identity) }, stored.refreshToken, stored.subject)
+                return StoredTokenClock.held(stored, identity: tokens.identity)
             case .empty:
                 count(tokens, "read", "empty")
-                return (nil, nil, nil)
+                return HeldTokens()
             case .otherSettings:
                 count(tokens, "read", "other_settings")
-                return (nil, nil, nil)
+                return HeldTokens()
             case .movedAside(let reason, let movedTo):
                 count(tokens, "read", "moved_aside")
                 logger.warning("token store entry moved aside", metadata: [
                     "identity": .string(name), "reason": .string(reason), "moved_to": .string(movedTo),
                 ])
-                return (nil, nil, nil)
+                return HeldTokens()
             }
         } catch {
             count(tokens, "read", "failed")
             logger.warning("token store read failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
-            return (nil, nil, nil)
+            return HeldTokens()
         }
     }
 
