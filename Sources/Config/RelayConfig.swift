@@ -14,6 +14,7 @@ import Endpoints
 import HTTPFields
 import JSON
 import OAuth2
+import Routing
 
 /// The whole validated configuration. Build it with `ConfigLoader`; the memberwise
 /// initializer (every parameter defaulted) is for tests and does not validate.
@@ -23,6 +24,10 @@ public struct RelayConfig: Sendable, Equatable {
     public var admin: HostPort?
     /// A second, TLS listener (browsers speaking https to the relay); nil when not configured.
     public var listenTls: TLSListener?
+    /// `hosts`: the Host names the listeners serve besides the loopback names (and the hosts the
+    /// routes and redirect URIs name); nil when not set, which on a non-loopback listener means
+    /// any name.
+    public var hosts: [HostPattern]?
     /// 0 means one worker per core.
     public var workers: Int
     public var limits: Limits
@@ -136,7 +141,7 @@ public struct Limits: Sendable, Equatable {
 extension DecodingContext {
     static let topLevelKeys = [
         "$schema", "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "metrics",
-        "trustForwardedHeaders", "via", "listenTls", "store",
+        "trustForwardedHeaders", "via", "listenTls", "store", "hosts",
     ]
 
     func decodeRelayConfig(_ root: JSONNode) -> RelayConfig? {
@@ -147,6 +152,7 @@ extension DecodingContext {
         object.field("$schema").map(checkIgnoredString)
         config.listen = object.parsed("listen", HostPort.parse) ?? config.listen
         config.listenTls = object.field("listenTls").flatMap(decodeTLSListener)
+        config.hosts = object.field("hosts").flatMap(decodeHostNames)
         if let field = object.field("store"), case .null = field.value.kind {
             config.defaultStoreAllowed = false
         } else {
@@ -244,15 +250,18 @@ public struct TLSListener: Sendable, Equatable {
     public var keyFile: String
     /// Clients must present a certificate from this CA (mutual TLS); nil asks for none.
     public var clientCaFile: String?
+    /// Host names this listener serves besides the top-level `hosts`.
+    public var hosts: [HostPattern]?
 
-    public init(address: HostPort, certFile: String, keyFile: String, clientCaFile: String? = nil) {
+    public init(address: HostPort, certFile: String, keyFile: String, clientCaFile: String? = nil, hosts: [HostPattern]? = nil) {
         self.address = address
         self.certFile = certFile
         self.keyFile = keyFile
         self.clientCaFile = clientCaFile
+        self.hosts = hosts
     }
 
-    static let knownKeys = ["address", "certFile", "keyFile", "clientCaFile"]
+    static let knownKeys = ["address", "certFile", "keyFile", "clientCaFile", "hosts"]
 }
 
 extension DecodingContext {
@@ -265,8 +274,9 @@ extension DecodingContext {
         for key in ["address", "certFile", "keyFile"] where object.field(key) == nil {
             report("required", at: object.path.key(key), offset: object.lastOffset)
         }
+        let hosts = object.field("hosts").flatMap(decodeHostNames)
         guard let address, let certFile, let keyFile else { return nil }
-        return TLSListener(address: address, certFile: certFile, keyFile: keyFile, clientCaFile: clientCaFile)
+        return TLSListener(address: address, certFile: certFile, keyFile: keyFile, clientCaFile: clientCaFile, hosts: hosts)
     }
 }
 

@@ -35,6 +35,9 @@ public struct Route: Sendable, Equatable {
     /// Present the identity's client certificate (`identities.NAME.tls.clientCert`) to the
     /// upstream, so that tokens bound to it (RFC 8705 `cnf.x5t#S256`) hold there.
     public var certificateBoundUpstream = false
+    /// The web pages of other origins that may call this route through a browser (CORS); nil:
+    /// none, so a route with a credential refuses cross-site browser requests.
+    public var browser: BrowserAccess?
 
     public init(index: Int = 0, name: String? = nil, match: RouteMatch = RouteMatch(), upstream: UpstreamURL,
                 identity: String? = nil, stripPrefix: Bool = false, inject: Injection = .header(),

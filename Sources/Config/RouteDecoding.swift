@@ -4,7 +4,7 @@ import Routing
 
 extension DecodingContext {
     static let routeKeys = ["name", "match", "upstream", "identity", "stripPrefix", "inject", "setHeaders", "tls", "retryOnStatus",
-                            "minTokenAgeForRetrySeconds", "upgrade", "certificateBoundUpstream"]
+                            "minTokenAgeForRetrySeconds", "upgrade", "certificateBoundUpstream", "browser"]
 
     /// The `routes` array. `identityNames` are the keys of `identities` (valid or not), so a
     /// route naming a broken identity gets no second error.
@@ -67,6 +67,7 @@ extension DecodingContext {
         route.minTokenAgeForRetrySeconds = object.seconds("minTokenAgeForRetrySeconds") ?? route.minTokenAgeForRetrySeconds
         route.upgrade = object.field("upgrade").flatMap(decodeUpgradeProtocols) ?? route.upgrade
         route.certificateBoundUpstream = object.bool("certificateBoundUpstream") ?? false
+        route.browser = object.field("browser").flatMap(decodeBrowserAccess)
         return upstream == nil ? nil : route
     }
 

@@ -155,11 +155,20 @@ extension HTTP1Parser {
             head.trailerList.append(field)
             return 0
         }
-        // Counted here, not from llhttp's flag, which an empty value does not set.
-        if field.known == .transferEncoding { head.hasTransferEncoding = true }
-        if field.known == .host {
-            if head.hostIndex != nil { return fail(.badHost, "more than one Host header") }
-            head.hostIndex = head.fields.count
+        // Most fields are none the relay acts on: one comparison for them.
+        if field.known != .other {
+            switch field.known {
+            case .transferEncoding:
+                // Counted here, not from llhttp's flag, which an empty value does not set.
+                head.hasTransferEncoding = true
+            case .host:
+                if head.hostIndex != nil { return fail(.badHost, "more than one Host header") }
+                head.hostIndex = head.fields.count
+            case .origin, .secFetchSite, .secFetchMode, .secFetchDest:
+                head.fetchMetadata.note(field.known, at: head.fields.count)
+            default:
+                break
+            }
         }
         head.fieldList.append(field)
         return 0

@@ -43,6 +43,8 @@ public final class HTTPHead {
     public internal(set) var isUpgrade = false
     /// Index into `fields` of the Host header, if any.
     public internal(set) var hostIndex: Int?
+    /// Where `Origin` and the `Sec-Fetch-*` fields are (a request's).
+    public internal(set) var fetchMetadata = FetchMetadataFields()
 
     /// Field slots a head keeps between messages (20 bytes each).
     static let keptFieldCapacity = 64
@@ -66,6 +68,7 @@ public final class HTTPHead {
         keepAlive = true
         isUpgrade = false
         hostIndex = nil
+        fetchMetadata = FetchMetadataFields()
     }
 
     @inline(__always)

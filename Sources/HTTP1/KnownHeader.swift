@@ -23,6 +23,12 @@ public enum KnownHeader: UInt8, Sendable {
     case forwarded
     case cookie
     case maxForwards
+    /// What a browser says of where a request comes from (the browser-safety policy reads them:
+    /// `RequestPlacement`, `BrowserPolicy`): `Origin` (RFC 6454) and Fetch Metadata (W3C).
+    case origin
+    case secFetchSite
+    case secFetchMode
+    case secFetchDest
     /// A name that is one of the above with `_` for `-` (`X_Forwarded_For`, `Content_Length`):
     /// servers that map names CGI-style (`HTTP_X_FORWARDED_FOR`) read it as that field, so the
     /// relay never forwards one.
@@ -46,26 +52,44 @@ public enum KnownHeader: UInt8, Sendable {
         self != .other
     }
 
-    /// The one known name a raw name can be, by its length and first letter (no two known
-    /// names share both): classifying a field costs a jump and one comparison, not a search.
+    /// Whether this is one of the fields a browser says a request's origin with.
     @inline(__always)
-    private static func candidate(length: Int, first: UInt8) -> (name: StaticString, header: KnownHeader)? {
+    public var isFetchMetadata: Bool {
+        rawValue &- KnownHeader.origin.rawValue <= KnownHeader.secFetchDest.rawValue - KnownHeader.origin.rawValue
+    }
+
+    /// The one known name a raw name can be, by its length and first letter (no two known
+    /// names share both, but the three `sec-fetch-*` names, told apart by their eleventh byte):
+    /// classifying a field costs a jump and one comparison, not a search.
+    @inline(__always)
+    private static func candidate(length: Int, first: UInt8, name: UnsafeRawBufferPointer) -> (name: StaticString, header: KnownHeader)? {
         // On the length first (a jump table), then the letter.
         switch length {
         case 2: first == 0x74 ? ("te", .te) : nil
         case 3: first == 0x76 ? ("via", .via) : nil
         case 4: first == 0x68 ? ("host", .host) : nil
-        case 6: first == 0x63 ? ("cookie", .cookie) : first == 0x65 ? ("expect", .expect) : nil
+        case 6: first == 0x63 ? ("cookie", .cookie) : first == 0x65 ? ("expect", .expect) : first == 0x6F ? ("origin", .origin) : nil
         case 7: first == 0x74 ? ("trailer", .trailer) : first == 0x75 ? ("upgrade", .upgrade) : nil
         case 9: first == 0x66 ? ("forwarded", .forwarded) : nil
         case 10: first == 0x63 ? ("connection", .connection) : first == 0x6B ? ("keep-alive", .keepAlive) : nil
         case 12: first == 0x6D ? ("max-forwards", .maxForwards) : nil
         case 13: first == 0x61 ? ("authorization", .authorization) : nil
-        case 14: first == 0x63 ? ("content-length", .contentLength) : nil
+        case 14: first == 0x63 ? ("content-length", .contentLength) : first == 0x73 ? secFetchCandidate(name[10]) : nil
         case 15: first == 0x78 ? ("x-forwarded-for", .xForwardedFor) : nil
         case 16: first == 0x70 ? ("proxy-connection", .proxyConnection) : first == 0x78 ? ("x-forwarded-host", .xForwardedHost) : nil
         case 17: first == 0x74 ? ("transfer-encoding", .transferEncoding) : first == 0x78 ? ("x-forwarded-proto", .xForwardedProto) : nil
         case 19: first == 0x70 ? ("proxy-authorization", .proxyAuthorization) : nil
+        default: nil
+        }
+    }
+
+    /// `sec-fetch-site`, `-mode` or `-dest`, by the first letter after `sec-fetch-`.
+    @inline(__always)
+    private static func secFetchCandidate(_ letter: UInt8) -> (name: StaticString, header: KnownHeader)? {
+        switch ASCII.lowercased(letter) {
+        case 0x73: ("sec-fetch-site", .secFetchSite)
+        case 0x6D: ("sec-fetch-mode", .secFetchMode)
+        case 0x64: ("sec-fetch-dest", .secFetchDest)
         default: nil
         }
     }
@@ -75,7 +99,8 @@ public enum KnownHeader: UInt8, Sendable {
     /// name starts with `-`, so a lookalike has the same length and first letter as its name.
     public init(name: UnsafeRawBufferPointer, lookalikes: Bool = false) {
         self = .other
-        guard let first = name.first, let (known, header) = Self.candidate(length: name.count, first: ASCII.lowercased(first)) else {
+        guard let first = name.first,
+              let (known, header) = Self.candidate(length: name.count, first: ASCII.lowercased(first), name: name) else {
             return
         }
         let knownBytes = UnsafeRawBufferPointer(start: known.utf8Start, count: known.utf8CodeUnitCount)

@@ -87,6 +87,14 @@ public enum ASCII {
         return true
     }
 
+    /// Whether `bytes` starts with `lowercasePrefix` (already lower case), ignoring ASCII case.
+    @inlinable
+    public static func startsIgnoringCase(_ bytes: UnsafeRawBufferPointer, with lowercasePrefix: [UInt8]) -> Bool {
+        guard bytes.count >= lowercasePrefix.count else { return false }
+        for i in 0..<lowercasePrefix.count where lowercased(bytes[i]) != lowercasePrefix[i] { return false }
+        return true
+    }
+
     @inlinable
     public static func equalsIgnoringCase(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
         guard a.count == b.count else { return false }

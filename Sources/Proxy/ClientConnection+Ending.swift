@@ -20,6 +20,8 @@ extension ClientConnection {
             let request = LoginRequest(head: parser.head, target: target, overTLS: forwarding.overTLS)
             problem = logins.loginRequired(problem, identity: identity, request: request, at: monotonicSeconds())
         }
+        // A listed origin's page reads the relay's own answers too (a login needed, a token refused).
+        if let origin = exchange.cors, let rules = exchange.plan?.cors { problem.extraHeaders += rules.responseFields(origin: origin) }
         work.scratch.clear()
         problem.write(keepAlive: exchange.keepAlive, viaSuffix: settings.viaSuffix, toHead: exchange.request.isHead, into: &work.scratch)
         stream.write(work.scratch)

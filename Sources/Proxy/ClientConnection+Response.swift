@@ -31,9 +31,15 @@ extension ClientConnection {
             if timesExchanges { exchange.record.upstreamHeadAt = worker.clock() }
             work.heldResponseHead.clear()
             holdsResponse = true
-            ForwardedHead.writeResponse(head, framing: framing, keepAlive: exchange.keepAlive,
-                                        clientVersionMinor: exchange.request.versionMinor,
-                                        viaSuffix: settings.viaSuffix, into: &work.heldResponseHead)
+            if let origin = exchange.cors, let rules = exchange.plan?.cors {
+                ForwardedHead.writeResponse(head, framing: framing, keepAlive: exchange.keepAlive,
+                                            clientVersionMinor: exchange.request.versionMinor,
+                                            viaSuffix: settings.viaSuffix, cors: rules.responseLines[origin], into: &work.heldResponseHead)
+            } else {
+                ForwardedHead.writeResponse(head, framing: framing, keepAlive: exchange.keepAlive,
+                                            clientVersionMinor: exchange.request.versionMinor,
+                                            viaSuffix: settings.viaSuffix, into: &work.heldResponseHead)
+            }
             return framing == .none ? .none : .framed
         }
     }

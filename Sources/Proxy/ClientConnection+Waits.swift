@@ -19,7 +19,7 @@ extension ClientConnection {
     func tokenMayBeReady() {
         guard exchange.phase == .exchanging, exchange.isWaitingForToken, let identity = exchange.plan?.identity,
               let tokens = worker.tokens else { return }
-        let action = exchange.tokenLookedUp(tokens.lookup(identity))
+        let action = exchange.tokenLookedUp(tokens.lookup(identity, startsDeviceLogin: exchange.startsLogin))
         if case .keepWaiting = action {
             // Not this identity's result, or a new fetch began: wait on, to the same deadline.
             tokens.park(self)

@@ -57,8 +57,6 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// The parser stopped at the end of a request (or an upgrade) and must be resumed.
     var parserPaused = false
 
-    private static let options = Array("options".utf8)
-
     init(worker: ProxyWorker, stream: any ByteStream, overTLS: Bool = false) {
         self.worker = worker
         self.stream = stream
@@ -205,43 +203,26 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         }
     }
 
-    /// Where a request head leads: its target and Host checked, its route found and the route
+    /// Where a request head leads (`RequestPlacement`), and for a route with an identity, the
     /// identity's token looked up, for the exchange to decide.
     @inline(__always)
     private func place(_ head: HTTPHead) -> Exchange.HeadAction {
         let logging = settings.config.accessLog
         if logging { exchange.record.method = String(decoding: head.methodName, as: UTF8.self) }
-        if head.isConnect { return exchange.refused(.methodNotAllowed(), closing: false) }
-        if head.isTrace { return exchange.refused(.methodNotAllowed("TRACE"), closing: false) }
-        if head.maxForwards == 0 { return exchange.refused(.finalRecipientOfOptions(), closing: false) }
-        // A request the relay cannot place is malformed: 400 and the connection closes
-        // (DESIGN.md's error model), as for what the parser refuses.
-        guard let target = RequestTarget(head.target) else {
-            return exchange.refused(.badRequest("the request-target is not origin-form, absolute-form (without userinfo) or *"), closing: true)
+        let placement = RequestPlacement(settings: settings, overTLS: forwarding.overTLS)
+            .place(head, normalizedPath: &work.normalizedPath, record: &exchange.record, logging: logging)
+        switch placement {
+        case .route(let plan, let upgrade, let cors, let startsLogin):
+            exchange.cors = cors
+            exchange.startsLogin = startsLogin
+            guard let identity = plan.identity, let tokens = worker.tokens else { return exchange.routed(plan, upgrade: upgrade, token: nil) }
+            return exchange.routed(plan, upgrade: upgrade, token: tokens.lookup(identity, startsDeviceLogin: startsLogin))
+        case .loginPage(let request):
+            return exchange.refused(settings.logins!.answer(request, at: monotonicSeconds()), closing: false)
+        case .answer(let problem, let closing, let refusal):
+            if let refusal { worker.countRefused(refusal) }
+            return exchange.refused(problem, closing: closing)
         }
-        if logging { exchange.record.path = String(decoding: target.path, as: UTF8.self) }
-        if target.isAsterisk && !ASCII.equalsIgnoringCase(head.methodName, Self.options) {
-            return exchange.refused(.badRequest("the asterisk-form request-target is for OPTIONS only"), closing: false)
-        }
-        let work = self.work
-        guard target.isAsterisk || RequestPath.normalize(target.path, into: &work.normalizedPath) else {
-            return exchange.refused(.badRequest("the request path is malformed"), closing: false)
-        }
-        if target.isAsterisk { work.normalizedPath = [UInt8(ascii: "/")] }
-        if let host = head.host, !host.isEmpty, !RequestTarget.isAuthority(host) {
-            return exchange.refused(.badRequest("the Host header is not a host[:port]"), closing: true)
-        }
-        if let logins = settings.logins, logins.serves(path: work.normalizedPath) {
-            let request = LoginRequest(head: head, target: target, normalizedPath: work.normalizedPath, overTLS: forwarding.overTLS)
-            return exchange.refused(logins.answer(request, at: monotonicSeconds()), closing: false)
-        }
-        let host = target.authority ?? head.host ?? UnsafeRawBufferPointer(start: nil, count: 0)
-        let plan = work.normalizedPath.withUnsafeBytes { settings.plan(host: host, path: $0) }
-        guard let plan else { return exchange.refused(.noRoute(), closing: false) }
-        if logging { exchange.record.routeName = plan.route.name }
-        let upgrade = head.isUpgrade ? plan.allowedUpgrade(head) : nil
-        guard let identity = plan.identity, let tokens = worker.tokens else { return exchange.routed(plan, upgrade: upgrade, token: nil) }
-        return exchange.routed(plan, upgrade: upgrade, token: tokens.lookup(identity))
     }
 
     /// Writes the request head (with the exchange's token, if any) to a pooled or new upstream

@@ -167,6 +167,12 @@ struct Exchange {
     var dpopNonceReplayed = false
     /// The route of the exchange (nil before the head, or when none matched).
     var plan: RoutePlan?
+    /// The listed origin (`browser.allowOrigins`) whose page sent the request: its answers
+    /// carry that origin's CORS fields.
+    var cors: Int?
+    /// The request may start a person's device login (`RequestPlacement.mayStartLogin`): asked
+    /// again when a parked request looks its token up anew.
+    var startsLogin = true
     var bodyClock: BodyClock?
     var backpressure: Backpressure = []
     /// For the metrics and the access log.
@@ -204,6 +210,8 @@ struct Exchange {
         dpopNonceReplayed = false
         bodyClock = nil
         plan = nil
+        cors = nil
+        startsLogin = true
         record = ExchangeRecord()
         record.startedAt = startedAt
         let hasBody = head.isChunked || (head.contentLength ?? 0) > 0

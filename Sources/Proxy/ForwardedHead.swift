@@ -116,9 +116,26 @@ enum ForwardedHead {
 
     static func writeResponse(_ head: HTTPHead, framing: Framing, keepAlive: Bool, clientVersionMinor: UInt8,
                               viaSuffix: [UInt8], into out: inout ByteBuffer) {
+        writeResponse(head, framing: framing, keepAlive: keepAlive, clientVersionMinor: clientVersionMinor, viaSuffix: viaSuffix,
+                      corsOrNil: nil, into: &out)
+    }
+
+    /// The answer to a listed origin's request: its CORS fields (`CORSRules.responseLines`)
+    /// replace the upstream's own `Access-Control-*` fields.
+    static func writeResponse(_ head: HTTPHead, framing: Framing, keepAlive: Bool, clientVersionMinor: UInt8,
+                              viaSuffix: [UInt8], cors: [UInt8], into out: inout ByteBuffer) {
+        writeResponse(head, framing: framing, keepAlive: keepAlive, clientVersionMinor: clientVersionMinor, viaSuffix: viaSuffix,
+                      corsOrNil: cors, into: &out)
+    }
+
+    /// Both of the above: inlined into each, so that the plain one tests no CORS per field.
+    @inline(__always)
+    private static func writeResponse(_ head: HTTPHead, framing: Framing, keepAlive: Bool, clientVersionMinor: UInt8,
+                                      viaSuffix: [UInt8], corsOrNil cors: [UInt8]?, into out: inout ByteBuffer) {
         out.appendStatusLine(head.statusCode, reason: head.reason)
         for field in head.fields {
             if head.isHopByHop(field) { continue }
+            if cors != nil && ASCII.startsIgnoringCase(head.name(field), with: Self.accessControlPrefix) { continue }
             if field.known == .contentLength {
                 if framing == .contentLength || framing == .none { appendContentLength(head, into: &out) }
                 continue
@@ -126,6 +143,7 @@ enum ForwardedHead {
             out.appendField(head.name(field), head.value(field))
         }
         if framing == .chunked { out.append("Transfer-Encoding: chunked\r\n") }
+        if let cors { out.append(cors) }
         if head.statusCode == 101 {
             appendUpgrade(head, into: &out)
         } else if !keepAlive || framing == .close {
@@ -168,6 +186,7 @@ enum ForwardedHead {
     }
 
     private static let http2Settings = Array("http2-settings".utf8)
+    private static let accessControlPrefix = Array("access-control-".utf8)
 
     /// The message's Content-Length as the parser read it, in its one canonical spelling.
     private static func appendContentLength(_ head: HTTPHead, into out: inout ByteBuffer) {

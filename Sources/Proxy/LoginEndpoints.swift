@@ -56,12 +56,7 @@ struct LoginEndpoints {
     // MARK: - The pages
 
     func answer(_ request: LoginRequest, at now: Double) -> Problem {
-        guard hostIsAllowed(request) else {
-            return Self.page(421, "Misdirected Request", LoginPage(
-                title: "Wrong host name",
-                lines: ["The relay's login pages answer only to the names of the listener they are on; "
-                        + "\(request.host) is not one of them."]))
-        }
+        guard hostIsAllowed(request) else { return Self.wrongHost(request.host) }
         guard request.method == "GET" || request.method == "HEAD" else {
             var problem = Problem(status: 405, slug: "method-not-allowed", title: "Method Not Allowed",
                                   detail: "the login pages answer GET and HEAD")
@@ -222,6 +217,14 @@ struct LoginEndpoints {
         let wildcard = listener.host == "0.0.0.0" || listener.host == "::"
         if (wildcard || TokenEndpointSecurity.isLoopback(listener.host)) && TokenEndpointSecurity.isLoopback(host) { return true }
         return config.identities.values.contains { $0.redirectUri?.host.lowercased() == host && $0.redirectUri?.port == listener.port }
+    }
+
+    /// A login page asked for under a name its listener does not answer to (here, or at the
+    /// listener's Host check: `RequestPlacement`), shown as a page, since a person may see it.
+    static func wrongHost(_ host: String) -> Problem {
+        page(421, "Misdirected Request", LoginPage(
+            title: "Wrong host name",
+            lines: ["The relay's login pages answer only to the names of the listener they are on; \(host) is not one of them."]))
     }
 
     static func redirect(to location: String) -> Problem {

@@ -76,6 +76,9 @@ struct LoginRequest {
     /// (`cross-site`) or for anything but a page the person opens (`Sec-Fetch-Dest` other than
     /// `document`) is refused. Curl and scripts send neither header and keep working.
     var loginStartRefusal: String? {
+        if method == "HEAD" {
+            return "a HEAD request only asks what the page would be"
+        }
         if fetchSite == "cross-site" {
             return "the browser was sent here by a page on another site"
         }

@@ -27,6 +27,8 @@ struct Problem {
     var deviceLogin: DevicePrompt?
     /// A body other than the problem's JSON: a login page.
     var page: LoginPage?
+    /// The `Origin` of a refused cross-site request.
+    var origin: String?
 
     static func badRequest(_ detail: String) -> Problem {
         Problem(status: 400, slug: "bad-request", title: "Bad Request", detail: detail)
@@ -69,6 +71,35 @@ struct Problem {
     }
     static func gatewayTimeout(_ detail: String, route: String?) -> Problem {
         Problem(status: 504, slug: "gateway-timeout", title: "Gateway Timeout", detail: detail, route: route)
+    }
+
+    /// A Host this listener does not serve (`ListenerHosts`): never forwarded. 421 says the
+    /// request reached a server not configured for that name (RFC 9110 §15.5.20).
+    static func misdirected(host: String, overTLS: Bool) -> Problem {
+        Problem(status: 421, slug: "misdirected-request", title: "Misdirected Request",
+                detail: "this listener does not serve the host \"\(host)\": it answers to loopback names and the names in "
+                    + (overTLS ? "hosts or listenTls.hosts" : "hosts") + " (a web page whose name points here, by DNS rebinding, gets nothing)")
+    }
+
+    /// A browser's cross-site request on a route with a credential (`BrowserPolicy`).
+    static func crossSite(route: RoutePlan, origin: String?) -> Problem {
+        let key = "routes[\(route.route.index)].browser.allowOrigins"
+        let who = origin.map { "the page at \($0)" } ?? "a page on another site"
+        let allow = origin.map { $0 == "null" ? "; an opaque origin (null) cannot be allowed" : "; to allow it, add \"\($0)\" to \(key)" }
+            ?? "; an origin listed in \(key) may call the route with CORS"
+        var problem = Problem(status: 403, slug: "cross-site-request", title: "Forbidden",
+                              detail: "the relay does not add route \(route.route.name)'s credential to a request \(who) made "
+                                  + "the browser send" + allow, route: route.route.name)
+        problem.origin = origin
+        return problem
+    }
+
+    /// The browser's own `/favicon.ico` on a route of a person's identity whose prefix does not
+    /// name it: not sent upstream with the person's token.
+    static func faviconNotForwarded(route: String) -> Problem {
+        Problem(status: 404, slug: "no-route", title: "Not Found",
+                detail: "/favicon.ico is not sent upstream with a person's token; a route whose pathPrefix names it forwards it",
+                route: route)
     }
 
     static let loginRequiredSlug = "login-required"
@@ -128,6 +159,7 @@ struct Problem {
         if let oauthError { body += ",\"oauthError\":\(JSONText.quote(oauthError))" }
         if let oauthErrorDescription { body += ",\"oauthErrorDescription\":\(JSONText.quote(oauthErrorDescription))" }
         if !errors.isEmpty { body += ",\"errors\":[" + errors.map(JSONText.quote).joined(separator: ",") + "]" }
+        if let origin { body += ",\"origin\":\(JSONText.quote(origin))" }
         if let loginUrl { body += ",\"loginUrl\":\(JSONText.quote(loginUrl))" }
         if let deviceLogin { body += deviceLogin.jsonMembers }
         return body + "}"
@@ -139,7 +171,8 @@ struct Problem {
         let body = page?.html ?? (status < 400 ? "" : json())
         out.appendStatusLine(status, reason: reasonPhrase)
         if !body.isEmpty { out.appendField("Content-Type", page == nil ? "application/problem+json" : "text/html; charset=utf-8") }
-        out.appendContentLength(UInt64(body.utf8.count))
+        // 204 and 304 have no body and no Content-Length (RFC 9110 §8.6).
+        if status != 204 && status != 304 { out.appendContentLength(UInt64(body.utf8.count)) }
         out.appendField("Cache-Control", "no-store")
         for (name, value) in extraHeaders { out.appendField(name, value) }
         if !keepAlive { out.appendField("Connection", "close") }

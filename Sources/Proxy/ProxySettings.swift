@@ -40,6 +40,9 @@ public final class ProxySettings: Sendable {
     let upstreamQueueTimeoutMilliseconds: UInt64
     /// The login pages, when an identity logs a person in.
     let logins: LoginEndpoints?
+    /// The Host names the plain and the TLS listener serve.
+    let plainHosts: ListenerHosts
+    let tlsHosts: ListenerHosts
 
     /// `identities`: the token service's identities for this config (what `replace` returned);
     /// by default those in force.
@@ -52,7 +55,8 @@ public final class ProxySettings: Sendable {
         self.identities = identities
         plans = config.routes.enumerated().map { position, route in
             RoutePlan(route: route, position: position, identity: route.identity.flatMap { identities?[$0] },
-                      tls: tls.routes[position])
+                      tls: tls.routes[position],
+                      interactiveIdentity: route.identity.flatMap { config.identities[$0]?.grant.isInteractive } ?? false)
         }
         headerLimits = HeaderLimits(maxHeadBytes: config.limits.maxHeaderBytes, maxFieldCount: config.limits.maxHeaderCount)
         responseHeaderLimits = HeaderLimits(maxHeadBytes: config.limits.maxResponseHeaderBytes,
@@ -73,6 +77,9 @@ public final class ProxySettings: Sendable {
         maxUpstreamConnections = config.limits.maxUpstreamConnections > 0 ? config.limits.maxUpstreamConnections : .max
         upstreamQueueTimeoutMilliseconds = milliseconds(config.limits.upstreamQueueTimeoutSeconds)
         logins = LoginEndpoints(config: config, identities: identities, desk: tokens?.logins)
+        plainHosts = ListenerHosts(address: config.listen, listenerHosts: nil, config: config)
+        tlsHosts = config.listenTls.map { ListenerHosts(address: $0.address, listenerHosts: $0.hosts, config: config) }
+            ?? ListenerHosts(servesAnyName: true)
     }
 
     /// The plan of the route that takes this request, or nil (404).

@@ -216,6 +216,12 @@ final class ProxyWorker {
         if settings.config.accessLog { logAccess(exchange, now: now, upstreamTimed: upstreamTimed) }
     }
 
+    /// Counts a request refused for what a browser could have been made to send (the request
+    /// itself is counted and logged as every answered one is).
+    func countRefused(_ refusal: RequestPlacement.Refusal) {
+        metrics?.countRefused(reason: refusal.rawValue)
+    }
+
     /// Counts a request rejected before it had a head worth timing (400, 431, 408).
     func countRejected(status: Int) {
         metrics?.route("").countRequest(status: status, seconds: nil)

@@ -54,8 +54,18 @@ public final class RoutePlan: Sendable {
     /// `scheme://authority` of the target URI the upstream sees (its `Host`), the start of a
     /// proof's `htu`; the request-target's path follows it.
     let dpopTargetOrigin: [UInt8]
+    /// The route injects a credential (an identity, or an `Authorization` or `Cookie` it sets)
+    /// or has a `browser` block: browsers' cross-site requests are refused (`BrowserPolicy`).
+    let guardsCredential: Bool
+    /// The route's `browser` block, compiled.
+    let cors: CORSRules?
+    /// The browser's own `/favicon.ico` is not forwarded: the route's identity is a person's
+    /// and its prefix does not name the icon.
+    let withholdsFavicon: Bool
 
-    public init(route: Route, position: Int = 0, identity: IdentityTokens? = nil, tls: TLSConfiguration? = nil) {
+    /// `interactiveIdentity`: the route's identity logs a person in.
+    public init(route: Route, position: Int = 0, identity: IdentityTokens? = nil, tls: TLSConfiguration? = nil,
+                interactiveIdentity: Bool = false) {
         self.route = route
         self.position = position
         self.tls = tls
@@ -97,12 +107,18 @@ public final class RoutePlan: Sendable {
         setsForwardedProto = names.contains("x-forwarded-proto")
         setsForwardedHost = names.contains("x-forwarded-host")
         setsVia = names.contains("via")
+        guardsCredential = route.identity != nil || route.browser != nil || names.contains("authorization") || names.contains("cookie")
+        cors = route.browser.map(CORSRules.init)
+        withholdsFavicon = interactiveIdentity && !route.match.pathPrefix.hasPrefix(Self.favicon)
         forwardsTargetVerbatim = !route.stripPrefix && route.upstream.basePath.isEmpty && tokenQueryPrefix == nil
         basePath = Array(route.upstream.basePath.utf8)
         strippedPrefix = route.stripPrefix ? Array(route.match.pathPrefix.utf8) : []
         // Routes to one https upstream with different TLS settings must not share connections.
         upstreamKey = UpstreamKey(host: route.upstream.host, port: route.upstream.port, tlsRoute: tls == nil ? nil : position)
     }
+
+    static let favicon = "/favicon.ico"
+    static let faviconBytes = Array(favicon.utf8)
 
     /// Scratch space for `writeUpstreamTarget`, owned by a connection and reused.
     struct TargetScratch {

@@ -58,14 +58,16 @@ final class WorkerTokens {
         wakeup = LoopWakeup(loop: loop) { [unowned self] in self.fetchEnded() }
     }
 
-    func lookup(_ tokens: IdentityTokens) -> Lookup {
+    /// `startsDeviceLogin`: a device identity with no login may start one for this request
+    /// (not for a HEAD or a part of a page: `RequestPlacement.mayStartLogin`).
+    func lookup(_ tokens: IdentityTokens, startsDeviceLogin: Bool = true) -> Lookup {
         let slot = tokens.slot
         let generation = tokens.generation
         let now = loop.nowMilliseconds
         if slot < cache.count, let cached = cache[slot], cached.generation == generation, now < cached.expiresAtMilliseconds {
             return .inject(cached)
         }
-        switch tokens.decide(at: Double(now) / 1000, wakingOnResult: wakeup) {
+        switch tokens.decide(at: Double(now) / 1000, wakingOnResult: wakeup, startsDeviceLogin: startsDeviceLogin) {
         case .inject(let token):
             var dpop: DPoPProofing?
             if token.type == "DPoP" {

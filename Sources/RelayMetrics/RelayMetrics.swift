@@ -15,6 +15,7 @@
 //   oauth_relay_request_duration_seconds{route,worker}             histogram (head in → response out)
 //   oauth_relay_upstream_duration_seconds{route,worker}            histogram (request sent → response head)
 //   oauth_relay_upstream_errors_total{route,kind,worker}           counter
+//   oauth_relay_refused_requests_total{reason}                      counter (host, cross-site: what a web page made a browser send)
 //   oauth_relay_connections{side,worker}                            gauge (open client / upstream connections)
 //   oauth_relay_upstream_queued_exchanges{worker}                   gauge (exchanges waiting for an upstream connection)
 //   oauth_relay_token_requests_total{identity,outcome}              counter (token thread)
@@ -47,6 +48,11 @@ public final class RelayMetrics: Sendable {
         }
         static var upstreamErrors: MetricNameDescriptor {
             describe("upstream_errors", "total", "Upstream exchanges that failed, by kind.")
+        }
+        static var refusedRequests: MetricNameDescriptor {
+            describe("refused_requests", "total",
+                     "Requests refused for what a web page could have made a browser send, by reason: host (a Host name "
+                        + "the listener does not serve: DNS rebinding) or cross-site (a cross-site request on a route with a credential).")
         }
         static var upstreamQueued: MetricNameDescriptor {
             describe("upstream_queued", "exchanges", "Exchanges waiting for a connection to their upstream (maxUpstreamConnections).")
@@ -104,7 +110,13 @@ public final class RelayMetrics: Sendable {
         for outcome in ["applied", "rejected"] {
             _ = registry.makeCounter(descriptor: Series.reloads, labels: [("outcome", outcome)])
         }
+        for reason in Self.refusalReasons {
+            _ = registry.makeCounter(descriptor: Series.refusedRequests, labels: [("reason", reason)])
+        }
     }
+
+    /// The reasons of `oauth_relay_refused_requests_total`, shown from the start at 0.
+    public static let refusalReasons = ["host", "cross-site"]
 
     /// The text exposition format (version 0.0.4).
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
@@ -209,6 +221,12 @@ public final class WorkerMetrics {
     public func upstreamConnectionClosed() { upstreamConnections.decrement(by: 1) }
     public func upstreamExchangeQueued() { upstreamQueued.increment(by: 1) }
     public func upstreamExchangeDequeued() { upstreamQueued.decrement(by: 1) }
+
+    /// A request refused for `reason` (one of `RelayMetrics.refusalReasons`). Rare, so it takes
+    /// the registry's lock, unlike the per-request series.
+    public func countRefused(reason: String) {
+        registry.makeCounter(descriptor: RelayMetrics.Series.refusedRequests, labels: [("reason", reason)]).increment()
+    }
 }
 
 /// One route's series in one worker.

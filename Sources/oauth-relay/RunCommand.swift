@@ -65,6 +65,10 @@ func validateConfig(path: String) -> Result<LoadedConfig, ConfigErrorLines> {
         FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
         Logger(label: "oauth-relay").warning("TLS verification disabled", metadata: ["setting": .string(warning)])
     }
+    for warning in config.hostCheckWarnings {
+        FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
+        Logger(label: "oauth-relay").warning("listener serves any Host name", metadata: ["setting": .string(warning)])
+    }
     if !errors.isEmpty { return .failure(ConfigErrorLines(lines: errors)) }
     return .success(LoadedConfig(config: config, tls: tls))
 }

@@ -12,6 +12,7 @@ final class KnownHeaderTests: XCTestCase {
         ("upgrade", .upgrade), ("proxy-authorization", .proxyAuthorization), ("expect", .expect), ("via", .via),
         ("x-forwarded-for", .xForwardedFor), ("x-forwarded-proto", .xForwardedProto), ("x-forwarded-host", .xForwardedHost),
         ("authorization", .authorization), ("forwarded", .forwarded), ("cookie", .cookie), ("max-forwards", .maxForwards),
+        ("origin", .origin), ("sec-fetch-site", .secFetchSite), ("sec-fetch-mode", .secFetchMode), ("sec-fetch-dest", .secFetchDest),
     ]
 
     func testEveryKnownNameIsRecognisedInAnyCase() {
@@ -24,9 +25,18 @@ final class KnownHeaderTests: XCTestCase {
     }
 
     func testNamesThatOnlyShareLengthAndFirstLetterAreOther() {
-        for name in ["hose", "connexion", "keep_alive!", "tx", "vie", "cookies", "Content-Lengths", "x-forwarded-fox", "", "-", "a"] {
+        for name in ["hose", "connexion", "keep_alive!", "tx", "vie", "cookies", "Content-Lengths", "x-forwarded-fox", "", "-", "a",
+                     "origins", "orogin", "sec-fetch-user", "sec-fetch-sitx", "sec-fetch-xode", "sec-fetch-", "sec-fetch-dests"] {
             XCTAssertEqual(classify(name, lookalikes: true), .other, name)
         }
+    }
+
+    func testOnlyOriginAndTheFetchMetadataNamesAreFetchMetadata() {
+        for (_, header) in known {
+            XCTAssertEqual(header.isFetchMetadata, [.origin, .secFetchSite, .secFetchMode, .secFetchDest].contains(header), "\(header)")
+        }
+        XCTAssertFalse(KnownHeader.other.isFetchMetadata)
+        XCTAssertFalse(KnownHeader.underscoredLookalike.isFetchMetadata)
     }
 
     func testUnderscoredLookalikesAreToldOnlyWhenAsked() {

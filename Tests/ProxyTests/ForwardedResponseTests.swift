@@ -1,3 +1,4 @@
+import Config
 @testable import Proxy
 import XCTest
 
@@ -34,6 +35,24 @@ final class ForwardedResponseTests: XCTestCase {
                        "Via: 1.1 backend", "Content-Length: 5"], body: "hello",
                       as: ["HTTP/1.1 200 OK", "content-type: text/plain", "Set-Cookie: a=1", "Set-Cookie: b=2",
                            "Via: 1.1 backend", "Content-Length: 5", "Via: 1.1 oauth-relay"],
+                      framing: .contentLength)
+    }
+
+    func testAListedOriginsCORSFieldsReplaceTheUpstreamsOwn() {
+        let rules = CORSRules(BrowserAccess(allowOrigins: ["http://localhost:3000"], exposeHeaders: ["X-Request-Id"]))
+        let parsed = parsedHead(head(["HTTP/1.1 200 OK", "Access-Control-Allow-Origin: *", "access-control-allow-credentials: false",
+                                      "Access-Control-Expose-Headers: X-Secret", "Content-Length: 0", "X-Access-Control: kept"]),
+                                kind: .response)
+        let relayed = written {
+            ForwardedHead.writeResponse(parsed, framing: .contentLength, keepAlive: true, clientVersionMinor: 1, viaSuffix: viaSuffix,
+                                        cors: rules.responseLines[0], into: &$0)
+        }
+        XCTAssertEqual(relayed, head(["HTTP/1.1 200 OK", "Content-Length: 0", "X-Access-Control: kept",
+                                      "Access-Control-Allow-Origin: http://localhost:3000", "Access-Control-Allow-Credentials: true",
+                                      "Vary: Origin", "Access-Control-Expose-Headers: X-Request-Id", "Via: 1.1 oauth-relay"]))
+        // Without a listed origin, the upstream's fields pass as they came.
+        assertRelayed(["HTTP/1.1 200 OK", "Access-Control-Allow-Origin: *", "Content-Length: 0"],
+                      as: ["HTTP/1.1 200 OK", "Access-Control-Allow-Origin: *", "Content-Length: 0", "Via: 1.1 oauth-relay"],
                       framing: .contentLength)
     }
 

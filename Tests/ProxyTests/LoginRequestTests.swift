@@ -65,6 +65,12 @@ final class LoginRequestTests: XCTestCase {
         XCTAssertNotNil(refusal(["Sec-Fetch-Site: cross-site", "Sec-Fetch-Dest: empty"]), "fetch() from another site")
     }
 
+    func testAHeadRequestNeverStartsALogin() {
+        let head = request(["HEAD /.oauth-relay/login/me HTTP/1.1", "Host: 127.0.0.1:8180"])
+        XCTAssertEqual(head.loginStartRefusal, "a HEAD request only asks what the page would be")
+        XCTAssertNil(request(["GET /.oauth-relay/login/me HTTP/1.1", "Host: 127.0.0.1:8180"]).loginStartRefusal)
+    }
+
     func testPagesEscapeWhatTheyShow() {
         let page = LoginPage(title: "<script>", lines: ["a & \"b\""], links: [("x", "/p?a=1&b=\"2\"")])
         XCTAssertFalse(page.html.contains("<script>"))

@@ -210,9 +210,18 @@ def route(upstream, prefix: str | None = "/", host: str | None = None, base: str
     return {"match": match, "upstream": url + base, **options}
 
 
+# The made-up Host names the suite's clients send: `relay.test` by default (http_client.py), and
+# the names the routing, forwarding and limit tests route on. A loopback listener answers a name
+# that is not its own 421 (DNS rebinding), so the test relays serve them as a user's relay serves
+# the names in its `hosts`. The tests of that refusal send other names (`evil.example`,
+# `rebind.test`), and tests pass `hosts=` to set their own.
+HARNESS_HOSTS = ["relay.test", "x", "example.test", "*.example.test", "other.test", "elsewhere.test"]
+
+
 def relay_config(listen: str, routes: list, limits: dict | None = None, workers: int = 1, **top) -> dict:
     return {
         "listen": listen,
+        "hosts": HARNESS_HOSTS,
         # No admin listener unless a test asks for one (it would default to 127.0.0.1:9180).
         "admin": None,
         "workers": workers,

@@ -191,6 +191,7 @@ DECODER_LOCATIONS = {
     "decodeIdentity": ["$.identities.*"],
     "decodeDPoP": ["$.identities.*.dpop"],
     "decodeResponseFields": ["$.identities.*.responseFields"],
+    "decodeBrowserAccess": ["$.routes[].browser"],
 }
 
 
@@ -416,6 +417,8 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.listenTls": {"listenTls": LISTEN_TLS},
     **{f"$.listenTls.{key}": {"listenTls": LISTEN_TLS} for key in LISTEN_TLS},
     "$.listenTls.clientCaFile": {"listenTls": {**LISTEN_TLS, "clientCaFile": CERT_FILE}},
+    "$.listenTls.hosts": {"listenTls": {**LISTEN_TLS, "hosts": ["secure.example.test"]}},
+    "$.hosts": {"hosts": ["orders.local", "*.dev.example.test", "[::1]"]},
     "$.store": {"store": STORE},
     "$.store.path": {"store": {**STORE, "path": "state/tokens-not-yet-created"}},
     "$.store.key": {"store": STORE},
@@ -441,6 +444,12 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.routes[].retryOnStatus": route(retryOnStatus=[401, 403]),
     "$.routes[].minTokenAgeForRetrySeconds": routed(minTokenAgeForRetrySeconds=2.5),
     "$.routes[].upgrade": route(upgrade=["websocket", "h2c"]),
+    "$.routes[].browser": routed(browser={"allowOrigins": ["http://localhost:3000"]}),
+    "$.routes[].browser.allowOrigins": route(browser={"allowOrigins": ["http://localhost:3000", "https://app.example.test"]}),
+    "$.routes[].browser.allowMethods": routed(browser={"allowOrigins": ["http://localhost:3000"], "allowMethods": ["GET", "PUT"]}),
+    "$.routes[].browser.allowHeaders": routed(browser={"allowOrigins": ["http://localhost:3000"], "allowHeaders": ["Content-Type"]}),
+    "$.routes[].browser.exposeHeaders": routed(browser={"allowOrigins": ["http://localhost:3000"], "exposeHeaders": ["X-Request-Id"]}),
+    "$.routes[].browser.maxAgeSeconds": routed(browser={"allowOrigins": ["http://localhost:3000"], "maxAgeSeconds": 60}),
     "$.routes[].certificateBoundUpstream": {
         **identity(tls={"clientCert": CERT_FILE, "clientKey": KEY_FILE}),
         "routes": [{"upstream": HTTPS_UPSTREAM, "identity": "svc", "certificateBoundUpstream": True}]},

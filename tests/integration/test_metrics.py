@@ -273,6 +273,7 @@ EXPECTED_TYPES = {
     "oauth_relay_upstream_errors": "counter",
     "oauth_relay_connections": "gauge",
     "oauth_relay_upstream_queued_exchanges": "gauge",
+    "oauth_relay_refused_requests": "counter",
     "oauth_relay_config_reloads": "counter",
     "oauth_relay_config_last_reload_success_timestamp_seconds": "gauge",
 }

@@ -1,0 +1,121 @@
+// RequestPlacement: where a request head goes, decided on the head alone, with no socket and
+// before any token is looked up or any byte goes upstream (the model: Exchange, whose answers
+// the connection carries out). In order:
+//
+//   1. methods the relay never forwards: CONNECT and TRACE (405), OPTIONS at Max-Forwards 0
+//   2. the request-target and path (400; a target it cannot read closes the connection)
+//   3. the Host: its syntax (400, closing), then whether this listener serves it (421, closing:
+//      DNS rebinding, `ListenerHosts`)
+//   4. the relay's login pages (answered by `LoginEndpoints`)
+//   5. the route (404 without one), the browser's `/favicon.ico` on a person's route (404)
+//   6. the browser policy: a cross-site browser request on a route with a credential (403), a
+//      listed origin's preflight (answered here), CORS for listed origins (`BrowserPolicy`)
+//   7. whether the request may start a person's login (not a HEAD, not a part of a page)
+//
+// The token is looked up by the connection afterwards, on the route's identity.
+
+import HTTP1
+import HTTPFields
+import Routing
+
+struct RequestPlacement {
+    /// Why the relay refused a request for what a browser could have been made to send, as
+    /// `oauth_relay_refused_requests_total{reason}` counts it.
+    enum Refusal: String, Sendable {
+        case host
+        case crossSite = "cross-site"
+    }
+
+    enum Placement {
+        /// On `plan`'s route. `upgrade`: the protocols the route allows of those asked for;
+        /// `cors`: the listed origin whose page asked (its answer carries CORS fields);
+        /// `startsLogin`: the request may start a person's device login when it finds none.
+        case route(RoutePlan, upgrade: [UInt8]?, cors: Int?, startsLogin: Bool)
+        /// A page of the relay's own login endpoints.
+        indirect case loginPage(LoginRequest)
+        /// Answered by the relay. `closing`: what follows on the connection cannot be trusted;
+        /// `refusal`: a refusal the metrics count.
+        // Indirect, as the login page's: the placement most requests get, `route`, stays a few
+        // words, cheap to return and to take apart.
+        indirect case answer(Problem, closing: Bool, refusal: Refusal?)
+    }
+
+    let settings: ProxySettings
+    /// The request came to the TLS listener.
+    let overTLS: Bool
+
+    private static let options = Array("options".utf8)
+
+    /// `normalizedPath`: the connection's buffer, left holding the path as routing read it (the
+    /// forwarding writes the upstream target from it). `record`: filled for the access log when
+    /// `logging`.
+    @inline(__always)
+    func place(_ head: HTTPHead, normalizedPath: inout [UInt8], record: inout ExchangeRecord, logging: Bool) -> Placement {
+        if head.isConnect { return .answer(.methodNotAllowed(), closing: false, refusal: nil) }
+        if head.isTrace { return .answer(.methodNotAllowed("TRACE"), closing: false, refusal: nil) }
+        if head.maxForwards == 0 { return .answer(.finalRecipientOfOptions(), closing: false, refusal: nil) }
+        // A request the relay cannot place is malformed: 400 and the connection closes
+        // (DESIGN.md's error model), as for what the parser refuses.
+        guard let target = RequestTarget(head.target) else {
+            return .answer(.badRequest("the request-target is not origin-form, absolute-form (without userinfo) or *"), closing: true, refusal: nil)
+        }
+        if logging { record.path = String(decoding: target.path, as: UTF8.self) }
+        if target.isAsterisk && !ASCII.equalsIgnoringCase(head.methodName, Self.options) {
+            return .answer(.badRequest("the asterisk-form request-target is for OPTIONS only"), closing: false, refusal: nil)
+        }
+        guard target.isAsterisk || RequestPath.normalize(target.path, into: &normalizedPath) else {
+            return .answer(.badRequest("the request path is malformed"), closing: false, refusal: nil)
+        }
+        if target.isAsterisk { normalizedPath = [UInt8(ascii: "/")] }
+        if let host = head.host, !host.isEmpty, !RequestTarget.isAuthority(host) {
+            return .answer(.badRequest("the Host header is not a host[:port]"), closing: true, refusal: nil)
+        }
+        let host = target.authority ?? head.host ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        guard (overTLS ? settings.tlsHosts : settings.plainHosts).serves(host) else {
+            let name = String(decoding: host, as: UTF8.self)
+            let loginPage = settings.logins?.serves(path: normalizedPath) ?? false
+            return .answer(loginPage ? LoginEndpoints.wrongHost(name) : .misdirected(host: name, overTLS: overTLS), closing: true,
+                           refusal: .host)
+        }
+        if let logins = settings.logins, logins.serves(path: normalizedPath) {
+            return .loginPage(LoginRequest(head: head, target: target, normalizedPath: normalizedPath, overTLS: overTLS))
+        }
+        let plan = normalizedPath.withUnsafeBytes { settings.plan(host: host, path: $0) }
+        guard let plan else { return .answer(.noRoute(), closing: false, refusal: nil) }
+        if logging { record.routeName = plan.route.name }
+        if plan.withholdsFavicon && normalizedPath == RoutePlan.faviconBytes {
+            return .answer(.faviconNotForwarded(route: plan.route.name), closing: false, refusal: nil)
+        }
+        // Most requests carry no word from a browser: they go on without a look at the policy.
+        guard !head.fetchMetadata.isEmpty else {
+            let upgrade = head.isUpgrade ? plan.allowedUpgrade(head) : nil
+            return .route(plan, upgrade: upgrade, cors: nil, startsLogin: !head.isHead)
+        }
+        let browser = BrowserRequest(head: head, host: host, overTLS: overTLS)
+        var cors: Int?
+        switch BrowserPolicy.verdict(browser, guards: plan.guardsCredential, cors: plan.cors) {
+        case .allow:
+            break
+        case .allowCORS(let origin):
+            cors = origin
+        case .preflight(let origin):
+            guard let rules = plan.cors else { break }
+            var answer = rules.preflightAnswer(origin: origin, head: head)
+            answer.route = plan.route.name
+            return .answer(answer, closing: false, refusal: nil)
+        case .refuse:
+            return .answer(.crossSite(route: plan, origin: browser.origin), closing: false, refusal: .crossSite)
+        }
+        let upgrade = head.isUpgrade ? plan.allowedUpgrade(head) : nil
+        return .route(plan, upgrade: upgrade, cors: cors, startsLogin: Self.mayStartLogin(head, browser))
+    }
+
+    /// Whether a request may start a person's login: not a HEAD (it only asks what the answer
+    /// would be), and from a browser, only what a person opens — a top-level page, not a part of
+    /// a page (`<img>`, a frame, a script's request) nor one another site sent.
+    static func mayStartLogin(_ head: HTTPHead, _ browser: BrowserRequest) -> Bool {
+        guard !head.isHead else { return false }
+        if let dest = browser.dest, dest != "document" { return false }
+        return browser.site != .crossSite && browser.site != .unknown
+    }
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Instructions the relay runs per proxied request, counted by callgrind (repeatable: a count does
+# not depend on what else the machine runs). The relay, as bench/run.sh deploys it (an identity's
+# token from bench/token_issuer.py injected, metrics on, one worker, access log off), forwards
+# sequential keep-alive GETs to nginx; two runs of N and 3N requests, and the difference of their
+# totals over 2N is the cost of one request without start-up and shutdown.
+#
+#   bench/instructions-per-request.sh [N]                  N = 2000
+#   OAUTH_RELAY_BIN=… BASELINE_BIN=… bench/…               also an earlier build, same requests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-2000}
+RELAY=${OAUTH_RELAY_BIN:-$PWD/.build/release/oauth-relay}
+W=$(mktemp -d)
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+UP=$(free_port); IDP=$(free_port); PORT=$(free_port); ADMIN=$(free_port)
+cat >"$W/up.conf" <<NG
+worker_processes 1; daemon off; pid $W/up.pid; error_log $W/up.err;
+events { worker_connections 64; }
+http { access_log off; keepalive_requests 1000000;
+  server { listen 127.0.0.1:$UP; location / { return 200 "hello from upstream\n"; } } }
+NG
+nginx -c "$W/up.conf" & PIDS+=($!)
+python3 bench/token_issuer.py "$IDP" & PIDS+=($!)
+cat >"$W/relay.json" <<JS
+{ "listen": "127.0.0.1:$PORT", "admin": "127.0.0.1:$ADMIN", "workers": 1, "accessLog": false,
+  "identities": { "bench": { "tokenUrl": "http://127.0.0.1:$IDP/token", "clientId": "bench", "clientSecret": "bench-secret" } },
+  "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "http://127.0.0.1:$UP", "identity": "bench" } ] }
+JS
+sleep 0.5
+
+# Sends `count` GETs one after another on one connection (the first waits for the token).
+send() {
+  python3 - "$PORT" "$1" <<'PY'
+import socket, sys, time
+port, count = int(sys.argv[1]), int(sys.argv[2])
+deadline = time.time() + 120
+while True:
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=30); break
+    except OSError:
+        if time.time() > deadline: raise
+        time.sleep(0.2)
+request = f"GET /bench HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n".encode()
+buffer = b""
+for _ in range(count):
+    s.sendall(request)
+    while True:
+        end = buffer.find(b"\r\n\r\n")
+        if end >= 0:
+            head = buffer[:end].decode("latin-1")
+            assert head.startswith("HTTP/1.1 200"), head
+            length = int(next(l.split(":")[1] for l in head.split("\r\n") if l.lower().startswith("content-length")))
+            if len(buffer) >= end + 4 + length:
+                buffer = buffer[end + 4 + length:]
+                break
+        chunk = s.recv(65536)
+        assert chunk, "the relay closed the connection"
+        buffer += chunk
+s.close()
+PY
+}
+
+# Total instructions of a relay run serving `count` requests. Valgrind cannot read the DWARF 5
+# the Swift toolchain writes: it runs a copy without debug information.
+run() {
+  local bin="$W/relay-$RANDOM" count=$2 out="$W/callgrind.$RANDOM"
+  cp "$1" "$bin" && strip --strip-debug "$bin"
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" run --config "$W/relay.json" --log-level error 2>"$W/valgrind.log" &
+  local pid=$!
+  send "$count"
+  kill -TERM $pid; wait $pid || true
+  awk '/^summary:/ {print $2}' "$out"
+  [ -z "${KEEP_PROFILE:-}" ] || cp "$out" "$KEEP_PROFILE.$count"
+}
+
+measure() {
+  local bin=$1 small large
+  small=$(run "$bin" "$N"); large=$(run "$bin" $((3 * N)))
+  echo "$(( (large - small) / (2 * N) ))"
+}
+
+printf '%-12s %s\n' "relay" "$(measure "$RELAY") instructions per request"
+if [ -n "${BASELINE_BIN:-}" ]; then printf '%-12s %s\n' "baseline" "$(measure "$BASELINE_BIN") instructions per request"; fi
