@@ -294,24 +294,33 @@ private func withParser(_ state: UnsafeMutablePointer<llhttp_t>?, _ body: (HTTP1
     Unmanaged<HTTP1Parser>.fromOpaque(state!.pointee.data)._withUnsafeGuaranteedRef(body)
 }
 
-/// `nonisolated(unsafe)`: written once, by its initializer (which Swift runs exactly once,
-/// thread-safely), and only read after that — by llhttp, through the pointer `llhttp_init` keeps.
-nonisolated(unsafe) var parserSettings: llhttp_settings_t = {
-    var s = llhttp_settings_t()
-    llhttp_settings_init(&s)
-    s.on_message_begin = { withParser($0) { $0.messageBegin() } }
-    s.on_url = { state, at, length in withParser(state) { $0.url(at, length) } }
-    s.on_status = { state, at, length in withParser(state) { $0.status(at, length) } }
-    s.on_header_field = { state, at, length in withParser(state) { $0.headerField(at, length) } }
-    s.on_header_field_complete = { withParser($0) { $0.headerFieldComplete() } }
-    s.on_header_value = { state, at, length in withParser(state) { $0.headerValue(at, length) } }
-    s.on_header_value_complete = { withParser($0) { $0.headerValueComplete() } }
-    s.on_headers_complete = { withParser($0) { $0.headersComplete() } }
-    s.on_body = { state, at, length in withParser(state) { $0.body(at, length) } }
-    s.on_chunk_header = { withParser($0) { $0.chunkHeader() } }
-    s.on_chunk_extension_name = { state, _, length in withParser(state) { $0.chunkExtension(length) } }
-    s.on_chunk_extension_value = { state, _, length in withParser(state) { $0.chunkExtension(length) } }
-    s.on_chunk_complete = { withParser($0) { $0.chunkComplete() } }
-    s.on_message_complete = { withParser($0) { $0.messageComplete() } }
-    return s
-}()
+/// The settings every parser hands `llhttp_init`, at an address that never changes: llhttp keeps
+/// the pointer for the parser's life, so it cannot be `&` of a Swift variable (valid only for
+/// the call). Allocated once, filled once, never freed (one per process, like OpenSSL's BIO
+/// method in CiphertextBuffers), and only read afterwards — by llhttp.
+struct ParserSettings: @unchecked Sendable {
+    // @unchecked: the pointee is written once, inside the initializer of `shared` (which Swift
+    // runs exactly once, thread-safely, before any reader has the pointer), and only read after.
+    let pointer: UnsafePointer<llhttp_settings_t>
+
+    static let shared: ParserSettings = {
+        let settings = UnsafeMutablePointer<llhttp_settings_t>.allocate(capacity: 1)
+        settings.initialize(to: llhttp_settings_t())
+        llhttp_settings_init(settings)
+        settings.pointee.on_message_begin = { withParser($0) { $0.messageBegin() } }
+        settings.pointee.on_url = { state, at, length in withParser(state) { $0.url(at, length) } }
+        settings.pointee.on_status = { state, at, length in withParser(state) { $0.status(at, length) } }
+        settings.pointee.on_header_field = { state, at, length in withParser(state) { $0.headerField(at, length) } }
+        settings.pointee.on_header_field_complete = { withParser($0) { $0.headerFieldComplete() } }
+        settings.pointee.on_header_value = { state, at, length in withParser(state) { $0.headerValue(at, length) } }
+        settings.pointee.on_header_value_complete = { withParser($0) { $0.headerValueComplete() } }
+        settings.pointee.on_headers_complete = { withParser($0) { $0.headersComplete() } }
+        settings.pointee.on_body = { state, at, length in withParser(state) { $0.body(at, length) } }
+        settings.pointee.on_chunk_header = { withParser($0) { $0.chunkHeader() } }
+        settings.pointee.on_chunk_extension_name = { state, _, length in withParser(state) { $0.chunkExtension(length) } }
+        settings.pointee.on_chunk_extension_value = { state, _, length in withParser(state) { $0.chunkExtension(length) } }
+        settings.pointee.on_chunk_complete = { withParser($0) { $0.chunkComplete() } }
+        settings.pointee.on_message_complete = { withParser($0) { $0.messageComplete() } }
+        return ParserSettings(pointer: UnsafePointer(settings))
+    }()
+}

@@ -116,7 +116,7 @@ public final class HTTP1Parser {
         self.limits = limits
         state = .allocate(capacity: 1)
         state.initialize(to: llhttp_t())
-        llhttp_init(state, kind == .request ? HTTP_REQUEST : HTTP_RESPONSE, &parserSettings)
+        llhttp_init(state, kind == .request ? HTTP_REQUEST : HTTP_RESPONSE, ParserSettings.shared.pointer)
     }
 
     deinit {

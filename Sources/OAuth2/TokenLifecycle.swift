@@ -12,7 +12,7 @@
 //   last four characters. No description, debug description or mirror of a type here shows
 //   more.
 //
-// How the relay drives a lifecycle: one per identity, behind a `Mutex`, shared by all loops.
+// How the relay drives a lifecycle: one per identity, behind a lock (`Locked`, Locking/Locked.swift), shared by all loops.
 // Times are seconds in one monotonic clock the relay reads and passes in (`now`); the
 // wall-clock time goes only to `TokenRequest.parseResponse` (JWT `exp`, HTTP dates).
 //

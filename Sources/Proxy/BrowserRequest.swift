@@ -55,17 +55,6 @@ struct BrowserRequest: Equatable {
         ownOrigin = host.flatMap { Self.origin(host: $0, overTLS: overTLS) }
     }
 
-    init(site: Site?, navigates: Bool = false, dest: String? = nil, origin: String? = nil, isSafeMethod: Bool = true,
-         isPreflight: Bool = false, ownOrigin: String? = "http://127.0.0.1:8180") {
-        self.site = site
-        self.navigates = navigates
-        self.dest = dest
-        self.origin = origin
-        self.isSafeMethod = isSafeMethod
-        self.isPreflight = isPreflight
-        self.ownOrigin = ownOrigin
-    }
-
     private static let get = Array("get".utf8)
     private static let requestMethodName = Array("access-control-request-method".utf8)
 

@@ -52,8 +52,8 @@ final class CORSRules: Sendable {
                 privateNetwork = ASCII.equalsIgnoringCase(head.value(field), Self.trueValue)
             }
         }
-        var fields = responseFields(origin: origin)
-        fields[2] = ("Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
+        var fields = [("Access-Control-Allow-Origin", access.allowOrigins[origin]), ("Access-Control-Allow-Credentials", "true"),
+                      ("Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")]
         let methods = access.allowMethods ?? requestedMethod.flatMap { method in
             ASCII.isToken(method) && !["CONNECT", "TRACE"].contains(method.uppercased()) ? [method] : nil
         } ?? []

@@ -53,8 +53,15 @@ def received(resp: Response, name: str = "Authorization") -> list[str]:
 
 def bearer(resp: Response) -> str:
     """The token the relay injected into a request the echo upstream answered."""
-    values = received(resp, "Authorization")
-    assert len(values) == 1, f"the upstream received {len(values)} Authorization headers"
+    received(resp, "Authorization")  # the echo's 200
+    return bearer_in_echo(resp.json())
+
+
+def bearer_in_echo(echo: dict) -> str:
+    """The token of the one `Authorization: Bearer` in what the echo upstream reports it received
+    (its JSON answer, read by a test or by a page)."""
+    values = [v for k, v in echo["headers"] if k.lower() == "authorization"]
+    assert len(values) == 1, f"the upstream received {len(values)} Authorization headers for {echo['method']} {echo['target']}"
     scheme, _, token = values[0].partition(" ")
     assert scheme == "Bearer" and token, f"Authorization is not 'Bearer <token>': scheme {scheme!r}"
     return token

@@ -46,7 +46,7 @@ from browser import PAGE_SECONDS, start_chromium, wait_for_url
 from deadlines import scaled, wait_until
 from http_client import RawConnection, Response, assert_problem
 from idp_processes import sha256
-from idp_relay import oauth_route
+from idp_relay import bearer_in_echo, oauth_route
 from login_relay import echoed, echoed_bearer
 from processes import LOOPBACK
 
@@ -496,15 +496,6 @@ def echo_values(echo: dict, name: str) -> list[str]:
     return [v for k, v in echo["headers"] if k.lower() == name.lower()]
 
 
-def echoed_token(echo: dict) -> str:
-    """The token of the one `Authorization: Bearer` the echo upstream received."""
-    values = echo_values(echo, "Authorization")
-    assert len(values) == 1, f"the upstream received {len(values)} Authorization headers for {echo['method']} {echo['target']}"
-    scheme, _, token = values[0].partition(" ")
-    assert scheme == "Bearer" and token, f"Authorization is not 'Bearer <token>' (scheme {scheme!r})"
-    return token
-
-
 def issued_token_sha256(idp) -> str:
     """The SHA-256 of the one access token DOT issued (to the relay)."""
     [record] = idp.token_requests(status=200)
@@ -620,7 +611,7 @@ def test_an_attackers_page_gets_no_request_through_with_the_token(django_idp, up
     # The route works and injects DOT's token for a request no browser page made.
     control = raw(relay, "GET", "/api/control")
     assert control.status == 200, f"{control.status}: {shown(control)}"
-    assert sha256(echoed_token(control.json())) == issued_token_sha256(django_idp)
+    assert sha256(bearer_in_echo(control.json())) == issued_token_sha256(django_idp)
     assert upstream_requests(upstream) == 1
 
 
@@ -649,7 +640,7 @@ def test_a_listed_origin_reads_the_answer_after_a_preflight_the_relay_answers_it
     echo = json.loads(put["body"])
     assert (echo["method"], echo["target"]) == ("PUT", "/api/put")
     assert echo_values(echo, "X-Custom") == ["1"]
-    assert sha256(echoed_token(echo)) == issued_token_sha256(django_idp)
+    assert sha256(bearer_in_echo(echo)) == issued_token_sha256(django_idp)
     wait_until(lambda: len(answers_to(relay, "/api/put")) == 2, 5, "access log lines for the preflight and the PUT")
     assert answers_to(relay, "/api/put") == [("OPTIONS", 204), ("PUT", 200)]
     assert upstream_requests(upstream) == 1, "the upstream received the preflight (or more than the PUT)"
@@ -658,7 +649,7 @@ def test_a_listed_origin_reads_the_answer_after_a_preflight_the_relay_answers_it
     assert get["outcome"] == "response" and get["status"] == 200, f"the listed origin's GET failed: {redacted(json.dumps(get))}"
     echo = json.loads(get["body"])
     assert (echo["method"], echo["target"]) == ("GET", "/api/get")
-    assert sha256(echoed_token(echo)) == issued_token_sha256(django_idp)
+    assert sha256(bearer_in_echo(echo)) == issued_token_sha256(django_idp)
     assert upstream_requests(upstream) == 2
 
 
@@ -837,7 +828,7 @@ def test_requests_that_are_not_cross_site_get_the_token(django_idp, upstream, st
         resp = raw(relay, method, "/api/x", headers)
         assert resp.status == 200, f"{what}: {resp.status} {shown(resp)}"
         if method != "HEAD":
-            token = echoed_token(resp.json())
+            token = bearer_in_echo(resp.json())
     assert sha256(token) == issued_token_sha256(django_idp)
     assert upstream_requests(upstream) == len(cases)
 
@@ -871,7 +862,7 @@ def test_the_relay_answers_a_listed_origins_preflight_itself(django_idp, upstrea
                                                ("Content-Type", "application/json"), ("Connection", "close")],
                            b"{}", host=f"{relay.host}:{relay.port}")
     assert put.status == 200, f"{put.status} {shown(put)}"
-    assert sha256(echoed_token(put.json())) == issued_token_sha256(django_idp)
+    assert sha256(bearer_in_echo(put.json())) == issued_token_sha256(django_idp)
     assert put.header("access-control-allow-origin") == listed
     assert put.header("access-control-allow-credentials") == "true"
     assert "x-echo-connection-id" in (put.header("access-control-expose-headers") or "").lower(), put.headers
