@@ -58,22 +58,7 @@ public struct BrowserAccess: Sendable, Equatable {
     }
 }
 
-/// `hosts` (top level, and per listener): the Host names a listener serves besides the loopback
-/// names (`ListenerHosts` in Proxy).
 extension DecodingContext {
-    func decodeHostNames(_ field: Field) -> [HostPattern]? {
-        guard let elements = elements(field) else { return nil }
-        let patterns = elements.compactMap { element in
-            parsed(element) { text throws(InvalidValue) -> HostPattern in
-                guard text != "*" else {
-                    throw InvalidValue("\"*\" would serve any name, which is what DNS rebinding needs; list the names")
-                }
-                do throws(HostPattern.SyntaxError) { return try HostPattern.parse(text) } catch { throw InvalidValue(error.message) }
-            }
-        }
-        return patterns.count == elements.count ? patterns : nil
-    }
-
     func decodeBrowserAccess(_ field: Field) -> BrowserAccess? {
         guard let object = ObjectReader(field, knownKeys: BrowserAccess.knownKeys, in: self) else { return nil }
         // Every key is read before deciding, so that each mistake is reported at once.

@@ -52,12 +52,6 @@ public enum KnownHeader: UInt8, Sendable {
         self != .other
     }
 
-    /// Whether this is one of the fields a browser says a request's origin with.
-    @inline(__always)
-    public var isFetchMetadata: Bool {
-        rawValue &- KnownHeader.origin.rawValue <= KnownHeader.secFetchDest.rawValue - KnownHeader.origin.rawValue
-    }
-
     /// The one known name a raw name can be, by its length and first letter (no two known
     /// names share both, but the three `sec-fetch-*` names, told apart by their eleventh byte):
     /// classifying a field costs a jump and one comparison, not a search.

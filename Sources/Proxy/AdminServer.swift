@@ -20,7 +20,9 @@
 //   POST   /reload                     re-read the configuration file, like SIGHUP: 200 with
 //                                      what changed, or 422 with every error (nothing changed)
 //
-// Answers are JSON; errors are problem+json like the relay's own.
+// Answers are JSON; errors are problem+json like the relay's own. Web pages get nothing here
+// (AdminGate.swift): a Host the listener does not serve is answered 421, a request a browser
+// marks as another site's 403, before any endpoint runs.
 
 import Config
 import Dispatch
@@ -44,17 +46,40 @@ public final class AdminServer {
     private let tokens: TokenService?
     private let metrics: RelayMetrics?
     private let reload: () -> ReloadOutcome
+    /// The settings in force, for the Host names this listener serves (they change on reload).
+    private let settings: () -> ProxySettings
     private var server: LocalHTTPServer?
 
     public init(loop: EventLoop, address: SocketAddress, tokens: TokenService?, metrics: RelayMetrics?,
-                reload: @escaping () -> ReloadOutcome) throws(UVError) {
+                settings: @escaping () -> ProxySettings, reload: @escaping () -> ReloadOutcome) throws(UVError) {
         self.tokens = tokens
         self.metrics = metrics
+        self.settings = settings
         self.reload = reload
         let router = makeRouter()
         server = try LocalHTTPServer(loop: loop, address: address,
                                      badRequest: { Self.problem(400, "bad-request", "Bad Request", $0) },
-                                     handler: router.respond(to:))
+                                     handler: { [unowned self] request in
+                                         gate(request) ?? router.respond(to: request)
+                                     })
+    }
+
+    /// The refusal of a request a web page could have made a browser send (AdminGate), or nil.
+    private func gate(_ request: LocalRequest) -> LocalResponse? {
+        switch AdminGate.refusal(request, hosts: settings().adminHosts) {
+        case nil:
+            return nil
+        case .host(let host):
+            metrics?.countRefused(reason: RequestPlacement.Refusal.host.rawValue)
+            return Self.problem(421, "misdirected-request", "Misdirected Request",
+                                "the admin listener does not serve the host \(JSONText.quote(host)): it answers to loopback names "
+                                    + "and the names in hosts")
+        case .crossSite(let origin):
+            metrics?.countRefused(reason: RequestPlacement.Refusal.crossSite.rawValue)
+            return Self.problem(403, "cross-site-request", "Forbidden",
+                                "the admin listener answers no request a web page made the browser send"
+                                    + (origin.map { " (origin \(JSONText.quote($0)))" } ?? ""))
+        }
     }
 
     public var boundAddress: SocketAddress? { server?.boundAddress }

@@ -30,29 +30,57 @@ struct BrowserRequest: Equatable {
     /// from the listener's scheme and the Host; nil without a Host.
     var ownOrigin: String?
 
-    /// The fields of a head that carries Fetch Metadata or `Origin`. A field sent twice makes
-    /// the request cross-site: a browser never does that, so none of its words are trusted.
+    /// What a browser said, from the fields' values (nil: not sent). `repeated`: one of them came
+    /// twice, which a browser never does, so none of its words are trusted: the request is
+    /// cross-site. `host`: the Host the request named, for its own origin.
+    init(isSafeMethod: Bool, isPreflight: Bool, site: String?, mode: String?, dest: String?, origin: String?, repeated: Bool,
+         host: String?, overTLS: Bool) {
+        self.isSafeMethod = isSafeMethod
+        self.isPreflight = isPreflight
+        if repeated {
+            self.site = .unknown
+            navigates = false
+            self.dest = nil
+            self.origin = nil
+        } else {
+            self.site = site.map(Self.site)
+            navigates = mode.map { $0.lowercased() == "navigate" } ?? false
+            self.dest = dest?.lowercased()
+            self.origin = origin
+        }
+        ownOrigin = host.flatMap { Self.origin(host: $0, overTLS: overTLS) }
+    }
+
+    /// The fields of a head that carries Fetch Metadata or `Origin`.
     init(head: HTTPHead, host: UnsafeRawBufferPointer?, overTLS: Bool) {
         let fields = head.fetchMetadata
         func value(_ index: Int32) -> String? {
             index < 0 ? nil : String(decoding: head.value(head.fields[Int(index)]), as: UTF8.self)
         }
-        let method = head.methodName
-        isSafeMethod = head.isHead || ASCII.equalsIgnoringCase(method, Self.get)
-        isPreflight = head.isOptions && fields.origin >= 0
-            && head.fields.contains { ASCII.equalsIgnoringCase(head.name($0), Self.requestMethodName) }
-        if fields.repeated {
-            site = .unknown
-            navigates = false
-            dest = nil
-            origin = nil
-        } else {
-            site = value(fields.site).map(Self.site)
-            navigates = value(fields.mode).map { $0.lowercased() == "navigate" } ?? false
-            dest = value(fields.dest)?.lowercased()
-            origin = value(fields.origin)
+        self.init(isSafeMethod: head.isHead || ASCII.equalsIgnoringCase(head.methodName, Self.get),
+                  isPreflight: head.isOptions && fields.origin >= 0
+                      && head.fields.contains { ASCII.equalsIgnoringCase(head.name($0), Self.requestMethodName) },
+                  site: value(fields.site), mode: value(fields.mode), dest: value(fields.dest), origin: value(fields.origin),
+                  repeated: fields.repeated, host: host.map { String(decoding: $0, as: UTF8.self) }, overTLS: overTLS)
+    }
+
+    /// Why a request may not start a person's login (nil: it may). A start has effects — a device
+    /// authorization at the IdP, a browser login's place among the few kept per identity — and
+    /// any web page can make a browser send one (`<img src=…>`, a frame, a script's request, a
+    /// link it follows). So not a HEAD (it only asks what the answer would be: link checkers,
+    /// prefetchers), and from a browser only what a person opens: a top-level page
+    /// (`Sec-Fetch-Dest: document`) that no other site sent. Curl and scripts send no Fetch
+    /// Metadata and start logins as before. `browser`: nil when the request carries none.
+    static func loginStartRefusal(isHead: Bool, browser: BrowserRequest?) -> String? {
+        if isHead { return "a HEAD request only asks what the page would be" }
+        guard let browser else { return nil }
+        if browser.site == .crossSite || browser.site == .unknown {
+            return "the browser was sent here by a page on another site"
         }
-        ownOrigin = host.flatMap { Self.origin(host: $0, overTLS: overTLS) }
+        if let dest = browser.dest, dest != "document" {
+            return "the browser asked for it as \(dest == "empty" ? "a script's request" : "a part of another page (\(dest))")"
+        }
+        return nil
     }
 
     private static let get = Array("get".utf8)
@@ -76,9 +104,9 @@ struct BrowserRequest: Equatable {
 
     /// The origin of a request to `host` (a Host value, with or without a port), as a browser
     /// serializes it: lowercased, the scheme's default port left out.
-    static func origin(host: UnsafeRawBufferPointer, overTLS: Bool) -> String? {
+    static func origin(host: String, overTLS: Bool) -> String? {
         guard !host.isEmpty else { return nil }
-        var authority = String(decoding: host, as: UTF8.self).lowercased()
+        var authority = host.lowercased()
         let defaultPort = overTLS ? ":443" : ":80"
         if authority.hasSuffix(defaultPort) { authority.removeLast(defaultPort.count) }
         return (overTLS ? "https://" : "http://") + authority

@@ -9,6 +9,10 @@ final class CORSRules: Sendable {
     let access: BrowserAccess
     /// `Access-Control-Allow-Origin: <origin>\r\n…` per listed origin, for forwarded answers.
     let responseLines: [[UInt8]]
+    /// For the route's other answers (same-origin pages, clients that are not browsers): no CORS
+    /// fields, the upstream's included, and `Vary: Origin`, so that a cache never gives a listed
+    /// origin's page an answer made for another.
+    let withoutOrigin = Array("Vary: Origin\r\n".utf8)
 
     init(_ access: BrowserAccess) {
         self.access = access

@@ -31,10 +31,12 @@ extension ClientConnection {
             if timesExchanges { exchange.record.upstreamHeadAt = worker.clock() }
             work.heldResponseHead.clear()
             holdsResponse = true
-            if let origin = exchange.cors, let rules = exchange.plan?.cors {
+            if let rules = exchange.plan?.cors {
+                // The route owns CORS: the upstream's own fields never reach a page.
                 ForwardedHead.writeResponse(head, framing: framing, keepAlive: exchange.keepAlive,
-                                            clientVersionMinor: exchange.request.versionMinor,
-                                            viaSuffix: settings.viaSuffix, cors: rules.responseLines[origin], into: &work.heldResponseHead)
+                                            clientVersionMinor: exchange.request.versionMinor, viaSuffix: settings.viaSuffix,
+                                            cors: exchange.cors.map { rules.responseLines[$0] } ?? rules.withoutOrigin,
+                                            into: &work.heldResponseHead)
             } else {
                 ForwardedHead.writeResponse(head, framing: framing, keepAlive: exchange.keepAlive,
                                             clientVersionMinor: exchange.request.versionMinor,

@@ -170,9 +170,9 @@ struct Exchange {
     /// The listed origin (`browser.allowOrigins`) whose page sent the request: its answers
     /// carry that origin's CORS fields.
     var cors: Int?
-    /// The request may start a person's device login (`RequestPlacement.mayStartLogin`): asked
+    /// The request may start a person's device login (`BrowserRequest.loginStartRefusal`): asked
     /// again when a parked request looks its token up anew.
-    var startsLogin = true
+    var startsLogin = false
     var bodyClock: BodyClock?
     var backpressure: Backpressure = []
     /// For the metrics and the access log.
@@ -211,7 +211,7 @@ struct Exchange {
         bodyClock = nil
         plan = nil
         cors = nil
-        startsLogin = true
+        startsLogin = false
         record = ExchangeRecord()
         record.startedAt = startedAt
         let hasBody = head.isChunked || (head.contentLength ?? 0) > 0

@@ -120,8 +120,9 @@ enum ForwardedHead {
                       corsOrNil: nil, into: &out)
     }
 
-    /// The answer to a listed origin's request: its CORS fields (`CORSRules.responseLines`)
-    /// replace the upstream's own `Access-Control-*` fields.
+    /// The answer on a route with a `browser` block: `cors` (a listed origin's fields,
+    /// `CORSRules.responseLines`, or `withoutOrigin`) replaces the upstream's own
+    /// `Access-Control-*` fields.
     static func writeResponse(_ head: HTTPHead, framing: Framing, keepAlive: Bool, clientVersionMinor: UInt8,
                               viaSuffix: [UInt8], cors: [UInt8], into out: inout ByteBuffer) {
         writeResponse(head, framing: framing, keepAlive: keepAlive, clientVersionMinor: clientVersionMinor, viaSuffix: viaSuffix,

@@ -16,11 +16,9 @@ struct LoginRequest {
     /// GET or HEAD whose `Accept` prefers `text/html`: a browser, which can be sent to log in.
     let isBrowserNavigation: Bool
     let cookies: [(name: String, value: String)]
-    /// Fetch Metadata (W3C): `Sec-Fetch-Site` (`same-origin`, `same-site`, `cross-site`,
-    /// `none`) and `Sec-Fetch-Dest` (`document`, `image`, `iframe`, ...), lowercased; nil when
-    /// not sent (curl, scripts, older browsers).
-    let fetchSite: String?
-    let fetchDest: String?
+    /// What the browser said of where the request comes from (Origin, Fetch Metadata); nil when
+    /// it said nothing (curl, scripts, older browsers).
+    let browser: BrowserRequest?
 
     /// `normalizedPath`: the path as routing reads it (dot segments resolved), when known.
     init(head: HTTPHead, target: RequestTarget, normalizedPath: [UInt8]? = nil, overTLS: Bool) {
@@ -31,8 +29,6 @@ struct LoginRequest {
         self.overTLS = overTLS
         var accept: [String] = []
         var cookies: [(String, String)] = []
-        var fetchSite: String?
-        var fetchDest: String?
         for field in head.fields {
             let name = head.name(field)
             let value = { String(decoding: head.value(field), as: UTF8.self) }
@@ -40,21 +36,15 @@ struct LoginRequest {
                 cookies += Self.cookies(value())
             } else if ASCII.equalsIgnoringCase(name, Self.acceptName) {
                 accept.append(value())
-            } else if ASCII.equalsIgnoringCase(name, Self.fetchSiteName) {
-                fetchSite = ASCII.trimmingWhitespace(Substring(value())).lowercased()
-            } else if ASCII.equalsIgnoringCase(name, Self.fetchDestName) {
-                fetchDest = ASCII.trimmingWhitespace(Substring(value())).lowercased()
             }
         }
         self.cookies = cookies
-        self.fetchSite = fetchSite
-        self.fetchDest = fetchDest
+        browser = head.fetchMetadata.isEmpty ? nil
+            : BrowserRequest(head: head, host: target.authority ?? head.host, overTLS: overTLS)
         isBrowserNavigation = (head.isHead || method == "GET") && Self.prefersHTML(accept.joined(separator: ","))
     }
 
     private static let acceptName = Array("accept".utf8)
-    private static let fetchSiteName = Array("sec-fetch-site".utf8)
-    private static let fetchDestName = Array("sec-fetch-dest".utf8)
 
     /// `Host` read as host and port (the scheme's default port when it names none), the host
     /// lowercased; nil when it is not a host name or address.
@@ -69,23 +59,10 @@ struct LoginRequest {
         authority.map { "\(overTLS ? "https" : "http")://\($0)" }
     }
 
-    /// Why a login start must not run for this request, or nil. A start has effects (a device
-    /// authorization at the IdP, a browser login's place among the few kept per identity), and
-    /// any web page can make a browser send one (`<img src=…/login/NAME>`, a frame, a link it
-    /// follows). Browsers say so in Fetch Metadata: a start they send for a page on another site
-    /// (`cross-site`) or for anything but a page the person opens (`Sec-Fetch-Dest` other than
-    /// `document`) is refused. Curl and scripts send neither header and keep working.
+    /// Why a login start must not run for this request, or nil (`BrowserRequest.loginStartRefusal`:
+    /// the one rule for the login pages and for a route's request that would start a device login).
     var loginStartRefusal: String? {
-        if method == "HEAD" {
-            return "a HEAD request only asks what the page would be"
-        }
-        if fetchSite == "cross-site" {
-            return "the browser was sent here by a page on another site"
-        }
-        if let fetchDest, fetchDest != "document" {
-            return "the browser asked for it as \(fetchDest == "empty" ? "a script's request" : "a part of another page (\(fetchDest))")"
-        }
-        return nil
+        BrowserRequest.loginStartRefusal(isHead: method == "HEAD", browser: browser)
     }
 
     /// The absolute URL of `path` on the listener this request came to, as the client named it.

@@ -97,7 +97,7 @@ struct Problem {
     /// The browser's own `/favicon.ico` on a route of a person's identity whose prefix does not
     /// name it: not sent upstream with the person's token.
     static func faviconNotForwarded(route: String) -> Problem {
-        Problem(status: 404, slug: "no-route", title: "Not Found",
+        Problem(status: 404, slug: "favicon-not-forwarded", title: "Not Found",
                 detail: "/favicon.ico is not sent upstream with a person's token; a route whose pathPrefix names it forwards it",
                 route: route)
     }

@@ -40,9 +40,10 @@ public final class ProxySettings: Sendable {
     let upstreamQueueTimeoutMilliseconds: UInt64
     /// The login pages, when an identity logs a person in.
     let logins: LoginEndpoints?
-    /// The Host names the plain and the TLS listener serve.
+    /// The Host names the plain, the TLS and the admin listener serve.
     let plainHosts: ListenerHosts
     let tlsHosts: ListenerHosts
+    let adminHosts: ListenerHosts
 
     /// `identities`: the token service's identities for this config (what `replace` returned);
     /// by default those in force.
@@ -80,6 +81,7 @@ public final class ProxySettings: Sendable {
         plainHosts = ListenerHosts(address: config.listen, listenerHosts: nil, config: config)
         tlsHosts = config.listenTls.map { ListenerHosts(address: $0.address, listenerHosts: $0.hosts, config: config) }
             ?? ListenerHosts(servesAnyName: true)
+        adminHosts = config.admin.map { ListenerHosts(address: $0, listenerHosts: nil, config: config) } ?? ListenerHosts(servesAnyName: true)
     }
 
     /// The plan of the route that takes this request, or nil (404).

@@ -118,6 +118,9 @@ public final class RelayServer: Sendable {
         mailbox.publish(settings)
     }
 
+    /// The settings in force (a reload's, once it returned).
+    public var settings: ProxySettings { mailbox.current.0 }
+
     /// Asks every worker to drain and stop; safe from any thread, effective once.
     public func stop() {
         guard !stopRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }

@@ -99,7 +99,8 @@ struct RequestPlacement {
         case .allowCORS(let origin):
             cors = origin
         case .preflight(let origin):
-            guard let rules = plan.cors else { break }
+            // A preflight verdict comes only from a route's listed origins.
+            guard let rules = plan.cors else { preconditionFailure("a preflight verdict without a browser block") }
             var answer = rules.preflightAnswer(origin: origin, head: head)
             answer.route = plan.route.name
             return .answer(answer, closing: false, refusal: nil)
@@ -107,15 +108,7 @@ struct RequestPlacement {
             return .answer(.crossSite(route: plan, origin: browser.origin), closing: false, refusal: .crossSite)
         }
         let upgrade = head.isUpgrade ? plan.allowedUpgrade(head) : nil
-        return .route(plan, upgrade: upgrade, cors: cors, startsLogin: Self.mayStartLogin(head, browser))
-    }
-
-    /// Whether a request may start a person's login: not a HEAD (it only asks what the answer
-    /// would be), and from a browser, only what a person opens — a top-level page, not a part of
-    /// a page (`<img>`, a frame, a script's request) nor one another site sent.
-    static func mayStartLogin(_ head: HTTPHead, _ browser: BrowserRequest) -> Bool {
-        guard !head.isHead else { return false }
-        if let dest = browser.dest, dest != "document" { return false }
-        return browser.site != .crossSite && browser.site != .unknown
+        return .route(plan, upgrade: upgrade, cors: cors,
+                      startsLogin: BrowserRequest.loginStartRefusal(isHead: head.isHead, browser: browser) == nil)
     }
 }

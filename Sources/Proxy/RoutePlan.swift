@@ -54,8 +54,8 @@ public final class RoutePlan: Sendable {
     /// `scheme://authority` of the target URI the upstream sees (its `Host`), the start of a
     /// proof's `htu`; the request-target's path follows it.
     let dpopTargetOrigin: [UInt8]
-    /// The route injects a credential (an identity, or an `Authorization` or `Cookie` it sets)
-    /// or has a `browser` block: browsers' cross-site requests are refused (`BrowserPolicy`).
+    /// The route adds a credential (`Route.carriesCredential`) or has a `browser` block:
+    /// browsers' cross-site requests are refused (`BrowserPolicy`).
     let guardsCredential: Bool
     /// The route's `browser` block, compiled.
     let cors: CORSRules?
@@ -107,7 +107,7 @@ public final class RoutePlan: Sendable {
         setsForwardedProto = names.contains("x-forwarded-proto")
         setsForwardedHost = names.contains("x-forwarded-host")
         setsVia = names.contains("via")
-        guardsCredential = route.identity != nil || route.browser != nil || names.contains("authorization") || names.contains("cookie")
+        guardsCredential = route.carriesCredential || route.browser != nil
         cors = route.browser.map(CORSRules.init)
         withholdsFavicon = interactiveIdentity && !route.match.pathPrefix.hasPrefix(Self.favicon)
         forwardsTargetVerbatim = !route.stripPrefix && route.upstream.basePath.isEmpty && tokenQueryPrefix == nil

@@ -59,8 +59,8 @@ final class WorkerTokens {
     }
 
     /// `startsDeviceLogin`: a device identity with no login may start one for this request
-    /// (not for a HEAD or a part of a page: `RequestPlacement.mayStartLogin`).
-    func lookup(_ tokens: IdentityTokens, startsDeviceLogin: Bool = true) -> Lookup {
+    /// (not for a HEAD or a part of a page: `BrowserRequest.loginStartRefusal`).
+    func lookup(_ tokens: IdentityTokens, startsDeviceLogin: Bool) -> Lookup {
         let slot = tokens.slot
         let generation = tokens.generation
         let now = loop.nowMilliseconds

@@ -104,15 +104,20 @@ public final class RelayMetrics: Sendable {
 
     let registry = PrometheusCollectorRegistry()
     let routeSeries = RouteSeriesTable(bounds: durationBuckets)
+    /// `refused_requests_total` by reason, made once: a page that makes a browser send refused
+    /// requests in a loop makes every worker count, and a made counter counts without the
+    /// registry's lock.
+    private let refused: [String: Counter]
 
     public init() {
         registry.makeGauge(descriptor: Series.lastReload).set(to: Self.unixTime())
         for outcome in ["applied", "rejected"] {
             _ = registry.makeCounter(descriptor: Series.reloads, labels: [("outcome", outcome)])
         }
-        for reason in Self.refusalReasons {
-            _ = registry.makeCounter(descriptor: Series.refusedRequests, labels: [("reason", reason)])
-        }
+        let registry = registry
+        refused = Dictionary(uniqueKeysWithValues: Self.refusalReasons.map { reason in
+            (reason, registry.makeCounter(descriptor: Series.refusedRequests, labels: [("reason", reason)]))
+        })
     }
 
     /// The reasons of `oauth_relay_refused_requests_total`, shown from the start at 0.
@@ -132,7 +137,12 @@ public final class RelayMetrics: Sendable {
     /// a time may record under an index: the series are shared by every handle of that index (a
     /// restarted worker continues them) and have a single writer (`SingleWriterCounts`).
     public func worker(_ index: Int) -> WorkerMetrics {
-        WorkerMetrics(registry: registry, routeSeries: routeSeries, worker: index)
+        WorkerMetrics(registry: registry, routeSeries: routeSeries, worker: index, relay: self)
+    }
+
+    /// A request refused for `reason` (one of `refusalReasons`). Any thread.
+    public func countRefused(reason: String) {
+        refused[reason]?.increment()
     }
 
     // MARK: Tokens (the token thread) and reloads (the main thread)
@@ -195,8 +205,10 @@ public final class WorkerMetrics {
     private let upstreamConnections: Gauge
     private let upstreamQueued: Gauge
     private var routes: [String: RouteMetrics] = [:]
+    private let relay: RelayMetrics
 
-    init(registry: PrometheusCollectorRegistry, routeSeries: RouteSeriesTable, worker: Int) {
+    init(registry: PrometheusCollectorRegistry, routeSeries: RouteSeriesTable, worker: Int, relay: RelayMetrics) {
+        self.relay = relay
         self.registry = registry
         self.routeSeries = routeSeries
         self.worker = worker
@@ -222,10 +234,9 @@ public final class WorkerMetrics {
     public func upstreamExchangeQueued() { upstreamQueued.increment(by: 1) }
     public func upstreamExchangeDequeued() { upstreamQueued.decrement(by: 1) }
 
-    /// A request refused for `reason` (one of `RelayMetrics.refusalReasons`). Rare, so it takes
-    /// the registry's lock, unlike the per-request series.
+    /// A request refused for `reason` (one of `RelayMetrics.refusalReasons`).
     public func countRefused(reason: String) {
-        registry.makeCounter(descriptor: RelayMetrics.Series.refusedRequests, labels: [("reason", reason)]).increment()
+        relay.countRefused(reason: reason)
     }
 }
 

@@ -219,7 +219,7 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), configPath: Stri
     // The admin listener, on this thread's loop: health, readiness, metrics, identities, reload.
     if let adminAddress = config.admin {
         do throws(StartFailure) {
-            let admin = try startAdmin(on: loop, at: adminAddress, tokens: tokens, metrics: metrics) {
+            let admin = try startAdmin(on: loop, at: adminAddress, tokens: tokens, metrics: metrics, settings: { server.settings }) {
                 reloader.reload(trigger: "POST /reload")
             }
             running.admin = admin
@@ -248,12 +248,12 @@ private struct StartFailure: Error {
 }
 
 private func startAdmin(on loop: EventLoop, at hostPort: HostPort, tokens: TokenService, metrics: RelayMetrics?,
-                        reload: @escaping () -> ReloadOutcome) throws(StartFailure) -> AdminServer {
+                        settings: @escaping () -> ProxySettings, reload: @escaping () -> ReloadOutcome) throws(StartFailure) -> AdminServer {
     guard let address = SocketAddress(binding: hostPort) else {
         throw StartFailure(reason: "admin address \(hostPort) is not an IP address")
     }
     do {
-        return try AdminServer(loop: loop, address: address, tokens: tokens, metrics: metrics, reload: reload)
+        return try AdminServer(loop: loop, address: address, tokens: tokens, metrics: metrics, settings: settings, reload: reload)
     } catch {
         throw StartFailure(reason: "cannot listen on \(hostPort) (admin): \(error.message)")
     }

@@ -87,11 +87,14 @@ final class BrowserSafetyConfigTests: XCTestCase {
         let route = #""routes": [ { "name": "api", "upstream": "http://127.0.0.1:9001", "identity": "svc" } ]"#
         let open = try decodeConfig(#"{ "listen": "0.0.0.0:8180", \#(identities), \#(route) }"#)
         XCTAssertEqual(open.hostCheckWarnings, [
-            #"listen 0.0.0.0:8180 is not a loopback address and serves routes with identities (api) under any Host name: "#
+            #"listen 0.0.0.0:8180 is not a loopback address and serves routes with credentials (api) under any Host name: "#
                 + #"set "hosts" to the names clients use, so that a web page cannot reach them by DNS rebinding"#,
         ])
         XCTAssertEqual(try decodeConfig(#"{ "listen": "0.0.0.0:8180", "hosts": ["svc.local"], \#(identities), \#(route) }"#).hostCheckWarnings, [])
         XCTAssertEqual(try decodeConfig(#"{ "listen": "[::1]:8180", \#(identities), \#(route) }"#).hostCheckWarnings, [])
         XCTAssertEqual(try decodeConfig(#"{ "listen": "0.0.0.0:8180", "routes": [ { "upstream": "http://127.0.0.1:9001" } ] }"#).hostCheckWarnings, [])
+        // A credential the route sets itself counts as one.
+        let setsOne = try decodeConfig(#"{ "listen": "0.0.0.0:8180", "routes": [ { "name": "legacy", "upstream": "http://127.0.0.1:9001", "setHeaders": { "Cookie": "session=1" } } ] }"#)
+        XCTAssertEqual(setsOne.hostCheckWarnings.count, 1)
     }
 }

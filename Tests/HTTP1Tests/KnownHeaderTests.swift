@@ -31,14 +31,6 @@ final class KnownHeaderTests: XCTestCase {
         }
     }
 
-    func testOnlyOriginAndTheFetchMetadataNamesAreFetchMetadata() {
-        for (_, header) in known {
-            XCTAssertEqual(header.isFetchMetadata, [.origin, .secFetchSite, .secFetchMode, .secFetchDest].contains(header), "\(header)")
-        }
-        XCTAssertFalse(KnownHeader.other.isFetchMetadata)
-        XCTAssertFalse(KnownHeader.underscoredLookalike.isFetchMetadata)
-    }
-
     func testUnderscoredLookalikesAreToldOnlyWhenAsked() {
         for name in ["X_Forwarded_For", "content_length", "Transfer_Encoding", "keep_alive", "max_forwards"] {
             XCTAssertEqual(classify(name, lookalikes: true), .underscoredLookalike, name)

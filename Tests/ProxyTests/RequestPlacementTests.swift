@@ -320,13 +320,15 @@ final class RequestPlacementTests: XCTestCase {
         check([(["GET /favicon.ico HTTP/1.1", "Host: localhost:8180"], .route("icons"))], in: withIcons)
         let without = try settings(Self.personProxy) { $0.routes.removeLast() }
         check([
-            (["GET /favicon.ico HTTP/1.1", "Host: localhost:8180"], .answer(404, slug: "no-route")),
+            (["GET /favicon.ico HTTP/1.1", "Host: localhost:8180"], .answer(404, slug: "favicon-not-forwarded")),
             (["GET /favicon.icon HTTP/1.1", "Host: localhost:8180"], .route("mine")),
             (["GET /x/favicon.ico HTTP/1.1", "Host: localhost:8180"], .route("mine")),
         ], in: without)
-        // A service's identity is no person's: its route forwards the icon as it forwards anything.
-        check([(["GET /favicon.ico HTTP/1.1", "Host: localhost:8180"], .answer(404, slug: "no-route"))],
-              in: try settings(Self.devProxy))
+        // A service's identity is no person's: its catch-all route forwards the icon as anything else.
+        let service = try settings(Self.devProxy) { config in
+            config.routes.append(Route(index: 5, name: "rest", upstream: config.routes[0].upstream, identity: "svc"))
+        }
+        check([(["GET /favicon.ico HTTP/1.1", "Host: localhost:8180"], .route("rest"))], in: service)
     }
 
     // MARK: - What stayed as it was

@@ -21,7 +21,8 @@ from admin_client import start_with_admin
 from http_client import RawConnection, assert_problem, curl
 from idp_relay import bearer, oauth_route
 from login_relay import BROWSER_ACCEPT, LOGIN_REQUIRED, identity_view, start_login_relay
-from processes import run_check
+from deadlines import wait_until
+from processes import LOOPBACK, run_check
 
 pytestmark = pytest.mark.oauth
 
@@ -191,6 +192,12 @@ def test_a_listed_front_end_gets_the_answer_with_cors_fields_and_the_upstream_th
     assert resp.header("access-control-expose-headers") == "X-Echo"
     assert "Origin" in [v.strip() for value in resp.header_all("vary") for v in value.split(",")]
     assert served(upstream) == 1
+    # Without an Origin (curl, a same-origin page), the route's answers carry no CORS field, the
+    # upstream's neither, and say that they vary by Origin.
+    plain = curl(f"http://127.0.0.1:{relay.port}/front/orders?set-header=Access-Control-Allow-Origin:*")
+    assert bearer(plain)
+    assert plain.header_all("access-control-allow-origin") == []
+    assert "Origin" in [v.strip() for value in plain.header_all("vary") for v in value.split(",")]
 
 
 def test_the_relays_own_answers_carry_cors_fields_for_a_listed_front_end(stub_idp, upstream, start_relay):
@@ -245,6 +252,31 @@ def test_the_browsers_favicon_is_not_sent_upstream_with_a_persons_token(django_i
 
 
 # ---------------------------------------------------------------------------------------------
+# The admin listener: it starts logins and shows a device login's code, so no page may use it.
+
+def admin_call(admin, method: str, path: str, headers=(), host: str | None = None):
+    with RawConnection(LOOPBACK, admin.port) as conn:
+        return conn.request(method, path, [*headers, ("Connection", "close")], host=host or f"{LOOPBACK}:{admin.port}")
+
+
+def test_the_admin_listener_answers_no_page_and_no_rebound_name(django_idp, upstream, start_relay):
+    relay, admin = start_login_relay(start_relay, upstream, {"tv": django_idp.identity("tv-device")})
+    forged = admin_call(admin, "POST", "/identities/tv/login", [("Origin", "https://evil.example"), ("Sec-Fetch-Site", "cross-site"),
+                                                                ("Sec-Fetch-Mode", "no-cors"), ("Sec-Fetch-Dest", "empty")])
+    assert assert_problem(forged, 403)["type"] == CROSS_SITE
+    rebound = admin_call(admin, "GET", "/identities", host=f"evil.example:{admin.port}")
+    assert assert_problem(rebound, 421)["type"] == MISDIRECTED
+    assert b"tv" not in rebound.body, "a rebound page reads nothing of the identities"
+    assert django_idp.device_authorizations() == [], "no device login started by a page"
+    metrics = admin.scrape()
+    assert metrics.value("oauth_relay_refused_requests_total", reason="cross-site") == 1
+    assert metrics.value("oauth_relay_refused_requests_total", reason="host") == 1
+    # curl, as the README's commands and `oauth-relay login` use it.
+    assert admin_call(admin, "POST", "/identities/tv/login").status == 202
+    wait_until(lambda: len(django_idp.device_authorizations()) == 1, 10, "the device login the admin call started")
+
+
+# ---------------------------------------------------------------------------------------------
 # Configuration: hosts, the warning, reloads.
 
 def test_hosts_names_more_names_and_a_reload_applies_them(stub_idp, upstream, start_relay):
@@ -264,7 +296,7 @@ def test_check_warns_of_a_non_loopback_listener_serving_identities_to_any_name(s
               "routes": [{"name": "api", "upstream": "http://127.0.0.1:9", "identity": "svc"}]}
     code, output = run_check(tmp_path, config)
     assert code == 0, output
-    assert 'WARNING: listen 0.0.0.0:18180 is not a loopback address and serves routes with identities (api)' in output
+    assert 'WARNING: listen 0.0.0.0:18180 is not a loopback address and serves routes with credentials (api)' in output
     code, output = run_check(tmp_path, {**config, "hosts": ["svc.local"]})
     assert code == 0 and "WARNING" not in output, output
 
