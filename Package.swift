@@ -18,7 +18,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
     ],
     targets: [
-        // C libraries, each behind exactly one Swift module that imports it `internal`.
+        // C libraries, each behind exactly one Swift module that imports it `internal`, except
+        // OpenSSL: one library (libssl on libcrypto) behind one module map, imported `internal` by
+        // two Swift modules, Crypto (the primitives) and TLS (the engine), so that what only signs,
+        // hashes or encrypts does not link the TLS engine. They share OpenSSL's per-thread error
+        // queue, which Crypto owns (`OpenSSLErrors`, `package`) and TLS reads.
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CLLHTTP", pkgConfig: "libllhttp", providers: [.apt(["libllhttp-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
@@ -37,23 +41,26 @@ let package = Package(
         .target(name: "HTTP1", dependencies: ["CLLHTTP", "ByteBuffers", "HTTPFields"], swiftSettings: hotPath),
         .target(name: "Endpoints", dependencies: ["HTTPFields"]),
         .target(name: "Routing", dependencies: ["HTTPFields", "Endpoints"], swiftSettings: hotPath),
-        .target(name: "TLS", dependencies: ["COpenSSL", "ByteBuffers", "Locking"]),
-        // Pure Swift; the crypto it needs (keys, signatures, digests) comes from TLS, which holds OpenSSL.
-        .target(name: "JOSE", dependencies: ["TLS", "JSON"]),
-        // JOSE and TLS for client assertions (private_key_jwt, client_secret_jwt): signing is no I/O.
+        // Keys, signatures, SHA-256, HMAC, AES-256-GCM, random bytes: OpenSSL primitives, no I/O.
+        .target(name: "Crypto", dependencies: ["COpenSSL"]),
+        // The TLS engine over memory buffers; from Crypto only OpenSSL's error queue.
+        .target(name: "TLS", dependencies: ["COpenSSL", "Crypto", "ByteBuffers", "Locking"]),
+        // Pure Swift; the crypto it needs (keys, signatures, digests) comes from Crypto, which holds OpenSSL.
+        .target(name: "JOSE", dependencies: ["Crypto", "JSON"]),
+        // JOSE and Crypto for client assertions (private_key_jwt, client_secret_jwt): signing is no I/O.
         // Routing for reading URLs an IdP publishes (discovery, device verification URIs).
-        .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints", "Routing", "JOSE", "JSON", "TLS"], swiftSettings: hotPath),
-        .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "JSON", "TLS", "RedisProtocol"], swiftSettings: hotPath),
+        .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints", "Routing", "JOSE", "JSON", "Crypto"], swiftSettings: hotPath),
+        .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "JSON", "Crypto", "RedisProtocol"], swiftSettings: hotPath),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"]),
-        // Encrypted token entries on disk (AES-GCM from TLS, flock); no sockets.
-        .target(name: "TokenStore", dependencies: ["OAuth2", "HTTPFields", "TLS"]),
+        // Encrypted token entries on disk (AES-GCM from Crypto, flock); no sockets.
+        .target(name: "TokenStore", dependencies: ["OAuth2", "HTTPFields", "Crypto"]),
         // Redis values with no socket: endpoint URLs, commands in RESP, replies.
         .target(name: "RedisProtocol", dependencies: ["OAuth2", "Endpoints", "HTTPFields"]),
         // A Redis connection over hiredis on an EventLoop (its libuv adapter).
         .target(name: "RedisClient", dependencies: ["CHiredis", "EventLoop", "RedisProtocol", "OAuth2"]),
         .target(name: "Tokens", dependencies: [
-            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "TLS", "Locking", "RedisProtocol", "RedisClient",
+            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "Crypto", "TLS", "Locking", "RedisProtocol", "RedisClient",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers"]),
@@ -65,7 +72,7 @@ let package = Package(
         .target(name: "Proxy", dependencies: [
             "EventLoop", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "LocalHTTP", "Locking",
             // DPoP proofs for forwarded requests, signed on the worker.
-            "JOSE",
+            "JOSE", "Crypto",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: [
@@ -82,24 +89,25 @@ let package = Package(
         .testTarget(name: "RoutingTests", dependencies: ["Routing"]),
         // A scratch directory, shared by every test target that writes files.
         .target(name: "FileTestSupport", path: "Tests/FileTestSupport"),
-        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "TLS", "RedisProtocol",
+        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "Crypto", "RedisProtocol",
                                                         "FileTestSupport"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2", "Tokens",
                                                        "JOSE", "TLS"]),
         // The leak check of the event loop's tests, shared by every test target that runs a loop.
         .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers", "LoopTestSupport"]),
-        .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "TLS"]),
+        .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "Crypto"]),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
-        .testTarget(name: "JOSETests", dependencies: ["JOSE", "TLS"]),
+        .testTarget(name: "JOSETests", dependencies: ["JOSE", "Crypto"]),
         // Fixtures: reference symbols made by segno (PyPI), read from the source tree.
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"], exclude: ["Fixtures"]),
         // swift-prometheus itself: the relay's own per-request series must read exactly like the library's.
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics", .product(name: "Prometheus", package: "swift-prometheus")]),
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
-        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "OAuth2", "Endpoints", "TLS", "FileTestSupport"]),
+        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "OAuth2", "Endpoints", "Crypto", "FileTestSupport"]),
         .testTarget(name: "TokensTests", dependencies: [
-            "Tokens", "TokenStore", "TLS", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", "RedisProtocol", "LoopTestSupport",
+            "Tokens", "TokenStore", "Crypto", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", "RedisProtocol", "LoopTestSupport",
             "FileTestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -108,7 +116,7 @@ let package = Package(
         .testTarget(name: "RedisClientTests", dependencies: [
             "RedisClient", "RedisProtocol", "CHiredis", "EventLoop", "Tokens", "TokenStore", "OAuth2", "LoopTestSupport",
             // SharedTokens itself on a real Redis: its store key and its logger.
-            "TLS", "Endpoints", .product(name: "Logging", package: "swift-log"),
+            "Crypto", "Endpoints", .product(name: "Logging", package: "swift-log"),
         ]),
     ],
     swiftLanguageModes: [.v6]

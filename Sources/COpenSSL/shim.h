@@ -1,9 +1,9 @@
 #ifndef OAUTH_RELAY_COPENSSL_SHIM_H
 #define OAUTH_RELAY_COPENSSL_SHIM_H
-// OpenSSL for the TLS module (the TLS engine and the crypto primitives JOSE and the token store
-// use). Swift cannot call function-like macros, so the few the module needs are wrapped here as
-// `static inline` functions of the same name with a `shim_` prefix; each does exactly what the
-// macro does and nothing more.
+// OpenSSL for the TLS module (the TLS engine) and the Crypto module (the primitives JOSE, OAuth2
+// and the token store use). Swift cannot call function-like macros, so the few those modules need
+// are wrapped here as `static inline` functions of the same name with a `shim_` prefix; each does
+// exactly what the macro does and nothing more.
 #include <openssl/ssl.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>

@@ -1,6 +1,6 @@
+import Crypto
 import JOSE
 import OAuth2
-import TLS
 
 /// Reading an identity's client authentication: `clientAuth` and the keys each method uses
 /// (`clientSecret…`, `clientKeyFile`, `clientKeyId`, `clientAssertionAlg`,

@@ -1,6 +1,6 @@
+import Crypto
 import JOSE
 import OAuth2
-import TLS
 
 /// Reading an identity's `dpop`: `true` (a generated ES256 key), `false`, or `{ "keyFile": PEM,
 /// "alg": … }` where either key may be left out (no `keyFile`: a generated key for `alg`; no

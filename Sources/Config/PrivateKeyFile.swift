@@ -1,5 +1,5 @@
+import Crypto
 import FoundationEssentials
-import TLS
 
 extension DecodingContext {
     /// The private key in the PEM file a field names (`clientKeyFile`, `dpop.keyFile`), with the

@@ -1,4 +1,4 @@
-import TLS
+import Crypto
 
 /// Comparison of secret strings (nonces) in constant time, over their UTF-8 bytes.
 enum ConstantTimeText {

@@ -1,4 +1,4 @@
-import TLS
+import Crypto
 
 /// Makes DPoP proofs (RFC 9449 §4.2) for one key: the header (`typ: dpop+jwt`, `alg`, the public
 /// `jwk`) is encoded once, so a proof per forwarded request costs the claims and one signature.

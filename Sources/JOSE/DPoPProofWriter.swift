@@ -1,4 +1,4 @@
-import TLS
+import Crypto
 
 /// Writes DPoP proofs (RFC 9449 §4.2) for one key, on one thread: the relay's workers sign a
 /// proof for every request they forward with a DPoP-bound token, so this is the cheap form of

@@ -1,4 +1,4 @@
-import TLS
+import Crypto
 
 /// Why a JWS, JWK, JWKS or JWT was refused. Messages name the part and the rule, never key
 /// material, signatures, nonces or token contents (a claim value is named only where it is an

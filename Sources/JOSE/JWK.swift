@@ -1,5 +1,5 @@
+import Crypto
 import JSON
-import TLS
 
 /// A public JSON Web Key (RFC 7517): RSA (`n`, `e`), EC P-256 (`x`, `y`) or OKP Ed25519 (`x`),
 /// with the optional `kid`, `use` and `alg`. Private members (`d`, `p`, `q`, ...) and symmetric

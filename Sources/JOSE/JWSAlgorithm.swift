@@ -1,4 +1,4 @@
-import TLS
+import Crypto
 
 /// The JWS `alg` values the relay signs and verifies (RFC 7518 §3.1, RFC 8037 for EdDSA).
 /// `none` is deliberately not a case: an unsigned JWS cannot even be represented.

@@ -1,4 +1,4 @@
-import TLS
+import Crypto
 
 /// What signs a JWS: a private key with one asymmetric algorithm, or an HMAC secret (HS256, for
 /// `client_secret_jwt`). The description shows the algorithm only.

@@ -1,4 +1,4 @@
-import TLS
+import Crypto
 
 /// What checks a JWS signature, and which algorithms it accepts.
 ///

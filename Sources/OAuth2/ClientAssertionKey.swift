@@ -1,5 +1,5 @@
+import Crypto
 import JOSE
-import TLS
 
 /// The private key a `private_key_jwt` client signs its assertions with, the algorithm it signs
 /// with and the `kid` the IdP knows it by. Loaded by Config (reading the file is I/O); used here

@@ -1,5 +1,5 @@
+import Crypto
 import JOSE
-import TLS
 
 /// The key an identity proves possession of with DPoP (RFC 9449): its proof builder (the header
 /// with the public `jwk`, encoded once) and the thumbprint a bound token's `cnf.jkt` names.

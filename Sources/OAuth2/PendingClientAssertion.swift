@@ -1,5 +1,5 @@
+import Crypto
 import JOSE
-import TLS
 
 /// The client assertion a token request still needs: who signs it and for whom. It is made
 /// only when the request is about to be sent (`TokenRequest.withClientAssertion`), because an

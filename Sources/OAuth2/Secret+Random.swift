@@ -1,5 +1,5 @@
+import Crypto
 import JOSE
-import TLS
 
 extension Secret {
     /// A fresh random value for a login (`state`, a browser binding, a nonce, a PKCE verifier):

@@ -7,9 +7,9 @@
 // of each route's upstream nonce: no lock between workers. A nonce a worker has not seen yet costs
 // that worker one `use_dpop_nonce` answer, replayed at once (Exchange+Response.swift).
 
+import Crypto
 import JOSE
 import OAuth2
-import TLS
 import Tokens
 
 /// What a request with a `DPoP` token needs for its proof: this worker's writer for the

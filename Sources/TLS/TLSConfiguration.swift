@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import Crypto
 
 /// What every TLS connection of one route, identity or listener shares: an `SSL_CTX` with its
 /// trust, certificates and protocol limits, the SPKI pins, and (clients) the session cache.

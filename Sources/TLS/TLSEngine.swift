@@ -18,9 +18,13 @@
 // One engine per connection, used by one thread at a time. Steady state allocates nothing:
 // `incoming` and the plaintext scratch keep their storage, and `outgoing` trades storage with
 // the caller's buffer.
+//
+// The engine only: keys, signatures, digests and AES-GCM are the Crypto module's, which the
+// engine uses for nothing but OpenSSL's error queue (`OpenSSLErrors`).
 
 import ByteBuffers
 internal import COpenSSL
+internal import Crypto
 
 /// Where a connection stands, as returned by every engine call.
 public enum TLSStatus: Equatable, Sendable {

@@ -74,20 +74,3 @@ public struct TLSConfigurationError: Error, Equatable, Sendable, CustomStringCon
 
     public var description: String { "\(setting): \(problem)" }
 }
-
-/// OpenSSL's per-thread error queue, read and emptied at once. Every engine call starts with
-/// the queue empty (`clear()`), so what is left after a failure belongs to that call.
-enum OpenSSLErrors {
-    static func clear() {
-        ERR_clear_error()
-    }
-
-    /// The reason text of the earliest queued error (the most specific one), then empties the
-    /// queue; `fallback` when it was empty.
-    static func takeReason(fallback: String) -> String {
-        let code = ERR_get_error()
-        ERR_clear_error()
-        guard code != 0, let text = ERR_reason_error_string(code) else { return fallback }
-        return String(cString: text)
-    }
-}

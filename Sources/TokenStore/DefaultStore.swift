@@ -3,8 +3,8 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Crypto
 import FoundationEssentials
-import TLS
 
 /// The store a developer gets without configuring one, for identities a person logs in to (a
 /// login should survive a restart): `$XDG_STATE_HOME/oauth-relay` (else

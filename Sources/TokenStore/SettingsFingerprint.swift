@@ -1,5 +1,5 @@
+import Crypto
 import OAuth2
-import TLS
 
 /// A digest of the identity settings a stored token depends on: the client, the token endpoint,
 /// the grant (with its user name, not its secrets), scope, audience, resource and the DPoP key's

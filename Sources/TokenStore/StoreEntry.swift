@@ -18,8 +18,8 @@
 // The plaintext is a list of tagged fields (`Tag`): the access token, its type, the Unix times
 // it was requested and expires, its scope, the refresh token and the subject.
 
+import Crypto
 import OAuth2
-import TLS
 
 public enum StoreEntry {
     public static let formatVersion: UInt8 = 1

@@ -16,10 +16,10 @@
 // No method here logs: the caller decides what to tell (a moved-aside entry is one warning),
 // and no error or description carries a token or the key.
 
+import Crypto
 import FoundationEssentials
 import HTTPFields
 import OAuth2
-import TLS
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -5,10 +5,10 @@
 // lifecycle, whose token thread exchanges it like any fetch, so requests wait for it as they
 // wait for a token. Nothing here blocks or does I/O.
 
+import Crypto
 import JOSE
 import Locking
 import OAuth2
-import TLS
 
 public final class LoginDesk: Sendable {
     private let pending = Locked(PendingLogins())

@@ -17,13 +17,13 @@
 // with every token obtained or taken from Redis, and read (under its lock) only when a fetch
 // goes alone.
 
+import Crypto
 import EventLoop
 import FoundationEssentials
 import Logging
 import OAuth2
 import RedisClient
 import RedisProtocol
-import TLS
 import TokenStore
 
 /// The shared store's settings: `store.redis`, `store.keyPrefix`, `store.timeoutMilliseconds`

@@ -3,8 +3,8 @@
 // `use_dpop_nonce` answer that brings a nonce is answered by sending the request once more with
 // it (a new proof and, for the JWT client authentications, a new assertion: both are single-use).
 
+import Crypto
 import OAuth2
-import TLS
 
 /// The latest `DPoP-Nonce` of each identity's token endpoint. Kept per identity (by slot), not per
 /// URL: servers such as Glewlwyd issue nonces per client, and two identities may be two clients

@@ -1,7 +1,7 @@
 import Config
+import Crypto
 import JOSE
 import OAuth2
-import TLS
 import XCTest
 
 /// private_key_jwt and client_secret_jwt in the config: their keys, and what `check` reports.

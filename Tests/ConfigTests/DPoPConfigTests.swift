@@ -1,7 +1,7 @@
 import Config
+import Crypto
 import JOSE
 import OAuth2
-import TLS
 import XCTest
 
 /// `dpop` on identities, `certificateBoundUpstream` on routes, and what `check` says about them.

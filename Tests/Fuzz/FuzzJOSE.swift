@@ -6,8 +6,8 @@
 // re-serialises to the input bytes exactly; a JWKS key's JSON reads back as the same key;
 // base64url decode(encode(x)) == x, and a text that decodes is the encoding of what it decodes to.
 
+import Crypto
 import JOSE
-import TLS
 
 // Held in a global of its own as well: inside `JWSVerificationKey`'s two-payload enum Swift keeps
 // the case in the pointer's spare bits, which LeakSanitizer does not recognise as a pointer, so it

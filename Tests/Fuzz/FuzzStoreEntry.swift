@@ -6,8 +6,8 @@
 // bytes, and its plaintext is exactly what the encoder writes for the token read; a plaintext
 // that reads as a token is the encoding of that token; no failure's words carry the plaintext.
 
+import Crypto
 import OAuth2
-import TLS
 import TokenStore
 
 private let key = SymmetricKey([UInt8](repeating: 0x42, count: 32))

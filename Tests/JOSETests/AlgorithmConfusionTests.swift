@@ -1,5 +1,5 @@
+import Crypto
 import JOSE
-import TLS
 import XCTest
 
 /// The header's `alg` never picks a check the key did not allow.

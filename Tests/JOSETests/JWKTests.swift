@@ -1,5 +1,5 @@
+import Crypto
 import JOSE
-import TLS
 import XCTest
 
 final class JWKTests: JOSETestCase {

@@ -1,5 +1,5 @@
+import Crypto
 import JOSE
-import TLS
 import XCTest
 
 /// ID-token style verification: signature first, then claims.

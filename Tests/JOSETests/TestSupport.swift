@@ -1,5 +1,5 @@
+import Crypto
 import JOSE
-import TLS
 import XCTest
 
 /// Keys generated once per test run (RSA generation is the slow part).

@@ -1,6 +1,6 @@
+import Crypto
 import JOSE
 import OAuth2
-import TLS
 import XCTest
 
 /// ID tokens from a login: signature, issuer, audience, authorized party, times and nonce.

@@ -1,3 +1,4 @@
+import Crypto
 import Endpoints
 import EventLoop
 import Foundation
@@ -5,7 +6,6 @@ import Logging
 import LoopTestSupport
 import OAuth2
 import RedisProtocol
-import TLS
 import TokenStore
 @testable import Tokens
 import XCTest

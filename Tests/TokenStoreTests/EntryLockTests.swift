@@ -1,8 +1,8 @@
+import Crypto
 import FileTestSupport
 import Foundation
 import Glibc
 import Synchronization
-import TLS
 import TokenStore
 import XCTest
 

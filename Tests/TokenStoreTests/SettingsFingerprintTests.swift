@@ -1,6 +1,6 @@
+import Crypto
 import Endpoints
 import OAuth2
-import TLS
 import TokenStore
 import XCTest
 

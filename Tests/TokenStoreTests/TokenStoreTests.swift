@@ -1,7 +1,7 @@
+import Crypto
 import FileTestSupport
 import Foundation
 import OAuth2
-import TLS
 import TokenStore
 import XCTest
 

@@ -1,3 +1,4 @@
+import Crypto
 import Endpoints
 import EventLoop
 import FileTestSupport
@@ -6,7 +7,6 @@ import Logging
 import LoopTestSupport
 import OAuth2
 import Synchronization
-import TLS
 import TokenStore
 @testable import Tokens
 import XCTest

@@ -1,4 +1,4 @@
-import TLS
+import Crypto
 import XCTest
 
 final class AESGCMTests: XCTestCase {

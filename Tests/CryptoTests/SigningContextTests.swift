@@ -1,4 +1,4 @@
-@testable import TLS
+@testable import Crypto
 import XCTest
 
 /// The signing state a worker keeps for DPoP proofs: its signatures are the same kind of

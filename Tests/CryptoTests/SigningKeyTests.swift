@@ -1,6 +1,6 @@
+import Crypto
 import Foundation
 import Synchronization
-import TLS
 import XCTest
 
 /// Keys made by the `openssl` command in a temporary directory, and keys generated in-process.
@@ -30,7 +30,7 @@ final class SigningKeyTests: XCTestCase {
         process.standardError = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TestPKIError(message: "openssl \(arguments.joined(separator: " ")) failed") }
+        guard process.terminationStatus == 0 else { throw OpenSSLCommandError(message: "openssl \(arguments.joined(separator: " ")) failed") }
     }
 
     private func read(_ file: String) throws -> String {
@@ -188,4 +188,10 @@ final class SharedKeyTests: XCTestCase {
         }
         XCTAssertEqual(failures.load(ordering: .relaxed), 0)
     }
+}
+
+/// An `openssl` command that exited with a failure.
+private struct OpenSSLCommandError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
 }

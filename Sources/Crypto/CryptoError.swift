@@ -1,3 +1,18 @@
+// Crypto: the primitives the relay signs, hashes and encrypts with, and nothing of TLS. PEM
+// keys (RSA, EC P-256, Ed25519), signatures as JWS wants them (RS256, PS256, ES256 as r ‖ s,
+// EdDSA), SHA-256, HMAC-SHA256, AES-256-GCM for the token store, random bytes, constant-time
+// comparison.
+//
+// A module of its own so that what only needs these (JOSE, OAuth2, Config, TokenStore) does not
+// link the TLS engine; the engine (`TLS`) takes nothing from here but `OpenSSLErrors`, the one
+// error queue of the one OpenSSL library both modules call.
+//
+// Pure OpenSSL primitives over Swift values: no I/O (no sockets, no files: a key file is read by
+// the caller, which hands over its text), no event loop. Each OpenSSL object is owned by one
+// Swift object and freed in its `deinit`. Keys never change once made and are shared between
+// threads (`EVPKey`); `SigningContext` and `BufferedSecureRandom` belong to one thread each.
+// Errors are `CryptoError`s, below, which name the operation and never carry key material.
+
 internal import COpenSSL
 
 /// Why a crypto primitive failed. The words name the operation and OpenSSL's reason string,
