@@ -6,25 +6,27 @@ import HTTP1
 import JOSE
 
 extension ClientConnection {
-    /// The head with `target` (as the upstream receives it) and the token; for a `DPoP` token
-    /// with a fresh proof whose `htu` is the upstream's origin and `target`'s path. Returns the
-    /// signing failure, if any (nothing is written then).
-    func writeRequestHead(_ head: HTTPHead, plan: RoutePlan, target: UnsafeRawBufferPointer, requestTarget: RequestTarget,
-                          token: UnsafeRawBufferPointer?) -> JOSEError? {
+    /// Writes the head for `target` (as the upstream receives it, chosen by
+    /// `writeUpstreamRequestHead`) with the token; for a `DPoP` token with a fresh proof whose
+    /// `htu` is the upstream's origin and `target`'s path. Returns the signing failure, if any
+    /// (nothing is written then).
+    func writeHeadWithTokenAndProof(_ head: HTTPHead, plan: RoutePlan, target: UnsafeRawBufferPointer,
+                                    requestTarget: RequestTarget, token: UnsafeRawBufferPointer?) -> JOSEError? {
         let clientHost = requestTarget.authority ?? head.host
         // Routes without DPoP do not look at the token (a copy of it) at all.
         guard plan.usesDPoP, let dpop = exchange.token?.dpop, let proofs = worker.tokens?.proofs else {
-            ForwardedHead.writeRequest(head, target: target, plan: plan, framing: exchange.request.framing, forwarding: forwarding,
-                                       clientHost: clientHost, token: token, upgrade: exchange.request.upgrade, into: &work.scratch)
+            ForwardedHead.writeRequest(head, target: target, plan: plan, framing: exchange.current.request.framing,
+                                       forwarding: forwarding, clientHost: clientHost, token: token,
+                                       upgrade: exchange.current.request.upgrade, into: &work.scratch)
             return nil
         }
         // The asterisk-form's target URI has no path (RFC 9110 §7.1).
         let path = requestTarget.isAsterisk ? UnsafeRawBufferPointer(start: nil, count: 0) : target
         do throws(JOSEError) {
             try proofs.withProof(dpop, method: head.methodName, plan: plan, target: path) { proof in
-                ForwardedHead.writeRequest(head, target: target, plan: plan, framing: exchange.request.framing, forwarding: forwarding,
-                                           clientHost: clientHost, token: token, proof: proof, upgrade: exchange.request.upgrade,
-                                           into: &work.scratch)
+                ForwardedHead.writeRequest(head, target: target, plan: plan, framing: exchange.current.request.framing,
+                                           forwarding: forwarding, clientHost: clientHost, token: token, proof: proof,
+                                           upgrade: exchange.current.request.upgrade, into: &work.scratch)
             }
             return nil
         } catch {
@@ -37,7 +39,7 @@ extension ClientConnection {
     /// replayed proof. False when the proof could not be signed (answered locally).
     func renewProofForRetry(_ plan: RoutePlan) -> Bool {
         guard plan.usesDPoP, exchange.token?.dpop != nil else { return true }
-        guard writeRequestHead(plan) else { return false }
+        guard writeUpstreamRequestHead(for: plan) else { return false }
         work.replayableHead.clear()
         work.replayableHead.append(work.scratch.readableBytes)
         return true
@@ -53,7 +55,7 @@ extension ClientConnection {
     /// Keeps the nonce an upstream response brings for the next proofs to its route's upstream
     /// (only responses to requests with a `DPoP` token are looked at).
     func learnDPoPNonce(from head: HTTPHead) {
-        guard let plan = exchange.plan, plan.usesDPoP, exchange.token?.dpop != nil, let proofs = worker.tokens?.proofs,
+        guard let plan = exchange.current.plan, plan.usesDPoP, exchange.token?.dpop != nil, let proofs = worker.tokens?.proofs,
               let nonce = DPoPChallenge.nonce(in: head) else { return }
         proofs.remember(nonce, for: plan)
     }
@@ -63,7 +65,7 @@ extension ClientConnection {
     func replayWithNonce(after upstream: UpstreamConnection) {
         upstream.finishExchange()
         self.upstream = nil
-        guard let plan = exchange.plan else { return }
+        guard let plan = exchange.current.plan else { return }
         worker.logger.debug("upstream asked for a DPoP nonce; sending the request again with it",
                             metadata: ["route": .string(plan.route.name)])
         if let identity = plan.identity { worker.tokens?.service.upstreamAskedForDPoPNonce(identity) }

@@ -21,9 +21,12 @@ extension ClientConnection {
             problem = logins.loginRequired(problem, identity: identity, request: request, at: monotonicSeconds())
         }
         // A listed origin's page reads the relay's own answers too (a login needed, a token refused).
-        if let origin = exchange.cors, let rules = exchange.plan?.cors { problem.extraHeaders += rules.responseFields(origin: origin) }
+        if let origin = exchange.current.cors, let rules = exchange.current.plan?.cors {
+            problem.extraHeaders += rules.responseFields(origin: origin)
+        }
         work.scratch.clear()
-        problem.write(keepAlive: exchange.keepAlive, viaSuffix: settings.viaSuffix, toHead: exchange.request.isHead, into: &work.scratch)
+        problem.write(keepAlive: exchange.keepAlive, viaSuffix: settings.viaSuffix, toHead: exchange.current.request.isHead,
+                      into: &work.scratch)
         stream.write(work.scratch)
         if !exchange.keepAlive { closeAfterResponse() }
     }
@@ -89,9 +92,9 @@ extension ClientConnection {
 
     /// Counts and logs the exchange, once.
     func recordExchange() {
-        guard exchange.record.startedAt != 0 else { return }
-        worker.record(exchange.record, plan: exchange.plan, settings: settings)
-        exchange.record.startedAt = 0
+        guard exchange.current.record.startedAt != 0 else { return }
+        worker.record(exchange.current.record, plan: exchange.current.plan, settings: settings)
+        exchange.current.record.startedAt = 0
     }
 
     // MARK: Timers and the end of the socket

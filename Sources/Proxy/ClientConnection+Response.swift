@@ -28,18 +28,18 @@ extension ClientConnection {
         case .discard, .reportRefusedToken:
             return .framed
         case .respond(let framing):
-            if timesExchanges { exchange.record.upstreamHeadAt = worker.clock() }
+            if timesExchanges { exchange.current.record.upstreamHeadAt = worker.clock() }
             work.heldResponseHead.clear()
             holdsResponse = true
-            if let rules = exchange.plan?.cors {
+            if let rules = exchange.current.plan?.cors {
                 // The route owns CORS: the upstream's own fields never reach a page.
                 ForwardedHead.writeResponse(head, framing: framing, keepAlive: exchange.keepAlive,
-                                            clientVersionMinor: exchange.request.versionMinor, viaSuffix: settings.viaSuffix,
-                                            cors: exchange.cors.map { rules.responseLines[$0] } ?? rules.withoutOrigin,
+                                            clientVersionMinor: exchange.current.request.versionMinor, viaSuffix: settings.viaSuffix,
+                                            cors: exchange.current.cors.map { rules.responseLines[$0] } ?? rules.withoutOrigin,
                                             into: &work.heldResponseHead)
             } else {
                 ForwardedHead.writeResponse(head, framing: framing, keepAlive: exchange.keepAlive,
-                                            clientVersionMinor: exchange.request.versionMinor,
+                                            clientVersionMinor: exchange.current.request.versionMinor,
                                             viaSuffix: settings.viaSuffix, into: &work.heldResponseHead)
             }
             return framing == .none ? .none : .framed
@@ -50,7 +50,7 @@ extension ClientConnection {
     /// fetch starts while this answer drains), unless the identity keeps it
     /// (`minTokenAgeForRetrySeconds`). Returns whether it is kept.
     private func tokenRefusalKept(_ token: WorkerTokens.CachedToken) -> Bool {
-        guard let plan = exchange.plan, let identity = plan.identity, let tokens = worker.tokens else { return true }
+        guard let plan = exchange.current.plan, let identity = plan.identity, let tokens = worker.tokens else { return true }
         let refusal = tokens.refused(identity, token: token, minimumAge: plan.route.minTokenAgeForRetrySeconds)
         guard refusal == .kept else { return false }
         worker.logger.debug("upstream refused a token fetched after an earlier refusal; passing its answer through",
@@ -157,10 +157,10 @@ extension ClientConnection {
             replayWithNonce(after: upstream)
         case .close(let reusable):
             if !reusable { upstream.reusable = false }
-            if endedInHeadRead { exchange.record.endedAt = exchange.record.upstreamHeadAt }
+            if endedInHeadRead { exchange.current.record.endedAt = exchange.current.record.upstreamHeadAt }
             closeAfterResponse()
         case .finish:
-            if endedInHeadRead { exchange.record.endedAt = exchange.record.upstreamHeadAt }
+            if endedInHeadRead { exchange.current.record.endedAt = exchange.current.record.upstreamHeadAt }
             finishExchangeIfDone()
             drive()
         }
@@ -182,10 +182,10 @@ extension ClientConnection {
         if !retractHeldResponse() { workspace?.heldResponseHead.clear() }
         switch exchange.upstreamFailed(failure, reused: upstream.isReused, receivedResponseBytes: upstream.receivedResponseBytes) {
         case .closeNow:
-            worker.upstreamFailed(failure, plan: exchange.plan, settings: settings, midResponse: true)
+            worker.upstreamFailed(failure, plan: exchange.current.plan, settings: settings, midResponse: true)
             close()
         case .retryOnFreshConnection:
-            guard let plan = exchange.plan else { return }
+            guard let plan = exchange.current.plan else { return }
             guard renewProofForRetry(plan) else {
                 finishExchangeIfDone()
                 drive()
@@ -196,7 +196,7 @@ extension ClientConnection {
             fresh.write(work.replayableHead)
             if exchange.requestComplete { fresh.noteRequestSent() }
         case .answer(let problem, let close):
-            worker.upstreamFailed(failure, plan: exchange.plan, settings: settings, midResponse: false)
+            worker.upstreamFailed(failure, plan: exchange.current.plan, settings: settings, midResponse: false)
             answerLocally(problem)
             if close { closeAfterResponse() } else { finishExchangeIfDone(); drive() }
         }
@@ -237,7 +237,7 @@ extension ClientConnection {
     private func replayWithNewToken(after upstream: UpstreamConnection) {
         upstream.finishExchange()
         self.upstream = nil
-        guard let plan = exchange.plan else { return }
+        guard let plan = exchange.current.plan else { return }
         worker.logger.info("upstream refused the token; sending the request again with a new one",
                            metadata: ["route": .string(plan.route.name), "identity": .string(plan.route.identity ?? "-")])
         startTokenWait()

@@ -17,9 +17,9 @@ extension ClientConnection {
 
     /// The token thread ended a fetch this parked request waited for: ask again.
     func tokenMayBeReady() {
-        guard exchange.phase == .exchanging, exchange.isWaitingForToken, let identity = exchange.plan?.identity,
+        guard exchange.phase == .exchanging, exchange.isWaitingForToken, let identity = exchange.current.plan?.identity,
               let tokens = worker.tokens else { return }
-        let action = exchange.tokenLookedUp(tokens.lookup(identity, startsDeviceLogin: exchange.startsLogin))
+        let action = exchange.tokenLookedUp(tokens.lookup(identity, startsDeviceLogin: exchange.current.startsLogin))
         if case .keepWaiting = action {
             // Not this identity's result, or a new fetch began: wait on, to the same deadline.
             tokens.park(self)

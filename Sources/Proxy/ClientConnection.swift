@@ -189,7 +189,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         case .forward:
             // Forwarded in the same callback as the head arrived: the head's time serves (one
             // clock read less per request).
-            forwardRequestHead(at: exchange.record.startedAt)
+            forwardRequestHead(at: exchange.current.record.startedAt)
             return .framed
         case .waitForToken(let pauseParser):
             // The head stays in the parser until the token thread wakes this worker
@@ -208,13 +208,13 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     @inline(__always)
     private func place(_ head: HTTPHead) -> Exchange.HeadAction {
         let logging = settings.config.accessLog
-        if logging { exchange.record.method = String(decoding: head.methodName, as: UTF8.self) }
+        if logging { exchange.current.record.method = String(decoding: head.methodName, as: UTF8.self) }
         let placement = RequestPlacement(settings: settings, overTLS: forwarding.overTLS)
-            .place(head, normalizedPath: &work.normalizedPath, record: &exchange.record, logging: logging)
+            .place(head, normalizedPath: &work.normalizedPath, record: &exchange.current.record, logging: logging)
         switch placement {
         case .route(let plan, let upgrade, let cors, let startsLogin):
-            exchange.cors = cors
-            exchange.startsLogin = startsLogin
+            exchange.current.cors = cors
+            exchange.current.startsLogin = startsLogin
             guard let identity = plan.identity, let tokens = worker.tokens else { return exchange.routed(plan, upgrade: upgrade, token: nil) }
             return exchange.routed(plan, upgrade: upgrade, token: tokens.lookup(identity, startsDeviceLogin: startsLogin))
         case .loginPage(let request):
@@ -230,11 +230,11 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// this also serves a request that waited for its token or is replayed.
     /// `now`: the exchange clock if the caller just read it (0: read it here, when timing).
     func forwardRequestHead(at now: UInt64 = 0) {
-        guard let plan = exchange.plan, writeRequestHead(plan) else { return }
+        guard let plan = exchange.current.plan, writeUpstreamRequestHead(for: plan) else { return }
         let work = self.work
         work.replayableHead.clear()
-        if !exchange.request.hasBody { work.replayableHead.append(work.scratch.readableBytes) }
-        if timesExchanges { exchange.record.upstreamStartedAt = now != 0 ? now : worker.clock() }
+        if !exchange.current.request.hasBody { work.replayableHead.append(work.scratch.readableBytes) }
+        if timesExchanges { exchange.current.record.upstreamStartedAt = now != 0 ? now : worker.clock() }
         let upstream = worker.pool(for: plan, of: settings).acquire(for: self)
         self.upstream = upstream
         upstream.write(work.scratch)
@@ -245,10 +245,11 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         if exchange.requestComplete { upstream.noteRequestSent() }
     }
 
-    /// Writes the request head as it goes upstream into `scratch`: the target rewritten for the
-    /// route, the token injected, and for a `DPoP` token its proof (ClientConnection+DPoP.swift).
+    /// Writes the request head as it goes upstream into `scratch`: chooses the target (the
+    /// client's verbatim, or rewritten for the route), then writes the head for it with the token
+    /// and for a `DPoP` token its proof (`writeHeadWithTokenAndProof`, ClientConnection+DPoP.swift).
     /// False when the proof could not be signed: the request was answered locally instead.
-    func writeRequestHead(_ plan: RoutePlan) -> Bool {
+    func writeUpstreamRequestHead(for plan: RoutePlan) -> Bool {
         let work = self.work
         let head = work.parser.head
         guard let target = RequestTarget(head.target) else { return false }
@@ -256,14 +257,14 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         let verbatim = plan.forwardsTargetVerbatim || target.isAsterisk ? target.originForm : nil
         let failure = withOptionalBytes(exchange.token?.bytes) { token -> JOSEError? in
             if let verbatim {
-                return writeRequestHead(head, plan: plan, target: verbatim, requestTarget: target, token: token)
+                return writeHeadWithTokenAndProof(head, plan: plan, target: verbatim, requestTarget: target, token: token)
             }
             work.normalizedPath.withUnsafeBytes {
                 plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
                                          token: token, into: &work.rewrittenTarget, scratch: &work.targetScratch)
             }
             return work.rewrittenTarget.withUnsafeBytes { rewritten in
-                writeRequestHead(head, plan: plan, target: rewritten, requestTarget: target, token: token)
+                writeHeadWithTokenAndProof(head, plan: plan, target: rewritten, requestTarget: target, token: token)
             }
         }
         guard let failure else { return true }
@@ -309,7 +310,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             if lastChunk, upstream != nil {
                 let work = self.work
                 work.scratch.clear()
-                ForwardedHead.writeLastChunk(trailersOf: work.parser.head, plan: exchange.plan, into: &work.scratch)
+                ForwardedHead.writeLastChunk(trailersOf: work.parser.head, plan: exchange.current.plan, into: &work.scratch)
                 sendRequestBody(work.scratch.readableBytes)
             }
             upstream?.noteRequestSent()

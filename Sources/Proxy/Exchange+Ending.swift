@@ -8,14 +8,14 @@ extension Exchange {
 
     /// Both the request and its response are complete (the exchange is recorded, then
     /// `nextRequest` says whether the connection goes on).
-    var isFinished: Bool { phase == .exchanging && upload == .complete && responseComplete }
+    var isFinished: Bool { phase == .exchanging && current.upload == .complete && responseComplete }
 
     /// After a finished exchange: true when the connection waits for the next request (the
     /// parser resumes, the idle deadline runs), false when it closes after the response.
     mutating func nextRequest(draining: Bool) -> Bool {
-        plan = nil
+        current.plan = nil
         guard keepAlive && !draining else { return false }
-        // The rest of the exchange's state is reset by the next head (`headParsed`).
+        // The request's state is replaced by the next head (`headParsed`).
         phase = .awaitingRequest
         return true
     }
@@ -65,13 +65,13 @@ extension Exchange {
             counted = true
         case .exchanging:
             if responseHeadSent { return .closeNow }
-            if response == .answeredLocally { return .closeAfterResponse }
+            if current.response == .answeredLocally { return .closeAfterResponse }
             abortUpstream = true
         }
         phase = .exchanging
         keepAlive = false
-        response = .answeredLocally
-        record.status = problem.status
+        current.response = .answeredLocally
+        current.record.status = problem.status
         return .answer(problem, counted: counted, abortUpstream: abortUpstream)
     }
 
@@ -96,7 +96,7 @@ extension Exchange {
         case .readingHead: return .header
         case .exchanging:
             if isWaitingForToken { return .tokenWait }
-            return bodyClock != nil ? .requestBody : .none
+            return current.bodyClock != nil ? .requestBody : .none
         case .tunnelling, .closing: return .none
         }
     }
@@ -104,7 +104,7 @@ extension Exchange {
     /// The head timed out: the answer, after which the connection closes.
     mutating func headerTimedOut() -> Problem {
         keepAlive = false
-        record = ExchangeRecord()
+        current.record = ExchangeRecord()
         return .headerTimeout()
     }
 
@@ -118,8 +118,8 @@ extension Exchange {
     }
 
     mutating func requestBodyTimedOut() -> BodyTimeoutAction {
-        bodyClock = nil
-        if case .held = response { response = .awaited }
+        current.bodyClock = nil
+        if case .held = current.response { current.response = .awaited }
         if responseHeadSent || responseComplete { return .closeNow }
         return .answer(answeringLocally(.requestBodyTimeout()))
     }
@@ -136,7 +136,7 @@ extension Exchange {
 
     mutating func clientEnded(cleanly: Bool) -> ClientEndAction {
         switch phase {
-        case .exchanging where cleanly && upload == .complete:
+        case .exchanging where cleanly && current.upload == .complete:
             keepAlive = false
             return .answerThenClose
         case .tunnelling:
@@ -168,7 +168,7 @@ extension Exchange {
     /// client: that time is not the body's).
     mutating func upstreamBacklogFull() -> Bool {
         backpressure.insert(.clientReads)
-        return bodyClock != nil
+        return current.bodyClock != nil
     }
 
     /// What to do when the upstream's backlog drained.
@@ -183,7 +183,7 @@ extension Exchange {
     mutating func upstreamBacklogDrained(pipelinedBytes: Int) -> UpstreamDrained {
         guard backpressure.contains(.clientReads) else { return .none }
         backpressure.remove(.clientReads)
-        let restart = bodyClock != nil
+        let restart = current.bodyClock != nil
         if pipelinedBytes <= Self.maxBufferedPipelineBytes || phase == .tunnelling { return .resumeReading(restartBodyClock: restart) }
         return .stayPaused(restartBodyClock: restart)
     }

@@ -31,14 +31,14 @@ extension Exchange {
     mutating func responseHead(_ head: HTTPHead) -> ResponseHeadAction {
         let status = head.statusCode
         if status >= 100 && status < 200 && status != 101 {
-            interimResponses += 1
-            if interimResponses > Self.maxInterimResponses {
+            current.interimResponses += 1
+            if current.interimResponses > Self.maxInterimResponses {
                 return .reject(HTTP1Error(.malformed, "more than \(Self.maxInterimResponses) interim (1xx) responses"))
             }
-            response = .interim
-            return request.versionMinor >= 1 ? .relayInterim : .dropInterim
+            current.response = .interim
+            return current.request.versionMinor >= 1 ? .relayInterim : .dropInterim
         }
-        if status == 101 && request.upgrade == nil {
+        if status == 101 && current.request.upgrade == nil {
             // The relay asked for no protocol switch (it removed the client's `Upgrade`): a
             // tunnel now would carry requests this route never saw.
             return .reject(HTTP1Error(.malformed, "101 Switching Protocols to a request that asked for no upgrade"))
@@ -47,8 +47,8 @@ extension Exchange {
         // cannot be answered with a replay goes to the client as it is.
         if status == 401 && token?.dpop != nil && DPoPChallenge.asksForNonce(head) {
             guard canReplayForNonce else { return respond(to: head) }
-            dpopNonceReplayed = true
-            response = .nonceChallenged
+            current.dpopNonceReplayed = true
+            current.response = .nonceChallenged
             return .discard
         }
         if let token = refusedToken(status: status) { return .reportRefusedToken(token) }
@@ -59,7 +59,7 @@ extension Exchange {
     /// a nonce yet, and can be sent again (complete, and no body or one kept within the replay
     /// limit).
     private var canReplayForNonce: Bool {
-        !dpopNonceReplayed && upload == .complete && bodyReplay != .impossible
+        !current.dpopNonceReplayed && current.upload == .complete && current.bodyReplay != .impossible
     }
 
     /// The identity's decision on a refused token: unless it keeps the token
@@ -67,7 +67,7 @@ extension Exchange {
     /// while ago), the answer is dropped and the request replayed; otherwise it goes to the client.
     mutating func refusalReported(kept: Bool, head: HTTPHead) -> ResponseHeadAction {
         guard !kept else { return respond(to: head) }
-        response = .refused
+        current.response = .refused
         return .discard
     }
 
@@ -75,29 +75,29 @@ extension Exchange {
     /// not replayed yet and can be sent again (no body, or one kept within the replay limit).
     private func refusedToken(status: Int) -> WorkerTokens.CachedToken? {
         // Cheapest first: this runs for every response on a route with an identity.
-        guard status >= 400, case .carried(let token) = credential, upload == .complete,
-              bodyReplay != .impossible, let plan, plan.route.retryOnStatus.contains(status) else { return nil }
+        guard status >= 400, case .carried(let token) = current.credential, current.upload == .complete,
+              current.bodyReplay != .impossible, let plan = current.plan, plan.route.retryOnStatus.contains(status) else { return nil }
         return token
     }
 
     @inline(__always)
     private mutating func respond(to head: HTTPHead) -> ResponseHeadAction {
         let status = head.statusCode
-        record.status = status
+        current.record.status = status
         let framing: ForwardedHead.Framing
-        if request.isHead || status == 204 || status == 304 || status == 101 {
+        if current.request.isHead || status == 204 || status == 304 || status == 101 {
             framing = .none
         } else if head.contentLength != nil {
             framing = .contentLength
-        } else if request.versionMinor >= 1 {
+        } else if current.request.versionMinor >= 1 {
             framing = .chunked
         } else {
             framing = .close
         }
         // A response that arrives before the whole request did ends the connection after it:
         // the rest of that request cannot be told from a next one.
-        if framing == .close || upload == .pending { keepAlive = false }
-        response = .held(ResponseBody(framing: framing, upstreamChunked: head.isChunked))
+        if framing == .close || current.upload == .pending { keepAlive = false }
+        current.response = .held(ResponseBody(framing: framing, upstreamChunked: head.isChunked))
         return .respond(framing)
     }
 
@@ -105,8 +105,8 @@ extension Exchange {
 
     /// Sends the held head: returns whether there was one to send.
     mutating func releaseHead() -> Bool {
-        guard case .held(let body) = response else { return false }
-        response = .streaming(body)
+        guard case .held(let body) = current.response else { return false }
+        current.response = .streaming(body)
         return true
     }
 
@@ -120,14 +120,14 @@ extension Exchange {
 
     /// `count` response body bytes arrived (after `releaseHead`).
     mutating func responseBody(_ count: Int) -> ResponseBytes {
-        guard case .streaming(let body) = response else { return .drop }
-        record.bodyBytesSent += count
+        guard case .streaming(let body) = current.response else { return .drop }
+        current.record.bodyBytesSent += count
         return body.framing == .chunked && !body.upstreamChunked ? .writeAsChunk : .write
     }
 
     /// The client's body is chunked: the upstream's chunk boundaries are written anew.
     var relaysChunks: Bool {
-        switch response {
+        switch current.response {
         case .held(let body), .streaming(let body): return body.framing == .chunked
         default: return false
         }
@@ -147,18 +147,18 @@ extension Exchange {
 
     /// The upstream's message ended (called after `releaseHead`).
     mutating func responseMessageEnded() -> ResponseEnd {
-        switch response {
+        switch current.response {
         case .interim:
-            response = .awaited
+            current.response = .awaited
             return .interim
         case .refused, .nonceChallenged:
             return .refused
         case .streaming(let body), .held(let body):
-            response = .complete(closeDelimited: body.framing == .close)
+            current.response = .complete(closeDelimited: body.framing == .close)
             guard body.framing == .chunked else { return .complete(.none) }
             return .complete(body.upstreamChunked ? .upstreamTrailers : .empty)
         case .awaited, .complete, .answeredLocally:
-            response = .complete(closeDelimited: false)
+            current.response = .complete(closeDelimited: false)
             return .complete(.none)
         }
     }
@@ -180,19 +180,19 @@ extension Exchange {
 
     @inline(__always)
     mutating func responseFinished() -> ResponseFinish {
-        if response == .refused {
-            response = .awaited
-            credential = .waiting(.beforeReplay)
+        if current.response == .refused {
+            current.response = .awaited
+            current.credential = .waiting(.beforeReplay)
             return .replay
         }
-        if response == .nonceChallenged {
-            response = .awaited
+        if current.response == .nonceChallenged {
+            current.response = .awaited
             return .replayWithNonce
         }
-        if response == .complete(closeDelimited: true) { return .close(upstreamReusable: true) }
+        if current.response == .complete(closeDelimited: true) { return .close(upstreamReusable: true) }
         // The upstream answered without reading the whole request; the rest of it would be
         // mistaken for a next request, so the connection ends here.
-        if upload == .pending { return .close(upstreamReusable: false) }
+        if current.upload == .pending { return .close(upstreamReusable: false) }
         return .finish
     }
 
@@ -213,24 +213,24 @@ extension Exchange {
 
     mutating func upstreamFailed(_ failure: UpstreamFailure, reused: Bool, receivedResponseBytes: Bool) -> FailureAction {
         if responseHeadSent { return .closeNow }
-        if case .held = response { response = .awaited }
-        if failure.allowsRetryOnFreshConnection && reused && !receivedResponseBytes && !retriedOnFreshConnection
-            && !request.hasBody && plan != nil {
-            retriedOnFreshConnection = true
+        if case .held = current.response { current.response = .awaited }
+        if failure.allowsRetryOnFreshConnection && reused && !receivedResponseBytes && !current.retriedOnFreshConnection
+            && !current.request.hasBody && current.plan != nil {
+            current.retriedOnFreshConnection = true
             return .retryOnFreshConnection
         }
-        return .answer(answeringLocally(.upstreamFailure(failure, route: plan?.route.name)), close: upload == .pending)
+        return .answer(answeringLocally(.upstreamFailure(failure, route: current.plan?.route.name)), close: current.upload == .pending)
     }
 
     /// Nothing of the response reached the client after all: the connection held what the
     /// upstream read carried, and that read went wrong before its end. A failure now is answered.
     mutating func responseRetracted() {
-        response = .awaited
+        current.response = .awaited
     }
 
     /// Bytes of the upstream's response reached the client.
     var responseHeadSent: Bool {
-        switch response {
+        switch current.response {
         case .streaming, .complete: return true
         default: return false
         }
@@ -238,7 +238,7 @@ extension Exchange {
 
     /// The client has its whole answer (the upstream's, or the relay's).
     var responseComplete: Bool {
-        switch response {
+        switch current.response {
         case .complete, .answeredLocally: return true
         default: return false
         }
@@ -249,6 +249,6 @@ extension Exchange {
     /// The upstream switched protocols: from now on bytes pass both ways unparsed.
     mutating func tunnelStarts() {
         phase = .tunnelling
-        bodyClock = nil
+        current.bodyClock = nil
     }
 }

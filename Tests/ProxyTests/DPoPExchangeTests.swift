@@ -51,7 +51,7 @@ final class DPoPExchangeTests: XCTestCase {
         XCTAssertTrue(driver.exchange.resendsKeptBody)
         // A second challenge goes to the client as it is: no loop, and no token refusal either.
         XCTAssertEqual(respondFraming(driver.response(nonceChallenge)), .contentLength)
-        XCTAssertEqual(driver.exchange.record.status, 401)
+        XCTAssertEqual(driver.exchange.current.record.status, 401)
     }
 
     func testARefusedDPoPTokenIsStillARefusal() throws {

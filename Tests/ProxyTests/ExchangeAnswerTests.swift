@@ -88,7 +88,7 @@ final class ExchangeAnswerTests: XCTestCase {
         XCTAssertTrue(driver.exchange.isReplay)
         XCTAssertEqual(driver.exchange.token?.value, "new")
         XCTAssertEqual(respondFraming(driver.response(unauthorized)), .contentLength, "a second refusal goes to the client")
-        XCTAssertEqual(driver.exchange.record.status, 401)
+        XCTAssertEqual(driver.exchange.current.record.status, 401)
     }
 
     func testRefusalOfATokenKeptForItsMinimumAgeGoesToTheClient() {

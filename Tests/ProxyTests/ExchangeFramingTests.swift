@@ -20,8 +20,8 @@ final class ExchangeFramingTests: XCTestCase {
         XCTAssertFalse(driver.exchange.releaseHead(), "the held head is sent once")
         guard case .write = driver.exchange.responseBody(5) else { return XCTFail("the body is written as it came") }
         guard case (.complete(.none), .finish) = driver.responseEnds() else { return XCTFail("complete") }
-        XCTAssertEqual(driver.exchange.record.status, 200)
-        XCTAssertEqual(driver.exchange.record.bodyBytesSent, 5)
+        XCTAssertEqual(driver.exchange.current.record.status, 200)
+        XCTAssertEqual(driver.exchange.current.record.bodyBytesSent, 5)
     }
 
     func testResponseWithoutALengthIsChunkedForAnHTTP11Client() {
@@ -71,8 +71,8 @@ final class ExchangeFramingTests: XCTestCase {
     func testChunkedRequestEndsWithALastChunkUpstream() {
         var driver = ExchangeDriver()
         _ = driver.request(head("POST /orders HTTP/1.1", "Host: a", "Transfer-Encoding: chunked"))
-        XCTAssertTrue(driver.exchange.request.hasBody)
-        XCTAssertEqual(driver.exchange.request.framing, .chunked)
+        XCTAssertTrue(driver.exchange.current.request.hasBody)
+        XCTAssertEqual(driver.exchange.current.request.framing, .chunked)
         guard case .forwarded(lastChunk: true) = driver.requestEnds() else { return XCTFail("the last chunk goes upstream") }
     }
 
@@ -89,7 +89,7 @@ final class ExchangeFramingTests: XCTestCase {
         XCTAssertTrue(driver.exchange.isFinished)
         XCTAssertTrue(driver.exchange.nextRequest(draining: false))
         XCTAssertEqual(driver.exchange.phase, .awaitingRequest)
-        XCTAssertNil(driver.exchange.plan)
+        XCTAssertNil(driver.exchange.current.plan)
         XCTAssertEqual(driver.exchange.expiredDeadline, .idle)
         XCTAssertTrue(driver.exchange.readingStarts())
         XCTAssertTrue(driver.exchange.needsHeaderDeadline(headStarted: true), "a second head gets its own deadline")
