@@ -6,8 +6,8 @@
 // over to the next. What outlives a request stays on `Exchange`: the connection's phase, the
 // count of its requests, whether it stays open, and which reads the write backlogs stopped.
 // Between a finished exchange and the next head it still holds the last request's state (its
-// route let go): a head the parser rejects, or one that does not arrive in time, is answered
-// with it.
+// route let go), until the next head replaces it; a request the parser rejects before its head,
+// or whose head does not arrive in time, starts from an empty one.
 
 import HTTP1
 

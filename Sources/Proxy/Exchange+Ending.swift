@@ -62,6 +62,9 @@ extension Exchange {
         case .closing, .tunnelling:
             return .ignore
         case .awaitingRequest, .readingHead:
+            // No head of this request: nothing of the last one may shape the answer (after a
+            // HEAD, a 400 would go out without the body its length announces).
+            current = Current()
             counted = true
         case .exchanging:
             if responseHeadSent { return .closeNow }
@@ -104,7 +107,7 @@ extension Exchange {
     /// The head timed out: the answer, after which the connection closes.
     mutating func headerTimedOut() -> Problem {
         keepAlive = false
-        current.record = ExchangeRecord()
+        current = Current()
         return .headerTimeout()
     }
 

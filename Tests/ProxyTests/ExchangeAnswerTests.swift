@@ -222,6 +222,22 @@ final class ExchangeAnswerTests: XCTestCase {
         XCTAssertFalse(exchange.keepAlive)
     }
 
+    func testARequestRejectedAfterAHeadIsAnsweredWithItsBody() {
+        var driver = ExchangeDriver()
+        _ = driver.request(head("HEAD /a HTTP/1.1", "Host: a"))
+        driver.requestEnds()
+        _ = driver.response(head("HTTP/1.1 200 OK", "Content-Length: 5"))
+        _ = driver.responseEnds()
+        XCTAssertTrue(driver.exchange.nextRequest(draining: false))
+        _ = driver.exchange.readingStarts()
+        guard case .answer(let problem, counted: true, abortUpstream: false) = driver.exchange.requestRejected(
+            HTTP1Error(.malformed, "bad")) else { return XCTFail("answered") }
+        XCTAssertEqual(problem.status, 400)
+        XCTAssertFalse(driver.exchange.current.request.isHead, "the 400 carries its body: it answers no HEAD")
+        XCTAssertEqual(driver.exchange.headerTimedOut().status, 408)
+        XCTAssertFalse(driver.exchange.current.request.isHead)
+    }
+
     func testMalformedBodyMidExchangeDropsTheUpstreamConnection() {
         var driver = ExchangeDriver()
         _ = driver.request(head("POST / HTTP/1.1", "Host: a", "Transfer-Encoding: chunked"))
