@@ -69,8 +69,24 @@ let package = Package(
         // On the request path: each request records into its worker's series (RouteSeries).
         .target(name: "RelayMetrics", dependencies: ["Locking", .product(name: "Prometheus", package: "swift-prometheus")],
                 swiftSettings: hotPath),
+        // What a browser may make the relay do, decided on values with no socket: the Host names a
+        // listener serves (DNS rebinding), what a browser said of a request (Origin, Fetch
+        // Metadata), the verdict on a route with a credential, the rule for starting a login.
+        // For the data listeners (Proxy), the admin listener and the login pages. On the hot path:
+        // `ListenerHosts.serves` is inlinable.
+        .target(name: "BrowserSafety", dependencies: ["HTTP1", "HTTPFields", "Routing", "Config", "OAuth2"], swiftSettings: hotPath),
+        // The relay's pages for a person logging in, on the data listeners: they decide, Proxy
+        // serves them (a `LoginAnswer` written as its own `Problem`).
+        .target(name: "LoginPages", dependencies: ["BrowserSafety", "HTTP1", "HTTPFields", "Config", "OAuth2", "Tokens"]),
+        // The operator's listener (health, readiness, metrics, identities, logins, logouts, reload)
+        // on LocalHTTP, on the main thread's loop; no part of the proxy: the Host names it serves
+        // and the reload are handed to it. LoginPages for the URL that starts a browser login.
+        .target(name: "AdminAPI", dependencies: [
+            "LocalHTTP", "BrowserSafety", "LoginPages", "EventLoop", "HTTPFields", "Locking", "OAuth2", "RelayMetrics", "Tokens",
+        ]),
         .target(name: "Proxy", dependencies: [
-            "EventLoop", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "LocalHTTP", "Locking",
+            "EventLoop", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "Locking",
+            "BrowserSafety", "LoginPages",
             // DPoP proofs for forwarded requests, signed on the worker.
             "JOSE", "Crypto",
             .product(name: "Logging", package: "swift-log"),
@@ -78,6 +94,8 @@ let package = Package(
         .executableTarget(name: "OAuthRelay", dependencies: [
             "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "TokenStore", "HTTPClient", "TLS", "RelayMetrics",
             "LocalHTTP", "HTTPFields", "RedisProtocol", "QRCode", "JSON",
+            // The admin listener, given the Host names it serves; the login URL for `login` and `token`.
+            "AdminAPI", "BrowserSafety", "LoginPages",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),
@@ -91,8 +109,10 @@ let package = Package(
         .target(name: "FileTestSupport", path: "Tests/FileTestSupport"),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "Crypto", "RedisProtocol",
                                                         "FileTestSupport"]),
-        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2", "Tokens",
-                                                       "JOSE", "TLS"]),
+        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "BrowserSafety", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2",
+                                                       "Tokens", "JOSE", "TLS"]),
+        .testTarget(name: "LoginPagesTests", dependencies: ["LoginPages", "HTTP1", "Endpoints", "OAuth2"]),
+        .testTarget(name: "AdminAPITests", dependencies: ["AdminAPI", "BrowserSafety", "LocalHTTP", "Config"]),
         // The leak check of the event loop's tests, shared by every test target that runs a loop.
         .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers", "LoopTestSupport"]),

@@ -4,8 +4,8 @@ import Routing
 
 /// `routes[].browser`: the web pages of other origins that may call a route through a browser,
 /// as CORS allows them. Without it, a route that injects a credential refuses every cross-site
-/// browser request (`BrowserPolicy` in Proxy); with it, the listed origins get through, and the
-/// relay answers their preflights itself.
+/// browser request (`BrowserPolicy`, in BrowserSafety); with it, the listed origins get through,
+/// and the relay answers their preflights itself.
 public struct BrowserAccess: Sendable, Equatable {
     /// Exact origins (`http://localhost:3000`): scheme and host lowercased, the scheme's default
     /// port left out, as a browser writes `Origin`. No wildcard: a listed origin's pages act

@@ -1,7 +1,7 @@
 import Routing
 
 /// `hosts` (top level, and per listener): the Host names a listener serves besides the loopback
-/// names (`ListenerHosts` in Proxy).
+/// names (`ListenerHosts` in BrowserSafety).
 extension DecodingContext {
     func decodeHostNames(_ field: Field) -> [HostPattern]? {
         guard let elements = elements(field) else { return nil }

@@ -61,8 +61,8 @@ public struct Route: Sendable, Equatable {
 extension Route {
     /// The route adds a credential to what it forwards: its identity's token, or an
     /// `Authorization`, `Proxy-Authorization` or `Cookie` it sets itself. A browser's
-    /// cross-site requests on it are refused (Proxy's BrowserPolicy), and `check` warns of it on
-    /// a listener that serves any Host name.
+    /// cross-site requests on it are refused (`BrowserPolicy`, in BrowserSafety), and `check`
+    /// warns of it on a listener that serves any Host name.
     public var carriesCredential: Bool {
         identity != nil || setHeaders.contains { ["authorization", "proxy-authorization", "cookie"].contains($0.name.lowercased()) }
     }

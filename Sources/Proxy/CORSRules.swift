@@ -21,11 +21,6 @@ final class CORSRules: Sendable {
         }
     }
 
-    /// The position of `origin` in `allowOrigins` (exact: browsers write origins lowercased).
-    func index(of origin: String) -> Int? {
-        access.allowOrigins.firstIndex(of: origin)
-    }
-
     /// The fields that let a page of `allowOrigins[origin]` read an answer (a forwarded one, or
     /// the relay's own problem).
     func responseFields(origin: Int) -> [(String, String)] {

@@ -5,6 +5,7 @@
 import ByteBuffers
 import EventLoop
 import HTTP1
+import LoginPages
 import Tokens
 
 extension ClientConnection {
@@ -17,8 +18,9 @@ extension ClientConnection {
         if problem.slug == Problem.loginRequiredSlug, let identity = problem.identity, let logins = settings.logins,
            let target = RequestTarget(parser.head.target) {
             // The head is still the parser's: the answer depends on who asks (a browser or not).
-            let request = LoginRequest(head: parser.head, target: target, overTLS: forwarding.overTLS)
-            problem = logins.loginRequired(problem, identity: identity, request: request, at: monotonicSeconds())
+            let request = LoginRequest(head: parser.head, path: target.path, queryWithMark: target.queryWithMark, authority: target.authority,
+                                       overTLS: forwarding.overTLS)
+            problem = problem.loginRequired(by: logins, identity: identity, request: request, at: monotonicSeconds())
         }
         // A listed origin's page reads the relay's own answers too (a login needed, a token refused).
         if let origin = exchange.current.cors, let rules = exchange.current.plan?.cors {

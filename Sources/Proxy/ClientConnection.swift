@@ -218,7 +218,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             guard let identity = plan.identity, let tokens = worker.tokens else { return exchange.routed(plan, upgrade: upgrade, token: nil) }
             return exchange.routed(plan, upgrade: upgrade, token: tokens.lookup(identity, startsDeviceLogin: startsLogin))
         case .loginPage(let request):
-            return exchange.refused(settings.logins!.answer(request, at: monotonicSeconds()), closing: false)
+            return exchange.refused(Problem(settings.logins!.answer(request, at: monotonicSeconds())), closing: false)
         case .answer(let problem, let closing, let refusal):
             if let refusal { worker.countRefused(refusal) }
             return exchange.refused(problem, closing: closing)

@@ -1,12 +1,14 @@
 import OAuth2
 import ByteBuffers
 import HTTPFields
+import LoginPages
 
 /// An error the relay answers itself, as `application/problem+json` (RFC 9457). The body names
 /// the route when one was matched and never carries a token, a secret or request bytes beyond
 /// what `detail` states. Some answers are not errors: OPTIONS at `Max-Forwards: 0`
 /// (`finalRecipientOfOptions`), which the relay answers as the final recipient, without a body;
-/// and the login pages and redirects (`page`), whose body is HTML (LoginAnswers.swift).
+/// and the login pages and redirects (`page`), whose body is HTML (LoginPages, written here:
+/// Problem+LoginPages.swift).
 struct Problem {
     let status: Int
     /// Stable slug, the last part of `type` (`urn:oauth-relay:problem:<slug>`).

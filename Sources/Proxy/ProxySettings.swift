@@ -1,5 +1,7 @@
+import BrowserSafety
 import Config
 import HTTP1
+import LoginPages
 import Routing
 import TLS
 import Tokens
@@ -40,10 +42,11 @@ public final class ProxySettings: Sendable {
     let upstreamQueueTimeoutMilliseconds: UInt64
     /// The login pages, when an identity logs a person in.
     let logins: LoginEndpoints?
-    /// The Host names the plain, the TLS and the admin listener serve.
+    /// The Host names the plain, the TLS and the admin listener serve (the admin listener's
+    /// for `AdminServer`, which reads them from the settings in force).
     let plainHosts: ListenerHosts
     let tlsHosts: ListenerHosts
-    let adminHosts: ListenerHosts
+    public let adminHosts: ListenerHosts
 
     /// `identities`: the token service's identities for this config (what `replace` returned);
     /// by default those in force.

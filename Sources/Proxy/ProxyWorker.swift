@@ -7,6 +7,7 @@
 // worker's upstream pools are retired (their busy connections finish, then close; new
 // exchanges get new pools) and requests already under way keep the settings they began with.
 
+import BrowserSafety
 import EventLoop
 import Logging
 import Config
@@ -218,7 +219,7 @@ final class ProxyWorker {
 
     /// Counts a request refused for what a browser could have been made to send (the request
     /// itself is counted and logged as every answered one is).
-    func countRefused(_ refusal: RequestPlacement.Refusal) {
+    func countRefused(_ refusal: BrowserRefusal) {
         metrics?.countRefused(reason: refusal.rawValue)
     }
 

@@ -14,18 +14,13 @@
 //
 // The token is looked up by the connection afterwards, on the route's identity.
 
+import BrowserSafety
 import HTTP1
 import HTTPFields
+import LoginPages
 import Routing
 
 struct RequestPlacement {
-    /// Why the relay refused a request for what a browser could have been made to send, as
-    /// `oauth_relay_refused_requests_total{reason}` counts it.
-    enum Refusal: String, Sendable {
-        case host
-        case crossSite = "cross-site"
-    }
-
     enum Placement {
         /// On `plan`'s route. `upgrade`: the protocols the route allows of those asked for;
         /// `cors`: the listed origin whose page asked (its answer carries CORS fields);
@@ -37,7 +32,7 @@ struct RequestPlacement {
         /// `refusal`: a refusal the metrics count.
         // Indirect, as the login page's: the placement most requests get, `route`, stays a few
         // words, cheap to return and to take apart.
-        indirect case answer(Problem, closing: Bool, refusal: Refusal?)
+        indirect case answer(Problem, closing: Bool, refusal: BrowserRefusal?)
     }
 
     let settings: ProxySettings
@@ -74,11 +69,13 @@ struct RequestPlacement {
         guard (overTLS ? settings.tlsHosts : settings.plainHosts).serves(host) else {
             let name = String(decoding: host, as: UTF8.self)
             let loginPage = settings.logins?.serves(path: normalizedPath) ?? false
-            return .answer(loginPage ? LoginEndpoints.wrongHost(name) : .misdirected(host: name, overTLS: overTLS), closing: true,
+            return .answer(loginPage ? Problem(LoginEndpoints.wrongHost(name)) : .misdirected(host: name, overTLS: overTLS), closing: true,
                            refusal: .host)
         }
         if let logins = settings.logins, logins.serves(path: normalizedPath) {
-            return .loginPage(LoginRequest(head: head, target: target, normalizedPath: normalizedPath, overTLS: overTLS))
+            return .loginPage(normalizedPath.withUnsafeBytes {
+                LoginRequest(head: head, path: $0, queryWithMark: target.queryWithMark, authority: target.authority, overTLS: overTLS)
+            })
         }
         let plan = normalizedPath.withUnsafeBytes { settings.plan(host: host, path: $0) }
         guard let plan else { return .answer(.noRoute(), closing: false, refusal: nil) }
@@ -93,7 +90,7 @@ struct RequestPlacement {
         }
         let browser = BrowserRequest(head: head, host: host, overTLS: overTLS)
         var cors: Int?
-        switch BrowserPolicy.verdict(browser, guards: plan.guardsCredential, cors: plan.cors) {
+        switch BrowserPolicy.verdict(browser, guards: plan.guardsCredential, allowOrigins: plan.cors?.access.allowOrigins) {
         case .allow:
             break
         case .allowCORS(let origin):

@@ -3,6 +3,7 @@ import Config
 import FoundationEssentials
 import JSON
 import Logging
+import LoginPages
 import OAuth2
 import Proxy
 import Tokens

@@ -7,6 +7,7 @@
 // changes what only a restart can (the listen addresses, the admin address, the worker
 // count, metrics on or off), changes nothing: each error is logged with its JSON path.
 
+import AdminAPI
 import Config
 import Logging
 import OAuth2

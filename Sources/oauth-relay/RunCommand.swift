@@ -1,4 +1,6 @@
+import AdminAPI
 import ArgumentParser
+import BrowserSafety
 import Config
 import EventLoop
 import FoundationEssentials
@@ -219,7 +221,7 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), configPath: Stri
     // The admin listener, on this thread's loop: health, readiness, metrics, identities, reload.
     if let adminAddress = config.admin {
         do throws(StartFailure) {
-            let admin = try startAdmin(on: loop, at: adminAddress, tokens: tokens, metrics: metrics, settings: { server.settings }) {
+            let admin = try startAdmin(on: loop, at: adminAddress, tokens: tokens, metrics: metrics, hosts: { server.settings.adminHosts }) {
                 reloader.reload(trigger: "POST /reload")
             }
             running.admin = admin
@@ -248,12 +250,12 @@ private struct StartFailure: Error {
 }
 
 private func startAdmin(on loop: EventLoop, at hostPort: HostPort, tokens: TokenService, metrics: RelayMetrics?,
-                        settings: @escaping () -> ProxySettings, reload: @escaping () -> ReloadOutcome) throws(StartFailure) -> AdminServer {
+                        hosts: @escaping () -> ListenerHosts, reload: @escaping () -> ReloadOutcome) throws(StartFailure) -> AdminServer {
     guard let address = SocketAddress(binding: hostPort) else {
         throw StartFailure(reason: "admin address \(hostPort) is not an IP address")
     }
     do {
-        return try AdminServer(loop: loop, address: address, tokens: tokens, metrics: metrics, settings: settings, reload: reload)
+        return try AdminServer(loop: loop, address: address, tokens: tokens, metrics: metrics, hosts: hosts, reload: reload)
     } catch {
         throw StartFailure(reason: "cannot listen on \(hostPort) (admin): \(error.message)")
     }

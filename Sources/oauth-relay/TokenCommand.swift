@@ -2,6 +2,7 @@ import ArgumentParser
 import Config
 import EventLoop
 import Logging
+import LoginPages
 import OAuth2
 import Proxy
 import Tokens

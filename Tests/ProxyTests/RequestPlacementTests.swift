@@ -1,3 +1,4 @@
+import BrowserSafety
 import Config
 import Foundation
 import HTTP1
@@ -12,7 +13,7 @@ final class RequestPlacementTests: XCTestCase {
     enum Outcome: Equatable {
         case route(String, cors: Int? = nil, startsLogin: Bool = true)
         case loginPage
-        case answer(Int, slug: String, closing: Bool = false, refusal: RequestPlacement.Refusal? = nil)
+        case answer(Int, slug: String, closing: Bool = false, refusal: BrowserRefusal? = nil)
     }
 
     /// A loopback dev proxy: `/api/` injects a token, `/front/` too but lets a front-end at

@@ -16,7 +16,7 @@ private func ipv4(_ host: String) -> [UInt8]? {
 }
 
 /// Which Host values name this machine alone: the rule that keeps DNS-rebound names out of a
-/// loopback listener (Proxy's ListenerHosts).
+/// loopback listener (BrowserSafety's ListenerHosts).
 final class HostNameTests: XCTestCase {
     func testLoopbackNamesAndAddressesWithAnyPortCaseAndOneTrailingDot() {
         for host in ["localhost", "localhost:8180", "LOCALHOST", "LocalHost:1", "localhost.", "localhost.:8180",

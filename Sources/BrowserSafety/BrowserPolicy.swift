@@ -16,9 +16,14 @@
 //
 // A route "guards" when it injects a credential (an identity, or an `Authorization` or `Cookie`
 // it sets) or has a `browser` block; other routes forward every request as they come.
+//
+// The BrowserSafety module: this policy, what a browser said (BrowserRequest.swift), the Host
+// names a listener serves (ListenerHosts.swift: DNS rebinding) and what the refusals are
+// counted as (BrowserRefusal.swift). Values only, no socket: the data listeners (Proxy's
+// `RequestPlacement`), the admin listener (AdminAPI) and the login pages (LoginPages) ask them.
 
 /// The verdict on one request.
-enum BrowserVerdict: Equatable {
+public enum BrowserVerdict: Equatable, Sendable {
     /// Not a browser's cross-site request, or one SameSite=Lax lets through: forwarded as is.
     case allow
     /// From an origin the route lists (`browser.allowOrigins`, this index): forwarded, and its
@@ -30,13 +35,14 @@ enum BrowserVerdict: Equatable {
     case refuse
 }
 
-enum BrowserPolicy {
+public enum BrowserPolicy {
     /// `request`: what the browser said; `guards`: the route injects a credential or has a
-    /// `browser` block; `cors`: the route's listed origins. (A request that says nothing of a
+    /// `browser` block; `allowOrigins`: the origins its `browser` block lists (nil without one),
+    /// compared exactly: browsers write origins lowercased. (A request that says nothing of a
     /// browser — no `Origin`, no `Sec-Fetch-*` — is allowed without asking.)
-    static func verdict(_ request: BrowserRequest, guards: Bool, cors: CORSRules?) -> BrowserVerdict {
+    public static func verdict(_ request: BrowserRequest, guards: Bool, allowOrigins: [String]?) -> BrowserVerdict {
         guard guards else { return .allow }
-        let listed = request.origin.flatMap { cors?.index(of: $0) }
+        let listed = request.origin.flatMap { allowOrigins?.firstIndex(of: $0) }
         if let listed { return request.isPreflight ? .preflight(origin: listed) : .allowCORS(origin: listed) }
         if request.isPreflight { return .refuse }
         if let site = request.site {

@@ -12,22 +12,22 @@ import Routing
 /// A listener on another address (a sidecar's `0.0.0.0`) serves any name unless `hosts` is set;
 /// with it, the named ones, loopback names, and IP literals (no DNS name, so nothing to rebind:
 /// a probe of the pod's address still gets through).
-final class ListenerHosts: Sendable {
+public final class ListenerHosts: Sendable {
     /// Any Host is served (a non-loopback listener without `hosts`).
-    let servesAnyName: Bool
+    @usableFromInline let servesAnyName: Bool
     /// Served besides the loopback names.
-    let names: HostNameSet
+    @usableFromInline let names: HostNameSet
     /// IP literals are served too (a non-loopback listener with `hosts`).
-    let servesIPLiterals: Bool
+    @usableFromInline let servesIPLiterals: Bool
 
-    init(servesAnyName: Bool, names: HostNameSet = HostNameSet([]), servesIPLiterals: Bool = false) {
+    public init(servesAnyName: Bool, names: HostNameSet = HostNameSet([]), servesIPLiterals: Bool = false) {
         self.servesAnyName = servesAnyName
         self.names = names
         self.servesIPLiterals = servesIPLiterals
     }
 
     /// The rule of a listener on `address` whose own `hosts` are `listenerHosts`.
-    convenience init(address: HostPort, listenerHosts: [HostPattern]?, config: RelayConfig) {
+    public convenience init(address: HostPort, listenerHosts: [HostPattern]?, config: RelayConfig) {
         let loopback = TokenEndpointSecurity.isLoopback(address.host)
         guard loopback || config.hosts != nil || listenerHosts != nil else {
             self.init(servesAnyName: true)
@@ -40,9 +40,10 @@ final class ListenerHosts: Sendable {
     }
 
     /// Whether a request whose Host (or absolute-form authority) is `host` is served. A request
-    /// without one (HTTP/1.0) names nothing that could be rebound and is served.
-    @inline(__always)
-    func serves(_ host: UnsafeRawBufferPointer) -> Bool {
+    /// without one (HTTP/1.0) names nothing that could be rebound and is served. Inlinable: the
+    /// data listeners ask it of every request (`RequestPlacement`, in Proxy).
+    @inlinable @inline(__always)
+    public func serves(_ host: UnsafeRawBufferPointer) -> Bool {
         if servesAnyName || Self.isCommonLoopback(host) { return true }
         let bounds = HostName.bounds(in: host)
         if bounds.isEmpty || HostName.isLoopback(host, bounds) { return true }
@@ -52,7 +53,7 @@ final class ListenerHosts: Sendable {
 
     /// `127.0.0.1` or `localhost`, alone or with a port, as curl, SDKs and browsers write them:
     /// most requests, told in a few comparisons (the general rule is `HostName.isLoopback`).
-    @inline(__always)
+    @inlinable @inline(__always)
     static func isCommonLoopback(_ host: UnsafeRawBufferPointer) -> Bool {
         guard host.count >= 9, let base = host.baseAddress else { return false }
         // "127.0.0." then "1", or "localhos" then "t" (lower case), the eight bytes read as one

@@ -4,7 +4,7 @@ import HTTPFields
 /// What a browser said about where a request comes from: `Origin` (RFC 6454) and Fetch
 /// Metadata (W3C: `Sec-Fetch-Site`, `-Mode`, `-Dest`), read from a head that carries any (curl,
 /// SDKs and services send none, and never get here).
-struct BrowserRequest: Equatable {
+public struct BrowserRequest: Equatable, Sendable {
     /// `Sec-Fetch-Site`: how the page that asked relates to the request's origin.
     enum Site: Equatable {
         case sameOrigin, sameSite, crossSite
@@ -21,7 +21,7 @@ struct BrowserRequest: Equatable {
     /// `Sec-Fetch-Dest`, lowercased; nil when not sent. `document` is a top-level page.
     var dest: String?
     /// `Origin` as sent (`null` for opaque origins); nil when not sent.
-    var origin: String?
+    public internal(set) var origin: String?
     /// GET or HEAD: the methods a SameSite=Lax cookie goes along with on a navigation.
     var isSafeMethod: Bool
     /// OPTIONS with `Access-Control-Request-Method`: a CORS preflight.
@@ -33,8 +33,8 @@ struct BrowserRequest: Equatable {
     /// What a browser said, from the fields' values (nil: not sent). `repeated`: one of them came
     /// twice, which a browser never does, so none of its words are trusted: the request is
     /// cross-site. `host`: the Host the request named, for its own origin.
-    init(isSafeMethod: Bool, isPreflight: Bool, site: String?, mode: String?, dest: String?, origin: String?, repeated: Bool,
-         host: String?, overTLS: Bool) {
+    public init(isSafeMethod: Bool, isPreflight: Bool, site: String?, mode: String?, dest: String?, origin: String?, repeated: Bool,
+                host: String?, overTLS: Bool) {
         self.isSafeMethod = isSafeMethod
         self.isPreflight = isPreflight
         if repeated {
@@ -52,7 +52,7 @@ struct BrowserRequest: Equatable {
     }
 
     /// The fields of a head that carries Fetch Metadata or `Origin`.
-    init(head: HTTPHead, host: UnsafeRawBufferPointer?, overTLS: Bool) {
+    public init(head: HTTPHead, host: UnsafeRawBufferPointer?, overTLS: Bool) {
         let fields = head.fetchMetadata
         func value(_ index: Int32) -> String? {
             index < 0 ? nil : String(decoding: head.value(head.fields[Int(index)]), as: UTF8.self)
@@ -71,7 +71,7 @@ struct BrowserRequest: Equatable {
     /// prefetchers), and from a browser only what a person opens: a top-level page
     /// (`Sec-Fetch-Dest: document`) that no other site sent. Curl and scripts send no Fetch
     /// Metadata and start logins as before. `browser`: nil when the request carries none.
-    static func loginStartRefusal(isHead: Bool, browser: BrowserRequest?) -> String? {
+    public static func loginStartRefusal(isHead: Bool, browser: BrowserRequest?) -> String? {
         if isHead { return "a HEAD request only asks what the page would be" }
         guard let browser else { return nil }
         if browser.site == .crossSite || browser.site == .unknown {

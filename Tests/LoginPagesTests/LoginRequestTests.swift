@@ -1,6 +1,7 @@
 import Endpoints
+import HTTP1
+@testable import LoginPages
 import OAuth2
-@testable import Proxy
 import XCTest
 
 /// What the login pages read of a request, and the paths they redirect to.
@@ -36,10 +37,16 @@ final class LoginRequestTests: XCTestCase {
         XCTAssertEqual(LoginPaths.loginURL(for: identity), "https://[::1]/.oauth-relay/login/me")
     }
 
-    /// A request's view for the login pages, from its head.
+    /// A request's view for the login pages, from its head (an origin-form target: Proxy's
+    /// `RequestTarget` reads the others).
     private func request(_ lines: [String], overTLS: Bool = false) -> LoginRequest {
-        let parsed = parsedHead(head(lines))
-        return LoginRequest(head: parsed, target: RequestTarget(parsed.target)!, overTLS: overTLS)
+        let parser = HTTP1Parser(kind: .request, limits: HeaderLimits(maxHeadBytes: 8192, maxFieldCount: 32))
+        let result = Array((lines.map { $0 + "\r\n" }.joined() + "\r\n").utf8).withUnsafeBytes { parser.feed($0) }
+        if case .failed(let error) = result { XCTFail("the parser rejected the request: \(error)") }
+        let target = parser.head.target
+        let query = target.firstIndex(of: UInt8(ascii: "?")) ?? target.count
+        return LoginRequest(head: parser.head, path: UnsafeRawBufferPointer(rebasing: target[..<query]),
+                            queryWithMark: UnsafeRawBufferPointer(rebasing: target[query...]), authority: nil, overTLS: overTLS)
     }
 
     func testTheOriginIsSpelledOneWay() {

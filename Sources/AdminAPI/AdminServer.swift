@@ -23,12 +23,16 @@
 // Answers are JSON; errors are problem+json like the relay's own. Web pages get nothing here
 // (AdminGate.swift): a Host the listener does not serve is answered 421, a request a browser
 // marks as another site's 403, before any endpoint runs.
+//
+// The AdminAPI module: this listener on LocalHTTP, with no part of the proxy. What it needs of
+// the settings in force (the Host names it serves) and of a reload is handed to it.
 
-import Config
+import BrowserSafety
 import Dispatch
 import EventLoop
 import LocalHTTP
 import Locking
+import LoginPages
 import OAuth2
 import RelayMetrics
 import Tokens
@@ -46,15 +50,15 @@ public final class AdminServer {
     private let tokens: TokenService?
     private let metrics: RelayMetrics?
     private let reload: () -> ReloadOutcome
-    /// The settings in force, for the Host names this listener serves (they change on reload).
-    private let settings: () -> ProxySettings
+    /// The Host names this listener serves, as the settings in force say (they change on reload).
+    private let hosts: () -> ListenerHosts
     private var server: LocalHTTPServer?
 
     public init(loop: EventLoop, address: SocketAddress, tokens: TokenService?, metrics: RelayMetrics?,
-                settings: @escaping () -> ProxySettings, reload: @escaping () -> ReloadOutcome) throws(UVError) {
+                hosts: @escaping () -> ListenerHosts, reload: @escaping () -> ReloadOutcome) throws(UVError) {
         self.tokens = tokens
         self.metrics = metrics
-        self.settings = settings
+        self.hosts = hosts
         self.reload = reload
         let router = makeRouter()
         server = try LocalHTTPServer(loop: loop, address: address,
@@ -66,16 +70,16 @@ public final class AdminServer {
 
     /// The refusal of a request a web page could have made a browser send (AdminGate), or nil.
     private func gate(_ request: LocalRequest) -> LocalResponse? {
-        switch AdminGate.refusal(request, hosts: settings().adminHosts) {
+        switch AdminGate.refusal(request, hosts: hosts()) {
         case nil:
             return nil
         case .host(let host):
-            metrics?.countRefused(reason: RequestPlacement.Refusal.host.rawValue)
+            metrics?.countRefused(reason: BrowserRefusal.host.rawValue)
             return Self.problem(421, "misdirected-request", "Misdirected Request",
                                 "the admin listener does not serve the host \(JSONText.quote(host)): it answers to loopback names "
                                     + "and the names in hosts")
         case .crossSite(let origin):
-            metrics?.countRefused(reason: RequestPlacement.Refusal.crossSite.rawValue)
+            metrics?.countRefused(reason: BrowserRefusal.crossSite.rawValue)
             return Self.problem(403, "cross-site-request", "Forbidden",
                                 "the admin listener answers no request a web page made the browser send"
                                     + (origin.map { " (origin \(JSONText.quote($0)))" } ?? ""))
@@ -195,10 +199,8 @@ public final class AdminServer {
         case .applied(let summary):
             return LocalResponse(status: 200, body: summary + "\n")
         case .rejected(let errors):
-            var rejected = Problem(status: 422, slug: "config-invalid", title: "Unprocessable Content",
-                                   detail: "the configuration was not reloaded; nothing changed")
-            rejected.errors = errors
-            return LocalResponse(status: 422, contentType: "application/problem+json", body: rejected.json() + "\n")
+            return Self.problem(422, "config-invalid", "Unprocessable Content", "the configuration was not reloaded; nothing changed",
+                                errors: errors)
         }
     }
 
@@ -234,8 +236,13 @@ public final class AdminServer {
         return "{" + fields.joined(separator: ",") + "}"
     }
 
-    private static func problem(_ status: Int, _ slug: String, _ title: String, _ detail: String) -> LocalResponse {
-        LocalResponse(status: status, contentType: "application/problem+json",
-                      body: Problem(status: status, slug: slug, title: title, detail: detail).json() + "\n")
+    /// An error as the relay's data listeners write theirs (Proxy's `Problem`): a problem
+    /// document (RFC 9457) whose type is `urn:oauth-relay:problem:<slug>`, with the `errors`
+    /// when there are several (a configuration that failed to load).
+    private static func problem(_ status: Int, _ slug: String, _ title: String, _ detail: String, errors: [String] = []) -> LocalResponse {
+        var body = "{\"type\":\"urn:oauth-relay:problem:\(slug)\",\"title\":\(JSONText.quote(title)),\"status\":\(status),"
+            + "\"detail\":\(JSONText.quote(detail))"
+        if !errors.isEmpty { body += ",\"errors\":[" + errors.map(JSONText.quote).joined(separator: ",") + "]" }
+        return LocalResponse(status: status, contentType: "application/problem+json", body: body + "}\n")
     }
 }

@@ -1,3 +1,4 @@
+import BrowserSafety
 import Config
 import HTTP1
 import HTTPFields
@@ -5,7 +6,7 @@ import OAuth2
 
 /// What the login endpoints and the login answers read of a request: copied out of the head
 /// only when a request is about a login, never on the forwarding path.
-struct LoginRequest {
+public struct LoginRequest: Sendable {
     let method: String
     /// The path as the client sent it, and the query without its `?`.
     let path: String
@@ -20,12 +21,14 @@ struct LoginRequest {
     /// it said nothing (curl, scripts, older browsers).
     let browser: BrowserRequest?
 
-    /// `normalizedPath`: the path as routing reads it (dot segments resolved), when known.
-    init(head: HTTPHead, target: RequestTarget, normalizedPath: [UInt8]? = nil, overTLS: Bool) {
+    /// `path`: the path as routing reads it (dot segments resolved), or as sent when that is not
+    /// known; `queryWithMark` and `authority`: the request-target's (`RequestTarget`, in Proxy).
+    public init(head: HTTPHead, path: UnsafeRawBufferPointer, queryWithMark: UnsafeRawBufferPointer,
+                authority: UnsafeRawBufferPointer?, overTLS: Bool) {
         method = String(decoding: head.methodName, as: UTF8.self)
-        path = normalizedPath.map { String(decoding: $0, as: UTF8.self) } ?? String(decoding: target.path, as: UTF8.self)
-        query = String(decoding: target.queryWithMark.dropFirst(), as: UTF8.self)
-        host = String(decoding: target.authority ?? head.host ?? UnsafeRawBufferPointer(start: nil, count: 0), as: UTF8.self)
+        self.path = String(decoding: path, as: UTF8.self)
+        query = String(decoding: queryWithMark.dropFirst(), as: UTF8.self)
+        host = String(decoding: authority ?? head.host ?? UnsafeRawBufferPointer(start: nil, count: 0), as: UTF8.self)
         self.overTLS = overTLS
         var accept: [String] = []
         var cookies: [(String, String)] = []
@@ -40,7 +43,7 @@ struct LoginRequest {
         }
         self.cookies = cookies
         browser = head.fetchMetadata.isEmpty ? nil
-            : BrowserRequest(head: head, host: target.authority ?? head.host, overTLS: overTLS)
+            : BrowserRequest(head: head, host: authority ?? head.host, overTLS: overTLS)
         isBrowserNavigation = (head.isHead || method == "GET") && Self.prefersHTML(accept.joined(separator: ","))
     }
 

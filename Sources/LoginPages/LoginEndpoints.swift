@@ -24,21 +24,25 @@
 // A browser login may start at another host name than its redirect URI's (the person browses
 // `localhost`, the callback is `127.0.0.1`): the login cookie is then in the browser's jar for
 // the start's origin, so a callback arriving without it goes on to the same callback there.
+//
+// The LoginPages module: these pages, what they read of a request (LoginRequest.swift), their
+// HTML (LoginPage.swift) and paths (LoginPaths.swift). They decide and Proxy serves: each
+// answer is a `LoginAnswer`, which Proxy writes as one of its own (`Problem`).
 
 import Config
 import HTTPFields
 import OAuth2
 import Tokens
 
-struct LoginEndpoints {
+public struct LoginEndpoints: Sendable {
     let desk: LoginDesk
     let identities: TokenSet
     /// The paths of the identities' redirect URIs.
     let callbackPaths: Set<String>
-    private let callbackPathBytes: [[UInt8]]
+    @usableFromInline let callbackPathBytes: [[UInt8]]
     let config: RelayConfig
 
-    init?(config: RelayConfig, identities: TokenSet?, desk: LoginDesk?) {
+    public init?(config: RelayConfig, identities: TokenSet?, desk: LoginDesk?) {
         guard let identities, let desk, config.identities.values.contains(where: { $0.grant.isInteractive }) else { return nil }
         self.desk = desk
         self.identities = identities
@@ -48,20 +52,21 @@ struct LoginEndpoints {
     }
 
     /// True for a (normalized) path the login pages answer. Asked of every request when the
-    /// configuration has an interactive identity, so it compares bytes and allocates nothing.
-    func serves(path: [UInt8]) -> Bool {
+    /// configuration has an interactive identity, so it compares bytes and allocates nothing
+    /// (and is inlined into Proxy's `RequestPlacement`).
+    @inlinable
+    public func serves(path: [UInt8]) -> Bool {
         path.starts(with: LoginPaths.prefix.utf8) || callbackPathBytes.contains(path)
     }
 
     // MARK: - The pages
 
-    func answer(_ request: LoginRequest, at now: Double) -> Problem {
+    public func answer(_ request: LoginRequest, at now: Double) -> LoginAnswer {
         guard hostIsAllowed(request) else { return Self.wrongHost(request.host) }
         guard request.method == "GET" || request.method == "HEAD" else {
-            var problem = Problem(status: 405, slug: "method-not-allowed", title: "Method Not Allowed",
-                                  detail: "the login pages answer GET and HEAD")
-            problem.extraHeaders.append(("Allow", "GET, HEAD"))
-            return problem
+            return LoginAnswer(status: 405, reason: "Method Not Allowed",
+                               body: .problem(slug: "method-not-allowed", detail: "the login pages answer GET and HEAD"),
+                               fields: [("Allow", "GET, HEAD")])
         }
         let returnTo = request.queryValue("return").flatMap(LoginReturn.path)
         if callbackPaths.contains(request.path) { return callback(request, at: now) }
@@ -74,7 +79,7 @@ struct LoginEndpoints {
         return Self.page(404, "Not Found", LoginPage(title: "Not found", lines: ["The relay has no login page at \(request.path)."]))
     }
 
-    private func withIdentity(_ name: String, _ body: (IdentityTokens) -> Problem) -> Problem {
+    private func withIdentity(_ name: String, _ body: (IdentityTokens) -> LoginAnswer) -> LoginAnswer {
         guard let tokens = identities[name], tokens.identity.grant.isInteractive else {
             return Self.page(404, "Not Found", LoginPage(title: "Unknown identity",
                                                          lines: ["No identity named \(name) logs a person in on this relay."]))
@@ -82,7 +87,7 @@ struct LoginEndpoints {
         return body(tokens)
     }
 
-    private func start(_ tokens: IdentityTokens, _ request: LoginRequest, returnTo: String?, at now: Double) -> Problem {
+    private func start(_ tokens: IdentityTokens, _ request: LoginRequest, returnTo: String?, at now: Double) -> LoginAnswer {
         let name = tokens.identity.name
         if let refusal = request.loginStartRefusal {
             // Nothing started; a person who meant it follows the link, which the browser then
@@ -101,7 +106,7 @@ struct LoginEndpoints {
         do throws(LoginDesk.Unavailable) {
             let login = try desk.startBrowserLogin(tokens, returnTo: returnTo, browserOrigin: request.origin, at: now)
             var answer = Self.redirect(to: login.location)
-            answer.extraHeaders.append(("Set-Cookie", login.cookie.setCookie(secure: request.overTLS)))
+            answer.fields.append(("Set-Cookie", login.cookie.setCookie(secure: request.overTLS)))
             return answer
         } catch {
             guard let retryAfter = error.retryAfterSeconds else {
@@ -112,19 +117,19 @@ struct LoginEndpoints {
             }
             var answer = Self.page(503, "Service Unavailable", LoginPage(title: "The login cannot start yet", lines: ["\(error)."],
                                                                          refreshSeconds: retryAfter))
-            answer.extraHeaders.append(("Retry-After", "\(retryAfter)"))
+            answer.fields.append(("Retry-After", "\(retryAfter)"))
             return answer
         }
     }
 
-    private func callback(_ request: LoginRequest, at now: Double) -> Problem {
+    private func callback(_ request: LoginRequest, at now: Double) -> LoginAnswer {
         switch desk.callback(path: request.path, query: request.query, cookies: request.cookies, origin: request.origin,
                              identities: identities, at: now) {
         case .elsewhere(let origin):
             return Self.redirect(to: origin + request.path + (request.query.isEmpty ? "" : "?" + request.query))
         case .exchanging(let name, let returnTo, let clear):
             var answer = Self.redirect(to: returnTo ?? LoginPaths.statusPath(name, returnTo: nil))
-            answer.extraHeaders.append(("Set-Cookie", clear.setCookie(secure: request.overTLS)))
+            answer.fields.append(("Set-Cookie", clear.setCookie(secure: request.overTLS)))
             return answer
         case .idpError(let name, let error, let clear):
             let description = error.errorDescription.map { ": \($0)" } ?? ""
@@ -133,16 +138,16 @@ struct LoginEndpoints {
                 lines: ["The identity provider ended the login" + (name.map { " for identity \($0)" } ?? "")
                         + " with \(error.code.rawValue)\(description)."],
                 links: name.map { [("Try again", LoginPaths.loginPath($0, returnTo: nil))] } ?? []))
-            if let clear { answer.extraHeaders.append(("Set-Cookie", clear.setCookie(secure: request.overTLS))) }
+            if let clear { answer.fields.append(("Set-Cookie", clear.setCookie(secure: request.overTLS))) }
             return answer
         case .refused(let reason, let clear):
             var answer = Self.page(400, "Bad Request", LoginPage(title: "This login cannot be completed", lines: [reason]))
-            if let clear { answer.extraHeaders.append(("Set-Cookie", clear.setCookie(secure: request.overTLS))) }
+            if let clear { answer.fields.append(("Set-Cookie", clear.setCookie(secure: request.overTLS))) }
             return answer
         }
     }
 
-    private func status(_ tokens: IdentityTokens, returnTo: String?, at now: Double) -> Problem {
+    private func status(_ tokens: IdentityTokens, returnTo: String?, at now: Double) -> LoginAnswer {
         let name = tokens.identity.name
         let status = tokens.status(at: now)
         let back = returnTo.map { [("Continue to \($0)", $0)] } ?? []
@@ -179,29 +184,29 @@ struct LoginEndpoints {
     // MARK: - A request on a route whose identity needs a login
 
     /// The 401 `login-required` problem of a route's request, made useful: a browser goes to
-    /// the login (unless the last one just failed: then it is shown why), anything else gets
-    /// the URL that starts the login in the problem and in `WWW-Authenticate`.
-    func loginRequired(_ problem: Problem, identity name: String, request: LoginRequest, at now: Double) -> Problem {
-        guard let tokens = identities[name] else { return problem }
+    /// the login (unless the last one just failed: then it is shown why, with the problem's own
+    /// `problemFields`), anything else gets the URL that starts the login in the problem and in
+    /// `WWW-Authenticate`. Nil for an identity the pages do not know: the problem stays as it is.
+    public func loginRequired(identity name: String, request: LoginRequest, problemFields: [(String, String)],
+                              at now: Double) -> LoginNeeded? {
+        guard let tokens = identities[name] else { return nil }
         let returnTo = LoginReturn.path(request.query.isEmpty ? request.path : "\(request.path)?\(request.query)")
         let isDevice: Bool = { if case .deviceCode = tokens.identity.grant { true } else { false } }()
         let path = isDevice ? LoginPaths.statusPath(name, returnTo: nil) : LoginPaths.loginPath(name, returnTo: nil)
         if request.isBrowserNavigation {
             let failure = tokens.status(at: now).lastLoginFailure
             if failure == nil || isDevice {
-                return Self.redirect(to: isDevice ? LoginPaths.statusPath(name, returnTo: returnTo) : LoginPaths.loginPath(name, returnTo: returnTo))
+                return .answer(Self.redirect(to: isDevice ? LoginPaths.statusPath(name, returnTo: returnTo)
+                                                          : LoginPaths.loginPath(name, returnTo: returnTo)))
             }
             var page = Self.page(401, "Unauthorized", LoginPage(
                 title: "Login needed", lines: ["Identity \(name) needs a person to log in. The last login failed: \(failure!)."],
                 links: [("Log in again", LoginPaths.loginPath(name, returnTo: returnTo))]))
-            page.extraHeaders += problem.extraHeaders
-            return page
+            page.fields += problemFields
+            return .answer(page)
         }
-        var answer = problem
         let url = request.url(path)
-        answer.loginUrl = url
-        answer.extraHeaders.append(("WWW-Authenticate", "OAuth-Relay-Login identity=\"\(name)\", login_url=\"\(url)\""))
-        return answer
+        return .problem(loginURL: url, field: ("WWW-Authenticate", "OAuth-Relay-Login identity=\"\(name)\", login_url=\"\(url)\""))
     }
 
     // MARK: - Helpers
@@ -221,22 +226,20 @@ struct LoginEndpoints {
 
     /// A login page asked for under a name its listener does not answer to (here, or at the
     /// listener's Host check: `RequestPlacement`), shown as a page, since a person may see it.
-    static func wrongHost(_ host: String) -> Problem {
+    public static func wrongHost(_ host: String) -> LoginAnswer {
         page(421, "Misdirected Request", LoginPage(
             title: "Wrong host name",
             lines: ["The relay's login pages answer only to the names of the listener they are on; \(host) is not one of them."]))
     }
 
-    static func redirect(to location: String) -> Problem {
-        Problem(status: 302, slug: "", title: "Found", detail: "", extraHeaders: [("Location", location)])
+    static func redirect(to location: String) -> LoginAnswer {
+        LoginAnswer(status: 302, reason: "Found", body: .none, fields: [("Location", location)])
     }
 
     /// A login page: never shown in a frame, so no other site can lay it under its own page and
     /// have a person click its links unknowingly.
-    static func page(_ status: Int, _ reason: String, _ page: LoginPage) -> Problem {
-        var answer = Problem(status: status, slug: "", title: reason, detail: page.title)
-        answer.page = page
-        answer.extraHeaders = [("X-Frame-Options", "DENY"), ("Content-Security-Policy", "frame-ancestors 'none'")]
-        return answer
+    static func page(_ status: Int, _ reason: String, _ page: LoginPage) -> LoginAnswer {
+        LoginAnswer(status: status, reason: reason, body: .page(page),
+                    fields: [("X-Frame-Options", "DENY"), ("Content-Security-Policy", "frame-ancestors 'none'")])
     }
 }

@@ -1,4 +1,4 @@
-import Config
+import BrowserSafety
 import LocalHTTP
 
 /// Who may use the admin listener: curl, Prometheus, probes and the `oauth-relay` commands —
@@ -41,6 +41,6 @@ enum AdminGate {
         let browser = BrowserRequest(isSafeMethod: method == "GET" || method == "HEAD", isPreflight: method == "OPTIONS" && origin != nil,
                                      site: site, mode: mode, dest: dest, origin: origin, repeated: repeated, host: host,
                                      overTLS: false)
-        return BrowserPolicy.verdict(browser, guards: true, cors: nil) == .allow ? nil : .crossSite(origin: browser.origin)
+        return BrowserPolicy.verdict(browser, guards: true, allowOrigins: nil) == .allow ? nil : .crossSite(origin: browser.origin)
     }
 }

@@ -4,17 +4,17 @@ import OAuth2
 /// A small, plain HTML page the relay shows a person logging in: a title, a few lines, links,
 /// and, while a login is under way, a refresh so the page moves on by itself. Everything put
 /// in it is escaped; nothing secret is ever put in it.
-struct LoginPage: Equatable {
-    var title: String
+public struct LoginPage: Equatable, Sendable {
+    public internal(set) var title: String
     var lines: [String] = []
     var links: [(text: String, url: String)] = []
     /// Reload the page after this many seconds (a login in progress), or go to `refreshTo`.
     var refreshSeconds: Int?
     var refreshTo: String?
 
-    static func == (a: LoginPage, b: LoginPage) -> Bool { a.html == b.html }
+    public static func == (a: LoginPage, b: LoginPage) -> Bool { a.html == b.html }
 
-    var html: String {
+    public var html: String {
         var page = "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>\(Self.escape(title))</title>"
         if let refreshSeconds {
             let target = refreshTo.map { "; url=\(Self.escape($0))" } ?? ""
@@ -45,8 +45,9 @@ struct LoginPage: Equatable {
 }
 
 extension DevicePrompt {
-    /// The view's members in a problem's JSON (RFC 8628's names, in camel case as the relay's).
-    var jsonMembers: String {
+    /// The view's members in a problem's JSON (RFC 8628's names, in camel case as the relay's),
+    /// each after a comma: in Proxy's 401 problems and in the admin listener's `/identities`.
+    public var jsonMembers: String {
         var members = ",\"userCode\":\(JSONText.quote(userCode)),\"verificationUri\":\(JSONText.quote(verificationUri))"
         if let verificationUriComplete { members += ",\"verificationUriComplete\":\(JSONText.quote(verificationUriComplete))" }
         return members + ",\"expiresIn\":\(expiresIn)"

@@ -1,7 +1,7 @@
+@testable import AdminAPI
+import BrowserSafety
 import Config
 import LocalHTTP
-@testable import Proxy
-import Routing
 import XCTest
 
 /// The admin listener answers curl, probes and the relay's own commands, never a web page: a
