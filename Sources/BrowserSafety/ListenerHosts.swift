@@ -28,11 +28,11 @@ public final class ListenerHosts: Sendable {
 
     /// The rule of a listener on `address` whose own `hosts` are `listenerHosts`.
     public convenience init(address: HostPort, listenerHosts: [HostPattern]?, config: RelayConfig) {
-        let loopback = TokenEndpointSecurity.isLoopback(address.host)
-        guard loopback || config.hosts != nil || listenerHosts != nil else {
+        guard !config.servesAnyHostName(on: address, listenerHosts: listenerHosts) else {
             self.init(servesAnyName: true)
             return
         }
+        let loopback = TokenEndpointSecurity.isLoopback(address.host)
         let configured = (config.hosts ?? []) + (listenerHosts ?? [])
         let routeHosts = config.routes.compactMap(\.match.host)
         let redirectHosts = config.identities.values.compactMap { $0.redirectUri.flatMap { HostPattern(parsing: $0.host) } }

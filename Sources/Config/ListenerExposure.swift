@@ -1,6 +1,15 @@
 import OAuth2
+import Routing
 
 extension RelayConfig {
+    /// Whether a listener on `address`, with its own `listenerHosts`, serves any Host name: one
+    /// on a non-loopback address (a sidecar's `0.0.0.0`) when neither `hosts` nor its own are
+    /// set. Every other listener serves loopback names and the names the configuration gives
+    /// (BrowserSafety's `ListenerHosts`).
+    public func servesAnyHostName(on address: HostPort, listenerHosts: [HostPattern]?) -> Bool {
+        !TokenEndpointSecurity.isLoopback(address.host) && hosts == nil && listenerHosts == nil
+    }
+
     /// What `check` and `run` warn of: a listener on a non-loopback address that serves routes
     /// with a credential to any Host name. A browser that reaches it (a developer's machine on a
     /// LAN, a port forwarded to a laptop) can be made to send it requests under a name an
@@ -8,10 +17,10 @@ extension RelayConfig {
     public var hostCheckWarnings: [String] {
         let credentialRoutes = routes.filter(\.carriesCredential).map(\.name)
         guard !credentialRoutes.isEmpty else { return [] }
-        var listeners: [(key: String, address: HostPort, namesHosts: Bool)] = [("listen", listen, hosts != nil)]
-        if let listenTls { listeners.append(("listenTls.address", listenTls.address, hosts != nil || listenTls.hosts != nil)) }
+        var listeners: [(key: String, address: HostPort, hosts: [HostPattern]?)] = [("listen", listen, nil)]
+        if let listenTls { listeners.append(("listenTls.address", listenTls.address, listenTls.hosts)) }
         return listeners.compactMap { listener in
-            guard !TokenEndpointSecurity.isLoopback(listener.address.host), !listener.namesHosts else { return nil }
+            guard servesAnyHostName(on: listener.address, listenerHosts: listener.hosts) else { return nil }
             let named = credentialRoutes.prefix(3).joined(separator: ", ") + (credentialRoutes.count > 3 ? ", …" : "")
             return "\(listener.key) \(listener.address) is not a loopback address and serves routes with credentials (\(named)) "
                 + "under any Host name: set \"hosts\" to the names clients use, so that a web page cannot reach them by DNS rebinding"

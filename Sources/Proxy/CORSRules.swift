@@ -28,7 +28,7 @@ final class CORSRules: Sendable {
     }
 
     private static func responseFields(origin: String, access: BrowserAccess) -> [(String, String)] {
-        var fields = [("Access-Control-Allow-Origin", origin), ("Access-Control-Allow-Credentials", "true"), ("Vary", "Origin")]
+        var fields = allowing(origin, vary: "Origin")
         if !access.exposeHeaders.isEmpty { fields.append(("Access-Control-Expose-Headers", access.exposeHeaders.joined(separator: ", "))) }
         return fields
     }
@@ -51,8 +51,7 @@ final class CORSRules: Sendable {
                 privateNetwork = ASCII.equalsIgnoringCase(head.value(field), Self.trueValue)
             }
         }
-        var fields = [("Access-Control-Allow-Origin", access.allowOrigins[origin]), ("Access-Control-Allow-Credentials", "true"),
-                      ("Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")]
+        var fields = Self.allowing(access.allowOrigins[origin], vary: "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
         let methods = access.allowMethods ?? requestedMethod.flatMap { method in
             ASCII.isToken(method) && !["CONNECT", "TRACE"].contains(method.uppercased()) ? [method] : nil
         } ?? []
@@ -64,6 +63,12 @@ final class CORSRules: Sendable {
         // this machine's private network; the listing is the consent.
         if privateNetwork { fields.append(("Access-Control-Allow-Private-Network", "true")) }
         return Problem(status: 204, slug: "", title: "No Content", detail: "", extraHeaders: fields)
+    }
+
+    /// What every answer to a listed origin starts with: the origin, with credentials, and what
+    /// the answer varies by.
+    private static func allowing(_ origin: String, vary: String) -> [(String, String)] {
+        [("Access-Control-Allow-Origin", origin), ("Access-Control-Allow-Credentials", "true"), ("Vary", vary)]
     }
 
     /// The names of `Access-Control-Request-Headers`, lowercased; none when one is not a token.

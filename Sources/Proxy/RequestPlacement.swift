@@ -83,29 +83,28 @@ struct RequestPlacement {
         if plan.withholdsFavicon && normalizedPath == RoutePlan.faviconBytes {
             return .answer(.faviconNotForwarded(route: plan.route.name), closing: false, refusal: nil)
         }
-        // Most requests carry no word from a browser: they go on without a look at the policy.
-        guard !head.fetchMetadata.isEmpty else {
-            let upgrade = head.isUpgrade ? plan.allowedUpgrade(head) : nil
-            return .route(plan, upgrade: upgrade, cors: nil, startsLogin: !head.isHead)
-        }
-        let browser = BrowserRequest(head: head, host: host, overTLS: overTLS)
         var cors: Int?
-        switch BrowserPolicy.verdict(browser, guards: plan.guardsCredential, allowOrigins: plan.cors?.access.allowOrigins) {
-        case .allow:
-            break
-        case .allowCORS(let origin):
-            cors = origin
-        case .preflight(let origin):
-            // A preflight verdict comes only from a route's listed origins.
-            guard let rules = plan.cors else { preconditionFailure("a preflight verdict without a browser block") }
-            var answer = rules.preflightAnswer(origin: origin, head: head)
-            answer.route = plan.route.name
-            return .answer(answer, closing: false, refusal: nil)
-        case .refuse:
-            return .answer(.crossSite(route: plan, origin: browser.origin), closing: false, refusal: .crossSite)
+        var startsLogin = !head.isHead
+        // Most requests carry no word from a browser: they go on without a look at the policy.
+        if !head.fetchMetadata.isEmpty {
+            let browser = BrowserRequest(head: head, host: host, overTLS: overTLS)
+            switch BrowserPolicy.verdict(browser, guards: plan.guardsCredential, allowOrigins: plan.cors?.access.allowOrigins) {
+            case .allow:
+                break
+            case .allowCORS(let origin):
+                cors = origin
+            case .preflight(let origin):
+                // A preflight verdict comes only from a route's listed origins.
+                guard let rules = plan.cors else { preconditionFailure("a preflight verdict without a browser block") }
+                var answer = rules.preflightAnswer(origin: origin, head: head)
+                answer.route = plan.route.name
+                return .answer(answer, closing: false, refusal: nil)
+            case .refuse:
+                return .answer(.crossSite(route: plan, origin: browser.origin), closing: false, refusal: .crossSite)
+            }
+            startsLogin = BrowserRequest.loginStartRefusal(isHead: head.isHead, browser: browser) == nil
         }
         let upgrade = head.isUpgrade ? plan.allowedUpgrade(head) : nil
-        return .route(plan, upgrade: upgrade, cors: cors,
-                      startsLogin: BrowserRequest.loginStartRefusal(isHead: head.isHead, browser: browser) == nil)
+        return .route(plan, upgrade: upgrade, cors: cors, startsLogin: startsLogin)
     }
 }
