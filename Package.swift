@@ -32,14 +32,17 @@ let package = Package(
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
 
         .target(name: "ByteBuffers", swiftSettings: hotPath),
-        .target(name: "HTTPFields", swiftSettings: hotPath),
+        // Text the relay shows or embeds safely: a `Secret` prints redacted, any credential is shown
+        // by one rule (`redacted`), JSON string literals are quoted by one writer. No dependency.
+        .target(name: "SafeText", swiftSettings: hotPath),
+        .target(name: "HTTPFields", dependencies: ["SafeText"], swiftSettings: hotPath),
         .target(name: "Locking", swiftSettings: hotPath),
         // The one JSON reader (strict RFC 8259, offsets for the config's errors) and writer, so
         // that no module needs Foundation's JSONSerialization. JSONText (string quoting) from HTTPFields.
-        .target(name: "JSON", dependencies: ["HTTPFields"]),
+        .target(name: "JSON", dependencies: ["SafeText", "HTTPFields"]),
         .target(name: "EventLoop", dependencies: ["CLibUV", "ByteBuffers", "Locking"], swiftSettings: hotPath),
         .target(name: "HTTP1", dependencies: ["CLLHTTP", "ByteBuffers", "HTTPFields"], swiftSettings: hotPath),
-        .target(name: "Endpoints", dependencies: ["HTTPFields"]),
+        .target(name: "Endpoints", dependencies: ["HTTPFields"], swiftSettings: hotPath),
         .target(name: "Routing", dependencies: ["HTTPFields", "Endpoints"], swiftSettings: hotPath),
         // Keys, signatures, SHA-256, HMAC, AES-256-GCM, random bytes: OpenSSL primitives, no I/O.
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
@@ -48,18 +51,18 @@ let package = Package(
         // Pure Swift; the crypto it needs (keys, signatures, digests) comes from Crypto, which holds OpenSSL.
         .target(name: "JOSE", dependencies: ["Crypto", "JSON"]),
         // JOSE and Crypto for client assertions (private_key_jwt, client_secret_jwt): signing is no I/O.
-        // Routing for reading URLs an IdP publishes (discovery, device verification URIs).
-        .target(name: "OAuth2", dependencies: ["HTTPFields", "Endpoints", "Routing", "JOSE", "JSON", "Crypto"], swiftSettings: hotPath),
-        .target(name: "Config", dependencies: ["HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "JSON", "Crypto", "RedisProtocol"], swiftSettings: hotPath),
+        // Endpoints for reading URLs an IdP publishes (discovery, device verification URIs).
+        .target(name: "OAuth2", dependencies: ["SafeText", "HTTPFields", "Endpoints", "JOSE", "JSON", "Crypto"], swiftSettings: hotPath),
+        .target(name: "Config", dependencies: ["SafeText", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "JSON", "Crypto", "RedisProtocol"], swiftSettings: hotPath),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"]),
         // Encrypted token entries on disk (AES-GCM from Crypto, flock); no sockets.
-        .target(name: "TokenStore", dependencies: ["OAuth2", "HTTPFields", "Crypto"]),
+        .target(name: "TokenStore", dependencies: ["SafeText", "OAuth2", "HTTPFields", "Crypto"]),
         // Redis values with no socket: endpoint URLs, commands in RESP, replies.
-        .target(name: "RedisProtocol", dependencies: ["OAuth2", "Endpoints", "HTTPFields"]),
+        .target(name: "RedisProtocol", dependencies: ["SafeText", "Endpoints", "HTTPFields"]),
         // A Redis connection over hiredis on an EventLoop (its libuv adapter).
         .target(name: "RedisClient", dependencies: ["CHiredis", "EventLoop", "RedisProtocol", "OAuth2"]),
-        .target(name: "Tokens", dependencies: [
+        .target(name: "Tokens", dependencies: ["SafeText",
             "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "Crypto", "TLS", "Locking", "RedisProtocol", "RedisClient",
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -74,24 +77,24 @@ let package = Package(
         // Metadata), the verdict on a route with a credential, the rule for starting a login.
         // For the data listeners (Proxy), the admin listener and the login pages. On the hot path:
         // `ListenerHosts.serves` is inlinable.
-        .target(name: "BrowserSafety", dependencies: ["HTTP1", "HTTPFields", "Routing", "Config", "OAuth2"], swiftSettings: hotPath),
+        .target(name: "BrowserSafety", dependencies: ["HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2"], swiftSettings: hotPath),
         // The relay's pages for a person logging in, on the data listeners: they decide, Proxy
         // serves them (a `LoginAnswer` written as its own `Problem`).
-        .target(name: "LoginPages", dependencies: ["BrowserSafety", "HTTP1", "HTTPFields", "Config", "OAuth2", "Tokens"]),
+        .target(name: "LoginPages", dependencies: ["SafeText", "BrowserSafety", "HTTP1", "HTTPFields", "Endpoints", "Config", "OAuth2", "Tokens"]),
         // The operator's listener (health, readiness, metrics, identities, logins, logouts, reload)
         // on LocalHTTP, on the main thread's loop; no part of the proxy: the Host names it serves
         // and the reload are handed to it. LoginPages for the URL that starts a browser login.
-        .target(name: "AdminAPI", dependencies: [
+        .target(name: "AdminAPI", dependencies: ["SafeText",
             "LocalHTTP", "BrowserSafety", "LoginPages", "EventLoop", "HTTPFields", "Locking", "OAuth2", "RelayMetrics", "Tokens",
         ]),
-        .target(name: "Proxy", dependencies: [
+        .target(name: "Proxy", dependencies: ["SafeText",
             "EventLoop", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "Locking",
             "BrowserSafety", "LoginPages",
             // DPoP proofs for forwarded requests, signed on the worker.
             "JOSE", "Crypto",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: hotPath),
-        .executableTarget(name: "OAuthRelay", dependencies: [
+        .executableTarget(name: "OAuthRelay", dependencies: ["SafeText",
             "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "TokenStore", "HTTPClient", "TLS", "RelayMetrics",
             "LocalHTTP", "HTTPFields", "RedisProtocol", "QRCode", "JSON",
             // The admin listener, given the Host names it serves; the login URL for `login` and `token`.
@@ -101,22 +104,24 @@ let package = Package(
         ], path: "Sources/oauth-relay"),
 
         .testTarget(name: "ByteBuffersTests", dependencies: ["ByteBuffers"]),
-        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "ByteBuffers"]),
-        .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields"]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["SafeText", "HTTP1", "ByteBuffers"]),
+        .testTarget(name: "HTTPFieldsTests", dependencies: ["SafeText", "HTTPFields"]),
+        .testTarget(name: "SafeTextTests", dependencies: ["SafeText"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
-        .testTarget(name: "RoutingTests", dependencies: ["Routing"]),
+        .testTarget(name: "EndpointsTests", dependencies: ["Endpoints"]),
+        .testTarget(name: "RoutingTests", dependencies: ["Routing", "Endpoints"]),
         // A scratch directory, shared by every test target that writes files.
         .target(name: "FileTestSupport", path: "Tests/FileTestSupport"),
-        .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "Crypto", "RedisProtocol",
+        .testTarget(name: "ConfigTests", dependencies: ["SafeText", "Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "Crypto", "RedisProtocol",
                                                         "FileTestSupport"]),
-        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "BrowserSafety", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2",
+        .testTarget(name: "ProxyTests", dependencies: ["SafeText", "Proxy", "BrowserSafety", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2",
                                                        "Tokens", "JOSE", "TLS"]),
         .testTarget(name: "LoginPagesTests", dependencies: ["LoginPages", "HTTP1", "Endpoints", "OAuth2"]),
         .testTarget(name: "AdminAPITests", dependencies: ["AdminAPI", "BrowserSafety", "LocalHTTP", "Config"]),
         // The leak check of the event loop's tests, shared by every test target that runs a loop.
         .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers", "LoopTestSupport"]),
-        .testTarget(name: "OAuth2Tests", dependencies: ["OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "Crypto"]),
+        .testTarget(name: "OAuth2Tests", dependencies: ["SafeText", "OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "Crypto"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "Crypto"]),
@@ -125,15 +130,15 @@ let package = Package(
         // swift-prometheus itself: the relay's own per-request series must read exactly like the library's.
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics", .product(name: "Prometheus", package: "swift-prometheus")]),
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
-        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "OAuth2", "Endpoints", "Crypto", "FileTestSupport"]),
-        .testTarget(name: "TokensTests", dependencies: [
+        .testTarget(name: "TokenStoreTests", dependencies: ["SafeText", "TokenStore", "OAuth2", "Endpoints", "Crypto", "FileTestSupport"]),
+        .testTarget(name: "TokensTests", dependencies: ["SafeText",
             "Tokens", "TokenStore", "Crypto", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", "RedisProtocol", "LoopTestSupport",
             "FileTestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "RedisProtocolTests", dependencies: ["RedisProtocol", "OAuth2"]),
+        .testTarget(name: "RedisProtocolTests", dependencies: ["SafeText", "RedisProtocol", "OAuth2"]),
         // Also runs the shared store's scripts (Tokens) on a real Redis, through the connection.
-        .testTarget(name: "RedisClientTests", dependencies: [
+        .testTarget(name: "RedisClientTests", dependencies: ["SafeText",
             "RedisClient", "RedisProtocol", "CHiredis", "EventLoop", "Tokens", "TokenStore", "OAuth2", "LoopTestSupport",
             // SharedTokens itself on a real Redis: its store key and its logger.
             "Crypto", "Endpoints", .product(name: "Logging", package: "swift-log"),

@@ -35,6 +35,7 @@ import Locking
 import LoginPages
 import OAuth2
 import RelayMetrics
+import SafeText
 import Tokens
 import HTTPFields
 

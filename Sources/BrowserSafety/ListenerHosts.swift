@@ -1,4 +1,5 @@
 import Config
+import Endpoints
 import OAuth2
 import Routing
 
@@ -32,7 +33,7 @@ public final class ListenerHosts: Sendable {
             self.init(servesAnyName: true)
             return
         }
-        let loopback = TokenEndpointSecurity.isLoopback(address.host)
+        let loopback = HostSyntax.isLoopback(address.host)
         let configured = (config.hosts ?? []) + (listenerHosts ?? [])
         let routeHosts = config.routes.compactMap(\.match.host)
         let redirectHosts = config.identities.values.compactMap { $0.redirectUri.flatMap { HostPattern(parsing: $0.host) } }

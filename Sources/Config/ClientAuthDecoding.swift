@@ -1,6 +1,7 @@
 import Crypto
 import JOSE
 import OAuth2
+import SafeText
 
 /// Reading an identity's client authentication: `clientAuth` and the keys each method uses
 /// (`clientSecret…`, `clientKeyFile`, `clientKeyId`, `clientAssertionAlg`,

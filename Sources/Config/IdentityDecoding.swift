@@ -1,6 +1,7 @@
 import Endpoints
 import HTTPFields
 import OAuth2
+import SafeText
 
 extension DecodingContext {
     static let identityKeys = [

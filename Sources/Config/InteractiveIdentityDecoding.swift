@@ -64,7 +64,7 @@ extension DecodingContext {
                     config.identities[name] = identity
                 }
             }
-            let exposed = listeners.filter { !TokenEndpointSecurity.isLoopback($0.host) }
+            let exposed = listeners.filter { !HostSyntax.isLoopback($0.host) }
             let onRoutes = config.routes.filter { $0.identity == name }.map(\.name)
             if !identity.allowRemoteUse, !exposed.isEmpty, !onRoutes.isEmpty {
                 report("identity \(name) acts for a person (\(identity.grant) grant) and route \(onRoutes[0]) offers its token on "
@@ -88,7 +88,7 @@ struct LoginListener: CustomStringConvertible {
         guard url.scheme == scheme, url.port == port else { return false }
         let wanted = url.host.lowercased()
         if wanted == host.lowercased() || host == "0.0.0.0" || host == "::" { return true }
-        return TokenEndpointSecurity.isLoopback(host) && TokenEndpointSecurity.isLoopback(wanted)
+        return HostSyntax.isLoopback(host) && HostSyntax.isLoopback(wanted)
     }
 
     /// The host a URL uses for a listener's address: `localhost` for a wildcard address.

@@ -1,3 +1,4 @@
+import Endpoints
 import OAuth2
 import Routing
 
@@ -7,7 +8,7 @@ extension RelayConfig {
     /// set. Every other listener serves loopback names and the names the configuration gives
     /// (BrowserSafety's `ListenerHosts`).
     public func servesAnyHostName(on address: HostPort, listenerHosts: [HostPattern]?) -> Bool {
-        !TokenEndpointSecurity.isLoopback(address.host) && hosts == nil && listenerHosts == nil
+        !HostSyntax.isLoopback(address.host) && hosts == nil && listenerHosts == nil
     }
 
     /// What `check` and `run` warn of: a listener on a non-loopback address that serves routes

@@ -1,5 +1,6 @@
 import JSON
 import OAuth2
+import SafeText
 
 /// Reads the members of one JSON object by key, reporting unknown and duplicate keys as it
 /// is created and type errors as members are read.

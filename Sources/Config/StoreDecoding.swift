@@ -1,6 +1,7 @@
 import FoundationEssentials
 import OAuth2
 import RedisProtocol
+import SafeText
 
 /// `store`: where the relay keeps its tokens across restarts — a directory (the TokenStore
 /// module), a Redis shared by replicas (`redis`), or both — and the key that encrypts them.

@@ -2,6 +2,9 @@
 // byte-level ASCII classes every parser and validator of the relay shares. No C, no I/O, no
 // Foundation, so HTTP1, Routing, Config and OAuth2 can all sit on it.
 
+import SafeText
+
+
 /// One header field with its own name and value: a token request's headers, the token
 /// client's request and response, a route's `setHeaders`.
 ///

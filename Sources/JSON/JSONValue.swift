@@ -1,4 +1,5 @@
 import HTTPFields
+import SafeText
 
 // The relay's one JSON reader and writer, without Foundation (whose `JSONSerialization` would
 // bring libFoundation and ICU into the process: several MiB of resident memory at start).

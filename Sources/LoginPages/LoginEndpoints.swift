@@ -30,6 +30,7 @@
 // answer is a `LoginAnswer`, which Proxy writes as one of its own (`Problem`).
 
 import Config
+import Endpoints
 import HTTPFields
 import OAuth2
 import Tokens
@@ -220,7 +221,7 @@ public struct LoginEndpoints: Sendable {
         let host = authority.host
         if host == listener.host.lowercased() { return true }
         let wildcard = listener.host == "0.0.0.0" || listener.host == "::"
-        if (wildcard || TokenEndpointSecurity.isLoopback(listener.host)) && TokenEndpointSecurity.isLoopback(host) { return true }
+        if (wildcard || HostSyntax.isLoopback(listener.host)) && HostSyntax.isLoopback(host) { return true }
         return config.identities.values.contains { $0.redirectUri?.host.lowercased() == host && $0.redirectUri?.port == listener.port }
     }
 

@@ -1,5 +1,6 @@
 import HTTPFields
 import OAuth2
+import SafeText
 
 /// A small, plain HTML page the relay shows a person logging in: a title, a few lines, links,
 /// and, while a login is under way, a refresh so the page moves on by itself. Everything put

@@ -1,4 +1,5 @@
 import HTTPFields
+import SafeText
 
 /// The access token an identity holds, as the request path injects it. Times are in the
 /// lifecycle's clock (seconds, any origin, never going back).

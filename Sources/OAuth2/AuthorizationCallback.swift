@@ -1,6 +1,9 @@
 /// What the IdP sent back to the relay's callback (RFC 6749 §4.1.2): a code, or an error, each
 /// with the `state` that names the login. Parsing checks the form only; the login itself is
 /// found and checked by `PendingLogins.complete`.
+
+import SafeText
+
 public enum AuthorizationCallback: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// RFC 6749 §4.1.2: the code to exchange.
     case code(code: Secret, state: Secret)

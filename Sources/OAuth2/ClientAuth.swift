@@ -3,6 +3,9 @@
 /// A new method is a new case with its payload, sent by `TokenRequest`. The JWT methods send a
 /// fresh client assertion (RFC 7523 §2.2) with every request, signed on the token thread just
 /// before sending (`TokenRequest.withClientAssertion`).
+
+import SafeText
+
 public enum ClientAuth: Sendable, Equatable {
     /// client_secret_basic: HTTP Basic with client id and secret.
     case basic(id: String, secret: Secret)

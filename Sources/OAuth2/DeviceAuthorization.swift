@@ -1,6 +1,6 @@
 import Endpoints
 import JSON
-import Routing
+import SafeText
 
 /// A device authorization endpoint's answer (RFC 8628 §3.2): the code the relay polls with,
 /// and what a person needs to approve it.

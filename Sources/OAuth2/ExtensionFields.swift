@@ -1,4 +1,7 @@
 /// The fields an extension grant may set from dedicated config keys.
+
+import SafeText
+
 public struct ExtensionFields: Sendable, Equatable {
     public var assertion: Secret?
     public var subject: ExchangedToken

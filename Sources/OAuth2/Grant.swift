@@ -4,6 +4,9 @@
 /// A new grant is a new case with its own payload (the authorization-code and device flows
 /// will carry their redirect URI or polling state here), and `TokenRequest` and the lifecycle
 /// switch over it, so the compiler lists every place that must learn about it.
+
+import SafeText
+
 public enum Grant: Sendable, Equatable, CustomStringConvertible {
     case clientCredentials
     /// RFC 6749 §4.3: the resource owner's credentials.

@@ -1,4 +1,5 @@
 import Endpoints
+import SafeText
 
 extension IDTokenCheck {
     /// What a login's code exchange does with the ID token of its token response.

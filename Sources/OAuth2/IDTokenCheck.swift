@@ -1,4 +1,5 @@
 import JOSE
+import SafeText
 
 /// Validation of the ID token a login's code exchange returned (OpenID Connect Core
 /// §3.1.3.7), before the relay says who logged in: the signature against the IdP's JWKS (RS256,
@@ -34,7 +35,7 @@ public struct IDTokenCheck: Sendable, Equatable {
 
     /// Who `idToken` says logged in, if it passes every check at `unixTime` (wall-clock seconds).
     public func validate(_ idToken: Secret, keys: JWKSet, unixTime: Int64) throws(IDTokenError) -> LoginSubject {
-        let claims: JOSE.JWTClaims  // (OAuth2 has its own JWTClaims: an access token's unverified exp)
+        let claims: JWTClaims
         do throws(JOSEError) {
             claims = try JWT.verifiedClaims(idToken.value, keys: keys, allowing: algorithms,
                                             rules: JWTValidationRules(issuer: issuer, audience: clientId, nonce: nonce?.value),

@@ -1,4 +1,5 @@
-import Routing
+import Endpoints
+
 
 /// Where a browser goes once its login ends (`?return=` of the login and status pages, the
 /// request a route's login interrupted): a path on the relay itself, checked once here for every

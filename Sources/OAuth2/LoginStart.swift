@@ -2,6 +2,9 @@
 /// sends when the browser comes back to the callback. Made by `PendingLogins.start`.
 ///
 /// Every value but the identity's name and the times is secret; no description shows one.
+
+import SafeText
+
 public struct LoginStart: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The identity's name (the key in `identities`).
     public let identity: String

@@ -1,5 +1,6 @@
 import Crypto
 import JOSE
+import SafeText
 
 /// Proof Key for Code Exchange (RFC 7636) with the S256 method, the only one the relay sends:
 /// the authorization request carries `code_challenge` = BASE64URL(SHA-256(verifier)), and the

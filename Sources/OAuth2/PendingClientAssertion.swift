@@ -1,5 +1,6 @@
 import Crypto
 import JOSE
+import SafeText
 
 /// The client assertion a token request still needs: who signs it and for whom. It is made
 /// only when the request is about to be sent (`TokenRequest.withClientAssertion`), because an

@@ -1,4 +1,5 @@
 import Crypto
+import SafeText
 
 /// The authorization-code logins in flight for every identity of a relay: a value the relay
 /// keeps behind one lock, with the clock and the random source passed in.

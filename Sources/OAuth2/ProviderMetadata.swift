@@ -1,6 +1,5 @@
 import Endpoints
 import JSON
-import Routing
 
 /// What an identity provider publishes about itself (OpenID Connect Discovery 1.0, RFC 8414):
 /// its endpoints and what it supports, read from `{issuer}/.well-known/openid-configuration`
@@ -52,7 +51,7 @@ public struct ProviderMetadata: Sendable, Equatable {
         } catch {
             throw .invalidIssuer(issuer: issuer, reason: error.message)
         }
-        guard url.scheme == .https || allowInsecureHTTP || TokenEndpointSecurity.isLoopback(url.host) else {
+        guard url.scheme == .https || allowInsecureHTTP || HostSyntax.isLoopback(url.host) else {
             throw .invalidIssuer(issuer: issuer, reason: "it is plain http:// to a host that is not loopback; use https://, "
                                  + "or set \"allowInsecureTokenUrl\": true to accept the risk")
         }
@@ -134,7 +133,7 @@ private struct MemberReader {
         } catch {
             throw .invalidDocument(url: url, reason: "\(name) is not an absolute http(s) URL: \(ErrorText.clean(error.message, removing: []))")
         }
-        guard endpoint.scheme == .https || allowInsecureHTTP || TokenEndpointSecurity.isLoopback(endpoint.host) else {
+        guard endpoint.scheme == .https || allowInsecureHTTP || HostSyntax.isLoopback(endpoint.host) else {
             throw .invalidDocument(url: url, reason: "\(name) \(redactedURL(endpoint)) is plain http:// to a host that is not loopback")
         }
         return endpoint

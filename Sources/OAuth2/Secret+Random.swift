@@ -1,5 +1,6 @@
 import Crypto
 import JOSE
+import SafeText
 
 extension Secret {
     /// A fresh random value for a login (`state`, a browser binding, a nonce, a PKCE verifier):

@@ -7,6 +7,9 @@
 // keeps its own code and nonce, so each ID token is checked against its own login, and neither
 // a background refresh ending nor the other exchange failing drops the waiting code.
 
+import SafeText
+
+
 extension TokenLifecycle {
     /// The callback brought `code` for `login`: exchange it next (after the exchange under way,
     /// if there is one). False when the token endpoint is not known (discovery has not

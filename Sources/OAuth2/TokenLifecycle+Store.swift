@@ -1,6 +1,9 @@
 // A token store in the token lifecycle: what a store entry (a file, or the entry replicas share
 // through Redis), read under its lock once a fetch has started, leaves to do.
 
+import SafeText
+
+
 extension TokenLifecycle {
     /// The refresh token held (to be persisted with the token by a token store).
     public var heldRefreshToken: Secret? { refreshToken }

@@ -34,6 +34,7 @@
 //    permission) cannot turn its 401s into a stream of token requests.
 
 import HTTPFields
+import SafeText
 
 /// The state machine of one identity's access token.
 ///

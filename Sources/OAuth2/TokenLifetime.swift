@@ -1,4 +1,5 @@
 import HTTPFields
+import JOSE
 import JSON
 
 /// How long a token from a token endpoint's answer lives, and what the relay had to do to get
@@ -41,7 +42,7 @@ struct TokenLifetime: Sendable, Equatable {
             warnings.append(.ignored(field: field, reason: reason))
             fallthrough
         case .absent:
-            if let exp = JWTClaims.expiry(ofToken: token) {
+            if let exp = unverifiedExpiry(ofToken: token) {
                 guard exp > unixTime else { throw .jwtExpired }
                 lifetime = (exp - unixTime, .jwtExp)
             } else {
@@ -67,6 +68,17 @@ struct TokenLifetime: Sendable, Equatable {
         case absent
         case seconds(Double)
         case unusable(LifetimeWarning.Reason)
+    }
+
+    /// The `exp` claim (seconds since 1970) of an access token that is a JWT (a compact JWS,
+    /// `header.payload.signature`), read without verifying its signature: the relay only needs
+    /// to know when the token expires, not whether to trust it. Nil when the token is not such a
+    /// JWT or has no numeric, finite `exp`; fractions are kept, unlike `JWTClaims.expiry`'s.
+    static func unverifiedExpiry(ofToken token: String) -> Double? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decode(parts[1]),
+              let seconds = (try? JWTClaims(payload: payload))?["exp"]?.double else { return nil }
+        return seconds.isFinite ? seconds : nil
     }
 
     private static func readSeconds(_ value: JSONValue?) -> Reading {

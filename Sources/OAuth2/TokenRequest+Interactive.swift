@@ -1,4 +1,5 @@
 import Endpoints
+import SafeText
 
 /// The requests of the interactive grants, and of the IdP's endpoints beside the token
 /// endpoint, each with the identity's client authentication (id, secret, Basic or a client

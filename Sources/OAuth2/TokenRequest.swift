@@ -2,6 +2,7 @@ import Endpoints
 import FoundationEssentials
 import HTTPFields
 import JOSE
+import SafeText
 
 /// One request to an identity's token endpoint, as plain values for the relay's HTTP client:
 /// `POST`, `url`, `headers` and the form `body`. The client adds the framing headers itself

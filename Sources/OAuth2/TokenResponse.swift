@@ -1,4 +1,5 @@
 import JSON
+import SafeText
 
 /// A successful token response (RFC 6749 §5.1), read leniently where real IdPs differ:
 /// `expires_in` as a number or a numeric string, and when absent (or not a positive number)

@@ -2,6 +2,7 @@ import OAuth2
 import ByteBuffers
 import HTTPFields
 import LoginPages
+import SafeText
 
 /// An error the relay answers itself, as `application/problem+json` (RFC 9457). The body names
 /// the route when one was matched and never carries a token, a secret or request bytes beyond

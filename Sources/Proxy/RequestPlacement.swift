@@ -15,6 +15,7 @@
 // The token is looked up by the connection afterwards, on the route's identity.
 
 import BrowserSafety
+import Endpoints
 import HTTP1
 import HTTPFields
 import LoginPages

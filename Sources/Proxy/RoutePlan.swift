@@ -1,4 +1,5 @@
 import Config
+import Endpoints
 import HTTP1
 import HTTPFields
 import OAuth2

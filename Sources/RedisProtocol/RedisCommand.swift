@@ -1,4 +1,4 @@
-import OAuth2
+import SafeText
 
 /// One argument of a Redis command. A `secret` (an AUTH password) is sent as its value and shown
 /// as nothing: a command's description names the command and counts its arguments only.

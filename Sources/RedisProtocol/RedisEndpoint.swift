@@ -7,7 +7,7 @@
 
 import Endpoints
 import HTTPFields
-import OAuth2
+import SafeText
 
 /// Where a Redis server is and how to log in to it: `redis://[user:password@]host[:port][/db]`.
 public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {

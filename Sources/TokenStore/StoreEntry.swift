@@ -20,6 +20,7 @@
 
 import Crypto
 import OAuth2
+import SafeText
 
 public enum StoreEntry {
     public static let formatVersion: UInt8 = 1

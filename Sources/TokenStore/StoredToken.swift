@@ -1,4 +1,5 @@
 import OAuth2
+import SafeText
 
 /// What the token store keeps for one identity: its latest access token with the wall-clock
 /// times it was requested and expires, and its refresh token. Times are Unix seconds, since an

@@ -1,4 +1,5 @@
 import OAuth2
+import SafeText
 
 /// What an identity's lifecycle holds, as a token store keeps it: the access token, the refresh
 /// token and who logged in. Taken whole from the lifecycle (`init(_:)`), so that no write to the

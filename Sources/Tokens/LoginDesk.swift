@@ -9,6 +9,7 @@ import Crypto
 import JOSE
 import Locking
 import OAuth2
+import SafeText
 
 public final class LoginDesk: Sendable {
     private let pending = Locked(PendingLogins())

@@ -24,6 +24,7 @@ import Logging
 import OAuth2
 import RedisClient
 import RedisProtocol
+import SafeText
 import TokenStore
 
 /// The shared store's settings: `store.redis`, `store.keyPrefix`, `store.timeoutMilliseconds`

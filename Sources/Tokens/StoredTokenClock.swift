@@ -4,6 +4,7 @@
 
 import FoundationEssentials
 import OAuth2
+import SafeText
 import TokenStore
 
 enum StoredTokenClock {

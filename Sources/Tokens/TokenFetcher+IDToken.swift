@@ -3,6 +3,7 @@ import FoundationEssentials
 import HTTPFields
 import JOSE
 import OAuth2
+import SafeText
 
 extension TokenFetcher {
     /// Checks the ID token of a login's code exchange (OpenID Connect: signature against the

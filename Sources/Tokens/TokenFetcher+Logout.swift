@@ -1,6 +1,7 @@
 import FoundationEssentials
 import HTTPClient
 import OAuth2
+import SafeText
 
 /// How a logout ended (`oauth-relay logout`, `DELETE /identities/NAME/token`).
 public enum LogoutOutcome: Sendable, Equatable {

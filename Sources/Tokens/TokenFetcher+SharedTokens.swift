@@ -1,6 +1,7 @@
 // How the shared store (SharedTokens.swift) drives the token loop's fetches.
 
 import OAuth2
+import SafeText
 
 extension TokenFetcher: SharedTokensDriver {
     /// A shared entry goes to the lifecycle like a file store entry; a token taken from it is

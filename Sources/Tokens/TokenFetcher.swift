@@ -10,6 +10,7 @@ import HTTPFields
 import JOSE
 import Logging
 import OAuth2
+import SafeText
 import TLS
 import TokenStore
 

@@ -8,6 +8,7 @@ import HTTPClient
 import EventLoop
 import OAuth2
 import Locking
+import SafeText
 import TLS
 
 /// One piece of work for the token loop.

@@ -15,6 +15,7 @@ import HTTPClient
 import Logging
 import OAuth2
 import Locking
+import SafeText
 import Synchronization
 import TLS
 import TokenStore

@@ -11,6 +11,7 @@ import EventLoop
 import LocalHTTP
 import Proxy
 import HTTPFields
+import SafeText
 
 final class DemoEchoServer {
     /// Where the dev-only issuer answers, and how long its tokens live.

@@ -7,6 +7,7 @@ import Proxy
 #if canImport(Glibc)
 import Glibc
 import HTTPFields
+import SafeText
 #endif
 
 struct RelayLogHandler: LogHandler {

@@ -13,6 +13,7 @@ import Logging
 import OAuth2
 import Proxy
 import RelayMetrics
+import SafeText
 import Tokens
 import HTTPFields
 

@@ -2,6 +2,7 @@ import Config
 import Crypto
 import JOSE
 import OAuth2
+import SafeText
 import XCTest
 
 /// private_key_jwt and client_secret_jwt in the config: their keys, and what `check` reports.

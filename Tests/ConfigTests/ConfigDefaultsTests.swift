@@ -5,6 +5,7 @@ import Foundation
 import HTTPFields
 import OAuth2
 import Routing
+import SafeText
 import XCTest
 
 /// What a key left out means.

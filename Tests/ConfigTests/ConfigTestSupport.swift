@@ -3,6 +3,7 @@ import Endpoints
 import FileTestSupport
 import Foundation
 import OAuth2
+import SafeText
 import XCTest
 
 /// Decodes `json` with the given environment and base directory.

@@ -1,5 +1,6 @@
 import Config
 import OAuth2
+import SafeText
 import XCTest
 
 /// Each grant and client authentication decodes into its case with exactly the values it needs;

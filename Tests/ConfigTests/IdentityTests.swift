@@ -1,5 +1,6 @@
 import Config
 import OAuth2
+import SafeText
 import XCTest
 
 /// Identities: grants, client authentication and what each grant needs.

@@ -3,6 +3,7 @@ import FileTestSupport
 import Foundation
 import OAuth2
 import RedisProtocol
+import SafeText
 import XCTest
 
 /// `store`: a directory and a 32-byte key (inline, `${ENV}` or a file), errors with JSON paths

@@ -8,6 +8,7 @@
 import Endpoints
 import HTTPFields
 import OAuth2
+import SafeText
 
 private let clientSecret = "fuzz-client-secret-51f0"
 private let issuer = "https://idp.test/realms/fuzz"
@@ -42,7 +43,7 @@ public func fuzzLoginAnswers(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         do throws(DiscoveryError) {
             let metadata = try ProviderMetadata.parse(reply, from: documentURL, issuer: issuer, unixTime: 1_700_000_000)
             precondition(metadata.issuer == issuer, "metadata of another issuer was accepted")
-            precondition(metadata.tokenEndpoint.scheme == .https || TokenEndpointSecurity.isLoopback(metadata.tokenEndpoint.host),
+            precondition(metadata.tokenEndpoint.scheme == .https || HostSyntax.isLoopback(metadata.tokenEndpoint.host),
                          "a plain http token endpoint on a host that is not loopback was accepted")
         } catch {
             precondition(error.description.utf8.count < longestDescription, "a discovery error quotes too much")

@@ -5,6 +5,7 @@
 // byte's %-escape does not change where a path normalises to; and the route a request takes
 // depends neither on such escapes nor on the case of its host.
 
+import Endpoints
 import Routing
 
 /// Routes whose prefixes and hosts overlap, as in a real configuration.

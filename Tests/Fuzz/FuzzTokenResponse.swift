@@ -7,6 +7,7 @@
 import Endpoints
 import HTTPFields
 import OAuth2
+import SafeText
 
 private let clientSecret = "fuzz-client-secret-51f0"
 private let statuses = [200, 200, 200, 400, 401, 429, 500, 503]

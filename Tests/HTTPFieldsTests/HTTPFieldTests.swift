@@ -1,4 +1,5 @@
 import HTTPFields
+import SafeText
 import XCTest
 
 /// An owned header field shows no value that may be a credential, however it is printed.

@@ -1,4 +1,5 @@
 import OAuth2
+import SafeText
 import XCTest
 
 /// Reading the query of the callback the IdP sends the browser back to.

@@ -2,6 +2,7 @@ import Crypto
 import Endpoints
 import JOSE
 import OAuth2
+import SafeText
 import XCTest
 
 /// private_key_jwt and client_secret_jwt token requests: the form, and the assertion in it as the

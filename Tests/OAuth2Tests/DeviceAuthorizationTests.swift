@@ -1,5 +1,6 @@
 import Endpoints
 import OAuth2
+import SafeText
 import XCTest
 
 /// Reading device authorization answers (RFC 8628 §3.2) and revocation answers (RFC 7009 §2.2).

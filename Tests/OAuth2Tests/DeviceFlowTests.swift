@@ -1,5 +1,6 @@
 import Endpoints
 import OAuth2
+import SafeText
 import XCTest
 
 /// One identity's device login (RFC 8628 §3.4-3.5) driven by an injected clock.

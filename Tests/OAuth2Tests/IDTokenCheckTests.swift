@@ -1,6 +1,7 @@
 import Crypto
 import JOSE
 import OAuth2
+import SafeText
 import XCTest
 
 /// ID tokens from a login: signature, issuer, audience, authorized party, times and nonce.

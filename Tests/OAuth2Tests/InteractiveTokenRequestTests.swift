@@ -2,6 +2,7 @@ import Crypto
 import Endpoints
 import JOSE
 import OAuth2
+import SafeText
 import XCTest
 
 /// The requests of the interactive grants and of the device authorization and revocation

@@ -1,6 +1,7 @@
 import Endpoints
 import Foundation
 import OAuth2
+import SafeText
 import XCTest
 
 /// The client authentication a test names; `makeIdentity` gives it the id and secret.

@@ -1,4 +1,5 @@
 import OAuth2
+import SafeText
 import XCTest
 
 /// The logins in flight: single-use states bound to the browser that started them, expiring,

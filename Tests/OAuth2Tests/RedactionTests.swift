@@ -1,5 +1,6 @@
 import Endpoints
 import OAuth2
+import SafeText
 import XCTest
 
 /// No description, debug description or mirror of an OAuth2 type shows a token or secret.

@@ -1,5 +1,6 @@
 import Endpoints
 import OAuth2
+import SafeText
 import XCTest
 
 /// Which IdP endpoints an identity needs, checked against what its configuration and its

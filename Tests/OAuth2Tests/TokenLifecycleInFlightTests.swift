@@ -1,5 +1,6 @@
 import Endpoints
 import OAuth2
+import SafeText
 import XCTest
 
 /// Events that meet a fetch under way: a logout (whose answer must not bring the login back) and

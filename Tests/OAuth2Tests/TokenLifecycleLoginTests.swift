@@ -1,5 +1,6 @@
 import Endpoints
 import OAuth2
+import SafeText
 import XCTest
 
 /// Discovery, a browser login's code exchange and a device login, as the token lifecycle

@@ -1,5 +1,6 @@
 import Endpoints
 import OAuth2
+import SafeText
 import XCTest
 
 /// When tokens are fetched and refreshed, which grant is used, and what a request gets.

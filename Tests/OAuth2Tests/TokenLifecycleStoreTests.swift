@@ -1,5 +1,6 @@
 import Endpoints
 import OAuth2
+import SafeText
 import XCTest
 
 /// `storedEntryRead`: what a token store's entry, read under its lock once a fetch started,

@@ -1,5 +1,6 @@
 import Endpoints
 import OAuth2
+import SafeText
 import XCTest
 
 /// A lifecycle with no jitter (or the given fraction of it).

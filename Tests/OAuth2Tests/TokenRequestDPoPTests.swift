@@ -2,6 +2,7 @@ import Crypto
 import Endpoints
 import JOSE
 import OAuth2
+import SafeText
 import XCTest
 
 /// A token request of a DPoP identity carries a proof for the token endpoint (RFC 9449 §5).

@@ -1,6 +1,7 @@
 import Endpoints
 import HTTPFields
 import OAuth2
+import SafeText
 import XCTest
 
 /// Token requests: exact bodies and headers for every grant and client authentication.

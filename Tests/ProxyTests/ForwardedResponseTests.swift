@@ -1,5 +1,6 @@
 import Config
 @testable import Proxy
+import SafeText
 import XCTest
 
 /// Checks that the upstream's response with head `response` (then `body`) is relayed to the

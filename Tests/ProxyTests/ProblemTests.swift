@@ -1,6 +1,7 @@
 import Foundation
 @testable import Proxy
 import HTTPFields
+import SafeText
 import XCTest
 
 /// The response `problem` writes, split at the empty line into head and body.

@@ -1,5 +1,6 @@
 import Config
 @testable import Proxy
+import Endpoints
 import Routing
 import XCTest
 

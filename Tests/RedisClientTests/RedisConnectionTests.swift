@@ -3,6 +3,7 @@ import OAuth2
 import RedisClient
 import RedisProtocol
 import LoopTestSupport
+import SafeText
 import XCTest
 
 /// One connection over hiredis on the event loop: opening (AUTH, SELECT, SUBSCRIBE), commands,

@@ -6,6 +6,7 @@ import Logging
 import LoopTestSupport
 import OAuth2
 import RedisProtocol
+import SafeText
 import TokenStore
 @testable import Tokens
 import XCTest

@@ -1,5 +1,6 @@
 import OAuth2
 import RedisProtocol
+import SafeText
 import XCTest
 
 /// Commands in RESP, and descriptions that never show an argument.

@@ -1,6 +1,7 @@
 import Crypto
 import Endpoints
 import OAuth2
+import SafeText
 import TokenStore
 import XCTest
 

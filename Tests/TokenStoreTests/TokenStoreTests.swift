@@ -2,6 +2,7 @@ import Crypto
 import FileTestSupport
 import Foundation
 import OAuth2
+import SafeText
 import TokenStore
 import XCTest
 

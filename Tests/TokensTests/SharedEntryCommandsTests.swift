@@ -1,6 +1,7 @@
 import Endpoints
 import OAuth2
 import RedisProtocol
+import SafeText
 import TokenStore
 @testable import Tokens
 import XCTest

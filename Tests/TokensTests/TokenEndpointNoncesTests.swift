@@ -1,6 +1,7 @@
 import Endpoints
 import OAuth2
 @testable import Tokens
+import SafeText
 import XCTest
 
 /// The token thread's memory of DPoP nonces, and when a token request goes again.

@@ -2,6 +2,7 @@ import Endpoints
 import EventLoop
 import OAuth2
 @testable import Tokens
+import SafeText
 import XCTest
 
 /// The hand-off between a request that waits for a token and the fetch that ends its wait

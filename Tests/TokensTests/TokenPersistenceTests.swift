@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import LoopTestSupport
 import OAuth2
+import SafeText
 import Synchronization
 import TokenStore
 @testable import Tokens

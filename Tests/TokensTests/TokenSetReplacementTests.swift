@@ -2,6 +2,7 @@ import Endpoints
 import HTTPClient
 import Logging
 import OAuth2
+import SafeText
 import Synchronization
 import Tokens
 import XCTest

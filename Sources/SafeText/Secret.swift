@@ -1,5 +1,3 @@
-import HTTPFields
-
 /// A credential an identity holds (client secret, password, refresh token, assertion).
 ///
 /// Printing, interpolating, `dump`ing or debug-printing a `Secret` (or any value holding one)

@@ -1,4 +1,3 @@
-import Endpoints
 import HTTPFields
 
 /// Reading an absolute `http`/`https` URL into an `HTTPURL`, for every module that gets URLs

@@ -1,4 +1,4 @@
-import OAuth2
+import SafeText
 import XCTest
 
 /// A secret shows at most its last four characters, however it is printed.
