@@ -61,7 +61,7 @@ let package = Package(
         // Redis values with no socket: endpoint URLs, commands in RESP, replies.
         .target(name: "RedisProtocol", dependencies: ["SafeText", "Endpoints", "HTTPFields"]),
         // A Redis connection over hiredis on an EventLoop (its libuv adapter).
-        .target(name: "RedisClient", dependencies: ["CHiredis", "EventLoop", "RedisProtocol", "OAuth2"]),
+        .target(name: "RedisClient", dependencies: ["CHiredis", "EventLoop", "RedisProtocol"]),
         .target(name: "Tokens", dependencies: ["SafeText",
             "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "Crypto", "TLS", "Locking", "RedisProtocol", "RedisClient",
             .product(name: "Logging", package: "swift-log"),
