@@ -1,0 +1,83 @@
+import FoundationEssentials
+import OAuth2
+import RedisProtocol
+
+/// Reads `store`: the directory, the Redis shared by replicas and the keys that go with it, and
+/// the key that encrypts the tokens (checked by its length, never shown).
+struct StoreDecoder {
+    let context: DecodingContext
+
+    func decode(_ field: Field) -> StoreConfig? {
+        guard let object = ObjectReader(field, knownKeys: StoreConfig.knownKeys, in: context) else { return nil }
+        let pathField = object.field("path")
+        let path = pathField.flatMap(context.nonEmptyString).map(context.files.resolvePath)
+        let redisField = object.field("redis")
+        if pathField == nil && redisField == nil {
+            context.report("required: \"path\" (a directory), \"redis\" (a redis:// URL shared by replicas), or both",
+                           at: object.path.key("path"), offset: object.lastOffset)
+        }
+        let keyField = object.field("key") ?? object.field("keyFile")
+        if keyField == nil {
+            context.report("required: \"key\" or \"keyFile\" (32 random bytes, base64: `openssl rand -base64 32`)",
+                           at: object.path.key("key"), offset: object.lastOffset)
+        }
+        let key = object.secret("key")
+        if let key, let keyField {
+            // Words about the key's length only: never its text.
+            let bytes = Data(base64Encoded: key.value)
+            if bytes == nil {
+                context.report("the key is not base64 (create one with `openssl rand -base64 32`)", at: keyField)
+            } else if let bytes, bytes.count != 32 {
+                context.report("the key decodes to \(bytes.count) bytes, not 32 (create one with `openssl rand -base64 32`)", at: keyField)
+            }
+        }
+        let redis = decodeRedisStore(object, redisField: redisField)
+        if let tls = object.field("tls") {
+            // Accepted by the schema for the day hiredis brings TLS; refused with the reason until then.
+            context.report("\(RedisURLError.noTLS)", at: tls)
+        }
+        guard pathField == nil || path != nil, redisField == nil || redis != nil, pathField != nil || redisField != nil,
+              let key else { return nil }
+        return StoreConfig(path: path, key: key, redis: redis)
+    }
+
+    /// `redis`, `keyPrefix`, `timeoutMilliseconds`: the last two only beside the first.
+    private func decodeRedisStore(_ object: ObjectReader, redisField: Field?) -> RedisStoreConfig? {
+        let prefixField = object.field("keyPrefix")
+        let timeoutField = object.field("timeoutMilliseconds")
+        guard let redisField else {
+            for field in [prefixField, timeoutField].compactMap({ $0 }) {
+                context.report("only with \"redis\" (the shared store)", at: field)
+            }
+            return nil
+        }
+        let endpoint = context.parsed(redisField) { text throws(InvalidValue) -> RedisEndpoint in
+            do throws(RedisURLError) {
+                return try RedisEndpoint(parsing: text)
+            } catch {
+                throw InvalidValue(error.description)
+            }
+        }
+        var config = endpoint.map { RedisStoreConfig(endpoint: $0) }
+        if let prefixField {
+            if let prefix = context.nonEmptyString(prefixField) {
+                if prefix.utf8.count > 100 || !prefix.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+                    context.report("must be at most 100 printable ASCII characters without spaces", at: prefixField)
+                    config = nil
+                } else {
+                    config?.keyPrefix = prefix
+                }
+            } else {
+                config = nil
+            }
+        }
+        if let timeoutField {
+            if let timeout = context.integer(timeoutField, in: 1...60_000, rangeDescription: "milliseconds from 1 to 60000") {
+                config?.timeoutMilliseconds = timeout
+            } else {
+                config = nil
+            }
+        }
+        return config
+    }
+}
