@@ -12,8 +12,8 @@ struct Field {
 /// resolve values, every problem found so far, and the readers of single values (strings with
 /// `${NAME}` resolved, numbers, booleans, arrays) that report a wrong value where it is.
 ///
-/// The sections of the file have decoders of their own (`RelayConfigDecoder` for the top
-/// level, `RouteDecoder`, `IdentityDecoder`, `StoreDecoder`…), each a small value over this
+/// The sections of the file have decoders of their own (`RelayConfigDecoding` for the top
+/// level, `RouteDecoding`, `IdentityDecoding`, `StoreDecoding`…), each a small value over this
 /// one shared context, so that their problems land in one list.
 ///
 /// Decoders never stop at a problem: they report it, return nil (the caller then keeps its

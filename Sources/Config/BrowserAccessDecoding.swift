@@ -2,10 +2,10 @@ import HTTPFields
 
 /// Reads `routes[].browser`: the origins, methods and headers CORS allows, each list checked
 /// so that no wildcard lets every page act with the route's credential.
-struct BrowserAccessDecoder {
+struct BrowserAccessDecoding {
     let context: DecodingContext
 
-    func decode(_ field: Field) -> BrowserAccess? {
+    func decodeBrowserAccess(_ field: Field) -> BrowserAccess? {
         guard let object = ObjectReader(field, knownKeys: BrowserAccess.knownKeys, in: context) else { return nil }
         // Every key is read before deciding, so that each mistake is reported at once.
         let origins = object.required("allowOrigins").flatMap { nonEmptyStrings($0, parse: BrowserAccess.parseOrigin) }

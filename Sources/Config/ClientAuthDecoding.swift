@@ -7,7 +7,7 @@ import OAuth2
 /// `clientAssertionAudience`), and the checks `oauth-relay check` reports about them. Key files
 /// are read and parsed here, so a key that cannot sign fails the config, not a token request;
 /// no message shows key material or a secret.
-struct ClientAuthDecoder {
+struct ClientAuthDecoding {
     let context: DecodingContext
 
     /// The `clientAuth` key's values.
@@ -37,7 +37,7 @@ struct ClientAuthDecoder {
 
     /// The identity's client authentication, its keys read and checked. A method whose
     /// credentials are missing or unusable has been reported; the identity is not used then.
-    func decode(_ object: ObjectReader, id: String?, secret: Secret?) -> ClientAuth {
+    func decodeClientAuth(_ object: ObjectReader, id: String?, secret: Secret?) -> ClientAuth {
         let explicit = object.parsed("clientAuth", ClientAuthMethod.parse)
         let method = explicit ?? (secret == nil ? .publicClient : .basic)
         let key = object.field("clientKeyFile").flatMap { decodeClientKey($0, object: object) }

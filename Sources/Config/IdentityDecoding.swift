@@ -4,8 +4,8 @@ import OAuth2
 
 /// Reads `identities`: each identity's token endpoint, grant, credentials, request fields and
 /// options. The keys each grant needs or must not have are `IdentityKeyChecks`'s, the client
-/// authentication `ClientAuthDecoder`'s.
-struct IdentityDecoder {
+/// authentication `ClientAuthDecoding`'s.
+struct IdentityDecoding {
     let context: DecodingContext
 
     static let identityKeys = [
@@ -29,7 +29,7 @@ struct IdentityDecoder {
 
     /// The `identities` object; names are used in URLs, logs and metrics labels, so they are
     /// restricted to letters, digits, `.`, `_` and `-`.
-    func decode(_ field: Field) -> [String: Identity] {
+    func decodeIdentities(_ field: Field) -> [String: Identity] {
         guard let object = ObjectReader(field, knownKeys: nil, in: context) else { return [:] }
         var identities: [String: Identity] = [:]
         for (name, member) in object.fields {
@@ -71,14 +71,14 @@ struct IdentityDecoder {
         } ?? []
         identity.params = object.field("params").flatMap { decodeParams($0, identity: object) } ?? [:]
         identity.headers = object.field("headers").flatMap {
-            HeaderFieldsDecoder(context: context).decode($0, forbidden: HeaderRules.framingHeaders.union(["host"]))
+            HeaderFieldsDecoding(context: context).decodeHeaderFields($0, forbidden: HeaderRules.framingHeaders.union(["host"]))
         }.map { Dictionary($0.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }) } ?? [:]
         let username = object.nonEmptyString("username")
         let password = object.secret("password")
         let refreshToken = object.secret("refreshToken")
         let assertion = object.secret("assertion")
         identity.tls = object.field("tls").flatMap {
-            TLSSettingsDecoder(context: context).decode($0, endpoint: tokenUrl?.scheme, endpointName: "tokenUrl")
+            TLSSettingsDecoding(context: context).decodeTLS($0, endpoint: tokenUrl?.scheme, endpointName: "tokenUrl")
         }
         identity.allowInsecureTokenUrl = object.bool("allowInsecureTokenUrl") ?? identity.allowInsecureTokenUrl
         identity.defaultExpiresInSeconds = object.seconds("defaultExpiresInSeconds") ?? identity.defaultExpiresInSeconds
@@ -97,10 +97,10 @@ struct IdentityDecoder {
         identity.redirectUri = object.parsed("redirectUri") { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: false) }
         identity.loginTimeoutSeconds = object.seconds("loginTimeoutSeconds") ?? identity.loginTimeoutSeconds
         identity.allowRemoteUse = object.bool("allowRemoteUse") ?? identity.allowRemoteUse
-        let clientAuth = ClientAuthDecoder(context: context)
+        let clientAuth = ClientAuthDecoding(context: context)
         identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
-        identity.clientAuth = clientAuth.decode(object, id: clientId, secret: clientSecret)
-        identity.dpop = object.field("dpop").flatMap(DPoPDecoder(context: context).decode)
+        identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
+        identity.dpop = object.field("dpop").flatMap(DPoPDecoding(context: context).decodeDPoP)
         identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
                                     extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
         if let grant {

@@ -2,13 +2,13 @@ import HTTPFields
 
 /// Reads header objects (`routes[].setHeaders`, `identities.*.headers`): names checked against
 /// `HeaderRules`, values checked for control characters and never echoed in a message.
-struct HeaderFieldsDecoder {
+struct HeaderFieldsDecoding {
     let context: DecodingContext
 
     /// An object of header name to value, sorted by lowercased name. Names must be HTTP
     /// tokens, not in `forbidden` and not repeated in another case; values must not hold
     /// control characters (CR, LF, NUL…). Values are never echoed: they may be credentials.
-    func decode(_ field: Field, forbidden: Set<String>) -> [HTTPField]? {
+    func decodeHeaderFields(_ field: Field, forbidden: Set<String>) -> [HTTPField]? {
         guard let members = context.stringMembers(field) else { return nil }
         var seen: [String: String] = [:]
         var settings: [HTTPField] = []

@@ -3,7 +3,7 @@ import Routing
 /// Reads what the listeners are: `listenTls` (the TLS listener's address, certificate and key),
 /// and `hosts` (top level, and per listener), the Host names a listener serves besides the
 /// loopback names (`ListenerHosts` in BrowserSafety).
-struct ListenerDecoder {
+struct ListenerDecoding {
     let context: DecodingContext
 
     func decodeTLSListener(_ field: Field) -> TLSListener? {

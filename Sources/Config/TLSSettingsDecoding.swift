@@ -2,10 +2,10 @@ import Endpoints
 
 /// Reads `tls` objects (a route's upstream, an identity's token endpoint): their keys and the
 /// checks `oauth-relay check` reports.
-struct TLSSettingsDecoder {
+struct TLSSettingsDecoding {
     let context: DecodingContext
 
-    static let knownKeys = ["caFile", "trust", "serverName", "pins", "clientCert", "clientKey", "insecureSkipVerify"]
+    static let tlsKeys = ["caFile", "trust", "serverName", "pins", "clientCert", "clientKey", "insecureSkipVerify"]
 
     /// The digest of a `sha256/<base64>` pin.
     static func parsePin(_ pin: String) throws(InvalidValue) -> [UInt8] {
@@ -21,11 +21,11 @@ struct TLSSettingsDecoder {
 
     /// A `tls` object for a connection to `endpoint` (described as `endpointName`), which
     /// must not be plain http.
-    func decode(_ field: Field, endpoint: URLScheme?, endpointName: String) -> TLSSettings? {
+    func decodeTLS(_ field: Field, endpoint: URLScheme?, endpointName: String) -> TLSSettings? {
         if endpoint == .http {
             context.report("tls is set but \(endpointName) is http://", at: field)
         }
-        guard let object = ObjectReader(field, knownKeys: Self.knownKeys, in: context) else { return nil }
+        guard let object = ObjectReader(field, knownKeys: Self.tlsKeys, in: context) else { return nil }
         var tls = TLSSettings()
         tls.caFile = object.field("caFile").flatMap(context.files.existingFile)
         if let field = object.field("trust") {

@@ -1,8 +1,8 @@
 /// Reads `limits`: timeouts in seconds and counts, each checked against its range.
-struct LimitsDecoder {
+struct LimitsDecoding {
     let context: DecodingContext
 
-    func decode(_ field: Field) -> Limits? {
+    func decodeLimits(_ field: Field) -> Limits? {
         let secondsKeys: [(String, WritableKeyPath<Limits, Double>)] = [
             ("headerTimeoutSeconds", \.headerTimeoutSeconds),
             ("idleTimeoutSeconds", \.idleTimeoutSeconds),

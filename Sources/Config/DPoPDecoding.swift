@@ -6,12 +6,12 @@ import OAuth2
 /// "alg": … }` where either key may be left out (no `keyFile`: a generated key for `alg`; no
 /// `alg`: the key's default). The key file is read and checked here, so a key that cannot sign
 /// fails the config, not a token request; no message shows key material.
-struct DPoPDecoder {
+struct DPoPDecoding {
     let context: DecodingContext
 
     static let dpopKeys = ["keyFile", "alg"]
 
-    func decode(_ field: Field) -> DPoPBinding? {
+    func decodeDPoP(_ field: Field) -> DPoPBinding? {
         switch field.value.kind {
         case .bool(let enabled):
             return enabled ? .generatedKey(.es256) : nil

@@ -4,7 +4,7 @@ import Routing
 
 /// Reads `routes`: each route's match, upstream, identity, injection, headers and the rest,
 /// and the checks between routes (a name or a match used twice).
-struct RouteDecoder {
+struct RouteDecoding {
     let context: DecodingContext
 
     static let routeKeys = ["name", "match", "upstream", "identity", "stripPrefix", "inject", "setHeaders", "tls", "retryOnStatus",
@@ -12,7 +12,7 @@ struct RouteDecoder {
 
     /// The `routes` array. `identityNames` are the keys of `identities` (valid or not), so a
     /// route naming a broken identity gets no second error.
-    func decode(_ field: Field, identityNames: [String]) -> [Route] {
+    func decodeRoutes(_ field: Field, identityNames: [String]) -> [Route] {
         guard let elements = context.elements(field) else { return [] }
         var routes: [Route] = []
         var firstByName: [String: Route] = [:]
@@ -59,7 +59,7 @@ struct RouteDecoder {
         route.stripPrefix = object.bool("stripPrefix") ?? false
         route.inject = object.field("inject").flatMap(decodeInjection) ?? route.inject
         if let field = object.field("setHeaders") {
-            route.setHeaders = HeaderFieldsDecoder(context: context).decode(field, forbidden: HeaderRules.framingHeaders) ?? []
+            route.setHeaders = HeaderFieldsDecoding(context: context).decodeHeaderFields(field, forbidden: HeaderRules.framingHeaders) ?? []
             if route.identity != nil, case .header(let tokenHeader, _) = route.inject,
                let clash = route.setHeaders.first(where: { $0.name.lowercased() == tokenHeader.lowercased() }) {
                 context.report("\"\(clash.name)\" carries the injected token and cannot also be set", at: field.path.key(clash.name),
@@ -67,13 +67,13 @@ struct RouteDecoder {
             }
         }
         route.tls = object.field("tls").flatMap {
-            TLSSettingsDecoder(context: context).decode($0, endpoint: upstream?.scheme, endpointName: "the upstream")
+            TLSSettingsDecoding(context: context).decodeTLS($0, endpoint: upstream?.scheme, endpointName: "the upstream")
         }
         route.retryOnStatus = object.field("retryOnStatus").flatMap(decodeStatuses) ?? route.retryOnStatus
         route.minTokenAgeForRetrySeconds = object.seconds("minTokenAgeForRetrySeconds") ?? route.minTokenAgeForRetrySeconds
         route.upgrade = object.field("upgrade").flatMap(decodeUpgradeProtocols) ?? route.upgrade
         route.certificateBoundUpstream = object.bool("certificateBoundUpstream") ?? false
-        route.browser = object.field("browser").flatMap(BrowserAccessDecoder(context: context).decode)
+        route.browser = object.field("browser").flatMap(BrowserAccessDecoding(context: context).decodeBrowserAccess)
         return upstream == nil ? nil : route
     }
 
@@ -110,7 +110,7 @@ struct RouteDecoder {
         let name = object.parsed("header") { name throws(InvalidValue) in
             try HeaderRules.validName(name, forbidden: HeaderRules.framingHeaders.union(["host"]))
         } ?? "Authorization"
-        let prefix = object.field("prefix").flatMap(HeaderFieldsDecoder(context: context).headerValue) ?? "Bearer"
+        let prefix = object.field("prefix").flatMap(HeaderFieldsDecoding(context: context).headerValue) ?? "Bearer"
         return .header(name: name, prefix: prefix)
     }
 

@@ -4,10 +4,10 @@ import RedisProtocol
 
 /// Reads `store`: the directory, the Redis shared by replicas and the keys that go with it, and
 /// the key that encrypts the tokens (checked by its length, never shown).
-struct StoreDecoder {
+struct StoreDecoding {
     let context: DecodingContext
 
-    func decode(_ field: Field) -> StoreConfig? {
+    func decodeStore(_ field: Field) -> StoreConfig? {
         guard let object = ObjectReader(field, knownKeys: StoreConfig.knownKeys, in: context) else { return nil }
         let pathField = object.field("path")
         let path = pathField.flatMap(context.nonEmptyString).map(context.files.resolvePath)

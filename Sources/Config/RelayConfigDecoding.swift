@@ -2,10 +2,10 @@ import HTTPFields
 import JSON
 
 /// Reads the top level of a config file into a `RelayConfig`, handing each section to its
-/// decoder (`ListenerDecoder`, `StoreDecoder`, `LimitsDecoder`, `IdentityDecoder`,
-/// `RouteDecoder`) and then running the checks across sections (`RouteIdentityChecks`,
+/// decoder (`ListenerDecoding`, `StoreDecoding`, `LimitsDecoding`, `IdentityDecoding`,
+/// `RouteDecoding`) and then running the checks across sections (`RouteIdentityChecks`,
 /// `InteractiveIdentityChecks`), in the order their problems have always been reported.
-struct RelayConfigDecoder {
+struct RelayConfigDecoding {
     let context: DecodingContext
 
     static let topLevelKeys = [
@@ -13,20 +13,20 @@ struct RelayConfigDecoder {
         "trustForwardedHeaders", "via", "listenTls", "store", "hosts",
     ]
 
-    func decode(_ root: JSONNode) -> RelayConfig? {
+    func decodeRelayConfig(_ root: JSONNode) -> RelayConfig? {
         guard let object = ObjectReader(root, at: .root, knownKeys: Self.topLevelKeys, in: context) else { return nil }
         var config = RelayConfig()
         // Where editors find the schema (`"$schema": "oauth-relay.schema.json"`); the relay has no
         // use for it. Any string, taken as written: not even `${…}` is resolved in it.
         object.field("$schema").map(checkIgnoredString)
         config.listen = object.parsed("listen", HostPort.parse) ?? config.listen
-        let listeners = ListenerDecoder(context: context)
+        let listeners = ListenerDecoding(context: context)
         config.listenTls = object.field("listenTls").flatMap(listeners.decodeTLSListener)
         config.hosts = object.field("hosts").flatMap(listeners.decodeHostNames)
         if let field = object.field("store"), case .null = field.value.kind {
             config.defaultStoreAllowed = false
         } else {
-            config.store = object.field("store").flatMap(StoreDecoder(context: context).decode)
+            config.store = object.field("store").flatMap(StoreDecoding(context: context).decodeStore)
         }
         if let field = object.field("admin") {
             if case .null = field.value.kind {
@@ -38,16 +38,16 @@ struct RelayConfigDecoder {
         config.workers = object.field("workers").flatMap {
             context.integer($0, in: 0...4096, rangeDescription: "0 (one per core) or a worker count up to 4096")
         } ?? config.workers
-        config.limits = object.field("limits").flatMap(LimitsDecoder(context: context).decode) ?? config.limits
+        config.limits = object.field("limits").flatMap(LimitsDecoding(context: context).decodeLimits) ?? config.limits
         var identityNames: [String] = []
         if let field = object.field("identities") {
-            config.identities = IdentityDecoder(context: context).decode(field)
+            config.identities = IdentityDecoding(context: context).decodeIdentities(field)
             if case .object(let members) = field.value.kind {
                 identityNames = members.map(\.key)
             }
         }
         if let field = object.field("routes") {
-            config.routes = RouteDecoder(context: context).decode(field, identityNames: identityNames)
+            config.routes = RouteDecoding(context: context).decodeRoutes(field, identityNames: identityNames)
             RouteIdentityChecks(context: context).checkRouteIdentities(field, routes: config.routes, identities: config.identities)
         }
         if let field = object.field("identities") {
