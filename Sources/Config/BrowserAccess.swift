@@ -1,6 +1,4 @@
 import Endpoints
-import HTTPFields
-import Routing
 
 /// `routes[].browser`: the web pages of other origins that may call a route through a browser,
 /// as CORS allows them. Without it, a route that injects a credential refuses every cross-site

@@ -6,13 +6,20 @@
 //   `RelayConfig`, or into `ConfigErrors` listing every problem in the file with its JSON
 //   path, line and column. It resolves `${NAME}` from an environment passed in and reads
 //   `…File` secrets; it does no other I/O and keeps no state.
+// - Decoding is split by section of the file: `RelayConfigDecoding` reads the top level and
+//   hands each section to its own decoder (`ListenerDecoding`, `StoreDecoding`, `LimitsDecoding`,
+//   `IdentityDecoding` with `ClientAuthDecoding`, `DPoPDecoding` and `IdentityKeyChecks`,
+//   `RouteDecoding` with `BrowserAccessDecoding`, and `TLSSettingsDecoding` and
+//   `HeaderFieldsDecoding` for both routes and identities), then runs the checks across
+//   sections (`RouteIdentityChecks`, `InteractiveIdentityChecks`). All of them report into one
+//   `DecodingContext`, which holds what they share: the environment, the base directory (the
+//   files the config names are `ReferencedFiles`), the problems found and the readers of
+//   single values.
 //
 // Secrets are `Secret` values whose descriptions are redacted, and no error message ever
 // quotes a secret: a message names the key, the variable or the file instead.
 
 import Endpoints
-import HTTPFields
-import JSON
 import OAuth2
 import Routing
 

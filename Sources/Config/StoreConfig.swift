@@ -1,4 +1,3 @@
-import FoundationEssentials
 import OAuth2
 import RedisProtocol
 
