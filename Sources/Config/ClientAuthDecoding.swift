@@ -8,7 +8,9 @@ import SafeText
 /// `clientAssertionAudience`), and the checks `oauth-relay check` reports about them. Key files
 /// are read and parsed here, so a key that cannot sign fails the config, not a token request;
 /// no message shows key material or a secret.
-extension DecodingContext {
+struct ClientAuthDecoding {
+    let context: DecodingContext
+
     /// The `clientAuth` key's values.
     enum ClientAuthMethod: String, CaseIterable {
         case basic
@@ -56,14 +58,14 @@ extension DecodingContext {
     /// `clientAssertionAudience`: `tokenUrl` (the default) or `issuer`, which needs `issuer`.
     func decodeAssertionAudience(_ object: ObjectReader) -> ClientAssertionAudience? {
         guard let field = object.field("clientAssertionAudience") else { return nil }
-        let audience = parsed(field) { text throws(InvalidValue) in
+        let audience = context.parsed(field) { text throws(InvalidValue) in
             guard let value = ClientAssertionAudience(rawValue: text) else {
                 throw InvalidValue("expected \"tokenUrl\" or \"issuer\", got \"\(text)\"")
             }
             return value
         }
         if audience == .issuer && object.field("issuer") == nil {
-            report("\"issuer\" needs the identity's issuer key", at: field)
+            context.report("\"issuer\" needs the identity's issuer key", at: field)
         }
         return audience
     }
@@ -74,25 +76,25 @@ extension DecodingContext {
         let hasSecret = object.field("clientSecret") != nil || object.field("clientSecretFile") != nil
         switch method {
         case .publicClient where hasSecret:
-            report("clientAuth is none but a client secret is set", at: field)
+            context.report("clientAuth is none but a client secret is set", at: field)
         case .privateKeyJWT where hasSecret:
-            report("clientAuth private_key_jwt signs with clientKeyFile; remove the client secret", at: field)
+            context.report("clientAuth private_key_jwt signs with clientKeyFile; remove the client secret", at: field)
         case .privateKeyJWT where object.field("clientKeyFile") == nil:
-            report("clientAuth private_key_jwt needs clientKeyFile", at: field)
+            context.report("clientAuth private_key_jwt needs clientKeyFile", at: field)
         case .basic, .post, .clientSecretJWT:
             if !hasSecret {
-                report("clientAuth \(method.rawValue) needs clientSecret or clientSecretFile", at: field)
+                context.report("clientAuth \(method.rawValue) needs clientSecret or clientSecretFile", at: field)
             } else if method == .clientSecretJWT, let secret, secret.value.utf8.count < Self.minimumJWTSecretBytes {
                 // The length only: the secret's value never goes into a message.
-                report("clientAuth client_secret_jwt signs with HS256, which needs a client secret of at least "
-                       + "\(Self.minimumJWTSecretBytes) bytes (RFC 7518 §3.2); this one has \(secret.value.utf8.count)", at: field)
+                context.report("clientAuth client_secret_jwt signs with HS256, which needs a client secret of at least "
+                               + "\(Self.minimumJWTSecretBytes) bytes (RFC 7518 §3.2); this one has \(secret.value.utf8.count)", at: field)
             }
         default:
             break
         }
         if method.usesAssertion && object.field("clientId") == nil {
-            report("required with clientAuth \(method.rawValue): the client assertion's iss and sub",
-                   at: object.path.key("clientId"), offset: object.lastOffset)
+            context.report("required with clientAuth \(method.rawValue): the client assertion's iss and sub",
+                           at: object.path.key("clientId"), offset: object.lastOffset)
         }
     }
 
@@ -103,7 +105,7 @@ extension DecodingContext {
             guard let field = object.field(key) else { continue }
             if method == .privateKeyJWT || (method == .clientSecretJWT && !privateKeyOnly.contains(key)) { continue }
             let users = privateKeyOnly.contains(key) ? "clientAuth private_key_jwt" : "clientAuth private_key_jwt and client_secret_jwt"
-            report("\(key) is only used by \(users), not by \(method.rawValue)", at: field)
+            context.report("\(key) is only used by \(users), not by \(method.rawValue)", at: field)
         }
     }
 
@@ -118,17 +120,17 @@ extension DecodingContext {
             return algorithm
         }
         let keyID = object.nonEmptyString("clientKeyId")
-        guard let (privateKey, path) = privateKey(inFile: field) else { return nil }
+        guard let (privateKey, path) = context.files.privateKey(inFile: field) else { return nil }
         if case .ed25519 = privateKey.kind {
-            report("an Ed25519 key cannot sign client assertions here (RS256, PS256 or ES256: an RSA or EC P-256 key): \(path)",
-                   at: field)
+            context.report("an Ed25519 key cannot sign client assertions here (RS256, PS256 or ES256: an RSA or EC P-256 key): \(path)",
+                           at: field)
             return nil
         }
         do throws(JOSEError) {
             return try ClientAssertionKey(privateKey: privateKey, algorithm: algorithm, keyID: keyID)
         } catch {
             let place = object.field("clientAssertionAlg") ?? field
-            report("clientAssertionAlg \(algorithm?.rawValue ?? "") does not fit the \(privateKey.kind) key in \(path)", at: place)
+            context.report("clientAssertionAlg \(algorithm?.rawValue ?? "") does not fit the \(privateKey.kind) key in \(path)", at: place)
             return nil
         }
     }

@@ -30,7 +30,7 @@ public enum ConfigLoader {
                                             line: location.line, column: location.column)])
         }
         let context = DecodingContext(environment: environment, baseDirectory: baseDirectory)
-        let config = context.decodeRelayConfig(root)
+        let config = RelayConfigDecoding(context: context).decodeRelayConfig(root)
         guard let config, !context.hasProblems else {
             throw ConfigErrors(context.finish(source: bytes))
         }

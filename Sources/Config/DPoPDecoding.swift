@@ -6,7 +6,9 @@ import OAuth2
 /// "alg": … }` where either key may be left out (no `keyFile`: a generated key for `alg`; no
 /// `alg`: the key's default). The key file is read and checked here, so a key that cannot sign
 /// fails the config, not a token request; no message shows key material.
-extension DecodingContext {
+struct DPoPDecoding {
+    let context: DecodingContext
+
     static let dpopKeys = ["keyFile", "alg"]
 
     func decodeDPoP(_ field: Field) -> DPoPBinding? {
@@ -16,10 +18,10 @@ extension DecodingContext {
         case .object:
             break
         default:
-            typeMismatch(field, expected: "true, false or an object with keyFile and/or alg")
+            context.typeMismatch(field, expected: "true, false or an object with keyFile and/or alg")
             return nil
         }
-        guard let object = ObjectReader(field, knownKeys: Self.dpopKeys, in: self) else { return nil }
+        guard let object = ObjectReader(field, knownKeys: Self.dpopKeys, in: context) else { return nil }
         let algorithm = object.parsed("alg") { text throws(InvalidValue) in
             guard let algorithm = JWSAlgorithm(rawValue: text), DPoPKey.algorithms.contains(algorithm) else {
                 throw InvalidValue("expected one of \(DPoPKey.algorithms.map(\.rawValue).joined(separator: ", ")), got \"\(text)\"")
@@ -30,19 +32,19 @@ extension DecodingContext {
             if object.field("alg") != nil && algorithm == nil { return nil }
             let generated = algorithm ?? .es256
             guard generated == .es256 || generated == .edDSA else {
-                report("\(generated.rawValue) needs an RSA keyFile: without one the relay generates an ES256 (P-256) "
-                       + "or EdDSA (Ed25519) key", at: object.field("alg") ?? field)
+                context.report("\(generated.rawValue) needs an RSA keyFile: without one the relay generates an ES256 (P-256) "
+                               + "or EdDSA (Ed25519) key", at: object.field("alg") ?? field)
                 return nil
             }
             return .generatedKey(generated)
         }
-        guard let (privateKey, path) = privateKey(inFile: keyField) else { return nil }
+        guard let (privateKey, path) = context.files.privateKey(inFile: keyField) else { return nil }
         if object.field("alg") != nil && algorithm == nil { return nil }
         do throws(JOSEError) {
             return .key(try DPoPKey(privateKey: privateKey, algorithm: algorithm))
         } catch {
-            report("alg \(algorithm?.rawValue ?? "") does not fit the \(privateKey.kind) key in \(path)",
-                   at: object.field("alg") ?? keyField)
+            context.report("alg \(algorithm?.rawValue ?? "") does not fit the \(privateKey.kind) key in \(path)",
+                           at: object.field("alg") ?? keyField)
             return nil
         }
     }

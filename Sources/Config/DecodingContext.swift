@@ -1,4 +1,3 @@
-import FoundationEssentials
 import HTTPFields
 import JSON
 
@@ -8,8 +7,13 @@ struct Field {
     var path: JSONPath
 }
 
-/// The state of decoding one config file: the environment and base directory used to
-/// resolve values, and every problem found so far.
+/// What every decoder of one config file shares: the environment and base directory used to
+/// resolve values, every problem found so far, and the readers of single values (strings with
+/// `${NAME}` resolved, numbers, booleans, arrays) that report a wrong value where it is.
+///
+/// The sections of the file have decoders of their own (`RelayConfigDecoding` for the top
+/// level, `RouteDecoding`, `IdentityDecoding`, `StoreDecoding`…), each a small value over this
+/// one shared context, so that their problems land in one list.
 ///
 /// Decoders never stop at a problem: they report it, return nil (the caller then keeps its
 /// default) and go on, so one run lists every error in the file. `finish` sorts the problems
@@ -25,6 +29,9 @@ final class DecodingContext {
     }
 
     var hasProblems: Bool { !problems.isEmpty }
+
+    /// The files the config names, resolved against `baseDirectory`.
+    var files: ReferencedFiles { ReferencedFiles(context: self) }
 
     func report(_ message: String, at path: JSONPath, offset: Int) {
         problems.append((offset, path, message))
@@ -166,52 +173,5 @@ final class DecodingContext {
             return (key, value, member)
         }
         return all ? members : nil
-    }
-
-    // MARK: - Files
-
-    /// A path from the config, resolved against the config file's directory.
-    func resolvePath(_ path: String) -> String {
-        guard !path.hasPrefix("/") else { return path }
-        return baseDirectory.hasSuffix("/") ? baseDirectory + path : baseDirectory + "/" + path
-    }
-
-    /// A file path that must name a readable regular file; returns the resolved path.
-    func existingFile(_ field: Field) -> String? {
-        guard let path = nonEmptyString(field) else { return nil }
-        let resolved = resolvePath(path)
-        if let problem = Self.unreadableFileProblem(resolved) {
-            report("\(problem): \(resolved)", at: field)
-            return nil
-        }
-        return resolved
-    }
-
-    /// The contents of a secret file, trimmed of surrounding whitespace. Problems name the
-    /// file, never its content.
-    func secretFileContent(_ field: Field) -> String? {
-        guard let path = existingFile(field) else { return nil }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            report("cannot read file: \(path)", at: field)
-            return nil
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
-            report("file is not UTF-8 text: \(path)", at: field)
-            return nil
-        }
-        let trimmed = String(WhiteSpace.trimmingSpacesAndNewlines(text))
-        guard !trimmed.isEmpty else {
-            report("file is empty: \(path)", at: field)
-            return nil
-        }
-        return trimmed
-    }
-
-    private static func unreadableFileProblem(_ path: String) -> String? {
-        var isDirectory = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return "no such file" }
-        if isDirectory { return "is a directory, not a file" }
-        if !FileManager.default.isReadableFile(atPath: path) { return "file is not readable" }
-        return nil
     }
 }

@@ -3,7 +3,12 @@ import HTTPFields
 import OAuth2
 import SafeText
 
-extension DecodingContext {
+/// Reads `identities`: each identity's token endpoint, grant, credentials, request fields and
+/// options. The keys each grant needs or must not have are `IdentityKeyChecks`'s, the client
+/// authentication `ClientAuthDecoding`'s.
+struct IdentityDecoding {
+    let context: DecodingContext
+
     static let identityKeys = [
         "tokenUrl", "grant", "clientId", "clientSecret", "clientSecretFile", "clientAuth", "scope", "audience",
         "resource", "params", "headers", "username", "password", "passwordFile", "refreshToken", "refreshTokenFile",
@@ -26,14 +31,14 @@ extension DecodingContext {
     /// The `identities` object; names are used in URLs, logs and metrics labels, so they are
     /// restricted to letters, digits, `.`, `_` and `-`.
     func decodeIdentities(_ field: Field) -> [String: Identity] {
-        guard let object = ObjectReader(field, knownKeys: nil, in: self) else { return [:] }
+        guard let object = ObjectReader(field, knownKeys: nil, in: context) else { return [:] }
         var identities: [String: Identity] = [:]
         for (name, member) in object.fields {
             let validName = !name.isEmpty && name.utf8.allSatisfy {
                 ASCII.isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
             }
             if !validName {
-                report("identity name \"\(name)\" may only use letters, digits, \".\", \"_\" and \"-\"", at: member)
+                context.report("identity name \"\(name)\" may only use letters, digits, \".\", \"_\" and \"-\"", at: member)
             }
             if let identity = decodeIdentity(member, name: name), validName {
                 identities[name] = identity
@@ -43,35 +48,39 @@ extension DecodingContext {
     }
 
     private func decodeIdentity(_ field: Field, name: String) -> Identity? {
-        guard let object = ObjectReader(field, knownKeys: Self.identityKeys, in: self) else { return nil }
+        guard let object = ObjectReader(field, knownKeys: Self.identityKeys, in: context) else { return nil }
         // Without `issuer` the token URL is required; with it, discovery supplies what is not set.
         let hasIssuer = object.field("issuer") != nil
         let tokenUrlField = hasIssuer ? object.field("tokenUrl") : object.required("tokenUrl")
-        let tokenUrl = tokenUrlField.flatMap { parsed($0) { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) } }
+        let tokenUrl = tokenUrlField.flatMap {
+            context.parsed($0) { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) }
+        }
         var identity = Identity(name: name, tokenUrl: tokenUrl)
         // Keys are read in one fixed order (reading reports errors), so `check` lists them in that
         // order; the grant and client authentication are made from the values at the end.
         let grant = object.field("grant") == nil ? .clientCredentials : object.parsed("grant", GrantType.parse)
         let clientId = object.nonEmptyString("clientId")
         let clientSecret = object.secret("clientSecret")
-        identity.scope = object.field("scope").flatMap { stringOrStrings($0) }?.map(\.value).joined(separator: " ")
+        identity.scope = object.field("scope").flatMap { context.stringOrStrings($0) }?.map(\.value).joined(separator: " ")
         identity.audience = object.nonEmptyString("audience")
-        identity.resource = object.field("resource").flatMap { stringOrStrings($0) }?.compactMap { uri, field in
+        identity.resource = object.field("resource").flatMap { context.stringOrStrings($0) }?.compactMap { uri, field in
             guard isAbsoluteURI(uri), !uri.contains("#") else {
-                report("a resource must be an absolute URI without a fragment, got \"\(uri)\"", at: field)
+                context.report("a resource must be an absolute URI without a fragment, got \"\(uri)\"", at: field)
                 return nil
             }
             return uri
         } ?? []
         identity.params = object.field("params").flatMap { decodeParams($0, identity: object) } ?? [:]
         identity.headers = object.field("headers").flatMap {
-            decodeHeaderFields($0, forbidden: HeaderRules.framingHeaders.union(["host"]))
+            HeaderFieldsDecoding(context: context).decodeHeaderFields($0, forbidden: HeaderRules.framingHeaders.union(["host"]))
         }.map { Dictionary($0.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }) } ?? [:]
         let username = object.nonEmptyString("username")
         let password = object.secret("password")
         let refreshToken = object.secret("refreshToken")
         let assertion = object.secret("assertion")
-        identity.tls = object.field("tls").flatMap { decodeTLS($0, endpoint: tokenUrl?.scheme, endpointName: "tokenUrl") }
+        identity.tls = object.field("tls").flatMap {
+            TLSSettingsDecoding(context: context).decodeTLS($0, endpoint: tokenUrl?.scheme, endpointName: "tokenUrl")
+        }
         identity.allowInsecureTokenUrl = object.bool("allowInsecureTokenUrl") ?? identity.allowInsecureTokenUrl
         identity.defaultExpiresInSeconds = object.seconds("defaultExpiresInSeconds") ?? identity.defaultExpiresInSeconds
         identity.refreshSkewSeconds = object.seconds("refreshSkewSeconds") ?? identity.refreshSkewSeconds
@@ -89,15 +98,16 @@ extension DecodingContext {
         identity.redirectUri = object.parsed("redirectUri") { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: false) }
         identity.loginTimeoutSeconds = object.seconds("loginTimeoutSeconds") ?? identity.loginTimeoutSeconds
         identity.allowRemoteUse = object.bool("allowRemoteUse") ?? identity.allowRemoteUse
-        identity.clientAssertionAudience = decodeAssertionAudience(object) ?? .tokenEndpoint
-        identity.clientAuth = decodeClientAuth(object, id: clientId, secret: clientSecret)
-        identity.dpop = object.field("dpop").flatMap(decodeDPoP)
+        let clientAuth = ClientAuthDecoding(context: context)
+        identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
+        identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
+        identity.dpop = object.field("dpop").flatMap(DPoPDecoding(context: context).decodeDPoP)
         identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
                                     extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
         if let grant {
-            checkGrantRequirements(grant, object: object)
+            IdentityKeyChecks(context: context).checkGrantRequirements(grant, object: object)
         }
-        checkInteractiveKeys(identity, object: object)
+        IdentityKeyChecks(context: context).checkInteractiveKeys(identity, object: object)
         return tokenUrl == nil && !hasIssuer ? nil : identity
     }
 
@@ -124,75 +134,9 @@ extension DecodingContext {
         }
     }
 
-    /// Keys a grant needs, and keys only other grants use (a typo or a leftover otherwise).
-    private func checkGrantRequirements(_ grant: GrantType, object: ObjectReader) {
-        func requireKey(_ key: String, alternative: String? = nil) {
-            guard !object.has(key) else { return }
-            let message = "required for the \(grant) grant" + (alternative.map { " (or \($0))" } ?? "")
-            report(message, at: object.path.key(key), offset: object.lastOffset)
-        }
-        func rejectKey(_ key: String, usedBy: String) {
-            for present in [key, key + "File"] {
-                if let field = object.field(present) {
-                    report("\(present) is only used by \(usedBy), not by the \(grant) grant", at: field)
-                }
-            }
-        }
-        if case .extension = grant {} else {
-            requireKey("clientId")
-        }
-        switch grant {
-        case .password:
-            requireKey("username")
-            requireKey("password", alternative: "passwordFile")
-        case .refreshToken:
-            requireKey("refreshToken", alternative: "refreshTokenFile")
-        default:
-            break
-        }
-        if grant != .password {
-            rejectKey("username", usedBy: "the password grant")
-            rejectKey("password", usedBy: "the password grant")
-        }
-        if ![.refreshToken, .authorizationCode, .deviceCode].contains(grant) {
-            rejectKey("refreshToken", usedBy: "the refresh_token, authorization_code and device_code grants")
-        }
-        if case .extension = grant {} else {
-            for key in ["assertion", "subjectToken", "subjectTokenType", "actorToken", "actorTokenType"] {
-                rejectKey(key, usedBy: "extension grants")
-            }
-        }
-        checkTokenExchangeFields(grant, object: object)
-    }
-
-    /// RFC 8693: a token comes with its type; the token exchange grant needs a subject token,
-    /// the jwt-bearer grant (RFC 7523) an assertion, either from their keys or from `params`.
-    private func checkTokenExchangeFields(_ grant: GrantType, object: ObjectReader) {
-        func hasParam(_ name: String) -> Bool {
-            guard case .object(let members) = object.field("params")?.value.kind else { return false }
-            return members.contains { $0.key == name }
-        }
-        var missing: [(key: String, message: String)] = []
-        for (token, type) in [("subjectToken", "subjectTokenType"), ("actorToken", "actorTokenType")]
-        where object.has(token) && !object.has(type) {
-            missing.append((type, "required with \(token) (RFC 8693)"))
-        }
-        let required: [(grant: GrantType, key: String, field: String)] = [
-            (.tokenExchange, "subjectToken", "subject_token"), (.tokenExchange, "subjectTokenType", "subject_token_type"),
-            (.jwtBearer, "assertion", "assertion"),
-        ]
-        for (needingGrant, key, field) in required
-        where grant == needingGrant && !object.has(key) && !hasParam(field) && !missing.contains(where: { $0.key == key }) {
-            missing.append((key, "required for the \(grant) grant (or params.\(field))"))
-        }
-        for (key, message) in missing {
-            report(message, at: object.path.key(key), offset: object.lastOffset)
-        }
-    }
-
     /// `responseFields`: the names of the token, expiry and type fields of a token response.
     private func decodeResponseFields(_ field: Field) -> ResponseFields? {
-        guard let object = ObjectReader(field, knownKeys: ["token", "expiry", "type"], in: self) else { return nil }
+        guard let object = ObjectReader(field, knownKeys: ["token", "expiry", "type"], in: context) else { return nil }
         var fields = ResponseFields()
         fields.token = object.nonEmptyString("token") ?? fields.token
         fields.expiry = object.nonEmptyString("expiry") ?? fields.expiry
@@ -203,27 +147,20 @@ extension DecodingContext {
     /// Form fields; `grant_type` is the relay's to set, from `grant`, and so is every field whose
     /// dedicated key the identity sets.
     private func decodeParams(_ field: Field, identity: ObjectReader) -> [String: String]? {
-        guard let members = stringMembers(field) else { return nil }
+        guard let members = context.stringMembers(field) else { return nil }
         var params: [String: String] = [:]
         for (name, value, member) in members {
             if name.isEmpty {
-                report("a form field name must not be empty", at: member)
+                context.report("a form field name must not be empty", at: member)
             } else if name == "grant_type" {
-                report("grant_type is set from \"grant\"; use \"grant\" instead", at: member)
+                context.report("grant_type is set from \"grant\"; use \"grant\" instead", at: member)
             } else if let key = Self.formFieldKeys[name], identity.has(key) {
-                report("\(name) is already set from \"\(key)\"; set it in one place", at: member)
+                context.report("\(name) is already set from \"\(key)\"; set it in one place", at: member)
             } else {
                 params[name] = value
             }
         }
         return params
-    }
-}
-
-extension ObjectReader {
-    /// True when the key, or its `…File` form, is set.
-    fileprivate func has(_ key: String) -> Bool {
-        field(key) != nil || field(key + "File") != nil
     }
 }
 

@@ -48,6 +48,11 @@ struct ObjectReader {
         fields.first { $0.key == key }?.field
     }
 
+    /// True when the key, or its `…File` form, is set.
+    func has(_ key: String) -> Bool {
+        field(key) != nil || field(key + "File") != nil
+    }
+
     /// The field, or nil after reporting that the required key is missing.
     func required(_ key: String) -> Field? {
         guard let field = field(key) else {
@@ -85,7 +90,7 @@ struct ObjectReader {
         case (let inline?, nil):
             return context.nonEmptyString(inline).map(Secret.init)
         case (nil, let file?):
-            return context.secretFileContent(file).map(Secret.init)
+            return context.files.secretFileContent(file).map(Secret.init)
         }
     }
 }

@@ -2,26 +2,30 @@ import Endpoints
 import HTTPFields
 import Routing
 
-extension DecodingContext {
+/// Reads `routes`: each route's match, upstream, identity, injection, headers and the rest,
+/// and the checks between routes (a name or a match used twice).
+struct RouteDecoding {
+    let context: DecodingContext
+
     static let routeKeys = ["name", "match", "upstream", "identity", "stripPrefix", "inject", "setHeaders", "tls", "retryOnStatus",
                             "minTokenAgeForRetrySeconds", "upgrade", "certificateBoundUpstream", "browser"]
 
     /// The `routes` array. `identityNames` are the keys of `identities` (valid or not), so a
     /// route naming a broken identity gets no second error.
     func decodeRoutes(_ field: Field, identityNames: [String]) -> [Route] {
-        guard let elements = elements(field) else { return [] }
+        guard let elements = context.elements(field) else { return [] }
         var routes: [Route] = []
         var firstByName: [String: Route] = [:]
         var firstByMatch: [RouteMatch: Route] = [:]
         for (index, element) in elements.enumerated() {
             guard let route = decodeRoute(element, index: index, identityNames: identityNames) else { continue }
             if let other = firstByName[route.name] {
-                report("route name \"\(route.name)\" is already used by routes[\(other.index)]",
-                       at: element.path.key("name"), offset: memberOffset("name", in: element))
+                context.report("route name \"\(route.name)\" is already used by routes[\(other.index)]",
+                               at: element.path.key("name"), offset: memberOffset("name", in: element))
             }
             if let other = firstByMatch[route.match] {
-                report("routes[\(other.index)] has the same match, so this route would never be used",
-                       at: element.path.key("match"), offset: memberOffset("match", in: element))
+                context.report("routes[\(other.index)] has the same match, so this route would never be used",
+                               at: element.path.key("match"), offset: memberOffset("match", in: element))
             }
             firstByName[route.name] = firstByName[route.name] ?? route
             firstByMatch[route.match] = firstByMatch[route.match] ?? route
@@ -39,40 +43,42 @@ extension DecodingContext {
     }
 
     private func decodeRoute(_ field: Field, index: Int, identityNames: [String]) -> Route? {
-        guard let object = ObjectReader(field, knownKeys: Self.routeKeys, in: self) else { return nil }
-        let upstream = object.required("upstream").flatMap { parsed($0, UpstreamURL.parse) }
+        guard let object = ObjectReader(field, knownKeys: Self.routeKeys, in: context) else { return nil }
+        let upstream = object.required("upstream").flatMap { context.parsed($0, UpstreamURL.parse) }
         var route = Route(index: index, name: object.nonEmptyString("name"),
                           upstream: upstream ?? UpstreamURL(scheme: .http, host: ""))
         route.match = object.field("match").flatMap(decodeRouteMatch) ?? route.match
-        if let field = object.field("identity"), let name = string(field) {
+        if let field = object.field("identity"), let name = context.string(field) {
             if identityNames.contains(name) {
                 route.identity = name
             } else {
-                report("unknown identity \"\(name)\"" + didYouMean(name, among: identityNames)
-                       + (identityNames.isEmpty ? "; no identities are defined" : ""), at: field)
+                context.report("unknown identity \"\(name)\"" + didYouMean(name, among: identityNames)
+                               + (identityNames.isEmpty ? "; no identities are defined" : ""), at: field)
             }
         }
         route.stripPrefix = object.bool("stripPrefix") ?? false
         route.inject = object.field("inject").flatMap(decodeInjection) ?? route.inject
         if let field = object.field("setHeaders") {
-            route.setHeaders = decodeHeaderFields(field, forbidden: HeaderRules.framingHeaders) ?? []
+            route.setHeaders = HeaderFieldsDecoding(context: context).decodeHeaderFields(field, forbidden: HeaderRules.framingHeaders) ?? []
             if route.identity != nil, case .header(let tokenHeader, _) = route.inject,
                let clash = route.setHeaders.first(where: { $0.name.lowercased() == tokenHeader.lowercased() }) {
-                report("\"\(clash.name)\" carries the injected token and cannot also be set", at: field.path.key(clash.name),
-                       offset: field.value.offset)
+                context.report("\"\(clash.name)\" carries the injected token and cannot also be set", at: field.path.key(clash.name),
+                               offset: field.value.offset)
             }
         }
-        route.tls = object.field("tls").flatMap { decodeTLS($0, endpoint: upstream?.scheme, endpointName: "the upstream") }
+        route.tls = object.field("tls").flatMap {
+            TLSSettingsDecoding(context: context).decodeTLS($0, endpoint: upstream?.scheme, endpointName: "the upstream")
+        }
         route.retryOnStatus = object.field("retryOnStatus").flatMap(decodeStatuses) ?? route.retryOnStatus
         route.minTokenAgeForRetrySeconds = object.seconds("minTokenAgeForRetrySeconds") ?? route.minTokenAgeForRetrySeconds
         route.upgrade = object.field("upgrade").flatMap(decodeUpgradeProtocols) ?? route.upgrade
         route.certificateBoundUpstream = object.bool("certificateBoundUpstream") ?? false
-        route.browser = object.field("browser").flatMap(decodeBrowserAccess)
+        route.browser = object.field("browser").flatMap(BrowserAccessDecoding(context: context).decodeBrowserAccess)
         return upstream == nil ? nil : route
     }
 
     private func decodeRouteMatch(_ field: Field) -> RouteMatch? {
-        guard let object = ObjectReader(field, knownKeys: ["host", "pathPrefix"], in: self) else { return nil }
+        guard let object = ObjectReader(field, knownKeys: ["host", "pathPrefix"], in: context) else { return nil }
         var match = RouteMatch()
         match.host = object.parsed("host") { text throws(InvalidValue) in
             do throws(HostPattern.SyntaxError) { return try HostPattern.parse(text) } catch { throw InvalidValue(error.message) }
@@ -88,10 +94,10 @@ extension DecodingContext {
     }
 
     private func decodeInjection(_ field: Field) -> Injection? {
-        guard let object = ObjectReader(field, knownKeys: ["header", "prefix", "query"], in: self) else { return nil }
+        guard let object = ObjectReader(field, knownKeys: ["header", "prefix", "query"], in: context) else { return nil }
         if object.field("query") != nil {
             guard object.field("header") == nil && object.field("prefix") == nil else {
-                report("set either query or header (with prefix), not both", at: field)
+                context.report("set either query or header (with prefix), not both", at: field)
                 return nil
             }
             return object.parsed("query") { name throws(InvalidValue) in
@@ -104,17 +110,17 @@ extension DecodingContext {
         let name = object.parsed("header") { name throws(InvalidValue) in
             try HeaderRules.validName(name, forbidden: HeaderRules.framingHeaders.union(["host"]))
         } ?? "Authorization"
-        let prefix = object.field("prefix").flatMap(headerValue) ?? "Bearer"
+        let prefix = object.field("prefix").flatMap(HeaderFieldsDecoding(context: context).headerValue) ?? "Bearer"
         return .header(name: name, prefix: prefix)
     }
 
     /// Protocol names as in `Upgrade` (RFC 9110 §7.8), without a version, lowercased.
     private func decodeUpgradeProtocols(_ field: Field) -> [String]? {
-        guard let elements = elements(field) else { return nil }
+        guard let elements = context.elements(field) else { return nil }
         let names = elements.compactMap { element -> String? in
-            guard let name = string(element) else { return nil }
+            guard let name = context.string(element) else { return nil }
             guard ASCII.isToken(name) else {
-                report("must be a protocol name such as \"websocket\" (an HTTP token, no version), got \"\(name)\"", at: element)
+                context.report("must be a protocol name such as \"websocket\" (an HTTP token, no version), got \"\(name)\"", at: element)
                 return nil
             }
             return name.lowercased()
@@ -123,59 +129,8 @@ extension DecodingContext {
     }
 
     private func decodeStatuses(_ field: Field) -> [Int]? {
-        guard let elements = elements(field) else { return nil }
-        let statuses = elements.compactMap { integer($0, in: 400...599, rangeDescription: "an HTTP error status (400-599)") }
+        guard let elements = context.elements(field) else { return nil }
+        let statuses = elements.compactMap { context.integer($0, in: 400...599, rangeDescription: "an HTTP error status (400-599)") }
         return statuses.count == elements.count ? Array(Set(statuses)).sorted() : nil
-    }
-
-    /// An object of header name to value, sorted by lowercased name. Names must be HTTP
-    /// tokens, not in `forbidden` and not repeated in another case; values must not hold
-    /// control characters (CR, LF, NUL…). Values are never echoed: they may be credentials.
-    func decodeHeaderFields(_ field: Field, forbidden: Set<String>) -> [HTTPField]? {
-        guard let members = stringMembers(field) else { return nil }
-        var seen: [String: String] = [:]
-        var settings: [HTTPField] = []
-        for (name, _, member) in members {
-            do {
-                _ = try HeaderRules.validName(name, forbidden: forbidden)
-            } catch {
-                report(error.message, at: member)
-                continue
-            }
-            guard let value = headerValue(member) else { continue }
-            if let other = seen[name.lowercased()] {
-                report("header \"\(name)\" is already set as \"\(other)\" (header names ignore case)", at: member)
-                continue
-            }
-            seen[name.lowercased()] = name
-            settings.append(HTTPField(name: name, value: value))
-        }
-        return settings.sorted { $0.name.lowercased() < $1.name.lowercased() }
-    }
-
-    private func headerValue(_ field: Field) -> String? {
-        guard let value = string(field) else { return nil }
-        guard ASCII.isFieldValue(value) else {
-            report("header value contains a control character (CR, LF, NUL or similar)", at: field)
-            return nil
-        }
-        return value
-    }
-}
-
-enum HeaderRules {
-    /// Hop-by-hop and message-framing headers (RFC 9110 §7.6.1, RFC 9112): the relay
-    /// manages them per connection, so the config cannot set them.
-    static let framingHeaders: Set<String> = [
-        "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length",
-    ]
-
-    /// The name, if it is an HTTP token and not one of `forbidden` (lowercased names).
-    static func validName(_ name: String, forbidden: Set<String>) throws(InvalidValue) -> String {
-        guard ASCII.isToken(name) else { throw InvalidValue("\"\(name)\" is not a valid header name") }
-        guard !forbidden.contains(name.lowercased()) else {
-            throw InvalidValue("\"\(name)\" is managed by the relay and cannot be set here")
-        }
-        return name
     }
 }

@@ -10,12 +10,14 @@ import OAuth2
 /// - An identity with `dpop` sends its `DPoP` tokens as `Authorization: DPoP …` with a `DPoP`
 ///   proof (RFC 9449 §7.1): its routes inject into `Authorization`, not another header or the
 ///   query, and do not set `DPoP` themselves.
-extension DecodingContext {
+struct RouteIdentityChecks {
+    let context: DecodingContext
+
     func checkRouteIdentities(_ routesField: Field, routes: [Route], identities: [String: Identity]) {
         guard case .array(let elements) = routesField.value.kind else { return }
         for route in routes where route.index < elements.count {
             let element = Field(value: elements[route.index], path: routesField.path.index(route.index))
-            guard let object = ObjectReader(element, knownKeys: nil, in: self) else { continue }
+            guard let object = ObjectReader(element, knownKeys: nil, in: context) else { continue }
             let identity = route.identity.flatMap { identities[$0] }
             if route.certificateBoundUpstream, let field = object.field("certificateBoundUpstream") {
                 checkCertificateBinding(route, identity: identity, at: field, routeObject: object)
@@ -28,33 +30,34 @@ extension DecodingContext {
 
     private func checkCertificateBinding(_ route: Route, identity: Identity?, at field: Field, routeObject: ObjectReader) {
         guard let name = route.identity else {
-            return report("certificateBoundUpstream needs the route's identity: the certificate presented upstream is the "
-                          + "identity's tls.clientCert, to which its tokens are bound", at: field)
+            return context.report("certificateBoundUpstream needs the route's identity: the certificate presented upstream is the "
+                                  + "identity's tls.clientCert, to which its tokens are bound", at: field)
         }
         if route.upstream.scheme == .http {
-            report("certificateBoundUpstream presents a client certificate, which needs TLS; the upstream is http://", at: field)
+            context.report("certificateBoundUpstream presents a client certificate, which needs TLS; the upstream is http://", at: field)
         }
         // An identity that did not decode has its own errors already.
         guard let identity else { return }
         guard let identityCert = identity.tls?.clientCert else {
-            return report("identity \(name) presents no client certificate to its token endpoint (identities.\(name).tls.clientCert), "
-                          + "so its tokens are not bound to one (RFC 8705) and there is none to present upstream", at: field)
+            return context.report("identity \(name) presents no client certificate to its token endpoint "
+                                  + "(identities.\(name).tls.clientCert), so its tokens are not bound to one (RFC 8705) and there is "
+                                  + "none to present upstream", at: field)
         }
         if let routeCert = route.tls?.clientCert, !Self.sameFile(routeCert, identityCert) {
-            report("the route's own tls.clientCert (\(routeCert)) is not identity \(name)'s (\(identityCert)): the upstream would "
-                   + "see a certificate its tokens are not bound to; remove it, the identity's is presented", at: field)
+            context.report("the route's own tls.clientCert (\(routeCert)) is not identity \(name)'s (\(identityCert)): the upstream would "
+                           + "see a certificate its tokens are not bound to; remove it, the identity's is presented", at: field)
         }
     }
 
     private func checkDPoPInjection(_ route: Route, identity: Identity, routeObject: ObjectReader) {
         if let field = routeObject.field("setHeaders"), let clash = route.setHeaders.first(where: { $0.name.lowercased() == "dpop" }) {
-            report("\"\(clash.name)\" carries the relay's DPoP proof (identity \(identity.name) uses DPoP) and cannot also be set",
-                   at: field.path.key(clash.name), offset: field.value.offset)
+            context.report("\"\(clash.name)\" carries the relay's DPoP proof (identity \(identity.name) uses DPoP) and cannot also be set",
+                           at: field.path.key(clash.name), offset: field.value.offset)
         }
         let sendsInAuthorization = if case .header(let header, _) = route.inject { header.lowercased() == "authorization" } else { false }
         guard !sendsInAuthorization, let field = routeObject.field("inject") else { return }
-        report("identity \(identity.name) uses DPoP: its tokens go in the Authorization header (\"Authorization: DPoP\" "
-               + "with a DPoP proof, RFC 9449 §7.1), so inject must keep header Authorization", at: field)
+        context.report("identity \(identity.name) uses DPoP: its tokens go in the Authorization header (\"Authorization: DPoP\" "
+                       + "with a DPoP proof, RFC 9449 §7.1), so inject must keep header Authorization", at: field)
     }
 
     /// The same path, or two files with the same bytes.

@@ -1,0 +1,73 @@
+import Crypto
+import FoundationEssentials
+import HTTPFields
+
+/// The files a config names (`…File` secrets, certificates, CA bundles, private keys, the
+/// store's directory): paths resolved against the config file's directory, checked to be
+/// readable files, and read. Problems are reported at the field that names the file; they name
+/// the file, never its content.
+struct ReferencedFiles {
+    let context: DecodingContext
+
+    /// A path from the config, resolved against the config file's directory.
+    func resolvePath(_ path: String) -> String {
+        let baseDirectory = context.baseDirectory
+        guard !path.hasPrefix("/") else { return path }
+        return baseDirectory.hasSuffix("/") ? baseDirectory + path : baseDirectory + "/" + path
+    }
+
+    /// A file path that must name a readable regular file; returns the resolved path.
+    func existingFile(_ field: Field) -> String? {
+        guard let path = context.nonEmptyString(field) else { return nil }
+        let resolved = resolvePath(path)
+        if let problem = Self.unreadableFileProblem(resolved) {
+            context.report("\(problem): \(resolved)", at: field)
+            return nil
+        }
+        return resolved
+    }
+
+    /// The contents of a secret file, trimmed of surrounding whitespace.
+    func secretFileContent(_ field: Field) -> String? {
+        guard let path = existingFile(field) else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            context.report("cannot read file: \(path)", at: field)
+            return nil
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            context.report("file is not UTF-8 text: \(path)", at: field)
+            return nil
+        }
+        let trimmed = String(WhiteSpace.trimmingSpacesAndNewlines(text))
+        guard !trimmed.isEmpty else {
+            context.report("file is empty: \(path)", at: field)
+            return nil
+        }
+        return trimmed
+    }
+
+    /// The private key in the PEM file a field names (`clientKeyFile`, `dpop.keyFile`), with the
+    /// resolved path, or nil once the problem is reported: no such file, unreadable, not a PEM
+    /// private key of a kind the relay uses. Messages name the file and OpenSSL's reason.
+    func privateKey(inFile field: Field) -> (key: PrivateKey, path: String)? {
+        guard let path = existingFile(field) else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            context.report("cannot read file: \(path)", at: field)
+            return nil
+        }
+        do throws(CryptoError) {
+            return (try PrivateKey(pem: String(decoding: data, as: UTF8.self)), path)
+        } catch {
+            context.report("not a usable PEM private key (\(error)): \(path)", at: field)
+            return nil
+        }
+    }
+
+    private static func unreadableFileProblem(_ path: String) -> String? {
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return "no such file" }
+        if isDirectory { return "is a directory, not a file" }
+        if !FileManager.default.isReadableFile(atPath: path) { return "file is not readable" }
+        return nil
+    }
+}

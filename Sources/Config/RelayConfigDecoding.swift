@@ -1,0 +1,73 @@
+import HTTPFields
+import JSON
+
+/// Reads the top level of a config file into a `RelayConfig`, handing each section to its
+/// decoder (`ListenerDecoding`, `StoreDecoding`, `LimitsDecoding`, `IdentityDecoding`,
+/// `RouteDecoding`) and then running the checks across sections (`RouteIdentityChecks`,
+/// `InteractiveIdentityChecks`), in the order their problems have always been reported.
+struct RelayConfigDecoding {
+    let context: DecodingContext
+
+    static let topLevelKeys = [
+        "$schema", "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "metrics",
+        "trustForwardedHeaders", "via", "listenTls", "store", "hosts",
+    ]
+
+    func decodeRelayConfig(_ root: JSONNode) -> RelayConfig? {
+        guard let object = ObjectReader(root, at: .root, knownKeys: Self.topLevelKeys, in: context) else { return nil }
+        var config = RelayConfig()
+        // Where editors find the schema (`"$schema": "oauth-relay.schema.json"`); the relay has no
+        // use for it. Any string, taken as written: not even `${…}` is resolved in it.
+        object.field("$schema").map(checkIgnoredString)
+        config.listen = object.parsed("listen", HostPort.parse) ?? config.listen
+        let listeners = ListenerDecoding(context: context)
+        config.listenTls = object.field("listenTls").flatMap(listeners.decodeTLSListener)
+        config.hosts = object.field("hosts").flatMap(listeners.decodeHostNames)
+        if let field = object.field("store"), case .null = field.value.kind {
+            config.defaultStoreAllowed = false
+        } else {
+            config.store = object.field("store").flatMap(StoreDecoding(context: context).decodeStore)
+        }
+        if let field = object.field("admin") {
+            if case .null = field.value.kind {
+                config.admin = nil
+            } else {
+                config.admin = context.parsed(field, HostPort.parse) ?? config.admin
+            }
+        }
+        config.workers = object.field("workers").flatMap {
+            context.integer($0, in: 0...4096, rangeDescription: "0 (one per core) or a worker count up to 4096")
+        } ?? config.workers
+        config.limits = object.field("limits").flatMap(LimitsDecoding(context: context).decodeLimits) ?? config.limits
+        var identityNames: [String] = []
+        if let field = object.field("identities") {
+            config.identities = IdentityDecoding(context: context).decodeIdentities(field)
+            if case .object(let members) = field.value.kind {
+                identityNames = members.map(\.key)
+            }
+        }
+        if let field = object.field("routes") {
+            config.routes = RouteDecoding(context: context).decodeRoutes(field, identityNames: identityNames)
+            RouteIdentityChecks(context: context).checkRouteIdentities(field, routes: config.routes, identities: config.identities)
+        }
+        if let field = object.field("identities") {
+            InteractiveIdentityChecks(context: context)
+                .checkInteractiveIdentities(&config, identitiesPath: field.path, offset: field.value.offset)
+        }
+        config.accessLog = object.bool("accessLog") ?? config.accessLog
+        config.metrics = object.bool("metrics") ?? config.metrics
+        config.trustForwardedHeaders = object.bool("trustForwardedHeaders") ?? config.trustForwardedHeaders
+        config.via = object.parsed("via") { via throws(InvalidValue) in
+            guard ASCII.isToken(via) else {
+                throw InvalidValue("must be a single token without spaces (letters, digits, -, ., _ …), got \"\(via)\"")
+            }
+            return via
+        } ?? config.via
+        return config
+    }
+
+    /// A string the relay does not read, such as `$schema`: only its type is checked.
+    private func checkIgnoredString(_ field: Field) {
+        guard case .string = field.value.kind else { return context.typeMismatch(field, expected: "a string") }
+    }
+}
