@@ -34,8 +34,10 @@ final class IdPCalls {
         entries[id]?.call = call
     }
 
-    func ended(_ id: UInt64) {
-        entries[id] = nil
+    /// The request `id` ended; false when `cancel` had dropped it already (stopping cancelled it).
+    @discardableResult
+    func ended(_ id: UInt64) -> Bool {
+        entries.removeValue(forKey: id) != nil
     }
 
     /// Any request of `slot` is under way.

@@ -4,7 +4,7 @@
 // A fetch with a store goes: take the identity's entry lock (polled with a timer, never blocking
 // the loop, at most the token request timeout), read the entry and let the lifecycle decide
 // whether the fetch is still needed (`TokenLifecycle.storedEntryRead`), send the request, write
-// the result before it is published, release the lock. See TokenFetcher.swift.
+// the result before it is published, release the lock. See FileLockedFetch.swift.
 //
 // An identity whose DPoP key is generated per process keeps nothing in the store: its tokens
 // are bound to a key no other process (and no later one) holds. For it every call here does
@@ -162,7 +162,7 @@ final class TokenPersistence {
     }
 
     /// Stops waiting for locks. Locks held stay held: their requests are let finish, and
-    /// release them (TokenFetcher.stop).
+    /// release them (TokenRequests: kept while stopping).
     func stop() {
         lockWaits.removeAll()
         for poll in lockPolls.values { poll.close() }

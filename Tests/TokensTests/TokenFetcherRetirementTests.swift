@@ -31,12 +31,12 @@ final class TokenFetcherRetirementTests: XCTestCase {
         let removed = IdentityTokens(identity: identity("removed"), slot: 1)
         adopt([kept, removed], on: fetcher, loop)
         let keys = JWKSet(keys: [])
-        fetcher.keySets[kept.slot] = keys
-        fetcher.keySets[removed.slot] = keys
+        fetcher.idTokens.keySets[kept.slot] = keys
+        fetcher.idTokens.keySets[removed.slot] = keys
 
         adopt([kept], on: fetcher, loop)
-        XCTAssertNil(fetcher.keySets[removed.slot], "the removed identity's JWKS is still kept")
-        XCTAssertEqual(fetcher.keySets[kept.slot], keys)
+        XCTAssertNil(fetcher.idTokens.keySets[removed.slot], "the removed identity's JWKS is still kept")
+        XCTAssertEqual(fetcher.idTokens.keySets[kept.slot], keys)
 
         fetcher.inbox.post(.stop)
         loop.run()

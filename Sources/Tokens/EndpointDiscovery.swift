@@ -1,8 +1,25 @@
+// EndpointDiscovery: reads each identity's provider metadata through IdPClient; the endpoints
+// found go to the lifecycle, the logouts waiting for them revoke, and the identity's next action
+// follows.
+
 import FoundationEssentials
-import HTTPFields
+import Logging
 import OAuth2
 
-extension TokenFetcher {
+/// Runs on the token loop only.
+final class EndpointDiscovery {
+    private let idp: IdPClient
+    private let logouts: Logouts
+    private let logger: Logger
+    private unowned let schedule: any FetchSchedule
+
+    init(idp: IdPClient, logouts: Logouts, logger: Logger, schedule: any FetchSchedule) {
+        self.idp = idp
+        self.logouts = logouts
+        self.logger = logger
+        self.schedule = schedule
+    }
+
     /// Reads the identity's provider metadata (`issuer`): the OpenID Connect document, else the
     /// RFC 8414 one. The endpoints it names complete the configured ones; a failure backs off
     /// like a token request's, and the identity shows it as `failing` with the reason.
@@ -19,8 +36,8 @@ extension TokenFetcher {
     private func step(_ step: ProviderDiscovery.Step, of discovery: ProviderDiscovery, for tokens: IdentityTokens) {
         switch step {
         case .fetch(let url):
-            fetch("GET", url, headers: [HTTPField(name: "Accept", value: "application/json")], for: tokens) { [self] result in
-                guard !stopping else { return }
+            // Once stopping, no answer comes: the request is cancelled (IdPClient).
+            idp.getJSON(url, for: tokens) { [self] result in
                 var discovery = discovery
                 switch result {
                 case .success(let reply): self.step(discovery.received(reply, unixTime: Date().timeIntervalSince1970), of: discovery, for: tokens)
@@ -54,7 +71,7 @@ extension TokenFetcher {
         case .failure(let error):
             logger.warning("discovery failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
         }
-        revokeAfterDiscovery(tokens)
-        runNextAction(tokens)
+        logouts.revokeAfterDiscovery(tokens)
+        schedule.runNextAction(tokens)
     }
 }

@@ -1,18 +1,37 @@
+// IDTokenChecks: the check of a login's ID token (OpenID Connect) before its tokens are taken,
+// with each identity's IdP keys (its JWKS, fetched through IdPClient on first use).
+
 import Endpoints
 import FoundationEssentials
-import HTTPFields
 import JOSE
+import Logging
 import OAuth2
 import SafeText
 
-extension TokenFetcher {
+/// Runs on the token loop only.
+final class IDTokenChecks {
+    private let idp: IdPClient
+    private let logger: Logger
+    /// Each identity's IdP keys for ID tokens, once fetched.
+    var keySets: [Int: JWKSet] = [:]
+
+    init(idp: IdPClient, logger: Logger) {
+        self.idp = idp
+        self.logger = logger
+    }
+
+    /// A retired identity is gone: its IdP keys go too.
+    func forget(slot: Int) {
+        keySets[slot] = nil
+    }
+
     /// Checks the ID token of a login's code exchange (OpenID Connect: signature against the
     /// IdP's JWKS, `iss`, `aud`/`azp`, `exp`/`iat`, the login's `nonce`) and names who logged in.
     /// The JWKS is fetched on first use and once more when the token names a key it lacks (the
     /// IdP rotated its keys). `completion` gets the response, or why it is refused; always, also
     /// once stopping (no JWKS is fetched then, and one under way is cancelled), so the fetch ends
     /// and gives back its store lock and shared lease.
-    func checkIDToken(of response: TokenResponse, for tokens: IdentityTokens,
+    func check(of response: TokenResponse, for tokens: IdentityTokens,
                       completion: @escaping (Result<TokenResponse, TokenEndpointError>) -> Void) {
         let identity = tokens.identity
         // The nonce of the login whose code this exchange sent (another login's code may be
@@ -44,10 +63,8 @@ extension TokenFetcher {
         if let keys = keySets[tokens.slot], case let outcome = validate(keys), outcome != .failure(.keyNotFound) {
             return accept(outcome)
         }
-        guard !stopping else {
-            return completion(.failure(.idToken(reason: "the relay stopped before the IdP's JWKS was read")))
-        }
-        fetch("GET", jwks, headers: [HTTPField(name: "Accept", value: "application/json")], for: tokens) { [self] result in
+        let stopped: () -> Void = { completion(.failure(.idToken(reason: "the relay stopped before the IdP's JWKS was read"))) }
+        idp.getJSON(jwks, for: tokens, stopped: stopped) { [self] result in
             switch result {
             case .success(let reply) where (200..<300).contains(reply.status):
                 do throws(JOSEError) {

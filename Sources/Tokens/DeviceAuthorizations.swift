@@ -1,14 +1,31 @@
+// DeviceAuthorizations: a device login's first step (RFC 8628), sent through IdPClient; its
+// answer goes to the lifecycle, and the identity's next action follows.
+
 import FoundationEssentials
+import Logging
 import OAuth2
 
-extension TokenFetcher {
+/// Runs on the token loop only.
+final class DeviceAuthorizations {
+    private let idp: IdPClient
+    private let logger: Logger
+    private let observer: (any TokenObserver)?
+    private unowned let schedule: any FetchSchedule
+
+    init(idp: IdPClient, logger: Logger, observer: (any TokenObserver)?, schedule: any FetchSchedule) {
+        self.idp = idp
+        self.logger = logger
+        self.observer = observer
+        self.schedule = schedule
+    }
+
     /// Sends a device login's authorization request; its answer (the code a person enters, or
     /// why not) wakes the requests waiting for it.
-    func authorizeDevice(_ tokens: IdentityTokens, _ unsigned: TokenRequest) {
+    func authorize(_ tokens: IdentityTokens, _ unsigned: TokenRequest) {
         let name = tokens.identity.name
         observer?.loginEnded(identity: name, kind: .device, outcome: .started)
-        sendToIdP(unsigned, for: tokens) { [self] result, request in
-            guard !stopping else { return }
+        // Once stopping, no answer comes: the request is cancelled (IdPClient).
+        idp.send(unsigned, for: tokens) { [self] result, request in
             let now = monotonicSeconds()
             var outcome: Result<DeviceAuthorization, TokenEndpointError>
             switch result {
@@ -36,29 +53,7 @@ extension TokenFetcher {
                 logger.warning("device authorization failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
                 observer?.loginEnded(identity: name, kind: .device, outcome: .failed("refused"))
             }
-            runNextAction(tokens)
-        }
-    }
-}
-
-extension TokenFetcher {
-    /// A login's last step ended (a code exchange, or a device poll that ended the flow).
-    func countLogin(_ purpose: TokenRequest.Purpose?, _ outcome: Result<TokenResponse, TokenEndpointError>, failure: String?, of name: String) {
-        let kind: LoginKind
-        switch purpose {
-        case .grant(.authorizationCode)?: kind = .browser
-        case .grant(.deviceCode)?: kind = .device
-        default: return
-        }
-        switch outcome {
-        case .success:
-            observer?.loginEnded(identity: name, kind: kind, outcome: .completed)
-        case .failure(let error) where kind == .browser:
-            observer?.loginEnded(identity: name, kind: kind, outcome: .failed(error.metricLabel))
-        case .failure(let error):
-            // A device poll: only an answer that ends the flow ends the login.
-            guard !DeviceFlow.isWaitingForThePerson(error), !error.isTemporary, failure != nil else { return }
-            observer?.loginEnded(identity: name, kind: kind, outcome: .failed(error.metricLabel))
+            schedule.runNextAction(tokens)
         }
     }
 }

@@ -1,50 +1,12 @@
+// Logouts: an operator's logout on the token loop (`oauth-relay logout`, `DELETE
+// /identities/NAME/token`) — the identity's store entries forgotten (the shared one on every
+// replica), and its refresh token revoked at the IdP through IdPClient, once its endpoints are
+// known.
+
 import FoundationEssentials
-import HTTPClient
+import Logging
 import OAuth2
 import SafeText
-
-/// How a logout ended (`oauth-relay logout`, `DELETE /identities/NAME/token`).
-public enum LogoutOutcome: Sendable, Equatable {
-    /// The IdP revoked the refresh token (RFC 7009).
-    case revoked
-    /// No refresh token was held, or the IdP has no revocation endpoint: forgetting was all.
-    case nothingToRevoke
-    /// The tokens are forgotten, but the IdP did not confirm the revocation.
-    case revocationFailed(String)
-}
-
-/// What became of a logout's shared store entry (`store.redis`).
-public enum SharedStoreRemoval: Sendable, Equatable, CustomStringConvertible {
-    /// Removed, and every replica told to forget the login.
-    case removed
-    /// The configuration shares no tokens.
-    case notShared
-    /// Redis did not remove it (unavailable, too slow, refusing): the other replicas keep the
-    /// login until its tokens expire, and a replica starting meanwhile reads it back.
-    case failed(reason: String)
-
-    public var description: String {
-        switch self {
-        case .removed: "removed from the shared token store; every replica forgets it"
-        case .notShared: "no shared token store"
-        case .failed(let reason): "not removed from the shared token store (\(reason)): the other replicas keep the login "
-            + "until its tokens expire; log out again once Redis is back"
-        }
-    }
-}
-
-/// Who hears how a logout went: `sharedStore` as soon as the shared entry is removed or not
-/// (within the store's timeout), `revocation` once the IdP answered (or there was nothing to
-/// revoke). Called on the token thread.
-public struct LogoutListener: Sendable {
-    public var sharedStore: (@Sendable (SharedStoreRemoval) -> Void)?
-    public var revocation: (@Sendable (LogoutOutcome) -> Void)?
-
-    public init(sharedStore: (@Sendable (SharedStoreRemoval) -> Void)? = nil, revocation: (@Sendable (LogoutOutcome) -> Void)? = nil) {
-        self.sharedStore = sharedStore
-        self.revocation = revocation
-    }
-}
 
 /// A logout's refresh token, waiting for discovery to name the revocation endpoint.
 struct PendingRevocation {
@@ -52,7 +14,24 @@ struct PendingRevocation {
     let completion: (@Sendable (LogoutOutcome) -> Void)?
 }
 
-extension TokenFetcher {
+
+/// Runs on the token loop only.
+final class Logouts {
+    private let idp: IdPClient
+    private let logger: Logger
+    /// The token store, when the configuration has one.
+    private let persistence: TokenPersistence?
+    private unowned let schedule: any FetchSchedule
+    /// Logouts whose revocation waits for the identity's discovery.
+    private var revocationsAwaitingDiscovery: [Int: [PendingRevocation]] = [:]
+
+    init(idp: IdPClient, logger: Logger, persistence: TokenPersistence?, schedule: any FetchSchedule) {
+        self.idp = idp
+        self.logger = logger
+        self.persistence = persistence
+        self.schedule = schedule
+    }
+
     /// Forgets the identity's store entries (the file's, and the shared one for every replica)
     /// and revokes `refreshToken` (or the one the entry held) at the IdP's revocation endpoint,
     /// when it has one. Right after a start (`oauth-relay logout` without a running relay) the
@@ -62,7 +41,7 @@ extension TokenFetcher {
         let refreshToken = held ?? persistence?.read(tokens).refreshToken
         persistence?.remove(tokens)
         let name = tokens.identity.name
-        if let shared = sharedStore(for: tokens) {
+        if let shared = schedule.sharedStore(for: tokens) {
             shared.remove(tokens) { [logger] removal in
                 if case .failed = removal {
                     logger.warning("logout not shared", metadata: ["identity": .string(name), "shared_store": .string("\(removal)")])
@@ -122,12 +101,9 @@ extension TokenFetcher {
         }
         let unsigned = TokenRequest.revocation(for: tokens.identity, token: refreshToken, hint: .refreshToken, at: revocation,
                                                tokenEndpoint: endpoints.token)
-        sendToIdP(unsigned, for: tokens) { [self] result, request in
-            if stopping {
-                // Cancelled (or answered as the loop stops): nobody learns more than this.
-                completion?(.revocationFailed("the relay stopped before the IdP answered the revocation"))
-                return
-            }
+        // Cancelled as the loop stops: nobody learns more than this.
+        let stopped: () -> Void = { completion?(.revocationFailed("the relay stopped before the IdP answered the revocation")) }
+        idp.send(unsigned, for: tokens, stopped: stopped) { [self] result, request in
             switch result {
             case .success(let reply):
                 do throws(TokenEndpointError) {
