@@ -25,7 +25,7 @@ public final class EntryLock {
     }
 
     /// The lock, or nil at once when someone else holds it. Never blocks: the token loop polls
-    /// with a timer instead (see TokenFetcher), so other identities go on meanwhile.
+    /// with a timer instead (see Tokens/TokenPersistence.swift), so other identities go on meanwhile.
     public static func tryAcquire(path: String) throws(StoreError) -> EntryLock? {
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { throw StoreError.io(path: path, operation: "open", reason: errnoText()) }

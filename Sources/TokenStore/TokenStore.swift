@@ -8,7 +8,7 @@
 //                                process is harmless and removed by the next write of that entry)
 //   identity-NAME.token.corrupt-TIME   an entry that did not open, moved aside once
 //
-// Protocol for a fetch (driven by the token thread, Tokens/TokenFetcher.swift): take the
+// Protocol for a fetch (driven by the token thread, Tokens/FileLockedFetch.swift): take the
 // entry's lock, read the entry, fetch only if it is still not good enough, write, release. So
 // N processes refreshing at once make one token request, and a rotated refresh token is never
 // lost. Reading and writing need no lock of their own: a write is an atomic rename.
