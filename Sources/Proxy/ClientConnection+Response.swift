@@ -29,20 +29,10 @@ extension ClientConnection: UpstreamExchangeOwner {
             return .framed
         case .respond(let framing):
             if timesExchanges { exchange.current.record.upstreamHeadAt = worker.clock() }
-            let keepAlive = exchange.keepAlive, versionMinor = exchange.current.request.versionMinor, viaSuffix = settings.viaSuffix
-            if let rules = exchange.current.plan?.cors {
-                // The route owns CORS: the upstream's own fields never reach a page.
-                let cors = exchange.current.cors.map { rules.responseLines[$0] } ?? rules.withoutOrigin
-                work.heldResponse.hold {
-                    ForwardedHead.writeResponse(head, framing: framing, keepAlive: keepAlive, clientVersionMinor: versionMinor,
-                                                viaSuffix: viaSuffix, cors: cors, into: &$0)
-                }
-            } else {
-                work.heldResponse.hold {
-                    ForwardedHead.writeResponse(head, framing: framing, keepAlive: keepAlive, clientVersionMinor: versionMinor,
-                                                viaSuffix: viaSuffix, into: &$0)
-                }
-            }
+            // The route owns CORS: the upstream's own fields never reach a page.
+            let cors = exchange.current.plan?.cors.map { rules in exchange.current.cors.map { rules.responseLines[$0] } ?? rules.withoutOrigin }
+            work.heldResponse.holdHead(head, framing: framing, keepAlive: exchange.keepAlive,
+                                       clientVersionMinor: exchange.current.request.versionMinor, viaSuffix: settings.viaSuffix, cors: cors)
             return framing == .none ? .none : .framed
         }
     }

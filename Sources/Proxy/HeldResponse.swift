@@ -1,5 +1,6 @@
 import ByteBuffers
 import EventLoop
+import HTTP1
 
 /// The response as far as it came in the upstream read that carried its head, and every response
 /// byte on its way to the client: held until that read is parsed to its end, so that bad
@@ -23,6 +24,22 @@ struct HeldResponse: ~Copyable {
         bytes.clear()
         isHolding = true
         writeHead(&bytes)
+    }
+
+    /// Holds the upstream's response `head` as the client gets it (`ForwardedHead.writeResponse`);
+    /// `cors`: the route's CORS fields, which replace the upstream's own, or nil.
+    @inline(__always)
+    mutating func holdHead(_ head: HTTPHead, framing: ForwardedHead.Framing, keepAlive: Bool, clientVersionMinor: UInt8,
+                           viaSuffix: [UInt8], cors: [UInt8]?) {
+        hold { out in
+            if let cors {
+                ForwardedHead.writeResponse(head, framing: framing, keepAlive: keepAlive, clientVersionMinor: clientVersionMinor,
+                                            viaSuffix: viaSuffix, cors: cors, into: &out)
+            } else {
+                ForwardedHead.writeResponse(head, framing: framing, keepAlive: keepAlive, clientVersionMinor: clientVersionMinor,
+                                            viaSuffix: viaSuffix, into: &out)
+            }
+        }
     }
 
     /// Response bytes for the client: held with the head while its read is parsed, written at
