@@ -19,6 +19,12 @@ public protocol ByteStream: AnyObject {
     /// Closes now; queued writes are dropped. Idempotent.
     func close()
     func peerAddress() -> SocketAddress?
+    /// Why a security layer under the stream (TLS) failed, in words safe to show a client; nil
+    /// for plain TCP and while nothing failed. The UVError-typed callbacks cannot say it.
+    var failureReason: String? { get }
+    /// The transport is up but its security handshake is still going on (for TLS: what a
+    /// connect timeout interrupted, a TLS failure rather than a slow network); false for TCP.
+    var isHandshaking: Bool { get }
 }
 
 extension ByteStream {
@@ -144,6 +150,10 @@ public final class TCPStream: LoopHandle, ByteStream {
     public func peerAddress() -> SocketAddress? {
         SocketAddress.read { uv_tcp_getpeername(handle, $0, $1) }
     }
+
+    /// Plain TCP has no security layer to fail: its errors are the UVErrors it reports.
+    public var failureReason: String? { nil }
+    public var isHandshaking: Bool { false }
 
     // MARK: Reading
 

@@ -161,11 +161,7 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
 
     private func connect(to address: SocketAddress) {
         do {
-            if let tls = request.tls {
-                stream = try TLSStream.connect(on: loop, to: address, configuration: tls, host: request.host, delegate: self)
-            } else {
-                stream = try TCPStream.connect(on: loop, to: address, delegate: self)
-            }
+            stream = try TLSStream.connect(on: loop, to: address, tls: request.tls, host: request.host, delegate: self)
         } catch {
             finish(.failure(.connect(error.name)))
             return
@@ -204,7 +200,7 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
 
     func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {
         if let error {
-            if let reason = (stream as? TLSStream)?.failureReason {
+            if let reason = stream.failureReason {
                 finish(.failure(.tls(reason)))
             } else {
                 finish(.failure(.connect(error.name)))

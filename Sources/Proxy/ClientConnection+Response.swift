@@ -1,12 +1,12 @@
 // The response side of a client connection's exchange: what the upstream connection reports
-// (head, body, chunks, end, failure, upgrade), handed to the exchange, and the bytes for the
-// client it calls for.
+// (`UpstreamExchangeOwner`: head, body, chunks, end, failure, upgrade), handed to the exchange,
+// and the bytes for the client it calls for, which go through the workspace's `HeldResponse`.
 
 import ByteBuffers
 import EventLoop
 import HTTP1
 
-extension ClientConnection {
+extension ClientConnection: UpstreamExchangeOwner {
     // MARK: The response (called by UpstreamConnection)
 
     func upstream(_ upstream: UpstreamConnection, didReceiveHead head: HTTPHead) -> HTTP1Parser.BodyExpectation {
@@ -29,19 +29,10 @@ extension ClientConnection {
             return .framed
         case .respond(let framing):
             if timesExchanges { exchange.current.record.upstreamHeadAt = worker.clock() }
-            work.heldResponseHead.clear()
-            holdsResponse = true
-            if let rules = exchange.current.plan?.cors {
-                // The route owns CORS: the upstream's own fields never reach a page.
-                ForwardedHead.writeResponse(head, framing: framing, keepAlive: exchange.keepAlive,
-                                            clientVersionMinor: exchange.current.request.versionMinor, viaSuffix: settings.viaSuffix,
-                                            cors: exchange.current.cors.map { rules.responseLines[$0] } ?? rules.withoutOrigin,
-                                            into: &work.heldResponseHead)
-            } else {
-                ForwardedHead.writeResponse(head, framing: framing, keepAlive: exchange.keepAlive,
-                                            clientVersionMinor: exchange.current.request.versionMinor,
-                                            viaSuffix: settings.viaSuffix, into: &work.heldResponseHead)
-            }
+            // The route owns CORS: the upstream's own fields never reach a page.
+            let cors = exchange.current.plan?.cors.map { rules in exchange.current.cors.map { rules.responseLines[$0] } ?? rules.withoutOrigin }
+            work.heldResponse.holdHead(head, framing: framing, keepAlive: exchange.keepAlive,
+                                       clientVersionMinor: exchange.current.request.versionMinor, viaSuffix: settings.viaSuffix, cors: cors)
             return framing == .none ? .none : .framed
         }
     }
@@ -58,36 +49,36 @@ extension ClientConnection {
         return true
     }
 
-    /// Sends the held response head, once.
     /// The upstream read is parsed to its end (or the response ends, or becomes a tunnel): what
-    /// the read carried of the response goes to the client.
-    func releaseResponseHead() {
-        _ = exchange.releaseHead()
-        guard holdsResponse else { return }
-        holdsResponse = false
-        stream.write(work.heldResponseHead)
-        work.heldResponseHead.clear()
-    }
-
-    /// The read that carried the response's head went wrong before its end: the client has
-    /// nothing of the response yet, so the exchange can still answer 502. False when part of
-    /// the response is already out.
-    func retractHeldResponse() -> Bool {
-        guard holdsResponse else { return false }
-        holdsResponse = false
-        work.heldResponseHead.clear()
-        exchange.responseRetracted()
-        return true
-    }
-
-    /// Response bytes for the client: held with the head while the read that carried it is
-    /// parsed, written at once after.
-    private func sendResponseBytes(_ bytes: UnsafeRawBufferPointer) {
-        if holdsResponse {
-            work.heldResponseHead.append(bytes)
-        } else {
-            stream.write(bytes)
+    /// the read carried of the response goes to the client (`HeldResponse.release`). Returns
+    /// whether a response was held.
+    @discardableResult @inline(__always)
+    func releaseHeldResponse() -> Bool {
+        // No workspace, nothing held; the exchange's head still counts as sent.
+        guard let workspace else {
+            _ = exchange.releaseHead()
+            return false
         }
+        return workspace.heldResponse.release(to: stream, exchange: &exchange)
+    }
+
+    /// The read that carried the response's head went wrong before its end (`HeldResponse.retract`).
+    func retractHeldResponse() -> Bool {
+        workspace?.heldResponse.retract(exchange: &exchange) ?? false
+    }
+
+    func upstreamDidParseRead(_ upstream: UpstreamConnection) {
+        releaseHeldResponse()
+    }
+
+    func upstreamReadOverran(_ upstream: UpstreamConnection) -> Bool {
+        retractHeldResponse()
+    }
+
+    /// Response bytes for the client, through the held response.
+    @inline(__always)
+    private func sendResponseBytes(_ bytes: UnsafeRawBufferPointer) {
+        work.heldResponse.send(bytes, to: stream)
     }
 
     func upstream(_ upstream: UpstreamConnection, didReceiveBody bytes: UnsafeRawBufferPointer) {
@@ -98,10 +89,8 @@ extension ClientConnection {
         case .write:
             sendResponseBytes(bytes)
         case .writeAsChunk:
-            work.scratch.clear()
-            work.scratch.appendHex(UInt64(bytes.count))
-            work.scratch.append("\r\n")
-            sendResponseBytes(work.scratch.readableBytes)
+            let work = self.work
+            work.heldResponse.sendChunkStart(size: UInt64(bytes.count), to: stream, scratch: &work.scratch)
             sendResponseBytes(bytes)
             sendResponseBytes(staticBytes("\r\n"))
         }
@@ -111,10 +100,8 @@ extension ClientConnection {
     func upstream(_ upstream: UpstreamConnection, didStartChunkOfSize size: UInt64) {
         guard exchange.relaysChunks, size > 0 else { return }
         _ = exchange.releaseHead()
-        work.scratch.clear()
-        work.scratch.appendHex(size)
-        work.scratch.append("\r\n")
-        sendResponseBytes(work.scratch.readableBytes)
+        let work = self.work
+        work.heldResponse.sendChunkStart(size: size, to: stream, scratch: &work.scratch)
     }
 
     func upstreamDidFinishChunk(_ upstream: UpstreamConnection) {
@@ -148,8 +135,7 @@ extension ClientConnection {
         guard upstream === self.upstream else { return }
         // The whole response came in the read that carried its head (the usual small answer):
         // that read's clock serves as its end, one clock read less per request.
-        let endedInHeadRead = holdsResponse
-        releaseResponseHead()
+        let endedInHeadRead = releaseHeldResponse()
         switch exchange.responseFinished() {
         case .replay:
             replayWithNewToken(after: upstream)
@@ -179,7 +165,7 @@ extension ClientConnection {
     func upstream(_ upstream: UpstreamConnection, didFail failure: UpstreamFailure) {
         guard upstream === self.upstream else { return }
         self.upstream = nil
-        if !retractHeldResponse() { workspace?.heldResponseHead.clear() }
+        if !retractHeldResponse() { workspace?.heldResponse.drop() }
         switch exchange.upstreamFailed(failure, reused: upstream.isReused, receivedResponseBytes: upstream.receivedResponseBytes) {
         case .closeNow:
             worker.upstreamFailed(failure, plan: exchange.current.plan, settings: settings, midResponse: true)
@@ -205,7 +191,7 @@ extension ClientConnection {
     // MARK: Upgrade tunnel
 
     func upstream(_ upstream: UpstreamConnection, didUpgradeWith bytes: UnsafeRawBufferPointer) {
-        releaseResponseHead()
+        releaseHeldResponse()
         exchange.tunnelStarts()
         upstream.startTunnel()
         timer.disarm()

@@ -50,9 +50,6 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     var exchange = Exchange()
     /// The parser and buffers of the request under way, lent by the worker (nil while idle).
     private(set) var workspace: ExchangeWorkspace?
-    /// The response head held in the workspace's `heldResponseHead` is the current response's
-    /// (its head came in this upstream read).
-    var holdsResponse = false
     var upstream: UpstreamConnection?
     /// The parser stopped at the end of a request (or an upgrade) and must be resumed.
     var parserPaused = false
@@ -93,7 +90,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// bytes, no held response, no upstream connection.
     func returnWorkspaceIfIdle() {
         guard let workspace, exchange.phase == .awaitingRequest, workspace.leftover.isEmpty, !parserPaused,
-              !holdsResponse, upstream == nil else { return }
+              !workspace.heldResponse.isHolding, upstream == nil else { return }
         self.workspace = nil
         worker.workspaces.takeBack(workspace)
     }

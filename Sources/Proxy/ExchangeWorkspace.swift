@@ -16,10 +16,8 @@ final class ExchangeWorkspace {
     var parsing = ByteBuffer()
     /// Scratch for composing heads and chunk lines.
     var scratch = ByteBuffer()
-    /// The response as far as it came in the upstream read that carried its head: held until
-    /// that read is parsed to its end, so that bad framing, or bytes past the response's end, in
-    /// that read still become a clean 502 instead of a response that looks complete.
-    var heldResponseHead = ByteBuffer()
+    /// The response as far as it came in the upstream read that carried its head (`HeldResponse`).
+    var heldResponse = HeldResponse()
     /// The request head as sent upstream, kept to send again on a fresh connection when a
     /// reused one turns out closed (only for requests without a body).
     var replayableHead = ByteBuffer()
@@ -45,7 +43,7 @@ final class ExchangeWorkspace {
         empty(&leftover)
         empty(&parsing)
         empty(&scratch)
-        empty(&heldResponseHead)
+        heldResponse.reset(keptCapacity: keptCapacity)
         empty(&replayableHead)
         empty(&replayBody)
         if normalizedPath.capacity > keptCapacity { normalizedPath = [] }

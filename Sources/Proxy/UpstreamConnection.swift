@@ -42,7 +42,8 @@ enum UpstreamFailure: Error {
 }
 
 /// One HTTP/1.1 connection to an upstream, reused for many exchanges through its pool.
-/// While an exchange runs, `owner` (the client connection) receives the parsed response.
+/// While an exchange runs, `owner` (the client connection's exchange) receives the parsed
+/// response (`UpstreamExchangeOwner`).
 final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// `queued`: waiting for the pool to allow one more connection (`maxUpstreamConnections`).
     enum State { case queued, resolving, connecting, active, tunnelling, idle, closed }
@@ -51,8 +52,8 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     private(set) var stream: (any ByteStream)?
     let parser: HTTP1Parser
     private(set) var state: State = .resolving
-    /// The client connection whose exchange this is; strong only during the exchange.
-    var owner: ClientConnection?
+    /// Whose exchange this is; strong only during the exchange.
+    var owner: (any UpstreamExchangeOwner)?
     /// Exchanges completed on this connection before the current one.
     private(set) var completedExchanges = 0
     /// Any byte of a response arrived in the current exchange.
@@ -103,11 +104,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     func connect(to address: SocketAddress) {
         guard state == .resolving else { return }
         do {
-            if let tls = pool.tls {
-                stream = try TLSStream.connect(on: loop, to: address, configuration: tls, host: pool.key.host, delegate: self)
-            } else {
-                stream = try TCPStream.connect(on: loop, to: address, delegate: self)
-            }
+            stream = try TLSStream.connect(on: loop, to: address, tls: pool.tls, host: pool.key.host, delegate: self)
         } catch {
             // Reported on the next loop turn, not from inside `acquire`: the owner takes this
             // connection as its upstream only when `acquire` returns, and would not recognise a
@@ -168,7 +165,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     }
 
     /// Starts an exchange for `owner` on this (new or idle) connection.
-    func begin(for owner: ClientConnection) {
+    func begin(for owner: any UpstreamExchangeOwner) {
         self.owner = owner
         receivedResponseBytes = false
         deadlines.beginExchange()
@@ -270,7 +267,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         case .connect:
             if let failedToConnect { return fail(.connect(failedToConnect)) }
             // Issue 3: a handshake that does not finish is a TLS failure (502), not a slow network.
-            fail((stream as? TLSStream)?.isHandshaking == true ? .tls("TLS handshake timed out") : .connectTimeout)
+            fail(stream?.isHandshaking == true ? .tls("TLS handshake timed out") : .connectTimeout)
         case .response: fail(.responseTimeout)
         case .responseTotal: fail(.responseTotalTimeout)
         case .idle: close()
@@ -282,7 +279,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {
         if let error {
-            fail((stream as? TLSStream)?.failureReason.map { .tls($0) } ?? .connect(error))
+            fail(stream.failureReason.map { .tls($0) } ?? .connect(error))
             return
         }
         state = .active
@@ -306,13 +303,13 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         if deadlines.purpose == .response { arm(.response, timeouts.response) }
         switch parser.feed(bytes) {
         case .consumed:
-            owner?.releaseResponseHead()
+            owner?.upstreamDidParseRead(self)
         case .paused(let consumed):
             if consumed < bytes.count {
                 // Bytes after a complete response that nobody asked for: never reuse this one;
                 // and if they came in the read that carried the response, it is a 502.
                 reusable = false
-                if owner?.retractHeldResponse() == true {
+                if owner?.upstreamReadOverran(self) == true {
                     return fail(.badResponse(HTTP1Error(.malformed, "bytes past the end of the response (its Content-Length or last chunk)")))
                 }
             }
@@ -339,7 +336,7 @@ final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                 fail(.closed(nil))
             }
         case .active, .connecting:
-            fail((stream as? TLSStream)?.failureReason.map { .tls($0) } ?? .closed(error))
+            fail(stream.failureReason.map { .tls($0) } ?? .closed(error))
         default:
             close()
         }

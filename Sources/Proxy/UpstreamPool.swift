@@ -53,7 +53,7 @@ final class UpstreamPool {
 
     /// A connection for `owner`'s exchange: an idle one, or a new one (connecting, or waiting
     /// for the host name to resolve). Never nil: failures arrive later through the owner.
-    func acquire(for owner: ClientConnection, fresh: Bool = false) -> UpstreamConnection {
+    func acquire(for owner: any UpstreamExchangeOwner, fresh: Bool = false) -> UpstreamConnection {
         if !fresh, let connection = idle.popLast() {
             connection.begin(for: owner)
             return connection

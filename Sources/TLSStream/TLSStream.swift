@@ -5,7 +5,8 @@
 //
 // "Connected" is reported to the delegate only when the handshake has completed (and the
 // certificate, name and pins were accepted), so a connect timeout covers the handshake and a
-// refused certificate is a connect failure. Why it failed is in `failureReason`.
+// refused certificate is a connect failure. Why it failed is in `failureReason`, which the
+// `ByteStream` protocol carries, so an owner reads it without knowing the stream is TLS.
 
 import ByteBuffers
 import EventLoop
@@ -61,6 +62,15 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
         // The ClientHello waits in the TCP stream's queue until the connection is up.
         stream.flushOutgoing()
         return stream
+    }
+
+    /// Connects over TLS when `tls` is given, over plain TCP otherwise: the one place where the
+    /// upstream pool and the HTTP client choose their transport. Either way the stream reports
+    /// "connected" when it can carry the request, and a TLS failure in `failureReason`.
+    public static func connect(on loop: EventLoop, to address: SocketAddress, tls: TLSConfiguration?, host: String,
+                               delegate: any ByteStreamDelegate) throws(UVError) -> any ByteStream {
+        guard let tls else { return try TCPStream.connect(on: loop, to: address, delegate: delegate) }
+        return try connect(on: loop, to: address, configuration: tls, host: host, delegate: delegate)
     }
 
     // MARK: ByteStream
