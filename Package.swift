@@ -110,7 +110,8 @@ let package = Package(
         .testTarget(name: "ConfigTests", dependencies: ["Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "Crypto", "RedisProtocol",
                                                         "FileTestSupport"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "BrowserSafety", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2",
-                                                       "Tokens", "JOSE", "TLS"]),
+                                                       "Tokens", "JOSE", "TLS", "EventLoop", "ByteBuffers", "LoopTestSupport",
+                                                       .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "LoginPagesTests", dependencies: ["LoginPages", "HTTP1", "Endpoints", "OAuth2"]),
         .testTarget(name: "AdminAPITests", dependencies: ["AdminAPI", "BrowserSafety", "LocalHTTP", "Config"]),
         // The leak check of the event loop's tests, shared by every test target that runs a loop.
