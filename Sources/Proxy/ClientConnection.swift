@@ -244,8 +244,9 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// the exchange's token. False when it could not be written; when its proof could not be
     /// signed, the request was answered locally instead.
     func writeUpstreamRequestHead(for plan: RoutePlan) -> Bool {
-        switch UpstreamRequestHead.write(for: plan, token: exchange.token, request: exchange.current.request,
-                                         forwarding: forwarding, proofs: worker.tokens?.proofs, in: work) {
+        switch UpstreamRequestHead.write(for: plan, token: exchange.token, framing: exchange.current.request.framing,
+                                         upgrade: exchange.current.request.upgrade,
+                                         forwarding: forwarding, proofs: plan.usesDPoP ? worker.tokens?.proofs : nil, in: work) {
         case .written:
             return true
         case .unreadableTarget:

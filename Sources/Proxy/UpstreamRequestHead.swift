@@ -21,7 +21,7 @@ enum UpstreamRequestHead {
     /// The head is read from the parser, where it stays until the next request, so this also
     /// serves a request that waited for its token or is sent again.
     @inline(__always)
-    static func write(for plan: RoutePlan, token: WorkerTokens.CachedToken?, request: Exchange.Request,
+    static func write(for plan: RoutePlan, token: WorkerTokens.CachedToken?, framing: ForwardedHead.Framing, upgrade: [UInt8]?,
                       forwarding: ForwardedHead.Forwarding, proofs: WorkerProofs?, in work: ExchangeWorkspace) -> Outcome {
         let head = work.parser.head
         guard let target = RequestTarget(head.target) else { return .unreadableTarget }
@@ -32,7 +32,7 @@ enum UpstreamRequestHead {
         let failure = withOptionalBytes(token?.bytes) { tokenBytes -> JOSEError? in
             if let verbatim {
                 return write(head, target: verbatim, requestTarget: target, plan: plan, token: tokenBytes, proofing: proofing, proofs: proofs,
-                             request: request, forwarding: forwarding, into: work)
+                             framing: framing, upgrade: upgrade, forwarding: forwarding, into: work)
             }
             work.normalizedPath.withUnsafeBytes {
                 plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
@@ -40,7 +40,7 @@ enum UpstreamRequestHead {
             }
             return work.rewrittenTarget.withUnsafeBytes { rewritten in
                 write(head, target: rewritten, requestTarget: target, plan: plan, token: tokenBytes, proofing: proofing, proofs: proofs,
-                      request: request, forwarding: forwarding, into: work)
+                      framing: framing, upgrade: upgrade, forwarding: forwarding, into: work)
             }
         }
         guard let failure else { return .written }
@@ -50,21 +50,23 @@ enum UpstreamRequestHead {
     /// Writes the head for `target` (as the upstream receives it) with the token; with a
     /// `proofing` (a `DPoP` token on a DPoP route), a fresh proof whose `htu` is the upstream's origin and `target`'s path. Returns the
     /// signing failure, if any (nothing is written then).
+    @inline(__always)
     private static func write(_ head: HTTPHead, target: UnsafeRawBufferPointer, requestTarget: RequestTarget, plan: RoutePlan,
                               token: UnsafeRawBufferPointer?, proofing: DPoPProofing?, proofs: WorkerProofs?,
-                              request: Exchange.Request, forwarding: ForwardedHead.Forwarding, into work: ExchangeWorkspace) -> JOSEError? {
+                              framing: ForwardedHead.Framing, upgrade: [UInt8]?, forwarding: ForwardedHead.Forwarding,
+                              into work: ExchangeWorkspace) -> JOSEError? {
         let clientHost = requestTarget.authority ?? head.host
         guard let proofing, let proofs else {
-            ForwardedHead.writeRequest(head, target: target, plan: plan, framing: request.framing, forwarding: forwarding,
-                                       clientHost: clientHost, token: token, upgrade: request.upgrade, into: &work.scratch)
+            ForwardedHead.writeRequest(head, target: target, plan: plan, framing: framing, forwarding: forwarding,
+                                       clientHost: clientHost, token: token, upgrade: upgrade, into: &work.scratch)
             return nil
         }
         // The asterisk-form's target URI has no path (RFC 9110 §7.1).
         let path = requestTarget.isAsterisk ? UnsafeRawBufferPointer(start: nil, count: 0) : target
         do throws(JOSEError) {
             try proofs.withProof(proofing, method: head.methodName, plan: plan, target: path) { proof in
-                ForwardedHead.writeRequest(head, target: target, plan: plan, framing: request.framing, forwarding: forwarding,
-                                           clientHost: clientHost, token: token, proof: proof, upgrade: request.upgrade,
+                ForwardedHead.writeRequest(head, target: target, plan: plan, framing: framing, forwarding: forwarding,
+                                           clientHost: clientHost, token: token, proof: proof, upgrade: upgrade,
                                            into: &work.scratch)
             }
             return nil
