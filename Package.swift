@@ -116,8 +116,10 @@ let package = Package(
                                                         "FileTestSupport"]),
         .testTarget(name: "ProxyTests", dependencies: ["SafeText", "Proxy", "BrowserSafety", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2",
                                                        "Tokens", "JOSE", "TLS",
-                                                       // HeldResponseTests: a recording client stream.
-                                                       "EventLoop", "ByteBuffers"]),
+                                                       // HeldResponseTests: a recording client stream; ProxyWorkerLeakTests: a worker
+                                                       // on the leak-checked loop.
+                                                       "EventLoop", "ByteBuffers", "LoopTestSupport",
+                                                       .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "LoginPagesTests", dependencies: ["LoginPages", "HTTP1", "Endpoints", "OAuth2"]),
         .testTarget(name: "AdminAPITests", dependencies: ["AdminAPI", "BrowserSafety", "LocalHTTP", "Config"]),
         // The leak check of the event loop's tests, shared by every test target that runs a loop.

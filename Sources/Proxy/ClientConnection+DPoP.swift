@@ -1,39 +1,11 @@
-// DPoP on a client connection's exchanges (RFC 9449): the proof each forwarded request with a
-// `DPoP` token carries (signed for the target the upstream receives), the nonces upstream
-// responses bring, and the replay after a `use_dpop_nonce` answer, which keeps the token.
+// DPoP on a client connection's exchanges (RFC 9449): a new proof for a request sent again, a
+// proof that could not be signed, the nonces upstream responses bring, and the replay after a
+// `use_dpop_nonce` answer, which keeps the token. The proof in each head: UpstreamRequestHead.swift.
 
 import HTTP1
 import JOSE
 
 extension ClientConnection {
-    /// Writes the head for `target` (as the upstream receives it, chosen by
-    /// `writeUpstreamRequestHead`) with the token; for a `DPoP` token with a fresh proof whose
-    /// `htu` is the upstream's origin and `target`'s path. Returns the signing failure, if any
-    /// (nothing is written then).
-    func writeHeadWithTokenAndProof(_ head: HTTPHead, plan: RoutePlan, target: UnsafeRawBufferPointer,
-                                    requestTarget: RequestTarget, token: UnsafeRawBufferPointer?) -> JOSEError? {
-        let clientHost = requestTarget.authority ?? head.host
-        // Routes without DPoP do not look at the token (a copy of it) at all.
-        guard plan.usesDPoP, let dpop = exchange.token?.dpop, let proofs = worker.tokens?.proofs else {
-            ForwardedHead.writeRequest(head, target: target, plan: plan, framing: exchange.current.request.framing,
-                                       forwarding: forwarding, clientHost: clientHost, token: token,
-                                       upgrade: exchange.current.request.upgrade, into: &work.scratch)
-            return nil
-        }
-        // The asterisk-form's target URI has no path (RFC 9110 §7.1).
-        let path = requestTarget.isAsterisk ? UnsafeRawBufferPointer(start: nil, count: 0) : target
-        do throws(JOSEError) {
-            try proofs.withProof(dpop, method: head.methodName, plan: plan, target: path) { proof in
-                ForwardedHead.writeRequest(head, target: target, plan: plan, framing: exchange.current.request.framing,
-                                           forwarding: forwarding, clientHost: clientHost, token: token, proof: proof,
-                                           upgrade: exchange.current.request.upgrade, into: &work.scratch)
-            }
-            return nil
-        } catch {
-            return error
-        }
-    }
-
     /// A request sent again on a fresh connection (the reused one turned out closed) gets a new
     /// proof: the old one may have reached the upstream, which would take its `jti` for a
     /// replayed proof. False when the proof could not be signed (answered locally).

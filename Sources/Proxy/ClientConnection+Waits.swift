@@ -31,13 +31,13 @@ extension ClientConnection {
     /// The request waited `tokenWaitSeconds` for its token: 503, so no request hangs on a token
     /// endpoint that does not answer.
     func tokenWaitExpired() {
-        guard let action = exchange.tokenWaitExpired(tokenWaitSeconds: settings.config.limits.tokenWaitSeconds) else { return }
+        guard let action = exchange.tokenWaitExpired(tokenWaitSeconds: settings.tokenWaitSeconds) else { return }
         worker.tokens?.unpark(self)
         endTokenWait(action)
     }
 
     /// Ends a wait for the token: the request goes out with it, or is answered locally.
-    private func endTokenWait(_ action: Exchange.TokenAction) {
+    private func endTokenWait(_ action: Exchange.TokenWaitEnd) {
         timer.disarm()
         let resumeParser: Bool
         switch action {

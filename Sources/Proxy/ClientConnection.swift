@@ -16,7 +16,8 @@
 // This file: state, reading and the request side. ClientConnection+Response.swift: what the
 // upstream connection reports. ClientConnection+Ending.swift: local answers and endings.
 // ClientConnection+Waits.swift: waiting for the token and for the request body.
-// ClientConnection+DPoP.swift: DPoP proofs and upstream nonces.
+// ClientConnection+DPoP.swift: DPoP proofs and upstream nonces. UpstreamRequestHead.swift: the
+// request head as the upstream receives it.
 
 import ByteBuffers
 import EventLoop
@@ -27,12 +28,6 @@ import JOSE
 import OAuth2
 import Routing
 import Tokens
-
-/// Calls `body` with a view of `bytes`, or with nil.
-func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
-    guard let bytes else { return body(nil) }
-    return bytes.withUnsafeBytes { body($0) }
-}
 
 final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// Strong, and a `let`: calls on a `let` of `self` borrow it, where an `unowned(unsafe)`
@@ -60,7 +55,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         settings = worker.currentSettings
         let address = stream.peerAddress()?.ipString ?? "unknown"
         forwarding = ForwardedHead.Forwarding(clientAddress: worker.sharedClientAddress(Array(address.utf8)),
-                                              trustForwardedHeaders: settings.config.trustForwardedHeaders,
+                                              trustForwardedHeaders: settings.trustForwardedHeaders,
                                               viaSuffix: settings.viaSuffix, overTLS: overTLS)
         timer = DeadlineTimer(loop: stream.loop)
         stream.delegate = self
@@ -103,14 +98,14 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     }
 
     /// Exchanges are timed for the metrics or the access log (a reload may switch the log).
-    var timesExchanges: Bool { worker.metrics != nil || settings.config.accessLog }
+    var timesExchanges: Bool { worker.metrics != nil || settings.accessLog }
 
     /// Takes the settings a reload published, at a request's head (its header limits apply from
     /// the next head on).
     private func adopt(_ current: ProxySettings) {
         settings = current
         workspace?.parser.limits = current.headerLimits
-        forwarding.trustForwardedHeaders = current.config.trustForwardedHeaders
+        forwarding.trustForwardedHeaders = current.trustForwardedHeaders
         forwarding.viaSuffix = current.viaSuffix
     }
 
@@ -204,7 +199,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// identity's token looked up, for the exchange to decide.
     @inline(__always)
     private func place(_ head: HTTPHead) -> Exchange.HeadAction {
-        let logging = settings.config.accessLog
+        let logging = settings.accessLog
         if logging { exchange.current.record.method = String(decoding: head.methodName, as: UTF8.self) }
         let placement = RequestPlacement(settings: settings, overTLS: forwarding.overTLS)
             .place(head, normalizedPath: &work.normalizedPath, record: &exchange.current.record, logging: logging)
@@ -242,31 +237,21 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         if exchange.requestComplete { upstream.noteRequestSent() }
     }
 
-    /// Writes the request head as it goes upstream into `scratch`: chooses the target (the
-    /// client's verbatim, or rewritten for the route), then writes the head for it with the token
-    /// and for a `DPoP` token its proof (`writeHeadWithTokenAndProof`, ClientConnection+DPoP.swift).
-    /// False when the proof could not be signed: the request was answered locally instead.
+    /// Writes the request head as it goes upstream into `scratch` (`UpstreamRequestHead`), with
+    /// the exchange's token. False when it could not be written; when its proof could not be
+    /// signed, the request was answered locally instead.
     func writeUpstreamRequestHead(for plan: RoutePlan) -> Bool {
-        let work = self.work
-        let head = work.parser.head
-        guard let target = RequestTarget(head.target) else { return false }
-        work.scratch.clear()
-        let verbatim = plan.forwardsTargetVerbatim || target.isAsterisk ? target.originForm : nil
-        let failure = withOptionalBytes(exchange.token?.bytes) { token -> JOSEError? in
-            if let verbatim {
-                return writeHeadWithTokenAndProof(head, plan: plan, target: verbatim, requestTarget: target, token: token)
-            }
-            work.normalizedPath.withUnsafeBytes {
-                plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
-                                         token: token, into: &work.rewrittenTarget, scratch: &work.targetScratch)
-            }
-            return work.rewrittenTarget.withUnsafeBytes { rewritten in
-                writeHeadWithTokenAndProof(head, plan: plan, target: rewritten, requestTarget: target, token: token)
-            }
+        switch UpstreamRequestHead.write(for: plan, token: exchange.token, framing: exchange.current.request.framing,
+                                         upgrade: exchange.current.request.upgrade,
+                                         forwarding: forwarding, proofs: plan.usesDPoP ? worker.tokens?.proofs : nil, in: work) {
+        case .written:
+            return true
+        case .unreadableTarget:
+            return false
+        case .proofNotSigned(let failure):
+            proofFailed(failure, plan: plan)
+            return false
         }
-        guard let failure else { return true }
-        proofFailed(failure, plan: plan)
-        return false
     }
 
     func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {

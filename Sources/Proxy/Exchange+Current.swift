@@ -18,7 +18,8 @@ extension Exchange {
     struct Current {
         var request = Request()
         var upload = Upload.pending
-        var credential = Credential.none
+        /// The route identity's token for this request.
+        var credential = RequestCredential.none
         var bodyReplay = BodyReplay.withoutBody
         var response = Response.awaited
         var interimResponses = 0
@@ -60,26 +61,6 @@ extension Exchange {
 
     /// How far the request got from the client.
     enum Upload { case pending, complete }
-
-    /// The route identity's token for this request.
-    enum Credential {
-        /// The route forwards without a token.
-        case none
-        /// Parked until the identity's fetch ends (at most `tokenWaitSeconds`).
-        case waiting(TokenWait)
-        /// Injected into the request as sent.
-        case carried(WorkerTokens.CachedToken)
-        /// Injected into the request sent again after the upstream refused the first token: a
-        /// second refusal goes to the client.
-        case replayed(WorkerTokens.CachedToken)
-    }
-
-    enum TokenWait {
-        /// Before the request went anywhere; with a body, the parser stopped after the head.
-        case beforeForwarding(parserPausedAtHead: Bool)
-        /// For a replay after the upstream refused the token.
-        case beforeReplay
-    }
 
     /// Whether the request can be sent again with a new token.
     enum BodyReplay: Equatable {

@@ -47,7 +47,7 @@ struct Exchange {
     }
 
     /// What to do once a token wait ends.
-    enum TokenAction {
+    enum TokenWaitEnd {
         /// Not this identity's result, or a new fetch began: park again, to the same deadline.
         case keepWaiting
         case forward(resumeParser: Bool)
@@ -139,54 +139,34 @@ struct Exchange {
     }
 
     /// The token injected into the request (nil: none, or still waiting).
-    var token: WorkerTokens.CachedToken? {
-        switch current.credential {
-        case .carried(let token), .replayed(let token): return token
-        case .none, .waiting: return nil
-        }
-    }
+    var token: WorkerTokens.CachedToken? { current.credential.injected }
 
-    var isWaitingForToken: Bool {
-        if case .waiting = current.credential { return true }
-        return false
-    }
+    var isWaitingForToken: Bool { current.credential.isWaiting }
 
     /// The request goes out again with a new token: the kept body follows its head.
-    var isReplay: Bool {
-        if case .replayed = current.credential { return true }
-        return false
-    }
+    var isReplay: Bool { current.credential.isReplay }
 
     /// The request goes out again (a new token, or a DPoP nonce): the kept body follows its head.
     var resendsKeptBody: Bool { isReplay || current.dpopNonceReplayed }
 
     // MARK: The token
 
-    /// The identity's token was looked up again for a waiting request.
-    mutating func tokenLookedUp(_ lookup: WorkerTokens.Lookup) -> TokenAction {
-        guard case .waiting(let wait) = current.credential else { return .keepWaiting }
-        var resumeParser = false
-        if case .beforeForwarding(let paused) = wait { resumeParser = paused }
-        switch lookup {
-        case .wait:
+    /// The identity's token was looked up again for a waiting request (`RequestCredential`).
+    mutating func tokenLookedUp(_ lookup: WorkerTokens.Lookup) -> TokenWaitEnd {
+        switch current.credential.lookedUp(lookup) {
+        case .keepWaiting:
             return .keepWaiting
-        case .inject(let token):
-            if case .beforeReplay = wait { current.credential = .replayed(token) } else { current.credential = .carried(token) }
+        case .forward(let resumeParser):
             return .forward(resumeParser: resumeParser)
-        case .fail(let reason):
-            current.credential = .none
+        case .fail(let reason, let resumeParser):
             return .answer(answeringLocally(.tokenUnavailable(reason, route: current.plan?.route.name)), resumeParser: resumeParser)
         }
     }
 
-    /// The request waited `tokenWaitSeconds` for its token: 503, so no request hangs on a token
-    /// endpoint that does not answer. Nil when it was not waiting.
-    mutating func tokenWaitExpired(tokenWaitSeconds: Double) -> TokenAction? {
+    /// The request waited `tokenWaitSeconds` for its token: 503. Nil when it was not waiting.
+    mutating func tokenWaitExpired(tokenWaitSeconds: Double) -> TokenWaitEnd? {
         guard isWaitingForToken, let name = current.plan?.route.identity else { return nil }
-        let reason = TokenUnavailable(identity: name, reason: .unavailable, retryAfterSeconds: 1,
-                                      detail: "no token for identity \(name) within tokenWaitSeconds "
-                                          + "(\(SecondsText.format(tokenWaitSeconds)) s): the token endpoint has not answered")
-        return tokenLookedUp(.fail(reason))
+        return tokenLookedUp(.fail(RequestCredential.waitExpired(identity: name, tokenWaitSeconds: tokenWaitSeconds)))
     }
 
     // MARK: The request body

@@ -33,6 +33,14 @@ public final class ProxySettings: Sendable {
     let shutdownGraceMilliseconds: UInt64
     let dnsCacheMilliseconds: UInt64
     let tokenWaitMilliseconds: UInt64
+    /// `limits.tokenWaitSeconds` as configured, for the 503 that names it.
+    let tokenWaitSeconds: Double
+    /// `accessLog`: every exchange is logged (and so timed).
+    let accessLog: Bool
+    /// `trustForwardedHeaders`: a client's `X-Forwarded-*` fields are extended, not replaced.
+    let trustForwardedHeaders: Bool
+    /// `limits.maxIdleUpstreamConnections`: idle connections a pool keeps per upstream.
+    let maxIdleUpstreamConnections: Int
     /// `limits.maxConnections`, or the default from the descriptor limit.
     let maxConnections: Int
     let requestBodyTimeoutMilliseconds: UInt64
@@ -75,6 +83,10 @@ public final class ProxySettings: Sendable {
         shutdownGraceMilliseconds = milliseconds(config.limits.shutdownGraceSeconds)
         dnsCacheMilliseconds = milliseconds(config.limits.dnsCacheSeconds)
         tokenWaitMilliseconds = milliseconds(config.limits.tokenWaitSeconds)
+        tokenWaitSeconds = config.limits.tokenWaitSeconds
+        accessLog = config.accessLog
+        trustForwardedHeaders = config.trustForwardedHeaders
+        maxIdleUpstreamConnections = config.limits.maxIdleUpstreamConnections
         maxConnections = config.limits.maxConnections > 0 ? config.limits.maxConnections : ConnectionBudget.defaultLimit()
         requestBodyTimeoutMilliseconds = milliseconds(config.limits.requestBodyTimeoutSeconds)
         requestBodyMinBytesPerSecond = UInt64(config.limits.requestBodyMinBytesPerSecond)

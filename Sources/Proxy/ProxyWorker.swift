@@ -214,7 +214,7 @@ final class ProxyWorker {
             series.countRequest(status: exchange.status, seconds: Double(now - exchange.startedAt) / 1_000_000_000)
             if upstreamTimed { series.recordUpstream(seconds: Double(exchange.upstreamHeadAt - exchange.upstreamStartedAt) / 1_000_000_000) }
         }
-        if settings.config.accessLog { logAccess(exchange, now: now, upstreamTimed: upstreamTimed) }
+        if settings.accessLog { logAccess(exchange, now: now, upstreamTimed: upstreamTimed) }
     }
 
     /// Counts a request refused for what a browser could have been made to send (the request

@@ -43,7 +43,7 @@ final class UpstreamPool {
         self.worker = worker
         loop = worker.loop
         self.settings = settings
-        maxIdle = settings.config.limits.maxIdleUpstreamConnections
+        maxIdle = settings.maxIdleUpstreamConnections
         maxOpenConnections = settings.maxUpstreamConnections
         if let literal = SocketAddress(ip: key.host, port: key.port) {
             addresses = [literal]
