@@ -28,8 +28,7 @@ extension TokenLifecycle {
     /// The ID token of the exchange in flight was checked: `who` logged in (taken with its token
     /// by `fetchSucceeded`).
     public mutating func loggedIn(as who: String?) {
-        guard inFlight?.purpose == .grant(.authorizationCode) else { return }
-        inFlight?.subject = who
+        activity.updateFetch { $0.loggedIn(as: who) }
     }
 
     /// A token store will be read for this interactive identity: until it is
@@ -46,7 +45,7 @@ extension TokenLifecycle {
                                          at now: Double) -> Bool {
         let waited = awaitingStoredLogin
         awaitingStoredLogin = false
-        guard identity.grant.isInteractive, inFlight == nil, token == nil, refreshToken == nil || storedRefreshToken != nil else {
+        guard identity.grant.isInteractive, activity.fetch == nil, token == nil, refreshToken == nil || storedRefreshToken != nil else {
             return waited
         }
         var taken = false
@@ -55,9 +54,7 @@ extension TokenLifecycle {
             taken = true
         }
         if let stored, stored.isValid(at: now) {
-            tokenCount += 1
-            token = AccessToken(value: stored.value, type: stored.type, issuedAt: stored.issuedAt, expiresAt: stored.expiresAt,
-                                refreshAt: stored.refreshAt, scope: stored.scope, serial: tokenCount)
+            adopt(stored)
             taken = true
         }
         if taken { loggedInAs = subject }

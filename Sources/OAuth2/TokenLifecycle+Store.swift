@@ -5,6 +5,14 @@ extension TokenLifecycle {
     /// The refresh token held (to be persisted with the token by a token store).
     public var heldRefreshToken: Secret? { refreshToken }
 
+    /// Takes a token from a store (valid, checked by the caller) as the current one, with the
+    /// next serial.
+    mutating func adopt(_ stored: AccessToken) {
+        tokenCount += 1
+        token = AccessToken(value: stored.value, type: stored.type, issuedAt: stored.issuedAt, expiresAt: stored.expiresAt,
+                            refreshAt: stored.refreshAt, scope: stored.scope, serial: tokenCount)
+    }
+
     /// What a token store's entry, read under its lock once a fetch has started, leaves to do.
     public enum StoredEntryOutcome: Sendable {
         /// The fetch is still needed: send this request (it may now use a stored refresh token).
@@ -23,30 +31,28 @@ extension TokenLifecycle {
     /// upstream refused). The fetch is then still needed unless the token held is not yet due
     /// for a refresh and no operator asked for one.
     public mutating func storedEntryRead(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, at now: Double) -> StoredEntryOutcome {
-        guard let fetch = inFlight else { return .satisfied }
+        guard let fetch = activity.fetch else { return .satisfied }
         // A logout came while the entry's lock was awaited: nothing is sent, nothing taken.
-        if fetch.abandoned {
-            inFlight = nil
+        if activity.isFetchAbandoned {
+            activity = .idle
             return .satisfied
         }
         // A person just logged in (their code is exchanged whatever the store holds), or a device
         // poll goes out as scheduled (only the person's approval gives its token).
-        if let request = fetch.request { return .fetch(request) }
+        if let request = fetch.fixedRequest { return .fetch(request) }
         if let storedRefreshToken { refreshToken = storedRefreshToken }
-        if let stored, stored.isValid(at: now), stored.value != token?.value, stored.value != refusedToken,
+        if let stored, stored.isValid(at: now), stored.value != token?.value, stored.value != refusal.refusedToken,
            stored.expiresAt > (token?.expiresAt ?? -Double.infinity) {
-            tokenCount += 1
-            token = AccessToken(value: stored.value, type: stored.type, issuedAt: stored.issuedAt, expiresAt: stored.expiresAt,
-                                refreshAt: stored.refreshAt, scope: stored.scope, serial: tokenCount)
+            adopt(stored)
             consecutiveFailures = 0
             retryAt = nil
         }
         if !fetch.requested, let token, token.refreshAt > now {
-            inFlight = nil
+            activity = .idle
             return .satisfied
         }
-        guard let request = prepareFetch(nextPurpose ?? fetch.purpose) else {
-            inFlight = nil
+        guard let request = prepareFetch(nextPurpose ?? fetch.purpose, startedAt: fetch.startedAt, requested: fetch.requested) else {
+            activity = .idle
             return .satisfied
         }
         return .fetch(request)

@@ -54,63 +54,30 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public internal(set) var consecutiveFailures = 0
     /// A refresh token the endpoint issued (or an interactive identity's seed).
     var refreshToken: Secret?
-    var inFlight: InFlightFetch?
+    /// What is under way at the IdP: discovery, a fetch, or a fetch a logout abandoned.
+    var activity = TokenActivity.idle
     /// Before this time no fetch starts (backoff).
     var retryAt: Double?
     var tokenCount: UInt64 = 0
-    /// An operator asked for a new token now (`refreshNow`).
+    /// An operator asked for a new token now (`refreshNow`); the next fetch started takes it.
     private var refreshRequested = false
-    /// An upstream refused the previous token: the next one obtained is `tokenFollowsRefusal`.
-    var fetchFollowsRefusal = false
-    /// The current token was fetched because an upstream refused its predecessor.
-    var tokenFollowsRefusal = false
-    /// The token an upstream refused last: a store entry still holding it is not taken back.
-    /// (Never shown: the descriptions below name no token.)
-    var refusedToken: String?
+    /// What the lifecycle remembers of an upstream refusing its token (`refused`).
+    var refusal = RefusalMemory.none
     /// Chooses the backoff's jitter.
     private var random: any RandomNumberGenerator & Sendable
     /// The IdP endpoints in use: as configured, or nil until discovery has completed them.
     public internal(set) var endpoints: IdentityEndpoints?
-    /// The discovery request is under way.
-    var discovering = false
-    /// A browser login's code exchange, due at once; it moves into `inFlight` when it is sent,
-    /// so a later callback's code waits here for its turn without touching the one under way.
+    /// A browser login's code exchange, due at once; it moves into the `FetchInFlight` when it is
+    /// sent, so a later callback's code waits here for its turn without touching the one under way.
     var codeExchange: CodeExchange?
     /// Who logged in, as the ID token names them (`preferred_username`, `email` or `sub`).
     public internal(set) var loggedInAs: String?
     /// Why the last login ended without a token (for the login pages); nil after a success.
     public internal(set) var lastLoginFailure: String?
-    /// A token store entry is still to be read (`awaitStoredLogin`).
+    /// A token store entry is still to be read (`awaitStoredLogin`): a wait at startup only.
     var awaitingStoredLogin = false
-    /// A device login was asked for and has not ended.
-    var deviceLoginRequested = false
-    /// The device authorization request is under way.
-    var deviceAuthorizing = false
-    /// The device login under way: its code, and its polls.
-    var deviceFlow: DeviceFlow?
-
-    struct InFlightFetch {
-        var purpose: TokenRequest.Purpose
-        var startedAt: Double
-        /// An operator asked for it: a stored token does not make it unnecessary.
-        var requested: Bool
-        /// The request, when it is not one the lifecycle can build again (a code exchange, a
-        /// device poll).
-        var request: TokenRequest? = nil
-        /// A code exchange: the nonce its ID token must carry (its own login's).
-        var nonce: Secret? = nil
-        /// A code exchange: who its ID token names, once checked (`loggedIn(as:)`).
-        var subject: String? = nil
-        /// A logout came while it was under way: its answer is dropped, not taken
-        /// (`isFetchAbandoned`).
-        var abandoned = false
-    }
-
-    /// A callback's code, with what its exchange needs.
-    struct CodeExchange {
-        var request: TokenRequest
-        var nonce: Secret?
-    }
+    /// The device login asked for or under way (nil: none).
+    var deviceLogin: DeviceLogin?
 
     public init(identity: Identity, backoff: BackoffPolicy = BackoffPolicy(),
                 random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
@@ -133,28 +100,23 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         return identity.grant.isInteractive ? nil : .grant(identity.grant.type)
     }
 
-    public var isFetching: Bool { inFlight != nil }
+    public var isFetching: Bool { activity.fetch != nil }
 
     /// A logout came while the fetch in flight was under way: its answer will be dropped (a
     /// refresh token it brings is the token thread's to revoke).
-    public var isFetchAbandoned: Bool { inFlight?.abandoned ?? false }
+    public var isFetchAbandoned: Bool { activity.isFetchAbandoned }
 
     /// The nonce the ID token of the code exchange in flight must carry.
-    public var expectedNonce: Secret? {
-        inFlight?.purpose == .grant(.authorizationCode) ? inFlight?.nonce : nil
-    }
+    public var expectedNonce: Secret? { activity.fetch?.nonce }
 
     /// A callback's code waits for (or is in) its exchange: a login is finishing, and requests
     /// wait for its token rather than carry an earlier one.
     var loginFinishing: Bool {
-        codeExchange != nil || (inFlight.map { $0.purpose == .grant(.authorizationCode) && !$0.abandoned } ?? false)
+        codeExchange != nil || (activity.isFetchTaken && activity.fetch?.purpose == .grant(.authorizationCode))
     }
 
-    /// A fetch whose answer will be taken is under way.
-    var fetchUnderWay: Bool { inFlight.map { !$0.abandoned } ?? false }
-
     /// What the fetch in flight is for.
-    public var fetchPurpose: TokenRequest.Purpose? { inFlight?.purpose }
+    public var fetchPurpose: TokenRequest.Purpose? { activity.fetch?.purpose }
 
     public func hasValidToken(at now: Double) -> Bool {
         token?.isValid(at: now) ?? false
@@ -163,7 +125,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// When the next fetch is due (`now` when it already is); nil while one is in flight or
     /// when a login is needed. Arm a timer for it.
     public func nextFetchAt(after now: Double) -> Double? {
-        guard inFlight == nil, nextPurpose != nil, endpoints != nil else { return nil }
+        guard activity.fetch == nil, nextPurpose != nil, endpoints != nil else { return nil }
         // A person waits on a login's code exchange, and the code is single-use: no backoff.
         if refreshRequested || codeExchange != nil { return now }
         return max(now, token?.refreshAt ?? now, retryAt ?? now)
@@ -181,8 +143,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             return loginFinishing ? .wait : .inject(token)
         }
         if awaitingStoredLogin { return .wait }
-        if let waiting = deviceLoginDecision(at: now) { return waiting }
-        if !fetchUnderWay, nextPurpose == nil, !discoveryFailing {
+        if let waiting = deviceLogin?.decision(identity: identity, holdsRefreshToken: refreshToken != nil, at: now) { return waiting }
+        if !activity.isFetchTaken, nextPurpose == nil, !discoveryFailing {
             return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin,
                                           detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant)"))
         }
@@ -203,16 +165,16 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         let state: IdentityStatus.State
         // A callback's code waiting for (or in) its exchange is a login finishing, even while an
         // earlier login's token is valid: requests wait for the new one.
-        if loginFinishing || (!valid && deviceLoginUnderWay) {
+        if loginFinishing || (!valid && deviceLogin?.isUnderWay == true) {
             state = .loginPending
         } else if !valid && endpoints == nil && consecutiveFailures == 0 {
             // Discovery is under way: nothing can start yet, not even a login.
             state = .pending
-        } else if !valid && !fetchUnderWay && nextPurpose == nil && !discoveryFailing {
+        } else if !valid && !activity.isFetchTaken && nextPurpose == nil && !discoveryFailing {
             state = .needsLogin
         } else if consecutiveFailures > 0 {
             state = .failing
-        } else if fetchUnderWay {
+        } else if activity.isFetchTaken {
             state = .refreshing
         } else {
             state = valid ? .valid : .pending
@@ -222,7 +184,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
                               tokenType: token?.type, scope: token?.scope, hasRefreshToken: refreshToken != nil,
                               nextFetchAt: nextFetchAt(after: now), consecutiveFailures: consecutiveFailures,
                               lastErrorCode: lastError?.code, lastErrorDescription: lastError?.description,
-                              loggedInAs: loggedInAs, deviceLogin: deviceFlow.map { $0.isOver ? nil : $0.prompt(at: now) } ?? nil,
+                              loggedInAs: loggedInAs, deviceLogin: deviceLogin?.activeFlow?.prompt(at: now),
                               lastLoginFailure: lastLoginFailure)
     }
 
@@ -242,25 +204,22 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// to send. Nil while another is in flight, during backoff, while the token does not need
     /// a refresh yet, and when a login is needed.
     public mutating func startFetchIfDue(at now: Double) -> TokenRequest? {
-        guard shouldStartFetch(at: now), let purpose = nextPurpose else { return nil }
-        inFlight = InFlightFetch(purpose: purpose, startedAt: now, requested: refreshRequested)
-        guard let request = prepareFetch(purpose) else {
-            inFlight = nil
-            return nil
-        }
+        guard shouldStartFetch(at: now), let purpose = nextPurpose,
+              let request = prepareFetch(purpose, startedAt: now, requested: refreshRequested) else { return nil }
         refreshRequested = false
         return request
     }
 
-    /// The request of the fetch in flight, now for `purpose`: a code exchange takes the waiting
-    /// code (and its nonce) into the fetch, so a callback arriving meanwhile cannot change it.
-    mutating func prepareFetch(_ purpose: TokenRequest.Purpose) -> TokenRequest? {
+    /// Puts a fetch for `purpose` in flight and returns its request (nil, and nothing changed,
+    /// when there is none): a code exchange takes the waiting code (and its nonce) into the
+    /// fetch, so a callback arriving meanwhile cannot change it.
+    mutating func prepareFetch(_ purpose: TokenRequest.Purpose, startedAt: Double, requested: Bool) -> TokenRequest? {
         guard let request = request(for: purpose) else { return nil }
-        inFlight?.purpose = purpose
         if purpose == .grant(.authorizationCode), let exchange = codeExchange {
-            inFlight?.request = exchange.request
-            inFlight?.nonce = exchange.nonce
+            activity = .fetching(FetchInFlight(startedAt: startedAt, kind: .codeExchange(exchange, subject: nil)))
             codeExchange = nil
+        } else {
+            activity = .fetching(FetchInFlight(startedAt: startedAt, kind: .rebuildable(purpose, requested: requested)))
         }
         return request
     }
@@ -269,9 +228,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// an interactive login's token arrives (with no fetch in flight, its lifetime counts from
     /// `now`).
     public mutating func fetchSucceeded(_ response: TokenResponse, at now: Double) {
-        let fetch = inFlight
-        inFlight = nil
-        if fetch?.abandoned == true { return }
+        let ended = activity.endFetch()
+        if ended?.abandoned == true { return }
+        let fetch = ended?.fetch
         let issuedAt = fetch?.startedAt ?? now
         let expiresAt = issuedAt + response.expiresIn
         guard expiresAt > now else {
@@ -292,23 +251,19 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             loggedInAs = fetch?.subject
             lastLoginFailure = nil
         }
-        if deviceFlow != nil {
-            deviceFlow?.pollSucceeded(at: now)
+        if case .polling? = deviceLogin {
             endDeviceLogin(failure: nil)
         }
-        tokenFollowsRefusal = fetchFollowsRefusal
-        fetchFollowsRefusal = false
-        refusedToken = nil
+        refusal.tokenFetched()
         consecutiveFailures = 0
         retryAt = nil
     }
 
     /// The fetch in flight failed.
     public mutating func fetchFailed(_ error: TokenEndpointError, at now: Double) {
-        let purpose = inFlight?.purpose
-        let abandoned = inFlight?.abandoned ?? false
-        inFlight = nil
-        if abandoned { return }
+        let ended = activity.endFetch()
+        if ended?.abandoned == true { return }
+        let purpose = ended?.fetch.purpose
         if purpose == .grant(.authorizationCode) {
             // The code was used (or refused): the person must log in again (a code another
             // callback brought meanwhile goes next). Not a backoff.
@@ -370,19 +325,17 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         token = nil
         refreshToken = nil
         loggedInAs = nil
-        inFlight?.abandoned = true
+        activity.abandonFetch()
         codeExchange = nil
-        deviceFlow?.cancel()
         endDeviceLogin(failure: nil)
-        fetchFollowsRefusal = false
-        tokenFollowsRefusal = false
+        refusal.forgotten()
     }
 
     // MARK: - Descriptions (never a token)
 
     public var description: String {
         "TokenLifecycle(\(identity.name): token \(token?.description ?? "none"), refresh token \(refreshToken?.description ?? "none"), "
-            + "\(inFlight.map { "fetching (\($0.purpose))" } ?? "idle"), \(consecutiveFailures) failures"
+            + "\(activity.fetch.map { "fetching (\($0.purpose))" } ?? "idle"), \(consecutiveFailures) failures"
             + (lastError.map { ", last error \($0.code)" } ?? "") + ")"
     }
 
