@@ -10,17 +10,17 @@ extension TokenLifecycle {
     /// A person (or the first request) asks for a device login: true when one must start
     /// (none is under way, no valid token or refresh token is held, no backoff is running).
     public mutating func requestDeviceLogin(at now: Double) -> Bool {
-        guard case .deviceCode = identity.grant, !hasValidToken(at: now), refreshToken == nil, deviceLogin == nil,
+        guard case .deviceCode = identity.grant, !hasValidToken(at: now), held.refreshToken == nil, login.device == nil,
               (retryAt ?? now) <= now else { return false }
-        deviceLogin = .requested
+        login.device = .requested
         return true
     }
 
     /// The device login's next step, when it has one.
     mutating func nextDeviceAction(at now: Double) -> TokenAction? {
-        guard case .deviceCode = identity.grant, let endpoints, var login = deviceLogin else { return nil }
-        let step = login.nextStep(identity: identity, endpoints: endpoints, fetchUnderWay: activity.fetch != nil, at: now)
-        deviceLogin = login
+        guard case .deviceCode = identity.grant, let endpoints, var device = login.device else { return nil }
+        let step = device.nextStep(identity: identity, endpoints: endpoints, fetchUnderWay: activity.fetch != nil, at: now)
+        login.device = device
         guard let step else { return nil }
         switch step {
         case .authorize(let request):
@@ -33,40 +33,34 @@ extension TokenLifecycle {
         case .idle:
             return .idle
         case .ended(let failure):
-            endDeviceLogin(failure: failure)
+            login.deviceEnded(failure: failure)
             return nil
         }
     }
 
     /// The device authorization endpoint answered: the person can now enter the code.
     public mutating func deviceAuthorized(_ authorization: DeviceAuthorization, at now: Double) {
-        guard let login = deviceLogin else { return }
+        guard let device = login.device else { return }
         guard let tokenEndpoint = endpoints?.token else {
-            if case .authorizing = login { deviceLogin = .requested }
+            if case .authorizing = device { login.device = .requested }
             return
         }
-        deviceLogin = .polling(DeviceFlow(identity: identity, tokenEndpoint: tokenEndpoint, authorization: authorization, startedAt: now))
-        lastLoginFailure = nil
+        login.device = .polling(DeviceFlow(identity: identity, tokenEndpoint: tokenEndpoint, authorization: authorization, startedAt: now))
+        login.lastFailure = nil
     }
 
     /// The device authorization failed: the login ends, and the next one waits for the backoff.
     public mutating func deviceAuthorizationFailed(_ error: TokenEndpointError, at now: Double) {
-        endDeviceLogin(failure: "the IdP did not start a device login: \(error)")
+        login.deviceEnded(failure: "the IdP did not start a device login: \(error)")
         recordFailure(error, at: now)
     }
 
     /// A poll did not produce a token: `authorization_pending` and `slow_down` go on, the rest
     /// may end the login.
     mutating func devicePollFailed(_ error: TokenEndpointError, at now: Double) {
-        if case .ended(let end)? = deviceLogin?.pollFailed(error, at: now) {
+        if case .ended(let end)? = login.device?.pollFailed(error, at: now) {
             lastError = error
-            endDeviceLogin(failure: end.map { "the device login ended: \($0)" })
+            login.deviceEnded(failure: end.map { "the device login ended: \($0)" })
         }
-    }
-
-    /// The device login is over (approved when `failure` is nil).
-    mutating func endDeviceLogin(failure: String?) {
-        deviceLogin = nil
-        if let failure { lastLoginFailure = failure }
     }
 }

@@ -3,15 +3,7 @@
 
 extension TokenLifecycle {
     /// The refresh token held (to be persisted with the token by a token store).
-    public var heldRefreshToken: Secret? { refreshToken }
-
-    /// Takes a token from a store (valid, checked by the caller) as the current one, with the
-    /// next serial.
-    mutating func adopt(_ stored: AccessToken) {
-        tokenCount += 1
-        token = AccessToken(value: stored.value, type: stored.type, issuedAt: stored.issuedAt, expiresAt: stored.expiresAt,
-                            refreshAt: stored.refreshAt, scope: stored.scope, serial: tokenCount)
-    }
+    public var heldRefreshToken: Secret? { held.refreshToken }
 
     /// What a token store's entry, read under its lock once a fetch has started, leaves to do.
     public enum StoredEntryOutcome: Sendable {
@@ -40,10 +32,9 @@ extension TokenLifecycle {
         // A person just logged in (their code is exchanged whatever the store holds), or a device
         // poll goes out as scheduled (only the person's approval gives its token).
         if let request = fetch.fixedRequest { return .fetch(request) }
-        if let storedRefreshToken { refreshToken = storedRefreshToken }
-        if let stored, stored.isValid(at: now), stored.value != token?.value, stored.value != refusal.refusedToken,
-           stored.expiresAt > (token?.expiresAt ?? -Double.infinity) {
-            adopt(stored)
+        if let storedRefreshToken { held.refreshToken = storedRefreshToken }
+        if let stored, held.isImproved(by: stored, at: now) {
+            held.adopt(stored)
             consecutiveFailures = 0
             retryAt = nil
         }

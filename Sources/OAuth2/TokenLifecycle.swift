@@ -47,37 +47,29 @@ import HTTPFields
 public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public let identity: Identity
     public var backoff: BackoffPolicy
-    /// The latest token, valid or not (nil before the first or after `invalidate`).
-    public internal(set) var token: AccessToken?
+    /// The latest token, valid or not (nil before the first, after a refusal or a logout).
+    public var token: AccessToken? { held.token }
     /// The last failure, kept after a recovery for the `/identities` view.
     public internal(set) var lastError: TokenEndpointError?
     public internal(set) var consecutiveFailures = 0
-    /// A refresh token the endpoint issued (or an interactive identity's seed).
-    var refreshToken: Secret?
+    /// The tokens held, and what an upstream's refusal left to remember.
+    var held = HeldCredentials()
     /// What is under way at the IdP: discovery, a fetch, or a fetch a logout abandoned.
     var activity = TokenActivity.idle
     /// Before this time no fetch starts (backoff).
     var retryAt: Double?
-    var tokenCount: UInt64 = 0
     /// An operator asked for a new token now (`refreshNow`); the next fetch started takes it.
     private var refreshRequested = false
-    /// What the lifecycle remembers of an upstream refusing its token (`refused`).
-    var refusal = RefusalMemory.none
     /// Chooses the backoff's jitter.
     private var random: any RandomNumberGenerator & Sendable
     /// The IdP endpoints in use: as configured, or nil until discovery has completed them.
     public internal(set) var endpoints: IdentityEndpoints?
-    /// A browser login's code exchange, due at once; it moves into the `FetchInFlight` when it is
-    /// sent, so a later callback's code waits here for its turn without touching the one under way.
-    var codeExchange: CodeExchange?
+    /// A person's logins: a code waiting for its exchange, a device login, who logged in.
+    var login = LoginState()
     /// Who logged in, as the ID token names them (`preferred_username`, `email` or `sub`).
-    public internal(set) var loggedInAs: String?
+    public var loggedInAs: String? { login.loggedInAs }
     /// Why the last login ended without a token (for the login pages); nil after a success.
-    public internal(set) var lastLoginFailure: String?
-    /// A token store entry is still to be read (`awaitStoredLogin`): a wait at startup only.
-    var awaitingStoredLogin = false
-    /// The device login asked for or under way (nil: none).
-    var deviceLogin: DeviceLogin?
+    public var lastLoginFailure: String? { login.lastFailure }
 
     public init(identity: Identity, backoff: BackoffPolicy = BackoffPolicy(),
                 random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
@@ -86,7 +78,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         self.random = random
         // The `refresh_token` grant's seed is part of its own grant request; an interactive
         // identity's seed stands in for a first login.
-        refreshToken = identity.grant.interactiveSeed
+        held.refreshToken = identity.grant.interactiveSeed
         endpoints = identity.configuredEndpoints
     }
 
@@ -95,8 +87,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// What the next fetch would be: a refresh while a refresh token is held, else the
     /// identity's own grant; nil when only a person logging in can help.
     var nextPurpose: TokenRequest.Purpose? {
-        if codeExchange != nil { return .grant(.authorizationCode) }
-        if refreshToken != nil { return .refresh }
+        if login.waitingCode != nil { return .grant(.authorizationCode) }
+        if held.refreshToken != nil { return .refresh }
         return identity.grant.isInteractive ? nil : .grant(identity.grant.type)
     }
 
@@ -112,7 +104,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// A callback's code waits for (or is in) its exchange: a login is finishing, and requests
     /// wait for its token rather than carry an earlier one.
     var loginFinishing: Bool {
-        codeExchange != nil || (activity.isFetchTaken && activity.fetch?.purpose == .grant(.authorizationCode))
+        login.waitingCode != nil || (activity.isFetchTaken && activity.fetch?.purpose == .grant(.authorizationCode))
     }
 
     /// What the fetch in flight is for.
@@ -127,7 +119,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public func nextFetchAt(after now: Double) -> Double? {
         guard activity.fetch == nil, nextPurpose != nil, endpoints != nil else { return nil }
         // A person waits on a login's code exchange, and the code is single-use: no backoff.
-        if refreshRequested || codeExchange != nil { return now }
+        if refreshRequested || login.waitingCode != nil { return now }
         return max(now, token?.refreshAt ?? now, retryAt ?? now)
     }
 
@@ -142,8 +134,10 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             // for that login's token rather than carry the previous one.
             return loginFinishing ? .wait : .inject(token)
         }
-        if awaitingStoredLogin { return .wait }
-        if let waiting = deviceLogin?.decision(identity: identity, holdsRefreshToken: refreshToken != nil, at: now) { return waiting }
+        if login.awaitingStoredLogin { return .wait }
+        if let waiting = login.device?.decision(identity: identity, holdsRefreshToken: held.refreshToken != nil, at: now) {
+            return waiting
+        }
         if !activity.isFetchTaken, nextPurpose == nil, !discoveryFailing {
             return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin,
                                           detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant)"))
@@ -161,31 +155,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
 
     /// The identity's state for `/identities` and `/readyz`.
     public func status(at now: Double) -> IdentityStatus {
-        let valid = hasValidToken(at: now)
-        let state: IdentityStatus.State
-        // A callback's code waiting for (or in) its exchange is a login finishing, even while an
-        // earlier login's token is valid: requests wait for the new one.
-        if loginFinishing || (!valid && deviceLogin?.isUnderWay == true) {
-            state = .loginPending
-        } else if !valid && endpoints == nil && consecutiveFailures == 0 {
-            // Discovery is under way: nothing can start yet, not even a login.
-            state = .pending
-        } else if !valid && !activity.isFetchTaken && nextPurpose == nil && !discoveryFailing {
-            state = .needsLogin
-        } else if consecutiveFailures > 0 {
-            state = .failing
-        } else if activity.isFetchTaken {
-            state = .refreshing
-        } else {
-            state = valid ? .valid : .pending
-        }
-        return IdentityStatus(identity: identity.name, state: state, hasValidToken: valid, expiresAt: token?.expiresAt,
-                              expiresInSeconds: token.map { max(0, $0.expiresAt - now) }, refreshAt: token?.refreshAt,
-                              tokenType: token?.type, scope: token?.scope, hasRefreshToken: refreshToken != nil,
-                              nextFetchAt: nextFetchAt(after: now), consecutiveFailures: consecutiveFailures,
-                              lastErrorCode: lastError?.code, lastErrorDescription: lastError?.description,
-                              loggedInAs: loggedInAs, deviceLogin: deviceLogin?.activeFlow?.prompt(at: now),
-                              lastLoginFailure: lastLoginFailure)
+        IdentityStatus(self, at: now)
     }
 
     // MARK: - Events
@@ -215,9 +185,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// fetch, so a callback arriving meanwhile cannot change it.
     mutating func prepareFetch(_ purpose: TokenRequest.Purpose, startedAt: Double, requested: Bool) -> TokenRequest? {
         guard let request = request(for: purpose) else { return nil }
-        if purpose == .grant(.authorizationCode), let exchange = codeExchange {
+        if purpose == .grant(.authorizationCode), let exchange = login.waitingCode {
             activity = .fetching(FetchInFlight(startedAt: startedAt, kind: .codeExchange(exchange, subject: nil)))
-            codeExchange = nil
+            login.waitingCode = nil
         } else {
             activity = .fetching(FetchInFlight(startedAt: startedAt, kind: .rebuildable(purpose, requested: requested)))
         }
@@ -238,23 +208,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             recordFailure(.invalidTokenResponse(status: 200, contentType: nil, reason: "the token expired before it arrived"), at: now)
             return
         }
-        tokenCount += 1
-        token = AccessToken(value: response.accessToken.value, type: response.tokenType, issuedAt: issuedAt, expiresAt: expiresAt,
-                            refreshAt: RefreshSchedule.refreshAt(issuedAt: issuedAt, lifetime: response.expiresIn,
-                                                                 skew: identity.refreshSkewSeconds),
-                            scope: response.scope ?? token?.scope ?? identity.scope, serial: tokenCount)
-        if let rotated = response.refreshToken {
-            refreshToken = rotated
-        }
-        if fetch?.purpose == .grant(.authorizationCode) {
-            // A new login: who it names (nil when no ID token said so), not the previous one.
-            loggedInAs = fetch?.subject
-            lastLoginFailure = nil
-        }
-        if case .polling? = deviceLogin {
-            endDeviceLogin(failure: nil)
-        }
-        refusal.tokenFetched()
+        held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity)
+        login.tokenArrived(from: fetch)
         consecutiveFailures = 0
         retryAt = nil
     }
@@ -268,11 +223,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             // The code was used (or refused): the person must log in again (a code another
             // callback brought meanwhile goes next). Not a backoff.
             lastError = error
-            if case .idToken = error {
-                lastLoginFailure = error.description
-            } else {
-                lastLoginFailure = "the IdP did not exchange the login's code for a token: \(error)"
-            }
+            login.exchangeFailed(error)
             return
         }
         if purpose == .grant(.deviceCode) {
@@ -282,10 +233,10 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         if purpose == .refresh, error.oauthError?.code == .invalidGrant {
             // The refresh token is dead: never send it again, fall back to the grant now (an
             // interactive identity needs a login again).
-            refreshToken = nil
+            held.refreshToken = nil
             lastError = error
             if identity.grant.isInteractive {
-                lastLoginFailure = "the login has ended: the IdP refused the refresh token (\(error.code))"
+                login.lastFailure = "the login has ended: the IdP refused the refresh token (\(error.code))"
             }
             return
         }
@@ -297,8 +248,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     func request(for purpose: TokenRequest.Purpose) -> TokenRequest? {
         guard let tokenEndpoint = endpoints?.token else { return nil }
         switch purpose {
-        case .refresh: return refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0, at: tokenEndpoint) }
-        case .grant(.authorizationCode): return codeExchange?.request
+        case .refresh: return held.refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0, at: tokenEndpoint) }
+        case .grant(.authorizationCode): return login.waitingCode?.request
         case .grant: return TokenRequest.grant(for: identity, at: tokenEndpoint)
         case .deviceAuthorization, .revocation: return nil  // Not fetches of a lifecycle.
         }
@@ -322,19 +273,15 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// interactive identity needs a login again). A fetch under way is abandoned: its answer
     /// would bring the forgotten login back. A code waiting for its exchange is dropped.
     public mutating func forget() {
-        token = nil
-        refreshToken = nil
-        loggedInAs = nil
+        held.forget()
+        login.forgotten()
         activity.abandonFetch()
-        codeExchange = nil
-        endDeviceLogin(failure: nil)
-        refusal.forgotten()
     }
 
     // MARK: - Descriptions (never a token)
 
     public var description: String {
-        "TokenLifecycle(\(identity.name): token \(token?.description ?? "none"), refresh token \(refreshToken?.description ?? "none"), "
+        "TokenLifecycle(\(identity.name): token \(token?.description ?? "none"), refresh token \(held.refreshToken?.description ?? "none"), "
             + "\(activity.fetch.map { "fetching (\($0.purpose))" } ?? "idle"), \(consecutiveFailures) failures"
             + (lastError.map { ", last error \($0.code)" } ?? "") + ")"
     }

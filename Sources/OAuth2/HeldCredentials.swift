@@ -1,0 +1,57 @@
+/// What one identity holds: its latest access token (valid or not), the refresh token the
+/// endpoint issued (or an interactive identity's seed), how many tokens it has taken (each
+/// token's serial), and what an upstream's refusal left to remember. No description shows any
+/// of it: `TokenLifecycle`'s own names no token.
+struct HeldCredentials: Sendable {
+    /// The latest token, valid or not (nil before the first, after a refusal or a logout).
+    private(set) var token: AccessToken?
+    var refreshToken: Secret?
+    /// Tokens taken so far: the last one's serial.
+    private(set) var tokenCount: UInt64 = 0
+    private(set) var refusal = RefusalMemory.none
+
+    /// A fetch asked for at `issuedAt` brought `response`, which expires at `expiresAt` (checked
+    /// by the caller to be after now). A response without a refresh token keeps the one held.
+    mutating func take(_ response: TokenResponse, issuedAt: Double, expiresAt: Double, identity: Identity) {
+        tokenCount += 1
+        token = AccessToken(value: response.accessToken.value, type: response.tokenType, issuedAt: issuedAt, expiresAt: expiresAt,
+                            refreshAt: RefreshSchedule.refreshAt(issuedAt: issuedAt, lifetime: response.expiresIn,
+                                                                 skew: identity.refreshSkewSeconds),
+                            scope: response.scope ?? token?.scope ?? identity.scope, serial: tokenCount)
+        if let rotated = response.refreshToken {
+            refreshToken = rotated
+        }
+        refusal.tokenFetched()
+    }
+
+    /// Takes a token from a store (valid, checked by the caller) as the current one, with the
+    /// next serial.
+    mutating func adopt(_ stored: AccessToken) {
+        tokenCount += 1
+        token = AccessToken(value: stored.value, type: stored.type, issuedAt: stored.issuedAt, expiresAt: stored.expiresAt,
+                            refreshAt: stored.refreshAt, scope: stored.scope, serial: tokenCount)
+    }
+
+    /// A store entry's token is better than the one held: valid, neither the one held nor one an
+    /// upstream refused, and lasting longer.
+    func isImproved(by stored: AccessToken, at now: Double) -> Bool {
+        stored.isValid(at: now) && stored.value != token?.value && stored.value != refusal.refusedToken
+            && stored.expiresAt > (token?.expiresAt ?? -Double.infinity)
+    }
+
+    /// An upstream refused the token `value` at `now`: see `TokenLifecycle.refused(token:at:minimumAge:)`.
+    mutating func refused(_ value: String, at now: Double, minimumAge: Double) -> TokenLifecycle.Refusal {
+        guard let current = token, current.value == value else { return .superseded }
+        if refusal.holdsReplacement && now - current.issuedAt < minimumAge { return .kept }
+        refusal.tokenRefused(current.value)
+        token = nil
+        return .dropped
+    }
+
+    /// A logout: both tokens are forgotten, and the next token follows no refusal.
+    mutating func forget() {
+        token = nil
+        refreshToken = nil
+        refusal.forgotten()
+    }
+}
