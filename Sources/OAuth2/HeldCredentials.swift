@@ -32,11 +32,32 @@ struct HeldCredentials: Sendable {
                             refreshAt: stored.refreshAt, scope: stored.scope, serial: tokenCount)
     }
 
-    /// A store entry's token is better than the one held: valid, neither the one held nor one an
-    /// upstream refused, and lasting longer.
-    func isImproved(by stored: AccessToken, at now: Double) -> Bool {
-        stored.isValid(at: now) && stored.value != token?.value && stored.value != refusal.refusedToken
-            && stored.expiresAt > (token?.expiresAt ?? -Double.infinity)
+    /// A token store's entry, read under its lock once a fetch has started: its refresh token
+    /// replaces the one held (every process writes the latest it got under the lock, so it is
+    /// the newest: a rotating IdP has revoked older ones), and its access token is adopted when
+    /// it is valid, neither the one held nor one an upstream refused, and lasts longer. Returns
+    /// whether it was adopted.
+    mutating func takeNewer(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, at now: Double) -> Bool {
+        if let storedRefreshToken { refreshToken = storedRefreshToken }
+        guard let stored, stored.isValid(at: now), stored.value != token?.value, stored.value != refusal.refusedToken,
+              stored.expiresAt > (token?.expiresAt ?? -Double.infinity) else { return false }
+        adopt(stored)
+        return true
+    }
+
+    /// A person's login kept by a token store, read at startup: its refresh token, and its
+    /// access token while valid. Returns whether anything was taken.
+    mutating func restore(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, at now: Double) -> Bool {
+        var taken = false
+        if let storedRefreshToken {
+            refreshToken = storedRefreshToken
+            taken = true
+        }
+        if let stored, stored.isValid(at: now) {
+            adopt(stored)
+            taken = true
+        }
+        return taken
     }
 
     /// An upstream refused the token `value` at `now`: see `TokenLifecycle.refused(token:at:minimumAge:)`.

@@ -1,3 +1,5 @@
+import Endpoints
+
 /// A person's logins to one interactive identity, as its `TokenLifecycle` tracks them: a
 /// browser login's code waiting for its exchange, a device login, the wait for a stored login
 /// at startup, and what the login pages show (who logged in, why the last login failed).
@@ -39,6 +41,26 @@ struct LoginState: Sendable {
         } else {
             lastFailure = "the IdP did not exchange the login's code for a token: \(error)"
         }
+    }
+
+    /// The device authorization endpoint answered: the person can now enter the code (the flow
+    /// polls the token endpoint `tokenEndpoint`). Ignored when no device login is asked for.
+    mutating func deviceAuthorized(_ authorization: DeviceAuthorization, identity: Identity, tokenEndpoint: HTTPURL?, at now: Double) {
+        guard let device else { return }
+        guard let tokenEndpoint else {
+            if case .authorizing = device { self.device = .requested }
+            return
+        }
+        self.device = .polling(DeviceFlow(identity: identity, tokenEndpoint: tokenEndpoint, authorization: authorization, startedAt: now))
+        lastFailure = nil
+    }
+
+    /// A device poll did not produce a token: true when that ended the login
+    /// (`authorization_pending` and `slow_down` go on).
+    mutating func devicePollFailed(_ error: TokenEndpointError, at now: Double) -> Bool {
+        guard case .ended(let end)? = device?.pollFailed(error, at: now) else { return false }
+        deviceEnded(failure: end.map { "the device login ended: \($0)" })
+        return true
     }
 
     /// The device login is over (approved when `failure` is nil).

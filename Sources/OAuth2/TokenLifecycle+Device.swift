@@ -40,27 +40,12 @@ extension TokenLifecycle {
 
     /// The device authorization endpoint answered: the person can now enter the code.
     public mutating func deviceAuthorized(_ authorization: DeviceAuthorization, at now: Double) {
-        guard let device = login.device else { return }
-        guard let tokenEndpoint = endpoints?.token else {
-            if case .authorizing = device { login.device = .requested }
-            return
-        }
-        login.device = .polling(DeviceFlow(identity: identity, tokenEndpoint: tokenEndpoint, authorization: authorization, startedAt: now))
-        login.lastFailure = nil
+        login.deviceAuthorized(authorization, identity: identity, tokenEndpoint: endpoints?.token, at: now)
     }
 
     /// The device authorization failed: the login ends, and the next one waits for the backoff.
     public mutating func deviceAuthorizationFailed(_ error: TokenEndpointError, at now: Double) {
         login.deviceEnded(failure: "the IdP did not start a device login: \(error)")
-        recordFailure(error, at: now)
-    }
-
-    /// A poll did not produce a token: `authorization_pending` and `slow_down` go on, the rest
-    /// may end the login.
-    mutating func devicePollFailed(_ error: TokenEndpointError, at now: Double) {
-        if case .ended(let end)? = login.device?.pollFailed(error, at: now) {
-            lastError = error
-            login.deviceEnded(failure: end.map { "the device login ended: \($0)" })
-        }
+        failures.record(error, at: now)
     }
 }

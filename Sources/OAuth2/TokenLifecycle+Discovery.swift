@@ -25,14 +25,13 @@ extension TokenLifecycle {
     public mutating func discovered(_ endpoints: IdentityEndpoints) {
         activity.endDiscovery()
         self.endpoints = endpoints
-        consecutiveFailures = 0
-        lastError = nil
-        retryAt = nil
+        failures.streakEnded()
+        failures.last = nil
     }
 
     /// The metadata could not be read or was not acceptable: back off and try again.
     public mutating func discoveryFailed(_ error: TokenEndpointError, at now: Double) {
         activity.endDiscovery()
-        recordFailure(error, at: now)
+        failures.record(error, at: now)
     }
 }

@@ -49,15 +49,7 @@ extension TokenLifecycle {
         guard identity.grant.isInteractive, activity.fetch == nil, token == nil, held.refreshToken == nil || storedRefreshToken != nil else {
             return waited
         }
-        var taken = false
-        if let storedRefreshToken {
-            held.refreshToken = storedRefreshToken
-            taken = true
-        }
-        if let stored, stored.isValid(at: now) {
-            held.adopt(stored)
-            taken = true
-        }
+        let taken = held.restore(stored, refreshToken: storedRefreshToken, at: now)
         if taken { login.restored(subject: subject) }
         return taken || waited
     }

@@ -32,12 +32,7 @@ extension TokenLifecycle {
         // A person just logged in (their code is exchanged whatever the store holds), or a device
         // poll goes out as scheduled (only the person's approval gives its token).
         if let request = fetch.fixedRequest { return .fetch(request) }
-        if let storedRefreshToken { held.refreshToken = storedRefreshToken }
-        if let stored, held.isImproved(by: stored, at: now) {
-            held.adopt(stored)
-            consecutiveFailures = 0
-            retryAt = nil
-        }
+        if held.takeNewer(stored, refreshToken: storedRefreshToken, at: now) { failures.streakEnded() }
         if !fetch.requested, let token, token.refreshAt > now {
             activity = .idle
             return .satisfied

@@ -46,22 +46,25 @@ import HTTPFields
 /// token is still used, and without one requests fail fast.
 public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public let identity: Identity
-    public var backoff: BackoffPolicy
+    public var backoff: BackoffPolicy {
+        get { failures.policy }
+        set { failures.policy = newValue }
+    }
     /// The latest token, valid or not (nil before the first, after a refusal or a logout).
     public var token: AccessToken? { held.token }
     /// The last failure, kept after a recovery for the `/identities` view.
-    public internal(set) var lastError: TokenEndpointError?
-    public internal(set) var consecutiveFailures = 0
+    public var lastError: TokenEndpointError? { failures.last }
+    public var consecutiveFailures: Int { failures.consecutive }
+    /// Failures in a row and the backoff they cause, and the last failure.
+    var failures: FetchFailures
     /// The tokens held, and what an upstream's refusal left to remember.
     var held = HeldCredentials()
     /// What is under way at the IdP: discovery, a fetch, or a fetch a logout abandoned.
     var activity = TokenActivity.idle
     /// Before this time no fetch starts (backoff).
-    var retryAt: Double?
+    var retryAt: Double? { failures.retryAt }
     /// An operator asked for a new token now (`refreshNow`); the next fetch started takes it.
     private var refreshRequested = false
-    /// Chooses the backoff's jitter.
-    private var random: any RandomNumberGenerator & Sendable
     /// The IdP endpoints in use: as configured, or nil until discovery has completed them.
     public internal(set) var endpoints: IdentityEndpoints?
     /// A person's logins: a code waiting for its exchange, a device login, who logged in.
@@ -74,8 +77,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public init(identity: Identity, backoff: BackoffPolicy = BackoffPolicy(),
                 random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
         self.identity = identity
-        self.backoff = backoff
-        self.random = random
+        failures = FetchFailures(policy: backoff, random: random)
         // The `refresh_token` grant's seed is part of its own grant request; an interactive
         // identity's seed stands in for a first login.
         held.refreshToken = identity.grant.interactiveSeed
@@ -142,15 +144,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin,
                                           detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant)"))
         }
-        guard consecutiveFailures > 0, let lastError else { return .wait }
-        // Discovery is tried again after the backoff whatever failed: a 503, not a refusal.
-        let temporary = lastError.isTemporary || discoveryFailing
-        let retryAfter = Int(((retryAt ?? now) - now).rounded(.up))
-        return .fail(TokenUnavailable(identity: identity.name, reason: temporary ? .unavailable : .refused,
-                                      retryAfterSeconds: temporary ? max(1, retryAfter) : nil,
-                                      oauthError: lastError.oauthError?.code.rawValue,
-                                      oauthErrorDescription: lastError.oauthError?.errorDescription,
-                                      detail: "no valid token for identity \(identity.name): \(lastError)"))
+        return failures.problem(identity: identity.name, discoveryFailing: discoveryFailing, at: now).map { .fail($0) } ?? .wait
     }
 
     /// The identity's state for `/identities` and `/readyz`.
@@ -205,13 +199,12 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         let expiresAt = issuedAt + response.expiresIn
         guard expiresAt > now else {
             // Refetching at once would loop as fast as the endpoint answers.
-            recordFailure(.invalidTokenResponse(status: 200, contentType: nil, reason: "the token expired before it arrived"), at: now)
+            failures.record(.invalidTokenResponse(status: 200, contentType: nil, reason: "the token expired before it arrived"), at: now)
             return
         }
         held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity)
         login.tokenArrived(from: fetch)
-        consecutiveFailures = 0
-        retryAt = nil
+        failures.streakEnded()
     }
 
     /// The fetch in flight failed.
@@ -222,25 +215,26 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         if purpose == .grant(.authorizationCode) {
             // The code was used (or refused): the person must log in again (a code another
             // callback brought meanwhile goes next). Not a backoff.
-            lastError = error
+            failures.last = error
             login.exchangeFailed(error)
             return
         }
         if purpose == .grant(.deviceCode) {
-            devicePollFailed(error, at: now)
+            // `authorization_pending` and `slow_down` go on; the rest may end the login.
+            if login.devicePollFailed(error, at: now) { failures.last = error }
             return
         }
         if purpose == .refresh, error.oauthError?.code == .invalidGrant {
             // The refresh token is dead: never send it again, fall back to the grant now (an
             // interactive identity needs a login again).
             held.refreshToken = nil
-            lastError = error
+            failures.last = error
             if identity.grant.isInteractive {
                 login.lastFailure = "the login has ended: the IdP refused the refresh token (\(error.code))"
             }
             return
         }
-        recordFailure(error, at: now)
+        failures.record(error, at: now)
     }
 
     /// The request of a fetch for `purpose`, at the token endpoint in use (nil without one, or
@@ -253,13 +247,6 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         case .grant: return TokenRequest.grant(for: identity, at: tokenEndpoint)
         case .deviceAuthorization, .revocation: return nil  // Not fetches of a lifecycle.
         }
-    }
-
-    mutating func recordFailure(_ error: TokenEndpointError, at now: Double) {
-        lastError = error
-        consecutiveFailures += 1
-        let jitter = Double.random(in: 0..<1, using: &random)
-        retryAt = now + backoff.delay(afterFailures: consecutiveFailures, retryAfter: error.retryAfter, random: jitter)
     }
 
     /// An operator asked for a new token (`POST /identities/NAME/refresh`): the next fetch is
