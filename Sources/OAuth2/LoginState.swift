@@ -43,6 +43,15 @@ struct LoginState: Sendable {
         }
     }
 
+    /// The device login's next step (see `DeviceLogin.nextStep`); nil when it has none, or when
+    /// it has just ended (why is then the last failure).
+    mutating func nextDeviceStep(identity: Identity, endpoints: IdentityEndpoints, fetchUnderWay: Bool, at now: Double) -> DeviceLogin.Step? {
+        let step = device?.nextStep(identity: identity, endpoints: endpoints, fetchUnderWay: fetchUnderWay, at: now)
+        guard case .ended(let failure)? = step else { return step }
+        deviceEnded(failure: failure)
+        return nil
+    }
+
     /// The device authorization endpoint answered: the person can now enter the code (the flow
     /// polls the token endpoint `tokenEndpoint`). Ignored when no device login is asked for.
     mutating func deviceAuthorized(_ authorization: DeviceAuthorization, identity: Identity, tokenEndpoint: HTTPURL?, at now: Double) {

@@ -18,10 +18,9 @@ extension TokenLifecycle {
 
     /// The device login's next step, when it has one.
     mutating func nextDeviceAction(at now: Double) -> TokenAction? {
-        guard case .deviceCode = identity.grant, let endpoints, var device = login.device else { return nil }
-        let step = device.nextStep(identity: identity, endpoints: endpoints, fetchUnderWay: activity.fetch != nil, at: now)
-        login.device = device
-        guard let step else { return nil }
+        guard case .deviceCode = identity.grant, let endpoints,
+              let step = login.nextDeviceStep(identity: identity, endpoints: endpoints, fetchUnderWay: activity.fetch != nil, at: now)
+        else { return nil }
         switch step {
         case .authorize(let request):
             return .authorizeDevice(request)
@@ -32,9 +31,8 @@ extension TokenLifecycle {
             return .sleep(until: min(until, nextFetchAt(after: now) ?? until))
         case .idle:
             return .idle
-        case .ended(let failure):
-            login.deviceEnded(failure: failure)
-            return nil
+        case .ended:
+            return nil  // `nextDeviceStep` answers none.
         }
     }
 

@@ -23,24 +23,20 @@ extension TokenLifecycle {
     /// upstream refused). The fetch is then still needed unless the token held is not yet due
     /// for a refresh and no operator asked for one.
     public mutating func storedEntryRead(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, at now: Double) -> StoredEntryOutcome {
-        guard let fetch = activity.fetch else { return .satisfied }
-        // A logout came while the entry's lock was awaited: nothing is sent, nothing taken.
-        if activity.isFetchAbandoned {
-            activity = .idle
+        guard let fetch = activity.fetch, activity.isFetchTaken else {
+            // A logout came while the entry's lock was awaited: nothing is sent, nothing taken.
+            _ = activity.endFetch()
             return .satisfied
         }
         // A person just logged in (their code is exchanged whatever the store holds), or a device
         // poll goes out as scheduled (only the person's approval gives its token).
         if let request = fetch.fixedRequest { return .fetch(request) }
         if held.takeNewer(stored, refreshToken: storedRefreshToken, at: now) { failures.streakEnded() }
-        if !fetch.requested, let token, token.refreshAt > now {
-            activity = .idle
-            return .satisfied
+        let stillNeeded = fetch.requested || !(token.map { $0.refreshAt > now } ?? false)
+        if stillNeeded, let request = prepareFetch(nextPurpose ?? fetch.purpose, startedAt: fetch.startedAt, requested: fetch.requested) {
+            return .fetch(request)
         }
-        guard let request = prepareFetch(nextPurpose ?? fetch.purpose, startedAt: fetch.startedAt, requested: fetch.requested) else {
-            activity = .idle
-            return .satisfied
-        }
-        return .fetch(request)
+        activity = .idle
+        return .satisfied
     }
 }
