@@ -44,6 +44,12 @@ import HTTPFields
 /// identity, a login is needed). A refresh response without a refresh token keeps the old
 /// one. Failures back off (`BackoffPolicy`, honouring `Retry-After`); while they last a valid
 /// token is still used, and without one requests fail fast.
+///
+/// Its sub-states are types of their own, each an enum (or holding one) whose transitions are
+/// its methods, so no impossible combination can be written: what is under way at the IdP
+/// (`TokenActivity`, a fetch being a `FetchInFlight`), a person's logins (`LoginState`, with its
+/// `DeviceLogin`), the tokens held (`HeldCredentials`, with its `RefusalMemory`) and the failures
+/// in a row (`FetchFailures`). This type says how events move them together.
 public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public let identity: Identity
     public var backoff: BackoffPolicy {
