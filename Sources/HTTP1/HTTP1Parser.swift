@@ -6,7 +6,8 @@
 // HTTPHead), so a warm connection parses without allocating. Body bytes are not copied: the
 // delegate sees slices of the caller's input buffer and forwards them.
 //
-// llhttp callbacks are non-capturing closures that recover the parser from `llhttp_t.data`.
+// llhttp callbacks (`ParserCallbacks`, routed by `ParserSettings`) are non-capturing closures
+// that recover the parser from `llhttp_t.data`.
 // The parser pauses after every complete message when the delegate asks (pipelined requests are
 // handled one at a time): `feed` then reports how many bytes it consumed, and the caller keeps
 // the rest until it calls `resume()` and feeds them again.
@@ -14,29 +15,6 @@
 internal import CLLHTTP
 import ByteBuffers
 import HTTPFields
-
-public protocol HTTP1ParserDelegate: AnyObject {
-    /// The head is complete (`parser.head`). Return what the parser should assume of the body.
-    func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation
-    /// A piece of body; for chunked messages the bytes of the current chunk (no framing).
-    func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer)
-    /// A chunk of `size` bytes starts (chunked messages only; size 0 is the last chunk).
-    func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64)
-    /// The data of the current chunk has ended (not called for the last, empty chunk).
-    func parserDidFinishChunk(_ parser: HTTP1Parser)
-    /// The message (with trailers, in `parser.head.trailers`) is complete. Return true to pause
-    /// the parser here: `feed` stops and reports the bytes it consumed.
-    func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool
-}
-
-public struct HeaderLimits: Sendable {
-    public var maxHeadBytes: Int
-    public var maxFieldCount: Int
-    public init(maxHeadBytes: Int, maxFieldCount: Int) {
-        self.maxHeadBytes = maxHeadBytes
-        self.maxFieldCount = maxFieldCount
-    }
-}
 
 public final class HTTP1Parser {
     public enum Kind: Sendable { case request, response }
@@ -298,5 +276,51 @@ public final class HTTP1Parser {
         targetSpaceEndedRead = false
         bytesBeforeFeed = 0
         lastNonBlankBeforeFeed = 0
+    }
+
+    /// The delegate's answer to the head, as llhttp's on_headers_complete status.
+    func headDelegateAnswer() -> Int32 {
+        switch delegate?.parserDidParseHead(self) ?? .framed {
+        case .framed: return 0
+        case .none: return 1
+        case .pauseAfterHead: return Int32(HPE_PAUSED.rawValue)
+        case .reject(let error): return fail(error.kind, error.reason)
+        }
+    }
+
+    /// Records why the message is refused, for `feed` to report, and tells llhttp to stop.
+    func fail(_ kind: HTTP1Error.Kind, _ reason: String) -> Int32 {
+        pendingError = HTTP1Error(kind, reason)
+        return Int32(HPE_USER.rawValue)
+    }
+
+    /// The last chunk (size 0) was read: its completion ends the trailers, not a chunk.
+    var lastChunkSeen: Bool { (UInt32(state.pointee.flags) & F_TRAILING.rawValue) != 0 }
+
+    /// Whether any of `count` bytes at `start` is NUL, CR or LF: eight bytes at a time (a word
+    /// has a byte equal to `b` when `word ^ b…b` has a zero byte), since every value of every
+    /// head passes here.
+    @inline(__always)
+    static func containsNULOrLineBreak(_ start: UnsafeRawPointer, count: Int) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func hasZeroByte(_ word: UInt64) -> Bool { (word &- ones) & ~word & highs != 0 }
+        @inline(__always) func hasNULOrLineBreak(_ word: UInt64) -> Bool {
+            hasZeroByte(word) || hasZeroByte(word ^ (ones &* 0x0A)) || hasZeroByte(word ^ (ones &* 0x0D))
+        }
+        guard count >= 8 else {
+            for offset in 0..<count {
+                let byte = start.load(fromByteOffset: offset, as: UInt8.self)
+                if byte == 0 || byte == 0x0A || byte == 0x0D { return true }
+            }
+            return false
+        }
+        var offset = 0
+        while offset + 8 <= count {
+            if hasNULOrLineBreak(start.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) { return true }
+            offset += 8
+        }
+        // The last bytes in one more word, overlapping the one before.
+        return offset < count && hasNULOrLineBreak(start.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
     }
 }

@@ -12,27 +12,26 @@ extension TokenLifecycle {
     }
 
     /// The discovery request is under way.
-    public var isDiscovering: Bool { discovering }
+    public var isDiscovering: Bool { activity.isDiscovering }
 
     mutating func nextDiscoveryAction(at now: Double) -> TokenAction {
-        if discovering { return .idle }
+        if activity.isDiscovering { return .idle }
         if let retryAt, retryAt > now { return .sleep(until: retryAt) }
-        discovering = true
+        activity = .discovering
         return .discover
     }
 
     /// The IdP's metadata gave the endpoints (already merged with the configured ones).
     public mutating func discovered(_ endpoints: IdentityEndpoints) {
-        discovering = false
+        activity.endDiscovery()
         self.endpoints = endpoints
-        consecutiveFailures = 0
-        lastError = nil
-        retryAt = nil
+        failures.streakEnded()
+        failures.last = nil
     }
 
     /// The metadata could not be read or was not acceptable: back off and try again.
     public mutating func discoveryFailed(_ error: TokenEndpointError, at now: Double) {
-        discovering = false
-        recordFailure(error, at: now)
+        activity.endDiscovery()
+        failures.record(error, at: now)
     }
 }

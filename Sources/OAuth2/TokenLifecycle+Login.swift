@@ -16,29 +16,29 @@ extension TokenLifecycle {
     /// succeeded), so the code cannot be used.
     public mutating func codeReceived(_ code: Secret, login: LoginStart) -> Bool {
         guard let tokenEndpoint = endpoints?.token else { return false }
-        codeExchange = CodeExchange(request: TokenRequest.authorizationCode(for: identity, code: code, verifier: login.verifier,
-                                                                            redirectUri: login.redirectUri, at: tokenEndpoint),
-                                    nonce: login.nonce)
+        // `login` here is the login the code is for; `self.login` the identity's logins.
+        self.login.waitingCode = CodeExchange(request: TokenRequest.authorizationCode(for: identity, code: code, verifier: login.verifier,
+                                                                                      redirectUri: login.redirectUri, at: tokenEndpoint),
+                                              nonce: login.nonce)
         return true
     }
 
     /// A login ended without a token (the IdP's error, a refused callback, an ID token that
     /// failed its checks): the pages show `reason`.
     public mutating func loginFailed(_ reason: String) {
-        lastLoginFailure = reason
+        login.lastFailure = reason
     }
 
     /// The ID token of the exchange in flight was checked: `who` logged in (taken with its token
     /// by `fetchSucceeded`).
     public mutating func loggedIn(as who: String?) {
-        guard inFlight?.purpose == .grant(.authorizationCode) else { return }
-        inFlight?.subject = who
+        activity.updateFetch { $0.loggedIn(as: who) }
     }
 
     /// A token store will be read for this interactive identity: until it is
     /// (`storedLoginRead`), requests wait rather than being told to log in.
     public mutating func awaitStoredLogin() {
-        awaitingStoredLogin = true
+        login.awaitingStoredLogin = true
     }
 
     /// With a token store, before anything else: what the identity's entry holds. An
@@ -47,23 +47,13 @@ extension TokenLifecycle {
     /// was taken, or they waited for the entry).
     public mutating func storedLoginRead(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, subject: String?,
                                          at now: Double) -> Bool {
-        let waited = awaitingStoredLogin
-        awaitingStoredLogin = false
-        guard identity.grant.isInteractive, inFlight == nil, token == nil, refreshToken == nil || storedRefreshToken != nil else {
+        let waited = login.awaitingStoredLogin
+        login.awaitingStoredLogin = false
+        guard identity.grant.isInteractive, activity.fetch == nil, token == nil, held.refreshToken == nil || storedRefreshToken != nil else {
             return waited
         }
-        var taken = false
-        if let storedRefreshToken {
-            refreshToken = storedRefreshToken
-            taken = true
-        }
-        if let stored, stored.isValid(at: now) {
-            tokenCount += 1
-            token = AccessToken(value: stored.value, type: stored.type, issuedAt: stored.issuedAt, expiresAt: stored.expiresAt,
-                                refreshAt: stored.refreshAt, scope: stored.scope, serial: tokenCount)
-            taken = true
-        }
-        if taken { loggedInAs = subject }
+        let taken = held.restore(stored, refreshToken: storedRefreshToken, at: now)
+        if taken { login.restored(subject: subject) }
         return taken || waited
     }
 }

@@ -17,12 +17,6 @@ extension TokenLifecycle {
 
     /// An upstream refused `token` (a `retryOnStatus` status) at `now`.
     public mutating func refused(token value: String, at now: Double, minimumAge: Double) -> Refusal {
-        guard let current = token, current.value == value else { return .superseded }
-        if tokenFollowsRefusal && now - current.issuedAt < minimumAge { return .kept }
-        refusedToken = current.value
-        token = nil
-        tokenFollowsRefusal = false
-        fetchFollowsRefusal = true
-        return .dropped
+        held.refused(value, at: now, minimumAge: minimumAge)
     }
 }

@@ -6,7 +6,7 @@ import SafeText
 
 extension TokenLifecycle {
     /// The refresh token held (to be persisted with the token by a token store).
-    public var heldRefreshToken: Secret? { refreshToken }
+    public var heldRefreshToken: Secret? { held.refreshToken }
 
     /// What a token store's entry, read under its lock once a fetch has started, leaves to do.
     public enum StoredEntryOutcome: Sendable {
@@ -26,32 +26,20 @@ extension TokenLifecycle {
     /// upstream refused). The fetch is then still needed unless the token held is not yet due
     /// for a refresh and no operator asked for one.
     public mutating func storedEntryRead(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, at now: Double) -> StoredEntryOutcome {
-        guard let fetch = inFlight else { return .satisfied }
-        // A logout came while the entry's lock was awaited: nothing is sent, nothing taken.
-        if fetch.abandoned {
-            inFlight = nil
+        guard let fetch = activity.fetch, activity.isFetchTaken else {
+            // A logout came while the entry's lock was awaited: nothing is sent, nothing taken.
+            _ = activity.endFetch()
             return .satisfied
         }
         // A person just logged in (their code is exchanged whatever the store holds), or a device
         // poll goes out as scheduled (only the person's approval gives its token).
-        if let request = fetch.request { return .fetch(request) }
-        if let storedRefreshToken { refreshToken = storedRefreshToken }
-        if let stored, stored.isValid(at: now), stored.value != token?.value, stored.value != refusedToken,
-           stored.expiresAt > (token?.expiresAt ?? -Double.infinity) {
-            tokenCount += 1
-            token = AccessToken(value: stored.value, type: stored.type, issuedAt: stored.issuedAt, expiresAt: stored.expiresAt,
-                                refreshAt: stored.refreshAt, scope: stored.scope, serial: tokenCount)
-            consecutiveFailures = 0
-            retryAt = nil
+        if let request = fetch.fixedRequest { return .fetch(request) }
+        if held.takeNewer(stored, refreshToken: storedRefreshToken, at: now) { failures.streakEnded() }
+        let stillNeeded = fetch.requested || !(token.map { $0.refreshAt > now } ?? false)
+        if stillNeeded, let request = prepareFetch(nextPurpose ?? fetch.purpose, startedAt: fetch.startedAt, requested: fetch.requested) {
+            return .fetch(request)
         }
-        if !fetch.requested, let token, token.refreshAt > now {
-            inFlight = nil
-            return .satisfied
-        }
-        guard let request = prepareFetch(nextPurpose ?? fetch.purpose) else {
-            inFlight = nil
-            return .satisfied
-        }
-        return .fetch(request)
+        activity = .idle
+        return .satisfied
     }
 }

@@ -45,82 +45,49 @@ import SafeText
 /// identity, a login is needed). A refresh response without a refresh token keeps the old
 /// one. Failures back off (`BackoffPolicy`, honouring `Retry-After`); while they last a valid
 /// token is still used, and without one requests fail fast.
+///
+/// Its sub-states are types of their own, each an enum (or holding one) whose transitions are
+/// its methods, so no impossible combination can be written: what is under way at the IdP
+/// (`TokenActivity`, a fetch being a `FetchInFlight`), a person's logins (`LoginState`, with its
+/// `DeviceLogin`), the tokens held (`HeldCredentials`, with its `RefusalMemory`) and the failures
+/// in a row (`FetchFailures`). This type says how events move them together.
 public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public let identity: Identity
-    public var backoff: BackoffPolicy
-    /// The latest token, valid or not (nil before the first or after `invalidate`).
-    public internal(set) var token: AccessToken?
+    public var backoff: BackoffPolicy {
+        get { failures.policy }
+        set { failures.policy = newValue }
+    }
+    /// The latest token, valid or not (nil before the first, after a refusal or a logout).
+    public var token: AccessToken? { held.token }
     /// The last failure, kept after a recovery for the `/identities` view.
-    public internal(set) var lastError: TokenEndpointError?
-    public internal(set) var consecutiveFailures = 0
-    /// A refresh token the endpoint issued (or an interactive identity's seed).
-    var refreshToken: Secret?
-    var inFlight: InFlightFetch?
+    public var lastError: TokenEndpointError? { failures.last }
+    public var consecutiveFailures: Int { failures.consecutive }
+    /// Failures in a row and the backoff they cause, and the last failure.
+    var failures: FetchFailures
+    /// The tokens held, and what an upstream's refusal left to remember.
+    var held = HeldCredentials()
+    /// What is under way at the IdP: discovery, a fetch, or a fetch a logout abandoned.
+    var activity = TokenActivity.idle
     /// Before this time no fetch starts (backoff).
-    var retryAt: Double?
-    var tokenCount: UInt64 = 0
-    /// An operator asked for a new token now (`refreshNow`).
+    var retryAt: Double? { failures.retryAt }
+    /// An operator asked for a new token now (`refreshNow`); the next fetch started takes it.
     private var refreshRequested = false
-    /// An upstream refused the previous token: the next one obtained is `tokenFollowsRefusal`.
-    var fetchFollowsRefusal = false
-    /// The current token was fetched because an upstream refused its predecessor.
-    var tokenFollowsRefusal = false
-    /// The token an upstream refused last: a store entry still holding it is not taken back.
-    /// (Never shown: the descriptions below name no token.)
-    var refusedToken: String?
-    /// Chooses the backoff's jitter.
-    private var random: any RandomNumberGenerator & Sendable
     /// The IdP endpoints in use: as configured, or nil until discovery has completed them.
     public internal(set) var endpoints: IdentityEndpoints?
-    /// The discovery request is under way.
-    var discovering = false
-    /// A browser login's code exchange, due at once; it moves into `inFlight` when it is sent,
-    /// so a later callback's code waits here for its turn without touching the one under way.
-    var codeExchange: CodeExchange?
+    /// A person's logins: a code waiting for its exchange, a device login, who logged in.
+    var login = LoginState()
     /// Who logged in, as the ID token names them (`preferred_username`, `email` or `sub`).
-    public internal(set) var loggedInAs: String?
+    public var loggedInAs: String? { login.loggedInAs }
     /// Why the last login ended without a token (for the login pages); nil after a success.
-    public internal(set) var lastLoginFailure: String?
-    /// A token store entry is still to be read (`awaitStoredLogin`).
-    var awaitingStoredLogin = false
-    /// A device login was asked for and has not ended.
-    var deviceLoginRequested = false
-    /// The device authorization request is under way.
-    var deviceAuthorizing = false
-    /// The device login under way: its code, and its polls.
-    var deviceFlow: DeviceFlow?
-
-    struct InFlightFetch {
-        var purpose: TokenRequest.Purpose
-        var startedAt: Double
-        /// An operator asked for it: a stored token does not make it unnecessary.
-        var requested: Bool
-        /// The request, when it is not one the lifecycle can build again (a code exchange, a
-        /// device poll).
-        var request: TokenRequest? = nil
-        /// A code exchange: the nonce its ID token must carry (its own login's).
-        var nonce: Secret? = nil
-        /// A code exchange: who its ID token names, once checked (`loggedIn(as:)`).
-        var subject: String? = nil
-        /// A logout came while it was under way: its answer is dropped, not taken
-        /// (`isFetchAbandoned`).
-        var abandoned = false
-    }
-
-    /// A callback's code, with what its exchange needs.
-    struct CodeExchange {
-        var request: TokenRequest
-        var nonce: Secret?
-    }
+    public var lastLoginFailure: String? { login.lastFailure }
 
     public init(identity: Identity, backoff: BackoffPolicy = BackoffPolicy(),
                 random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
         self.identity = identity
-        self.backoff = backoff
-        self.random = random
+        failures = FetchFailures(policy: backoff, random: random)
         // The `refresh_token` grant's seed is part of its own grant request; an interactive
         // identity's seed stands in for a first login.
-        refreshToken = identity.grant.interactiveSeed
+        held.refreshToken = identity.grant.interactiveSeed
         endpoints = identity.configuredEndpoints
     }
 
@@ -129,33 +96,28 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// What the next fetch would be: a refresh while a refresh token is held, else the
     /// identity's own grant; nil when only a person logging in can help.
     var nextPurpose: TokenRequest.Purpose? {
-        if codeExchange != nil { return .grant(.authorizationCode) }
-        if refreshToken != nil { return .refresh }
+        if login.waitingCode != nil { return .grant(.authorizationCode) }
+        if held.refreshToken != nil { return .refresh }
         return identity.grant.isInteractive ? nil : .grant(identity.grant.type)
     }
 
-    public var isFetching: Bool { inFlight != nil }
+    public var isFetching: Bool { activity.fetch != nil }
 
     /// A logout came while the fetch in flight was under way: its answer will be dropped (a
     /// refresh token it brings is the token thread's to revoke).
-    public var isFetchAbandoned: Bool { inFlight?.abandoned ?? false }
+    public var isFetchAbandoned: Bool { activity.isFetchAbandoned }
 
     /// The nonce the ID token of the code exchange in flight must carry.
-    public var expectedNonce: Secret? {
-        inFlight?.purpose == .grant(.authorizationCode) ? inFlight?.nonce : nil
-    }
+    public var expectedNonce: Secret? { activity.fetch?.nonce }
 
     /// A callback's code waits for (or is in) its exchange: a login is finishing, and requests
     /// wait for its token rather than carry an earlier one.
     var loginFinishing: Bool {
-        codeExchange != nil || (inFlight.map { $0.purpose == .grant(.authorizationCode) && !$0.abandoned } ?? false)
+        login.waitingCode != nil || (activity.isFetchTaken && activity.fetch?.purpose == .grant(.authorizationCode))
     }
 
-    /// A fetch whose answer will be taken is under way.
-    var fetchUnderWay: Bool { inFlight.map { !$0.abandoned } ?? false }
-
     /// What the fetch in flight is for.
-    public var fetchPurpose: TokenRequest.Purpose? { inFlight?.purpose }
+    public var fetchPurpose: TokenRequest.Purpose? { activity.fetch?.purpose }
 
     public func hasValidToken(at now: Double) -> Bool {
         token?.isValid(at: now) ?? false
@@ -164,9 +126,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// When the next fetch is due (`now` when it already is); nil while one is in flight or
     /// when a login is needed. Arm a timer for it.
     public func nextFetchAt(after now: Double) -> Double? {
-        guard inFlight == nil, nextPurpose != nil, endpoints != nil else { return nil }
+        guard activity.fetch == nil, nextPurpose != nil, endpoints != nil else { return nil }
         // A person waits on a login's code exchange, and the code is single-use: no backoff.
-        if refreshRequested || codeExchange != nil { return now }
+        if refreshRequested || login.waitingCode != nil { return now }
         return max(now, token?.refreshAt ?? now, retryAt ?? now)
     }
 
@@ -181,50 +143,20 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             // for that login's token rather than carry the previous one.
             return loginFinishing ? .wait : .inject(token)
         }
-        if awaitingStoredLogin { return .wait }
-        if let waiting = deviceLoginDecision(at: now) { return waiting }
-        if !fetchUnderWay, nextPurpose == nil, !discoveryFailing {
+        if login.awaitingStoredLogin { return .wait }
+        if let waiting = login.device?.decision(identity: identity, holdsRefreshToken: held.refreshToken != nil, at: now) {
+            return waiting
+        }
+        if !activity.isFetchTaken, nextPurpose == nil, !discoveryFailing {
             return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin,
                                           detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant)"))
         }
-        guard consecutiveFailures > 0, let lastError else { return .wait }
-        // Discovery is tried again after the backoff whatever failed: a 503, not a refusal.
-        let temporary = lastError.isTemporary || discoveryFailing
-        let retryAfter = Int(((retryAt ?? now) - now).rounded(.up))
-        return .fail(TokenUnavailable(identity: identity.name, reason: temporary ? .unavailable : .refused,
-                                      retryAfterSeconds: temporary ? max(1, retryAfter) : nil,
-                                      oauthError: lastError.oauthError?.code.rawValue,
-                                      oauthErrorDescription: lastError.oauthError?.errorDescription,
-                                      detail: "no valid token for identity \(identity.name): \(lastError)"))
+        return failures.problem(identity: identity.name, discoveryFailing: discoveryFailing, at: now).map { .fail($0) } ?? .wait
     }
 
     /// The identity's state for `/identities` and `/readyz`.
     public func status(at now: Double) -> IdentityStatus {
-        let valid = hasValidToken(at: now)
-        let state: IdentityStatus.State
-        // A callback's code waiting for (or in) its exchange is a login finishing, even while an
-        // earlier login's token is valid: requests wait for the new one.
-        if loginFinishing || (!valid && deviceLoginUnderWay) {
-            state = .loginPending
-        } else if !valid && endpoints == nil && consecutiveFailures == 0 {
-            // Discovery is under way: nothing can start yet, not even a login.
-            state = .pending
-        } else if !valid && !fetchUnderWay && nextPurpose == nil && !discoveryFailing {
-            state = .needsLogin
-        } else if consecutiveFailures > 0 {
-            state = .failing
-        } else if fetchUnderWay {
-            state = .refreshing
-        } else {
-            state = valid ? .valid : .pending
-        }
-        return IdentityStatus(identity: identity.name, state: state, hasValidToken: valid, expiresAt: token?.expiresAt,
-                              expiresInSeconds: token.map { max(0, $0.expiresAt - now) }, refreshAt: token?.refreshAt,
-                              tokenType: token?.type, scope: token?.scope, hasRefreshToken: refreshToken != nil,
-                              nextFetchAt: nextFetchAt(after: now), consecutiveFailures: consecutiveFailures,
-                              lastErrorCode: lastError?.code, lastErrorDescription: lastError?.description,
-                              loggedInAs: loggedInAs, deviceLogin: deviceFlow.map { $0.isOver ? nil : $0.prompt(at: now) } ?? nil,
-                              lastLoginFailure: lastLoginFailure)
+        IdentityStatus(self, at: now)
     }
 
     // MARK: - Events
@@ -243,25 +175,22 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// to send. Nil while another is in flight, during backoff, while the token does not need
     /// a refresh yet, and when a login is needed.
     public mutating func startFetchIfDue(at now: Double) -> TokenRequest? {
-        guard shouldStartFetch(at: now), let purpose = nextPurpose else { return nil }
-        inFlight = InFlightFetch(purpose: purpose, startedAt: now, requested: refreshRequested)
-        guard let request = prepareFetch(purpose) else {
-            inFlight = nil
-            return nil
-        }
+        guard shouldStartFetch(at: now), let purpose = nextPurpose,
+              let request = prepareFetch(purpose, startedAt: now, requested: refreshRequested) else { return nil }
         refreshRequested = false
         return request
     }
 
-    /// The request of the fetch in flight, now for `purpose`: a code exchange takes the waiting
-    /// code (and its nonce) into the fetch, so a callback arriving meanwhile cannot change it.
-    mutating func prepareFetch(_ purpose: TokenRequest.Purpose) -> TokenRequest? {
+    /// Puts a fetch for `purpose` in flight and returns its request (nil, and nothing changed,
+    /// when there is none): a code exchange takes the waiting code (and its nonce) into the
+    /// fetch, so a callback arriving meanwhile cannot change it.
+    mutating func prepareFetch(_ purpose: TokenRequest.Purpose, startedAt: Double, requested: Bool) -> TokenRequest? {
         guard let request = request(for: purpose) else { return nil }
-        inFlight?.purpose = purpose
-        if purpose == .grant(.authorizationCode), let exchange = codeExchange {
-            inFlight?.request = exchange.request
-            inFlight?.nonce = exchange.nonce
-            codeExchange = nil
+        if purpose == .grant(.authorizationCode), let exchange = login.waitingCode {
+            activity = .fetching(FetchInFlight(startedAt: startedAt, kind: .codeExchange(exchange, subject: nil)))
+            login.waitingCode = nil
+        } else {
+            activity = .fetching(FetchInFlight(startedAt: startedAt, kind: .rebuildable(purpose, requested: requested)))
         }
         return request
     }
@@ -270,72 +199,49 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// an interactive login's token arrives (with no fetch in flight, its lifetime counts from
     /// `now`).
     public mutating func fetchSucceeded(_ response: TokenResponse, at now: Double) {
-        let fetch = inFlight
-        inFlight = nil
-        if fetch?.abandoned == true { return }
+        let ended = activity.endFetch()
+        if ended?.abandoned == true { return }
+        let fetch = ended?.fetch
         let issuedAt = fetch?.startedAt ?? now
         let expiresAt = issuedAt + response.expiresIn
         guard expiresAt > now else {
             // Refetching at once would loop as fast as the endpoint answers.
-            recordFailure(.invalidTokenResponse(status: 200, contentType: nil, reason: "the token expired before it arrived"), at: now)
+            failures.record(.invalidTokenResponse(status: 200, contentType: nil, reason: "the token expired before it arrived"), at: now)
             return
         }
-        tokenCount += 1
-        token = AccessToken(value: response.accessToken.value, type: response.tokenType, issuedAt: issuedAt, expiresAt: expiresAt,
-                            refreshAt: RefreshSchedule.refreshAt(issuedAt: issuedAt, lifetime: response.expiresIn,
-                                                                 skew: identity.refreshSkewSeconds),
-                            scope: response.scope ?? token?.scope ?? identity.scope, serial: tokenCount)
-        if let rotated = response.refreshToken {
-            refreshToken = rotated
-        }
-        if fetch?.purpose == .grant(.authorizationCode) {
-            // A new login: who it names (nil when no ID token said so), not the previous one.
-            loggedInAs = fetch?.subject
-            lastLoginFailure = nil
-        }
-        if deviceFlow != nil {
-            deviceFlow?.pollSucceeded(at: now)
-            endDeviceLogin(failure: nil)
-        }
-        tokenFollowsRefusal = fetchFollowsRefusal
-        fetchFollowsRefusal = false
-        refusedToken = nil
-        consecutiveFailures = 0
-        retryAt = nil
+        held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity)
+        login.tokenArrived(from: fetch)
+        failures.streakEnded()
     }
 
     /// The fetch in flight failed.
     public mutating func fetchFailed(_ error: TokenEndpointError, at now: Double) {
-        let purpose = inFlight?.purpose
-        let abandoned = inFlight?.abandoned ?? false
-        inFlight = nil
-        if abandoned { return }
+        let ended = activity.endFetch()
+        if ended?.abandoned == true { return }
+        let purpose = ended?.fetch.purpose
         if purpose == .grant(.authorizationCode) {
             // The code was used (or refused): the person must log in again (a code another
             // callback brought meanwhile goes next). Not a backoff.
-            lastError = error
-            if case .idToken = error {
-                lastLoginFailure = error.description
-            } else {
-                lastLoginFailure = "the IdP did not exchange the login's code for a token: \(error)"
-            }
+            failures.last = error
+            login.exchangeFailed(error)
             return
         }
         if purpose == .grant(.deviceCode) {
-            devicePollFailed(error, at: now)
+            // `authorization_pending` and `slow_down` go on; the rest may end the login.
+            if login.devicePollFailed(error, at: now) { failures.last = error }
             return
         }
         if purpose == .refresh, error.oauthError?.code == .invalidGrant {
             // The refresh token is dead: never send it again, fall back to the grant now (an
             // interactive identity needs a login again).
-            refreshToken = nil
-            lastError = error
+            held.refreshToken = nil
+            failures.last = error
             if identity.grant.isInteractive {
-                lastLoginFailure = "the login has ended: the IdP refused the refresh token (\(error.code))"
+                login.lastFailure = "the login has ended: the IdP refused the refresh token (\(error.code))"
             }
             return
         }
-        recordFailure(error, at: now)
+        failures.record(error, at: now)
     }
 
     /// The request of a fetch for `purpose`, at the token endpoint in use (nil without one, or
@@ -343,18 +249,11 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     func request(for purpose: TokenRequest.Purpose) -> TokenRequest? {
         guard let tokenEndpoint = endpoints?.token else { return nil }
         switch purpose {
-        case .refresh: return refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0, at: tokenEndpoint) }
-        case .grant(.authorizationCode): return codeExchange?.request
+        case .refresh: return held.refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0, at: tokenEndpoint) }
+        case .grant(.authorizationCode): return login.waitingCode?.request
         case .grant: return TokenRequest.grant(for: identity, at: tokenEndpoint)
         case .deviceAuthorization, .revocation: return nil  // Not fetches of a lifecycle.
         }
-    }
-
-    mutating func recordFailure(_ error: TokenEndpointError, at now: Double) {
-        lastError = error
-        consecutiveFailures += 1
-        let jitter = Double.random(in: 0..<1, using: &random)
-        retryAt = now + backoff.delay(afterFailures: consecutiveFailures, retryAfter: error.retryAfter, random: jitter)
     }
 
     /// An operator asked for a new token (`POST /identities/NAME/refresh`): the next fetch is
@@ -368,22 +267,16 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// interactive identity needs a login again). A fetch under way is abandoned: its answer
     /// would bring the forgotten login back. A code waiting for its exchange is dropped.
     public mutating func forget() {
-        token = nil
-        refreshToken = nil
-        loggedInAs = nil
-        inFlight?.abandoned = true
-        codeExchange = nil
-        deviceFlow?.cancel()
-        endDeviceLogin(failure: nil)
-        fetchFollowsRefusal = false
-        tokenFollowsRefusal = false
+        held.forget()
+        login.forgotten()
+        activity.abandonFetch()
     }
 
     // MARK: - Descriptions (never a token)
 
     public var description: String {
-        "TokenLifecycle(\(identity.name): token \(token?.description ?? "none"), refresh token \(refreshToken?.description ?? "none"), "
-            + "\(inFlight.map { "fetching (\($0.purpose))" } ?? "idle"), \(consecutiveFailures) failures"
+        "TokenLifecycle(\(identity.name): token \(token?.description ?? "none"), refresh token \(held.refreshToken?.description ?? "none"), "
+            + "\(activity.fetch.map { "fetching (\($0.purpose))" } ?? "idle"), \(consecutiveFailures) failures"
             + (lastError.map { ", last error \($0.code)" } ?? "") + ")"
     }
 

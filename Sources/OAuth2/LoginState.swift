@@ -1,0 +1,87 @@
+import Endpoints
+
+/// A person's logins to one interactive identity, as its `TokenLifecycle` tracks them: a
+/// browser login's code waiting for its exchange, a device login, the wait for a stored login
+/// at startup, and what the login pages show (who logged in, why the last login failed).
+struct LoginState: Sendable {
+    /// A browser login's code exchange, due at once; it moves into the `FetchInFlight` when it is
+    /// sent, so a later callback's code waits here for its turn without touching the one under way.
+    var waitingCode: CodeExchange?
+    /// The device login asked for or under way (nil: none).
+    var device: DeviceLogin?
+    /// A token store entry is still to be read (`awaitStoredLogin`): a wait at startup only.
+    var awaitingStoredLogin = false
+    /// Who logged in, as the ID token names them (`preferred_username`, `email` or `sub`).
+    private(set) var loggedInAs: String?
+    /// Why the last login ended without a token (for the login pages); nil after a success.
+    var lastFailure: String?
+
+    /// A fetch brought a token: a code exchange's names who logged in (nil when no ID token
+    /// said so), not the previous person, and a device login's poll ends it, approved.
+    mutating func tokenArrived(from fetch: FetchInFlight?) {
+        if fetch?.purpose == .grant(.authorizationCode) {
+            loggedInAs = fetch?.subject
+            lastFailure = nil
+        }
+        if case .polling? = device {
+            deviceEnded(failure: nil)
+        }
+    }
+
+    /// A token store's entry gave the login: `subject` logged in.
+    mutating func restored(subject: String?) {
+        loggedInAs = subject
+    }
+
+    /// The code exchange in flight failed: the code was used (or refused), the person must log
+    /// in again.
+    mutating func exchangeFailed(_ error: TokenEndpointError) {
+        if case .idToken = error {
+            lastFailure = error.description
+        } else {
+            lastFailure = "the IdP did not exchange the login's code for a token: \(error)"
+        }
+    }
+
+    /// The device login's next step (see `DeviceLogin.nextStep`); nil when it has none, or when
+    /// it has just ended (why is then the last failure).
+    mutating func nextDeviceStep(identity: Identity, endpoints: IdentityEndpoints, fetchUnderWay: Bool, at now: Double) -> DeviceLogin.Step? {
+        let step = device?.nextStep(identity: identity, endpoints: endpoints, fetchUnderWay: fetchUnderWay, at: now)
+        guard case .ended(let failure)? = step else { return step }
+        deviceEnded(failure: failure)
+        return nil
+    }
+
+    /// The device authorization endpoint answered: the person can now enter the code (the flow
+    /// polls the token endpoint `tokenEndpoint`). Ignored when no device login is asked for.
+    mutating func deviceAuthorized(_ authorization: DeviceAuthorization, identity: Identity, tokenEndpoint: HTTPURL?, at now: Double) {
+        guard let device else { return }
+        guard let tokenEndpoint else {
+            if case .authorizing = device { self.device = .requested }
+            return
+        }
+        self.device = .polling(DeviceFlow(identity: identity, tokenEndpoint: tokenEndpoint, authorization: authorization, startedAt: now))
+        lastFailure = nil
+    }
+
+    /// A device poll did not produce a token: true when that ended the login
+    /// (`authorization_pending` and `slow_down` go on).
+    mutating func devicePollFailed(_ error: TokenEndpointError, at now: Double) -> Bool {
+        guard case .ended(let end)? = device?.pollFailed(error, at: now) else { return false }
+        deviceEnded(failure: end.map { "the device login ended: \($0)" })
+        return true
+    }
+
+    /// The device login is over (approved when `failure` is nil).
+    mutating func deviceEnded(failure: String?) {
+        device = nil
+        if let failure { lastFailure = failure }
+    }
+
+    /// A logout: nobody is logged in, a waiting code is dropped, a device login cancelled.
+    mutating func forgotten() {
+        loggedInAs = nil
+        waitingCode = nil
+        device = nil
+    }
+}
