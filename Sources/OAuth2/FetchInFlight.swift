@@ -5,6 +5,9 @@
 /// store's entry has been read (it may then use a stored refresh token); a browser login's code
 /// exchange and a device poll keep the request they were sent with, which nothing can build
 /// again (the code is single-use, the device code belongs to the flow).
+
+import SafeText
+
 struct FetchInFlight: Sendable {
     /// Where the fetch's lifetime counts from: a token's lifetime starts when it was asked for.
     var startedAt: Double

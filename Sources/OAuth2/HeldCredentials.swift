@@ -2,6 +2,9 @@
 /// endpoint issued (or an interactive identity's seed), how many tokens it has taken (each
 /// token's serial), and what an upstream's refusal left to remember. No description shows any
 /// of it: `TokenLifecycle`'s own names no token.
+
+import SafeText
+
 struct HeldCredentials: Sendable {
     /// The latest token, valid or not (nil before the first, after a refusal or a logout).
     private(set) var token: AccessToken?

@@ -1,5 +1,6 @@
 import Endpoints
 @testable import OAuth2
+import SafeText
 import XCTest
 
 /// The lifecycle's sub-states and their transitions: what is under way at the IdP
