@@ -8,9 +8,9 @@
 // - `TokenEndpointSecurity` decides whether a token URL may be plain `http://`.
 // - `TokenLifecycle` (this file) is the state machine of one identity's token: when to fetch,
 //   which grant to use, what a request gets meanwhile, how failures back off.
-// - `redacted(_:)` is how any token or secret appears in a description: `…` and at most its
-//   last four characters. No description, debug description or mirror of a type here shows
-//   more.
+// - Every token or secret appears in a description as SafeText's `redacted(_:)` shows it: `…`
+//   and at most its last four characters. No description, debug description or mirror of a
+//   type here shows more.
 //
 // How the relay drives a lifecycle: one per identity, behind a lock (`Locked`, Locking/Locked.swift), shared by all loops.
 // Times are seconds in one monotonic clock the relay reads and passes in (`now`); the
