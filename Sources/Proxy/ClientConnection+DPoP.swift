@@ -3,6 +3,7 @@
 // responses bring, and the replay after a `use_dpop_nonce` answer, which keeps the token.
 
 import HTTP1
+import HTTPClient
 import JOSE
 
 extension ClientConnection {

@@ -21,6 +21,7 @@
 import ByteBuffers
 import EventLoop
 import HTTP1
+import HTTPClient
 import Config
 import HTTPFields
 import JOSE
