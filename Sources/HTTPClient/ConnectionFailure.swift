@@ -5,7 +5,7 @@ import HTTP1
 /// happened, in enough detail that each owner can say it in its own terms. The proxy's
 /// `UpstreamFailure` (its 502/503/504 answers, metric labels, retries) and the token client's
 /// `HTTPClientError` (its log and admin texts) are views of it.
-public enum ConnectionFailure: Error, Equatable {
+public enum ConnectionFailure: Error, Sendable, Equatable {
     /// The host name did not resolve; the owner resolves, so the text is its own.
     case resolve(String)
     case connect(UVError)
