@@ -55,7 +55,10 @@ let package = Package(
         .target(name: "OAuth2", dependencies: ["SafeText", "HTTPFields", "Endpoints", "JOSE", "JSON", "Crypto"], swiftSettings: hotPath),
         .target(name: "Config", dependencies: ["SafeText", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "JSON", "Crypto", "RedisProtocol"], swiftSettings: hotPath),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
-        .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"]),
+        // One HTTP/1 client connection (`UpstreamConnection`) for the proxy's upstream pool and the
+        // token thread's `sendHTTPRequest`: on the request path, so built like it.
+        .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"],
+                swiftSettings: hotPath),
         // Encrypted token entries on disk (AES-GCM from Crypto, flock); no sockets.
         .target(name: "TokenStore", dependencies: ["SafeText", "OAuth2", "HTTPFields", "Crypto"]),
         // Redis values with no socket: endpoint URLs, commands in RESP, replies.
@@ -90,6 +93,8 @@ let package = Package(
         .target(name: "Proxy", dependencies: ["SafeText",
             "EventLoop", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "ByteBuffers", "OAuth2", "Tokens", "TLS", "TLSStream", "RelayMetrics", "Locking",
             "BrowserSafety", "LoginPages",
+            // The upstream connection; the pool that keeps them is Proxy's.
+            "HTTPClient",
             // DPoP proofs for forwarded requests, signed on the worker.
             "JOSE", "Crypto",
             .product(name: "Logging", package: "swift-log"),
@@ -115,7 +120,7 @@ let package = Package(
         .testTarget(name: "ConfigTests", dependencies: ["SafeText", "Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "Crypto", "RedisProtocol",
                                                         "FileTestSupport"]),
         .testTarget(name: "ProxyTests", dependencies: ["SafeText", "Proxy", "BrowserSafety", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2",
-                                                       "Tokens", "JOSE", "TLS",
+                                                       "Tokens", "JOSE", "TLS", "HTTPClient",
                                                        // HeldResponseTests: a recording client stream; ProxyWorkerLeakTests: a worker
                                                        // on the leak-checked loop.
                                                        "EventLoop", "ByteBuffers", "LoopTestSupport",
@@ -135,6 +140,8 @@ let package = Package(
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics", .product(name: "Prometheus", package: "swift-prometheus")]),
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["SafeText", "TokenStore", "OAuth2", "Endpoints", "Crypto", "FileTestSupport"]),
+        // The upstream connection's deadlines, with no socket.
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "EventLoop", "HTTP1"]),
         .testTarget(name: "TokensTests", dependencies: ["SafeText",
             "Tokens", "TokenStore", "Crypto", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", "RedisProtocol", "LoopTestSupport",
             "FileTestSupport",

@@ -3,98 +3,15 @@
 // is no pooling: each exchange resolves, connects, sends with `Connection: close`, reads the
 // whole (bounded) response and closes. Redirects are answers like any other; the caller decides
 // (a token client treats them as errors, so a secret never follows a redirect elsewhere).
+//
+// The connection is the proxy's own `UpstreamConnection`, without a pool and with the
+// single-exchange deadline policy (`HTTPClientLimits`); this exchange is its owner: it resolves,
+// writes the request, collects the response and says what went wrong in `HTTPClientError`'s words.
 
 import ByteBuffers
 import EventLoop
 import HTTP1
 import HTTPFields
-import TLS
-import TLSStream
-
-public struct HTTPClientRequest: Sendable {
-    public var method: String
-    public var host: String
-    public var port: UInt16
-    /// Origin-form target, e.g. `/oauth2/token?x=1`.
-    public var target: String
-    /// Sent in order after `Host`; `Content-Length` and `Connection` are the client's own.
-    public var headers: [HTTPField]
-    public var body: [UInt8]
-    /// https: the TLS settings to connect with; nil for plain http.
-    public var tls: TLSConfiguration?
-
-    public init(method: String, host: String, port: UInt16, target: String, headers: [HTTPField] = [], body: [UInt8] = [],
-                tls: TLSConfiguration? = nil) {
-        self.method = method
-        self.host = host
-        self.port = port
-        self.target = target
-        self.headers = headers
-        self.body = body
-        self.tls = tls
-    }
-}
-
-public struct HTTPClientResponse: Sendable, Equatable {
-    public var status: Int
-    public var headers: [HTTPField]
-    public var body: [UInt8]
-
-    public init(status: Int, headers: [HTTPField], body: [UInt8]) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-
-    /// The first field named `name` (case-insensitive).
-    public func header(_ name: String) -> String? {
-        headers.value(named: name)
-    }
-}
-
-public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible {
-    case resolve(String)
-    case connect(String)
-    /// The TLS handshake failed (unknown CA, name mismatch, expired, pin, ...).
-    case tls(String)
-    case connectTimeout
-    case responseTimeout
-    /// The server closed before a complete response.
-    case closedEarly
-    case invalidResponse(String)
-    case bodyTooLarge(limit: Int)
-    case cancelled
-
-    public var description: String {
-        switch self {
-        case .resolve(let detail): return "cannot resolve the host: \(detail)"
-        case .connect(let detail): return "cannot connect: \(detail)"
-        case .tls(let detail): return "TLS failed: \(detail)"
-        case .connectTimeout: return "connecting timed out"
-        case .responseTimeout: return "no complete response in time"
-        case .closedEarly: return "the server closed the connection before a complete response"
-        case .invalidResponse(let detail): return "invalid HTTP response: \(detail)"
-        case .bodyTooLarge(let limit): return "response body larger than \(limit) bytes"
-        case .cancelled: return "cancelled"
-        }
-    }
-}
-
-/// The deadlines of one exchange. Both are total, never pushed back by bytes that arrive: a
-/// server that drips its answer a byte at a time cannot hold an exchange open past
-/// `connectTimeoutMilliseconds` (resolving, connecting, the TLS handshake) plus
-/// `responseTimeoutMilliseconds` (from connected to the last byte of the response).
-public struct HTTPClientLimits: Sendable {
-    public var connectTimeoutMilliseconds: UInt64
-    public var responseTimeoutMilliseconds: UInt64
-    public var maxBodyBytes: Int
-
-    public init(connectTimeoutMilliseconds: UInt64 = 5000, responseTimeoutMilliseconds: UInt64 = 30_000, maxBodyBytes: Int = 1 << 20) {
-        self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
-        self.responseTimeoutMilliseconds = responseTimeoutMilliseconds
-        self.maxBodyBytes = maxBodyBytes
-    }
-}
 
 /// Sends `request` on `loop` and calls `completion` exactly once, on the loop (with
 /// `.cancelled` after `cancel()`).
@@ -116,20 +33,17 @@ public struct HTTPClientCall {
     }
 }
 
-final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
+final class HTTPClientExchange: UpstreamExchangeOwner {
     private let request: HTTPClientRequest
     private let loop: EventLoop
     private let limits: HTTPClientLimits
     private var completion: ((Result<HTTPClientResponse, HTTPClientError>) -> Void)?
-    private var stream: (any ByteStream)?
-    private let parser: HTTP1Parser
-    private var timer: LoopTimer?
-    private var connected = false
+    private let connection: UpstreamConnection
     private var status = 0
     private var headers: [HTTPField] = []
     private var body: [UInt8] = []
-    /// Keeps the exchange alive from `start` to its completion (the stream's delegate
-    /// reference alone does not cover the time before it exists).
+    /// Keeps the exchange alive from `start` to its completion (the connection holds its owner
+    /// only while it is open).
     private var selfReference: HTTPClientExchange?
 
     init(request: HTTPClientRequest, loop: EventLoop, limits: HTTPClientLimits,
@@ -138,34 +52,30 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
         self.loop = loop
         self.limits = limits
         self.completion = completion
-        parser = HTTP1Parser(kind: .response, limits: HeaderLimits(maxHeadBytes: 64 * 1024, maxFieldCount: 200))
-        parser.delegate = self
+        connection = UpstreamConnection(loop: loop, host: request.host, tls: request.tls,
+                                        headerLimits: HeaderLimits(maxHeadBytes: 64 * 1024, maxFieldCount: 200),
+                                        deadlinePolicy: limits.deadlinePolicy, pool: nil)
     }
 
     func start() {
         selfReference = self
-        timer = LoopTimer(loop: loop) { [unowned self] in
-            self.finish(.failure(self.connected ? .responseTimeout : .connectTimeout))
-        }
-        timer?.start(afterMilliseconds: limits.connectTimeoutMilliseconds)
+        connection.begin(for: self)
+        // The connect deadline covers resolving (see HTTPClientLimits).
+        connection.startResolving()
+        // Kept by the connection until it is connected.
+        connection.write(requestBytes())
         Resolver.resolve(on: loop, host: request.host, port: request.port) { [self] result in
             guard completion != nil else { return }
             switch result {
             case .failure(let error):
                 finish(.failure(.resolve(error.name)))
             case .success(let addresses):
-                connect(to: addresses[0])
+                connection.connect(to: addresses[0])
             }
         }
     }
 
-    private func connect(to address: SocketAddress) {
-        do {
-            stream = try TLSStream.connect(on: loop, to: address, tls: request.tls, host: request.host, delegate: self)
-        } catch {
-            finish(.failure(.connect(error.name)))
-            return
-        }
+    private func requestBytes() -> ByteBuffer {
         var out = ByteBuffer()
         out.appendRequestLine(method: request.method, target: request.target)
         let defaultPort: UInt16 = request.tls == nil ? 80 : 443
@@ -178,7 +88,7 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
         out.appendField("Connection", "close")
         out.appendEndOfHead()
         out.append(request.body)
-        stream?.write(out)
+        return out
     }
 
     func cancel() {
@@ -188,46 +98,14 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
     private func finish(_ result: Result<HTTPClientResponse, HTTPClientError>) {
         guard let completion else { return }
         self.completion = nil
-        timer?.close()
-        timer = nil
-        stream?.close()
-        stream = nil
+        connection.close()
         completion(result)
         selfReference = nil
     }
 
-    // MARK: ByteStreamDelegate
+    // MARK: UpstreamExchangeOwner
 
-    func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {
-        if let error {
-            if let reason = stream.failureReason {
-                finish(.failure(.tls(reason)))
-            } else {
-                finish(.failure(.connect(error.name)))
-            }
-            return
-        }
-        connected = true
-        // Started once: reads do not restart it (see HTTPClientLimits).
-        timer?.start(afterMilliseconds: limits.responseTimeoutMilliseconds)
-        stream.startReading()
-    }
-
-    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
-        if case .failed(let error) = parser.feed(bytes) {
-            finish(.failure(.invalidResponse(error.reason)))
-        }
-    }
-
-    func stream(_ stream: any ByteStream, didEndWith error: UVError?) {
-        if error == nil && parser.messageNeedsEOF && parser.finish() == nil { return }
-        finish(.failure(.closedEarly))
-    }
-
-    // MARK: HTTP1ParserDelegate
-
-    func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
-        let head = parser.head
+    func upstream(_ upstream: UpstreamConnection, didReceiveHead head: HTTPHead) -> HTTP1Parser.BodyExpectation {
         status = head.statusCode
         headers = head.fields.map {
             HTTPField(name: String(decoding: head.name($0), as: UTF8.self), value: String(decoding: head.value($0), as: UTF8.self))
@@ -238,7 +116,7 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
         return request.method == "HEAD" ? .none : .framed
     }
 
-    func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
+    func upstream(_ upstream: UpstreamConnection, didReceiveBody bytes: UnsafeRawBufferPointer) {
         guard completion != nil else { return }
         if body.count + bytes.count > limits.maxBodyBytes {
             finish(.failure(.bodyTooLarge(limit: limits.maxBodyBytes)))
@@ -247,13 +125,31 @@ final class HTTPClientExchange: ByteStreamDelegate, HTTP1ParserDelegate {
         body.append(contentsOf: bytes)
     }
 
-    func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {}
-    func parserDidFinishChunk(_ parser: HTTP1Parser) {}
+    func upstream(_ upstream: UpstreamConnection, didStartChunkOfSize size: UInt64) {}
+    func upstreamDidFinishChunk(_ upstream: UpstreamConnection) {}
 
-    func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
+    func upstreamDidFinishMessage(_ upstream: UpstreamConnection) -> Bool {
         // Interim 1xx answers precede the real one.
         if status >= 100 && status < 200 { return false }
         finish(.success(HTTPClientResponse(status: status, headers: headers, body: body)))
         return true
     }
+
+    // The response completes with its message (above), which closes the connection: what the
+    // connection reports after that reaches no owner.
+    func upstreamDidParseRead(_ upstream: UpstreamConnection) {}
+    func upstreamReadOverran(_ upstream: UpstreamConnection) -> Bool { false }
+    func upstreamDidFinishResponse(_ upstream: UpstreamConnection) {}
+
+    func upstream(_ upstream: UpstreamConnection, didFail failure: ConnectionFailure) {
+        finish(.failure(HTTPClientError(failure)))
+    }
+
+    func upstreamDidDrain(_ upstream: UpstreamConnection) {}
+
+    // The request never asks to switch protocols; an upgrade answered anyway is not followed
+    // (the response deadline ends the exchange).
+    func upstream(_ upstream: UpstreamConnection, didUpgradeWith bytes: UnsafeRawBufferPointer) {}
+    func upstreamTunnel(_ upstream: UpstreamConnection, didRead bytes: UnsafeRawBufferPointer) {}
+    func upstreamTunnelDidEnd(_ upstream: UpstreamConnection) {}
 }

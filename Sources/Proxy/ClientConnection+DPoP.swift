@@ -3,6 +3,7 @@
 // `use_dpop_nonce` answer, which keeps the token. The proof in each head: UpstreamRequestHead.swift.
 
 import HTTP1
+import HTTPClient
 import JOSE
 
 extension ClientConnection {

@@ -5,6 +5,7 @@
 import ByteBuffers
 import EventLoop
 import HTTP1
+import HTTPClient
 
 extension ClientConnection: UpstreamExchangeOwner {
     // MARK: The response (called by UpstreamConnection)
@@ -162,8 +163,9 @@ extension ClientConnection: UpstreamExchangeOwner {
         upstream?.stream?.startReading()
     }
 
-    func upstream(_ upstream: UpstreamConnection, didFail failure: UpstreamFailure) {
+    func upstream(_ upstream: UpstreamConnection, didFail connectionFailure: ConnectionFailure) {
         guard upstream === self.upstream else { return }
+        let failure = UpstreamFailure(connectionFailure)
         self.upstream = nil
         if !retractHeldResponse() { workspace?.heldResponse.drop() }
         switch exchange.upstreamFailed(failure, reused: upstream.isReused, receivedResponseBytes: upstream.receivedResponseBytes) {

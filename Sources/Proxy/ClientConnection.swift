@@ -22,6 +22,7 @@
 import ByteBuffers
 import EventLoop
 import HTTP1
+import HTTPClient
 import Config
 import HTTPFields
 import JOSE

@@ -1,4 +1,5 @@
 import EventLoop
+import HTTPClient
 import TLS
 
 /// The connections of one worker to one upstream `host:port`: idle ones kept for reuse (most
@@ -12,7 +13,7 @@ import TLS
 ///
 /// After a reload the worker retires its pools: idle connections close, busy ones close when
 /// their exchange ends, and the worker lets go of the pool with its last connection.
-final class UpstreamPool {
+final class UpstreamPool: UpstreamConnectionPool {
     let key: UpstreamKey
     let loop: EventLoop
     /// `unowned(unsafe)`: the worker outlives its pools (it holds each, in `pools` or
@@ -36,6 +37,8 @@ final class UpstreamPool {
     /// For an https upstream: how to connect (SNI and checked name: the URL's host unless the
     /// settings name another).
     let tls: TLSConfiguration?
+    /// How its connections time each step (from the settings the pool was made with).
+    private let deadlinePolicy: UpstreamDeadlines.Policy
 
     init(key: UpstreamKey, worker: ProxyWorker, settings: ProxySettings, tls: TLSConfiguration?) {
         self.key = key
@@ -45,6 +48,9 @@ final class UpstreamPool {
         self.settings = settings
         maxIdle = settings.maxIdleUpstreamConnections
         maxOpenConnections = settings.maxUpstreamConnections
+        deadlinePolicy = .pooled(connect: settings.connectTimeoutMilliseconds, response: settings.responseTimeoutMilliseconds,
+                                 idle: settings.idleTimeoutMilliseconds, queue: settings.upstreamQueueTimeoutMilliseconds,
+                                 responseTotal: settings.responseTotalMilliseconds)
         if let literal = SocketAddress(ip: key.host, port: key.port) {
             addresses = [literal]
             addressesExpireAt = .max
@@ -60,10 +66,11 @@ final class UpstreamPool {
         }
         // A fresh connection is wanted while idle ones fill the slots: the oldest gives way.
         if openConnections >= maxOpenConnections, !idle.isEmpty { idle.removeFirst().close() }
-        let connection = UpstreamConnection(pool: self)
+        let connection = UpstreamConnection(loop: loop, host: key.host, tls: tls, headerLimits: settings.responseHeaderLimits,
+                                            deadlinePolicy: deadlinePolicy, pool: self)
         connection.begin(for: owner)
         if openConnections >= maxOpenConnections {
-            connection.enterQueue(milliseconds: settings.upstreamQueueTimeoutMilliseconds)
+            connection.enterQueue()
             queued.append(connection)
             worker.metrics?.upstreamExchangeQueued()
         } else {

@@ -1,4 +1,4 @@
-@testable import Proxy
+@testable import HTTPClient
 import XCTest
 
 /// One timer per upstream connection: its purpose's own timeout, or the whole response's
@@ -91,12 +91,5 @@ final class UpstreamDeadlinesTests: XCTestCase {
         _ = deadlines.start(.connect, after: 100, now: 0)
         XCTAssertEqual(deadlines.expiry(at: 99), .none)
         XCTAssertEqual(deadlines.expiry(at: 100), .connect)
-    }
-
-    func testATotalTimeoutIsA504NamingTheLimit() {
-        let problem = Problem.upstreamFailure(.responseTotalTimeout, route: "orders")
-        XCTAssertEqual(problem.status, 504)
-        XCTAssertTrue(problem.detail.contains("upstreamResponseTotalSeconds"), problem.detail)
-        XCTAssertEqual(UpstreamFailure.responseTotalTimeout.metricKind, "response_timeout")
     }
 }

@@ -1,14 +1,14 @@
 import EventLoop
 import HTTP1
 
-/// What an upstream connection reports to the exchange it serves (a client connection's): the
-/// parsed response, the ends of the reads that carried it, its failure, and once the upstream
-/// switched protocols, the tunnel's bytes. All calls happen on the loop's thread, while the
+/// What an upstream connection reports to the exchange it serves (a proxied client's, or
+/// `sendHTTPRequest`'s own): the parsed response, the ends of the reads that carried it, its
+/// failure, and once the upstream switched protocols, the tunnel's bytes. All calls happen on the loop's thread, while the
 /// connection holds its owner (`begin(for:)` to the end of the exchange).
 ///
 /// A protocol rather than the client connection itself, so the upstream side names what it needs
 /// and nothing more; class-bound, so a call costs one witness-table load and no boxing.
-protocol UpstreamExchangeOwner: AnyObject {
+public protocol UpstreamExchangeOwner: AnyObject {
     /// The response head (or an interim one): how the parser goes on with its body.
     func upstream(_ upstream: UpstreamConnection, didReceiveHead head: HTTPHead) -> HTTP1Parser.BodyExpectation
     func upstream(_ upstream: UpstreamConnection, didReceiveBody bytes: UnsafeRawBufferPointer)
@@ -27,7 +27,7 @@ protocol UpstreamExchangeOwner: AnyObject {
     /// The response is complete and the read that completed it parsed to its end.
     func upstreamDidFinishResponse(_ upstream: UpstreamConnection)
     /// The exchange failed before the response was complete; the connection is closed.
-    func upstream(_ upstream: UpstreamConnection, didFail failure: UpstreamFailure)
+    func upstream(_ upstream: UpstreamConnection, didFail failure: ConnectionFailure)
     /// The upstream's write backlog drained (the request body may flow again).
     func upstreamDidDrain(_ upstream: UpstreamConnection)
 
