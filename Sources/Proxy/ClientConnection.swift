@@ -157,13 +157,19 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// left, the connection is idle and gives its workspace back.
     func drive() {
         while exchange.phase == .awaitingRequest, let work = workspace, !work.leftover.isEmpty {
-            work.parsing.swapStorage(with: &work.leftover)
-            work.leftover.clear()
-            feedParser(work.parsing.readableBytes)
-            work.parsing.clear()
+            parseLeftover(of: work)
         }
         if exchange.readsClient(pipelinedBytes: workspace?.leftover.count ?? 0) { stream.startReading() }
         returnWorkspaceIfIdle()
+    }
+
+    /// Parses the pipelined bytes kept in `leftover`. They move to `parsing` first: the parser
+    /// may stop at the end of a request in them, and what follows goes back to `leftover`.
+    func parseLeftover(of work: ExchangeWorkspace) {
+        work.parsing.swapStorage(with: &work.leftover)
+        work.leftover.clear()
+        feedParser(work.parsing.readableBytes)
+        work.parsing.clear()
     }
 
     // MARK: The request (HTTP1ParserDelegate)

@@ -64,16 +64,16 @@ extension Exchange {
         case .awaitingRequest, .readingHead:
             // No head of this request: nothing of the last one may shape the answer (after a
             // HEAD, a 400 would go out without the body its length announces).
-            current = Current()
+            current = CurrentExchange()
             counted = true
         case .exchanging:
             if responseHeadSent { return .closeNow }
-            if current.response == .answeredLocally { return .closeAfterResponse }
+            if current.response.progress == .answeredLocally { return .closeAfterResponse }
             abortUpstream = true
         }
         phase = .exchanging
         keepAlive = false
-        current.response = .answeredLocally
+        current.response.progress = .answeredLocally
         current.record.status = problem.status
         return .answer(problem, counted: counted, abortUpstream: abortUpstream)
     }
@@ -107,7 +107,7 @@ extension Exchange {
     /// The head timed out: the answer, after which the connection closes.
     mutating func headerTimedOut() -> Problem {
         keepAlive = false
-        current = Current()
+        current = CurrentExchange()
         return .headerTimeout()
     }
 
@@ -122,7 +122,7 @@ extension Exchange {
 
     mutating func requestBodyTimedOut() -> BodyTimeoutAction {
         current.bodyClock = nil
-        if case .held = current.response { current.response = .awaited }
+        current.response.withdrawHeldHead()
         if responseHeadSent || responseComplete { return .closeNow }
         return .answer(answeringLocally(.requestBodyTimeout()))
     }

@@ -14,12 +14,13 @@
 // Lifecycle of the connection (`phase`): awaitingRequest (idle keep-alive) → readingHead →
 // exchanging → awaitingRequest ..., or → tunnelling after an upgrade, or → closing.
 // Within `exchanging`, the request side (`current.upload`), the token (`current.credential`) and
-// the response side (`current.response`) move on independently: a response may begin before its
+// the response side (`current.response`, an `ExchangeResponse`) move on independently: a response may begin before its
 // request ends.
 //
-// This file: the connection's state and the request side. Exchange+Current.swift: the state of
-// the request under way, replaced whole by each head. Exchange+Response.swift: the upstream's
-// answer, failures and replays. Exchange+Ending.swift: the end of an exchange, timers, flow
+// This file: the connection's state and the request side. CurrentExchange.swift: the state of
+// the request under way, replaced whole by each head. ExchangeResponse.swift: the response half,
+// which decides on the upstream's answer; Exchange+Response.swift hands it the events, failures
+// and replays. Exchange+Ending.swift: the end of an exchange, timers, flow
 // control.
 
 import HTTP1
@@ -65,7 +66,7 @@ struct Exchange {
 
     // The state below is changed only by the events (the methods in Exchange*.swift); the
     // connection reads it. The connection's own state outlives its requests; `current` is the
-    // request under way's, replaced whole by each head (Exchange+Current.swift).
+    // request under way's, replaced whole by each head (CurrentExchange.swift).
     var phase = Phase.awaitingRequest
     /// Requests whose head arrived on this connection.
     var exchangesStarted = 0
@@ -75,7 +76,7 @@ struct Exchange {
     /// Which reads the write backlogs stopped: a backlog is the socket's, not the request's.
     var backpressure: Backpressure = []
     /// The request under way (or, until the next head, the last one).
-    var current = Current()
+    var current = CurrentExchange()
 
     // MARK: The request head
 
@@ -102,7 +103,7 @@ struct Exchange {
         self.keepAlive = keepAlive
         // The memberwise initializer sets each field once, the rest to its default; an init that
         // overwrote the defaults made the optimizer copy the whole value (~450 instructions).
-        current = Current(request: Request(head), record: ExchangeRecord(startedAt: startedAt))
+        current = CurrentExchange(request: ExchangeRequest(head), record: ExchangeRecord(startedAt: startedAt))
     }
 
     /// The connection's routing refused the head: it is answered here. `closing`: what follows
@@ -147,7 +148,7 @@ struct Exchange {
     var isReplay: Bool { current.credential.isReplay }
 
     /// The request goes out again (a new token, or a DPoP nonce): the kept body follows its head.
-    var resendsKeptBody: Bool { isReplay || current.dpopNonceReplayed }
+    var resendsKeptBody: Bool { isReplay || current.response.dpopNonceReplayed }
 
     // MARK: The token
 
@@ -172,7 +173,7 @@ struct Exchange {
     // MARK: The request body
 
     /// Request body bytes go upstream unless the relay answered itself.
-    var forwardsRequestBody: Bool { current.response != .answeredLocally }
+    var forwardsRequestBody: Bool { current.response.progress != .answeredLocally }
 
     /// `count` request body bytes (framing included) went upstream: whether the connection keeps
     /// them for a replay with a new token (up to `maxReplayBodyBytes`).
@@ -214,9 +215,9 @@ struct Exchange {
     /// (Re)starts the request body's deadline at `now`. Returns whether to arm the timer (not
     /// while the relay itself stopped reading: that time is not the body's).
     mutating func startBodyClock(now: UInt64) -> Bool {
-        guard current.request.hasBody, current.upload == .pending, current.response != .answeredLocally,
+        guard current.request.hasBody, current.upload == .pending, current.response.progress != .answeredLocally,
               phase == .exchanging else { return false }
-        current.bodyClock = BodyClock(startedAt: max(1, now))
+        current.bodyClock = CurrentExchange.BodyClock(startedAt: max(1, now))
         return !backpressure.contains(.clientReads)
     }
 
@@ -250,7 +251,7 @@ struct Exchange {
     mutating func answeringLocally(_ problem: Problem) -> Problem {
         var problem = problem
         if problem.route == nil { problem.route = current.plan?.route.name }
-        current.response = .answeredLocally
+        current.response.progress = .answeredLocally
         current.record.status = problem.status
         if current.request.hasBody && current.upload == .pending { keepAlive = false }
         return problem

@@ -12,7 +12,7 @@ final class ExchangeWorkspace {
     let parser: HTTP1Parser
     /// Bytes received after the request being handled (pipelined), not parsed yet.
     var leftover = ByteBuffer()
-    /// What `drive()` is parsing from `leftover`.
+    /// What `parseLeftover` is parsing from `leftover`.
     var parsing = ByteBuffer()
     /// Scratch for composing heads and chunk lines.
     var scratch = ByteBuffer()
@@ -21,7 +21,7 @@ final class ExchangeWorkspace {
     /// The request head as sent upstream, kept to send again on a fresh connection when a
     /// reused one turns out closed (only for requests without a body).
     var replayableHead = ByteBuffer()
-    /// The request body as sent upstream, for a replay with a new token (`Exchange.BodyReplay`).
+    /// The request body as sent upstream, for a replay with a new token (`CurrentExchange.BodyReplay`).
     var replayBody = ByteBuffer()
     var normalizedPath: [UInt8] = []
     var rewrittenTarget: [UInt8] = []
