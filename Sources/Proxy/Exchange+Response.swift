@@ -1,6 +1,6 @@
 // The response side of an exchange as the connection reports it: each event goes to the
-// response half (`ExchangeResponse`, which decides), and what the answer changes of the
-// exchange (the status recorded, keep-alive, the token awaited for a replay) is applied here.
+// response half (`ExchangeResponse`, which decides) with what it needs of the request, and the
+// token awaited for a replay is set here.
 // Also the upstream's failure and the replay on a fresh connection, and the start of a tunnel.
 
 import HTTP1
@@ -13,31 +13,16 @@ extension Exchange {
 
     static var maxInterimResponses: Int { ExchangeResponse.maxInterimResponses }
 
-    /// The request can go out again: it is complete, and its body (if any) kept for a replay.
-    private var resendable: Bool { current.upload == .complete && current.bodyReplay != .impossible }
-
     @inline(__always)
     mutating func responseHead(_ head: HTTPHead) -> ResponseHeadAction {
-        let action = current.response.head(head, to: current.request, credential: current.credential, resendable: resendable,
-                                           plan: current.plan)
-        if case .respond(let framing) = action { responds(head.statusCode, framing: framing) }
-        return action
+        current.response.head(head, to: current.request, credential: current.credential, upload: current.upload,
+                              bodyReplay: current.bodyReplay, plan: current.plan, status: &current.record.status, keepAlive: &keepAlive)
     }
 
     /// The identity's decision on a refused token (`ExchangeResponse.refusalReported`).
     mutating func refusalReported(kept: Bool, head: HTTPHead) -> ResponseHeadAction {
-        let action = current.response.refusalReported(kept: kept, head: head, of: current.request)
-        if case .respond(let framing) = action { responds(head.statusCode, framing: framing) }
-        return action
-    }
-
-    /// The upstream's answer goes to the client with `status`. One that arrives before the whole
-    /// request did ends the connection after it: the rest of that request cannot be told from a
-    /// next one.
-    @inline(__always)
-    private mutating func responds(_ status: Int, framing: ForwardedHead.Framing) {
-        current.record.status = status
-        if framing == .close || current.upload == .pending { keepAlive = false }
+        current.response.refusalReported(kept: kept, head: head, of: current.request, upload: current.upload,
+                                         status: &current.record.status, keepAlive: &keepAlive)
     }
 
     // MARK: The response body

@@ -6,9 +6,10 @@
 // a refused token, a DPoP nonce challenge, an unasked-for 101, the framing), releasing the held
 // head, how body bytes go out, how the message and the response end.
 //
-// What the response changes outside itself (the status recorded, whether the connection stays
-// open, the token awaited for a replay) is left to `Exchange`, which holds it in `current` and
-// forwards the connection's events here (Exchange+Response.swift).
+// `Exchange` holds it in `current` and forwards the connection's events here
+// (Exchange+Response.swift); what a head changes outside it (the status recorded, whether the
+// connection stays open) comes in as `inout` arguments, and the token awaited for a replay is
+// set by `Exchange`.
 
 import HTTP1
 
@@ -72,12 +73,14 @@ struct ExchangeResponse {
     /// flood would otherwise keep the exchange, and the client, busy forever).
     static let maxInterimResponses = 16
 
-    /// Classifies the upstream's `head` to `request`, which carries `credential`; `resendable`:
-    /// the request is complete and its body (if any) kept, so it can go out again; `plan`: its
-    /// route, whose `retryOnStatus` names the answers that refuse a token.
+    /// Classifies the upstream's `head` to `request`, which carries `credential`; `upload` and
+    /// `bodyReplay`: whether the request is complete and its body (if any) kept, so that it can
+    /// go out again; `plan`: its route, whose `retryOnStatus` names the answers that refuse a token.
+    /// A head that goes to the client sets `status` and maybe `keepAlive` (`respond`).
     @inline(__always)
-    mutating func head(_ head: HTTPHead, to request: ExchangeRequest, credential: RequestCredential, resendable: Bool,
-                       plan: RoutePlan?) -> HeadAction {
+    mutating func head(_ head: HTTPHead, to request: ExchangeRequest, credential: RequestCredential, upload: CurrentExchange.Upload,
+                       bodyReplay: CurrentExchange.BodyReplay, plan: RoutePlan?, status recorded: inout Int,
+                       keepAlive: inout Bool) -> HeadAction {
         let status = head.statusCode
         if status >= 100 && status < 200 && status != 101 {
             interimResponses += 1
@@ -96,7 +99,7 @@ struct ExchangeResponse {
         // cannot be answered with a replay (a nonce replay happened already) goes to the client
         // as it is.
         if status == 401 && credential.injected?.dpop != nil && DPoPChallenge.asksForNonce(head) {
-            guard !dpopNonceReplayed && resendable else { return respond(to: head, of: request) }
+            guard !dpopNonceReplayed && upload == .complete && bodyReplay != .impossible else { return respond(to: head, of: request, upload: upload, status: &recorded, keepAlive: &keepAlive) }
             dpopNonceReplayed = true
             progress = .nonceChallenged
             return .discard
@@ -104,25 +107,31 @@ struct ExchangeResponse {
         // A `retryOnStatus` answer (401 by default) to a request that carried a token, that was
         // not replayed yet and can be sent again. Cheapest first: this runs for every response
         // on a route with an identity.
-        if status >= 400, case .carried(let token) = credential, resendable, let plan, plan.route.retryOnStatus.contains(status) {
+        if status >= 400, case .carried(let token) = credential, upload == .complete,
+           bodyReplay != .impossible, let plan, plan.route.retryOnStatus.contains(status) {
             return .reportRefusedToken(token)
         }
-        return respond(to: head, of: request)
+        return respond(to: head, of: request, upload: upload, status: &recorded, keepAlive: &keepAlive)
     }
 
     /// The identity's decision on a refused token: unless it keeps the token
     /// (`minTokenAgeForRetrySeconds`: the token was itself fetched after a refusal, a short
     /// while ago), the answer is dropped and the request replayed; otherwise it goes to the client.
-    mutating func refusalReported(kept: Bool, head: HTTPHead, of request: ExchangeRequest) -> HeadAction {
-        guard !kept else { return respond(to: head, of: request) }
+    mutating func refusalReported(kept: Bool, head: HTTPHead, of request: ExchangeRequest, upload: CurrentExchange.Upload,
+                                  status recorded: inout Int, keepAlive: inout Bool) -> HeadAction {
+        guard !kept else { return respond(to: head, of: request, upload: upload, status: &recorded, keepAlive: &keepAlive) }
         progress = .refused
         return .discard
     }
 
-    /// The head goes to the client: its body's framing as the client gets it.
+    /// The head goes to the client: its body's framing as the client gets it. Its status is
+    /// recorded; one that arrives before the whole request did ends the connection after it
+    /// (the rest of that request cannot be told from a next one), as does a close-delimited one.
     @inline(__always)
-    private mutating func respond(to head: HTTPHead, of request: ExchangeRequest) -> HeadAction {
+    private mutating func respond(to head: HTTPHead, of request: ExchangeRequest, upload: CurrentExchange.Upload,
+                                  status recorded: inout Int, keepAlive: inout Bool) -> HeadAction {
         let status = head.statusCode
+        recorded = status
         let framing: ForwardedHead.Framing
         if request.isHead || status == 204 || status == 304 || status == 101 {
             framing = .none
@@ -133,6 +142,7 @@ struct ExchangeResponse {
         } else {
             framing = .close
         }
+        if framing == .close || upload == .pending { keepAlive = false }
         progress = .held(Body(framing: framing, upstreamChunked: head.isChunked))
         return .respond(framing)
     }
