@@ -1,7 +1,6 @@
 // The state of the request under way on a client connection, and the parts it is made of: what
-// its head said (`ExchangeRequest`), how far its body got, its response (`ExchangeResponse`),
-// its token, whether it can be sent again, its route, its body's deadline and what the metrics
-// and the access log keep of it.
+// its head said and how far its body got (`ExchangeRequest`), its response (`ExchangeResponse`),
+// its token, its route and what the metrics and the access log keep of it.
 //
 // A parsed head replaces it whole (`Exchange.headParsed`), so nothing of one request carries
 // over to the next. What outlives a request stays on `Exchange`: the connection's phase, the
@@ -14,11 +13,10 @@
 /// `headParsed` builds it with the memberwise initializer: a field added here starts from its
 /// default for every request.
 struct CurrentExchange {
+    /// The request half: what the head said, how far the body got, what of it is kept.
     var request = ExchangeRequest()
-    var upload = Upload.pending
     /// The route identity's token for this request.
     var credential = RequestCredential.none
-    var bodyReplay = BodyReplay.withoutBody
     /// The response half: how far the upstream's answer got, and what it decides.
     var response = ExchangeResponse()
     /// The request went again on a fresh connection after a reused one turned out closed.
@@ -32,27 +30,6 @@ struct CurrentExchange {
     /// The request may start a person's device login (`BrowserRequest.loginStartRefusal`):
     /// asked again when a parked request looks its token up anew.
     var startsLogin = false
-    var bodyClock: BodyClock?
     /// For the metrics and the access log.
     var record = ExchangeRecord()
-
-    /// How far the request got from the client.
-    enum Upload { case pending, complete }
-
-    /// Whether the request can be sent again with a new token.
-    enum BodyReplay: Equatable {
-        /// Nothing to keep: no body.
-        case withoutBody
-        /// The body sent so far is kept by the connection (this many bytes, within the limit).
-        case keeping(Int)
-        /// The body is not kept (no token route with `retryOnStatus` or DPoP, or over the limit).
-        case impossible
-    }
-
-    /// A deadline of the request body: `requestBodyTimeoutSeconds` from `startedAt` (loop
-    /// milliseconds), extended by 1/`requestBodyMinBytesPerSecond` s per byte received since.
-    struct BodyClock {
-        var startedAt: UInt64
-        var bytesSinceStart: UInt64 = 0
-    }
 }

@@ -6,6 +6,9 @@
 import HTTP1
 
 extension Exchange {
+    // The events go to `ExchangeResponse`, whose methods say what each one means; the status
+    // recorded and keep-alive go with a head, the token awaited for a replay is set here.
+
     typealias ResponseHeadAction = ExchangeResponse.HeadAction
     typealias ResponseBytes = ExchangeResponse.Bytes
     typealias ResponseEnd = ExchangeResponse.End
@@ -15,51 +18,32 @@ extension Exchange {
 
     @inline(__always)
     mutating func responseHead(_ head: HTTPHead) -> ResponseHeadAction {
-        current.response.head(head, to: current.request, credential: current.credential, upload: current.upload,
-                              bodyReplay: current.bodyReplay, plan: current.plan, status: &current.record.status, keepAlive: &keepAlive)
+        current.response.head(head, to: current.request, credential: current.credential, plan: current.plan,
+                              status: &current.record.status, keepAlive: &keepAlive)
     }
 
-    /// The identity's decision on a refused token (`ExchangeResponse.refusalReported`).
     mutating func refusalReported(kept: Bool, head: HTTPHead) -> ResponseHeadAction {
-        current.response.refusalReported(kept: kept, head: head, of: current.request, upload: current.upload,
-                                         status: &current.record.status, keepAlive: &keepAlive)
+        current.response.refusalReported(kept: kept, head: head, of: current.request, status: &current.record.status, keepAlive: &keepAlive)
     }
 
-    // MARK: The response body
-
-    /// Sends the held head: returns whether there was one to send.
     mutating func releaseHead() -> Bool { current.response.releaseHead() }
-
-    /// `count` response body bytes arrived (after `releaseHead`).
-    mutating func responseBody(_ count: Int) -> ResponseBytes {
-        current.response.body(count, sent: &current.record.bodyBytesSent)
-    }
-
-    /// The client's body is chunked: the upstream's chunk boundaries are written anew.
+    mutating func responseBody(_ count: Int) -> ResponseBytes { current.response.body(count, sent: &current.record.bodyBytesSent) }
     var relaysChunks: Bool { current.response.relaysChunks }
-
-    /// The upstream's message ended (called after `releaseHead`).
     mutating func responseMessageEnded() -> ResponseEnd { current.response.messageEnded() }
 
     /// The read that completed the response is parsed; after a refused token the request waits
     /// for the next one.
     @inline(__always)
     mutating func responseFinished() -> ResponseFinish {
-        let finish = current.response.finished(requestComplete: current.upload == .complete)
+        let finish = current.response.finished(requestComplete: current.request.upload == .complete)
         if case .replay = finish { current.credential = .waiting(.beforeReplay) }
         return finish
     }
 
     /// Nothing of the response reached the client after all: the connection held what the
     /// upstream read carried, and that read went wrong before its end. A failure now is answered.
-    mutating func responseRetracted() {
-        current.response.progress = .awaited
-    }
-
-    /// Bytes of the upstream's response reached the client.
+    mutating func responseRetracted() { current.response.progress = .awaited }
     var responseHeadSent: Bool { current.response.headSent }
-
-    /// The client has its whole answer (the upstream's, or the relay's).
     var responseComplete: Bool { current.response.isComplete }
 
     // MARK: Failures
@@ -85,7 +69,7 @@ extension Exchange {
             current.retriedOnFreshConnection = true
             return .retryOnFreshConnection
         }
-        return .answer(answeringLocally(.upstreamFailure(failure, route: current.plan?.route.name)), close: current.upload == .pending)
+        return .answer(answeringLocally(.upstreamFailure(failure, route: current.plan?.route.name)), close: current.request.upload == .pending)
     }
 
     // MARK: Upgrade
@@ -93,6 +77,6 @@ extension Exchange {
     /// The upstream switched protocols: from now on bytes pass both ways unparsed.
     mutating func tunnelStarts() {
         phase = .tunnelling
-        current.bodyClock = nil
+        current.request.bodyClock = nil
     }
 }

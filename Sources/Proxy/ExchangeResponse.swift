@@ -73,14 +73,12 @@ struct ExchangeResponse {
     /// flood would otherwise keep the exchange, and the client, busy forever).
     static let maxInterimResponses = 16
 
-    /// Classifies the upstream's `head` to `request`, which carries `credential`; `upload` and
-    /// `bodyReplay`: whether the request is complete and its body (if any) kept, so that it can
-    /// go out again; `plan`: its route, whose `retryOnStatus` names the answers that refuse a token.
+    /// Classifies the upstream's `head` to `request`, which carries `credential`; `plan`: its
+    /// route, whose `retryOnStatus` names the answers that refuse a token.
     /// A head that goes to the client sets `status` and maybe `keepAlive` (`respond`).
     @inline(__always)
-    mutating func head(_ head: HTTPHead, to request: ExchangeRequest, credential: RequestCredential, upload: CurrentExchange.Upload,
-                       bodyReplay: CurrentExchange.BodyReplay, plan: RoutePlan?, status recorded: inout Int,
-                       keepAlive: inout Bool) -> HeadAction {
+    mutating func head(_ head: HTTPHead, to request: borrowing ExchangeRequest, credential: RequestCredential, plan: RoutePlan?,
+                       status recorded: inout Int, keepAlive: inout Bool) -> HeadAction {
         let status = head.statusCode
         if status >= 100 && status < 200 && status != 101 {
             interimResponses += 1
@@ -99,7 +97,9 @@ struct ExchangeResponse {
         // cannot be answered with a replay (a nonce replay happened already) goes to the client
         // as it is.
         if status == 401 && credential.injected?.dpop != nil && DPoPChallenge.asksForNonce(head) {
-            guard !dpopNonceReplayed && upload == .complete && bodyReplay != .impossible else { return respond(to: head, of: request, upload: upload, status: &recorded, keepAlive: &keepAlive) }
+            guard !dpopNonceReplayed && request.isResendable else {
+                return respond(to: head, of: request, status: &recorded, keepAlive: &keepAlive)
+            }
             dpopNonceReplayed = true
             progress = .nonceChallenged
             return .discard
@@ -107,19 +107,19 @@ struct ExchangeResponse {
         // A `retryOnStatus` answer (401 by default) to a request that carried a token, that was
         // not replayed yet and can be sent again. Cheapest first: this runs for every response
         // on a route with an identity.
-        if status >= 400, case .carried(let token) = credential, upload == .complete,
-           bodyReplay != .impossible, let plan, plan.route.retryOnStatus.contains(status) {
+        if status >= 400, case .carried(let token) = credential, request.isResendable, let plan,
+           plan.route.retryOnStatus.contains(status) {
             return .reportRefusedToken(token)
         }
-        return respond(to: head, of: request, upload: upload, status: &recorded, keepAlive: &keepAlive)
+        return respond(to: head, of: request, status: &recorded, keepAlive: &keepAlive)
     }
 
     /// The identity's decision on a refused token: unless it keeps the token
     /// (`minTokenAgeForRetrySeconds`: the token was itself fetched after a refusal, a short
     /// while ago), the answer is dropped and the request replayed; otherwise it goes to the client.
-    mutating func refusalReported(kept: Bool, head: HTTPHead, of request: ExchangeRequest, upload: CurrentExchange.Upload,
-                                  status recorded: inout Int, keepAlive: inout Bool) -> HeadAction {
-        guard !kept else { return respond(to: head, of: request, upload: upload, status: &recorded, keepAlive: &keepAlive) }
+    mutating func refusalReported(kept: Bool, head: HTTPHead, of request: borrowing ExchangeRequest, status recorded: inout Int,
+                                  keepAlive: inout Bool) -> HeadAction {
+        guard !kept else { return respond(to: head, of: request, status: &recorded, keepAlive: &keepAlive) }
         progress = .refused
         return .discard
     }
@@ -128,8 +128,8 @@ struct ExchangeResponse {
     /// recorded; one that arrives before the whole request did ends the connection after it
     /// (the rest of that request cannot be told from a next one), as does a close-delimited one.
     @inline(__always)
-    private mutating func respond(to head: HTTPHead, of request: ExchangeRequest, upload: CurrentExchange.Upload,
-                                  status recorded: inout Int, keepAlive: inout Bool) -> HeadAction {
+    private mutating func respond(to head: HTTPHead, of request: borrowing ExchangeRequest, status recorded: inout Int,
+                                  keepAlive: inout Bool) -> HeadAction {
         let status = head.statusCode
         recorded = status
         let framing: ForwardedHead.Framing
@@ -142,7 +142,7 @@ struct ExchangeResponse {
         } else {
             framing = .close
         }
-        if framing == .close || upload == .pending { keepAlive = false }
+        if framing == .close || request.upload == .pending { keepAlive = false }
         progress = .held(Body(framing: framing, upstreamChunked: head.isChunked))
         return .respond(framing)
     }
