@@ -19,8 +19,6 @@ struct CurrentExchange {
     var credential = RequestCredential.none
     /// The response half: how far the upstream's answer got, and what it decides.
     var response = ExchangeResponse()
-    /// The request went again on a fresh connection after a reused one turned out closed.
-    var retriedOnFreshConnection = false
     /// The route of the exchange (nil before the head, when none matched, or once the
     /// exchange finished: `nextRequest` lets go of it).
     var plan: RoutePlan?

@@ -48,25 +48,13 @@ extension Exchange {
 
     // MARK: Failures
 
-    /// What to do when the upstream failed before the response was complete.
-    enum FailureAction {
-        /// Part of the response is out: the client can only learn of the failure by the close.
-        case closeNow
-        /// Nothing of the response arrived on a reused connection the upstream had closed: send
-        /// the request (it has no body) once more on a fresh one.
-        case retryOnFreshConnection
-        /// Answer the problem (502/504, or 503 `upstream-busy` when the wait for a connection
-        /// slot under `maxUpstreamConnections` expired); `close`: the request is not complete,
-        /// so the connection ends after the answer.
-        case answer(Problem, close: Bool)
-    }
+    typealias FailureAction = ExchangeResponse.FailureAction
 
     mutating func upstreamFailed(_ failure: UpstreamFailure, reused: Bool, receivedResponseBytes: Bool) -> FailureAction {
         if responseHeadSent { return .closeNow }
         current.response.withdrawHeldHead()
-        if failure.allowsRetryOnFreshConnection && reused && !receivedResponseBytes && !current.retriedOnFreshConnection
-            && !current.request.hasBody && current.plan != nil {
-            current.retriedOnFreshConnection = true
+        if current.plan != nil, current.response.retriesOnFreshConnection(after: failure, reused: reused, receivedResponseBytes: receivedResponseBytes,
+                                                                           requestHasBody: current.request.hasBody) {
             return .retryOnFreshConnection
         }
         return .answer(answeringLocally(.upstreamFailure(failure, route: current.plan?.route.name)), close: current.request.upload == .pending)

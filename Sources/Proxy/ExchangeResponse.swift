@@ -1,10 +1,11 @@
 // ExchangeResponse: the response half of an exchange, with no socket. It holds how far the
 // upstream's answer got to the client (awaited, interim, refused, held, streaming, complete, or
 // answered by the relay itself), how that answer's body is framed for the client, and the two
-// counts that bound it (interim answers, the one nonce replay). Its decisions take what they need
+// limits that bound it (interim answers, the one nonce replay, the one retry). Its decisions take what they need
 // of the request as arguments and answer with small enums: the head's classification (interim,
 // a refused token, a DPoP nonce challenge, an unasked-for 101, the framing), releasing the held
-// head, how body bytes go out, how the message and the response end.
+// head, how body bytes go out, how the message and the response end, and the retry on a fresh
+// connection after a failure.
 //
 // `Exchange` holds it in `current` and forwards the connection's events here
 // (Exchange+Response.swift); what a head changes outside it (the status recorded, whether the
@@ -48,6 +49,8 @@ struct ExchangeResponse {
     var interimResponses = 0
     /// The request went again after an upstream's `use_dpop_nonce` answer (once per request).
     var dpopNonceReplayed = false
+    /// The request went again on a fresh connection after a reused one turned out closed.
+    var retriedOnFreshConnection = false
 
     // MARK: The head
 
@@ -243,6 +246,32 @@ struct ExchangeResponse {
         // mistaken for a next request, so the connection ends here.
         if !requestComplete { return .close(upstreamReusable: false) }
         return .finish
+    }
+
+    // MARK: Failures
+
+    /// What to do when the upstream failed before the response was complete.
+    enum FailureAction {
+        /// Part of the response is out: the client can only learn of the failure by the close.
+        case closeNow
+        /// Nothing of the response arrived on a reused connection the upstream had closed: send
+        /// the request (it has no body) once more on a fresh one.
+        case retryOnFreshConnection
+        /// Answer the problem (502/504, or 503 `upstream-busy` when the wait for a connection
+        /// slot under `maxUpstreamConnections` expired); `close`: the request is not complete,
+        /// so the connection ends after the answer.
+        case answer(Problem, close: Bool)
+    }
+
+    /// Whether the request goes once more on a fresh connection: nothing of the response came
+    /// on a `reused` connection that the upstream had closed, and the request has no body (it
+    /// was not kept). Once per request.
+    mutating func retriesOnFreshConnection(after failure: UpstreamFailure, reused: Bool, receivedResponseBytes: Bool,
+                                           requestHasBody: Bool) -> Bool {
+        guard failure.allowsRetryOnFreshConnection && reused && !receivedResponseBytes && !retriedOnFreshConnection
+                && !requestHasBody else { return false }
+        retriedOnFreshConnection = true
+        return true
     }
 
     /// Nothing of the response reached the client: a head held back is forgotten, and a failure
