@@ -85,7 +85,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// bytes, no held response, no upstream connection.
     func returnWorkspaceIfIdle() {
         guard let workspace, exchange.phase == .awaitingRequest, workspace.leftover.isEmpty, !parserPaused,
-              !workspace.heldResponse.isHolding, upstream == nil else { return }
+              !workspace.response.isHolding, upstream == nil else { return }
         self.workspace = nil
         worker.workspaces.takeBack(workspace)
     }
