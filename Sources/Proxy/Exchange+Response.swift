@@ -1,14 +1,11 @@
 // The response side of an exchange as the connection reports it: each event goes to the
-// response half (`ExchangeResponse`, which decides) with what it needs of the request, and the
-// token awaited for a replay is set here.
-// Also the upstream's failure and the replay on a fresh connection, and the start of a tunnel.
+// response half (`ExchangeResponse`, whose methods say what each one means) with what it needs of
+// the request; the status recorded and keep-alive go with a head, and the token awaited for a
+// replay is set here. Also the upstream's failure, and the start of a tunnel.
 
 import HTTP1
 
 extension Exchange {
-    // The events go to `ExchangeResponse`, whose methods say what each one means; the status
-    // recorded and keep-alive go with a head, the token awaited for a replay is set here.
-
     typealias ResponseHeadAction = ExchangeResponse.HeadAction
     typealias ResponseBytes = ExchangeResponse.Bytes
     typealias ResponseEnd = ExchangeResponse.End
@@ -53,11 +50,13 @@ extension Exchange {
     mutating func upstreamFailed(_ failure: UpstreamFailure, reused: Bool, receivedResponseBytes: Bool) -> FailureAction {
         if responseHeadSent { return .closeNow }
         current.response.withdrawHeldHead()
-        if current.plan != nil, current.response.retriesOnFreshConnection(after: failure, reused: reused, receivedResponseBytes: receivedResponseBytes,
+        if current.plan != nil, current.response.retriesOnFreshConnection(after: failure, reused: reused,
+                                                                           receivedResponseBytes: receivedResponseBytes,
                                                                            requestHasBody: current.request.hasBody) {
             return .retryOnFreshConnection
         }
-        return .answer(answeringLocally(.upstreamFailure(failure, route: current.plan?.route.name)), close: current.request.upload == .pending)
+        let problem = answeringLocally(.upstreamFailure(failure, route: current.plan?.route.name))
+        return .answer(problem, close: current.request.upload == .pending)
     }
 
     // MARK: Upgrade
