@@ -14,7 +14,7 @@
 // parser returns, never inside its callbacks.
 //
 // This file: state, reading and the request side. ClientConnection+Response.swift: what the
-// upstream connection reports. ClientConnection+Ending.swift: local answers and endings.
+// upstream connection reports (the bytes for the client: ResponseRelay.swift). ClientConnection+Ending.swift: local answers and endings.
 // ClientConnection+Waits.swift: waiting for the token and for the request body.
 // ClientConnection+DPoP.swift: DPoP proofs and upstream nonces. UpstreamRequestHead.swift: the
 // request head as the upstream receives it.

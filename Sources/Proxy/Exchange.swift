@@ -13,15 +13,16 @@
 //
 // Lifecycle of the connection (`phase`): awaitingRequest (idle keep-alive) → readingHead →
 // exchanging → awaitingRequest ..., or → tunnelling after an upgrade, or → closing.
-// Within `exchanging`, the request side (`current.request.upload`), the token (`current.credential`) and
-// the response side (`current.response`, an `ExchangeResponse`) move on independently: a response may begin before its
-// request ends.
+// Within `exchanging`, the request side (`current.request`, an `ExchangeRequest`), the token
+// (`current.credential`) and the response side (`current.response`, an `ExchangeResponse`) move
+// on independently: a response may begin before its request ends.
 //
-// This file: the connection's state and the request side. CurrentExchange.swift: the state of
-// the request under way, replaced whole by each head. ExchangeResponse.swift: the response half,
-// which decides on the upstream's answer; Exchange+Response.swift hands it the events, failures
-// and replays. Exchange+Ending.swift: the end of an exchange, timers, flow
-// control.
+// This file: the connection's state, the request head, the token, and the request side, whose
+// body decisions ExchangeRequest.swift makes. CurrentExchange.swift: the state of the request
+// under way, replaced whole by each head. ExchangeResponse.swift: the response half, which
+// decides on the upstream's answer; Exchange+Response.swift hands it the events and the failures.
+// Exchange+Ending.swift: the end of an exchange, rejected requests, timers (ClientDeadline.swift)
+// and flow control (Backpressure.swift).
 
 import HTTP1
 import OAuth2
