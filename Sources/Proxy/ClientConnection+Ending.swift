@@ -127,7 +127,7 @@ extension ClientConnection {
             upstream.close()
             self.upstream = nil
         }
-        if !retractHeldResponse() { workspace?.heldResponse.drop() }
+        workspace?.response.abandon(exchange: &exchange)
         switch exchange.requestBodyTimedOut() {
         case .closeNow: close()
         case .answer(let problem): answerLocally(problem)

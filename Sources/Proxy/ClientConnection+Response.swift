@@ -1,6 +1,6 @@
 // The response side of a client connection's exchange: what the upstream connection reports
 // (`UpstreamExchangeOwner`: head, body, chunks, end, failure, upgrade), handed to the exchange,
-// and the bytes for the client it calls for, which go through the workspace's `HeldResponse`.
+// and the bytes for the client it calls for, which the workspace's `ResponseRelay` writes.
 
 import ByteBuffers
 import EventLoop
@@ -18,9 +18,8 @@ extension ClientConnection: UpstreamExchangeOwner {
         }
         switch action {
         case .relayInterim:
-            work.scratch.clear()
-            ForwardedHead.writeInterim(head, into: &work.scratch)
-            stream.write(work.scratch)
+            let work = self.work
+            work.response.relayInterim(head, to: stream, scratch: &work.scratch)
             return .none
         case .dropInterim:
             return .none
@@ -32,8 +31,8 @@ extension ClientConnection: UpstreamExchangeOwner {
             if timesExchanges { exchange.current.record.upstreamHeadAt = worker.clock() }
             // The route owns CORS: the upstream's own fields never reach a page.
             let cors = exchange.current.plan?.cors.map { rules in exchange.current.cors.map { rules.responseLines[$0] } ?? rules.withoutOrigin }
-            work.heldResponse.holdHead(head, framing: framing, keepAlive: exchange.keepAlive,
-                                       clientVersionMinor: exchange.current.request.versionMinor, viaSuffix: settings.viaSuffix, cors: cors)
+            work.response.holdHead(head, framing: framing, keepAlive: exchange.keepAlive,
+                                   clientVersionMinor: exchange.current.request.versionMinor, viaSuffix: settings.viaSuffix, cors: cors)
             return framing == .none ? .none : .framed
         }
     }
@@ -60,12 +59,12 @@ extension ClientConnection: UpstreamExchangeOwner {
             _ = exchange.releaseHead()
             return false
         }
-        return workspace.heldResponse.release(to: stream, exchange: &exchange)
+        return workspace.response.release(to: stream, exchange: &exchange)
     }
 
     /// The read that carried the response's head went wrong before its end (`HeldResponse.retract`).
     func retractHeldResponse() -> Bool {
-        workspace?.heldResponse.retract(exchange: &exchange) ?? false
+        workspace?.response.retract(exchange: &exchange) ?? false
     }
 
     func upstreamDidParseRead(_ upstream: UpstreamConnection) {
@@ -76,25 +75,12 @@ extension ClientConnection: UpstreamExchangeOwner {
         retractHeldResponse()
     }
 
-    /// Response bytes for the client, through the held response.
-    @inline(__always)
-    private func sendResponseBytes(_ bytes: UnsafeRawBufferPointer) {
-        work.heldResponse.send(bytes, to: stream)
-    }
-
     func upstream(_ upstream: UpstreamConnection, didReceiveBody bytes: UnsafeRawBufferPointer) {
         _ = exchange.releaseHead()
-        switch exchange.responseBody(bytes.count) {
-        case .drop:
-            return
-        case .write:
-            sendResponseBytes(bytes)
-        case .writeAsChunk:
-            let work = self.work
-            work.heldResponse.sendChunkStart(size: UInt64(bytes.count), to: stream, scratch: &work.scratch)
-            sendResponseBytes(bytes)
-            sendResponseBytes(staticBytes("\r\n"))
-        }
+        let how = exchange.responseBody(bytes.count)
+        guard how != .drop else { return }
+        let work = self.work
+        work.response.body(bytes, as: how, to: stream, scratch: &work.scratch)
         if stream.isAboveHighWater { blockUpstreamReads(upstream) }
     }
 
@@ -102,12 +88,12 @@ extension ClientConnection: UpstreamExchangeOwner {
         guard exchange.relaysChunks, size > 0 else { return }
         _ = exchange.releaseHead()
         let work = self.work
-        work.heldResponse.sendChunkStart(size: size, to: stream, scratch: &work.scratch)
+        work.response.chunkStarts(size: size, to: stream, scratch: &work.scratch)
     }
 
     func upstreamDidFinishChunk(_ upstream: UpstreamConnection) {
         guard exchange.relaysChunks else { return }
-        sendResponseBytes(staticBytes("\r\n"))
+        work.response.chunkEnds(to: stream)
     }
 
     func upstreamDidFinishMessage(_ upstream: UpstreamConnection) -> Bool {
@@ -118,14 +104,9 @@ extension ClientConnection: UpstreamExchangeOwner {
         case .refused:
             return true
         case .complete(let lastChunk):
-            switch lastChunk {
-            case .none: break
-            case .upstreamTrailers:
-                work.scratch.clear()
-                ForwardedHead.writeLastChunk(trailersOf: upstream.parser.head, into: &work.scratch)
-                sendResponseBytes(work.scratch.readableBytes)
-            case .empty:
-                sendResponseBytes(staticBytes("0\r\n\r\n"))
+            if lastChunk != .none {
+                let work = self.work
+                work.response.lastChunk(lastChunk, trailersOf: upstream.parser.head, to: stream, scratch: &work.scratch)
             }
             // A 101 stops llhttp with HPE_PAUSED_UPGRADE by itself; pausing would hide it.
             return upstream.parser.head.statusCode != 101
@@ -167,7 +148,7 @@ extension ClientConnection: UpstreamExchangeOwner {
         guard upstream === self.upstream else { return }
         let failure = UpstreamFailure(connectionFailure)
         self.upstream = nil
-        if !retractHeldResponse() { workspace?.heldResponse.drop() }
+        workspace?.response.abandon(exchange: &exchange)
         switch exchange.upstreamFailed(failure, reused: upstream.isReused, receivedResponseBytes: upstream.receivedResponseBytes) {
         case .closeNow:
             worker.upstreamFailed(failure, plan: exchange.current.plan, settings: settings, midResponse: true)

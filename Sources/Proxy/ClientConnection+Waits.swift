@@ -64,18 +64,13 @@ extension ClientConnection {
         parserPaused = false
         let work = self.work
         work.parser.resume()
-        if !work.leftover.isEmpty {
-            work.parsing.swapStorage(with: &work.leftover)
-            work.leftover.clear()
-            feedParser(work.parsing.readableBytes)
-            work.parsing.clear()
-        }
+        if !work.leftover.isEmpty { parseLeftover(of: work) }
         drive()
     }
 
     // MARK: The request body's deadline
 
-    /// (Re)starts the request body's deadline (see `Exchange.BodyClock`): a body that averages
+    /// (Re)starts the request body's deadline (see `CurrentExchange.BodyClock`): a body that averages
     /// less than `requestBodyMinBytesPerSecond` is cut off (slow-body attacks pin an upstream
     /// connection each) while a large upload at any useful speed never is.
     func startBodyClock() {

@@ -14,7 +14,7 @@
 // parser returns, never inside its callbacks.
 //
 // This file: state, reading and the request side. ClientConnection+Response.swift: what the
-// upstream connection reports. ClientConnection+Ending.swift: local answers and endings.
+// upstream connection reports (the bytes for the client: ResponseRelay.swift). ClientConnection+Ending.swift: local answers and endings.
 // ClientConnection+Waits.swift: waiting for the token and for the request body.
 // ClientConnection+DPoP.swift: DPoP proofs and upstream nonces. UpstreamRequestHead.swift: the
 // request head as the upstream receives it.
@@ -86,7 +86,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// bytes, no held response, no upstream connection.
     func returnWorkspaceIfIdle() {
         guard let workspace, exchange.phase == .awaitingRequest, workspace.leftover.isEmpty, !parserPaused,
-              !workspace.heldResponse.isHolding, upstream == nil else { return }
+              !workspace.response.isHolding, upstream == nil else { return }
         self.workspace = nil
         worker.workspaces.takeBack(workspace)
     }
@@ -158,13 +158,19 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// left, the connection is idle and gives its workspace back.
     func drive() {
         while exchange.phase == .awaitingRequest, let work = workspace, !work.leftover.isEmpty {
-            work.parsing.swapStorage(with: &work.leftover)
-            work.leftover.clear()
-            feedParser(work.parsing.readableBytes)
-            work.parsing.clear()
+            parseLeftover(of: work)
         }
         if exchange.readsClient(pipelinedBytes: workspace?.leftover.count ?? 0) { stream.startReading() }
         returnWorkspaceIfIdle()
+    }
+
+    /// Parses the pipelined bytes kept in `leftover`. They move to `parsing` first: the parser
+    /// may stop at the end of a request in them, and what follows goes back to `leftover`.
+    func parseLeftover(of work: ExchangeWorkspace) {
+        work.parsing.swapStorage(with: &work.leftover)
+        work.leftover.clear()
+        feedParser(work.parsing.readableBytes)
+        work.parsing.clear()
     }
 
     // MARK: The request (HTTP1ParserDelegate)

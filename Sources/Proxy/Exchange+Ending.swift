@@ -8,7 +8,7 @@ extension Exchange {
 
     /// Both the request and its response are complete (the exchange is recorded, then
     /// `nextRequest` says whether the connection goes on).
-    var isFinished: Bool { phase == .exchanging && current.upload == .complete && responseComplete }
+    var isFinished: Bool { phase == .exchanging && current.request.upload == .complete && responseComplete }
 
     /// After a finished exchange: true when the connection waits for the next request (the
     /// parser resumes, the idle deadline runs), false when it closes after the response.
@@ -49,13 +49,7 @@ extension Exchange {
     }
 
     mutating func requestRejected(_ error: HTTP1Error) -> RejectAction {
-        let problem: Problem
-        switch error.requestStatus {
-        case 431: problem = .headersTooLarge(error.reason)
-        case 501: problem = .notImplemented(error.reason)
-        case 505: problem = .versionNotSupported(error.reason)
-        default: problem = .badRequest(error.reason)
-        }
+        let problem = Problem.rejected(error)
         var counted = false
         var abortUpstream = false
         switch phase {
@@ -64,50 +58,33 @@ extension Exchange {
         case .awaitingRequest, .readingHead:
             // No head of this request: nothing of the last one may shape the answer (after a
             // HEAD, a 400 would go out without the body its length announces).
-            current = Current()
+            current = CurrentExchange()
             counted = true
         case .exchanging:
             if responseHeadSent { return .closeNow }
-            if current.response == .answeredLocally { return .closeAfterResponse }
+            if current.response.progress == .answeredLocally { return .closeAfterResponse }
             abortUpstream = true
         }
         phase = .exchanging
         keepAlive = false
-        current.response = .answeredLocally
+        current.response.progress = .answeredLocally
         current.record.status = problem.status
         return .answer(problem, counted: counted, abortUpstream: abortUpstream)
     }
 
     // MARK: Timers
 
-    /// What the connection's timer means when it fires.
-    enum Deadline {
-        case none
-        /// Idle keep-alive connection: close quietly.
-        case idle
-        /// The request head did not arrive within `headerTimeoutSeconds`: 408 and close.
-        case header
-        /// The token did not come within `tokenWaitSeconds` (`tokenWaitExpired`).
-        case tokenWait
-        /// The request body stopped coming (`requestBodyTimedOut`).
-        case requestBody
-    }
+    typealias Deadline = ClientDeadline
 
+    /// What the connection's timer means when it fires.
     var expiredDeadline: Deadline {
-        switch phase {
-        case .awaitingRequest: return .idle
-        case .readingHead: return .header
-        case .exchanging:
-            if isWaitingForToken { return .tokenWait }
-            return current.bodyClock != nil ? .requestBody : .none
-        case .tunnelling, .closing: return .none
-        }
+        Deadline(phase: phase, waitingForToken: isWaitingForToken, bodyClockRuns: current.request.bodyClock != nil)
     }
 
     /// The head timed out: the answer, after which the connection closes.
     mutating func headerTimedOut() -> Problem {
         keepAlive = false
-        current = Current()
+        current = CurrentExchange()
         return .headerTimeout()
     }
 
@@ -121,8 +98,8 @@ extension Exchange {
     }
 
     mutating func requestBodyTimedOut() -> BodyTimeoutAction {
-        current.bodyClock = nil
-        if case .held = current.response { current.response = .awaited }
+        current.request.bodyClock = nil
+        current.response.withdrawHeldHead()
         if responseHeadSent || responseComplete { return .closeNow }
         return .answer(answeringLocally(.requestBodyTimeout()))
     }
@@ -139,7 +116,7 @@ extension Exchange {
 
     mutating func clientEnded(cleanly: Bool) -> ClientEndAction {
         switch phase {
-        case .exchanging where cleanly && current.upload == .complete:
+        case .exchanging where cleanly && current.request.upload == .complete:
             keepAlive = false
             return .answerThenClose
         case .tunnelling:
@@ -149,20 +126,18 @@ extension Exchange {
         }
     }
 
-    // MARK: Reading and backpressure
+    // MARK: Reading and backpressure (decided by `Backpressure`)
 
-    /// Pipelined bytes arrived while a response is pending: they wait; reading goes on (saving
-    /// two epoll_ctl calls per request and noticing a client that goes away) unless a lot waits.
-    func readsOnWhilePipelined(pipelinedBytes: Int) -> Bool { pipelinedBytes <= Self.maxBufferedPipelineBytes }
+    typealias UpstreamDrained = Backpressure.UpstreamDrained
+
+    func readsOnWhilePipelined(pipelinedBytes: Int) -> Bool { Backpressure.readsOnWhilePipelined(pipelinedBytes: pipelinedBytes) }
 
     /// Whether the client is read after the parser's turn: not while the upstream's backlog is
     /// full, a lot of pipelined bytes wait, or the connection tunnels or ends.
     func readsClient(pipelinedBytes: Int) -> Bool {
         switch phase {
-        case .awaitingRequest, .readingHead, .exchanging:
-            return !backpressure.contains(.clientReads) && pipelinedBytes <= Self.maxBufferedPipelineBytes
-        case .tunnelling, .closing:
-            return false
+        case .awaitingRequest, .readingHead, .exchanging: return backpressure.readsClient(pipelinedBytes: pipelinedBytes)
+        case .tunnelling, .closing: return false
         }
     }
 
@@ -171,31 +146,15 @@ extension Exchange {
     /// client: that time is not the body's).
     mutating func upstreamBacklogFull() -> Bool {
         backpressure.insert(.clientReads)
-        return current.bodyClock != nil
-    }
-
-    /// What to do when the upstream's backlog drained.
-    enum UpstreamDrained {
-        case none
-        /// Read the client again; `restartBodyClock`: its deadline starts over now.
-        case resumeReading(restartBodyClock: Bool)
-        /// Reading stays stopped for the pipelined bytes waiting.
-        case stayPaused(restartBodyClock: Bool)
+        return current.request.bodyClock != nil
     }
 
     mutating func upstreamBacklogDrained(pipelinedBytes: Int) -> UpstreamDrained {
-        guard backpressure.contains(.clientReads) else { return .none }
-        backpressure.remove(.clientReads)
-        let restart = current.bodyClock != nil
-        if pipelinedBytes <= Self.maxBufferedPipelineBytes || phase == .tunnelling { return .resumeReading(restartBodyClock: restart) }
-        return .stayPaused(restartBodyClock: restart)
+        backpressure.upstreamBacklogDrained(pipelinedBytes: pipelinedBytes, tunnelling: phase == .tunnelling,
+                                            bodyClockRan: current.request.bodyClock != nil)
     }
 
     /// The client's write backlog passed its high-water mark: stop reading the upstream.
     mutating func clientBacklogFull() { backpressure.insert(.upstreamReads) }
-
-    /// The client's backlog drained: returns whether to read the upstream again.
-    mutating func clientBacklogDrained() -> Bool {
-        backpressure.remove(.upstreamReads) != nil
-    }
+    mutating func clientBacklogDrained() -> Bool { backpressure.clientBacklogDrained() }
 }

@@ -13,29 +13,22 @@
 //
 // Lifecycle of the connection (`phase`): awaitingRequest (idle keep-alive) → readingHead →
 // exchanging → awaitingRequest ..., or → tunnelling after an upgrade, or → closing.
-// Within `exchanging`, the request side (`current.upload`), the token (`current.credential`) and
-// the response side (`current.response`) move on independently: a response may begin before its
-// request ends.
+// Within `exchanging`, the request side (`current.request`, an `ExchangeRequest`), the token
+// (`current.credential`) and the response side (`current.response`, an `ExchangeResponse`) move
+// on independently: a response may begin before its request ends.
 //
-// This file: the connection's state and the request side. Exchange+Current.swift: the state of
-// the request under way, replaced whole by each head. Exchange+Response.swift: the upstream's
-// answer, failures and replays. Exchange+Ending.swift: the end of an exchange, timers, flow
-// control.
+// This file: the connection's state, the request head, the token, and the request side, whose
+// body decisions ExchangeRequest.swift makes. CurrentExchange.swift: the state of the request
+// under way, replaced whole by each head. ExchangeResponse.swift: the response half, which
+// decides on the upstream's answer; Exchange+Response.swift hands it the events and the failures.
+// Exchange+Ending.swift: the end of an exchange, rejected requests, timers (ClientDeadline.swift)
+// and flow control (Backpressure.swift).
 
 import HTTP1
 import OAuth2
 
 struct Exchange {
     enum Phase { case awaitingRequest, readingHead, exchanging, tunnelling, closing }
-
-    /// Which direction's reads are stopped for the other side's write backlog.
-    struct Backpressure: OptionSet {
-        let rawValue: UInt8
-        /// The client is not read while the upstream's backlog drains.
-        static let clientReads = Backpressure(rawValue: 1)
-        /// The upstream is not read while the client's backlog drains.
-        static let upstreamReads = Backpressure(rawValue: 2)
-    }
 
     /// What to do with a request head.
     enum HeadAction {
@@ -54,18 +47,13 @@ struct Exchange {
         case answer(Problem, resumeParser: Bool)
     }
 
-    /// What to do with request body bytes the connection sent upstream, for a replay.
-    enum BodyKeeping { case none, keep, dropKept }
-
-    /// The buffered-replay limit of a request body (issue 4: 64 KiB).
-    static let maxReplayBodyBytes = 64 * 1024
-
-    /// Pipelined bytes held while a response is pending before reading stops.
-    static let maxBufferedPipelineBytes = 64 * 1024
+    typealias BodyKeeping = ExchangeRequest.BodyKeeping
+    static var maxReplayBodyBytes: Int { ExchangeRequest.maxReplayBodyBytes }
+    static var maxBufferedPipelineBytes: Int { Backpressure.maxBufferedPipelineBytes }
 
     // The state below is changed only by the events (the methods in Exchange*.swift); the
     // connection reads it. The connection's own state outlives its requests; `current` is the
-    // request under way's, replaced whole by each head (Exchange+Current.swift).
+    // request under way's, replaced whole by each head (CurrentExchange.swift).
     var phase = Phase.awaitingRequest
     /// Requests whose head arrived on this connection.
     var exchangesStarted = 0
@@ -75,7 +63,7 @@ struct Exchange {
     /// Which reads the write backlogs stopped: a backlog is the socket's, not the request's.
     var backpressure: Backpressure = []
     /// The request under way (or, until the next head, the last one).
-    var current = Current()
+    var current = CurrentExchange()
 
     // MARK: The request head
 
@@ -102,7 +90,7 @@ struct Exchange {
         self.keepAlive = keepAlive
         // The memberwise initializer sets each field once, the rest to its default; an init that
         // overwrote the defaults made the optimizer copy the whole value (~450 instructions).
-        current = Current(request: Request(head), record: ExchangeRecord(startedAt: startedAt))
+        current = CurrentExchange(request: ExchangeRequest(head), record: ExchangeRecord(startedAt: startedAt))
     }
 
     /// The connection's routing refused the head: it is answered here. `closing`: what follows
@@ -120,10 +108,7 @@ struct Exchange {
         current.plan = plan
         current.request.upgrade = upgrade
         guard let token else { return .forward }
-        if current.request.hasBody {
-            let mayReplay = !plan.route.retryOnStatus.isEmpty || plan.usesDPoP
-            current.bodyReplay = mayReplay && current.request.lengthFitsReplay ? .keeping(0) : .impossible
-        }
+        current.request.keepsBodyForReplay(on: plan)
         switch consume token {
         case .inject(let token):
             current.credential = .carried(token)
@@ -147,7 +132,7 @@ struct Exchange {
     var isReplay: Bool { current.credential.isReplay }
 
     /// The request goes out again (a new token, or a DPoP nonce): the kept body follows its head.
-    var resendsKeptBody: Bool { isReplay || current.dpopNonceReplayed }
+    var resendsKeptBody: Bool { isReplay || current.response.dpopNonceReplayed }
 
     // MARK: The token
 
@@ -169,79 +154,41 @@ struct Exchange {
         return tokenLookedUp(.fail(RequestCredential.waitExpired(identity: name, tokenWaitSeconds: tokenWaitSeconds)))
     }
 
-    // MARK: The request body
+    // MARK: The request body (decided by `ExchangeRequest`)
+
+    typealias RequestEnd = ExchangeRequest.End
 
     /// Request body bytes go upstream unless the relay answered itself.
-    var forwardsRequestBody: Bool { current.response != .answeredLocally }
-
-    /// `count` request body bytes (framing included) went upstream: whether the connection keeps
-    /// them for a replay with a new token (up to `maxReplayBodyBytes`).
-    mutating func sentRequestBody(_ count: Int) -> BodyKeeping {
-        guard case .keeping(let kept) = current.bodyReplay else { return .none }
-        if kept + count > Self.maxReplayBodyBytes {
-            current.bodyReplay = .impossible
-            return .dropKept
-        }
-        current.bodyReplay = .keeping(kept + count)
-        return .keep
-    }
-
-    /// What the upstream gets at the end of the request.
-    enum RequestEnd {
-        /// Nothing: the relay answered itself.
-        case discarded
-        /// The end is reported to the upstream connection (its response clock starts), after
-        /// the last chunk for a chunked body.
-        case forwarded(lastChunk: Bool)
-    }
-
+    var forwardsRequestBody: Bool { current.response.progress != .answeredLocally }
+    mutating func sentRequestBody(_ count: Int) -> BodyKeeping { current.request.sentBody(count) }
     /// The request is complete. Returns also whether its body clock ran (its timer is disarmed).
     mutating func requestEnded() -> (end: RequestEnd, bodyClockRan: Bool) {
-        current.upload = .complete
-        let ran = stopBodyClock()
+        current.request.upload = .complete
+        let ran = current.request.stopBodyClock()
         guard forwardsRequestBody else { return (.discarded, ran) }
         return (.forwarded(lastChunk: current.request.framing == .chunked), ran)
     }
+    var pausesParserAtRequestEnd: Bool { current.request.pausesParserAtEnd }
+    var requestComplete: Bool { current.request.upload == .complete }
+    var startsBodyClockWithHead: Bool { current.request.startsBodyClockWithHead }
 
-    /// The parser stops at the end of each request so that pipelined ones wait for this one's
-    /// response. Not an upgrade request: llhttp then stops by itself with HPE_PAUSED_UPGRADE.
-    var pausesParserAtRequestEnd: Bool { !current.request.isUpgrade }
-
-    var requestComplete: Bool { current.upload == .complete }
-
-    // MARK: The request body's deadline
-
-    /// (Re)starts the request body's deadline at `now`. Returns whether to arm the timer (not
-    /// while the relay itself stopped reading: that time is not the body's).
+    /// (Re)starts the request body's deadline at `now`. Returns whether to arm the timer: not
+    /// for a body the relay answered already, nor while the relay itself stopped reading (that
+    /// time is not the body's).
     mutating func startBodyClock(now: UInt64) -> Bool {
-        guard current.request.hasBody, current.upload == .pending, current.response != .answeredLocally,
-              phase == .exchanging else { return false }
-        current.bodyClock = BodyClock(startedAt: max(1, now))
+        guard forwardsRequestBody, phase == .exchanging, current.request.startBodyClock(now: now) else { return false }
         return !backpressure.contains(.clientReads)
     }
 
-    /// The body clock starts when the request goes upstream, unless the client waits for
-    /// `100 Continue`.
-    var startsBodyClockWithHead: Bool { current.request.hasBody && !current.request.expectsContinue }
-
     /// `count` body bytes arrived at `now`. Returns when the body's deadline falls due (loop
-    /// milliseconds), nil when the timer stays as it is.
+    /// milliseconds), nil when the timer stays as it is; the first bytes may start the clock.
     mutating func bodyBytesArrived(_ count: Int, now: UInt64, timeoutMilliseconds: UInt64, minBytesPerSecond: UInt64) -> UInt64? {
-        guard var clock = current.bodyClock else {
-            return startBodyClock(now: now) ? now + timeoutMilliseconds : nil
-        }
-        clock.bytesSinceStart += UInt64(count)
-        current.bodyClock = clock
-        guard !backpressure.contains(.clientReads) else { return nil }
-        return clock.startedAt + timeoutMilliseconds + clock.bytesSinceStart * 1000 / minBytesPerSecond
+        guard current.request.bodyClock != nil else { return startBodyClock(now: now) ? now + timeoutMilliseconds : nil }
+        return current.request.bodyBytesArrived(count, readsStopped: backpressure.contains(.clientReads),
+                                                timeoutMilliseconds: timeoutMilliseconds, minBytesPerSecond: minBytesPerSecond)
     }
 
-    /// Stops the body's deadline; returns whether it ran.
-    mutating func stopBodyClock() -> Bool {
-        guard current.bodyClock != nil else { return false }
-        current.bodyClock = nil
-        return true
-    }
+    mutating func stopBodyClock() -> Bool { current.request.stopBodyClock() }
 
     // MARK: Local answers
 
@@ -250,9 +197,9 @@ struct Exchange {
     mutating func answeringLocally(_ problem: Problem) -> Problem {
         var problem = problem
         if problem.route == nil { problem.route = current.plan?.route.name }
-        current.response = .answeredLocally
+        current.response.progress = .answeredLocally
         current.record.status = problem.status
-        if current.request.hasBody && current.upload == .pending { keepAlive = false }
+        if current.request.hasBody && current.request.upload == .pending { keepAlive = false }
         return problem
     }
 

@@ -12,16 +12,17 @@ final class ExchangeWorkspace {
     let parser: HTTP1Parser
     /// Bytes received after the request being handled (pipelined), not parsed yet.
     var leftover = ByteBuffer()
-    /// What `drive()` is parsing from `leftover`.
+    /// What `parseLeftover` is parsing from `leftover`.
     var parsing = ByteBuffer()
     /// Scratch for composing heads and chunk lines.
     var scratch = ByteBuffer()
-    /// The response as far as it came in the upstream read that carried its head (`HeldResponse`).
-    var heldResponse = HeldResponse()
+    /// The response on its way to the client, held as far as it came in the upstream read that
+    /// carried its head (`ResponseRelay`, `HeldResponse`).
+    var response = ResponseRelay()
     /// The request head as sent upstream, kept to send again on a fresh connection when a
     /// reused one turns out closed (only for requests without a body).
     var replayableHead = ByteBuffer()
-    /// The request body as sent upstream, for a replay with a new token (`Exchange.BodyReplay`).
+    /// The request body as sent upstream, for a replay with a new token (`CurrentExchange.BodyReplay`).
     var replayBody = ByteBuffer()
     var normalizedPath: [UInt8] = []
     var rewrittenTarget: [UInt8] = []
@@ -43,7 +44,7 @@ final class ExchangeWorkspace {
         empty(&leftover)
         empty(&parsing)
         empty(&scratch)
-        heldResponse.reset(keptCapacity: keptCapacity)
+        response.reset(keptCapacity: keptCapacity)
         empty(&replayableHead)
         empty(&replayBody)
         if normalizedPath.capacity > keptCapacity { normalizedPath = [] }

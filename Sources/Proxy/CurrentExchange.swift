@@ -1,0 +1,33 @@
+// The state of the request under way on a client connection, and the parts it is made of: what
+// its head said and how far its body got (`ExchangeRequest`), its response (`ExchangeResponse`),
+// its token, its route and what the metrics and the access log keep of it.
+//
+// A parsed head replaces it whole (`Exchange.headParsed`), so nothing of one request carries
+// over to the next. What outlives a request stays on `Exchange`: the connection's phase, the
+// count of its requests, whether it stays open, and which reads the write backlogs stopped.
+// Between a finished exchange and the next head it still holds the last request's state (its
+// route let go), until the next head replaces it; a request the parser rejects before its head,
+// or whose head does not arrive in time, starts from an empty one.
+
+/// Everything about one request and its response; changed only by the exchange's events.
+/// `headParsed` builds it with the memberwise initializer: a field added here starts from its
+/// default for every request.
+struct CurrentExchange {
+    /// The request half: what the head said, how far the body got, what of it is kept.
+    var request = ExchangeRequest()
+    /// The route identity's token for this request.
+    var credential = RequestCredential.none
+    /// The response half: how far the upstream's answer got, and what it decides.
+    var response = ExchangeResponse()
+    /// The route of the exchange (nil before the head, when none matched, or once the
+    /// exchange finished: `nextRequest` lets go of it).
+    var plan: RoutePlan?
+    /// The listed origin (`browser.allowOrigins`) whose page sent the request: its answers
+    /// carry that origin's CORS fields.
+    var cors: Int?
+    /// The request may start a person's device login (`BrowserRequest.loginStartRefusal`):
+    /// asked again when a parked request looks its token up anew.
+    var startsLogin = false
+    /// For the metrics and the access log.
+    var record = ExchangeRecord()
+}
