@@ -44,11 +44,7 @@ extension ClientConnection {
             closeAfterResponse()
         case .answer(let problem, let counted, let abortUpstream):
             if counted { worker.countRejected(status: problem.status) }
-            if abortUpstream, let upstream {
-                upstream.reusable = false
-                upstream.close()
-                self.upstream = nil
-            }
+            if abortUpstream { leg.abandon() }
             answerLocally(problem)
         }
     }
@@ -56,10 +52,7 @@ extension ClientConnection {
     func finishExchangeIfDone() {
         guard exchange.isFinished else { return }
         recordExchange()
-        if let upstream {
-            upstream.finishExchange()
-            self.upstream = nil
-        }
+        leg.finishExchange()
         guard exchange.nextRequest(draining: worker.isDraining) else {
             closeAfterResponse()
             return
@@ -73,10 +66,7 @@ extension ClientConnection {
         if exchange.recordsOnClose { recordExchange() }
         guard exchange.closesAfterResponse() else { return }
         timer.disarm()
-        if let upstream {
-            upstream.close()
-            self.upstream = nil
-        }
+        leg.abandon()
         stream.closeAfterWrites()
     }
 
@@ -122,11 +112,7 @@ extension ClientConnection {
     /// upstream connection, which holds a part of it, and the client connection end; the
     /// client gets a 408 if no response has begun.
     func requestBodyTimedOut() {
-        if let upstream {
-            upstream.reusable = false
-            upstream.close()
-            self.upstream = nil
-        }
+        leg.abandon()
         workspace?.response.abandon(exchange: &exchange)
         switch exchange.requestBodyTimedOut() {
         case .closeNow: close()
@@ -139,8 +125,7 @@ extension ClientConnection {
         case .answerThenClose:
             break
         case .endTunnel:
-            upstream?.finishTunnel()
-            upstream = nil
+            leg.finishTunnel()
             closeAfterResponse()
         case .close:
             close()
@@ -150,13 +135,13 @@ extension ClientConnection {
     func streamDidClose(_ stream: any ByteStream) {
         exchange.closes()
         timer.close()
-        if let upstream {
-            // The exchange did not finish: that connection's state is unknown.
-            upstream.close()
-            self.upstream = nil
-        }
+        // The exchange did not finish: that connection's state is unknown.
+        leg.abandon()
         worker.tokens?.unpark(self)
         returnWorkspace()
+        // The two end together: this ends the cycle of the leg's strong `connection`.
+        leg = nil
+        unretainedLeg = nil
         worker.connectionDidClose(self)
     }
 }

@@ -6,13 +6,14 @@ import HTTP1
 import HTTPClient
 import JOSE
 
-extension ClientConnection {
+extension UpstreamLeg {
     /// A request sent again on a fresh connection (the reused one turned out closed) gets a new
     /// proof: the old one may have reached the upstream, which would take its `jti` for a
     /// replayed proof. False when the proof could not be signed (answered locally).
     func renewProofForRetry(_ plan: RoutePlan) -> Bool {
-        guard plan.usesDPoP, exchange.token?.dpop != nil else { return true }
+        guard plan.usesDPoP, connection.exchange.token?.dpop != nil else { return true }
         guard writeUpstreamRequestHead(for: plan) else { return false }
+        let work = connection.work
         work.replayableHead.clear()
         work.replayableHead.append(work.scratch.readableBytes)
         return true
@@ -20,9 +21,10 @@ extension ClientConnection {
 
     /// A proof could not be signed (OpenSSL failed): 502, and the request goes nowhere.
     func proofFailed(_ error: JOSEError, plan: RoutePlan) {
-        worker.logger.error("DPoP proof could not be signed", metadata: ["route": .string(plan.route.name), "error": .string("\(error)")])
-        answerLocally(exchange.answeringLocally(.badGateway("the DPoP proof for the upstream could not be signed: \(error)",
-                                                            route: plan.route.name)))
+        connection.worker.logger.error("DPoP proof could not be signed",
+                                       metadata: ["route": .string(plan.route.name), "error": .string("\(error)")])
+        connection.answerLocally(connection.exchange.answeringLocally(.badGateway("the DPoP proof for the upstream could not be signed: \(error)",
+                                                                                  route: plan.route.name)))
     }
 
     /// Keeps the nonce an upstream response brings for the next proofs to its route's upstream
@@ -30,8 +32,8 @@ extension ClientConnection {
     /// ends it for every other response, and a call cost 17 instructions per request.
     @inline(__always)
     func learnDPoPNonce(from head: HTTPHead) {
-        guard let plan = exchange.current.plan, plan.usesDPoP, exchange.token?.dpop != nil, let proofs = worker.tokens?.proofs,
-              let nonce = DPoPChallenge.nonce(in: head) else { return }
+        guard let plan = connection.exchange.current.plan, plan.usesDPoP, connection.exchange.token?.dpop != nil,
+              let proofs = connection.worker.tokens?.proofs, let nonce = DPoPChallenge.nonce(in: head) else { return }
         proofs.remember(nonce, for: plan)
     }
 
@@ -40,12 +42,13 @@ extension ClientConnection {
     func replayWithNonce(after upstream: UpstreamConnection) {
         upstream.finishExchange()
         self.upstream = nil
-        guard let plan = exchange.current.plan else { return }
-        worker.logger.debug("upstream asked for a DPoP nonce; sending the request again with it",
-                            metadata: ["route": .string(plan.route.name)])
-        if let identity = plan.identity { worker.tokens?.service.upstreamAskedForDPoPNonce(identity) }
+        let connection = self.connection
+        guard let plan = connection.exchange.current.plan else { return }
+        connection.worker.logger.debug("upstream asked for a DPoP nonce; sending the request again with it",
+                                       metadata: ["route": .string(plan.route.name)])
+        if let identity = plan.identity { connection.worker.tokens?.service.upstreamAskedForDPoPNonce(identity) }
         forwardRequestHead()
-        finishExchangeIfDone()
-        drive()
+        connection.finishExchangeIfDone()
+        connection.drive()
     }
 }

@@ -1,0 +1,152 @@
+// UpstreamLeg: the client connection's side facing its upstream. It holds the pooled upstream
+// connection of the exchange under way, and is the only code that talks to it: it writes the
+// request head and body there, hears the response (`UpstreamExchangeOwner`,
+// UpstreamLeg+Response.swift), sends a request again (a new token, a fresh connection, a DPoP
+// nonce: UpstreamLeg+DPoP.swift) and ends or gives up that connection. `ClientConnection` is the
+// other side: the client socket and the request parser.
+//
+// What it reads of its connection, and why: the `exchange` (every upstream event is reported to
+// it and its answer carried out here), the `work`space (the request head as it goes upstream is
+// written into `scratch`; the head and body kept for a replay; the response relay), the client
+// `stream` (the response's bytes, through the relay), and the `worker`, `settings` and
+// `forwarding` of the exchange (the pool, the clock, tokens and logs; the head's fields). What it
+// asks of the connection is a handful of calls: finish the exchange and read on, close (at once
+// or after the response), answer locally, wait for the token, and the client's reads and
+// deadlines around a tunnel and the upstream's backlog.
+
+import ByteBuffers
+import EventLoop
+import HTTPClient
+
+final class UpstreamLeg {
+    /// Strong, and a `let`, for the reason given on `ClientConnection.worker`: the response's
+    /// events call into the connection many times per request, and a `let` lets them borrow it.
+    /// The two are created together, one per client connection (the connection makes its leg in
+    /// its initializer), and end together: the connection drops its leg when its socket closes
+    /// (`streamDidClose`), which ends this cycle. One object more per connection: 32 bytes, and
+    /// one allocation at the accept, none per request.
+    let connection: ClientConnection
+    /// The upstream connection of the exchange under way: nil while none is needed, and from
+    /// the moment an exchange gives it back (to the pool), closes it, or it fails. Set only in
+    /// the leg's own files (the connection asks through the methods below).
+    var upstream: UpstreamConnection?
+
+    init(connection: ClientConnection) {
+        self.connection = connection
+    }
+
+    @inline(__always)
+    var isConnected: Bool { upstream != nil }
+
+    /// The upstream's write backlog is past its high-water mark: the client's reads wait.
+    @inline(__always)
+    var isAboveHighWater: Bool { upstream?.isAboveHighWater == true }
+
+    // MARK: The request, sent upstream
+
+    /// Writes the request head (with the exchange's token, if any) to a pooled or new upstream
+    /// connection. The head is read from the parser, where it stays until the next request, so
+    /// this also serves a request that waited for its token or is replayed.
+    /// `now`: the exchange clock if the caller just read it (0: read it here, when timing).
+    func forwardRequestHead(at now: UInt64 = 0) {
+        let connection = self.connection
+        guard let plan = connection.exchange.current.plan, writeUpstreamRequestHead(for: plan) else { return }
+        let work = connection.work
+        work.replayableHead.clear()
+        if !connection.exchange.current.request.hasBody { work.replayableHead.append(work.scratch.readableBytes) }
+        if connection.timesExchanges {
+            connection.exchange.current.record.upstreamStartedAt = now != 0 ? now : connection.worker.clock()
+        }
+        let upstream = connection.worker.pool(for: plan, of: connection.settings).acquire(for: self)
+        self.upstream = upstream
+        upstream.write(work.scratch)
+        // A replay (a new token, a DPoP nonce) sends the body the upstream already received.
+        if !work.replayBody.isEmpty && connection.exchange.resendsKeptBody { upstream.write(work.replayBody) }
+        if connection.exchange.startsBodyClockWithHead { connection.startBodyClock() }
+        // A request that waited for its token, or is sent again, is complete as it goes out.
+        if connection.exchange.requestComplete { upstream.noteRequestSent() }
+    }
+
+    /// Writes the request head as it goes upstream into `scratch` (`UpstreamRequestHead`), with
+    /// the exchange's token. False when it could not be written; when its proof could not be
+    /// signed, the request was answered locally instead.
+    func writeUpstreamRequestHead(for plan: RoutePlan) -> Bool {
+        let connection = self.connection
+        switch UpstreamRequestHead.write(for: plan, token: connection.exchange.token, framing: connection.exchange.current.request.framing,
+                                         upgrade: connection.exchange.current.request.upgrade, forwarding: connection.forwarding,
+                                         proofs: plan.usesDPoP ? connection.worker.tokens?.proofs : nil, in: connection.work) {
+        case .written:
+            return true
+        case .unreadableTarget:
+            return false
+        case .proofNotSigned(let failure):
+            proofFailed(failure, plan: plan)
+            return false
+        }
+    }
+
+    /// Request body bytes as framed for the upstream, kept too while the exchange can replay them.
+    func sendRequestBody(_ bytes: UnsafeRawBufferPointer) {
+        upstream?.write(bytes)
+        switch connection.exchange.sentRequestBody(bytes.count) {
+        case .none: break
+        case .keep: connection.work.replayBody.append(bytes)
+        case .dropKept: connection.work.replayBody.clear()
+        }
+    }
+
+    /// Bytes for the upstream as they are: a tunnel's, or pipelined bytes that followed its 101.
+    @inline(__always)
+    func write(_ bytes: UnsafeRawBufferPointer) {
+        upstream?.write(bytes)
+    }
+
+    @inline(__always)
+    func write(_ buffer: borrowing ByteBuffer) {
+        upstream?.write(buffer)
+    }
+
+    /// Request body bytes went out: the upstream is not late.
+    @inline(__always)
+    func noteRequestProgress() {
+        upstream?.noteRequestProgress()
+    }
+
+    /// The whole request went out: the response's total deadline starts.
+    @inline(__always)
+    func noteRequestSent() {
+        upstream?.noteRequestSent()
+    }
+
+    // MARK: Reads and endings
+
+    /// The client's backlog drained: the upstream's response may flow again.
+    @inline(__always)
+    func resumeReading() {
+        upstream?.stream?.startReading()
+    }
+
+    /// The exchange is over: its connection goes back to the pool (or closes, when it cannot be
+    /// reused).
+    @inline(__always)
+    func finishExchange() {
+        guard let upstream else { return }
+        self.upstream = nil
+        upstream.finishExchange()
+    }
+
+    /// The client ended a tunnel: what is queued for the upstream is delivered, then it closes.
+    func finishTunnel() {
+        upstream?.finishTunnel()
+        upstream = nil
+    }
+
+    /// Gives up the upstream connection before its exchange ended (the request was rejected or
+    /// timed out, the client connection closes): its state is unknown, so it is closed, not reused.
+    func abandon() {
+        guard let upstream else { return }
+        self.upstream = nil
+        upstream.reusable = false
+        upstream.close()
+    }
+}
