@@ -46,9 +46,10 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     var exchange = Exchange()
     /// The parser and buffers of the request under way, lent by the worker (nil while idle).
     private(set) var workspace: ExchangeWorkspace?
-    /// The side facing the upstream, made with this connection and dropped when its socket
-    /// closes (`streamDidClose`), which ends the cycle of its strong `connection`. Nil only
-    /// after that. A `var` only because each needs the other to be made.
+    /// The side facing the upstream (UpstreamLeg.swift), made with this connection and dropped
+    /// when its socket closes (`streamDidClose`), which ends the cycle with the leg's strong
+    /// `connection`. Nil only after that. A `var` only because each needs the other to be made;
+    /// the calls of every request go through `borrowingLeg`, which does not retain it.
     var leg: UpstreamLeg!
     /// The same leg, not retained: the calls every request makes go through `borrowingLeg`.
     var unretainedLeg: Unmanaged<UpstreamLeg>?

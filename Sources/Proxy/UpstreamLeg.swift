@@ -23,8 +23,9 @@ final class UpstreamLeg {
     /// events call into the connection many times per request, and a `let` lets them borrow it.
     /// The two are created together, one per client connection (the connection makes its leg in
     /// its initializer), and end together: the connection drops its leg when its socket closes
-    /// (`streamDidClose`), which ends this cycle. One object more per connection: 32 bytes, and
-    /// one allocation at the accept, none per request.
+    /// (`streamDidClose`), which ends this cycle. One object more per connection: 32 bytes (and
+    /// 16 in the connection for its two references to it), one allocation at the accept, none
+    /// per request.
     let connection: ClientConnection
     /// The upstream connection of the exchange under way: nil while none is needed, and from
     /// the moment an exchange gives it back (to the pool), closes it, or it fails. Set only in
