@@ -22,7 +22,6 @@
 import ByteBuffers
 import EventLoop
 import HTTP1
-import HTTPClient
 import Config
 import HTTPFields
 import JOSE
