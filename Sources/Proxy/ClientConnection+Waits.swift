@@ -43,7 +43,7 @@ extension ClientConnection {
         switch action {
         case .forward(let resume):
             resumeParser = resume
-            leg.forwardRequestHead()
+            leg?.forwardRequestHead()
         case .answer(let problem, let resume):
             resumeParser = resume
             answerLocally(problem)

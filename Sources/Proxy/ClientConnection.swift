@@ -47,11 +47,9 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     private(set) var workspace: ExchangeWorkspace?
     /// The side facing the upstream (UpstreamLeg.swift), made with this connection and dropped
     /// when its socket closes (`streamDidClose`), which ends the cycle with the leg's strong
-    /// `connection`. Nil only after that. A `var` only because each needs the other to be made;
-    /// the calls of every request go through `borrowingLeg`, which does not retain it.
-    var leg: UpstreamLeg!
-    /// The same leg, not retained: the calls every request makes go through `borrowingLeg`.
-    var unretainedLeg: Unmanaged<UpstreamLeg>?
+    /// `connection`. Nil only after that: each needs the other to be made, so one of the two
+    /// references is an optional, and this one is the side called least per request.
+    var leg: UpstreamLeg?
     /// The parser stopped at the end of a request (or an upgrade) and must be resumed.
     var parserPaused = false
 
@@ -65,22 +63,12 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                                               viaSuffix: settings.viaSuffix, overTLS: overTLS)
         timer = DeadlineTimer(loop: stream.loop)
         leg = UpstreamLeg(connection: self)
-        unretainedLeg = Unmanaged.passUnretained(leg)
         stream.delegate = self
         timer.whenExpired { [unowned self] in self.timerFired() }
         // The first request's head is due `headerTimeoutSeconds` after the accept, not after its
         // first byte: a connection that sends nothing, or dribbles, is not kept for longer.
         timer.arm(afterMilliseconds: settings.headerTimeoutMilliseconds)
         stream.startReading()
-    }
-
-    /// Calls the leg without retaining it. A call through `leg`, a `var`, retains and releases it
-    /// around the call (40 instructions per request for the head and the request's end); this
-    /// borrows it instead, which is safe because `leg` holds it until the socket's close callback,
-    /// which never runs inside a call.
-    @inline(__always)
-    func borrowingLeg<Result>(_ call: (UpstreamLeg) -> Result) -> Result {
-        unretainedLeg.unsafelyUnwrapped._withUnsafeGuaranteedRef(call)
     }
 
     var isIdle: Bool { exchange.phase == .awaitingRequest && (workspace?.leftover.isEmpty ?? true) }
@@ -102,7 +90,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// bytes, no held response, no upstream connection.
     func returnWorkspaceIfIdle() {
         guard let workspace, exchange.phase == .awaitingRequest, workspace.leftover.isEmpty, !parserPaused,
-              !workspace.response.isHolding, !leg.isConnected else { return }
+              !workspace.response.isHolding, leg?.isConnected != true else { return }
         self.workspace = nil
         worker.workspaces.takeBack(workspace)
     }
@@ -131,6 +119,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         switch exchange.phase {
         case .tunnelling:
+            guard let leg else { return }
             leg.write(bytes)
             if leg.isAboveHighWater { blockReadsForUpstream() }
         case .closing:
@@ -205,7 +194,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             // Forwarded in the same callback as the head arrived: the head's time serves (one
             // clock read less per request).
             let startedAt = exchange.current.record.startedAt
-            borrowingLeg { $0.forwardRequestHead(at: startedAt) }
+            leg?.forwardRequestHead(at: startedAt)
             return .framed
         case .waitForToken(let pauseParser):
             // The head stays in the parser until the token thread wakes this worker
@@ -242,7 +231,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     }
 
     func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
-        guard exchange.forwardsRequestBody, leg.isConnected else { return }
+        guard exchange.forwardsRequestBody, let leg, leg.isConnected else { return }
         bodyBytesArrived(bytes.count)
         leg.sendRequestBody(bytes)
         leg.noteRequestProgress()
@@ -250,29 +239,29 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     }
 
     func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {
-        guard exchange.forwardsRequestBody, leg.isConnected, size > 0 else { return }
+        guard exchange.forwardsRequestBody, leg?.isConnected == true, size > 0 else { return }
         let work = self.work
         work.scratch.clear()
         work.scratch.appendHex(size)
         work.scratch.append("\r\n")
-        leg.sendRequestBody(work.scratch.readableBytes)
+        leg?.sendRequestBody(work.scratch.readableBytes)
     }
 
     func parserDidFinishChunk(_ parser: HTTP1Parser) {
-        guard exchange.forwardsRequestBody, leg.isConnected else { return }
-        leg.sendRequestBody(staticBytes("\r\n"))
+        guard exchange.forwardsRequestBody, leg?.isConnected == true else { return }
+        leg?.sendRequestBody(staticBytes("\r\n"))
     }
 
     func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
         let (end, bodyClockRan) = exchange.requestEnded()
         if case .forwarded(let lastChunk) = end {
-            if lastChunk, leg.isConnected {
+            if lastChunk, leg?.isConnected == true {
                 let work = self.work
                 work.scratch.clear()
                 ForwardedHead.writeLastChunk(trailersOf: work.parser.head, plan: exchange.current.plan, into: &work.scratch)
-                leg.sendRequestBody(work.scratch.readableBytes)
+                leg?.sendRequestBody(work.scratch.readableBytes)
             }
-            borrowingLeg { $0.noteRequestSent() }
+            leg?.noteRequestSent()
         }
         if bodyClockRan { timer.disarm() }
         return exchange.pausesParserAtRequestEnd
@@ -299,7 +288,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// The client's write backlog drained: the upstream's response may flow again.
     func streamDidDrain(_ stream: any ByteStream) {
         guard exchange.clientBacklogDrained() else { return }
-        leg.resumeReading()
+        leg?.resumeReading()
     }
 
     /// The upstream switched protocols (the leg started its tunnel): the 101 was relayed, and
@@ -310,7 +299,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         recordExchange()
         if bytes.count > 0 { stream.write(bytes) }
         if let work = workspace, !work.leftover.isEmpty {
-            leg.write(work.leftover)
+            leg?.write(work.leftover)
             work.leftover.clear()
         }
         parserPaused = false

@@ -24,7 +24,7 @@ final class UpstreamLeg {
     /// The two are created together, one per client connection (the connection makes its leg in
     /// its initializer), and end together: the connection drops its leg when its socket closes
     /// (`streamDidClose`), which ends this cycle. One object more per connection: 32 bytes (and
-    /// 16 in the connection for its two references to it), one allocation at the accept, none
+    /// 8 in the connection for its reference to it), one allocation at the accept, none
     /// per request.
     let connection: ClientConnection
     /// The upstream connection of the exchange under way: nil while none is needed, and from
