@@ -102,7 +102,7 @@ extension ClientConnection {
             worker.countRejected(status: problem.status)
             answerLocally(problem)
         case .tokenWait:
-            tokenWaitExpired()
+            requestLeg?.tokenWaitExpired()
         case .requestBody:
             requestBodyTimedOut()
         }
@@ -137,10 +137,11 @@ extension ClientConnection {
         timer.close()
         // The exchange did not finish: that connection's state is unknown.
         leg?.abandon()
-        worker.tokens?.unpark(self)
+        if let requestLeg { worker.tokens?.unpark(requestLeg) }
         returnWorkspace()
-        // The two end together: this ends the cycle of the leg's strong `connection`.
+        // They end together: this ends the cycles of the legs' strong `connection`.
         leg = nil
+        requestLeg = nil
         worker.connectionDidClose(self)
     }
 }

@@ -13,10 +13,11 @@
 // Work that changes the exchange (finishing it, resetting the parser) happens only after the
 // parser returns, never inside its callbacks.
 //
-// This file: state, reading and the request side. UpstreamLeg.swift: the side facing the
-// upstream (the request sent there, what the upstream connection reports, replays; the bytes for
-// the client: ResponseRelay.swift). ClientConnection+Ending.swift: local answers and endings.
-// ClientConnection+Waits.swift: waiting for the token and for the request body.
+// This file: state, reading and feeding the parser. RequestLeg.swift: the request as it arrives
+// (the parser's delegate: the head placed, the body sent on; the waits for the token and the body:
+// RequestLeg+Waits.swift). UpstreamLeg.swift: the side facing the upstream (the request sent
+// there, what the upstream connection reports, replays; the bytes for the client:
+// ResponseRelay.swift). ClientConnection+Ending.swift: local answers and endings.
 // UpstreamRequestHead.swift: the request head as the upstream receives it.
 
 import ByteBuffers
@@ -29,7 +30,7 @@ import OAuth2
 import Routing
 import Tokens
 
-final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
+final class ClientConnection: ByteStreamDelegate {
     /// Strong, and a `let`: calls on a `let` of `self` borrow it, where an `unowned(unsafe)`
     /// reference is retained and released around each of the dozen calls per request. The cycle
     /// ends when the connection closes: the worker drops it from `clients` in its close callback.
@@ -50,6 +51,9 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// `connection`. Nil only after that: each needs the other to be made, so one of the two
     /// references is an optional, and this one is the side called least per request.
     var leg: UpstreamLeg?
+    /// The request as it arrives, the parser's delegate (RequestLeg.swift): made with this
+    /// connection and dropped when its socket closes, for the same reason as `leg`.
+    var requestLeg: RequestLeg?
     /// The parser stopped at the end of a request (or an upgrade) and must be resumed.
     var parserPaused = false
 
@@ -63,6 +67,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                                               viaSuffix: settings.viaSuffix, overTLS: overTLS)
         timer = DeadlineTimer(loop: stream.loop)
         leg = UpstreamLeg(connection: self)
+        requestLeg = RequestLeg(connection: self)
         stream.delegate = self
         timer.whenExpired { [unowned self] in self.timerFired() }
         // The first request's head is due `headerTimeoutSeconds` after the accept, not after its
@@ -77,7 +82,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     @inline(__always)
     var work: ExchangeWorkspace {
         if let workspace { return workspace }
-        let lent = worker.workspaces.lend(to: self, limits: settings.headerLimits)
+        let lent = worker.workspaces.lend(to: requestLeg, limits: settings.headerLimits)
         workspace = lent
         return lent
     }
@@ -107,7 +112,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     /// Takes the settings a reload published, at a request's head (its header limits apply from
     /// the next head on).
-    private func adopt(_ current: ProxySettings) {
+    func adopt(_ current: ProxySettings) {
         settings = current
         workspace?.parser.limits = current.headerLimits
         forwarding.trustForwardedHeaders = current.trustForwardedHeaders
@@ -178,94 +183,17 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         work.parsing.clear()
     }
 
-    // MARK: The request (HTTP1ParserDelegate)
-
-    func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
-        let head = parser.head
-        timer.disarm()
+    /// Parses on after a pause in the middle of a request (its head was held for a token).
+    func resumeParsing() {
+        guard exchange.phase == .exchanging else { return }
+        parserPaused = false
         let work = self.work
-        work.replayBody.clear()
-        work.replayBody.shrink(ifLargerThan: Exchange.maxReplayBodyBytes)
-        let current = worker.currentSettings
-        if current !== settings { adopt(current) }
-        exchange.headParsed(head, keepAlive: head.keepAlive && !worker.isDraining, startedAt: timesExchanges ? worker.clock() : 0)
-        switch place(head) {
-        case .forward:
-            // Forwarded in the same callback as the head arrived: the head's time serves (one
-            // clock read less per request).
-            let startedAt = exchange.current.record.startedAt
-            leg?.forwardRequestHead(at: startedAt)
-            return .framed
-        case .waitForToken(let pauseParser):
-            // The head stays in the parser until the token thread wakes this worker
-            // (`tokenMayBeReady`). A body waits unparsed in `leftover`.
-            startTokenWait()
-            worker.tokens?.park(self)
-            return pauseParser ? .pauseAfterHead : .framed
-        case .answer(let problem):
-            answerLocally(problem)
-            return .framed
-        }
+        work.parser.resume()
+        if !work.leftover.isEmpty { parseLeftover(of: work) }
+        drive()
     }
 
-    /// Where a request head leads (`RequestPlacement`), and for a route with an identity, the
-    /// identity's token looked up, for the exchange to decide.
-    @inline(__always)
-    private func place(_ head: HTTPHead) -> Exchange.HeadAction {
-        let logging = settings.accessLog
-        if logging { exchange.current.record.method = String(decoding: head.methodName, as: UTF8.self) }
-        let placement = RequestPlacement(settings: settings, overTLS: forwarding.overTLS)
-            .place(head, normalizedPath: &work.normalizedPath, record: &exchange.current.record, logging: logging)
-        switch placement {
-        case .route(let plan, let upgrade, let cors, let startsLogin):
-            exchange.current.cors = cors
-            exchange.current.startsLogin = startsLogin
-            guard let identity = plan.identity, let tokens = worker.tokens else { return exchange.routed(plan, upgrade: upgrade, token: nil) }
-            return exchange.routed(plan, upgrade: upgrade, token: tokens.lookup(identity, startsDeviceLogin: startsLogin))
-        case .loginPage(let request):
-            return exchange.refused(Problem(settings.logins!.answer(request, at: monotonicSeconds())), closing: false)
-        case .answer(let problem, let closing, let refusal):
-            if let refusal { worker.countRefused(refusal) }
-            return exchange.refused(problem, closing: closing)
-        }
-    }
-
-    func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
-        guard exchange.forwardsRequestBody, let leg, leg.isConnected else { return }
-        bodyBytesArrived(bytes.count)
-        leg.sendRequestBody(bytes)
-        leg.noteRequestProgress()
-        if leg.isAboveHighWater { blockReadsForUpstream() }
-    }
-
-    func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {
-        guard exchange.forwardsRequestBody, leg?.isConnected == true, size > 0 else { return }
-        let work = self.work
-        work.scratch.clear()
-        work.scratch.appendHex(size)
-        work.scratch.append("\r\n")
-        leg?.sendRequestBody(work.scratch.readableBytes)
-    }
-
-    func parserDidFinishChunk(_ parser: HTTP1Parser) {
-        guard exchange.forwardsRequestBody, leg?.isConnected == true else { return }
-        leg?.sendRequestBody(staticBytes("\r\n"))
-    }
-
-    func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
-        let (end, bodyClockRan) = exchange.requestEnded()
-        if case .forwarded(let lastChunk) = end {
-            if lastChunk, leg?.isConnected == true {
-                let work = self.work
-                work.scratch.clear()
-                ForwardedHead.writeLastChunk(trailersOf: work.parser.head, plan: exchange.current.plan, into: &work.scratch)
-                leg?.sendRequestBody(work.scratch.readableBytes)
-            }
-            leg?.noteRequestSent()
-        }
-        if bodyClockRan { timer.disarm() }
-        return exchange.pausesParserAtRequestEnd
-    }
+    // MARK: Backlogs and the tunnel
 
     func blockReadsForUpstream() {
         stream.stopReading()
@@ -278,10 +206,10 @@ final class ClientConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         case .none:
             return
         case .resumeReading(let restart):
-            if restart { startBodyClock() }
+            if restart { requestLeg?.startBodyClock() }
             stream.startReading()
         case .stayPaused(let restart):
-            if restart { startBodyClock() }
+            if restart { requestLeg?.startBodyClock() }
         }
     }
 

@@ -62,8 +62,9 @@ final class WorkspacePool {
     static let keptCapacity = 16 * 1024
 
     /// A workspace for a connection, its parser set to `limits` and reporting to `delegate`
-    /// (the connection, which owns the workspace until it gives it back).
-    func lend(to delegate: any HTTP1ParserDelegate, limits: HeaderLimits) -> ExchangeWorkspace {
+    /// (the connection's request leg; the connection owns the workspace until it gives it back).
+    /// Nil only once the connection closed: nothing is parsed then.
+    func lend(to delegate: (any HTTP1ParserDelegate)?, limits: HeaderLimits) -> ExchangeWorkspace {
         let workspace = spare.popLast() ?? ExchangeWorkspace(limits: limits)
         workspace.parser.limits = limits
         workspace.parser.delegate = delegate

@@ -208,7 +208,7 @@ extension UpstreamLeg: UpstreamExchangeOwner {
         guard let plan = connection.exchange.current.plan else { return }
         connection.worker.logger.info("upstream refused the token; sending the request again with a new one",
                                       metadata: ["route": .string(plan.route.name), "identity": .string(plan.route.identity ?? "-")])
-        connection.startTokenWait()
-        connection.tokenMayBeReady()
+        connection.requestLeg?.startTokenWait()
+        connection.requestLeg?.tokenMayBeReady()
     }
 }

@@ -2,8 +2,9 @@
 // connection of the exchange under way, and is the only code that talks to it: it writes the
 // request head and body there, hears the response (`UpstreamExchangeOwner`,
 // UpstreamLeg+Response.swift), sends a request again (a new token, a fresh connection, a DPoP
-// nonce: UpstreamLeg+DPoP.swift) and ends or gives up that connection. `ClientConnection` is the
-// other side: the client socket and the request parser.
+// nonce: UpstreamLeg+DPoP.swift) and ends or gives up that connection. The other side is the
+// `ClientConnection` (the client socket, feeding the request parser) and its `RequestLeg` (the
+// request as it arrives).
 //
 // What it reads of its connection, and why: the `exchange` (every upstream event is reported to
 // it and its answer carried out here), the `work`space (the request head as it goes upstream is
@@ -63,7 +64,7 @@ final class UpstreamLeg {
         upstream.write(work.scratch)
         // A replay (a new token, a DPoP nonce) sends the body the upstream already received.
         if !work.replayBody.isEmpty && connection.exchange.resendsKeptBody { upstream.write(work.replayBody) }
-        if connection.exchange.startsBodyClockWithHead { connection.startBodyClock() }
+        if connection.exchange.startsBodyClockWithHead { connection.requestLeg?.startBodyClock() }
         // A request that waited for its token, or is sent again, is complete as it goes out.
         if connection.exchange.requestComplete { upstream.noteRequestSent() }
     }

@@ -7,7 +7,7 @@
 // or fail; a decision to wait registers this worker's wake-up under the same lock
 // (`IdentityTokens.decide`). Requests that must wait are parked here; the token thread wakes
 // this worker's loop when the identity's fetch ends, and each parked request asks again. A
-// parked request also has a deadline (`limits.tokenWaitSeconds`, kept by its connection).
+// parked request also has a deadline (`limits.tokenWaitSeconds`, kept by its RequestLeg).
 
 import EventLoop
 import OAuth2
@@ -49,7 +49,7 @@ final class WorkerTokens {
     private var wakeup: LoopWakeup?
     private var cache: [CachedToken?]
     /// Connections waiting for a token, in arrival order.
-    private var parked: [ClientConnection] = []
+    private var parked: [RequestLeg] = []
 
     init(service: TokenService, loop: EventLoop) {
         self.service = service
@@ -89,12 +89,12 @@ final class WorkerTokens {
         }
     }
 
-    func park(_ connection: ClientConnection) {
-        parked.append(connection)
+    func park(_ request: RequestLeg) {
+        parked.append(request)
     }
 
-    func unpark(_ connection: ClientConnection) {
-        if let index = parked.firstIndex(where: { $0 === connection }) { parked.remove(at: index) }
+    func unpark(_ request: RequestLeg) {
+        if let index = parked.firstIndex(where: { $0 === request }) { parked.remove(at: index) }
     }
 
     /// An upstream refused `token` on a route whose `minTokenAgeForRetrySeconds` is
@@ -116,7 +116,7 @@ final class WorkerTokens {
     private func fetchEnded() {
         let waiting = parked
         parked.removeAll()
-        for connection in waiting { connection.tokenMayBeReady() }
+        for request in waiting { request.tokenMayBeReady() }
     }
 
     func close() {

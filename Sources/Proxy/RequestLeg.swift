@@ -1,0 +1,134 @@
+// RequestLeg: the client connection's request as it arrives, parsed. It is the request parser's
+// delegate: at a head it finds where the request goes (`RequestPlacement`, the identity's token)
+// and has it forwarded, parked until the token is ready, or answered locally; the body's bytes,
+// its chunks and the message's end go on to the upstream through the `UpstreamLeg`. It owns the
+// request's two waits (RequestLeg+Waits.swift): for the token and for the body. `ClientConnection`
+// keeps the socket, the timer, the workspace and the feeding of the parser (pipelining included),
+// and the endings; `UpstreamLeg` is the side facing the upstream.
+//
+// What it reads of its connection, and why: the `exchange` (every request event is reported to
+// it and its answer carried out here), the `work`space (the parser's head; the normalized path
+// for the placement; `scratch` for chunk framing; the body kept for a replay), the `settings`,
+// `forwarding` and `worker` of the exchange (the placement's inputs; tokens, the clock, counts),
+// the `timer` (the head's, the token's and the body's deadlines), and the `leg` the request goes
+// out through. What it asks of the connection: take the settings a reload published, answer
+// locally, stop reading while the upstream's backlog is full, and parse on or finish the
+// exchange after a wait.
+
+import ByteBuffers
+import EventLoop
+import HTTP1
+import Routing
+import Tokens
+
+final class RequestLeg: HTTP1ParserDelegate {
+    /// Strong, and a `let`, for the reason given on `ClientConnection.worker` (the parser's
+    /// callbacks call into the connection many times per request, and a `let` lets them borrow
+    /// it). The two are created together, one per client connection, and end together: the
+    /// connection drops its request leg when its socket closes (`streamDidClose`), which ends
+    /// this cycle. One object more per connection: one allocation at the accept, none per request.
+    let connection: ClientConnection
+
+    init(connection: ClientConnection) {
+        self.connection = connection
+    }
+
+    // MARK: The head
+
+    func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
+        let connection = self.connection
+        let head = parser.head
+        connection.timer.disarm()
+        let work = connection.work
+        work.replayBody.clear()
+        work.replayBody.shrink(ifLargerThan: Exchange.maxReplayBodyBytes)
+        let current = connection.worker.currentSettings
+        if current !== connection.settings { connection.adopt(current) }
+        connection.exchange.headParsed(head, keepAlive: head.keepAlive && !connection.worker.isDraining,
+                                       startedAt: connection.timesExchanges ? connection.worker.clock() : 0)
+        switch place(head) {
+        case .forward:
+            // Forwarded in the same callback as the head arrived: the head's time serves (one
+            // clock read less per request).
+            let startedAt = connection.exchange.current.record.startedAt
+            connection.leg?.forwardRequestHead(at: startedAt)
+            return .framed
+        case .waitForToken(let pauseParser):
+            // The head stays in the parser until the token thread wakes this worker
+            // (`tokenMayBeReady`). A body waits unparsed in `leftover`.
+            startTokenWait()
+            connection.worker.tokens?.park(self)
+            return pauseParser ? .pauseAfterHead : .framed
+        case .answer(let problem):
+            connection.answerLocally(problem)
+            return .framed
+        }
+    }
+
+    /// Where a request head leads (`RequestPlacement`), and for a route with an identity, the
+    /// identity's token looked up, for the exchange to decide.
+    @inline(__always)
+    private func place(_ head: HTTPHead) -> Exchange.HeadAction {
+        let connection = self.connection
+        let logging = connection.settings.accessLog
+        if logging { connection.exchange.current.record.method = String(decoding: head.methodName, as: UTF8.self) }
+        let placement = RequestPlacement(settings: connection.settings, overTLS: connection.forwarding.overTLS)
+            .place(head, normalizedPath: &connection.work.normalizedPath, record: &connection.exchange.current.record, logging: logging)
+        switch placement {
+        case .route(let plan, let upgrade, let cors, let startsLogin):
+            connection.exchange.current.cors = cors
+            connection.exchange.current.startsLogin = startsLogin
+            guard let identity = plan.identity, let tokens = connection.worker.tokens else {
+                return connection.exchange.routed(plan, upgrade: upgrade, token: nil)
+            }
+            return connection.exchange.routed(plan, upgrade: upgrade, token: tokens.lookup(identity, startsDeviceLogin: startsLogin))
+        case .loginPage(let request):
+            return connection.exchange.refused(Problem(connection.settings.logins!.answer(request, at: monotonicSeconds())), closing: false)
+        case .answer(let problem, let closing, let refusal):
+            if let refusal { connection.worker.countRefused(refusal) }
+            return connection.exchange.refused(problem, closing: closing)
+        }
+    }
+
+    // MARK: The body and the message's end, sent on
+
+    func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
+        let connection = self.connection
+        guard connection.exchange.forwardsRequestBody, let leg = connection.leg, leg.isConnected else { return }
+        bodyBytesArrived(bytes.count)
+        leg.sendRequestBody(bytes)
+        leg.noteRequestProgress()
+        if leg.isAboveHighWater { connection.blockReadsForUpstream() }
+    }
+
+    func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {
+        let connection = self.connection
+        guard connection.exchange.forwardsRequestBody, let leg = connection.leg, leg.isConnected, size > 0 else { return }
+        let work = connection.work
+        work.scratch.clear()
+        work.scratch.appendHex(size)
+        work.scratch.append("\r\n")
+        leg.sendRequestBody(work.scratch.readableBytes)
+    }
+
+    func parserDidFinishChunk(_ parser: HTTP1Parser) {
+        guard connection.exchange.forwardsRequestBody, let leg = connection.leg, leg.isConnected else { return }
+        leg.sendRequestBody(staticBytes("\r\n"))
+    }
+
+    func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
+        let connection = self.connection
+        let (end, bodyClockRan) = connection.exchange.requestEnded()
+        if case .forwarded(let lastChunk) = end {
+            if lastChunk, connection.leg?.isConnected == true {
+                let work = connection.work
+                work.scratch.clear()
+                ForwardedHead.writeLastChunk(trailersOf: work.parser.head, plan: connection.exchange.current.plan, into: &work.scratch)
+                connection.leg?.sendRequestBody(work.scratch.readableBytes)
+            }
+            connection.leg?.noteRequestSent()
+        }
+        if bodyClockRan { connection.timer.disarm() }
+        return connection.exchange.pausesParserAtRequestEnd
+    }
+}
