@@ -82,7 +82,10 @@ final class ClientConnection: ByteStreamDelegate {
     @inline(__always)
     var work: ExchangeWorkspace {
         if let workspace { return workspace }
-        let lent = worker.workspaces.lend(to: requestLeg, limits: settings.headerLimits)
+        let lent = worker.workspaces.lend(to: nil, limits: settings.headerLimits)
+        // Set here, not passed to `lend`: a stored reference passed as an argument is retained
+        // around the call (once per request); assigned to the parser's unowned field, it is not.
+        lent.parser.delegate = requestLeg
         workspace = lent
         return lent
     }

@@ -62,8 +62,8 @@ final class WorkspacePool {
     static let keptCapacity = 16 * 1024
 
     /// A workspace for a connection, its parser set to `limits` and reporting to `delegate`
-    /// (the connection's request leg; the connection owns the workspace until it gives it back).
-    /// Nil only once the connection closed: nothing is parsed then.
+    /// (the connection owns the workspace until it gives it back). Nil: the caller sets the
+    /// parser's delegate itself (`ClientConnection.work` does, to spare a retain per request).
     func lend(to delegate: (any HTTP1ParserDelegate)?, limits: HeaderLimits) -> ExchangeWorkspace {
         let workspace = spare.popLast() ?? ExchangeWorkspace(limits: limits)
         workspace.parser.limits = limits
