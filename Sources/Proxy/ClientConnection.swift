@@ -23,12 +23,6 @@
 import ByteBuffers
 import EventLoop
 import HTTP1
-import Config
-import HTTPFields
-import JOSE
-import OAuth2
-import Routing
-import Tokens
 
 final class ClientConnection: ByteStreamDelegate {
     /// Strong, and a `let`: calls on a `let` of `self` borrow it, where an `unowned(unsafe)`

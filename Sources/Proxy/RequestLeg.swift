@@ -18,7 +18,6 @@
 import ByteBuffers
 import EventLoop
 import HTTP1
-import Routing
 import Tokens
 
 final class RequestLeg: HTTP1ParserDelegate {
