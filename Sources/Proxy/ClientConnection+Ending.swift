@@ -44,7 +44,7 @@ extension ClientConnection {
             closeAfterResponse()
         case .answer(let problem, let counted, let abortUpstream):
             if counted { worker.countRejected(status: problem.status) }
-            if abortUpstream { leg?.abandon() }
+            if abortUpstream { upstreamLeg?.abandon() }
             answerLocally(problem)
         }
     }
@@ -52,7 +52,7 @@ extension ClientConnection {
     func finishExchangeIfDone() {
         guard exchange.isFinished else { return }
         recordExchange()
-        leg?.finishExchange()
+        upstreamLeg?.finishExchange()
         guard exchange.nextRequest(draining: worker.isDraining) else {
             closeAfterResponse()
             return
@@ -66,7 +66,7 @@ extension ClientConnection {
         if exchange.recordsOnClose { recordExchange() }
         guard exchange.closesAfterResponse() else { return }
         timer.disarm()
-        leg?.abandon()
+        upstreamLeg?.abandon()
         stream.closeAfterWrites()
     }
 
@@ -112,7 +112,7 @@ extension ClientConnection {
     /// upstream connection, which holds a part of it, and the client connection end; the
     /// client gets a 408 if no response has begun.
     func requestBodyTimedOut() {
-        leg?.abandon()
+        upstreamLeg?.abandon()
         workspace?.response.abandon(exchange: &exchange)
         switch exchange.requestBodyTimedOut() {
         case .closeNow: close()
@@ -125,7 +125,7 @@ extension ClientConnection {
         case .answerThenClose:
             break
         case .endTunnel:
-            leg?.finishTunnel()
+            upstreamLeg?.finishTunnel()
             closeAfterResponse()
         case .close:
             close()
@@ -136,11 +136,11 @@ extension ClientConnection {
         exchange.closes()
         timer.close()
         // The exchange did not finish: that connection's state is unknown.
-        leg?.abandon()
+        upstreamLeg?.abandon()
         if let requestLeg { worker.tokens?.unpark(requestLeg) }
         returnWorkspace()
         // They end together: this ends the cycles of the legs' strong `connection`.
-        leg = nil
+        upstreamLeg = nil
         requestLeg = nil
         worker.connectionDidClose(self)
     }

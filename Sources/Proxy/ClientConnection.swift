@@ -44,9 +44,9 @@ final class ClientConnection: ByteStreamDelegate {
     /// when its socket closes (`streamDidClose`), which ends the cycle with the leg's strong
     /// `connection`. Nil only after that: each needs the other to be made, so one of the two
     /// references is an optional, and this one is the side called least per request.
-    var leg: UpstreamLeg?
+    var upstreamLeg: UpstreamLeg?
     /// The request as it arrives, the parser's delegate (RequestLeg.swift): made with this
-    /// connection and dropped when its socket closes, for the same reason as `leg`.
+    /// connection and dropped when its socket closes, for the same reason as `upstreamLeg`.
     var requestLeg: RequestLeg?
     /// The parser stopped at the end of a request (or an upgrade) and must be resumed.
     var parserPaused = false
@@ -60,7 +60,7 @@ final class ClientConnection: ByteStreamDelegate {
                                               trustForwardedHeaders: settings.trustForwardedHeaders,
                                               viaSuffix: settings.viaSuffix, overTLS: overTLS)
         timer = DeadlineTimer(loop: stream.loop)
-        leg = UpstreamLeg(connection: self)
+        upstreamLeg = UpstreamLeg(connection: self)
         requestLeg = RequestLeg(connection: self)
         stream.delegate = self
         timer.whenExpired { [unowned self] in self.timerFired() }
@@ -92,7 +92,7 @@ final class ClientConnection: ByteStreamDelegate {
     /// bytes, no held response, no upstream connection.
     func returnWorkspaceIfIdle() {
         guard let workspace, exchange.phase == .awaitingRequest, workspace.leftover.isEmpty, !parserPaused,
-              !workspace.response.isHolding, leg?.isConnected != true else { return }
+              !workspace.response.isHolding, upstreamLeg?.isConnected != true else { return }
         self.workspace = nil
         worker.workspaces.takeBack(workspace)
     }
@@ -121,9 +121,9 @@ final class ClientConnection: ByteStreamDelegate {
     func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         switch exchange.phase {
         case .tunnelling:
-            guard let leg else { return }
-            leg.write(bytes)
-            if leg.isAboveHighWater { blockReadsForUpstream() }
+            guard let upstreamLeg else { return }
+            upstreamLeg.write(bytes)
+            if upstreamLeg.isAboveHighWater { blockReadsForUpstream() }
         case .closing:
             break
         default:
@@ -213,7 +213,7 @@ final class ClientConnection: ByteStreamDelegate {
     /// The client's write backlog drained: the upstream's response may flow again.
     func streamDidDrain(_ stream: any ByteStream) {
         guard exchange.clientBacklogDrained() else { return }
-        leg?.resumeReading()
+        upstreamLeg?.resumeReading()
     }
 
     /// The upstream switched protocols (the leg started its tunnel): the 101 was relayed, and
@@ -224,7 +224,7 @@ final class ClientConnection: ByteStreamDelegate {
         recordExchange()
         if bytes.count > 0 { stream.write(bytes) }
         if let work = workspace, !work.leftover.isEmpty {
-            leg?.write(work.leftover)
+            upstreamLeg?.write(work.leftover)
             work.leftover.clear()
         }
         parserPaused = false

@@ -45,7 +45,7 @@ extension RequestLeg {
         switch action {
         case .forward(let resume):
             resumeParser = resume
-            connection.leg?.forwardRequestHead()
+            connection.upstreamLeg?.forwardRequestHead()
         case .answer(let problem, let resume):
             resumeParser = resume
             connection.answerLocally(problem)

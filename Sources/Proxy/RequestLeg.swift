@@ -10,7 +10,7 @@
 // it and its answer carried out here), the `work`space (the parser's head; the normalized path
 // for the placement; `scratch` for chunk framing; the body kept for a replay), the `settings`,
 // `forwarding` and `worker` of the exchange (the placement's inputs; tokens, the clock, counts),
-// the `timer` (the head's, the token's and the body's deadlines), and the `leg` the request goes
+// the `timer` (the head's, the token's and the body's deadlines), and the `upstreamLeg` the request goes
 // out through. What it asks of the connection: take the settings a reload published, answer
 // locally, stop reading while the upstream's backlog is full, and parse on or finish the
 // exchange after a wait.
@@ -50,7 +50,7 @@ final class RequestLeg: HTTP1ParserDelegate {
             // Forwarded in the same callback as the head arrived: the head's time serves (one
             // clock read less per request).
             let startedAt = connection.exchange.current.record.startedAt
-            connection.leg?.forwardRequestHead(at: startedAt)
+            connection.upstreamLeg?.forwardRequestHead(at: startedAt)
             return .framed
         case .waitForToken(let pauseParser):
             // The head stays in the parser until the token thread wakes this worker
@@ -93,39 +93,39 @@ final class RequestLeg: HTTP1ParserDelegate {
 
     func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
         let connection = self.connection
-        guard connection.exchange.forwardsRequestBody, let leg = connection.leg, leg.isConnected else { return }
+        guard connection.exchange.forwardsRequestBody, let upstreamLeg = connection.upstreamLeg, upstreamLeg.isConnected else { return }
         bodyBytesArrived(bytes.count)
-        leg.sendRequestBody(bytes)
-        leg.noteRequestProgress()
-        if leg.isAboveHighWater { connection.blockReadsForUpstream() }
+        upstreamLeg.sendRequestBody(bytes)
+        upstreamLeg.noteRequestProgress()
+        if upstreamLeg.isAboveHighWater { connection.blockReadsForUpstream() }
     }
 
     func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {
         let connection = self.connection
-        guard connection.exchange.forwardsRequestBody, let leg = connection.leg, leg.isConnected, size > 0 else { return }
+        guard connection.exchange.forwardsRequestBody, let upstreamLeg = connection.upstreamLeg, upstreamLeg.isConnected, size > 0 else { return }
         let work = connection.work
         work.scratch.clear()
         work.scratch.appendHex(size)
         work.scratch.append("\r\n")
-        leg.sendRequestBody(work.scratch.readableBytes)
+        upstreamLeg.sendRequestBody(work.scratch.readableBytes)
     }
 
     func parserDidFinishChunk(_ parser: HTTP1Parser) {
-        guard connection.exchange.forwardsRequestBody, let leg = connection.leg, leg.isConnected else { return }
-        leg.sendRequestBody(staticBytes("\r\n"))
+        guard connection.exchange.forwardsRequestBody, let upstreamLeg = connection.upstreamLeg, upstreamLeg.isConnected else { return }
+        upstreamLeg.sendRequestBody(staticBytes("\r\n"))
     }
 
     func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
         let connection = self.connection
         let (end, bodyClockRan) = connection.exchange.requestEnded()
         if case .forwarded(let lastChunk) = end {
-            if lastChunk, connection.leg?.isConnected == true {
+            if lastChunk, connection.upstreamLeg?.isConnected == true {
                 let work = connection.work
                 work.scratch.clear()
                 ForwardedHead.writeLastChunk(trailersOf: work.parser.head, plan: connection.exchange.current.plan, into: &work.scratch)
-                connection.leg?.sendRequestBody(work.scratch.readableBytes)
+                connection.upstreamLeg?.sendRequestBody(work.scratch.readableBytes)
             }
-            connection.leg?.noteRequestSent()
+            connection.upstreamLeg?.noteRequestSent()
         }
         if bodyClockRan { connection.timer.disarm() }
         return connection.exchange.pausesParserAtRequestEnd
