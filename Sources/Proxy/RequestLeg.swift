@@ -10,10 +10,10 @@
 // it and its answer carried out here), the `work`space (the parser's head; the normalized path
 // for the placement; `scratch` for chunk framing; the body kept for a replay), the `settings`,
 // `forwarding` and `worker` of the exchange (the placement's inputs; tokens, the clock, counts),
-// the `timer` (the head's, the token's and the body's deadlines), and the `upstreamLeg` the request goes
-// out through. What it asks of the connection: take the settings a reload published, answer
-// locally, stop reading while the upstream's backlog is full, and parse on or finish the
-// exchange after a wait.
+// the `timer` (the head's, the token's and the body's deadlines), and the `upstreamLeg` the
+// request goes out through. What it asks of the connection: take the settings a reload
+// published, answer locally, stop reading while the upstream's backlog is full, and parse on or
+// finish the exchange after a wait.
 
 import ByteBuffers
 import EventLoop
