@@ -118,7 +118,7 @@ let package = Package(
         // A scratch directory, shared by every test target that writes files.
         .target(name: "FileTestSupport", path: "Tests/FileTestSupport"),
         .testTarget(name: "ConfigTests", dependencies: ["SafeText", "Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "Crypto", "RedisProtocol",
-                                                        "FileTestSupport"]),
+                                                        "FileTestSupport", "CertificateTestSupport"]),
         .testTarget(name: "ProxyTests", dependencies: ["SafeText", "Proxy", "BrowserSafety", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2",
                                                        "Tokens", "JOSE", "TLS", "HTTPClient",
                                                        // HeldResponseTests: a recording client stream; ProxyWorkerLeakTests: a worker
@@ -130,10 +130,14 @@ let package = Package(
         // The leak check of the event loop's tests, shared by every test target that runs a loop.
         .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "ByteBuffers", "LoopTestSupport"]),
-        .testTarget(name: "OAuth2Tests", dependencies: ["SafeText", "OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "Crypto"]),
-        .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
+        // Certificates whose bytes the `openssl` command computed, not the relay: fixtures and
+        // certificates made for keys a test generates (client certificates in assertion headers).
+        .target(name: "CertificateTestSupport", path: "Tests/CertificateTestSupport"),
+        .testTarget(name: "OAuth2Tests", dependencies: ["SafeText", "OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "Crypto",
+                                                        "CertificateTestSupport"]),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CertificateTestSupport"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
-        .testTarget(name: "JOSETests", dependencies: ["JOSE", "Crypto"]),
+        .testTarget(name: "JOSETests", dependencies: ["JOSE", "Crypto", "CertificateTestSupport"]),
         // Fixtures: reference symbols made by segno (PyPI), read from the source tree.
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"], exclude: ["Fixtures"]),
         // swift-prometheus itself: the relay's own per-request series must read exactly like the library's.

@@ -4,10 +4,11 @@ import OAuth2
 import SafeText
 
 /// Reading an identity's client authentication: `clientAuth` and the keys each method uses
-/// (`clientSecret…`, `clientKeyFile`, `clientKeyId`, `clientAssertionAlg`,
-/// `clientAssertionAudience`), and the checks `oauth-relay check` reports about them. Key files
-/// are read and parsed here, so a key that cannot sign fails the config, not a token request;
-/// no message shows key material or a secret.
+/// (`clientSecret…`, `clientKeyFile`, `clientKeyId`, `clientAssertionAlg`, `clientCertFile`,
+/// `clientCertHeaders`, `clientAssertionAudience`, `sendClientIdWithAssertion`), and the checks
+/// `oauth-relay check` reports about them. Key and certificate files are read and parsed here,
+/// so a key that cannot sign fails the config, not a token request; no message shows key
+/// material or a secret.
 struct ClientAuthDecoding {
     let context: DecodingContext
 
@@ -41,7 +42,8 @@ struct ClientAuthDecoding {
     func decodeClientAuth(_ object: ObjectReader, id: String?, secret: Secret?) -> ClientAuth {
         let explicit = object.parsed("clientAuth", ClientAuthMethod.parse)
         let method = explicit ?? (secret == nil ? .publicClient : .basic)
-        let key = object.field("clientKeyFile").flatMap { decodeClientKey($0, object: object) }
+        let certificateMembers = object.field("clientCertHeaders").flatMap(decodeCertificateMembers)
+        let key = object.field("clientKeyFile").flatMap { decodeClientKey($0, certificateMembers: certificateMembers, object: object) }
         if let explicit, let field = object.field("clientAuth") {
             checkCredentials(of: explicit, object: object, at: field, secret: secret)
         }
@@ -53,6 +55,11 @@ struct ClientAuthDecoding {
         case (.clientSecretJWT, let secret?): return .clientSecretJWT(id: id ?? "", secret: secret)
         default: return id.map { .publicClient(id: $0) } ?? .unidentified
         }
+    }
+
+    /// `sendClientIdWithAssertion`: whether `client_id` goes beside a client assertion (default true).
+    func decodeSendClientId(_ object: ObjectReader) -> Bool? {
+        object.bool("sendClientIdWithAssertion")
     }
 
     /// `clientAssertionAudience`: `tokenUrl` (the default) or `issuer`, which needs `issuer`.
@@ -98,20 +105,58 @@ struct ClientAuthDecoding {
         }
     }
 
-    /// Keys only the JWT methods use, set for another method (a typo or a leftover otherwise).
+    /// Keys only the JWT methods use, set for another method (a typo or a leftover otherwise);
+    /// `clientCertHeaders` without the certificate they name.
     private func checkAssertionKeys(_ method: ClientAuthMethod, object: ObjectReader) {
-        let privateKeyOnly = ["clientKeyFile", "clientKeyId", "clientAssertionAlg"]
-        for key in privateKeyOnly + ["clientAssertionAudience"] {
+        let privateKeyOnly = ["clientKeyFile", "clientKeyId", "clientAssertionAlg", "clientCertFile", "clientCertHeaders"]
+        for key in privateKeyOnly + ["clientAssertionAudience", "sendClientIdWithAssertion"] {
             guard let field = object.field(key) else { continue }
-            if method == .privateKeyJWT || (method == .clientSecretJWT && !privateKeyOnly.contains(key)) { continue }
+            if method == .privateKeyJWT || (method.usesAssertion && !privateKeyOnly.contains(key)) { continue }
             let users = privateKeyOnly.contains(key) ? "clientAuth private_key_jwt" : "clientAuth private_key_jwt and client_secret_jwt"
             context.report("\(key) is only used by \(users), not by \(method.rawValue)", at: field)
         }
+        if method == .privateKeyJWT, object.field("clientCertFile") == nil, let headers = object.field("clientCertHeaders") {
+            context.report("clientCertHeaders needs clientCertFile, the certificate they name", at: headers)
+        }
     }
 
+    /// `clientCertHeaders`: the header members naming the client's certificate, each once, at
+    /// least one.
+    private func decodeCertificateMembers(_ field: Field) -> [JWSCertificateReference.Member]? {
+        guard let elements = context.elements(field) else { return nil }
+        guard !elements.isEmpty else {
+            context.report("must name at least one of \(Self.certificateMemberNames)", at: field)
+            return nil
+        }
+        var members: [JWSCertificateReference.Member] = []
+        var valid = true
+        for element in elements {
+            let member = context.parsed(element) { text throws(InvalidValue) in
+                guard let member = JWSCertificateReference.Member(rawValue: text) else {
+                    throw InvalidValue("expected \(Self.certificateMemberNames), got \"\(text)\"")
+                }
+                return member
+            }
+            guard let member else {
+                valid = false
+                continue
+            }
+            if members.contains(member) {
+                context.report("\"\(member.rawValue)\" is listed twice", at: element)
+                valid = false
+            }
+            members.append(member)
+        }
+        return valid ? members : nil
+    }
+
+    private static let certificateMemberNames = #""x5t#S256", "x5t" or "x5c""#
+
     /// `clientKeyFile` read as a PEM private key (RSA of at least 2048 bits or EC P-256), with
-    /// `clientAssertionAlg` (default from the key) and `clientKeyId`.
-    private func decodeClientKey(_ field: Field, object: ObjectReader) -> ClientAssertionKey? {
+    /// `clientAssertionAlg` (default from the key), `clientKeyId` and, with `clientCertFile`, the
+    /// key's certificate named in the header by `certificateMembers` (default `x5t#S256`).
+    private func decodeClientKey(_ field: Field, certificateMembers: [JWSCertificateReference.Member]?,
+                                 object: ObjectReader) -> ClientAssertionKey? {
         let algorithm = object.parsed("clientAssertionAlg") { text throws(InvalidValue) in
             guard let algorithm = JWSAlgorithm(rawValue: text), Self.clientAssertionAlgorithms.contains(algorithm) else {
                 let names = Self.clientAssertionAlgorithms.map(\.rawValue).joined(separator: ", ")
@@ -120,17 +165,32 @@ struct ClientAuthDecoding {
             return algorithm
         }
         let keyID = object.nonEmptyString("clientKeyId")
-        guard let (privateKey, path) = context.files.privateKey(inFile: field) else { return nil }
-        if case .ed25519 = privateKey.kind {
-            context.report("an Ed25519 key cannot sign client assertions here (RS256, PS256 or ES256: an RSA or EC P-256 key): \(path)",
-                           at: field)
-            return nil
-        }
-        do throws(JOSEError) {
-            return try ClientAssertionKey(privateKey: privateKey, algorithm: algorithm, keyID: keyID)
+        let certificateField = object.field("clientCertFile")
+        let certificate = certificateField.flatMap { context.files.pemText(inFile: $0) }
+        guard let (pem, path) = context.files.pemText(inFile: field) else { return nil }
+        // A certificate file named but unreadable has been reported; a key without it would
+        // sign assertions the IdP cannot match to the certificate it registered.
+        if certificateField != nil && certificate == nil { return nil }
+        do throws(ClientAssertionKey.Problem) {
+            return try ClientAssertionKey(keyPEM: pem, certificatePEM: certificate?.text,
+                                          certificateMembers: certificateMembers ?? [.sha256Thumbprint],
+                                          algorithm: algorithm, keyID: keyID)
         } catch {
-            let place = object.field("clientAssertionAlg") ?? field
-            context.report("clientAssertionAlg \(algorithm?.rawValue ?? "") does not fit the \(privateKey.kind) key in \(path)", at: place)
+            switch error {
+            case .unreadableKey(let reason):
+                context.report(ReferencedFiles.unusablePrivateKey(reason, path: path), at: field)
+            case .unsupportedKey:
+                context.report("an Ed25519 key cannot sign client assertions here (RS256, PS256 or ES256: an RSA or EC P-256 key): \(path)",
+                               at: field)
+            case .algorithmMismatch(let algorithm, let kind):
+                context.report("clientAssertionAlg \(algorithm.rawValue) does not fit the \(kind) key in \(path)",
+                               at: object.field("clientAssertionAlg") ?? field)
+            case .unreadableCertificate(let reason):
+                context.report("not a usable PEM certificate (\(reason)): \(certificate?.path ?? "")", at: certificateField ?? field)
+            case .certificateKeyMismatch:
+                context.report("the certificate in \(certificate?.path ?? "") is not for the private key in \(path): "
+                               + "their public keys differ", at: certificateField ?? field)
+            }
             return nil
         }
     }

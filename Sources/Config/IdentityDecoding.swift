@@ -15,6 +15,7 @@ struct IdentityDecoding {
         "assertion", "assertionFile", "tls", "allowInsecureTokenUrl", "defaultExpiresInSeconds", "refreshSkewSeconds",
         "responseFields", "subjectToken", "subjectTokenFile", "subjectTokenType", "actorToken", "actorTokenFile",
         "actorTokenType", "issuer", "clientKeyFile", "clientKeyId", "clientAssertionAlg", "clientAssertionAudience",
+        "clientCertFile", "clientCertHeaders", "sendClientIdWithAssertion",
         "authorizationUrl", "deviceAuthorizationUrl", "jwksUrl", "revocationUrl", "redirectUri", "loginTimeoutSeconds",
         "allowRemoteUse",
         "dpop",
@@ -100,6 +101,7 @@ struct IdentityDecoding {
         identity.allowRemoteUse = object.bool("allowRemoteUse") ?? identity.allowRemoteUse
         let clientAuth = ClientAuthDecoding(context: context)
         identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
+        identity.sendClientIdWithAssertion = clientAuth.decodeSendClientId(object) ?? identity.sendClientIdWithAssertion
         identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
         identity.dpop = object.field("dpop").flatMap(DPoPDecoding(context: context).decodeDPoP)
         identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,

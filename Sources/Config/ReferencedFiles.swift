@@ -46,21 +46,34 @@ struct ReferencedFiles {
         return trimmed
     }
 
-    /// The private key in the PEM file a field names (`clientKeyFile`, `dpop.keyFile`), with the
-    /// resolved path, or nil once the problem is reported: no such file, unreadable, not a PEM
-    /// private key of a kind the relay uses. Messages name the file and OpenSSL's reason.
+    /// The private key in the PEM file a field names (`dpop.keyFile`), with the resolved path, or
+    /// nil once the problem is reported: no such file, unreadable, not a PEM private key of a
+    /// kind the relay uses. Messages name the file and OpenSSL's reason.
     func privateKey(inFile field: Field) -> (key: PrivateKey, path: String)? {
+        guard let (pem, path) = pemText(inFile: field) else { return nil }
+        do throws(CryptoError) {
+            return (try PrivateKey(pem: pem), path)
+        } catch {
+            context.report(Self.unusablePrivateKey(error, path: path), at: field)
+            return nil
+        }
+    }
+
+    /// The text of the PEM file a field names (a key, a certificate), with the resolved path, or
+    /// nil once a missing or unreadable file is reported. What the text holds is the caller's
+    /// to check.
+    func pemText(inFile field: Field) -> (text: String, path: String)? {
         guard let path = existingFile(field) else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else {
             context.report("cannot read file: \(path)", at: field)
             return nil
         }
-        do throws(CryptoError) {
-            return (try PrivateKey(pem: String(decoding: data, as: UTF8.self)), path)
-        } catch {
-            context.report("not a usable PEM private key (\(error)): \(path)", at: field)
-            return nil
-        }
+        return (String(decoding: data, as: UTF8.self), path)
+    }
+
+    /// The message for a PEM file that holds no usable private key: the file and OpenSSL's reason.
+    static func unusablePrivateKey(_ error: CryptoError, path: String) -> String {
+        "not a usable PEM private key (\(error)): \(path)"
     }
 
     private static func unreadableFileProblem(_ path: String) -> String? {

@@ -1,16 +1,16 @@
 // Crypto: the primitives the relay signs, hashes and encrypts with, and nothing of TLS. PEM
-// keys (RSA, EC P-256, Ed25519), signatures as JWS wants them (RS256, PS256, ES256 as r ‖ s,
-// EdDSA), SHA-256, HMAC-SHA256, AES-256-GCM for the token store, random bytes, constant-time
-// comparison.
+// keys (RSA, EC P-256, Ed25519), X.509 certificates as DER (`CertificateChain`), signatures as
+// JWS wants them (RS256, PS256, ES256 as r ‖ s, EdDSA), SHA-256 (and SHA-1, for `x5t` alone),
+// HMAC-SHA256, AES-256-GCM for the token store, random bytes, constant-time comparison.
 //
 // A module of its own so that what only needs these (JOSE, OAuth2, Config, TokenStore) does not
 // link the TLS engine; the engine (`TLS`) takes nothing from here but `OpenSSLErrors`, the one
 // error queue of the one OpenSSL library both modules call.
 //
-// Pure OpenSSL primitives over Swift values: no I/O (no sockets, no files: a key file is read by
-// the caller, which hands over its text), no event loop. Each OpenSSL object is owned by one
-// Swift object and freed in its `deinit`. Keys never change once made and are shared between
-// threads (`EVPKey`); `SigningContext` and `BufferedSecureRandom` belong to one thread each.
+// Pure OpenSSL primitives over Swift values: no I/O (no sockets, no files: a key or certificate
+// file is read by the caller, which hands over its text), no event loop. Each OpenSSL object is
+// owned by one Swift object and freed in its `deinit`. Keys never change once made and are shared
+// between threads (`EVPKey`); `SigningContext` and `BufferedSecureRandom` belong to one thread each.
 // Errors are `CryptoError`s, below, which name the operation and never carry key material.
 
 internal import COpenSSL
@@ -21,6 +21,8 @@ internal import COpenSSL
 public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A PEM text that holds no key of the expected kind (or one OpenSSL cannot read).
     case unreadableKey(reason: String)
+    /// A PEM text that holds no X.509 certificate, or one OpenSSL cannot read.
+    case unreadableCertificate(reason: String)
     /// A key of a type, curve or size the relay does not use (e.g. RSA under 2048 bits).
     case unsupportedKey(String)
     /// Public key parameters that do not make a valid key (a point off the curve, an even exponent).
@@ -37,6 +39,7 @@ public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unreadableKey(let reason): "the key could not be read: \(reason)"
+        case .unreadableCertificate(let reason): "the certificate could not be read: \(reason)"
         case .unsupportedKey(let what): "unsupported key: \(what)"
         case .invalidKeyParameters(let what): "invalid public key parameters: \(what)"
         case .algorithmMismatch(let what): "algorithm does not fit the key: \(what)"

@@ -22,9 +22,11 @@ public enum ClientAssertion {
     /// - Parameters:
     ///   - signer: the client's private key (RS256, PS256, ES256, EdDSA) or its secret (HS256).
     ///   - keyID: the `kid` the IdP knows the key by, if it needs one.
+    ///   - certificate: the header members naming the key's certificate (`x5t#S256`, `x5t`,
+    ///     `x5c`), for an IdP that registered a certificate rather than a key.
     ///   - lifetime: seconds until `exp`, at most `maximumLifetime`.
     public static func make(clientID: String, audience: String, signer: JWSSigner, keyID: String? = nil,
-                            now: Int64, lifetime: Int64 = defaultLifetime,
+                            certificate: JWSCertificateReference? = nil, now: Int64, lifetime: Int64 = defaultLifetime,
                             random: inout some RandomNumberGenerator) throws(JOSEError) -> String {
         var claims = JWTClaims()
         claims.issuer = clientID
@@ -33,7 +35,8 @@ public enum ClientAssertion {
         claims.jwtID = Base64URL.encode(random.bytes(16))
         claims.issuedAt = now
         claims.expiry = now + min(max(lifetime, 1), maximumLifetime)
-        let header = JWSHeader(algorithm: signer.algorithm, type: "JWT", keyID: keyID)
+        var header = JWSHeader(algorithm: signer.algorithm, type: "JWT", keyID: keyID)
+        certificate?.add(to: &header)
         return try JWS.sign(claims.payload, header: header, with: signer).compactSerialization
     }
 }

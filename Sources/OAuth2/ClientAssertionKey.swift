@@ -2,15 +2,34 @@ import Crypto
 import JOSE
 
 /// The private key a `private_key_jwt` client signs its assertions with, the algorithm it signs
-/// with and the `kid` the IdP knows it by. Loaded by Config (reading the file is I/O); used here
-/// only to sign.
+/// with, the `kid` the IdP knows it by and, for an IdP that registered the client's certificate
+/// (Microsoft Entra ID), the header members that name that certificate. Made by Config from the
+/// files' text (reading a file is I/O; `init(keyPEM:certificatePEM:...)` is not, so a file that
+/// changes can be read and made into a key again); used here only to sign.
 ///
-/// Two keys are equal when their public halves, algorithms and key ids are: a reload that
-/// rewrote the key file under the same name is a different key. The description names the
-/// algorithm and key id, never the key.
+/// Two keys are equal when their public halves, algorithms, key ids and certificate members
+/// are: a reload that rewrote the key or certificate file under the same name is a different
+/// key. The description names the algorithm, key id and certificate members, never the key.
 public struct ClientAssertionKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// Why key and certificate text do not make a key that signs client assertions. The cases
+    /// carry what a message needs (OpenSSL's reason, the key's kind), never key material.
+    public enum Problem: Error, Equatable, Sendable {
+        /// The key text holds no usable private key.
+        case unreadableKey(CryptoError)
+        /// A key of a kind that cannot sign RS256, PS256 or ES256 (Ed25519).
+        case unsupportedKey(KeyKind)
+        /// The configured algorithm does not fit the key.
+        case algorithmMismatch(JWSAlgorithm, KeyKind)
+        /// The certificate text holds no usable certificate.
+        case unreadableCertificate(CryptoError)
+        /// The (leaf) certificate's public key is not the private key's.
+        case certificateKeyMismatch
+    }
+
     public let signer: JWSSigner
     public let keyID: String?
+    /// The header members naming the client's certificate; nil without a certificate.
+    public let certificate: JWSCertificateReference?
     private let publicKey: PublicKey
 
     /// `privateKey` signing with `algorithm`, or with the key's default (RS256 for RSA, ES256 for
@@ -22,17 +41,56 @@ public struct ClientAssertionKey: Sendable, Equatable, CustomStringConvertible, 
             signer = JWSSigner(privateKey: privateKey)
         }
         self.keyID = keyID
+        self.certificate = nil
         self.publicKey = privateKey.publicKey
+    }
+
+    /// The key in `keyPEM` (an RSA or EC P-256 private key) with, when `certificatePEM` is given,
+    /// the certificate (or chain, leaf first) it belongs to, named in every assertion's header by
+    /// `certificateMembers`. Refused when the leaf certificate's public key is not the key's.
+    public init(keyPEM: String, certificatePEM: String? = nil,
+                certificateMembers: [JWSCertificateReference.Member] = [.sha256Thumbprint],
+                algorithm: JWSAlgorithm? = nil, keyID: String? = nil) throws(Problem) {
+        let privateKey: PrivateKey
+        do throws(CryptoError) {
+            privateKey = try PrivateKey(pem: keyPEM)
+        } catch {
+            throw .unreadableKey(error)
+        }
+        if case .ed25519 = privateKey.kind { throw .unsupportedKey(privateKey.kind) }
+        if let algorithm {
+            do throws(JOSEError) {
+                signer = try JWSSigner(privateKey: privateKey, algorithm: algorithm)
+            } catch {
+                throw .algorithmMismatch(algorithm, privateKey.kind)
+            }
+        } else {
+            signer = JWSSigner(privateKey: privateKey)
+        }
+        self.keyID = keyID
+        self.publicKey = privateKey.publicKey
+        guard let certificatePEM else {
+            certificate = nil
+            return
+        }
+        let chain: CertificateChain
+        do throws(CryptoError) {
+            chain = try CertificateChain(pem: certificatePEM)
+        } catch {
+            throw .unreadableCertificate(error)
+        }
+        guard chain.leafPublicKey == publicKey else { throw .certificateKeyMismatch }
+        certificate = JWSCertificateReference(chain, members: certificateMembers)
     }
 
     public var algorithm: JWSAlgorithm { signer.algorithm }
 
     public static func == (lhs: ClientAssertionKey, rhs: ClientAssertionKey) -> Bool {
-        lhs.algorithm == rhs.algorithm && lhs.keyID == rhs.keyID && lhs.publicKey == rhs.publicKey
+        lhs.algorithm == rhs.algorithm && lhs.keyID == rhs.keyID && lhs.certificate == rhs.certificate && lhs.publicKey == rhs.publicKey
     }
 
     public var description: String {
-        "\(algorithm.rawValue) key" + (keyID.map { " \"\($0)\"" } ?? "")
+        "\(algorithm.rawValue) key" + (keyID.map { " \"\($0)\"" } ?? "") + (certificate.map { " with certificate (\($0))" } ?? "")
     }
 
     public var debugDescription: String { description }

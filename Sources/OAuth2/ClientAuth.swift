@@ -33,6 +33,15 @@ public enum ClientAuth: Sendable, Equatable {
         }
     }
 
+    /// Whether the method authenticates with a client assertion (RFC 7521 §4.2) in the form,
+    /// which `client_id` goes beside unless the identity says not (`TokenRequest.clientIdBesideAssertion`).
+    public var sendsClientAssertion: Bool {
+        switch self {
+        case .privateKeyJWT, .clientSecretJWT: true
+        case .basic, .post, .publicClient, .unidentified: false
+        }
+    }
+
     /// The method's name in the config (`clientAuth`).
     public var name: String {
         switch self {

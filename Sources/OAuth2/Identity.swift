@@ -25,6 +25,10 @@ public struct Identity: Sendable, Equatable {
     public var issuer: String?
     /// What the `aud` of a client assertion (private_key_jwt, client_secret_jwt) names.
     public var clientAssertionAudience: ClientAssertionAudience = .tokenEndpoint
+    /// Whether `client_id` goes in the form beside a client assertion. RFC 7521 §4.2 makes it
+    /// optional; Microsoft Entra ID requires it, and Glewlwyd needs it with DPoP, so it is sent
+    /// unless an IdP refuses it.
+    public var sendClientIdWithAssertion = true
     /// Space-separated scopes (the config may also give an array).
     public var scope: String?
     public var audience: String?

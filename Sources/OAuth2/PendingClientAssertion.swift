@@ -23,14 +23,15 @@ struct PendingClientAssertion: Sendable {
         do throws(JOSEError) {
             let signer: JWSSigner
             let keyID: String?
+            let certificate: JWSCertificateReference?
             switch key {
             case .privateKey(let key):
-                (signer, keyID) = (key.signer, key.keyID)
+                (signer, keyID, certificate) = (key.signer, key.keyID, key.certificate)
             case .secret(let secret):
-                (signer, keyID) = (try JWSSigner(hmacSecret: SymmetricKey(Array(secret.value.utf8))), nil)
+                (signer, keyID, certificate) = (try JWSSigner(hmacSecret: SymmetricKey(Array(secret.value.utf8))), nil, nil)
             }
             return try ClientAssertion.make(clientID: clientID, audience: audience, signer: signer, keyID: keyID,
-                                            now: unixTime, random: &random)
+                                            certificate: certificate, now: unixTime, random: &random)
         } catch {
             // JOSE errors name the rule or the step, never key material.
             throw .clientAssertionFailed(reason: error.description)

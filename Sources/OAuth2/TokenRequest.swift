@@ -146,6 +146,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             form.remember(secret.value)
             pendingAssertion = PendingClientAssertion(clientID: id, audience: audience, key: .secret(secret))
         }
+        form.add("client_id", Self.clientIdBesideAssertion(of: identity))
         if Self.sendsParams(purpose, identity: identity) {
             form.addParams(identity.params)
         }
@@ -178,6 +179,15 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         signed.secrets = signed.form.secrets
         signed.pendingAssertion = nil
         return signed
+    }
+
+    /// The `client_id` form field that goes with a client assertion: the client id, unless the
+    /// identity turned it off (`sendClientIdWithAssertion`) for an IdP that refuses it. Nil for
+    /// a method without an assertion, which sends its id its own way (or not at all).
+    static func clientIdBesideAssertion(of identity: Identity) -> String? {
+        guard identity.clientAuth.sendsClientAssertion, identity.sendClientIdWithAssertion,
+              let id = identity.clientAuth.clientId, !id.isEmpty else { return nil }
+        return id
     }
 
     /// Whether the identity's `params` go in a request for `purpose`: in its grant and in a

@@ -1,3 +1,4 @@
+import CertificateTestSupport
 import Config
 import Crypto
 import JOSE
@@ -128,5 +129,110 @@ final class ClientAuthDecodingTests: XCTestCase {
         ])
         XCTAssertEqual(try errors(#""clientId": "svc", "clientAuth": "client_secret_jwt", "clientSecret": "\#(Self.longSecret)", "clientKeyId": "k1""#),
                        ["$.identities.x.clientKeyId: clientKeyId is only used by clientAuth private_key_jwt, not by client_secret_jwt"])
+    }
+
+    // MARK: sendClientIdWithAssertion
+
+    func testClientIdGoesWithTheAssertionUnlessTurnedOff() throws {
+        let jwt = #""clientId": "svc", "clientAuth": "client_secret_jwt", "clientSecret": "\#(Self.longSecret)""#
+        XCTAssertTrue(try decoded(jwt).sendClientIdWithAssertion)
+        XCTAssertFalse(try decoded(jwt + #", "sendClientIdWithAssertion": false"#).sendClientIdWithAssertion)
+        XCTAssertFalse(try decoded(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem", "#
+                                   + #""sendClientIdWithAssertion": false"#).sendClientIdWithAssertion)
+    }
+
+    func testSendClientIdWithAssertionRefusals() throws {
+        XCTAssertEqual(try errors(#""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem", "#
+                                  + #""sendClientIdWithAssertion": "no""#),
+                       ["$.identities.x.sendClientIdWithAssertion: expected a boolean (true or false), got string"])
+        XCTAssertEqual(try errors(#""clientId": "svc", "clientSecret": "s", "sendClientIdWithAssertion": false"#),
+                       ["$.identities.x.sendClientIdWithAssertion: sendClientIdWithAssertion is only used by clientAuth "
+                        + "private_key_jwt and client_secret_jwt, not by basic"])
+        XCTAssertEqual(try errors(#""clientId": "svc", "clientAuth": "none", "sendClientIdWithAssertion": true"#),
+                       ["$.identities.x.sendClientIdWithAssertion: sendClientIdWithAssertion is only used by clientAuth "
+                        + "private_key_jwt and client_secret_jwt, not by none"])
+    }
+
+    // MARK: clientCertFile and clientCertHeaders
+
+    /// `key.pem` holding `rsa`, `cert.pem` a certificate openssl made for it, and `other.pem` one
+    /// it made for another key.
+    private func certificateFiles() throws -> (files: [String: String], certificate: IssuedCertificate) {
+        let pem = try Self.rsa.pemRepresentation()
+        let certificate = try IssuedCertificate.selfSigned(forKey: pem)
+        let other = try IssuedCertificate.selfSigned(forKey: PrivateKey.generate(.ecP256).pemRepresentation())
+        return (["key.pem": pem, "cert.pem": certificate.pem, "other.pem": other.pem, "chain.pem": certificate.pem + other.pem], certificate)
+    }
+
+    private let certificateIdentity = #""clientId": "svc", "clientAuth": "private_key_jwt", "clientKeyFile": "key.pem", "clientKeyId": "k1""#
+
+    private func assertionKey(_ body: String) throws -> ClientAssertionKey {
+        let config = try decodeConfig(identityJSON(body), besideFiles: certificateFiles().files).get()
+        guard case .privateKeyJWT(_, let key) = try XCTUnwrap(config.identities["x"]).clientAuth else {
+            throw XCTSkip("not private_key_jwt")
+        }
+        return key
+    }
+
+    func testTheCertificateBesideTheKeyIsNamedBySHA256ThumbprintByDefault() throws {
+        let (files, certificate) = try certificateFiles()
+        let config = try decodeConfig(identityJSON(certificateIdentity + #", "clientCertFile": "cert.pem""#), besideFiles: files).get()
+        guard case .privateKeyJWT(let id, let key) = try XCTUnwrap(config.identities["x"]).clientAuth else { return XCTFail() }
+        XCTAssertEqual(id, "svc")
+        XCTAssertEqual(key.keyID, "k1")
+        XCTAssertEqual(key, try ClientAssertionKey(keyPEM: Self.rsa.pemRepresentation(), certificatePEM: certificate.pem, keyID: "k1"))
+        XCTAssertEqual(key.certificate?.members, [.sha256Thumbprint])
+    }
+
+    func testClientCertHeadersChooseTheMembersInTheirOrder() throws {
+        let key = try assertionKey(certificateIdentity + #", "clientCertFile": "chain.pem", "clientCertHeaders": ["x5c", "x5t"]"#)
+        XCTAssertEqual(key.certificate?.members, [.chain, .sha1Thumbprint])
+        XCTAssertEqual(try assertionKey(certificateIdentity + #", "clientCertFile": "cert.pem", "clientCertHeaders": ["x5t#S256", "x5t", "x5c"]"#)
+                        .certificate?.members, [.sha256Thumbprint, .sha1Thumbprint, .chain])
+    }
+
+    func testClientCertRefusals() throws {
+        let (files, _) = try certificateFiles()
+        let jwtSecret = #""clientId": "svc", "clientAuth": "client_secret_jwt", "clientSecret": "\#(Self.longSecret)""#
+        let table: [(body: String, expected: [String])] = [
+            (#", "clientCertFile": "cert.pem", "clientCertHeaders": "x5t""#,
+             ["$.identities.x.clientCertHeaders: expected an array, got string"]),
+            (#", "clientCertFile": "cert.pem", "clientCertHeaders": []"#,
+             [#"$.identities.x.clientCertHeaders: must name at least one of "x5t#S256", "x5t" or "x5c""#]),
+            (#", "clientCertFile": "cert.pem", "clientCertHeaders": ["x5t", "x5u"]"#,
+             [#"$.identities.x.clientCertHeaders[1]: expected "x5t#S256", "x5t" or "x5c", got "x5u""#]),
+            (#", "clientCertFile": "cert.pem", "clientCertHeaders": ["X5T"]"#,
+             [#"$.identities.x.clientCertHeaders[0]: expected "x5t#S256", "x5t" or "x5c", got "X5T""#]),
+            (#", "clientCertFile": "cert.pem", "clientCertHeaders": ["x5t", "x5c", "x5t"]"#,
+             [#"$.identities.x.clientCertHeaders[2]: "x5t" is listed twice"#]),
+            (#", "clientCertFile": "cert.pem", "clientCertHeaders": [1]"#,
+             ["$.identities.x.clientCertHeaders[0]: expected a string, got number"]),
+            (#", "clientCertHeaders": ["x5t"]"#,
+             ["$.identities.x.clientCertHeaders: clientCertHeaders needs clientCertFile, the certificate they name"]),
+            (#", "clientCertFile": "missing.pem""#,
+             ["$.identities.x.clientCertFile: no such file: DIR/missing.pem"]),
+            (#", "clientCertFile": "other.pem""#,
+             ["$.identities.x.clientCertFile: the certificate in DIR/other.pem is not for the private key in DIR/key.pem: "
+              + "their public keys differ"]),
+            (#", "clientCertFile": "key.pem""#,
+             ["$.identities.x.clientCertFile: not a usable PEM certificate (the certificate could not be read: no certificate "
+              + "in the PEM text (no start line)): DIR/key.pem"]),
+        ]
+        for (body, expected) in table {
+            let errors = try configErrors(identityJSON(certificateIdentity + body), besideFiles: files)
+            XCTAssertEqual(errors.map { $0.replacing(#/\/\S+/oauth-relay-tests-[^/]+/#, with: "DIR") }, expected, body)
+            XCTAssertFalse(errors.joined().contains("BEGIN"), body)
+        }
+        let otherMethods: [(body: String, expected: [String])] = [
+            (#""clientId": "svc", "clientSecret": "s", "clientCertFile": "cert.pem""#,
+             ["$.identities.x.clientCertFile: clientCertFile is only used by clientAuth private_key_jwt, not by basic"]),
+            (jwtSecret + #", "clientCertFile": "cert.pem", "clientCertHeaders": ["x5t"]"#, [
+                "$.identities.x.clientCertFile: clientCertFile is only used by clientAuth private_key_jwt, not by client_secret_jwt",
+                "$.identities.x.clientCertHeaders: clientCertHeaders is only used by clientAuth private_key_jwt, not by client_secret_jwt",
+            ]),
+        ]
+        for (body, expected) in otherMethods {
+            XCTAssertEqual(try configErrors(identityJSON(body), besideFiles: files), expected, body)
+        }
     }
 }

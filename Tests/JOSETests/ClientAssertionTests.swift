@@ -1,3 +1,4 @@
+import CertificateTestSupport
 import Crypto
 import JOSE
 import XCTest
@@ -60,5 +61,60 @@ final class ClientAssertionTests: JOSETestCase {
     func testSignerDescriptionsHideTheKey() throws {
         XCTAssertEqual(try TestKeys.signer(.hs256).description, "JWSSigner(HS256, redacted)")
         XCTAssertFalse("\(TestKeys.secret)".contains("0123"))
+    }
+}
+
+/// The header members naming the signer's certificate (RFC 7515 §4.1.6–§4.1.8), with the values
+/// the `openssl` command computed for the fixture certificates (CertificateFixtures).
+final class CertificateHeaderTests: JOSETestCase {
+    private func header(_ members: [JWSCertificateReference.Member], chainPEM: String = CertificateFixtures.leafPEM + CertificateFixtures.caPEM,
+                        keyID: String? = "k1") throws -> (json: String, header: JWSHeader) {
+        var random = CountingRandom()
+        let reference = JWSCertificateReference(try CertificateChain(pem: chainPEM), members: members)
+        let text = try ClientAssertion.make(clientID: "client-1", audience: "https://idp.test/token", signer: TestKeys.signer(.rs256),
+                                            keyID: keyID, certificate: reference, now: 1_800_000_000, random: &random)
+        let segment = try XCTUnwrap(text.split(separator: ".").first)
+        return (String(decoding: try XCTUnwrap(Base64URL.decode(segment)), as: UTF8.self), try JWS(compact: text).header)
+    }
+
+    func testTheSHA256ThumbprintIsTheHeadersOnlyCertificateMemberByDefault() throws {
+        let (json, header) = try header([.sha256Thumbprint])
+        XCTAssertEqual(json, #"{"typ":"JWT","alg":"RS256","kid":"k1","x5t#S256":"\#(CertificateFixtures.leafSHA256Thumbprint)"}"#)
+        XCTAssertEqual(header.x509SHA256Thumbprint, CertificateFixtures.leafSHA256Thumbprint)
+        XCTAssertNil(header.x509SHA1Thumbprint)
+        XCTAssertNil(header.x509Chain)
+        XCTAssertEqual(header.keyID, "k1")
+    }
+
+    func testTheSHA1ThumbprintAndTheChainLeafFirst() throws {
+        let (json, header) = try header([.chain, .sha1Thumbprint], keyID: nil)
+        XCTAssertEqual(json, #"{"typ":"JWT","alg":"RS256","x5t":"\#(CertificateFixtures.leafSHA1Thumbprint)","#
+                             + #""x5c":["\#(CertificateFixtures.leafDERBase64)","\#(CertificateFixtures.caDERBase64)"]}"#)
+        XCTAssertEqual(header.x509SHA1Thumbprint, CertificateFixtures.leafSHA1Thumbprint)
+        XCTAssertEqual(header.x509Chain, [CertificateFixtures.leafDERBase64, CertificateFixtures.caDERBase64])
+        XCTAssertNil(header.x509SHA256Thumbprint)
+    }
+
+    func testAllThreeMembers() throws {
+        let (_, header) = try header([.sha256Thumbprint, .sha1Thumbprint, .chain], chainPEM: CertificateFixtures.leafPEM)
+        XCTAssertEqual(header.x509SHA256Thumbprint, CertificateFixtures.leafSHA256Thumbprint)
+        XCTAssertEqual(header.x509SHA1Thumbprint, CertificateFixtures.leafSHA1Thumbprint)
+        XCTAssertEqual(header.x509Chain, [CertificateFixtures.leafDERBase64])
+    }
+
+    func testReferencesCompareByWhatTheySend() throws {
+        let leaf = try CertificateChain(pem: CertificateFixtures.leafPEM)
+        XCTAssertEqual(JWSCertificateReference(leaf, members: [.sha256Thumbprint]), JWSCertificateReference(leaf, members: [.sha256Thumbprint]))
+        XCTAssertNotEqual(JWSCertificateReference(leaf, members: [.sha256Thumbprint]), JWSCertificateReference(leaf, members: [.sha1Thumbprint]))
+        let ca = try CertificateChain(pem: CertificateFixtures.caPEM)
+        XCTAssertNotEqual(JWSCertificateReference(leaf, members: [.sha256Thumbprint]), JWSCertificateReference(ca, members: [.sha256Thumbprint]))
+        XCTAssertEqual("\(JWSCertificateReference(leaf, members: [.sha256Thumbprint, .chain]))", "x5t#S256, x5c")
+    }
+
+    func testAnX5cThatIsNotAnArrayOfStringsIsMalformed() throws {
+        for x5c in [#""one""#, "[]", "[1]"] {
+            let header = Base64URL.encode(Array(#"{"alg":"RS256","x5c":\#(x5c)}"#.utf8))
+            XCTAssertThrowsError(try JWS(compact: header + ".e30.AA"), x5c)
+        }
     }
 }

@@ -1,5 +1,7 @@
+import CertificateTestSupport
 import Crypto
 import Endpoints
+import Foundation
 import JOSE
 import OAuth2
 import SafeText
@@ -51,8 +53,9 @@ final class ClientAssertionRequestTests: XCTestCase {
 
     func testPrivateKeyJWTClientCredentialsSendsAVerifiableAssertion() throws {
         let (request, fields) = try signed(TokenRequest.grant(for: try privateKeyIdentity()))
-        XCTAssertEqual(request.fieldNames, ["grant_type", "client_assertion_type", "client_assertion"])
+        XCTAssertEqual(request.fieldNames, ["grant_type", "client_id", "client_assertion_type", "client_assertion"])
         XCTAssertEqual(fields["grant_type"], ["client_credentials"])
+        XCTAssertEqual(fields["client_id"], ["svc"])
         XCTAssertNil(request.header("Authorization"))
         XCTAssertNil(fields["client_secret"])
         _ = try verifiedClaims(fields, key: JWSVerificationKey(publicKey: Self.rsa.publicKey, allowing: [.rs256]))
@@ -158,6 +161,114 @@ final class ClientAssertionRequestTests: XCTestCase {
             XCTAssertEqual((error as? TokenEndpointError)?.oauthError?.code.rawValue, "invalid_client")
             XCTAssertFalse("\(error)".contains(assertion))
         }
+    }
+
+    // MARK: client_id beside the assertion
+
+    func testClientIdGoesBesideTheAssertionByDefaultForBothMethods() throws {
+        for identity in [try privateKeyIdentity(), secretIdentity()] {
+            XCTAssertTrue(identity.sendClientIdWithAssertion)
+            let (grant, grantFields) = try signed(TokenRequest.grant(for: identity))
+            XCTAssertEqual(grantFields["client_id"], ["svc"], "\(identity.clientAuth.name)")
+            XCTAssertEqual(grant.fieldNames.filter { $0 == "client_id" }.count, 1)
+            let (_, refreshFields) = try signed(TokenRequest.refresh(for: identity, refreshToken: Secret("rt-1")))
+            XCTAssertEqual(refreshFields["client_id"], ["svc"], "\(identity.clientAuth.name)")
+        }
+    }
+
+    func testClientIdIsLeftOutWhenTheIdentitySaysSo() throws {
+        for var identity in [try privateKeyIdentity(), secretIdentity()] {
+            identity.sendClientIdWithAssertion = false
+            let (request, fields) = try signed(TokenRequest.grant(for: identity))
+            XCTAssertNil(fields["client_id"], "\(identity.clientAuth.name)")
+            XCTAssertEqual(request.fieldNames, ["grant_type", "client_assertion_type", "client_assertion"])
+            let (_, refreshFields) = try signed(TokenRequest.refresh(for: identity, refreshToken: Secret("rt-1")))
+            XCTAssertNil(refreshFields["client_id"])
+            // The assertion still names the client.
+            _ = try verifiedClaims(refreshFields, key: identity.clientAuth.name == "private_key_jwt"
+                                   ? JWSVerificationKey(publicKey: Self.rsa.publicKey)
+                                   : JWSVerificationKey(hmacSecret: SymmetricKey(Array(Self.jwtSecret.utf8))))
+        }
+    }
+
+    func testTheSettingDoesNotTouchMethodsWithoutAnAssertion() throws {
+        for auth in [TestClientAuth.basic, .post, .publicClient] {
+            let identity = makeIdentity(auth: auth) { $0.sendClientIdWithAssertion = false }
+            let sent = try XCTUnwrap(TokenRequest.grant(for: identity)).fieldNames.filter { $0 == "client_id" }
+            XCTAssertEqual(sent, auth == .basic ? [] : ["client_id"], "\(auth)")
+        }
+    }
+
+    // MARK: certificates (x5t#S256, x5t, x5c)
+
+    /// The assertion's header when the key comes with a certificate for it (made by openssl).
+    private func certificateHeader(_ members: [JWSCertificateReference.Member], key: PrivateKey = rsa,
+                                   certificate: IssuedCertificate) throws -> JWSHeader {
+        let assertionKey = try ClientAssertionKey(keyPEM: key.pemRepresentation(), certificatePEM: certificate.pem,
+                                                  certificateMembers: members, keyID: "k1")
+        let identity = makeIdentity { $0.clientAuth = .privateKeyJWT(id: "svc", key: assertionKey) }
+        let (_, fields) = try signed(TokenRequest.grant(for: identity))
+        _ = try verifiedClaims(fields, key: JWSVerificationKey(publicKey: key.publicKey))
+        return try JWS(compact: try XCTUnwrap(fields["client_assertion"]?.first)).header
+    }
+
+    func testACertificateIsNamedByItsSHA256ThumbprintAsOpenSSLComputesIt() throws {
+        let certificate = try IssuedCertificate.selfSigned(forKey: Self.rsa.pemRepresentation())
+        let header = try certificateHeader([.sha256Thumbprint], certificate: certificate)
+        XCTAssertEqual(header.x509SHA256Thumbprint, certificate.sha256Thumbprint)
+        XCTAssertNil(header.x509SHA1Thumbprint)
+        XCTAssertNil(header.x509Chain)
+        XCTAssertEqual(header.keyID, "k1", "the kid stays as configured")
+        XCTAssertEqual(header.algorithm, .rs256)
+    }
+
+    func testTheSHA1ThumbprintAndTheChainWhenAsked() throws {
+        let certificate = try IssuedCertificate.selfSigned(forKey: Self.ec.pemRepresentation())
+        let header = try certificateHeader([.sha1Thumbprint, .chain], key: Self.ec, certificate: certificate)
+        XCTAssertEqual(header.x509SHA1Thumbprint, certificate.sha1Thumbprint)
+        XCTAssertNil(header.x509SHA256Thumbprint)
+        let chain = try XCTUnwrap(header.x509Chain)
+        XCTAssertEqual(chain.count, 1)
+        XCTAssertEqual(Base64URL.encode(SHA256.hash(try XCTUnwrap(Data(base64Encoded: chain[0])))), certificate.sha256Thumbprint)
+    }
+
+    func testAKeyFromPEMWithoutACertificateIsTheKeyItself() throws {
+        let key = try ClientAssertionKey(keyPEM: Self.rsa.pemRepresentation(), keyID: "k1")
+        XCTAssertEqual(key, try ClientAssertionKey(privateKey: Self.rsa, keyID: "k1"))
+        XCTAssertNil(key.certificate)
+    }
+
+    func testKeyAndCertificateTextThatCannotSignAreRefused() throws {
+        let rsaPEM = try Self.rsa.pemRepresentation()
+        let otherCertificate = try IssuedCertificate.selfSigned(forKey: PrivateKey.generate(.rsa(bits: 2048)).pemRepresentation())
+        let cases: [(String, String, String?, JWSAlgorithm?, (ClientAssertionKey.Problem) -> Bool)] = [
+            ("not a key", "junk", nil, nil, { if case .unreadableKey = $0 { true } else { false } }),
+            ("a certificate as the key", otherCertificate.pem, nil, nil, { if case .unreadableKey = $0 { true } else { false } }),
+            ("Ed25519", try PrivateKey.generate(.ed25519).pemRepresentation(), nil, nil, { $0 == .unsupportedKey(.ed25519) }),
+            ("ES256 on RSA", rsaPEM, nil, .es256, { $0 == .algorithmMismatch(.es256, .rsa(bits: 2048)) }),
+            ("not a certificate", rsaPEM, "junk", nil, { if case .unreadableCertificate = $0 { true } else { false } }),
+            ("the key as the certificate", rsaPEM, rsaPEM, nil, { if case .unreadableCertificate = $0 { true } else { false } }),
+            ("another key's certificate", rsaPEM, otherCertificate.pem, nil, { $0 == .certificateKeyMismatch }),
+        ]
+        for (label, keyPEM, certificatePEM, algorithm, expected) in cases {
+            XCTAssertThrowsError(try ClientAssertionKey(keyPEM: keyPEM, certificatePEM: certificatePEM, algorithm: algorithm), label) { error in
+                guard let problem = error as? ClientAssertionKey.Problem else { return XCTFail("\(label): \(error)") }
+                XCTAssertTrue(expected(problem), "\(label): \(problem)")
+                XCTAssertFalse("\(problem)".contains(String(rsaPEM.split(separator: "\n")[1])), label)
+            }
+        }
+    }
+
+    func testKeysWithCertificatesCompareByWhatTheHeaderSends() throws {
+        let pem = try Self.rsa.pemRepresentation()
+        let first = try IssuedCertificate.selfSigned(forKey: pem, subject: "/CN=first")
+        let renewed = try IssuedCertificate.selfSigned(forKey: pem, subject: "/CN=renewed")
+        let key = try ClientAssertionKey(keyPEM: pem, certificatePEM: first.pem, keyID: "k1")
+        XCTAssertEqual(key, try ClientAssertionKey(keyPEM: pem, certificatePEM: first.pem, keyID: "k1"))
+        XCTAssertNotEqual(key, try ClientAssertionKey(keyPEM: pem, certificatePEM: renewed.pem, keyID: "k1"))
+        XCTAssertNotEqual(key, try ClientAssertionKey(keyPEM: pem, certificatePEM: first.pem, certificateMembers: [.sha1Thumbprint], keyID: "k1"))
+        XCTAssertNotEqual(key, try ClientAssertionKey(keyPEM: pem, keyID: "k1"))
+        XCTAssertEqual("\(key)", #"RS256 key "k1" with certificate (x5t#S256)"#)
     }
 
     func testKeysCompareByPublicHalfAlgorithmAndKeyID() throws {
