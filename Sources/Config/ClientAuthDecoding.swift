@@ -166,32 +166,39 @@ struct ClientAuthDecoding {
         }
         let keyID = object.nonEmptyString("clientKeyId")
         let certificateField = object.field("clientCertFile")
-        let certificate = certificateField.flatMap { context.files.pemText(inFile: $0) }
-        guard let (pem, path) = context.files.pemText(inFile: field) else { return nil }
+        let certificateFile = certificateField.flatMap { context.files.pemText(inFile: $0) }
         // A certificate file named but unreadable has been reported; a key without it would
         // sign assertions the IdP cannot match to the certificate it registered.
-        if certificateField != nil && certificate == nil { return nil }
+        guard let keyFile = context.files.pemText(inFile: field), certificateField == nil || certificateFile != nil else { return nil }
         do throws(ClientAssertionKey.Problem) {
-            return try ClientAssertionKey(keyPEM: pem, certificatePEM: certificate?.text,
+            return try ClientAssertionKey(keyPEM: keyFile.text, certificatePEM: certificateFile?.text,
                                           certificateMembers: certificateMembers ?? [.sha256Thumbprint],
                                           algorithm: algorithm, keyID: keyID)
         } catch {
-            switch error {
-            case .unreadableKey(let reason):
-                context.report(ReferencedFiles.unusablePrivateKey(reason, path: path), at: field)
-            case .unsupportedKey:
-                context.report("an Ed25519 key cannot sign client assertions here (RS256, PS256 or ES256: an RSA or EC P-256 key): \(path)",
-                               at: field)
-            case .algorithmMismatch(let algorithm, let kind):
-                context.report("clientAssertionAlg \(algorithm.rawValue) does not fit the \(kind) key in \(path)",
-                               at: object.field("clientAssertionAlg") ?? field)
-            case .unreadableCertificate(let reason):
-                context.report("not a usable PEM certificate (\(reason)): \(certificate?.path ?? "")", at: certificateField ?? field)
-            case .certificateKeyMismatch:
-                context.report("the certificate in \(certificate?.path ?? "") is not for the private key in \(path): "
-                               + "their public keys differ", at: certificateField ?? field)
-            }
+            let certificate = certificateField.flatMap { field in certificateFile.map { (field, $0.path) } }
+            report(error, key: (field, keyFile.path), certificate: certificate, algorithmField: object.field("clientAssertionAlg"))
             return nil
+        }
+    }
+
+    /// Why the key (and certificate) files make no key, at the field naming the file at fault.
+    private func report(_ problem: ClientAssertionKey.Problem, key: (field: Field, path: String),
+                        certificate: (field: Field, path: String)?, algorithmField: Field?) {
+        // The certificate's problems arise only when there is one.
+        let certificate = certificate ?? key
+        switch problem {
+        case .unreadableKey(let reason):
+            context.report(ReferencedFiles.unusablePrivateKey(reason, path: key.path), at: key.field)
+        case .unsupportedKey:
+            context.report("an Ed25519 key cannot sign client assertions here (RS256, PS256 or ES256: an RSA or EC P-256 key): "
+                           + key.path, at: key.field)
+        case .algorithmMismatch(let algorithm, let kind):
+            context.report("clientAssertionAlg \(algorithm.rawValue) does not fit the \(kind) key in \(key.path)", at: algorithmField ?? key.field)
+        case .unreadableCertificate(let reason):
+            context.report("not a usable PEM certificate (\(reason)): \(certificate.path)", at: certificate.field)
+        case .certificateKeyMismatch:
+            context.report("the certificate in \(certificate.path) is not for the private key in \(key.path): their public keys differ",
+                           at: certificate.field)
         }
     }
 }

@@ -34,7 +34,8 @@ public enum ClientAuth: Sendable, Equatable {
     }
 
     /// Whether the method authenticates with a client assertion (RFC 7521 §4.2) in the form,
-    /// which `client_id` goes beside unless the identity says not (`TokenRequest.clientIdBesideAssertion`).
+    /// which `client_id` goes beside unless the identity says not
+    /// (`TokenRequest.clientIdBesideAssertion(of:)`).
     public var sendsClientAssertion: Bool {
         switch self {
         case .privateKeyJWT, .clientSecretJWT: true

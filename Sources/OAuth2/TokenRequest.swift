@@ -14,10 +14,12 @@ import SafeText
 /// `TokenRequest+Interactive.swift` (the token endpoint given, as discovery may supply it). With
 /// private_key_jwt or client_secret_jwt it is not ready to send until
 /// `withClientAssertion(unixTime:random:)` has signed a fresh assertion into it, which the token
-/// thread does just before sending (signing is not done under the lifecycle's lock). An
-/// identity with `dpop` adds a proof the same way (`withDPoPProof`, TokenRequest+DPoP.swift). The
-/// answer is read with `parseResponse(_:unixTime:)`, which knows the identity's response
-/// field names and which secrets this request carried (so none is ever quoted in an error).
+/// thread does just before sending (signing is not done under the lifecycle's lock); its
+/// `client_id` is in the form already, unless the identity left it out
+/// (`clientIdBesideAssertion(of:)`). An identity with `dpop` adds a proof the same way
+/// (`withDPoPProof`, TokenRequest+DPoP.swift). The answer is read with
+/// `parseResponse(_:unixTime:)`, which knows the identity's response field names and which
+/// secrets this request carried (so none is ever quoted in an error).
 public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// What the request is for.
     public enum Purpose: Sendable, Equatable, CustomStringConvertible {

@@ -3,29 +3,33 @@ itself: at its token endpoint (every grant, refreshes included: the refresh must
 the refresh token is bound to), demanding nonces (use_dpop_nonce, answered by the relay with one
 retry), and at its userinfo endpoint as the upstream of a route with stripPrefix and a base path
 (htm, htu, ath, an unseen jti, the nonce). The tokens it issues are JWTs whose cnf.jkt names the
-relay's key, checked here against the key file.
+relay's key, checked here against the key file. And Config/dpop.json as it is (private_key_jwt
+with DPoP): Glewlwyd 2.7.5 answers a DPoP token request whose client assertion has no client_id
+beside it with a 500, so this works because the relay sends client_id with every assertion.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from deadlines import wait_until
+from dpop_proofs import ProofChecker
 from idp_glewlwyd import PASSWORD, SCOPE, USERNAME
 from idp_relay import assert_oauth_problem, oauth_route
-from key_files import key_file, thumbprint
+from key_files import key_file, pem, thumbprint
+from processes import REPO
 
 pytestmark = pytest.mark.oauth
 
 
 def glewlwyd_client(idp, sensitive, client_id: str, grants=("client_credentials",)) -> dict:
-    """A client_secret_basic client of `idp` and the relay's identity for it. (Not private_key_jwt:
-    Glewlwyd 2.7.5 takes the client id of a DPoP token request from Basic or the form only, and
-    answers server_error to an assertion without client_id.)"""
+    """A client_secret_basic client of `idp` and the relay's identity for it (private_key_jwt with
+    DPoP: test_the_dpop_example_config_gets_a_bound_token_from_glewlwyd)."""
     secret = sensitive.add(f"client secret of {client_id}", "dpop-" + secrets.token_hex(16))
     idp.add_client(client_id, "client_secret_basic", secret=secret, grants=grants)
     return idp.identity(client_id, clientSecret=secret)
@@ -98,3 +102,60 @@ def test_glewlwyd_refusing_the_proof_surfaces_invalid_dpop_proof(start_glewlwyd,
     assert "invalid_dpop_proof" in doc["detail"], doc
     assert idp.issued_to("relay-refused") == 0
     assert upstream.stats()["requests_served"] == 0
+
+
+def filled_in(value, env: dict[str, str]):
+    """`value` (from a Config/ example) with each `${NAME}` and `${NAME:-default}` replaced as the
+    relay would: by env[NAME], else the default (a name without either fails the test)."""
+    if isinstance(value, dict):
+        return {key: filled_in(item, env) for key, item in value.items()}
+    if isinstance(value, list):
+        return [filled_in(item, env) for item in value]
+    if not isinstance(value, str):
+        return value
+
+    def one(match: re.Match) -> str:
+        name, default = match.group(1), match.group(2)
+        assert name in env or default is not None, f"the example needs {name}"
+        return env.get(name, default)
+    return re.sub(r"\$\{([A-Z0-9_]+)(?::-([^}]*))?\}", one, value)
+
+
+def test_the_dpop_example_config_gets_a_bound_token_from_glewlwyd(start_glewlwyd, start_relay, tmp_path, sensitive,
+                                                                   upstream):
+    """Config/dpop.json's identity and route as the file has them (private_key_jwt, a DPoP key file
+    with ES256, stripPrefix to a base path), its ${...} filled in; only the scope is Glewlwyd's
+    (api.read, the one scope its database has). Glewlwyd checks the assertion and the proof (and
+    demands a nonce) and issues a DPoP-bound token, which the upstream receives with a proof of the
+    same key. The relay of main before client_id went beside the assertion got a 500 from Glewlwyd
+    here and answered the request 503."""
+    example = json.loads((REPO / "Config" / "dpop.json").read_text())
+    idp = start_glewlwyd(dpop_nonce_counter=5)
+    client_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    idp.add_client("payments-relay", "private_key_jwt", public_key_pem=pem(client_key, False))
+    dpop, dpop_path = dpop_key(tmp_path, sensitive)
+    env = {"PAYMENTS_TOKEN_URL": idp.token_url, "PAYMENTS_CLIENT_ID": "payments-relay",
+           "PAYMENTS_CLIENT_KEY_FILE": key_file(tmp_path, sensitive, client_key),
+           "PAYMENTS_DPOP_KEY_FILE": dpop_path, "PAYMENTS_API_URL": f"{upstream.url}/v2"}
+    identities = filled_in(example["identities"], env)
+    assert set(identities) == {"payments"}
+    payments = identities["payments"]
+    assert (payments["clientAuth"], payments["dpop"]["alg"]) == ("private_key_jwt", "ES256"), payments
+    assert "sendClientIdWithAssertion" not in payments, "the example relies on the default"
+    payments["scope"] = SCOPE
+    relay = start_relay(filled_in(example["routes"], env), identities=identities, args=("--log-level", "debug"))
+    resp = relay.request("GET", "/payments/charges?limit=1")
+    assert resp.status == 200, resp.body[:500]
+    echo = resp.json()
+    assert echo["target"] == "/v2/charges?limit=1"
+    [authorization] = resp.echo_headers("Authorization")
+    scheme, _, token = authorization.partition(" ")
+    sensitive.add("the token glewlwyd issued", token)
+    assert scheme == "DPoP"
+    claims = idp.access_token_claims(token)
+    assert claims["client_id"] == "payments-relay"
+    assert claims["cnf"] == {"jkt": thumbprint(dpop)}, "Glewlwyd bound the token to the key in the DPoP key file"
+    [proof] = resp.echo_headers("DPoP")
+    ProofChecker().check(proof, "GET", f"{upstream.url}/v2/charges", access_token=token, jkt=thumbprint(dpop))
+    assert idp.issued_to("payments-relay") == 1
+    assert relay.log().count("token endpoint asked for a DPoP nonce") == 1
