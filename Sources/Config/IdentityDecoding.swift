@@ -5,7 +5,7 @@ import SafeText
 
 /// Reads `identities`: each identity's token endpoint, grant, credentials, request fields and
 /// options. The keys each grant needs or must not have are `IdentityKeyChecks`'s, the client
-/// authentication `ClientAuthDecoding`'s.
+/// authentication `ClientAuthDecoding`'s, a Google service account's `ServiceAccountDecoding`'s.
 struct IdentityDecoding {
     let context: DecodingContext
 
@@ -17,7 +17,7 @@ struct IdentityDecoding {
         "actorTokenType", "issuer", "clientKeyFile", "clientKeyId", "clientAssertionAlg", "clientAssertionAudience",
         "authorizationUrl", "deviceAuthorizationUrl", "jwksUrl", "revocationUrl", "redirectUri", "loginTimeoutSeconds",
         "allowRemoteUse",
-        "dpop",
+        "dpop", "serviceAccountKeyFile", "serviceAccountSubject", "selfSignedJwt",
     ]
 
     /// Form fields the relay sets from a dedicated key: `params` may not set them again.
@@ -49,12 +49,15 @@ struct IdentityDecoding {
 
     private func decodeIdentity(_ field: Field, name: String) -> Identity? {
         guard let object = ObjectReader(field, knownKeys: Self.identityKeys, in: context) else { return nil }
-        // Without `issuer` the token URL is required; with it, discovery supplies what is not set.
+        // Without `issuer` the token URL is required; with it, discovery supplies what is not set,
+        // and a service account's key file names it (`token_uri`, which `tokenUrl` overrides).
         let hasIssuer = object.field("issuer") != nil
-        let tokenUrlField = hasIssuer ? object.field("tokenUrl") : object.required("tokenUrl")
+        let serviceAccountKeyFile = object.field("serviceAccountKeyFile")
+        let serviceAccountKey = serviceAccountKeyFile.flatMap { context.files.serviceAccountKey(inFile: $0) }
+        let tokenUrlField = hasIssuer || serviceAccountKeyFile != nil ? object.field("tokenUrl") : object.required("tokenUrl")
         let tokenUrl = tokenUrlField.flatMap {
             context.parsed($0) { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) }
-        }
+        } ?? serviceAccountKey?.tokenURI
         var identity = Identity(name: name, tokenUrl: tokenUrl)
         // Keys are read in one fixed order (reading reports errors), so `check` lists them in that
         // order; the grant and client authentication are made from the values at the end.
@@ -98,17 +101,28 @@ struct IdentityDecoding {
         identity.redirectUri = object.parsed("redirectUri") { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: false) }
         identity.loginTimeoutSeconds = object.seconds("loginTimeoutSeconds") ?? identity.loginTimeoutSeconds
         identity.allowRemoteUse = object.bool("allowRemoteUse") ?? identity.allowRemoteUse
-        let clientAuth = ClientAuthDecoding(context: context)
-        identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
-        identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
         identity.dpop = object.field("dpop").flatMap(DPoPDecoding(context: context).decodeDPoP)
-        identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
-                                    extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
-        if let grant {
-            IdentityKeyChecks(context: context).checkGrantRequirements(grant, object: object)
+        let serviceAccount = ServiceAccountDecoding(context: context)
+        var usable = true
+        if serviceAccountKeyFile != nil {
+            // The key file is the client and its credentials: no client authentication.
+            let grant = serviceAccount.decodeGrant(object, key: serviceAccountKey, grant: grant, scope: identity.scope,
+                                                   audience: identity.audience)
+            identity.grant = grant ?? identity.grant
+            usable = grant != nil
+        } else {
+            serviceAccount.checkKeysWithoutKeyFile(object)
+            let clientAuth = ClientAuthDecoding(context: context)
+            identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
+            identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
+            identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
+                                        extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
+            if let grant {
+                IdentityKeyChecks(context: context).checkGrantRequirements(grant, object: object)
+            }
         }
         IdentityKeyChecks(context: context).checkInteractiveKeys(identity, object: object)
-        return tokenUrl == nil && !hasIssuer ? nil : identity
+        return !usable || (tokenUrl == nil && !hasIssuer) ? nil : identity
     }
 
     /// The grant `type` makes of the values its keys gave. A value a grant needs and lacks is

@@ -2,7 +2,7 @@ import Crypto
 import OAuth2
 
 /// A digest of the identity settings a stored token depends on: the client, the token endpoint,
-/// the grant (with its user name, not its secrets), scope, audience, resource and the DPoP key's
+/// the grant (with its user name, or its service account and the user it acts for, not its secrets), scope, audience, resource and the DPoP key's
 /// thumbprint. An entry whose fingerprint differs from the identity's current one is never used,
 /// so changing any of them (a new client, another scope, another DPoP key) costs a fresh token
 /// instead of a token for other settings.
@@ -35,6 +35,12 @@ public struct SettingsFingerprint: Sendable, Equatable, CustomStringConvertible 
         // identities with a configured token URL keep their fingerprint).
         if identity.tokenUrl == nil { parts.append(("issuer", identity.issuer)) }
         if case .password(let username, _) = identity.grant { parts.append(("username", username)) }
+        // A service account's key file names the client (and domain-wide delegation the user):
+        // another account in the file, or another user, costs a fresh token.
+        if let account = identity.grant.serviceAccount {
+            parts.append(("serviceAccount", account.key.clientEmail))
+            if case .tokenEndpoint(_, let subject) = account.token { parts.append(("serviceAccountSubject", subject)) }
+        }
         for resource in identity.resource { parts.append(("resource", resource)) }
         // A DPoP-bound token is useless with any other key: the key's thumbprint (public) is part
         // of the settings. Only for identities with a key file; without DPoP the encoding is the
