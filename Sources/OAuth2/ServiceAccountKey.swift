@@ -34,9 +34,9 @@ public struct ServiceAccountKey: Sendable, Equatable, CustomStringConvertible, C
     /// Reads a key file's content. Refused: text that is not a JSON object, a `type` other than
     /// `service_account`, a missing or empty `client_email`, a `private_key` that is not an RSA
     /// private key of at least 2048 bits, a `private_key_id` that is not a non-empty string, and
-    /// a `token_uri` that is not https (http only to a loopback host, like a `tokenUrl`; a
-    /// deployment that needs more sets `tokenUrl`, with `allowInsecureTokenUrl`). No error
-    /// quotes the file's values, except `type`'s.
+    /// a `token_uri` that is not https (http only to a loopback host, as for a `tokenUrl` without
+    /// `allowInsecureTokenUrl`: a key file has no such option). No error quotes the file's values,
+    /// except `type`'s.
     public static func parse(json: String) throws(ServiceAccountKeyError) -> ServiceAccountKey {
         let value: JSONValue
         do throws(JSONSyntaxError) {
@@ -129,8 +129,8 @@ public enum ServiceAccountKeyError: Error, Sendable, Equatable, CustomStringConv
         case .tokenURINotHTTP:
             "the service account key's token_uri is not an absolute http:// or https:// URL"
         case .tokenURIInsecure(let url):
-            "the service account key's token_uri \(url) is plain http:// to a host that is not loopback; "
-                + "set tokenUrl to override it (with allowInsecureTokenUrl to accept plain http)"
+            "the service account key's token_uri \(url) is plain http:// to a host that is not loopback, so its signed "
+                + "assertions and tokens would cross the network unencrypted"
         }
     }
 

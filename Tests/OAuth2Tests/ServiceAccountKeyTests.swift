@@ -65,8 +65,8 @@ final class ServiceAccountKeyTests: XCTestCase {
             (Fixture.json(["token_uri": .string("ftp://oauth2.googleapis.com/token")]), "an ftp token_uri",
              "the service account key's token_uri is not an absolute http:// or https:// URL"),
             (Fixture.json(["token_uri": .string("http://oauth2.googleapis.com/token?k=v")]), "plain http to Google",
-             "the service account key's token_uri http://oauth2.googleapis.com/token?… is plain http:// to a host that is not loopback; "
-                + "set tokenUrl to override it (with allowInsecureTokenUrl to accept plain http)"),
+             "the service account key's token_uri http://oauth2.googleapis.com/token?… is plain http:// to a host that is not loopback, "
+                + "so its signed assertions and tokens would cross the network unencrypted"),
         ]
         for (json, what, expected) in table {
             XCTAssertEqual(refusal(json)?.description, expected, what)
