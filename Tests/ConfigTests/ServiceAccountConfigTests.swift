@@ -173,12 +173,12 @@ final class ServiceAccountConfigTests: XCTestCase {
         ])
         let insecure = try errors(#""scope": "s""#, keyFile: Self.keyFile(tokenURI: "http://oauth2.example.com/token"))
         XCTAssertEqual(insecure.count, 1)
-        XCTAssertTrue(insecure[0].hasPrefix("$.identities.gsa.serviceAccountKeyFile: the service account key's token_uri "
-                                            + "http://oauth2.example.com/token is plain http://"), insecure[0])
+        XCTAssertTrue(insecure.first?.hasPrefix("$.identities.gsa.serviceAccountKeyFile: the service account key's token_uri "
+                                                + "http://oauth2.example.com/token is plain http://") == true, "\(insecure)")
         let truncated = try errors(#""scope": "s""#, keyFile: String(Self.keyFile().prefix(400)))
         XCTAssertEqual(truncated.count, 1)
-        XCTAssertTrue(truncated[0].hasPrefix("$.identities.gsa.serviceAccountKeyFile: not a JSON service account key (a JSON syntax error at byte "),
-                      truncated[0])
+        XCTAssertTrue(truncated.first?.hasPrefix("$.identities.gsa.serviceAccountKeyFile: not a JSON service account key "
+                                                 + "(a JSON syntax error at byte ") == true, "\(truncated)")
         let body = try Self.rsa.pemRepresentation().split(separator: "\n").filter { !$0.hasPrefix("-----") }
         for error in insecure + truncated {
             for line in body { XCTAssertFalse(error.contains(line), error) }
