@@ -15,8 +15,8 @@ import Endpoints
 /// like one of these, which would otherwise be sent twice.
 public struct AuthorizationRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The parameters every authorization request carries, set from the login or from their own
-    /// keys (`scope`, `clientId`, `redirectUri`): `authorizationParams` may not name them. (The
-    /// `audience` and `resource` it may name when the identity sets no `audience`, `resource`.)
+    /// keys (`scope`, `clientId`, `redirectUri`): `authorizationParams` may not name them. It may
+    /// name `audience` and `resource` when the identity's own keys do not set them.
     public static let relayParameters = ["response_type", "client_id", "redirect_uri", "scope", "state", "nonce",
                                          "code_challenge", "code_challenge_method"]
 

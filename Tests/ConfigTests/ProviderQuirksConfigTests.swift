@@ -103,6 +103,7 @@ final class ProviderQuirksConfigTests: XCTestCase {
     func testResponseFieldsRefusals() {
         let emptyName = "has an empty member name: names are joined by single dots, none first or last "
             + "(a member whose own name holds a dot cannot be named)"
+        let known = "is a token type the relay knows already; map only the IdP's own names"
         let cases: [(String, [String])] = [
             (#"{ "token": "authed_user..access_token" }"#,
              [#"$.identities.x.responseFields.token: "authed_user..access_token" "# + emptyName]),
@@ -120,9 +121,9 @@ final class ProviderQuirksConfigTests: XCTestCase {
              [#"$.identities.x.responseFields.typeValues.user: expected Bearer or DPoP, the token types the relay can send, got "MAC""#]),
             (#"{ "typeValues": { "user": 1 } }"#, ["$.identities.x.responseFields.typeValues.user: expected a string, got number"]),
             (#"{ "typeValues": { "bearer": "DPoP" } }"#,
-             ["$.identities.x.responseFields.typeValues.bearer: bearer is a token type the relay knows already; map only the IdP's own names"]),
+             ["$.identities.x.responseFields.typeValues.bearer: bearer " + known]),
             (#"{ "typeValues": { "DPoP": "Bearer" } }"#,
-             ["$.identities.x.responseFields.typeValues.DPoP: DPoP is a token type the relay knows already; map only the IdP's own names"]),
+             ["$.identities.x.responseFields.typeValues.DPoP: DPoP " + known]),
             (#"{ "typeValues": { "user": "Bearer", "USER": "Bearer" } }"#,
              [#"$.identities.x.responseFields.typeValues.USER: "USER" names the same token type as an earlier key "#
                 + "(token types compare case-insensitively)"]),
