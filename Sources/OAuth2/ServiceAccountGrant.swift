@@ -9,7 +9,7 @@
 ///   authorization without OAuth" (AIP-4111), where the JWT the key signs is the access token
 ///   itself: `iss` = `sub` = `client_email`, `aud` = the API (`https://SERVICE.googleapis.com/`)
 ///   or, for the APIs that accept it, a `scope` claim instead (never both), `iat`, and `exp`
-///   exactly one hour on. No request goes anywhere (`SelfSignedToken`).
+///   exactly one hour on. No request goes anywhere (`selfSignedToken(issuedAt:unixTime:)`).
 public struct ServiceAccountGrant: Sendable, Equatable, CustomStringConvertible {
     public enum Token: Sendable, Equatable {
         /// The jwt-bearer grant: `scope` (space-separated) in the assertion, and `subject` its

@@ -75,7 +75,8 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     private var form: TokenForm
     /// The client assertion still to be made, for the JWT client authentications.
     private var pendingAssertion: PendingClientAssertion?
-    /// The jwt-bearer assertion still to be made, for a service account (TokenRequest+ServiceAccount.swift).
+    /// The jwt-bearer assertion still to be made, for a service account
+    /// (TokenRequest+ServiceAccount.swift).
     var pendingGrantAssertion: PendingGrantAssertion?
 
     /// True until the client assertion this request needs has been added.

@@ -151,7 +151,8 @@ final class TokenFetcher: FetchSchedule {
     /// The way the fetches of `tokens` go, from the configuration's stores and the identity.
     func strategy(for tokens: IdentityTokens) -> any TokenFetchStrategy {
         let route = FetchRoute.choose(hasFileStore: persistence != nil, hasSharedStore: sharedSettings != nil,
-                                      isStored: TokenPersistence.isStored(tokens), isSelfSigned: tokens.identity.grant.isSelfSigned)
+                                      isStored: TokenPersistence.isStored(tokens),
+                                      isSelfSigned: tokens.identity.grant.isSelfSigned)
         if route == .selfSigned { return selfSignedFetch }
         if route == .shared, let sharedFetch { return sharedFetch }
         if route != .direct, let fileLockedFetch { return fileLockedFetch }
