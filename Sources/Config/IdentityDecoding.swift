@@ -5,7 +5,7 @@ import SafeText
 
 /// Reads `identities`: each identity's token endpoint, grant, credentials, request fields and
 /// options. The keys each grant needs or must not have are `IdentityKeyChecks`'s, the client
-/// authentication `ClientAuthDecoding`'s.
+/// authentication `ClientAuthDecoding`'s, a Google service account's `ServiceAccountDecoding`'s.
 struct IdentityDecoding {
     let context: DecodingContext
 
@@ -17,8 +17,8 @@ struct IdentityDecoding {
         "actorTokenType", "issuer", "clientKeyFile", "clientKeyId", "clientAssertionAlg", "clientAssertionAudience",
         "clientCertFile", "clientCertHeaders", "sendClientIdWithAssertion",
         "authorizationUrl", "deviceAuthorizationUrl", "jwksUrl", "revocationUrl", "redirectUri", "loginTimeoutSeconds",
-        "allowRemoteUse",
-        "dpop",
+        "allowRemoteUse", "authorizationParams",
+        "dpop", "serviceAccountKeyFile", "serviceAccountSubject", "selfSignedJwt",
     ]
 
     /// Form fields the relay sets from a dedicated key: `params` may not set them again.
@@ -50,12 +50,15 @@ struct IdentityDecoding {
 
     private func decodeIdentity(_ field: Field, name: String) -> Identity? {
         guard let object = ObjectReader(field, knownKeys: Self.identityKeys, in: context) else { return nil }
-        // Without `issuer` the token URL is required; with it, discovery supplies what is not set.
+        // Without `issuer` the token URL is required; with it, discovery supplies what is not set,
+        // and a service account's key file names it (`token_uri`, which `tokenUrl` overrides).
         let hasIssuer = object.field("issuer") != nil
-        let tokenUrlField = hasIssuer ? object.field("tokenUrl") : object.required("tokenUrl")
+        let serviceAccountKeyFile = object.field("serviceAccountKeyFile")
+        let serviceAccountKey = serviceAccountKeyFile.flatMap { context.files.serviceAccountKey(inFile: $0) }
+        let tokenUrlField = hasIssuer || serviceAccountKeyFile != nil ? object.field("tokenUrl") : object.required("tokenUrl")
         let tokenUrl = tokenUrlField.flatMap {
             context.parsed($0) { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) }
-        }
+        } ?? serviceAccountKey?.tokenURI
         var identity = Identity(name: name, tokenUrl: tokenUrl)
         // Keys are read in one fixed order (reading reports errors), so `check` lists them in that
         // order; the grant and client authentication are made from the values at the end.
@@ -85,7 +88,8 @@ struct IdentityDecoding {
         identity.allowInsecureTokenUrl = object.bool("allowInsecureTokenUrl") ?? identity.allowInsecureTokenUrl
         identity.defaultExpiresInSeconds = object.seconds("defaultExpiresInSeconds") ?? identity.defaultExpiresInSeconds
         identity.refreshSkewSeconds = object.seconds("refreshSkewSeconds") ?? identity.refreshSkewSeconds
-        identity.responseFields = object.field("responseFields").flatMap(decodeResponseFields) ?? identity.responseFields
+        let responseFields = object.field("responseFields").flatMap(ResponseFieldsDecoding(context: context).decodeResponseFields)
+        identity.responseFields = responseFields?.fields ?? identity.responseFields
         let subject = ExchangedToken(token: object.secret("subjectToken"), type: object.parsed("subjectTokenType", tokenTypeURI))
         let actor = ExchangedToken(token: object.secret("actorToken"), type: object.parsed("actorTokenType", tokenTypeURI))
         identity.issuer = object.parsed("issuer") { url throws(InvalidValue) in
@@ -99,18 +103,33 @@ struct IdentityDecoding {
         identity.redirectUri = object.parsed("redirectUri") { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: false) }
         identity.loginTimeoutSeconds = object.seconds("loginTimeoutSeconds") ?? identity.loginTimeoutSeconds
         identity.allowRemoteUse = object.bool("allowRemoteUse") ?? identity.allowRemoteUse
-        let clientAuth = ClientAuthDecoding(context: context)
-        identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
-        identity.sendClientIdWithAssertion = clientAuth.decodeSendClientId(object) ?? identity.sendClientIdWithAssertion
-        identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
+        identity.authorizationParams = object.field("authorizationParams").flatMap {
+            decodeAuthorizationParams($0, identity: object)
+        } ?? [:]
         identity.dpop = object.field("dpop").flatMap(DPoPDecoding(context: context).decodeDPoP)
-        identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
-                                    extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
-        if let grant {
-            IdentityKeyChecks(context: context).checkGrantRequirements(grant, object: object)
+        checkDPoPMappings(responseFields?.dpopMappings ?? [], dpop: object.field("dpop"))
+        let serviceAccount = ServiceAccountDecoding(context: context)
+        var usable = true
+        if serviceAccountKeyFile != nil {
+            // The key file is the client and its credentials: no client authentication.
+            let grant = serviceAccount.decodeGrant(object, key: serviceAccountKey, grant: grant, scope: identity.scope,
+                                                   audience: identity.audience)
+            identity.grant = grant ?? identity.grant
+            usable = grant != nil
+        } else {
+            serviceAccount.checkKeysWithoutKeyFile(object)
+            let clientAuth = ClientAuthDecoding(context: context)
+            identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
+            identity.sendClientIdWithAssertion = clientAuth.decodeSendClientId(object) ?? identity.sendClientIdWithAssertion
+            identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
+            identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
+                                        extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
+            if let grant {
+                IdentityKeyChecks(context: context).checkGrantRequirements(grant, object: object)
+            }
         }
         IdentityKeyChecks(context: context).checkInteractiveKeys(identity, object: object)
-        return tokenUrl == nil && !hasIssuer ? nil : identity
+        return !usable || (tokenUrl == nil && !hasIssuer) ? nil : identity
     }
 
     /// The grant `type` makes of the values its keys gave. A value a grant needs and lacks is
@@ -136,14 +155,17 @@ struct IdentityDecoding {
         }
     }
 
-    /// `responseFields`: the names of the token, expiry and type fields of a token response.
-    private func decodeResponseFields(_ field: Field) -> ResponseFields? {
-        guard let object = ObjectReader(field, knownKeys: ["token", "expiry", "type"], in: context) else { return nil }
-        var fields = ResponseFields()
-        fields.token = object.nonEmptyString("token") ?? fields.token
-        fields.expiry = object.nonEmptyString("expiry") ?? fields.expiry
-        fields.type = object.nonEmptyString("type") ?? fields.type
-        return fields
+    /// A `responseFields.typeValues` entry mapping to DPoP needs the identity's DPoP key: with
+    /// `dpop` absent or `false` there is none (an invalid `dpop` has its own error).
+    private func checkDPoPMappings(_ mappings: [Field], dpop: Field?) {
+        switch dpop?.value.kind {
+        case nil, .bool(false)?:
+            for mapping in mappings {
+                context.report("maps to DPoP, but the identity has no dpop key to prove possession with", at: mapping)
+            }
+        default:
+            break
+        }
     }
 
     /// Form fields; `grant_type` is the relay's to set, from `grant`, and so is every field whose
@@ -158,6 +180,32 @@ struct IdentityDecoding {
                 context.report("grant_type is set from \"grant\"; use \"grant\" instead", at: member)
             } else if let key = Self.formFieldKeys[name], identity.has(key) {
                 context.report("\(name) is already set from \"\(key)\"; set it in one place", at: member)
+            } else {
+                params[name] = value
+            }
+        }
+        return params
+    }
+
+    /// Keys that set a parameter of every authorization request: `authorizationParams` may not.
+    static let authorizationRequestKeys = ["client_id": "clientId", "redirect_uri": "redirectUri", "scope": "scope"]
+
+    /// `authorizationParams`: query parameters a login's authorization request adds to the
+    /// standard ones. Never one the relay sets (`AuthorizationRequest.relayParameters`), nor
+    /// `audience` or `resource` when the identity's own keys send them.
+    private func decodeAuthorizationParams(_ field: Field, identity: ObjectReader) -> [String: String]? {
+        guard let members = context.stringMembers(field) else { return nil }
+        var params: [String: String] = [:]
+        for (name, value, member) in members {
+            if name.isEmpty {
+                context.report("a query parameter name must not be empty", at: member)
+            } else if let key = Self.authorizationRequestKeys[name] {
+                context.report("\(name) is set from \"\(key)\"; set it there", at: member)
+            } else if AuthorizationRequest.relayParameters.contains(name) {
+                context.report("\(name) is the relay's to set for each login: response_type is always code, and state, nonce, "
+                               + "code_challenge and code_challenge_method tie the code to the login that asked for it", at: member)
+            } else if name == "audience" || name == "resource", identity.has(name) {
+                context.report("\(name) is already sent from \"\(name)\"; set it in one place", at: member)
             } else {
                 params[name] = value
             }

@@ -26,6 +26,9 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
     /// (for a token-exchange or jwt-bearer URI too when it sets fields those grants do not use).
     /// Its other form fields come from `params`.
     case `extension`(uri: String, fields: ExtensionFields)
+    /// A Google service account (`serviceAccountKeyFile`): the jwt-bearer grant with an assertion
+    /// its key signs for each request, or a self-signed JWT as the token (`ServiceAccountGrant`).
+    case serviceAccount(ServiceAccountGrant)
 
     /// The grant's name, without its values.
     public var type: GrantType {
@@ -38,6 +41,8 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
         case .tokenExchange: .tokenExchange
         case .jwtBearer: .jwtBearer
         case .extension(let uri, _): .extension(uri)
+        // A self-signed token is no grant at all; it is named for the JWT bearer it is.
+        case .serviceAccount: .jwtBearer
         }
     }
 
@@ -54,6 +59,14 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
         default: nil
         }
     }
+
+    /// The service account, for a `serviceAccountKeyFile` identity.
+    public var serviceAccount: ServiceAccountGrant? {
+        if case .serviceAccount(let account) = self { account } else { nil }
+    }
+
+    /// The identity's own key signs its access tokens: no token endpoint is asked.
+    public var isSelfSigned: Bool { serviceAccount?.isSelfSigned ?? false }
 
     /// The name as written in the config.
     public var description: String { type.description }

@@ -29,6 +29,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// The DPoP proof could not be made, so no request was sent. `reason` names the step, never
     /// the key.
     case dpopProofFailed(reason: String)
+    /// A service account's JWT (a grant assertion, or a self-signed access token) could not be
+    /// signed, so no request was sent and no token made. `reason` names the step, never the key.
+    case serviceAccountJWTFailed(reason: String)
 
     /// The HTTP status the token endpoint answered with, if it answered.
     public var status: Int? {
@@ -36,7 +39,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .oauth(_, let status, _), .unexpectedStatus(let status, _, _, _), .redirect(let status, _),
              .invalidTokenResponse(let status, _, _):
             status
-        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed:
+        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed, .serviceAccountJWTFailed:
             nil
         }
     }
@@ -67,7 +70,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return Self.isTemporary(status: status)
         case .discovery(let error):
             return error.isTemporary
-        case .redirect, .invalidTokenResponse, .clientAssertionFailed, .idToken, .dpopProofFailed:
+        case .redirect, .invalidTokenResponse, .clientAssertionFailed, .idToken, .dpopProofFailed, .serviceAccountJWTFailed:
             return false
         }
     }
@@ -90,6 +93,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .discovery(let error): error.code
         case .idToken: "invalid_id_token"
         case .dpopProofFailed: "dpop_proof_failed"
+        case .serviceAccountJWTFailed: "service_account_jwt_failed"
         }
     }
 
@@ -130,6 +134,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return reason
         case .dpopProofFailed(let reason):
             return "the DPoP proof could not be made, so no request was sent to \(endpoint): \(reason)"
+        case .serviceAccountJWTFailed(let reason):
+            return "the service account's JWT could not be signed: \(reason)"
         }
     }
 

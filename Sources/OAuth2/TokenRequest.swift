@@ -16,7 +16,8 @@ import SafeText
 /// `withClientAssertion(unixTime:random:)` has signed a fresh assertion into it, which the token
 /// thread does just before sending (signing is not done under the lifecycle's lock); its
 /// `client_id` is in the form already, unless the identity left it out
-/// (`clientIdBesideAssertion(of:)`). An identity with `dpop` adds a proof the same way
+/// (`clientIdBesideAssertion(of:)`). A Google service account's request likewise waits for its
+/// grant assertion (`withGrantAssertion`). An identity with `dpop` adds a proof the same way
 /// (`withDPoPProof`, TokenRequest+DPoP.swift). The answer is read with
 /// `parseResponse(_:unixTime:)`, which knows the identity's response field names and which
 /// secrets this request carried (so none is ever quoted in an error).
@@ -76,9 +77,15 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     private var form: TokenForm
     /// The client assertion still to be made, for the JWT client authentications.
     private var pendingAssertion: PendingClientAssertion?
+    /// The jwt-bearer assertion still to be made, for a service account
+    /// (TokenRequest+ServiceAccount.swift).
+    var pendingGrantAssertion: PendingGrantAssertion?
 
     /// True until the client assertion this request needs has been added.
     public var needsClientAssertion: Bool { pendingAssertion != nil }
+
+    /// True until the service account's grant assertion this request needs has been added.
+    public var needsGrantAssertion: Bool { pendingGrantAssertion != nil }
 
     /// The request for the identity's own grant to `tokenEndpoint` (configured or discovered);
     /// nil for an interactive grant (`authorization_code`, `device_code`), which needs a person
@@ -98,6 +105,9 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             form.add(ExtensionFields(assertion: assertion))
         case .extension(_, let fields):
             form.add(fields)
+        case .serviceAccount(let account):
+            // Its scope goes in the assertion: none of the fields below.
+            return serviceAccount(account, for: identity, at: tokenEndpoint)
         case .clientCredentials, .authorizationCode, .deviceCode:
             break
         }
@@ -176,11 +186,28 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         var signed = self
         signed.form.add("client_assertion_type", ClientAssertion.type)
         signed.form.add("client_assertion", Secret(assertion))
-        signed.body = Array(FormURLEncoding.encode(signed.form.fields).utf8)
-        signed.fieldNames = signed.form.fields.map(\.name)
-        signed.secrets = signed.form.secrets
+        signed.formChanged()
         signed.pendingAssertion = nil
         return signed
+    }
+
+    /// The request with a new jwt-bearer assertion of its service account in its form
+    /// (`assertion`, RFC 7523 §2.1), `iat` = `unixTime` (wall-clock seconds); the request itself
+    /// when it needs none. Call it once per request sent, like `withClientAssertion`.
+    public func withGrantAssertion(unixTime: Int64) throws(TokenEndpointError) -> TokenRequest {
+        guard let pendingGrantAssertion else { return self }
+        var signed = self
+        signed.form.add("assertion", Secret(try pendingGrantAssertion.make(issuedAt: unixTime)))
+        signed.formChanged()
+        signed.pendingGrantAssertion = nil
+        return signed
+    }
+
+    /// The body, field names and secrets again, after a field was added to the form.
+    private mutating func formChanged() {
+        body = Array(FormURLEncoding.encode(form.fields).utf8)
+        fieldNames = form.fields.map(\.name)
+        secrets = form.secrets
     }
 
     /// The `client_id` form field that goes with a client assertion: the client id, unless the
