@@ -18,6 +18,7 @@ struct IdentityDecoding {
         "authorizationUrl", "deviceAuthorizationUrl", "jwksUrl", "revocationUrl", "redirectUri", "loginTimeoutSeconds",
         "allowRemoteUse",
         "dpop",
+        "appId", "installationId", "githubApiUrl", "repositories", "repositoryIds", "permissions",
     ]
 
     /// Form fields the relay sets from a dedicated key: `params` may not set them again.
@@ -49,16 +50,20 @@ struct IdentityDecoding {
 
     private func decodeIdentity(_ field: Field, name: String) -> Identity? {
         guard let object = ObjectReader(field, knownKeys: Self.identityKeys, in: context) else { return nil }
-        // Without `issuer` the token URL is required; with it, discovery supplies what is not set.
-        let hasIssuer = object.field("issuer") != nil
-        let tokenUrlField = hasIssuer ? object.field("tokenUrl") : object.required("tokenUrl")
-        let tokenUrl = tokenUrlField.flatMap {
-            context.parsed($0) { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) }
-        }
-        var identity = Identity(name: name, tokenUrl: tokenUrl)
         // Keys are read in one fixed order (reading reports errors), so `check` lists them in that
         // order; the grant and client authentication are made from the values at the end.
         let grant = object.field("grant") == nil ? .clientCredentials : object.parsed("grant", GrantType.parse)
+        // A GitHub App asks GitHub's API (`githubApiUrl`), not a token URL, with keys of its own.
+        let gitHub = grant == .gitHubAppInstallation ? GitHubAppDecoding(context: context) : nil
+        // Without `issuer` the token URL is required; with it, discovery supplies what is not set.
+        let hasIssuer = object.field("issuer") != nil
+        let tokenUrlField = hasIssuer || gitHub != nil ? object.field("tokenUrl") : object.required("tokenUrl")
+        let tokenUrl = tokenUrlField.flatMap {
+            context.parsed($0) { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) }
+        }
+        let gitHubAPI = gitHub?.decodeAPIURL(object)
+        let installation = gitHub?.decodeInstallation(object)
+        var identity = Identity(name: name, tokenUrl: gitHub == nil ? tokenUrl : gitHubAPI.flatMap { installation?.accessTokensURL(api: $0) })
         let clientId = object.nonEmptyString("clientId")
         let clientSecret = object.secret("clientSecret")
         identity.scope = object.field("scope").flatMap { context.stringOrStrings($0) }?.map(\.value).joined(separator: " ")
@@ -79,7 +84,8 @@ struct IdentityDecoding {
         let refreshToken = object.secret("refreshToken")
         let assertion = object.secret("assertion")
         identity.tls = object.field("tls").flatMap {
-            TLSSettingsDecoding(context: context).decodeTLS($0, endpoint: tokenUrl?.scheme, endpointName: "tokenUrl")
+            TLSSettingsDecoding(context: context).decodeTLS($0, endpoint: gitHub == nil ? tokenUrl?.scheme : gitHubAPI?.scheme,
+                                                            endpointName: gitHub == nil ? "tokenUrl" : "githubApiUrl")
         }
         identity.allowInsecureTokenUrl = object.bool("allowInsecureTokenUrl") ?? identity.allowInsecureTokenUrl
         identity.defaultExpiresInSeconds = object.seconds("defaultExpiresInSeconds") ?? identity.defaultExpiresInSeconds
@@ -98,23 +104,28 @@ struct IdentityDecoding {
         identity.redirectUri = object.parsed("redirectUri") { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: false) }
         identity.loginTimeoutSeconds = object.seconds("loginTimeoutSeconds") ?? identity.loginTimeoutSeconds
         identity.allowRemoteUse = object.bool("allowRemoteUse") ?? identity.allowRemoteUse
-        let clientAuth = ClientAuthDecoding(context: context)
-        identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
-        identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
-        identity.dpop = object.field("dpop").flatMap(DPoPDecoding(context: context).decodeDPoP)
+        // A GitHub App's JWT is its client authentication (the grant carries it); the keys of the
+        // OAuth methods and DPoP are reported unused (`GitHubAppDecoding`), not read.
+        if gitHub == nil {
+            let clientAuth = ClientAuthDecoding(context: context)
+            identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
+            identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
+            identity.dpop = object.field("dpop").flatMap(DPoPDecoding(context: context).decodeDPoP)
+        }
         identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
-                                    extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
+                                    extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor),
+                                    installation: installation)
         if let grant {
             IdentityKeyChecks(context: context).checkGrantRequirements(grant, object: object)
         }
         IdentityKeyChecks(context: context).checkInteractiveKeys(identity, object: object)
-        return tokenUrl == nil && !hasIssuer ? nil : identity
+        return identity.tokenUrl == nil && !hasIssuer ? nil : identity
     }
 
     /// The grant `type` makes of the values its keys gave. A value a grant needs and lacks is
     /// reported by `checkGrantRequirements` (the empty stand-in is never sent: the config fails).
     private static func grant(_ type: GrantType, username: String?, password: Secret?, refreshToken: Secret?,
-                              extensionFields fields: ExtensionFields) -> Grant {
+                              extensionFields fields: ExtensionFields, installation: GitHubAppInstallation?) -> Grant {
         switch type {
         case .clientCredentials: return .clientCredentials
         case .password: return .password(username: username ?? "", password: password ?? Secret(""))
@@ -131,6 +142,9 @@ struct IdentityDecoding {
                 return .jwtBearer(assertion: fields.assertion)
             }
             return .extension(uri: uri, fields: fields)
+        case .gitHubAppInstallation:
+            // Without its values (reported), the identity has no token URL and is not used.
+            return installation.map(Grant.gitHubAppInstallation) ?? .clientCredentials
         }
     }
 

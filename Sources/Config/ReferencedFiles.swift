@@ -50,17 +50,24 @@ struct ReferencedFiles {
     /// resolved path, or nil once the problem is reported: no such file, unreadable, not a PEM
     /// private key of a kind the relay uses. Messages name the file and OpenSSL's reason.
     func privateKey(inFile field: Field) -> (key: PrivateKey, path: String)? {
+        guard let (pem, path) = pemText(inFile: field) else { return nil }
+        do throws(CryptoError) {
+            return (try PrivateKey(pem: pem), path)
+        } catch {
+            context.report("not a usable PEM private key (\(error)): \(path)", at: field)
+            return nil
+        }
+    }
+
+    /// The text of the PEM file a field names, as it is (for a parser of key text), with the
+    /// resolved path; nil once the problem is reported (no such file, unreadable).
+    func pemText(inFile field: Field) -> (text: String, path: String)? {
         guard let path = existingFile(field) else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else {
             context.report("cannot read file: \(path)", at: field)
             return nil
         }
-        do throws(CryptoError) {
-            return (try PrivateKey(pem: String(decoding: data, as: UTF8.self)), path)
-        } catch {
-            context.report("not a usable PEM private key (\(error)): \(path)", at: field)
-            return nil
-        }
+        return (String(decoding: data, as: UTF8.self), path)
     }
 
     private static func unreadableFileProblem(_ path: String) -> String? {

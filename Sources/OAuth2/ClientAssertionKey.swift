@@ -1,9 +1,9 @@
 import Crypto
 import JOSE
 
-/// The private key a `private_key_jwt` client signs its assertions with, the algorithm it signs
-/// with and the `kid` the IdP knows it by. Loaded by Config (reading the file is I/O); used here
-/// only to sign.
+/// The private key a `private_key_jwt` client signs its assertions with (or a GitHub App its App
+/// JWTs), the algorithm it signs with and the `kid` the IdP knows it by. Loaded by Config (reading
+/// the file is I/O); used here only to sign.
 ///
 /// Two keys are equal when their public halves, algorithms and key ids are: a reload that
 /// rewrote the key file under the same name is a different key. The description names the

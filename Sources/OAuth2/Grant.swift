@@ -26,6 +26,9 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
     /// (for a token-exchange or jwt-bearer URI too when it sets fields those grants do not use).
     /// Its other form fields come from `params`.
     case `extension`(uri: String, fields: ExtensionFields)
+    /// Not OAuth: a GitHub App installation's access token, asked of GitHub's REST API with an
+    /// App JWT (`GitHubAppInstallation`).
+    case gitHubAppInstallation(GitHubAppInstallation)
 
     /// The grant's name, without its values.
     public var type: GrantType {
@@ -38,6 +41,7 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
         case .tokenExchange: .tokenExchange
         case .jwtBearer: .jwtBearer
         case .extension(let uri, _): .extension(uri)
+        case .gitHubAppInstallation: .gitHubAppInstallation
         }
     }
 

@@ -7,7 +7,8 @@ import Endpoints
 public struct Identity: Sendable, Equatable {
     /// The key in `identities`.
     public var name: String
-    /// The token endpoint as configured; nil when discovery (`issuer`) gives it.
+    /// The token endpoint as configured; nil when discovery (`issuer`) gives it. For a GitHub App,
+    /// its installation's access-token URL under `githubApiUrl`.
     public var tokenUrl: HTTPURL?
     /// Where a person logs in (authorization code grant); nil: from discovery.
     public var authorizationUrl: HTTPURL?

@@ -8,6 +8,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// non-JSON text, an empty body. `excerpt` is nil when the body was empty or could hold a
     /// token.
     case unexpectedStatus(status: Int, contentType: String?, excerpt: String?, retryAfter: Double?)
+    /// GitHub's REST API refused (`{"message": …, "documentation_url": …}`, any status but 2xx
+    /// and 3xx): a GitHub App's installation token request.
+    case gitHubAPI(GitHubAPIError, retryAfter: Double?)
     /// A 3xx: the token endpoint is never followed elsewhere. `location` is shown without its
     /// query or fragment.
     case redirect(status: Int, location: String?)
@@ -36,6 +39,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .oauth(_, let status, _), .unexpectedStatus(let status, _, _, _), .redirect(let status, _),
              .invalidTokenResponse(let status, _, _):
             status
+        case .gitHubAPI(let error, _):
+            error.status
         case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed:
             nil
         }
@@ -44,7 +49,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// `Retry-After` in seconds from the answer, if it had one.
     public var retryAfter: Double? {
         switch self {
-        case .oauth(_, _, let retryAfter), .unexpectedStatus(_, _, _, let retryAfter): retryAfter
+        case .oauth(_, _, let retryAfter), .unexpectedStatus(_, _, _, let retryAfter), .gitHubAPI(_, let retryAfter): retryAfter
         case .discovery(let error): error.retryAfter
         default: nil
         }
@@ -65,6 +70,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return error.isTemporary || Self.isTemporary(status: status)
         case .unexpectedStatus(let status, _, _, _):
             return Self.isTemporary(status: status)
+        case .gitHubAPI(let error, _):
+            return error.isRateLimit || Self.isTemporary(status: error.status)
         case .discovery(let error):
             return error.isTemporary
         case .redirect, .invalidTokenResponse, .clientAssertionFailed, .idToken, .dpopProofFailed:
@@ -77,11 +84,12 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     }
 
     /// A short code for logs, metrics and the `/identities` view: the OAuth error code, or
-    /// `http_503`, `redirect`, `invalid_token_response`, `unreachable`, `timeout`.
+    /// `http_503` (also for GitHub's API), `redirect`, `invalid_token_response`, `unreachable`, `timeout`.
     public var code: String {
         switch self {
         case .oauth(let error, _, _): error.code.rawValue
         case .unexpectedStatus(let status, _, _, _): "http_\(status)"
+        case .gitHubAPI(let error, _): "http_\(error.status)"
         case .redirect: "redirect"
         case .invalidTokenResponse: "invalid_token_response"
         case .unreachable: "unreachable"
@@ -113,6 +121,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             let body = excerpt.map { ": \"\($0)\"" } ?? ""
             return "\(endpoint) answered HTTP \(status) (\(contentType ?? "no content type")) without an OAuth error"
                 + Self.retryText(retryAfter) + body
+        case .gitHubAPI(let error, let retryAfter):
+            return "\(endpoint) answered HTTP \(error.status)" + Self.retryText(retryAfter) + ": \(error)"
         case .redirect(let status, let location):
             return "\(endpoint) answered HTTP \(status), a redirect" + (location.map { " to \($0)" } ?? "")
                 + "; redirects are not followed"

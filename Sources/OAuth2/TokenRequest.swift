@@ -5,16 +5,17 @@ import JOSE
 import SafeText
 
 /// One request to an identity's token endpoint, as plain values for the relay's HTTP client:
-/// `POST`, `url`, `headers` and the form `body`. The client adds the framing headers itself
+/// `POST`, `url`, `headers` and the `body` (an OAuth form, or for a GitHub App its JSON:
+/// `TokenRequestBody`). The client adds the framing headers itself
 /// (`Host`, `Content-Length`) and must not follow a redirect (it is reported as an error, so a
 /// secret never goes to another host).
 ///
 /// Built by `grant(for:at:)` (the identity's own grant) or `refresh(for:refreshToken:at:)`, or
 /// for the interactive grants and the IdP's other endpoints by the builders in
 /// `TokenRequest+Interactive.swift` (the token endpoint given, as discovery may supply it). With
-/// private_key_jwt or client_secret_jwt it is not ready to send until
-/// `withClientAssertion(unixTime:random:)` has signed a fresh assertion into it, which the token
-/// thread does just before sending (signing is not done under the lifecycle's lock). An
+/// private_key_jwt or client_secret_jwt (or as a GitHub App: `TokenRequest+GitHubApp.swift`) it
+/// is not ready to send until `withClientAssertion(unixTime:random:)` has signed a fresh assertion
+/// (the App JWT) into it, which the token thread does just before sending (signing is not done under the lifecycle's lock). An
 /// identity with `dpop` adds a proof the same way (`withDPoPProof`, TokenRequest+DPoP.swift). The
 /// answer is read with `parseResponse(_:unixTime:)`, which knows the identity's response
 /// field names and which secrets this request carried (so none is ever quoted in an error).
@@ -61,28 +62,33 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     public let url: HTTPURL
     public var method: String { "POST" }
     public internal(set) var headers: [HTTPField]
-    /// The `application/x-www-form-urlencoded` body.
-    public private(set) var body: [UInt8]
     /// How the answer is read.
     public let responseFormat: TokenResponseFormat
-    /// The names of the form fields, in order (for descriptions; the values may be secret).
-    public private(set) var fieldNames: [String]
     /// Every secret value the request carries, as sent and form-encoded (and the Basic
-    /// credentials), removed from IdP text quoted in errors: a debug page may echo the request.
+    /// credentials, the App JWT), removed from IdP text quoted in errors: a debug page may echo
+    /// the request.
     private(set) var secrets: [String]
-    /// The form, kept to add the client assertion to.
-    private var form: TokenForm
-    /// The client assertion still to be made, for the JWT client authentications.
-    private var pendingAssertion: PendingClientAssertion?
+    /// What the body holds, and the signature still to be made for it.
+    private var content: TokenRequestBody
 
-    /// True until the client assertion this request needs has been added.
-    public var needsClientAssertion: Bool { pendingAssertion != nil }
+    /// The body as sent (its `Content-Type` is among `headers`).
+    public var body: [UInt8] { content.bytes }
+
+    /// The names of the form fields or JSON members, in order (for descriptions; the values may
+    /// be secret).
+    public var fieldNames: [String] { content.fieldNames }
+
+    /// True until the client assertion (or App JWT) this request needs has been added.
+    public var needsClientAssertion: Bool { content.needsSignature }
 
     /// The request for the identity's own grant to `tokenEndpoint` (configured or discovered);
     /// nil for an interactive grant (`authorization_code`, `device_code`), which needs a person
     /// first (`authorizationCode(...)`, `deviceCodePoll(...)`).
     public static func grant(for identity: Identity, at tokenEndpoint: HTTPURL) -> TokenRequest? {
         guard !identity.grant.isInteractive else { return nil }
+        if case .gitHubAppInstallation(let installation) = identity.grant {
+            return TokenRequest(gitHubApp: installation, identity: identity, url: tokenEndpoint)
+        }
         var form = TokenForm(grantType: identity.grant.grantType)
         switch identity.grant {
         case .password(let username, let password):
@@ -96,7 +102,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             form.add(ExtensionFields(assertion: assertion))
         case .extension(_, let fields):
             form.add(fields)
-        case .clientCredentials, .authorizationCode, .deviceCode:
+        case .clientCredentials, .authorizationCode, .deviceCode, .gitHubAppInstallation:
             break
         }
         form.add("scope", identity.scope)
@@ -121,10 +127,8 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     /// 7523 §3 and RFC 8628 §3.1 authenticate the client as at the token endpoint.
     init(purpose: Purpose, form: TokenForm, identity: Identity, url: HTTPURL, tokenEndpoint: HTTPURL? = nil) {
         var form = form
-        var headers = [
-            HTTPField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
-            HTTPField(name: "Accept", value: "application/json"),
-        ]
+        var headers = [HTTPField(name: "Accept", value: "application/json")]
+        var pendingAssertion: PendingClientAssertion?
         let audience = Self.assertionAudience(of: identity, tokenEndpoint: tokenEndpoint ?? url)
         switch identity.clientAuth {
         case .basic(let id, let secret):
@@ -149,6 +153,17 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         if Self.sendsParams(purpose, identity: identity) {
             form.addParams(identity.params)
         }
+        self.init(purpose: purpose, url: url, headers: headers, content: .form(form, pendingAssertion: pendingAssertion),
+                  identity: identity, secrets: form.secrets)
+    }
+
+    /// A request of `content` to `url`, its `Content-Type` first, then `headers` and the
+    /// identity's own (which replace any of the same name).
+    init(purpose: Purpose, url: HTTPURL, headers: [HTTPField], content: TokenRequestBody, identity: Identity, secrets: [String]) {
+        var headers = headers
+        if let contentType = content.contentType {
+            headers.insert(HTTPField(name: "Content-Type", value: contentType), at: 0)
+        }
         for (name, value) in identity.headers.sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
             headers.removeAll { $0.name.lowercased() == name.lowercased() }
             headers.append(HTTPField(name: name, value: value))
@@ -156,27 +171,34 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         self.purpose = purpose
         self.url = url
         self.headers = headers
-        self.body = Array(FormURLEncoding.encode(form.fields).utf8)
         self.responseFormat = TokenResponseFormat(identity: identity)
-        self.fieldNames = form.fields.map(\.name)
-        self.secrets = form.secrets
-        self.form = form
+        self.secrets = secrets
+        self.content = content
     }
 
     /// The request with a new client assertion in its form (`client_assertion_type` and
     /// `client_assertion`, RFC 7521 §4.2), `iat` = `unixTime` (wall-clock seconds) and a `jti`
-    /// from `random`; the request itself when its client authentication needs none. Call it once
-    /// per request sent: an assertion is single-use.
+    /// from `random`; for a GitHub App, with a new App JWT as its `Authorization: Bearer`
+    /// (`GitHubAppJWT`, its times from `unixTime`); the request itself when its client
+    /// authentication needs neither. Call it once per request sent: an assertion is single-use.
     public func withClientAssertion(unixTime: Int64, random: inout some RandomNumberGenerator) throws(TokenEndpointError) -> TokenRequest {
-        guard let pendingAssertion else { return self }
-        let assertion = try pendingAssertion.make(unixTime: unixTime, random: &random)
         var signed = self
-        signed.form.add("client_assertion_type", ClientAssertion.type)
-        signed.form.add("client_assertion", Secret(assertion))
-        signed.body = Array(FormURLEncoding.encode(signed.form.fields).utf8)
-        signed.fieldNames = signed.form.fields.map(\.name)
-        signed.secrets = signed.form.secrets
-        signed.pendingAssertion = nil
+        switch content {
+        case .form(var form, let pending?):
+            let assertion = try pending.make(unixTime: unixTime, random: &random)
+            form.add("client_assertion_type", ClientAssertion.type)
+            form.add("client_assertion", Secret(assertion))
+            signed.content = .form(form, pendingAssertion: nil)
+            signed.secrets = form.secrets
+        case .gitHubApp(let json, let pending?):
+            let jwt = try pending.make(unixTime: unixTime)
+            signed.headers.removeAll { $0.name.lowercased() == "authorization" }
+            signed.headers.append(HTTPField(name: "Authorization", value: "Bearer " + jwt))
+            signed.content = .gitHubApp(json, pendingJWT: nil)
+            signed.secrets.append(jwt)
+        case .form(_, nil), .gitHubApp(_, nil):
+            return self
+        }
         return signed
     }
 

@@ -12,6 +12,8 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
     /// Where `expiresIn` came from.
     public enum ExpirySource: String, Sendable, Equatable {
         case expiresIn = "expires_in"
+        /// When the answer says the token expires (GitHub's `expires_at`).
+        case expiresAt = "expires_at"
         case jwtExp = "jwt_exp"
         case defaultLifetime = "default"
     }
@@ -46,9 +48,13 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
 
     /// Reads a token endpoint's answer: a token, or the error it is (see `TokenEndpointError`).
     /// `secrets` are the values the request carried, removed from any text quoted in an error;
-    /// `unixTime` is the wall-clock time, for a JWT's `exp` and an HTTP-date `Retry-After`.
+    /// `unixTime` is the wall-clock time, for a JWT's `exp` and an HTTP-date `Retry-After`. A
+    /// GitHub App's answer has a shape of its own (`GitHubTokenAnswer`).
     public static func parse(_ reply: TokenEndpointReply, format: TokenResponseFormat = TokenResponseFormat(),
                              secrets: [String] = [], unixTime: Double) throws(TokenEndpointError) -> TokenResponse {
+        if format.shape == .gitHubInstallationToken {
+            return try GitHubTokenAnswer.parse(reply, format: format, secrets: secrets, unixTime: unixTime)
+        }
         let members = try EndpointAnswer.successMembers(of: reply, format: format, secrets: secrets, unixTime: unixTime)
         guard let members else {
             throw .invalidTokenResponse(status: reply.status, contentType: reply.mediaType,
@@ -62,15 +68,11 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
     private init(members: [String: JSONValue], format: TokenResponseFormat, unixTime: Double,
                  invalid: (String) -> TokenEndpointError) throws(TokenEndpointError) {
         let names = format.fields
-        guard let value = members[names.token] else {
-            let present = members.keys.sorted().prefix(10).map { ErrorText.clean($0, removing: []) }
-            throw invalid("no \(names.token) field (fields: \(present.joined(separator: ", ")))")
-        }
-        guard let token = value.string, !token.isEmpty else {
-            throw invalid("\(names.token) is not a non-empty string")
-        }
-        guard token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw invalid("\(names.token) holds characters that cannot go in a header (spaces, control or non-ASCII characters)")
+        let token: String
+        do throws(UnusableAnswer) {
+            token = try Self.token(in: members, field: names.token)
+        } catch {
+            throw invalid(error.reason)
         }
         accessToken = Secret(token)
         tokenType = Self.normalizedType(members[names.type]?.string)
@@ -99,6 +101,21 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
         idToken = members["id_token"]?.string.flatMap { $0.isEmpty ? nil : Secret($0) }
     }
 
+    /// The token in `members[field]`: a non-empty string that can go in a header.
+    static func token(in members: [String: JSONValue], field: String) throws(UnusableAnswer) -> String {
+        guard let value = members[field] else {
+            let present = members.keys.sorted().prefix(10).map { ErrorText.clean($0, removing: []) }
+            throw UnusableAnswer("no \(field) field (fields: \(present.joined(separator: ", ")))")
+        }
+        guard let token = value.string, !token.isEmpty else {
+            throw UnusableAnswer("\(field) is not a non-empty string")
+        }
+        guard token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw UnusableAnswer("\(field) holds characters that cannot go in a header (spaces, control or non-ASCII characters)")
+        }
+        return token
+    }
+
     /// The token types the relay can put on a request (RFC 6750, RFC 9449).
     static let usableTypes: Set<String> = ["Bearer", "DPoP"]
 
@@ -124,5 +141,14 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
 
     public var customMirror: Mirror {
         Mirror(self, children: ["response": description], displayStyle: .struct)
+    }
+}
+
+/// Why a successful answer cannot be used: the reason of its `invalidTokenResponse`.
+struct UnusableAnswer: Error {
+    let reason: String
+
+    init(_ reason: String) {
+        self.reason = reason
     }
 }

@@ -2,8 +2,8 @@ import Crypto
 import OAuth2
 
 /// A digest of the identity settings a stored token depends on: the client, the token endpoint,
-/// the grant (with its user name, not its secrets), scope, audience, resource and the DPoP key's
-/// thumbprint. An entry whose fingerprint differs from the identity's current one is never used,
+/// the grant (with its user name, not its secrets; a GitHub App's ID and what narrows its token),
+/// scope, audience, resource and the DPoP key's thumbprint. An entry whose fingerprint differs from the identity's current one is never used,
 /// so changing any of them (a new client, another scope, another DPoP key) costs a fresh token
 /// instead of a token for other settings.
 ///
@@ -35,6 +35,12 @@ public struct SettingsFingerprint: Sendable, Equatable, CustomStringConvertible 
         // identities with a configured token URL keep their fingerprint).
         if identity.tokenUrl == nil { parts.append(("issuer", identity.issuer)) }
         if case .password(let username, _) = identity.grant { parts.append(("username", username)) }
+        // A GitHub App's installation is in its token URL; its repositories and permissions too
+        // decide what the token may do (added only for this grant, so other entries keep theirs).
+        if case .gitHubAppInstallation(let installation) = identity.grant {
+            parts.append(("gitHubAppID", installation.appID))
+            parts.append(("gitHubTokenLimits", installation.requestBody?.serialized))
+        }
         for resource in identity.resource { parts.append(("resource", resource)) }
         // A DPoP-bound token is useless with any other key: the key's thumbprint (public) is part
         // of the settings. Only for identities with a key file; without DPoP the encoding is the
