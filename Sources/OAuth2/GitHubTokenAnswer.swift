@@ -13,21 +13,23 @@ import SafeText
 /// `x-ratelimit-remaining: 0`, until `x-ratelimit-reset` (seconds since 1970); a message that
 /// names a rate limit with neither, at least a minute.
 enum GitHubTokenAnswer {
-    /// The names the answer uses, for `ErrorText.excerpt` (a body naming `token` is never quoted).
-    static let fields = ResponseFields(token: "token", expiry: "expires_at", type: "token_type")
+    /// How such answers are read: GitHub's names (so `ErrorText.excerpt` never quotes a body
+    /// naming `token`).
+    static let format = TokenResponseFormat(shape: .gitHubInstallationToken,
+                                            fields: ResponseFields(token: "token", expiry: "expires_at", type: "token_type"))
+    private static let fields = format.fields
 
     /// How long to wait after a rate limit that says nothing of when it ends.
     static let rateLimitWaitSeconds: Double = 60
 
-    static func parse(_ reply: TokenEndpointReply, format: TokenResponseFormat, secrets: [String],
-                      unixTime: Double) throws(TokenEndpointError) -> TokenResponse {
+    static func parse(_ reply: TokenEndpointReply, secrets: [String], unixTime: Double) throws(TokenEndpointError) -> TokenResponse {
         let status = reply.status
         if (300..<400).contains(status) {
             throw .redirect(status: status, location: reply.header("Location").map { ErrorText.location($0, removing: secrets) })
         }
         let members = reply.body.isEmpty ? nil : (try? JSONValue(parsing: reply.body))?.dictionary
         guard (200..<300).contains(status) else {
-            throw error(of: reply, members: members, format: format, secrets: secrets, unixTime: unixTime)
+            throw error(of: reply, members: members, secrets: secrets, unixTime: unixTime)
         }
         func invalid(_ reason: String) -> TokenEndpointError {
             .invalidTokenResponse(status: status, contentType: reply.mediaType, reason: reason)
@@ -58,8 +60,8 @@ enum GitHubTokenAnswer {
 
     /// The error a status other than 2xx and 3xx is: GitHub's error object when the body is one
     /// (a JSON object with a `message` string), else the status with an excerpt of the body.
-    private static func error(of reply: TokenEndpointReply, members: [String: JSONValue]?, format: TokenResponseFormat,
-                              secrets: [String], unixTime: Double) -> TokenEndpointError {
+    private static func error(of reply: TokenEndpointReply, members: [String: JSONValue]?, secrets: [String],
+                              unixTime: Double) -> TokenEndpointError {
         let retryAfter = reply.header("Retry-After").flatMap { RetryAfter.seconds($0, unixTime: unixTime) }
         guard let message = members?["message"]?.string else {
             return .unexpectedStatus(status: reply.status, contentType: reply.mediaType,

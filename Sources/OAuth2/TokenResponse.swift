@@ -53,7 +53,7 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
     public static func parse(_ reply: TokenEndpointReply, format: TokenResponseFormat = TokenResponseFormat(),
                              secrets: [String] = [], unixTime: Double) throws(TokenEndpointError) -> TokenResponse {
         if format.shape == .gitHubInstallationToken {
-            return try GitHubTokenAnswer.parse(reply, format: format, secrets: secrets, unixTime: unixTime)
+            return try GitHubTokenAnswer.parse(reply, secrets: secrets, unixTime: unixTime)
         }
         let members = try EndpointAnswer.successMembers(of: reply, format: format, secrets: secrets, unixTime: unixTime)
         guard let members else {

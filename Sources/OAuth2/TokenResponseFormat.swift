@@ -26,7 +26,7 @@ public struct TokenResponseFormat: Sendable, Equatable {
 
     public init(identity: Identity) {
         if case .gitHubAppInstallation = identity.grant {
-            self.init(shape: .gitHubInstallationToken, fields: GitHubTokenAnswer.fields)
+            self = GitHubTokenAnswer.format
         } else {
             self.init(fields: identity.responseFields, defaultExpiresInSeconds: identity.defaultExpiresInSeconds,
                       acceptsDPoP: identity.dpop != nil)

@@ -65,6 +65,32 @@ final class SettingsFingerprintTests: XCTestCase {
         XCTAssertEqual(SettingsFingerprint(generated), SettingsFingerprint(identity()), "a generated key's tokens are never stored")
     }
 
+    /// A GitHub App's token depends on the App, the installation (in the token URL) and what
+    /// narrows it; a rotated App key keeps it (the same App asked for it).
+    func testAGitHubAppsIDAndLimitsChangeIt() throws {
+        let keys = try (0..<2).map { _ in try GitHubAppInstallation.appKey(pem: PrivateKey.generate(.rsa(bits: 2048)).pemRepresentation()) }
+        func app(key: ClientAssertionKey = keys[0], _ configure: (inout GitHubAppInstallation) -> Void = { _ in }) throws -> Identity {
+            var installation = GitHubAppInstallation(appID: "12345", key: key, installationID: 678, repositories: ["docs"],
+                                                     permissions: ["contents": .read])
+            configure(&installation)
+            return Identity(name: "gh", tokenUrl: installation.accessTokensURL(api: GitHubAppInstallation.defaultAPIURL),
+                            grant: .gitHubAppInstallation(installation))
+        }
+        let base = SettingsFingerprint(try app())
+        XCTAssertEqual(SettingsFingerprint(try app(key: keys[1])), base, "another key of the same App")
+        let changes: [(String, (inout GitHubAppInstallation) -> Void)] = [
+            ("app", { $0.appID = "Iv23liAbCdEf01234567" }),
+            ("installation", { $0.installationID = 679 }),
+            ("repositories", { $0.repositories = ["docs", "site"] }),
+            ("repository IDs", { $0.repositoryIDs = [42] }),
+            ("permission level", { $0.permissions = ["contents": .write] }),
+            ("no limits", { ($0.repositories, $0.permissions) = ([], [:]) }),
+        ]
+        for (what, change) in changes {
+            XCTAssertNotEqual(SettingsFingerprint(try app(change)), base, what)
+        }
+    }
+
     /// Length prefixes keep a boundary from moving between two parts.
     func testPartsCannotRunIntoEachOther() {
         var first = identity(), second = identity()
