@@ -36,7 +36,7 @@ SWIFT_CONFIG = REPO / "Sources" / "Config"
 EXAMPLES = sorted(path for path in CONFIG_DIR.glob("*.json") if path != SCHEMA_PATH)
 # The common cases of issue 5 ("Config ergonomics"), each with an example file.
 REQUIRED_EXAMPLES = {"demo.json", "sidecar.json", "legacy-password.json", "token-exchange.json",
-                     "dev-proxy-https.json", "private-key-jwt.json"}
+                     "dev-proxy-https.json", "private-key-jwt.json", "github-app.json"}
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -44,6 +44,8 @@ JWT_TYPE = "urn:ietf:params:oauth:token-type:jwt"
 
 # Files the sample configs name by relative path (resolved against the config's directory).
 SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE = "secret.txt", "cert.pem", "key.pem", "store.key"
+# A GitHub App's key: RSA (its App JWT is RS256), as GitHub hands it out (PKCS#1).
+APP_KEY_FILE = "app-key.pem"
 # client_secret_jwt signs with HS256, whose key must be at least 32 bytes (RFC 7518 §3.2).
 JWT_SECRET = "sample-client-secret-of-32-bytes-or-more"
 JWT_SECRET_FILE = "jwt-secret.txt"
@@ -64,12 +66,14 @@ def material(tmp_path_factory) -> Path:
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-keyout", str(directory / KEY_FILE), "-out", str(directory / CERT_FILE), "-days", "2",
                     "-subj", "/CN=localhost"], check=True, capture_output=True, timeout=scaled(30))
+    subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out",
+                    str(directory / APP_KEY_FILE)], check=True, capture_output=True, timeout=scaled(30))
     return directory
 
 
 @pytest.fixture
 def workdir(tmp_path, material) -> Path:
-    for name in (SECRET_FILE, JWT_SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE):
+    for name in (SECRET_FILE, JWT_SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE, APP_KEY_FILE):
         shutil.copy(material / name, tmp_path / name)
     return tmp_path
 
@@ -383,6 +387,11 @@ def extension(grant: str, **keys) -> dict:
     return {"identities": {"svc": {"tokenUrl": TOKEN_URL, "grant": grant, **keys}}}
 
 
+def github_app(**keys) -> dict:
+    return {"identities": {"gh": {"grant": "github_app_installation", "appId": "12345", "installationId": "678",
+                                  "clientKeyFile": APP_KEY_FILE, **keys}}}
+
+
 def exchange(subject: dict | None = None, **keys) -> dict:
     subject = {"subjectToken": "subject-jwt"} if subject is None else subject
     return extension(TOKEN_EXCHANGE, **subject, subjectTokenType=JWT_TYPE, **keys)
@@ -506,6 +515,12 @@ KEY_SAMPLES: dict[str, dict] = {
                                              revocationUrl="https://idp.example.test/revoke"),
     "$.identities.*.loginTimeoutSeconds": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL, loginTimeoutSeconds=120),
     "$.identities.*.allowRemoteUse": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL, allowRemoteUse=True),
+    "$.identities.*.appId": github_app(appId=12345),
+    "$.identities.*.installationId": github_app(installationId=678),
+    "$.identities.*.githubApiUrl": github_app(githubApiUrl="https://github.example.test/api/v3"),
+    "$.identities.*.repositories": github_app(repositories=["docs", "hello-world"]),
+    "$.identities.*.repositoryIds": github_app(repositoryIds=[1296269]),
+    "$.identities.*.permissions": github_app(permissions={"contents": "read", "pull_requests": "write"}),
 }
 
 # Other accepted forms worth pinning down: the alternatives of anyOf/oneOf and ${...} references.
@@ -526,6 +541,10 @@ OTHER_SAMPLES: dict[str, tuple[dict, dict[str, str]]] = {
     "token exchange from params": (
         extension(TOKEN_EXCHANGE, params={"subject_token": "t", "subject_token_type": JWT_TYPE}), {}),
     "public client with clientId": (identity(clientAuth="none"), {}),
+    "a GitHub App by its client ID, on GitHub Enterprise Server over TLS": (
+        github_app(appId="Iv23liAbCdEf01234567", githubApiUrl="https://github.example.test/api/v3",
+                   tls={"caFile": CERT_FILE}, headers={"X-Team": "platform"}, refreshSkewSeconds=60), {}),
+    "a GitHub App on a loopback API over plain http": (github_app(githubApiUrl="http://127.0.0.1:8080"), {}),
     "dpop off": (identity(dpop=False), {}),
     "a DPoP key file with its algorithm": (identity(dpop={"keyFile": KEY_FILE, "alg": "ES256"}), {}),
     "${...} wherever the schema constrains a string": ({
@@ -563,6 +582,7 @@ GRANT_SAMPLES = {
     "device_code": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL),
     "urn:ietf:params:oauth:grant-type:device_code": identity(grant="urn:ietf:params:oauth:grant-type:device_code",
                                                              deviceAuthorizationUrl=DEVICE_URL),
+    "github_app_installation": github_app(),
 }
 CLIENT_AUTH_SAMPLES = {
     "basic": identity(clientSecret="s3cret", clientAuth="basic"),
@@ -740,6 +760,17 @@ REJECTED_BY_BOTH = [
     ("identity name with a space", {"identities": {"my svc": identity()["identities"]["svc"]}},
      '$.identities["my svc"]'),
     ("resource with a fragment", identity(resource="https://orders.internal/#x"), "$.identities.svc.resource"),
+    ("a GitHub App without its installation", {"identities": {"gh": {"grant": "github_app_installation", "appId": "1",
+                                                                     "clientKeyFile": APP_KEY_FILE}}},
+     "$.identities.gh.installationId"),
+    ("a GitHub App with a token URL", github_app(tokenUrl=TOKEN_URL), "$.identities.gh.tokenUrl"),
+    ("a GitHub App with a scope", github_app(scope="repo"), "$.identities.gh.scope"),
+    ("a GitHub App named by its slug", github_app(appId="my-app"), "$.identities.gh.appId"),
+    ("a repository with its owner", github_app(repositories=["octo/hello"]), "$.identities.gh.repositories[0]"),
+    ("an empty repository list", github_app(repositoryIds=[]), "$.identities.gh.repositoryIds"),
+    ("a permission level GitHub has not", github_app(permissions={"issues": "owner"}), "$.identities.gh.permissions.issues"),
+    ("tls for an http GitHub API", github_app(githubApiUrl="http://127.0.0.1:8080", tls={}), "$.identities.gh.tls"),
+    ("a GitHub App key with client_credentials", identity(installationId=678), "$.identities.svc.installationId"),
     ("store without a key", {"store": {"path": "token-store"}}, "$.store.key"),
     ("store without path or redis", {"store": {"key": STORE_KEY}}, "$.store.path"),
     ("a redis store over TLS", {"store": {"redis": "rediss://127.0.0.1:6380/0", "key": STORE_KEY}}, "$.store.redis"),
@@ -786,6 +817,12 @@ EXAMPLE_ENV = {
     "PAYMENTS_CLIENT_ID": "payments-relay",
     "PAYMENTS_CLIENT_KEY_FILE": "{key}",
     "PAYMENTS_DPOP_KEY_FILE": "{key}",
+    "GITHUB_APP_ID": "12345",
+    "GITHUB_INSTALLATION_ID": "678",
+    "GITHUB_APP_KEY_FILE": "{app_key}",
+    "GHES_APP_ID": "Iv23liAbCdEf01234567",
+    "GHES_INSTALLATION_ID": "9",
+    "GHES_APP_KEY_FILE": "{app_key}",
 }
 REFERENCE = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
 
@@ -807,7 +844,8 @@ def test_every_example_passes_check(material, example):
     assert not unset, f"{example.name} needs {unset}: add sample values to EXAMPLE_ENV"
     files = sorted({name for name, _ in references if name.endswith("_FILE") and name not in EXAMPLE_ENV})
     assert not files, f"{example.name}: give {files} a sample file (the default paths need not exist here)"
-    env = {name: EXAMPLE_ENV[name].format(secret=material / SECRET_FILE, ca=material / CERT_FILE, key=material / KEY_FILE)
+    env = {name: EXAMPLE_ENV[name].format(secret=material / SECRET_FILE, ca=material / CERT_FILE, key=material / KEY_FILE,
+                                          app_key=material / APP_KEY_FILE)
            for name, _ in references if name in EXAMPLE_ENV}
     result = check(example, env)
     assert result.returncode == 0, output(result)
@@ -832,6 +870,10 @@ def test_the_examples_show_what_their_names_say():
     assert exchanged["grant"] == TOKEN_EXCHANGE and {"subjectTokenFile", "subjectTokenType"} <= set(exchanged)
     keyed = next(iter(files["private-key-jwt.json"]["identities"].values()))
     assert keyed["clientAuth"] == "private_key_jwt" and "clientKeyFile" in keyed and "clientSecret" not in keyed
+    apps = files["github-app.json"]["identities"]
+    assert {identity["grant"] for identity in apps.values()} == {"github_app_installation"}
+    assert any("githubApiUrl" in identity for identity in apps.values())
+    assert any({"repositories", "permissions"} <= set(identity) for identity in apps.values())
     dev_route = files["dev-proxy-https.json"]["routes"][0]
     assert "https://" in dev_route["upstream"] and dev_route["tls"] and dev_route.get("identity")
     for name, config in files.items():
