@@ -13,11 +13,15 @@ import SafeText
 /// `x-ratelimit-remaining: 0`, until `x-ratelimit-reset` (seconds since 1970); a message that
 /// names a rate limit with neither, at least a minute.
 enum GitHubTokenAnswer {
+    /// The members of a success that the relay reads.
+    static let tokenMember = "token"
+    static let expiryMember = "expires_at"
+
     /// How such answers are read: GitHub's names (so `ErrorText.excerpt` never quotes a body
     /// naming `token`).
     static let format = TokenResponseFormat(shape: .gitHubInstallationToken,
-                                            fields: ResponseFields(token: "token", expiry: "expires_at", type: "token_type"))
-    private static let fields = format.fields
+                                            fields: ResponseFields(token: ResponseMember(stringLiteral: tokenMember),
+                                                                   expiry: ResponseMember(stringLiteral: expiryMember)))
 
     /// How long to wait after a rate limit that says nothing of when it ends.
     static let rateLimitWaitSeconds: Double = 60
@@ -39,11 +43,11 @@ enum GitHubTokenAnswer {
         }
         let token: String
         do throws(UnusableAnswer) {
-            token = try TokenResponse.token(in: members, field: fields.token)
+            token = try TokenResponse.token(in: members, at: format.fields.token)
         } catch {
             throw invalid(error.reason)
         }
-        guard let expiry = members[fields.expiry] else {
+        guard let expiry = members[expiryMember] else {
             throw invalid("no expires_at field: GitHub says when every installation token expires")
         }
         guard let text = expiry.string, let expiresAt = RFC3339Time.seconds(text) else {
@@ -52,7 +56,7 @@ enum GitHubTokenAnswer {
         guard expiresAt > unixTime else {
             throw invalid("expires_at is not in the future: the token has already expired")
         }
-        let lifetime = TokenLifetime.until(expiresAt - unixTime, field: fields.expiry)
+        let lifetime = TokenLifetime.until(expiresAt - unixTime, field: expiryMember)
         var response = TokenResponse(accessToken: Secret(token), expiresIn: lifetime.seconds, expirySource: .expiresAt)
         response.lifetimeWarnings = lifetime.warnings
         return response

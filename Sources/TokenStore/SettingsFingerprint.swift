@@ -3,7 +3,8 @@ import OAuth2
 
 /// A digest of the identity settings a stored token depends on: the client, the token endpoint,
 /// the grant (with its user name, not its secrets; a GitHub App's ID and what narrows its token),
-/// scope, audience, resource and the DPoP key's thumbprint. An entry whose fingerprint differs from the identity's current one is never used,
+/// scope, audience, resource, the extra parameters of a login's authorization request, where the
+/// answer's token is read from, and the DPoP key's thumbprint. An entry whose fingerprint differs from the identity's current one is never used,
 /// so changing any of them (a new client, another scope, another DPoP key) costs a fresh token
 /// instead of a token for other settings.
 ///
@@ -42,6 +43,15 @@ public struct SettingsFingerprint: Sendable, Equatable, CustomStringConvertible 
             parts.append(("gitHubTokenLimits", installation.requestBody?.serialized))
         }
         for resource in identity.resource { parts.append(("resource", resource)) }
+        // What a person consents to (Slack's `user_scope`, Auth0's `audience`), and which of an
+        // answer's tokens is taken (Slack's bot or user token). Added only when set, so entries
+        // of identities without them keep their fingerprint.
+        for (name, value) in identity.authorizationParams.sorted(by: { $0.key < $1.key }) {
+            parts += [("authorizationParamName", name), ("authorizationParamValue", value)]
+        }
+        if identity.responseFields.token != ResponseFields().token {
+            parts.append(("responseToken", identity.responseFields.token.description))
+        }
         // A DPoP-bound token is useless with any other key: the key's thumbprint (public) is part
         // of the settings. Only for identities with a key file; without DPoP the encoding is the
         // one entries were written with before DPoP existed, so they still open.
