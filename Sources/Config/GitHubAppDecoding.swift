@@ -138,7 +138,9 @@ struct GitHubAppDecoding {
         if text.contains("/") {
             throw InvalidValue("expected a repository's name without its owner (the installation's account owns it), got \"\(text)\"")
         }
-        let allowed = text.utf8.allSatisfy { ASCII.isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
+        let allowed = text.utf8.allSatisfy {
+            ASCII.isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")
+        }
         guard (1...100).contains(text.utf8.count), allowed, text != ".", text != ".." else {
             throw InvalidValue("expected a repository name (letters, digits, \".\", \"-\" and \"_\", at most 100), got \"\(text)\"")
         }

@@ -63,7 +63,8 @@ struct IdentityDecoding {
         }
         let gitHubAPI = gitHub?.decodeAPIURL(object)
         let installation = gitHub?.decodeInstallation(object)
-        var identity = Identity(name: name, tokenUrl: gitHub == nil ? tokenUrl : gitHubAPI.flatMap { installation?.accessTokensURL(api: $0) })
+        let gitHubTokenURL = gitHubAPI.flatMap { installation?.accessTokensURL(api: $0) }
+        var identity = Identity(name: name, tokenUrl: gitHub == nil ? tokenUrl : gitHubTokenURL)
         let clientId = object.nonEmptyString("clientId")
         let clientSecret = object.secret("clientSecret")
         identity.scope = object.field("scope").flatMap { context.stringOrStrings($0) }?.map(\.value).joined(separator: " ")

@@ -6,17 +6,17 @@ import SafeText
 
 /// One request to an identity's token endpoint, as plain values for the relay's HTTP client:
 /// `POST`, `url`, `headers` and the `body` (an OAuth form, or for a GitHub App its JSON:
-/// `TokenRequestBody`). The client adds the framing headers itself
-/// (`Host`, `Content-Length`) and must not follow a redirect (it is reported as an error, so a
-/// secret never goes to another host).
+/// `TokenRequestBody`). The client adds the framing headers itself (`Host`, `Content-Length`)
+/// and must not follow a redirect (it is reported as an error, so a secret never goes to another
+/// host).
 ///
 /// Built by `grant(for:at:)` (the identity's own grant) or `refresh(for:refreshToken:at:)`, or
 /// for the interactive grants and the IdP's other endpoints by the builders in
 /// `TokenRequest+Interactive.swift` (the token endpoint given, as discovery may supply it). With
 /// private_key_jwt or client_secret_jwt (or as a GitHub App: `TokenRequest+GitHubApp.swift`) it
 /// is not ready to send until `withClientAssertion(unixTime:random:)` has signed a fresh assertion
-/// (the App JWT) into it, which the token thread does just before sending (signing is not done under the lifecycle's lock). An
-/// identity with `dpop` adds a proof the same way (`withDPoPProof`, TokenRequest+DPoP.swift). The
+/// (the App JWT) into it, which the token thread does just before sending (signing is not done
+/// under the lifecycle's lock). An identity with `dpop` adds a proof the same way (`withDPoPProof`, TokenRequest+DPoP.swift). The
 /// answer is read with `parseResponse(_:unixTime:)`, which knows the identity's response
 /// field names and which secrets this request carried (so none is ever quoted in an error).
 public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {

@@ -1,6 +1,5 @@
 import JOSE
 import JSON
-import SafeText
 
 /// What a request to an IdP carries in its body, with the signature still to be made for it
 /// just before it is sent (`TokenRequest.withClientAssertion`: single-use and short-lived, so

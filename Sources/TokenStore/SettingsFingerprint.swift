@@ -4,9 +4,9 @@ import OAuth2
 /// A digest of the identity settings a stored token depends on: the client, the token endpoint,
 /// the grant (with its user name, not its secrets; a GitHub App's ID and what narrows its token),
 /// scope, audience, resource, the extra parameters of a login's authorization request, where the
-/// answer's token is read from, and the DPoP key's thumbprint. An entry whose fingerprint differs from the identity's current one is never used,
-/// so changing any of them (a new client, another scope, another DPoP key) costs a fresh token
-/// instead of a token for other settings.
+/// answer's token is read from, and the DPoP key's thumbprint. An entry whose fingerprint differs
+/// from the identity's current one is never used, so changing any of them (a new client, another
+/// scope, another DPoP key) costs a fresh token instead of a token for other settings.
 ///
 /// Secrets are left out entirely, not hashed: the fingerprint is stored in the clear in the
 /// entry's header, and a digest of a low-entropy password could be guessed offline. A rotated
