@@ -5,7 +5,7 @@ import SafeText
 
 /// Reads `identities`: each identity's token endpoint, grant, credentials, request fields and
 /// options. The keys each grant needs or must not have are `IdentityKeyChecks`'s, the client
-/// authentication `ClientAuthDecoding`'s.
+/// authentication `ClientAuthDecoding`'s, a Google service account's `ServiceAccountDecoding`'s.
 struct IdentityDecoding {
     let context: DecodingContext
 
@@ -17,7 +17,7 @@ struct IdentityDecoding {
         "actorTokenType", "issuer", "clientKeyFile", "clientKeyId", "clientAssertionAlg", "clientAssertionAudience",
         "authorizationUrl", "deviceAuthorizationUrl", "jwksUrl", "revocationUrl", "redirectUri", "loginTimeoutSeconds",
         "allowRemoteUse", "authorizationParams",
-        "dpop",
+        "dpop", "serviceAccountKeyFile", "serviceAccountSubject", "selfSignedJwt",
         "appId", "installationId", "githubApiUrl", "repositories", "repositoryIds", "permissions",
     ]
 
@@ -55,12 +55,16 @@ struct IdentityDecoding {
         let grant = object.field("grant") == nil ? .clientCredentials : object.parsed("grant", GrantType.parse)
         // A GitHub App asks GitHub's API (`githubApiUrl`), not a token URL, with keys of its own.
         let gitHub = grant == .gitHubAppInstallation ? GitHubAppDecoding(context: context) : nil
-        // Without `issuer` the token URL is required; with it, discovery supplies what is not set.
+        // Without `issuer` the token URL is required; with it, discovery supplies what is not set,
+        // and a service account's key file names it (`token_uri`, which `tokenUrl` overrides).
         let hasIssuer = object.field("issuer") != nil
-        let tokenUrlField = hasIssuer || gitHub != nil ? object.field("tokenUrl") : object.required("tokenUrl")
+        let serviceAccountKeyFile = object.field("serviceAccountKeyFile")
+        let serviceAccountKey = serviceAccountKeyFile.flatMap { context.files.serviceAccountKey(inFile: $0) }
+        let tokenUrlNeeded = !hasIssuer && serviceAccountKeyFile == nil && gitHub == nil
+        let tokenUrlField = tokenUrlNeeded ? object.required("tokenUrl") : object.field("tokenUrl")
         let tokenUrl = tokenUrlField.flatMap {
             context.parsed($0) { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) }
-        }
+        } ?? serviceAccountKey?.tokenURI
         let gitHubAPI = gitHub?.decodeAPIURL(object)
         let installation = gitHub?.decodeInstallation(object)
         let gitHubTokenURL = gitHubAPI.flatMap { installation?.accessTokensURL(api: $0) }
@@ -112,20 +116,33 @@ struct IdentityDecoding {
         // A GitHub App's JWT is its client authentication (the grant carries it); the keys of the
         // OAuth methods and DPoP are reported unused (`GitHubAppDecoding`), not read.
         if gitHub == nil {
-            let clientAuth = ClientAuthDecoding(context: context)
-            identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
-            identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
             identity.dpop = object.field("dpop").flatMap(DPoPDecoding(context: context).decodeDPoP)
             checkDPoPMappings(responseFields?.dpopMappings ?? [], dpop: object.field("dpop"))
         }
-        identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
-                                    extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor),
-                                    installation: installation)
-        if let grant {
-            IdentityKeyChecks(context: context).checkGrantRequirements(grant, object: object)
+        let serviceAccount = ServiceAccountDecoding(context: context)
+        var usable = true
+        if serviceAccountKeyFile != nil {
+            // The key file is the client and its credentials: no client authentication.
+            let grant = serviceAccount.decodeGrant(object, key: serviceAccountKey, grant: grant, scope: identity.scope,
+                                                   audience: identity.audience)
+            identity.grant = grant ?? identity.grant
+            usable = grant != nil
+        } else {
+            serviceAccount.checkKeysWithoutKeyFile(object)
+            if gitHub == nil {
+                let clientAuth = ClientAuthDecoding(context: context)
+                identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
+                identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
+            }
+            identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
+                                        extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor),
+                                        installation: installation)
+            if let grant {
+                IdentityKeyChecks(context: context).checkGrantRequirements(grant, object: object)
+            }
         }
         IdentityKeyChecks(context: context).checkInteractiveKeys(identity, object: object)
-        return identity.tokenUrl == nil && !hasIssuer ? nil : identity
+        return !usable || (identity.tokenUrl == nil && !hasIssuer) ? nil : identity
     }
 
     /// The grant `type` makes of the values its keys gave. A value a grant needs and lacks is

@@ -29,6 +29,9 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
     /// Not OAuth: a GitHub App installation's access token, asked of GitHub's REST API with an
     /// App JWT (`GitHubAppInstallation`).
     case gitHubAppInstallation(GitHubAppInstallation)
+    /// A Google service account (`serviceAccountKeyFile`): the jwt-bearer grant with an assertion
+    /// its key signs for each request, or a self-signed JWT as the token (`ServiceAccountGrant`).
+    case serviceAccount(ServiceAccountGrant)
 
     /// The grant's name, without its values.
     public var type: GrantType {
@@ -42,6 +45,8 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
         case .jwtBearer: .jwtBearer
         case .extension(let uri, _): .extension(uri)
         case .gitHubAppInstallation: .gitHubAppInstallation
+        // A self-signed token is no grant at all; it is named for the JWT bearer it is.
+        case .serviceAccount: .jwtBearer
         }
     }
 
@@ -58,6 +63,14 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
         default: nil
         }
     }
+
+    /// The service account, for a `serviceAccountKeyFile` identity.
+    public var serviceAccount: ServiceAccountGrant? {
+        if case .serviceAccount(let account) = self { account } else { nil }
+    }
+
+    /// The identity's own key signs its access tokens: no token endpoint is asked.
+    public var isSelfSigned: Bool { serviceAccount?.isSelfSigned ?? false }
 
     /// The name as written in the config.
     public var description: String { type.description }

@@ -32,6 +32,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// The DPoP proof could not be made, so no request was sent. `reason` names the step, never
     /// the key.
     case dpopProofFailed(reason: String)
+    /// A service account's JWT (a grant assertion, or a self-signed access token) could not be
+    /// signed, so no request was sent and no token made. `reason` names the step, never the key.
+    case serviceAccountJWTFailed(reason: String)
 
     /// The HTTP status the token endpoint answered with, if it answered.
     public var status: Int? {
@@ -41,7 +44,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             status
         case .gitHubAPI(let error, _):
             error.status
-        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed:
+        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed, .serviceAccountJWTFailed:
             nil
         }
     }
@@ -74,7 +77,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return error.isRateLimit || Self.isTemporary(status: error.status)
         case .discovery(let error):
             return error.isTemporary
-        case .redirect, .invalidTokenResponse, .clientAssertionFailed, .idToken, .dpopProofFailed:
+        case .redirect, .invalidTokenResponse, .clientAssertionFailed, .idToken, .dpopProofFailed, .serviceAccountJWTFailed:
             return false
         }
     }
@@ -98,6 +101,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .discovery(let error): error.code
         case .idToken: "invalid_id_token"
         case .dpopProofFailed: "dpop_proof_failed"
+        case .serviceAccountJWTFailed: "service_account_jwt_failed"
         }
     }
 
@@ -140,6 +144,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return reason
         case .dpopProofFailed(let reason):
             return "the DPoP proof could not be made, so no request was sent to \(endpoint): \(reason)"
+        case .serviceAccountJWTFailed(let reason):
+            return "the service account's JWT could not be signed: \(reason)"
         }
     }
 

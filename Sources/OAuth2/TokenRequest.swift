@@ -16,8 +16,9 @@ import SafeText
 /// private_key_jwt or client_secret_jwt (or as a GitHub App: `TokenRequest+GitHubApp.swift`) it
 /// is not ready to send until `withClientAssertion(unixTime:random:)` has signed a fresh assertion
 /// (the App JWT) into it, which the token thread does just before sending (signing is not done
-/// under the lifecycle's lock). An identity with `dpop` adds a proof the same way (`withDPoPProof`, TokenRequest+DPoP.swift). The
-/// answer is read with `parseResponse(_:unixTime:)`, which knows the identity's response
+/// under the lifecycle's lock); a Google service account's request likewise waits for its grant
+/// assertion (`withGrantAssertion`). An identity with `dpop` adds a proof the same way
+/// (`withDPoPProof`, TokenRequest+DPoP.swift). The answer is read with `parseResponse(_:unixTime:)`, which knows the identity's response
 /// field names and which secrets this request carried (so none is ever quoted in an error).
 public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// What the request is for.
@@ -68,7 +69,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     /// credentials, the App JWT), removed from IdP text quoted in errors: a debug page may echo
     /// the request.
     private(set) var secrets: [String]
-    /// What the body holds, and the signature still to be made for it.
+    /// What the body holds, and the signatures still to be made for it.
     private var content: TokenRequestBody
 
     /// The body as sent (its `Content-Type` is among `headers`).
@@ -80,6 +81,9 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
 
     /// True until the client assertion (or App JWT) this request needs has been added.
     public var needsClientAssertion: Bool { content.needsSignature }
+
+    /// True until the service account's grant assertion this request needs has been added.
+    public var needsGrantAssertion: Bool { content.needsGrantAssertion }
 
     /// The request for the identity's own grant to `tokenEndpoint` (configured or discovered);
     /// nil for an interactive grant (`authorization_code`, `device_code`), which needs a person
@@ -102,6 +106,9 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             form.add(ExtensionFields(assertion: assertion))
         case .extension(_, let fields):
             form.add(fields)
+        case .serviceAccount(let account):
+            // Its scope goes in the assertion: none of the fields below.
+            return serviceAccount(account, for: identity, at: tokenEndpoint)
         case .clientCredentials, .authorizationCode, .deviceCode, .gitHubAppInstallation:
             break
         }
@@ -124,8 +131,10 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
 
     /// A request to `url` with the identity's client authentication and headers. `tokenEndpoint`
     /// (when `url` is another endpoint of the IdP) is what a client assertion's `aud` names: RFC
-    /// 7523 §3 and RFC 8628 §3.1 authenticate the client as at the token endpoint.
-    init(purpose: Purpose, form: TokenForm, identity: Identity, url: HTTPURL, tokenEndpoint: HTTPURL? = nil) {
+    /// 7523 §3 and RFC 8628 §3.1 authenticate the client as at the token endpoint. A service
+    /// account's request carries the `grantAssertion` its form still needs.
+    init(purpose: Purpose, form: TokenForm, identity: Identity, url: HTTPURL, tokenEndpoint: HTTPURL? = nil,
+         grantAssertion: PendingGrantAssertion? = nil) {
         var form = form
         var headers = [HTTPField(name: "Accept", value: "application/json")]
         var pendingAssertion: PendingClientAssertion?
@@ -153,8 +162,8 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         if Self.sendsParams(purpose, identity: identity) {
             form.addParams(identity.params)
         }
-        self.init(purpose: purpose, url: url, headers: headers, content: .form(form, pendingAssertion: pendingAssertion),
-                  identity: identity, secrets: form.secrets)
+        let content = TokenRequestBody.form(form, pendingAssertion: pendingAssertion, pendingGrantAssertion: grantAssertion)
+        self.init(purpose: purpose, url: url, headers: headers, content: content, identity: identity, secrets: form.secrets)
     }
 
     /// A request of `content` to `url`, its `Content-Type` first, then `headers` and the
@@ -184,11 +193,11 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     public func withClientAssertion(unixTime: Int64, random: inout some RandomNumberGenerator) throws(TokenEndpointError) -> TokenRequest {
         var signed = self
         switch content {
-        case .form(var form, let pending?):
+        case .form(var form, let pending?, let grantAssertion):
             let assertion = try pending.make(unixTime: unixTime, random: &random)
             form.add("client_assertion_type", ClientAssertion.type)
             form.add("client_assertion", Secret(assertion))
-            signed.content = .form(form, pendingAssertion: nil)
+            signed.content = .form(form, pendingAssertion: nil, pendingGrantAssertion: grantAssertion)
             signed.secrets = form.secrets
         case .gitHubApp(let json, let pending?):
             let jwt = try pending.make(unixTime: unixTime)
@@ -196,9 +205,21 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             signed.headers.append(HTTPField(name: "Authorization", value: "Bearer " + jwt))
             signed.content = .gitHubApp(json, pendingJWT: nil)
             signed.secrets.append(jwt)
-        case .form(_, nil), .gitHubApp(_, nil):
+        case .form(_, nil, _), .gitHubApp(_, nil):
             return self
         }
+        return signed
+    }
+
+    /// The request with a new jwt-bearer assertion of its service account in its form
+    /// (`assertion`, RFC 7523 §2.1), `iat` = `unixTime` (wall-clock seconds); the request itself
+    /// when it needs none. Call it once per request sent, like `withClientAssertion`.
+    public func withGrantAssertion(unixTime: Int64) throws(TokenEndpointError) -> TokenRequest {
+        guard case .form(var form, let clientAssertion, let pending?) = content else { return self }
+        var signed = self
+        form.add("assertion", Secret(try pending.make(issuedAt: unixTime)))
+        signed.content = .form(form, pendingAssertion: clientAssertion, pendingGrantAssertion: nil)
+        signed.secrets = form.secrets
         return signed
     }
 

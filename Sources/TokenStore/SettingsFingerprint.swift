@@ -2,11 +2,12 @@ import Crypto
 import OAuth2
 
 /// A digest of the identity settings a stored token depends on: the client, the token endpoint,
-/// the grant (with its user name, not its secrets; a GitHub App's ID and what narrows its token),
-/// scope, audience, resource, the extra parameters of a login's authorization request, where the
-/// answer's token is read from, and the DPoP key's thumbprint. An entry whose fingerprint differs
-/// from the identity's current one is never used, so changing any of them (a new client, another
-/// scope, another DPoP key) costs a fresh token instead of a token for other settings.
+/// the grant (with its user name, or its service account and the user it acts for, not its
+/// secrets; a GitHub App's ID and what narrows its token), scope, audience, resource, the extra
+/// parameters of a login's authorization request, where the answer's token is read from, and the
+/// DPoP key's thumbprint. An entry whose fingerprint differs from the identity's current one is
+/// never used, so changing any of them (a new client, another scope, another DPoP key) costs a
+/// fresh token instead of a token for other settings.
 ///
 /// Secrets are left out entirely, not hashed: the fingerprint is stored in the clear in the
 /// entry's header, and a digest of a low-entropy password could be guessed offline. A rotated
@@ -41,6 +42,12 @@ public struct SettingsFingerprint: Sendable, Equatable, CustomStringConvertible 
         if case .gitHubAppInstallation(let installation) = identity.grant {
             parts.append(("gitHubAppID", installation.appID))
             parts.append(("gitHubTokenLimits", installation.requestBody?.serialized))
+        }
+        // A service account's key file names the client (and domain-wide delegation the user):
+        // another account in the file, or another user, costs a fresh token.
+        if let account = identity.grant.serviceAccount {
+            parts.append(("serviceAccount", account.key.clientEmail))
+            if case .tokenEndpoint(_, let subject) = account.token { parts.append(("serviceAccountSubject", subject)) }
         }
         for resource in identity.resource { parts.append(("resource", resource)) }
         // What a person consents to (Slack's `user_scope`, Auth0's `audience`), and which of an

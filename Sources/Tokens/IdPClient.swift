@@ -1,8 +1,9 @@
 // IdPClient: the one place where the token loop talks to identities' IdPs — token requests,
 // device authorizations, revocations, and the GETs of provider metadata and JWKS. It signs each
-// request (client assertion and, to the token endpoint, a DPoP proof with the endpoint's latest
-// nonce), sends it with the identity's TLS configuration, maps transport failures to token
-// endpoint errors, and sends a token request once more when the endpoint asks for a new DPoP nonce.
+// request (a service account's grant assertion, a client assertion and, to the token endpoint, a
+// DPoP proof with the endpoint's latest nonce), sends it with the identity's TLS configuration,
+// maps transport failures to token endpoint errors, and sends a token request once more when the
+// endpoint asks for a new DPoP nonce.
 //
 // Stopping is decided here, once for every caller:
 //  1. Once stopped, no new request is sent: a caller that gave a `stopped` handler hears it at once.
@@ -170,13 +171,13 @@ final class IdPClient {
         }
     }
 
-    /// `unsigned` as it goes on the wire: with its client assertion and, for a DPoP identity, its
-    /// proof. Signed here, on the token thread, outside the lifecycle's lock, fresh for every
-    /// request sent.
+    /// `unsigned` as it goes on the wire: with its service account's grant assertion or its client
+    /// assertion and, for a DPoP identity, its proof. Signed here, on the token thread, outside the
+    /// lifecycle's lock, fresh for every request sent.
     private func signed(_ unsigned: TokenRequest, for tokens: IdentityTokens) throws(TokenEndpointError) -> TokenRequest {
         var random = SecureRandomNumberGenerator()
         let unixTime = IssuedAt.now()
-        let request = try unsigned.withClientAssertion(unixTime: unixTime, random: &random)
+        let request = try unsigned.withGrantAssertion(unixTime: unixTime).withClientAssertion(unixTime: unixTime, random: &random)
         // Proofs go to the token endpoint only (RFC 9449 §5): not a device authorization or a
         // revocation.
         guard unsigned.purpose.isTokenRequest else { return request }

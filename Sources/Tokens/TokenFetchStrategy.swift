@@ -6,6 +6,8 @@
 //                 unlock (FileLockedFetch.swift, TokenPersistence.swift)
 //   shared        `store.redis`: the fleet's single flight through Redis, going on as `fileLocked`
 //                 or `direct` whenever Redis cannot answer (SharedStoreFetch.swift, SharedTokens.swift)
+//   selfSigned    an identity whose own key signs its token (a self-signed Google service account):
+//                 no request, no store, whatever the configuration has (SelfSignedFetch.swift)
 //
 // Tokens bound to a DPoP key this process generated are of no use to another replica: they never
 // go to the shared store (nor to the file store, which TokenPersistence itself refuses them).
@@ -17,10 +19,12 @@ enum FetchRoute: Equatable {
     case direct
     case fileLocked
     case shared
+    case selfSigned
 
-    /// The route of an identity whose tokens may be stored (`isStored`), for a configuration
-    /// with or without a file store and a shared store.
-    static func choose(hasFileStore: Bool, hasSharedStore: Bool, isStored: Bool) -> FetchRoute {
+    /// The route of an identity whose tokens may be stored (`isStored`) or which signs its own
+    /// (`isSelfSigned`), for a configuration with or without a file store and a shared store.
+    static func choose(hasFileStore: Bool, hasSharedStore: Bool, isStored: Bool, isSelfSigned: Bool) -> FetchRoute {
+        if isSelfSigned { return .selfSigned }
         if hasSharedStore && isStored { return .shared }
         return hasFileStore ? .fileLocked : .direct
     }

@@ -4,7 +4,8 @@
 // part that does it, and stops. The parts:
 //
 //   IdPClient             every request to an IdP: signed, sent, answered, retried for a DPoP nonce
-//   TokenFetchStrategy    one way per identity to run a fetch: direct, file-locked, Redis-shared
+//   TokenFetchStrategy    one way per identity to run a fetch: direct, file-locked, Redis-shared,
+//                         or self-signed (no request at all)
 //   TokenRequests         a fetch's token request sent and its outcome recorded
 //   IDTokenChecks         a login's ID token checked against the IdP's keys
 //   EndpointDiscovery     the provider metadata read
@@ -55,6 +56,7 @@ final class TokenFetcher: FetchSchedule {
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
     /// The fetch strategies (TokenFetchStrategy.swift): each identity goes one of these ways.
     private lazy var directFetch = DirectFetch(requests: requests, schedule: self)
+    private lazy var selfSignedFetch = SelfSignedFetch(requests: requests)
     private lazy var fileLockedFetch = persistence.map { FileLockedFetch(persistence: $0, idp: idp, requests: requests, schedule: self) }
     private lazy var sharedFetch = sharedSettings.map {
         SharedStoreFetch(settings: $0, loop: loop, logger: logger, observer: observer, idp: idp, requests: requests,
@@ -118,7 +120,7 @@ final class TokenFetcher: FetchSchedule {
 
     /// Every fetch strategy in use, each once.
     private var strategies: [any TokenFetchStrategy] {
-        var strategies: [any TokenFetchStrategy] = [directFetch]
+        var strategies: [any TokenFetchStrategy] = [directFetch, selfSignedFetch]
         if let fileLockedFetch { strategies.append(fileLockedFetch) }
         if let sharedFetch { strategies.append(sharedFetch) }
         return strategies
@@ -149,7 +151,9 @@ final class TokenFetcher: FetchSchedule {
     /// The way the fetches of `tokens` go, from the configuration's stores and the identity.
     func strategy(for tokens: IdentityTokens) -> any TokenFetchStrategy {
         let route = FetchRoute.choose(hasFileStore: persistence != nil, hasSharedStore: sharedSettings != nil,
-                                      isStored: TokenPersistence.isStored(tokens))
+                                      isStored: TokenPersistence.isStored(tokens),
+                                      isSelfSigned: tokens.identity.grant.isSelfSigned)
+        if route == .selfSigned { return selfSignedFetch }
         if route == .shared, let sharedFetch { return sharedFetch }
         if route != .direct, let fileLockedFetch { return fileLockedFetch }
         return directFetch

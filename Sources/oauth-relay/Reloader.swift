@@ -84,6 +84,7 @@ final class Reloader {
 
     /// An identity as the start-up log line lists it: no secret, no query.
     static func describe(_ identity: Identity) -> String {
+        if identity.grant.isSelfSigned { return "\(identity.name) self-signed JWT (no token endpoint)" }
         let endpoint = identity.tokenUrl.map { "\($0.scheme.rawValue)://\($0.host):\($0.port)" } ?? "discovered from its issuer"
         return "\(identity.name) \(identity.grant.grantType) \(endpoint)"
     }

@@ -93,6 +93,25 @@ final class SettingsFingerprintTests: XCTestCase {
         }
     }
 
+    /// A Google service account's key file is its client: another account, or another user it
+    /// acts for, is another token; a rotated key of the same account is not.
+    func testAServiceAccountAndItsDelegatedUserChangeIt() throws {
+        func account(_ email: String, subject: String?, key: PrivateKey) throws -> Identity {
+            let signingKey = try ClientAssertionKey(privateKey: key, algorithm: .rs256, keyID: "k")
+            let serviceAccount = ServiceAccountKey(clientEmail: email, signingKey: signingKey,
+                                                   tokenURI: HTTPURL(scheme: .https, host: "oauth2.googleapis.com", path: "/token"))
+            return Identity(name: "gsa", tokenUrl: serviceAccount.tokenURI,
+                            grant: .serviceAccount(ServiceAccountGrant(key: serviceAccount, token: .tokenEndpoint(scope: "s", subject: subject))),
+                            scope: "s")
+        }
+        let key = try PrivateKey.generate(.rsa(bits: 2048))
+        let base = SettingsFingerprint(try account("a@p.iam.gserviceaccount.com", subject: nil, key: key))
+        XCTAssertNotEqual(SettingsFingerprint(try account("b@p.iam.gserviceaccount.com", subject: nil, key: key)), base)
+        XCTAssertNotEqual(SettingsFingerprint(try account("a@p.iam.gserviceaccount.com", subject: "u@example.com", key: key)), base)
+        XCTAssertEqual(SettingsFingerprint(try account("a@p.iam.gserviceaccount.com", subject: nil, key: PrivateKey.generate(.rsa(bits: 2048)))),
+                       base)
+    }
+
     /// Entries of identities without authorization parameters or another token member open as
     /// before; the other response fields (expiry, type, refresh token) do not choose the token.
     func testDefaultResponseFieldsAndNoAuthorizationParametersLeaveItUnchanged() throws {

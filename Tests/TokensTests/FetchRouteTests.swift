@@ -14,26 +14,26 @@ import XCTest
 /// and the identity.
 final class FetchRouteTests: XCTestCase {
     func testWithoutAStoreEveryIdentityFetchesDirectly() {
-        XCTAssertEqual(FetchRoute.choose(hasFileStore: false, hasSharedStore: false, isStored: true), .direct)
-        XCTAssertEqual(FetchRoute.choose(hasFileStore: false, hasSharedStore: false, isStored: false), .direct)
+        XCTAssertEqual(FetchRoute.choose(hasFileStore: false, hasSharedStore: false, isStored: true, isSelfSigned: false), .direct)
+        XCTAssertEqual(FetchRoute.choose(hasFileStore: false, hasSharedStore: false, isStored: false, isSelfSigned: false), .direct)
     }
 
     /// TokenPersistence itself keeps nothing of tokens bound to a generated key, but their
     /// fetches still go through it, as before the split.
     func testAFileStoreTakesEveryIdentitysFetches() {
-        XCTAssertEqual(FetchRoute.choose(hasFileStore: true, hasSharedStore: false, isStored: true), .fileLocked)
-        XCTAssertEqual(FetchRoute.choose(hasFileStore: true, hasSharedStore: false, isStored: false), .fileLocked)
+        XCTAssertEqual(FetchRoute.choose(hasFileStore: true, hasSharedStore: false, isStored: true, isSelfSigned: false), .fileLocked)
+        XCTAssertEqual(FetchRoute.choose(hasFileStore: true, hasSharedStore: false, isStored: false, isSelfSigned: false), .fileLocked)
     }
 
     func testTheSharedStoreTakesTheIdentitiesWhoseTokensAreStored() {
-        XCTAssertEqual(FetchRoute.choose(hasFileStore: false, hasSharedStore: true, isStored: true), .shared)
-        XCTAssertEqual(FetchRoute.choose(hasFileStore: true, hasSharedStore: true, isStored: true), .shared)
+        XCTAssertEqual(FetchRoute.choose(hasFileStore: false, hasSharedStore: true, isStored: true, isSelfSigned: false), .shared)
+        XCTAssertEqual(FetchRoute.choose(hasFileStore: true, hasSharedStore: true, isStored: true, isSelfSigned: false), .shared)
     }
 
     /// Tokens bound to a DPoP key this process generated are of no use to another replica.
     func testTokensBoundToAGeneratedKeyStayOnThisReplica() {
-        XCTAssertEqual(FetchRoute.choose(hasFileStore: false, hasSharedStore: true, isStored: false), .direct)
-        XCTAssertEqual(FetchRoute.choose(hasFileStore: true, hasSharedStore: true, isStored: false), .fileLocked)
+        XCTAssertEqual(FetchRoute.choose(hasFileStore: false, hasSharedStore: true, isStored: false, isSelfSigned: false), .direct)
+        XCTAssertEqual(FetchRoute.choose(hasFileStore: true, hasSharedStore: true, isStored: false, isSelfSigned: false), .fileLocked)
     }
 
     private func tokens(_ name: String, slot: Int, generatedKey: Bool = false) -> IdentityTokens {

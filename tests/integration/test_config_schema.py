@@ -39,7 +39,7 @@ SWIFT_CONFIG = REPO / "Sources" / "Config"
 EXAMPLES = sorted(path for path in CONFIG_DIR.glob("*.json") if path != SCHEMA_PATH)
 # The common cases of issue 5 ("Config ergonomics"), each with an example file.
 REQUIRED_EXAMPLES = {"demo.json", "sidecar.json", "legacy-password.json", "token-exchange.json",
-                     "dev-proxy-https.json", "private-key-jwt.json", "github-app.json"}
+                     "dev-proxy-https.json", "private-key-jwt.json", "google-service-account.json", "github-app.json"}
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -47,7 +47,9 @@ JWT_TYPE = "urn:ietf:params:oauth:token-type:jwt"
 
 # Files the sample configs name by relative path (resolved against the config's directory).
 SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE = "secret.txt", "cert.pem", "key.pem", "store.key"
-# A GitHub App's key: RSA (its App JWT is RS256), as GitHub hands it out (PKCS#1).
+# A Google service-account key file (JSON, its private key an RSA key made by openssl).
+SA_KEY_FILE = "service-account.json"
+# A GitHub App's key: RSA (its App JWT is RS256), PEM (the service account's key serves).
 APP_KEY_FILE = "app-key.pem"
 # A platform's signed token (a projected service account token), for the workload identity examples.
 JWT_FILE = "projected-token.jwt"
@@ -71,8 +73,13 @@ def material(tmp_path_factory) -> Path:
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-keyout", str(directory / KEY_FILE), "-out", str(directory / CERT_FILE), "-days", "2",
                     "-subj", "/CN=localhost"], check=True, capture_output=True, timeout=scaled(30))
-    subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out",
-                    str(directory / APP_KEY_FILE)], check=True, capture_output=True, timeout=scaled(30))
+    rsa_pem = subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"], check=True,
+                             capture_output=True, text=True, timeout=scaled(30)).stdout
+    (directory / SA_KEY_FILE).write_text(json.dumps({
+        "type": "service_account", "project_id": "orders-project", "private_key_id": "sample-key-id", "private_key": rsa_pem,
+        "client_email": "relay@orders-project.iam.gserviceaccount.com", "client_id": "113258942105700140798",
+        "token_uri": "https://oauth2.googleapis.com/token"}, indent=2))
+    (directory / APP_KEY_FILE).write_text(rsa_pem)
     signer = jwk.JWK.from_pem((directory / KEY_FILE).read_bytes())
     now = int(time.time())
     token = jwt.JWT(header={"alg": "ES256"}, claims={"iss": "https://kubernetes.default.svc.cluster.local",
@@ -85,7 +92,7 @@ def material(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def workdir(tmp_path, material) -> Path:
-    for name in (SECRET_FILE, JWT_SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE, APP_KEY_FILE):
+    for name in (SECRET_FILE, JWT_SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE, SA_KEY_FILE, APP_KEY_FILE):
         shutil.copy(material / name, tmp_path / name)
     return tmp_path
 
@@ -376,6 +383,7 @@ REFUSED_BY_THIS_BUILD = {"$.store.tls": "this relay's hiredis (0.14) has no TLS 
 
 
 AUTHORIZE_URL = "https://idp.example.test/oauth2/authorize"
+CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 DEVICE_URL = "https://idp.example.test/oauth2/device"
 
 
@@ -402,6 +410,10 @@ def extension(grant: str, **keys) -> dict:
 def github_app(**keys) -> dict:
     return {"identities": {"gh": {"grant": "github_app_installation", "appId": "12345", "installationId": "678",
                                   "clientKeyFile": APP_KEY_FILE, **keys}}}
+
+
+def service_account(**keys) -> dict:
+    return {"identities": {"gsa": {"serviceAccountKeyFile": SA_KEY_FILE, **keys}}}
 
 
 def exchange(subject: dict | None = None, **keys) -> dict:
@@ -536,6 +548,9 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.identities.*.repositories": github_app(repositories=["docs", "hello-world"]),
     "$.identities.*.repositoryIds": github_app(repositoryIds=[1296269]),
     "$.identities.*.permissions": github_app(permissions={"contents": "read", "pull_requests": "write"}),
+    "$.identities.*.serviceAccountKeyFile": service_account(grant="client_credentials", scope=CLOUD_PLATFORM),
+    "$.identities.*.serviceAccountSubject": service_account(scope=CLOUD_PLATFORM, serviceAccountSubject="admin@example.test"),
+    "$.identities.*.selfSignedJwt": service_account(scope=CLOUD_PLATFORM, selfSignedJwt=True),
     "$.identities.*.authorizationParams": identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL,
                                                    authorizationParams={"access_type": "offline", "prompt": "consent"}),
 }
@@ -570,6 +585,9 @@ OTHER_SAMPLES: dict[str, tuple[dict, dict[str, str]]] = {
     "audience as an authorization parameter of an identity without audience": (
         identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL, authorizationParams={"audience": "https://api"}), {}),
     "a DPoP key file with its algorithm": (identity(dpop={"keyFile": KEY_FILE, "alg": "ES256"}), {}),
+    "a service account with the jwt-bearer grant and a token URL": (
+        service_account(grant=JWT_BEARER, scope=[CLOUD_PLATFORM], tokenUrl="https://oauth2.example.test/token"), {}),
+    "a self-signed service account for an API": (service_account(audience="https://pubsub.googleapis.com/"), {}),
     "${...} wherever the schema constrains a string": ({
         "listen": "${LISTEN}", "admin": "127.0.0.1:${ADMIN_PORT}", "via": "${VIA}", "workers": 1,
         "listenTls": {"address": "${TLS_LISTEN:-127.0.0.1:18443}", "certFile": "${CERT}", "keyFile": KEY_FILE},
@@ -803,6 +821,20 @@ REJECTED_BY_BOTH = [
     ("a zero redis timeout", {"store": {"redis": "redis://127.0.0.1", "key": STORE_KEY, "timeoutMilliseconds": 0}},
      "$.store.timeoutMilliseconds"),
     ("store key inline and as file", {"store": {**STORE, "keyFile": STORE_KEY_FILE}}, "$.store.keyFile"),
+    ("a service account without scope or audience", service_account(), "$.identities.gsa.scope"),
+    ("a service account with scope and audience", service_account(scope=CLOUD_PLATFORM, audience="https://pubsub.googleapis.com/"),
+     "$.identities.gsa.audience"),
+    ("a service account with a clientId", service_account(scope=CLOUD_PLATFORM, clientId="c"), "$.identities.gsa.clientId"),
+    ("a service account with the password grant", service_account(scope=CLOUD_PLATFORM, grant="password"), "$.identities.gsa.grant"),
+    ("a self-signed JWT with a token URL", service_account(audience="https://pubsub.googleapis.com/", tokenUrl=TOKEN_URL),
+     "$.identities.gsa.tokenUrl"),
+    ("a self-signed JWT for a delegated user", service_account(audience="https://pubsub.googleapis.com/",
+                                                               serviceAccountSubject="admin@example.test"),
+     "$.identities.gsa.serviceAccountSubject"),
+    ("an audience without a self-signed JWT", service_account(audience="https://pubsub.googleapis.com/", selfSignedJwt=False),
+     "$.identities.gsa.selfSignedJwt"),
+    ("a delegated user without a key file", identity(serviceAccountSubject="admin@example.test"),
+     "$.identities.svc.serviceAccountSubject"),
     ("listenTls without keyFile", {"listenTls": {"address": "127.0.0.1:18443", "certFile": CERT_FILE}},
      "$.listenTls.keyFile"),
     ("a response member with an empty name", identity(responseFields={"token": "authed_user..access_token"}),
@@ -842,7 +874,8 @@ def test_invalid_configs_fail_the_schema_and_check(validator, workdir, label):
 # ---------------------------------------------------------------------------------------------
 # The files in Config/.
 
-# Sample values for the variables the examples name ({secret}, {ca}, {key}, {jwt}: files made for the test).
+# Sample values for the variables the examples name ({secret}, {ca}, {key}, {jwt}, {service_account}: files made for
+# the test).
 EXAMPLE_ENV = {
     "IDP_TOKEN_URL": "https://idp.example.test/oauth2/token",
     "ORDERS_CLIENT_ID": "orders-relay",
@@ -867,6 +900,7 @@ EXAMPLE_ENV = {
     "GHES_APP_ID": "Iv23liAbCdEf01234567",
     "GHES_INSTALLATION_ID": "9",
     "GHES_APP_KEY_FILE": "{app_key}",
+    "GOOGLE_SERVICE_ACCOUNT_KEY_FILE": "{service_account}",
     "AZURE_TENANT_ID": "00000000-0000-0000-0000-000000000001",
     "AZURE_CLIENT_ID": "00000000-0000-0000-0000-000000000002",
     "AZURE_FEDERATED_TOKEN_FILE": "{jwt}",
@@ -894,7 +928,8 @@ def test_every_example_passes_check(material, example):
     files = sorted({name for name, _ in references if name.endswith("_FILE") and name not in EXAMPLE_ENV})
     assert not files, f"{example.name}: give {files} a sample file (the default paths need not exist here)"
     env = {name: EXAMPLE_ENV[name].format(secret=material / SECRET_FILE, ca=material / CERT_FILE, key=material / KEY_FILE,
-                                          app_key=material / APP_KEY_FILE, jwt=material / JWT_FILE)
+                                          service_account=material / SA_KEY_FILE, jwt=material / JWT_FILE,
+                                          app_key=material / APP_KEY_FILE)
            for name, _ in references if name in EXAMPLE_ENV}
     result = check(example, env)
     assert result.returncode == 0, output(result)
@@ -923,6 +958,10 @@ def test_the_examples_show_what_their_names_say():
     assert {identity["grant"] for identity in apps.values()} == {"github_app_installation"}
     assert any("githubApiUrl" in identity for identity in apps.values())
     assert any({"repositories", "permissions"} <= set(identity) for identity in apps.values())
+    google = files["google-service-account.json"]["identities"]
+    assert {"grant": "client_credentials", "serviceAccountKeyFile": "${GOOGLE_SERVICE_ACCOUNT_KEY_FILE:-/run/secrets/sa.json}",
+            "scope": CLOUD_PLATFORM}.items() <= google["gsa"].items(), "the contract's shape (CONFIG.md)"
+    assert any("audience" in identity for identity in google.values()), "a self-signed JWT too"
     dev_route = files["dev-proxy-https.json"]["routes"][0]
     assert "https://" in dev_route["upstream"] and dev_route["tls"] and dev_route.get("identity")
     for name, config in files.items():

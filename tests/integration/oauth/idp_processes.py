@@ -475,3 +475,45 @@ class DPoPResourceServer(_IdP):
     def requests(self, **match) -> list[dict]:
         records = self.control("GET", "/_rs/requests")["requests"]
         return [r for r in records if all(r.get(k) == v for k, v in match.items())]
+
+
+# ---------------------------------------------------------------------------------------------
+# Google's token endpoint for service accounts.
+
+class GoogleTokenEndpoint(_IdP):
+    """idp_google.py: a token endpoint that checks service-account assertions as Google documents
+    them. `token_url` is `http://127.0.0.1:PORT/token`, what a key file's `token_uri` names."""
+    name = "google token endpoint"
+
+    def __init__(self, log_path: Path):
+        super().__init__(log_path)
+        self.host = LOOPBACK
+
+    def start(self) -> "GoogleTokenEndpoint":
+        self._spawn([sys.executable, str(HERE / "idp_google.py"), "--host", self.host, "--port", "0"], 10)
+        return self
+
+    @property
+    def token_url(self) -> str:
+        return f"{self.url}/token"
+
+    def configure(self, accounts: dict, clock_offset: float = 0) -> None:
+        """The service accounts it knows ({email: {"keys": {kid: public PEM}, "delegated_users": [...]}})
+        and how far its clock runs ahead of the relay's; clears the records."""
+        self.control("PUT", "/_google/config", {"accounts": accounts, "clock_offset": clock_offset})
+
+    def requests(self, **match) -> list[dict]:
+        records = self.control("GET", "/_google/requests")["requests"]
+        return [r for r in records if all(r.get(k) == v for k, v in match.items())]
+
+    def sensitive_values(self) -> dict[str, str]:
+        """The access tokens it issued and the assertions it received (their signatures: a JWT's
+        header repeats)."""
+        values = {}
+        for r in self.control("GET", "/_google/requests")["requests"]:
+            if r["issued"]:
+                values[f"access token issued by the Google stand-in (request {r['n']})"] = r["issued"]
+            for name, value in r["form"]:
+                if name == "assertion" and value:
+                    values[f"assertion signature (request {r['n']})"] = value.rpartition(".")[2]
+        return values
