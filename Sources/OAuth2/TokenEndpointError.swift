@@ -29,6 +29,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// The DPoP proof could not be made, so no request was sent. `reason` names the step, never
     /// the key.
     case dpopProofFailed(reason: String)
+    /// A credential file holds a JWT past its `exp` (a projected service-account token the
+    /// platform stopped rotating), so no request was sent: the IdP would refuse it.
+    case expiredCredential(ExpiredCredential)
 
     /// The HTTP status the token endpoint answered with, if it answered.
     public var status: Int? {
@@ -36,7 +39,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .oauth(_, let status, _), .unexpectedStatus(let status, _, _, _), .redirect(let status, _),
              .invalidTokenResponse(let status, _, _):
             status
-        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed:
+        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed, .expiredCredential:
             nil
         }
     }
@@ -60,6 +63,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     public var isTemporary: Bool {
         switch self {
         case .unreachable, .timedOut:
+            return true
+        case .expiredCredential:
+            // The platform writes the next one: tried again after the backoff.
             return true
         case .oauth(let error, let status, _):
             return error.isTemporary || Self.isTemporary(status: status)
@@ -90,6 +96,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .discovery(let error): error.code
         case .idToken: "invalid_id_token"
         case .dpopProofFailed: "dpop_proof_failed"
+        case .expiredCredential: "credential_expired"
         }
     }
 
@@ -130,6 +137,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return reason
         case .dpopProofFailed(let reason):
             return "the DPoP proof could not be made, so no request was sent to \(endpoint): \(reason)"
+        case .expiredCredential(let expired):
+            return "\(expired), so no request was sent to \(endpoint)"
         }
     }
 
