@@ -6,9 +6,9 @@ import SafeText
 /// Reading an identity's client authentication: `clientAuth` and the keys each method uses
 /// (`clientSecret…`, `clientKeyFile`, `clientKeyId`, `clientAssertionAlg`,
 /// `clientAssertionAudience`, `clientAssertionFile`), and the checks `oauth-relay check` reports
-/// about them. Key files
-/// are read and parsed here, so a key that cannot sign fails the config, not a token request;
-/// no message shows key material or a secret.
+/// about them. Key and assertion files are read and parsed here, so a key that cannot sign or a
+/// file that holds no JWT fails the config, not a token request; no message shows key material,
+/// a secret or an assertion.
 struct ClientAuthDecoding {
     let context: DecodingContext
 
