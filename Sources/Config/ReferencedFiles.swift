@@ -29,6 +29,11 @@ struct ReferencedFiles {
 
     /// The contents of a secret file, trimmed of surrounding whitespace.
     func secretFileContent(_ field: Field) -> String? {
+        secretFile(field)?.content
+    }
+
+    /// The contents of a secret file, trimmed of surrounding whitespace, and its resolved path.
+    func secretFile(_ field: Field) -> (content: String, path: String)? {
         guard let path = existingFile(field) else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else {
             context.report("cannot read file: \(path)", at: field)
@@ -43,7 +48,7 @@ struct ReferencedFiles {
             context.report("file is empty: \(path)", at: field)
             return nil
         }
-        return trimmed
+        return (trimmed, path)
     }
 
     /// The private key in the PEM file a field names (`clientKeyFile`, `dpop.keyFile`), with the

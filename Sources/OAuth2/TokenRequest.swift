@@ -73,6 +73,11 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     private(set) var secrets: [String]
     /// The form, kept to add the client assertion to.
     private var form: TokenForm
+    /// The form as its builder made it, before the client authentication and `params`: what
+    /// `rebuilt(for:)` makes the request of again (TokenRequest+Rebuilt.swift).
+    let builtForm: TokenForm
+    /// The token endpoint a client assertion names, when `url` is another endpoint of the IdP.
+    let tokenEndpoint: HTTPURL?
     /// The client assertion still to be made, for the JWT client authentications.
     private var pendingAssertion: PendingClientAssertion?
     /// The jwt-bearer assertion still to be made, for a service account
@@ -129,8 +134,8 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     /// A request to `url` with the identity's client authentication and headers. `tokenEndpoint`
     /// (when `url` is another endpoint of the IdP) is what a client assertion's `aud` names: RFC
     /// 7523 §3 and RFC 8628 §3.1 authenticate the client as at the token endpoint.
-    init(purpose: Purpose, form: TokenForm, identity: Identity, url: HTTPURL, tokenEndpoint: HTTPURL? = nil) {
-        var form = form
+    init(purpose: Purpose, form builtForm: TokenForm, identity: Identity, url: HTTPURL, tokenEndpoint: HTTPURL? = nil) {
+        var form = builtForm
         var headers = [
             HTTPField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
             HTTPField(name: "Accept", value: "application/json"),
@@ -155,6 +160,10 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             // Never sent, but an IdP's debug page could still quote it back.
             form.remember(secret.value)
             pendingAssertion = PendingClientAssertion(clientID: id, audience: audience, key: .secret(secret))
+        case .clientAssertion(let id, let assertion):
+            form.add("client_id", id)
+            form.add("client_assertion_type", ClientAssertion.type)
+            form.add("client_assertion", assertion)
         }
         if Self.sendsParams(purpose, identity: identity) {
             form.addParams(identity.params)
@@ -171,6 +180,8 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         self.fieldNames = form.fields.map(\.name)
         self.secrets = form.secrets
         self.form = form
+        self.builtForm = builtForm
+        self.tokenEndpoint = tokenEndpoint
     }
 
     /// The request with a new client assertion in its form (`client_assertion_type` and

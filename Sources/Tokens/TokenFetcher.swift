@@ -139,8 +139,9 @@ final class TokenFetcher: FetchSchedule {
             timers[tokens.slot] = LoopTimer(loop: loop) { [unowned self] in self.runNextAction(tokens) }
             if tokens.identity.grant.isInteractive { readStoredLogin(tokens) }
         }
-        // Retired identities keep the TLS configuration they fetched with.
-        idp.adopt(tls: update.tls, limits: update.limits)
+        // Retired identities keep the TLS configuration they fetched with, and kept ones their
+        // credential files' watch.
+        idp.adopt(update.identities, tls: update.tls, limits: update.limits)
         identities = update.identities
         // New identities fetch at once; kept ones go on as scheduled.
         for tokens in identities { runNextAction(tokens) }

@@ -34,7 +34,8 @@ struct LoadedConfig {
 }
 
 /// Loads and validates a config file: the config, or every error with its JSON path. Warnings
-/// (verification switched off, plain-http token endpoints allowed) are logged and printed.
+/// (verification switched off, plain-http token endpoints allowed, credential files holding an
+/// expired JWT) are logged and printed.
 func validateConfig(path: String) -> Result<LoadedConfig, ConfigErrorLines> {
     let config: RelayConfig
     do {
@@ -70,6 +71,10 @@ func validateConfig(path: String) -> Result<LoadedConfig, ConfigErrorLines> {
     for warning in config.hostCheckWarnings {
         FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
         Logger(label: "oauth-relay").warning("listener serves any Host name", metadata: ["setting": .string(warning)])
+    }
+    for warning in config.expiredCredentialWarnings(at: Date().timeIntervalSince1970) {
+        FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
+        Logger(label: "oauth-relay").warning("credential file holds an expired JWT", metadata: ["setting": .string(warning)])
     }
     if !errors.isEmpty { return .failure(ConfigErrorLines(lines: errors)) }
     return .success(LoadedConfig(config: config, tls: tls))
