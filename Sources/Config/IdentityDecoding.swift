@@ -26,6 +26,7 @@ struct IdentityDecoding {
         ("clientSecretFile", .clientSecret), ("passwordFile", .password), ("refreshTokenFile", .refreshToken),
         ("assertionFile", .assertion), ("subjectTokenFile", .subjectToken), ("actorTokenFile", .actorToken),
         ("clientKeyFile", .clientKey), ("clientAssertionFile", .clientAssertion),
+        ("serviceAccountKeyFile", .serviceAccountKey),
     ]
 
     /// Form fields the relay sets from a dedicated key: `params` may not set them again.

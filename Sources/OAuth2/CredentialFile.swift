@@ -36,13 +36,16 @@ public enum CredentialRole: String, Sendable, Equatable, CaseIterable, CustomStr
     case clientKey
     /// The client assertion `client_assertion_file` sends as it is (a JWT the platform wrote).
     case clientAssertion
+    /// A Google service account's JSON key (`serviceAccountKeyFile`): its private key, key id and
+    /// email sign the grant's assertion or the self-signed token.
+    case serviceAccountKey
 
     /// Whether the content is a token that may be a JWT, whose `exp` then says until when it may
     /// be sent (`Identity.expiredCredentials`).
     var mayBeJWT: Bool {
         switch self {
         case .assertion, .subjectToken, .actorToken, .clientAssertion: true
-        case .clientSecret, .password, .refreshToken, .clientKey: false
+        case .clientSecret, .password, .refreshToken, .clientKey, .serviceAccountKey: false
         }
     }
 
@@ -61,6 +64,8 @@ public enum CredentialFileProblem: Error, Sendable, Equatable, CustomStringConve
     /// Not a PEM private key the relay can sign client assertions with; the reason is OpenSSL's
     /// or names the key's kind and the algorithm.
     case unusableKey(String)
+    /// Not a service account key the relay can use; the reason names the member at fault.
+    case unusableServiceAccountKey(String)
 
     public var description: String {
         switch self {
@@ -68,6 +73,7 @@ public enum CredentialFileProblem: Error, Sendable, Equatable, CustomStringConve
         case .notUsed(let role): "the identity has no \(role) to replace"
         case .notAJWT: "not a JWT (a compact JWS: three base64url parts separated by dots)"
         case .unusableKey(let reason): "not a usable private key: \(reason)"
+        case .unusableServiceAccountKey(let reason): "not a usable service account key: \(reason)"
         }
     }
 }

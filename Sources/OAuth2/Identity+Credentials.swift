@@ -10,13 +10,24 @@ import SafeText
 extension Identity {
     /// The identity with `content`, a credential file's new content, in the place of its
     /// `role`'s credential: trimmed text for the secrets and tokens, a PEM private key signing
-    /// with the same algorithm and `kid` for `clientKey`, a JWT for `clientAssertion`. Throws
+    /// with the same algorithm and `kid` for `clientKey`, a JWT for `clientAssertion`, a JSON key
+    /// for `serviceAccountKey` (the token endpoint stays the one loaded). Throws
     /// when the content cannot stand in for it (the identity then keeps what it had).
     public func withCredential(_ role: CredentialRole, content: String) throws(CredentialFileProblem) -> Identity {
         var identity = self
         if role == .clientKey {
             guard case .privateKeyJWT(let id, let key) = clientAuth else { throw .notUsed(role) }
             identity.clientAuth = .privateKeyJWT(id: id, key: try Self.clientKey(pem: content, like: key))
+            return identity
+        }
+        if role == .serviceAccountKey {
+            guard case .serviceAccount(var account) = grant else { throw .notUsed(role) }
+            do throws(ServiceAccountKeyError) {
+                account.key = try ServiceAccountKey.parse(json: content)
+            } catch {
+                throw .unusableServiceAccountKey(error.description)
+            }
+            identity.grant = .serviceAccount(account)
             return identity
         }
         let text = String(WhiteSpace.trimmingSpacesAndNewlines(content))
@@ -76,6 +87,7 @@ extension Identity {
     /// Whether the identity has a credential of `role` (a file of it is worth watching).
     public func holdsCredential(_ role: CredentialRole) -> Bool {
         if role == .clientKey, case .privateKeyJWT = clientAuth { return true }
+        if role == .serviceAccountKey, case .serviceAccount = grant { return true }
         return credential(role) != nil
     }
 

@@ -184,12 +184,25 @@ final class IdPClient {
     /// read again (CredentialFileWatch.swift). Throws, and nothing is sent, when a credential the
     /// request would carry is a JWT whose `exp` has passed.
     private func withCurrentCredentials(_ request: TokenRequest, for tokens: IdentityTokens) throws(TokenEndpointError) -> TokenRequest {
-        guard let watch = credentialFiles[tokens.slot] else { return request }
-        for news in watch.refresh() { log(news, of: tokens.identity.name) }
+        guard let watch = refreshedCredentials(of: tokens) else { return request }
         if let expired = watch.current.expiredCredential(sentWith: request.purpose, at: Date().timeIntervalSince1970) {
             throw .expiredCredential(expired)
         }
         return watch.request(request)
+    }
+
+    /// The identity with the credentials its files hold now (files that changed read again): what
+    /// a token the relay signs itself is made with (SelfSignedFetch.swift).
+    func currentIdentity(of tokens: IdentityTokens) -> Identity {
+        refreshedCredentials(of: tokens)?.current ?? tokens.identity
+    }
+
+    /// The identity's watch once its files have been looked at, each change logged; nil for an
+    /// identity without credential files.
+    private func refreshedCredentials(of tokens: IdentityTokens) -> CredentialFileWatch? {
+        guard let watch = credentialFiles[tokens.slot] else { return nil }
+        for news in watch.refresh() { log(news, of: tokens.identity.name) }
+        return watch
     }
 
     /// One line per change of a credential file: the identity, the key and the file, never its

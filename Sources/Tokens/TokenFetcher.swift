@@ -56,7 +56,7 @@ final class TokenFetcher: FetchSchedule {
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
     /// The fetch strategies (TokenFetchStrategy.swift): each identity goes one of these ways.
     private lazy var directFetch = DirectFetch(requests: requests, schedule: self)
-    private lazy var selfSignedFetch = SelfSignedFetch(requests: requests)
+    private lazy var selfSignedFetch = SelfSignedFetch(requests: requests, idp: idp)
     private lazy var fileLockedFetch = persistence.map { FileLockedFetch(persistence: $0, idp: idp, requests: requests, schedule: self) }
     private lazy var sharedFetch = sharedSettings.map {
         SharedStoreFetch(settings: $0, loop: loop, logger: logger, observer: observer, idp: idp, requests: requests,

@@ -67,6 +67,26 @@ final class CredentialFileTests: XCTestCase {
         XCTAssertNotEqual(changed.clientAuth, identity.clientAuth)
     }
 
+    func testAServiceAccountKeyFileRotatesTheKeyAndKeepsTheTokenItAsksFor() throws {
+        let identity = makeIdentity {
+            $0.grant = .serviceAccount(ServiceAccountGrant(key: try! ServiceAccountFixture.key(),
+                                                           token: .tokenEndpoint(scope: "cloud-platform", subject: nil)))
+        }
+        XCTAssertTrue(identity.holdsCredential(.serviceAccountKey))
+        XCTAssertFalse(makeIdentity().holdsCredential(.serviceAccountKey))
+        let other = try PrivateKey.generate(.rsa(bits: 2048))
+        let rotated = ServiceAccountFixture.json(["private_key_id": .string("fedcba9876543210")], key: other)
+        let changed = try identity.withCredential(.serviceAccountKey, content: rotated)
+        XCTAssertEqual(changed.grant.serviceAccount?.key, try ServiceAccountKey.parse(json: rotated))
+        XCTAssertEqual(changed.grant.serviceAccount?.token, .tokenEndpoint(scope: "cloud-platform", subject: nil))
+        XCTAssertThrowsError(try identity.withCredential(.serviceAccountKey, content: "{\"type\": \"authorized_user\"}")) { error in
+            XCTAssertTrue("\(error)".hasPrefix("not a usable service account key: "), "\(error)")
+        }
+        XCTAssertThrowsError(try makeIdentity().withCredential(.serviceAccountKey, content: rotated)) { error in
+            XCTAssertEqual("\(error)", "the identity has no serviceAccountKey to replace")
+        }
+    }
+
     /// The refusals: the identity keeps what it had, and no message quotes the content.
     func testWhatCannotStandInForACredential() throws {
         let keyed = makeIdentity {
