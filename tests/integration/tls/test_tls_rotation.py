@@ -22,7 +22,7 @@ import threading
 
 import pytest
 
-from admin_client import log_records, wait_for_log
+from admin_client import log_records, start_with_admin, wait_for_log
 from deadlines import scaled, wait_until
 from file_rotation import STYLES, CredentialFiles
 from processes import LOOPBACK, free_port, route
@@ -113,7 +113,7 @@ def test_a_renewed_listener_certificate_reaches_new_connections_and_no_request_f
         return http.client.HTTPSConnection(LOOPBACK, tls_port, context=context, timeout=scaled(10))
 
     kept = connection()
-    assert https_get(kept, "/kept/before") == der(first)
+    assert https_get(kept, "/kept/before") == der(first.cert)
 
     def one_new_connection() -> bytes:
         fresh = connection()
@@ -132,16 +132,16 @@ def test_a_renewed_listener_certificate_reaches_new_connections_and_no_request_f
             traffic.wait_for_more()
 
         files.rotate(pair(renewed), between=while_missing)
-        traffic.wait_for(lambda certificates: certificates and certificates[-1] == der(renewed),
+        traffic.wait_for(lambda certificates: certificates and certificates[-1] == der(renewed.cert),
                          "a new connection that gets the renewed certificate")
         traffic.wait_for_more()
     assert traffic.failures == [], traffic.failures[:5]
     certificates = traffic.results
-    assert set(certificates) == {der(first), der(renewed)}
-    switched = certificates.index(der(renewed))
-    assert set(certificates[switched:]) == {der(renewed)}, "a connection after the renewal got the old certificate"
+    assert set(certificates) == {der(first.cert), der(renewed.cert)}
+    switched = certificates.index(der(renewed.cert))
+    assert set(certificates[switched:]) == {der(renewed.cert)}, "a connection after the renewal got the old certificate"
     # The keep-alive connection opened before goes on, with the certificate of its own handshake.
-    assert https_get(kept, "/kept/after") == der(first)
+    assert https_get(kept, "/kept/after") == der(first.cert)
     kept.close()
     assert any("$.listenTls." in trigger for trigger in file_triggers(relay)), file_triggers(relay)
     outages = log_records(relay, OUTAGE)
@@ -153,11 +153,12 @@ def test_a_renewed_listener_certificate_reaches_new_connections_and_no_request_f
         wait_for_log(relay, OUTAGE_OVER, 1)
 
 
-def test_a_half_written_certificate_changes_nothing_until_the_file_is_whole(tls_pki, start_relay, upstream, tmp_path):
+def test_a_half_written_certificate_changes_nothing_and_warns_once_until_the_file_is_whole(tls_pki, start_relay, upstream,
+                                                                                          tmp_path):
     first, renewed = tls_pki.server, tls_pki.renewal("server")
     files = CredentialFiles(tmp_path / "listener-tls", "in_place", pair(first))
     tls_port = free_port()
-    relay = start_relay([route(upstream)], limits=POLL, listenTls={
+    relay, admin = start_with_admin(start_relay, [route(upstream)], limits=POLL, listenTls={
         "address": f"{LOOPBACK}:{tls_port}", "certFile": files.paths["tls.crt"], "keyFile": files.paths["tls.key"]})
     context = ssl.create_default_context(cafile=str(tls_pki.ca.cert))
 
@@ -168,13 +169,24 @@ def test_a_half_written_certificate_changes_nothing_until_the_file_is_whole(tls_
         finally:
             fresh.close()
 
+    def rejected() -> float:
+        return admin.scrape().total("oauth_relay_config_reloads_total", outcome="rejected")
+
     whole = renewed.cert.read_bytes()
-    (tmp_path / "listener-tls" / "tls.crt").write_bytes(whole[: len(whole) // 2])
+    certificate = tmp_path / "listener-tls" / "tls.crt"
+    certificate.write_bytes(whole[: len(whole) // 2])
     warning = wait_for_log(relay, OUTAGE, 1, timeout=10)
     assert warning["files"] == [f"$.listenTls.certFile {files.paths['tls.crt']}"], warning
-    assert served() == der(first), "the certificate in force stays while the new one is half-written"
+    assert [e.split(":")[0] for e in warning["errors"]] == ["$.listenTls.certFile"], warning
+    assert served() == der(first.cert), "the certificate in force stays while the new one is half-written"
+    # More of the file, still not whole: another failed attempt, and no second warning.
+    failed = rejected()
+    certificate.write_bytes(whole[: len(whole) * 3 // 4])
+    wait_until(lambda: rejected() > failed, 10, "another failed attempt")
+    assert len(log_records(relay, OUTAGE)) == 1, "one warning per outage"
     files.rotate(pair(renewed))
-    wait_until(lambda: served() == der(renewed), 10, "the renewed certificate once both files are whole")
+    wait_until(lambda: served() == der(renewed.cert), 10, "the renewed certificate once both files are whole")
+    wait_for_log(relay, OUTAGE_OVER, 1)
     assert len(log_records(relay, OUTAGE)) == 1
 
 
