@@ -105,7 +105,7 @@ let package = Package(
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: ["SafeText",
             "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "TokenStore", "HTTPClient", "TLS", "RelayMetrics",
-            "LocalHTTP", "HTTPFields", "RedisProtocol", "QRCode", "JSON", "WatchedFiles", "Crypto",
+            "LocalHTTP", "HTTPFields", "RedisProtocol", "QRCode", "JSON", "WatchedFiles",
             // The admin listener, given the Host names it serves; the login URL for `login` and `token`.
             "AdminAPI", "BrowserSafety", "LoginPages",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
