@@ -7,7 +7,8 @@ here): the relay notices the change and re-applies its configuration with the fi
   none carries a proof that does not match its token.
 - `store.keyFile`: the new key writes; the entries under the old one are sealed again under the
   new key at once (under their locks), so a restart with the new key alone still reads the token,
-  and no token request is made for the rotation.
+  and no token request is made for the rotation. In Redis (`store.redis`), an entry written under
+  the previous key is still read: an identity a reload restarts after the rotation takes it.
 """
 
 from __future__ import annotations
@@ -21,16 +22,18 @@ import threading
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from admin_client import log_records, wait_for_log
+from admin_client import log_records, rewrite, start_with_admin, wait_for_log
 from deadlines import scaled, wait_until
 from file_rotation import CredentialFiles
 from idp_relay import oauth_route
 from key_files import pem, thumbprint
+from redis_server import RedisServer
 
 pytestmark = pytest.mark.oauth
 
 POLL = {"credentialFilePollSeconds": 1}
 RESEALED = "token store key rotated; entries sealed again under the new key"
+ROTATED_SHARED = "token store key rotated; entries under the previous key are still read until they are written again"
 
 
 def key_pem(sensitive, key, label: str) -> bytes:
@@ -149,3 +152,38 @@ def test_a_rotated_store_key_seals_the_entries_again_and_a_restart_with_it_alone
     restarted = start_relay([oauth_route(upstream, "/", "svc")], **options)
     assert restarted.request("GET", "/c").status == 200
     assert len(stub_idp.token_requests()) == 1, "the restart with the new key alone read the resealed token"
+
+
+@pytest.fixture
+def redis(tmp_path, sensitive):
+    workdir = tmp_path / "redis"
+    workdir.mkdir()
+    server = RedisServer(workdir, password=sensitive.add("redis password", secrets.token_hex(16))).start()
+    yield server
+    server.kill()
+
+
+def test_a_shared_entry_written_under_the_previous_store_key_is_still_read(redis, stub_idp, upstream, start_relay, tmp_path,
+                                                                          sensitive):
+    old, new = store_key(), store_key()
+    sensitive.add("old store key", old.decode())
+    sensitive.add("new store key", new.decode())
+    files = CredentialFiles(tmp_path / "store-key", "kubernetes", {"store.key": old})
+    store = {"redis": redis.url, "keyFile": files.paths["store.key"], "timeoutMilliseconds": int(scaled(2000))}
+    identity = stub_idp.identity(headers={"X-Relay-Config": "one"})
+    relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/", "svc")], identities={"svc": identity},
+                                    store=store, limits=POLL)
+    first = relay.request("GET", "/a")
+    assert first.status == 200
+    wait_until(lambda: redis.dump(), 5, "the shared entry written")
+    files.rotate({"store.key": new})
+    wait_for_log(relay, ROTATED_SHARED, 1, timeout=10)
+    # A reload that changes the identity (a header no stored setting depends on) restarts it: its
+    # fetch reads the shared entry, written under the previous key, and takes its token.
+    rewrite(relay, identities={"svc": {**identity, "headers": {"X-Relay-Config": "two"}}})
+    assert admin.reload_applied()["identities"]["started"] == ["svc"]
+    second = relay.request("GET", "/b")
+    assert second.status == 200
+    assert second.echo_headers("Authorization") == first.echo_headers("Authorization")
+    assert len(stub_idp.token_requests()) == 1, "the entry under the previous key was not read"
+    assert log_records(relay, "shared token store entry unreadable; it is replaced by the next token obtained") == []
