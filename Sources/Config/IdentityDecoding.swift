@@ -16,7 +16,7 @@ struct IdentityDecoding {
         "responseFields", "subjectToken", "subjectTokenFile", "subjectTokenType", "actorToken", "actorTokenFile",
         "actorTokenType", "issuer", "clientKeyFile", "clientKeyId", "clientAssertionAlg", "clientAssertionAudience",
         "authorizationUrl", "deviceAuthorizationUrl", "jwksUrl", "revocationUrl", "redirectUri", "loginTimeoutSeconds",
-        "allowRemoteUse",
+        "allowRemoteUse", "authorizationParams",
         "dpop",
     ]
 
@@ -84,7 +84,8 @@ struct IdentityDecoding {
         identity.allowInsecureTokenUrl = object.bool("allowInsecureTokenUrl") ?? identity.allowInsecureTokenUrl
         identity.defaultExpiresInSeconds = object.seconds("defaultExpiresInSeconds") ?? identity.defaultExpiresInSeconds
         identity.refreshSkewSeconds = object.seconds("refreshSkewSeconds") ?? identity.refreshSkewSeconds
-        identity.responseFields = object.field("responseFields").flatMap(decodeResponseFields) ?? identity.responseFields
+        let responseFields = object.field("responseFields").flatMap(ResponseFieldsDecoding(context: context).decodeResponseFields)
+        identity.responseFields = responseFields?.fields ?? identity.responseFields
         let subject = ExchangedToken(token: object.secret("subjectToken"), type: object.parsed("subjectTokenType", tokenTypeURI))
         let actor = ExchangedToken(token: object.secret("actorToken"), type: object.parsed("actorTokenType", tokenTypeURI))
         identity.issuer = object.parsed("issuer") { url throws(InvalidValue) in
@@ -98,10 +99,14 @@ struct IdentityDecoding {
         identity.redirectUri = object.parsed("redirectUri") { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: false) }
         identity.loginTimeoutSeconds = object.seconds("loginTimeoutSeconds") ?? identity.loginTimeoutSeconds
         identity.allowRemoteUse = object.bool("allowRemoteUse") ?? identity.allowRemoteUse
+        identity.authorizationParams = object.field("authorizationParams").flatMap {
+            decodeAuthorizationParams($0, identity: object)
+        } ?? [:]
         let clientAuth = ClientAuthDecoding(context: context)
         identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
         identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
         identity.dpop = object.field("dpop").flatMap(DPoPDecoding(context: context).decodeDPoP)
+        checkDPoPMappings(responseFields?.dpopMappings ?? [], dpop: object.field("dpop"))
         identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
                                     extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
         if let grant {
@@ -134,14 +139,17 @@ struct IdentityDecoding {
         }
     }
 
-    /// `responseFields`: the names of the token, expiry and type fields of a token response.
-    private func decodeResponseFields(_ field: Field) -> ResponseFields? {
-        guard let object = ObjectReader(field, knownKeys: ["token", "expiry", "type"], in: context) else { return nil }
-        var fields = ResponseFields()
-        fields.token = object.nonEmptyString("token") ?? fields.token
-        fields.expiry = object.nonEmptyString("expiry") ?? fields.expiry
-        fields.type = object.nonEmptyString("type") ?? fields.type
-        return fields
+    /// A `responseFields.typeValues` entry mapping to DPoP needs the identity's DPoP key: with
+    /// `dpop` absent or `false` there is none (an invalid `dpop` has its own error).
+    private func checkDPoPMappings(_ mappings: [Field], dpop: Field?) {
+        switch dpop?.value.kind {
+        case nil, .bool(false)?:
+            for mapping in mappings {
+                context.report("maps to DPoP, but the identity has no dpop key to prove possession with", at: mapping)
+            }
+        default:
+            break
+        }
     }
 
     /// Form fields; `grant_type` is the relay's to set, from `grant`, and so is every field whose
@@ -156,6 +164,32 @@ struct IdentityDecoding {
                 context.report("grant_type is set from \"grant\"; use \"grant\" instead", at: member)
             } else if let key = Self.formFieldKeys[name], identity.has(key) {
                 context.report("\(name) is already set from \"\(key)\"; set it in one place", at: member)
+            } else {
+                params[name] = value
+            }
+        }
+        return params
+    }
+
+    /// Keys that set a parameter of every authorization request: `authorizationParams` may not.
+    static let authorizationRequestKeys = ["client_id": "clientId", "redirect_uri": "redirectUri", "scope": "scope"]
+
+    /// `authorizationParams`: query parameters a login's authorization request adds to the
+    /// standard ones. Never one the relay sets (`AuthorizationRequest.relayParameters`), nor
+    /// `audience` or `resource` when the identity's own keys send them.
+    private func decodeAuthorizationParams(_ field: Field, identity: ObjectReader) -> [String: String]? {
+        guard let members = context.stringMembers(field) else { return nil }
+        var params: [String: String] = [:]
+        for (name, value, member) in members {
+            if name.isEmpty {
+                context.report("a query parameter name must not be empty", at: member)
+            } else if let key = Self.authorizationRequestKeys[name] {
+                context.report("\(name) is set from \"\(key)\"; set it there", at: member)
+            } else if AuthorizationRequest.relayParameters.contains(name) {
+                context.report("\(name) is the relay's to set for each login: response_type is always code, and state, nonce, "
+                               + "code_challenge and code_challenge_method tie the code to the login that asked for it", at: member)
+            } else if name == "audience" || name == "resource", identity.has(name) {
+                context.report("\(name) is already sent from \"\(name)\"; set it in one place", at: member)
             } else {
                 params[name] = value
             }

@@ -79,6 +79,8 @@ struct IdentityKeyChecks {
         let onlyFor: [(key: String, grants: [GrantType], usedBy: String)] = [
             ("authorizationUrl", [.authorizationCode], "the authorization_code grant"),
             ("redirectUri", [.authorizationCode], "the authorization_code grant"),
+            // A device login's request is a form the IdP reads, not a page a person opens.
+            ("authorizationParams", [.authorizationCode], "the authorization_code grant's authorization request"),
             ("deviceAuthorizationUrl", [.deviceCode], "the device_code grant"),
             ("loginTimeoutSeconds", [.authorizationCode, .deviceCode], "the authorization_code and device_code grants"),
             ("allowRemoteUse", [.authorizationCode, .deviceCode], "the authorization_code and device_code grants"),

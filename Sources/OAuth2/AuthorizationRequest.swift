@@ -6,13 +6,20 @@ import Endpoints
 /// It carries `response_type=code`, `client_id`, `redirect_uri`, `scope`, `state`, `nonce`
 /// (when the login has one), `code_challenge` and `code_challenge_method=S256`, and the
 /// identity's `audience` and `resource`s (RFC 8707 §2 sends resources here too, so the code is
-/// bound to them). The identity's `params` are not sent: they are fields of token requests,
-/// and an IdP may reject unknown parameters at the authorization endpoint or show them to the
-/// person.
+/// bound to them), then the identity's `authorizationParams` by name (Google's
+/// `access_type=offline`, Slack's `user_scope`). The identity's `params` are not sent: they are
+/// fields of token requests, and an IdP may reject unknown parameters at the authorization
+/// endpoint or show them to the person.
 ///
 /// An endpoint that already has a query keeps it (RFC 6749 §3.1), minus any parameter named
 /// like one of these, which would otherwise be sent twice.
 public struct AuthorizationRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The parameters every authorization request carries, set from the login or from their own
+    /// keys (`scope`, `clientId`, `redirectUri`): `authorizationParams` may not name them. It may
+    /// name `audience` and `resource` when the identity's own keys do not set them.
+    public static let relayParameters = ["response_type", "client_id", "redirect_uri", "scope", "state", "nonce",
+                                         "code_challenge", "code_challenge_method"]
+
     /// The full URL, with its query: the `Location` of the redirect. (Holds `state`, `nonce`
     /// and the challenge: never log it; `description` hides the query.)
     public let url: HTTPURL
@@ -31,6 +38,8 @@ public struct AuthorizationRequest: Sendable, CustomStringConvertible, CustomDeb
         parameters += [("code_challenge", login.pkce.challenge), ("code_challenge_method", PKCE.method)]
         if let audience = identity.audience { parameters.append(("audience", audience)) }
         parameters += identity.resource.map { ("resource", $0) }
+        parameters += identity.authorizationParams.filter { !Self.relayParameters.contains($0.key) }
+            .sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
 
         let ours = Set(parameters.map(\.name))
         let kept = endpoint.query.map { query in

@@ -40,7 +40,8 @@ enum ErrorText {
     static func excerpt(of reply: TokenEndpointReply, format: TokenResponseFormat, removing secrets: [String]) -> String? {
         let body = String(decoding: reply.body, as: UTF8.self)
         let lowered = body.lowercased()
-        let tokenNames = tokenFieldNames + [format.fields.token.lowercased()]
+        let configured = format.fields.token.memberNames + format.fields.refreshToken.memberNames
+        let tokenNames = tokenFieldNames + configured.map { $0.lowercased() }
         guard !tokenNames.contains(where: { lowered.contains($0) }) else { return nil }
         let isHTML = reply.mediaType?.contains("html") ?? false || lowered.hasPrefix("<!doctype html") || lowered.hasPrefix("<html")
         let text = clean(isHTML ? textOfHTML(body) : body, removing: secrets)

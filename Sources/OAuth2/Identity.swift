@@ -46,6 +46,10 @@ public struct Identity: Sendable, Equatable {
     public var refreshSkewSeconds: Double = 10
     /// The names of the token response's fields, for IdPs that do not use the standard ones.
     public var responseFields = ResponseFields()
+    /// Extra query parameters of the authorization request (authorization code grant): what an
+    /// IdP needs beyond the standard ones, such as Google's `access_type=offline`. Never one the
+    /// relay sets itself (`AuthorizationRequest` lists them).
+    public var authorizationParams: [String: String] = [:]
     /// The authorization code grant's redirect URI: a URL on one of the relay's own listeners,
     /// where the relay serves the callback.
     public var redirectUri: HTTPURL?

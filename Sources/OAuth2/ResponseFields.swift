@@ -1,13 +1,34 @@
-/// The names of the fields of a token response that carry the token, its lifetime and its
-/// type (`responseFields`); the standard names by default.
+/// Where a token response carries the token, its lifetime, its type and a new refresh token
+/// (`responseFields`), each a `ResponseMember` (the standard names by default), and the token
+/// type values an IdP names its own way (`typeValues`: Slack's `bot` and `user` are bearer tokens).
 public struct ResponseFields: Sendable, Equatable, Hashable {
-    public var token: String
-    public var expiry: String
-    public var type: String
+    public var token: ResponseMember
+    public var expiry: ResponseMember
+    public var type: ResponseMember
+    public var refreshToken: ResponseMember
+    /// An IdP's own token type values, lowercased (types compare case-insensitively, RFC 6749
+    /// §5.1), each mapped to `Bearer` or `DPoP`. Never `bearer` or `dpop` themselves.
+    public var typeValues: [String: String]
 
-    public init(token: String = "access_token", expiry: String = "expires_in", type: String = "token_type") {
+    public init(token: ResponseMember = "access_token", expiry: ResponseMember = "expires_in", type: ResponseMember = "token_type",
+                refreshToken: ResponseMember = "refresh_token", typeValues: [String: String] = [:]) {
         self.token = token
         self.expiry = expiry
         self.type = type
+        self.refreshToken = refreshToken
+        self.typeValues = typeValues
+    }
+
+    /// The type a token `sent` as (nil: the answer names none) is used as: the mapped type when
+    /// `typeValues` names it, else `Bearer` or `DPoP` for any casing of them (`Bearer` when
+    /// absent), else the type as sent (which the relay then refuses).
+    public func tokenType(sent: String?) -> String {
+        if let sent, let mapped = typeValues[sent.lowercased()] { return mapped }
+        guard let sent, !sent.isEmpty else { return "Bearer" }
+        switch sent.lowercased() {
+        case "bearer": return "Bearer"
+        case "dpop": return "DPoP"
+        default: return sent
+        }
     }
 }

@@ -5,8 +5,10 @@ import SafeText
 /// `expires_in` as a number or a numeric string, and when absent (or not a positive number)
 /// the token's JWT `exp`, else the identity's `defaultExpiresInSeconds`, never more than a year
 /// (`TokenLifetime` has the rules); `token_type` compared case-insensitively (`bearer` becomes
-/// `Bearer`, absent means `Bearer`, any type but Bearer or DPoP is refused, and DPoP unless the
-/// identity has a DPoP key); a JSON object or, from older IdPs, a form-encoded body.
+/// `Bearer`, absent means `Bearer`, an IdP's own name mapped by `typeValues`, any other type but
+/// Bearer or DPoP refused, and DPoP unless the identity has a DPoP key); the token, expiry, type
+/// and refresh token where `responseFields` says, nested members included; a JSON object or,
+/// from older IdPs, a form-encoded body.
 /// An answer with an `error` member is an error whatever its status and whatever else it holds.
 public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Where `expiresIn` came from.
@@ -62,38 +64,46 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
     private init(members: [String: JSONValue], format: TokenResponseFormat, unixTime: Double,
                  invalid: (String) -> TokenEndpointError) throws(TokenEndpointError) {
         let names = format.fields
-        guard let value = members[names.token] else {
-            let present = members.keys.sorted().prefix(10).map { ErrorText.clean($0, removing: []) }
-            throw invalid("no \(names.token) field (fields: \(present.joined(separator: ", ")))")
-        }
-        guard let token = value.string, !token.isEmpty else {
-            throw invalid("\(names.token) is not a non-empty string")
-        }
-        guard token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw invalid("\(names.token) holds characters that cannot go in a header (spaces, control or non-ASCII characters)")
+        let token: String
+        switch names.token.lookup(in: members) {
+        case .value(let value, let path):
+            guard let text = value.string, !text.isEmpty else { throw invalid("\(path) is not a non-empty string") }
+            guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw invalid("\(path) holds characters that cannot go in a header (spaces, control or non-ASCII characters)")
+            }
+            token = text
+        case .missing(let object, let fields):
+            let present = fields.prefix(10).map { ErrorText.clean($0, removing: []) }.joined(separator: ", ")
+            throw invalid("no \(names.token) field (fields\(object.map { " of \($0)" } ?? ""): \(present))")
+        case .notAnObject(let prefix, let held):
+            throw invalid("\(prefix) holds \(held), not an object, so \(names.token) cannot be read")
         }
         accessToken = Secret(token)
-        tokenType = Self.normalizedType(members[names.type]?.string)
+        let typeLookup = names.type.lookup(in: members)
+        tokenType = names.tokenType(sent: typeLookup.value?.string)
         guard Self.usableTypes.contains(tokenType) else {
             // Sent as Bearer, a MAC or N_A token would only be refused upstream, or worse, accepted
             // without the proof its type demands.
-            throw invalid("token_type \"\(ErrorText.clean(String(tokenType.prefix(32)), removing: [token]))\" is not Bearer or DPoP, "
-                + "the only types the relay can send")
+            let field = if case .value(_, let path) = typeLookup { path } else { names.type.description }
+            throw invalid("\(field) \"\(ErrorText.clean(String(tokenType.prefix(32)), removing: [token]))\" is not Bearer or DPoP, "
+                + "the only types the relay can send (responseFields.typeValues maps an IdP's own names for them)")
         }
         guard tokenType != "DPoP" || format.acceptsDPoP else {
             // A DPoP-bound token is useless without the key it is bound to, and the relay sent no
             // proof: an IdP that binds anyway answered a request it was not asked.
             throw invalid("token_type DPoP, but the identity has no dpop key to prove possession with")
         }
+        let expiry = names.expiry.lookup(in: members)
+        let expiryField = if case .value(_, let path) = expiry { path } else { names.expiry.description }
         let lifetime: TokenLifetime
         do throws(TokenLifetime.LifetimeError) {
-            lifetime = try TokenLifetime.resolve(expiry: members[names.expiry], field: names.expiry, token: token,
+            lifetime = try TokenLifetime.resolve(expiry: expiry.value, field: expiryField, token: token,
                                                  unixTime: unixTime, defaultSeconds: format.defaultExpiresInSeconds)
         } catch {
             throw invalid("the token is a JWT whose exp has already passed")
         }
         (expiresIn, expirySource, lifetimeWarnings) = (lifetime.seconds, lifetime.source, lifetime.warnings)
-        refreshToken = members["refresh_token"]?.string.flatMap { $0.isEmpty ? nil : Secret($0) }
+        refreshToken = names.refreshToken.lookup(in: members).value?.string.flatMap { $0.isEmpty ? nil : Secret($0) }
         scope = members["scope"]?.string ?? members["scope"]?.strings?.joined(separator: " ")
         issuedTokenType = members["issued_token_type"]?.string
         idToken = members["id_token"]?.string.flatMap { $0.isEmpty ? nil : Secret($0) }
@@ -101,16 +111,6 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
 
     /// The token types the relay can put on a request (RFC 6750, RFC 9449).
     static let usableTypes: Set<String> = ["Bearer", "DPoP"]
-
-    /// `Bearer` for any casing of it (and when absent), `DPoP` likewise; other types as sent.
-    static func normalizedType(_ type: String?) -> String {
-        guard let type, !type.isEmpty else { return "Bearer" }
-        switch type.lowercased() {
-        case "bearer": return "Bearer"
-        case "dpop": return "DPoP"
-        default: return type
-        }
-    }
 
     public var description: String {
         var text = "\(tokenType) \(accessToken), expires in \(SecondsText.format(expiresIn)) s (\(expirySource.rawValue))"

@@ -2,11 +2,12 @@ import Crypto
 import OAuth2
 
 /// A digest of the identity settings a stored token depends on: the client, the token endpoint,
-/// the grant (with its user name, not its secrets), scope, audience, resource, the DPoP key's
-/// thumbprint and the thumbprint of the client certificate shown to the token endpoint. An entry
-/// whose fingerprint differs from the identity's current one is never used, so changing any of
-/// them (a new client, another scope, another DPoP key, a renewed certificate) costs a fresh
-/// token instead of a token for other settings.
+/// the grant (with its user name, not its secrets), scope, audience, resource, the extra
+/// parameters of a login's authorization request, where the answer's token is read from, the
+/// DPoP key's thumbprint and the thumbprint of the client certificate shown to the token
+/// endpoint. An entry whose fingerprint differs from the identity's current one is never used,
+/// so changing any of them (a new client, another scope, another DPoP key, a renewed
+/// certificate) costs a fresh token instead of a token for other settings.
 ///
 /// Secrets are left out entirely, not hashed: the fingerprint is stored in the clear in the
 /// entry's header, and a digest of a low-entropy password could be guessed offline. A rotated
@@ -37,6 +38,15 @@ public struct SettingsFingerprint: Sendable, Equatable, CustomStringConvertible 
         if identity.tokenUrl == nil { parts.append(("issuer", identity.issuer)) }
         if case .password(let username, _) = identity.grant { parts.append(("username", username)) }
         for resource in identity.resource { parts.append(("resource", resource)) }
+        // What a person consents to (Slack's `user_scope`, Auth0's `audience`), and which of an
+        // answer's tokens is taken (Slack's bot or user token). Added only when set, so entries
+        // of identities without them keep their fingerprint.
+        for (name, value) in identity.authorizationParams.sorted(by: { $0.key < $1.key }) {
+            parts += [("authorizationParamName", name), ("authorizationParamValue", value)]
+        }
+        if identity.responseFields.token != ResponseFields().token {
+            parts.append(("responseToken", identity.responseFields.token.description))
+        }
         // A DPoP-bound token is useless with any other key: the key's thumbprint (public) is part
         // of the settings. Only for identities with a key file; without DPoP the encoding is the
         // one entries were written with before DPoP existed, so they still open.

@@ -70,6 +70,41 @@ final class AuthorizationRequestTests: XCTestCase {
         XCTAssertEqual(queryPairs(request.url).filter { $0.name == "client_id" }.count, 1)
     }
 
+    func testAuthorizationParamsFollowTheStandardParametersByName() {
+        let identity = interactiveIdentity(scope: "openid email") {
+            $0.authorizationParams = ["prompt": "consent", "access_type": "offline", "hd": "example.com"]
+        }
+        let pairs = queryPairs(AuthorizationRequest(endpoint: endpoint, identity: identity, login: start(identity)).url)
+        XCTAssertEqual(pairs.map(\.name), ["response_type", "client_id", "redirect_uri", "scope", "state", "nonce",
+                                           "code_challenge", "code_challenge_method", "access_type", "hd", "prompt"])
+        XCTAssertEqual(pairs.suffix(3).map(\.value), ["offline", "example.com", "consent"])
+    }
+
+    func testAuthorizationParamsAreFormEncoded() {
+        let identity = interactiveIdentity(scope: nil) { $0.authorizationParams = ["user_scope": "search:read chat:write", "a&b": "c=d"] }
+        let request = AuthorizationRequest(endpoint: endpoint, identity: identity, login: start(identity))
+        XCTAssertTrue(request.location.hasSuffix("&a%26b=c%3Dd&user_scope=search%3Aread+chat%3Awrite"), request.location)
+    }
+
+    /// The config refuses them; a programmatic identity cannot slip one in either.
+    func testAuthorizationParamsNeverReplaceTheRelaysOwn() {
+        let identity = interactiveIdentity { identity in
+            identity.authorizationParams = Dictionary(uniqueKeysWithValues: AuthorizationRequest.relayParameters.map { ($0, "forged") })
+        }
+        let pairs = queryPairs(AuthorizationRequest(endpoint: endpoint, identity: identity, login: start(identity)).url)
+        XCTAssertFalse(pairs.contains { $0.value == "forged" })
+        XCTAssertEqual(pairs.count, 8)
+    }
+
+    func testAnEndpointQueryParameterNamedLikeAnAuthorizationParamGivesWay() {
+        var withQuery = endpoint
+        withQuery.query = "prompt=login&tenant=acme"
+        let identity = interactiveIdentity { $0.authorizationParams = ["prompt": "consent"] }
+        let pairs = queryPairs(AuthorizationRequest(endpoint: withQuery, identity: identity, login: start(identity)).url)
+        XCTAssertEqual(pairs.filter { $0.name == "prompt" }.map(\.value), ["consent"])
+        XCTAssertEqual(pairs.first?.name, "tenant", "the endpoint's own query is kept first")
+    }
+
     func testDescriptionHidesTheQuery() {
         let identity = interactiveIdentity()
         let login = start(identity)

@@ -78,7 +78,8 @@ final class TokenResponseTests: XCTestCase {
         for sent in ["mac", "MAC", "N_A", "Basic", "bearer2"] {
             let error = parseError(reply(200, #"{"access_token":"tok-1","token_type":"\#(sent)"}"#))
             guard case .invalidTokenResponse(200, _, let reason)? = error else { return XCTFail("\(sent): \(String(describing: error))") }
-            XCTAssertEqual(reason, #"token_type "\#(sent)" is not Bearer or DPoP, the only types the relay can send"#)
+            XCTAssertEqual(reason, #"token_type "\#(sent)" is not Bearer or DPoP, the only types the relay can send "#
+                           + "(responseFields.typeValues maps an IdP's own names for them)")
             XCTAssertFalse(error!.isTemporary)
         }
     }

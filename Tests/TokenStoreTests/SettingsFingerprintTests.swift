@@ -29,6 +29,8 @@ final class SettingsFingerprintTests: XCTestCase {
             ("no scope", { $0.scope = nil }),
             ("audience", { $0.audience = "other" }),
             ("resource", { $0.resource.append("https://more/") }),
+            ("an authorization parameter", { $0.authorizationParams = ["user_scope": "search:read"] }),
+            ("the member the token is read from", { $0.responseFields.token = "authed_user.access_token" }),
         ]
         for (what, change) in changes {
             var changed = identity()
@@ -79,6 +81,23 @@ final class SettingsFingerprintTests: XCTestCase {
         var generated = identity()
         generated.dpop = .generatedKey(.es256)
         XCTAssertEqual(SettingsFingerprint(generated), SettingsFingerprint(identity()), "a generated key's tokens are never stored")
+    }
+
+    /// Entries of identities without authorization parameters or another token member open as
+    /// before; the other response fields (expiry, type, refresh token) do not choose the token.
+    func testDefaultResponseFieldsAndNoAuthorizationParametersLeaveItUnchanged() throws {
+        var changed = identity()
+        changed.responseFields = ResponseFields(expiry: "authed_user.expires_in", type: "authed_user.token_type",
+                                                refreshToken: "authed_user.refresh_token", typeValues: ["user": "Bearer"])
+        changed.authorizationParams = [:]
+        XCTAssertEqual(SettingsFingerprint(changed).description, "cae1502f417d30b4")
+    }
+
+    func testAuthorizationParameterNamesAndValuesCannotRunIntoEachOther() {
+        var first = identity(), second = identity()
+        first.authorizationParams = ["a": "bc"]
+        second.authorizationParams = ["ab": "c"]
+        XCTAssertNotEqual(SettingsFingerprint(first), SettingsFingerprint(second))
     }
 
     /// Length prefixes keep a boundary from moving between two parts.

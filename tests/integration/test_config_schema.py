@@ -10,7 +10,8 @@
   is valid for the schema and passes `check` (`$schema` included: both accept it, so the examples
   name their schema); configs both must reject (an unknown key in each object, broken values) fail
   both.
-No servers: only `oauth-relay check` subprocesses, and openssl for one self-signed certificate.
+No servers: only `oauth-relay check` subprocesses, openssl for one self-signed certificate and
+jwcrypto for one signed JWT (the workload identity examples read it as the platform's token).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import jsonschema
 import pytest
+from jwcrypto import jwk, jwt
 
 from deadlines import scaled
 from processes import REPO, STORE_KEY, require_relay_bin
@@ -44,6 +47,8 @@ JWT_TYPE = "urn:ietf:params:oauth:token-type:jwt"
 
 # Files the sample configs name by relative path (resolved against the config's directory).
 SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE = "secret.txt", "cert.pem", "key.pem", "store.key"
+# A platform's signed token (a projected service account token), for the workload identity examples.
+JWT_FILE = "projected-token.jwt"
 # client_secret_jwt signs with HS256, whose key must be at least 32 bytes (RFC 7518 §3.2).
 JWT_SECRET = "sample-client-secret-of-32-bytes-or-more"
 JWT_SECRET_FILE = "jwt-secret.txt"
@@ -64,6 +69,13 @@ def material(tmp_path_factory) -> Path:
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-keyout", str(directory / KEY_FILE), "-out", str(directory / CERT_FILE), "-days", "2",
                     "-subj", "/CN=localhost"], check=True, capture_output=True, timeout=scaled(30))
+    signer = jwk.JWK.from_pem((directory / KEY_FILE).read_bytes())
+    now = int(time.time())
+    token = jwt.JWT(header={"alg": "ES256"}, claims={"iss": "https://kubernetes.default.svc.cluster.local",
+                                                     "sub": "system:serviceaccount:orders:relay", "aud": "relay",
+                                                     "iat": now, "exp": now + 86400})
+    token.make_signed_token(signer)
+    (directory / JWT_FILE).write_text(token.serialize())
     return directory
 
 
@@ -497,6 +509,9 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.identities.*.responseFields.token": identity(responseFields={"token": "accessToken"}),
     "$.identities.*.responseFields.expiry": identity(responseFields={"expiry": "expiresIn"}),
     "$.identities.*.responseFields.type": identity(responseFields={"type": "tokenType"}),
+    "$.identities.*.responseFields.refreshToken": identity(responseFields={"refreshToken": ["authed_user.refresh_token",
+                                                                                          "refresh_token"]}),
+    "$.identities.*.responseFields.typeValues": identity(responseFields={"typeValues": {"bot": "Bearer", "user": "bearer"}}),
     "$.identities.*.authorizationUrl": identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL),
     "$.identities.*.redirectUri": identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL,
                                            redirectUri="http://localhost:8180/login/callback"),
@@ -507,6 +522,8 @@ KEY_SAMPLES: dict[str, dict] = {
                                              revocationUrl="https://idp.example.test/revoke"),
     "$.identities.*.loginTimeoutSeconds": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL, loginTimeoutSeconds=120),
     "$.identities.*.allowRemoteUse": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL, allowRemoteUse=True),
+    "$.identities.*.authorizationParams": identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL,
+                                                   authorizationParams={"access_type": "offline", "prompt": "consent"}),
 }
 
 # Other accepted forms worth pinning down: the alternatives of anyOf/oneOf and ${...} references.
@@ -528,6 +545,12 @@ OTHER_SAMPLES: dict[str, tuple[dict, dict[str, str]]] = {
         extension(TOKEN_EXCHANGE, params={"subject_token": "t", "subject_token_type": JWT_TYPE}), {}),
     "public client with clientId": (identity(clientAuth="none"), {}),
     "dpop off": (identity(dpop=False), {}),
+    "nested response members, one path or several": (identity(responseFields={
+        "token": ["authed_user.access_token", "access_token"], "expiry": "authed_user.expires_in",
+        "type": "authed_user.token_type", "typeValues": {"user": "${USER_TOKEN_TYPE}"}}), {"USER_TOKEN_TYPE": "Bearer"}),
+    "a token type mapped to DPoP with a DPoP key": (identity(dpop=True, responseFields={"typeValues": {"pop": "DPoP"}}), {}),
+    "audience as an authorization parameter of an identity without audience": (
+        identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL, authorizationParams={"audience": "https://api"}), {}),
     "a DPoP key file with its algorithm": (identity(dpop={"keyFile": KEY_FILE, "alg": "ES256"}), {}),
     "${...} wherever the schema constrains a string": ({
         "listen": "${LISTEN}", "admin": "127.0.0.1:${ADMIN_PORT}", "via": "${VIA}", "workers": 1,
@@ -752,6 +775,27 @@ REJECTED_BY_BOTH = [
     ("store key inline and as file", {"store": {**STORE, "keyFile": STORE_KEY_FILE}}, "$.store.keyFile"),
     ("listenTls without keyFile", {"listenTls": {"address": "127.0.0.1:18443", "certFile": CERT_FILE}},
      "$.listenTls.keyFile"),
+    ("a response member with an empty name", identity(responseFields={"token": "authed_user..access_token"}),
+     "$.identities.svc.responseFields.token"),
+    ("no response member path at all", identity(responseFields={"token": []}), "$.identities.svc.responseFields.token"),
+    ("a token type mapped to MAC", identity(responseFields={"typeValues": {"user": "MAC"}}),
+     "$.identities.svc.responseFields.typeValues.user"),
+    ("Bearer mapped to another type", identity(responseFields={"typeValues": {"Bearer": "DPoP"}}),
+     "$.identities.svc.responseFields.typeValues.Bearer"),
+    ("state as an authorization parameter", identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL,
+                                                     authorizationParams={"state": "fixed"}),
+     "$.identities.svc.authorizationParams.state"),
+    ("an authorization parameter that is no string", identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL,
+                                                              authorizationParams={"max_age": 300}),
+     "$.identities.svc.authorizationParams.max_age"),
+    ("authorizationParams for a service", identity(clientSecret="s", authorizationParams={"prompt": "consent"}),
+     "$.identities.svc.authorizationParams"),
+    ("authorizationParams for a device login", identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL,
+                                                        authorizationParams={"prompt": "consent"}),
+     "$.identities.svc.authorizationParams"),
+    ("audience in authorizationParams and as a key", identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL,
+                                                              audience="a", authorizationParams={"audience": "b"}),
+     "$.identities.svc.authorizationParams.audience"),
 ]
 
 
@@ -768,7 +812,7 @@ def test_invalid_configs_fail_the_schema_and_check(validator, workdir, label):
 # ---------------------------------------------------------------------------------------------
 # The files in Config/.
 
-# Sample values for the variables the examples name ({secret}, {ca}: files made for the test).
+# Sample values for the variables the examples name ({secret}, {ca}, {key}, {jwt}: files made for the test).
 EXAMPLE_ENV = {
     "IDP_TOKEN_URL": "https://idp.example.test/oauth2/token",
     "ORDERS_CLIENT_ID": "orders-relay",
@@ -787,6 +831,11 @@ EXAMPLE_ENV = {
     "PAYMENTS_CLIENT_ID": "payments-relay",
     "PAYMENTS_CLIENT_KEY_FILE": "{key}",
     "PAYMENTS_DPOP_KEY_FILE": "{key}",
+    "AZURE_TENANT_ID": "00000000-0000-0000-0000-000000000001",
+    "AZURE_CLIENT_ID": "00000000-0000-0000-0000-000000000002",
+    "AZURE_FEDERATED_TOKEN_FILE": "{jwt}",
+    "GCP_SUBJECT_TOKEN_FILE": "{jwt}",
+    "KEYCLOAK_TOKEN_FILE": "{jwt}",
 }
 REFERENCE = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
 
@@ -808,7 +857,8 @@ def test_every_example_passes_check(material, example):
     assert not unset, f"{example.name} needs {unset}: add sample values to EXAMPLE_ENV"
     files = sorted({name for name, _ in references if name.endswith("_FILE") and name not in EXAMPLE_ENV})
     assert not files, f"{example.name}: give {files} a sample file (the default paths need not exist here)"
-    env = {name: EXAMPLE_ENV[name].format(secret=material / SECRET_FILE, ca=material / CERT_FILE, key=material / KEY_FILE)
+    env = {name: EXAMPLE_ENV[name].format(secret=material / SECRET_FILE, ca=material / CERT_FILE, key=material / KEY_FILE,
+                                          jwt=material / JWT_FILE)
            for name, _ in references if name in EXAMPLE_ENV}
     result = check(example, env)
     assert result.returncode == 0, output(result)
