@@ -422,7 +422,8 @@ LIMIT_SAMPLES = {"maxHeaderBytes": 8192, "maxHeaderCount": 50, "headerTimeoutSec
                  "shutdownGraceSeconds": 5, "dnsCacheSeconds": 10, "maxIdleUpstreamConnections": 0,
                  "tokenWaitSeconds": 5, "requestBodyTimeoutSeconds": 10, "requestBodyMinBytesPerSecond": 100,
                  "maxResponseHeaderBytes": 16384, "maxConnections": 1000,
-                 "upstreamResponseTotalSeconds": 120, "maxUpstreamConnections": 8, "upstreamQueueTimeoutSeconds": 2}
+                 "upstreamResponseTotalSeconds": 120, "maxUpstreamConnections": 8, "upstreamQueueTimeoutSeconds": 2,
+                 "credentialFilePollSeconds": 10}
 TLS_SAMPLES = {"caFile": {"caFile": CERT_FILE}, "trust": {"caFile": CERT_FILE, "trust": "caFileOnly"}, "serverName": {"serverName": "api.example.test"},
                "pins": {"pins": [PIN]},
                "clientCert": {"clientCert": CERT_FILE, "clientKey": KEY_FILE},
