@@ -5,9 +5,10 @@ import SafeText
 
 /// Reading an identity's client authentication: `clientAuth` and the keys each method uses
 /// (`clientSecret…`, `clientKeyFile`, `clientKeyId`, `clientAssertionAlg`,
-/// `clientAssertionAudience`), and the checks `oauth-relay check` reports about them. Key files
-/// are read and parsed here, so a key that cannot sign fails the config, not a token request;
-/// no message shows key material or a secret.
+/// `clientAssertionAudience`, `clientAssertionFile`), and the checks `oauth-relay check` reports
+/// about them. Key and assertion files are read and parsed here, so a key that cannot sign or a
+/// file that holds no JWT fails the config, not a token request; no message shows key material,
+/// a secret or an assertion.
 struct ClientAuthDecoding {
     let context: DecodingContext
 
@@ -19,10 +20,13 @@ struct ClientAuthDecoding {
         case publicClient = "none"
         case privateKeyJWT = "private_key_jwt"
         case clientSecretJWT = "client_secret_jwt"
+        /// A client assertion the platform writes to a file (`clientAssertionFile`).
+        case clientAssertionFile = "client_assertion_file"
 
         static func parse(_ text: String) throws(InvalidValue) -> ClientAuthMethod {
             guard let method = ClientAuthMethod(rawValue: text) else {
-                throw InvalidValue("expected basic, post, none, private_key_jwt or client_secret_jwt, got \"\(text)\"")
+                throw InvalidValue("expected basic, post, none, private_key_jwt, client_secret_jwt or client_assertion_file, "
+                                   + "got \"\(text)\"")
             }
             return method
         }
@@ -42,6 +46,7 @@ struct ClientAuthDecoding {
         let explicit = object.parsed("clientAuth", ClientAuthMethod.parse)
         let method = explicit ?? (secret == nil ? .publicClient : .basic)
         let key = object.field("clientKeyFile").flatMap { decodeClientKey($0, object: object) }
+        let assertion = object.field("clientAssertionFile").flatMap(decodeAssertionFile)
         if let explicit, let field = object.field("clientAuth") {
             checkCredentials(of: explicit, object: object, at: field, secret: secret)
         }
@@ -51,6 +56,7 @@ struct ClientAuthDecoding {
         case (.post, let secret?): return .post(id: id ?? "", secret: secret)
         case (.privateKeyJWT, _): return key.map { .privateKeyJWT(id: id ?? "", key: $0) } ?? .unidentified
         case (.clientSecretJWT, let secret?): return .clientSecretJWT(id: id ?? "", secret: secret)
+        case (.clientAssertionFile, _): return assertion.map { .clientAssertion(id: id, assertion: $0) } ?? .unidentified
         default: return id.map { .publicClient(id: $0) } ?? .unidentified
         }
     }
@@ -81,6 +87,10 @@ struct ClientAuthDecoding {
             context.report("clientAuth private_key_jwt signs with clientKeyFile; remove the client secret", at: field)
         case .privateKeyJWT where object.field("clientKeyFile") == nil:
             context.report("clientAuth private_key_jwt needs clientKeyFile", at: field)
+        case .clientAssertionFile where hasSecret:
+            context.report("clientAuth client_assertion_file sends the JWT in clientAssertionFile; remove the client secret", at: field)
+        case .clientAssertionFile where object.field("clientAssertionFile") == nil:
+            context.report("clientAuth client_assertion_file needs clientAssertionFile", at: field)
         case .basic, .post, .clientSecretJWT:
             if !hasSecret {
                 context.report("clientAuth \(method.rawValue) needs clientSecret or clientSecretFile", at: field)
@@ -98,14 +108,30 @@ struct ClientAuthDecoding {
         }
     }
 
-    /// Keys only the JWT methods use, set for another method (a typo or a leftover otherwise).
+    /// Keys only the assertion methods use, set for another method (a typo or a leftover
+    /// otherwise): the relay's own assertions' keys, and the file of one made elsewhere.
     private func checkAssertionKeys(_ method: ClientAuthMethod, object: ObjectReader) {
-        let privateKeyOnly = ["clientKeyFile", "clientKeyId", "clientAssertionAlg"]
-        for key in privateKeyOnly + ["clientAssertionAudience"] {
+        let keys: [(key: String, methods: [ClientAuthMethod])] = [
+            ("clientKeyFile", [.privateKeyJWT]), ("clientKeyId", [.privateKeyJWT]), ("clientAssertionAlg", [.privateKeyJWT]),
+            ("clientAssertionAudience", [.privateKeyJWT, .clientSecretJWT]), ("clientAssertionFile", [.clientAssertionFile]),
+        ]
+        for (key, methods) in keys where !methods.contains(method) {
             guard let field = object.field(key) else { continue }
-            if method == .privateKeyJWT || (method == .clientSecretJWT && !privateKeyOnly.contains(key)) { continue }
-            let users = privateKeyOnly.contains(key) ? "clientAuth private_key_jwt" : "clientAuth private_key_jwt and client_secret_jwt"
-            context.report("\(key) is only used by \(users), not by \(method.rawValue)", at: field)
+            let users = methods.map(\.rawValue).joined(separator: " and ")
+            context.report("\(key) is only used by clientAuth \(users), not by \(method.rawValue)", at: field)
+        }
+    }
+
+    /// `clientAssertionFile` read as a JWT (`Identity.clientAssertion`): a file that holds
+    /// anything else fails the config. One whose `exp` has passed is a warning of `check`'s
+    /// (the platform may write the next one before the first token request).
+    private func decodeAssertionFile(_ field: Field) -> Secret? {
+        guard let (text, path) = context.files.secretFile(field) else { return nil }
+        do throws(CredentialFileProblem) {
+            return try Identity.clientAssertion(text)
+        } catch {
+            context.report("\(error): \(path)", at: field)
+            return nil
         }
     }
 

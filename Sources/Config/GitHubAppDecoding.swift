@@ -24,6 +24,7 @@ struct GitHubAppDecoding {
         ("clientSecret", "a GitHub App signs an App JWT with clientKeyFile and sends no secret"),
         ("clientSecretFile", "a GitHub App signs an App JWT with clientKeyFile and sends no secret"),
         ("clientAuth", "a GitHub App always authenticates with an App JWT signed with clientKeyFile"),
+        ("clientAssertionFile", "a GitHub App signs its own App JWT with clientKeyFile"),
         ("clientKeyId", "GitHub's App JWT has no kid"),
         ("clientAssertionAlg", "GitHub verifies App JWTs with RS256 only"),
         ("clientAssertionAudience", "GitHub's App JWT has no aud"),

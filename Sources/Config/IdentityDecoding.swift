@@ -17,8 +17,17 @@ struct IdentityDecoding {
         "actorTokenType", "issuer", "clientKeyFile", "clientKeyId", "clientAssertionAlg", "clientAssertionAudience",
         "authorizationUrl", "deviceAuthorizationUrl", "jwksUrl", "revocationUrl", "redirectUri", "loginTimeoutSeconds",
         "allowRemoteUse", "authorizationParams",
-        "dpop", "serviceAccountKeyFile", "serviceAccountSubject", "selfSignedJwt",
+        "dpop", "serviceAccountKeyFile", "serviceAccountSubject", "selfSignedJwt", "clientAssertionFile",
         "appId", "installationId", "githubApiUrl", "repositories", "repositoryIds", "permissions",
+    ]
+
+    /// The keys naming files whose credential the token thread reads again when they change
+    /// (`Identity.credentialFiles`), and the credential each holds.
+    static let credentialFileKeys: [(key: String, role: CredentialRole)] = [
+        ("clientSecretFile", .clientSecret), ("passwordFile", .password), ("refreshTokenFile", .refreshToken),
+        ("assertionFile", .assertion), ("subjectTokenFile", .subjectToken), ("actorTokenFile", .actorToken),
+        ("clientKeyFile", .clientKey), ("clientAssertionFile", .clientAssertion),
+        ("serviceAccountKeyFile", .serviceAccountKey),
     ]
 
     /// Form fields the relay sets from a dedicated key: `params` may not set them again.
@@ -142,6 +151,10 @@ struct IdentityDecoding {
             }
         }
         IdentityKeyChecks(context: context).checkInteractiveKeys(identity, object: object)
+        identity.credentialFiles = Self.credentialFileKeys.compactMap { key, role in
+            guard identity.holdsCredential(role), let path = object.filePath(key) else { return nil }
+            return CredentialFile(role: role, path: path, key: key)
+        }
         return !usable || (identity.tokenUrl == nil && !hasIssuer) ? nil : identity
     }
 

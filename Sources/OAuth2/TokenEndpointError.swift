@@ -35,6 +35,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// A service account's JWT (a grant assertion, or a self-signed access token) could not be
     /// signed, so no request was sent and no token made. `reason` names the step, never the key.
     case serviceAccountJWTFailed(reason: String)
+    /// A credential file holds a JWT past its `exp` (a projected service-account token the
+    /// platform stopped rotating), so no request was sent: the IdP would refuse it.
+    case expiredCredential(ExpiredCredential)
 
     /// The HTTP status the token endpoint answered with, if it answered.
     public var status: Int? {
@@ -44,7 +47,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             status
         case .gitHubAPI(let error, _):
             error.status
-        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed, .serviceAccountJWTFailed:
+        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed, .serviceAccountJWTFailed, .expiredCredential:
             nil
         }
     }
@@ -68,6 +71,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     public var isTemporary: Bool {
         switch self {
         case .unreachable, .timedOut:
+            return true
+        case .expiredCredential:
+            // The platform writes the next one: tried again after the backoff.
             return true
         case .oauth(let error, let status, _):
             return error.isTemporary || Self.isTemporary(status: status)
@@ -102,6 +108,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .idToken: "invalid_id_token"
         case .dpopProofFailed: "dpop_proof_failed"
         case .serviceAccountJWTFailed: "service_account_jwt_failed"
+        case .expiredCredential: "credential_expired"
         }
     }
 
@@ -146,6 +153,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return "the DPoP proof could not be made, so no request was sent to \(endpoint): \(reason)"
         case .serviceAccountJWTFailed(let reason):
             return "the service account's JWT could not be signed: \(reason)"
+        case .expiredCredential(let expired):
+            return "\(expired), so no request was sent to \(endpoint)"
         }
     }
 

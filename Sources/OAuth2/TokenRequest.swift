@@ -71,6 +71,12 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     private(set) var secrets: [String]
     /// What the body holds, and the signatures still to be made for it.
     private var content: TokenRequestBody
+    /// The form as its builder made it, before the client authentication and `params`: what
+    /// `rebuilt(for:)` makes the request of again (TokenRequest+Rebuilt.swift); empty for a GitHub
+    /// App's request, which is made again from its grant.
+    let builtForm: TokenForm
+    /// The token endpoint a client assertion names, when `url` is another endpoint of the IdP.
+    let tokenEndpoint: HTTPURL?
 
     /// The body as sent (its `Content-Type` is among `headers`).
     public var body: [UInt8] { content.bytes }
@@ -133,9 +139,9 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     /// (when `url` is another endpoint of the IdP) is what a client assertion's `aud` names: RFC
     /// 7523 §3 and RFC 8628 §3.1 authenticate the client as at the token endpoint. A service
     /// account's request carries the `grantAssertion` its form still needs.
-    init(purpose: Purpose, form: TokenForm, identity: Identity, url: HTTPURL, tokenEndpoint: HTTPURL? = nil,
+    init(purpose: Purpose, form builtForm: TokenForm, identity: Identity, url: HTTPURL, tokenEndpoint: HTTPURL? = nil,
          grantAssertion: PendingGrantAssertion? = nil) {
-        var form = form
+        var form = builtForm
         var headers = [HTTPField(name: "Accept", value: "application/json")]
         var pendingAssertion: PendingClientAssertion?
         let audience = Self.assertionAudience(of: identity, tokenEndpoint: tokenEndpoint ?? url)
@@ -158,17 +164,24 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             // Never sent, but an IdP's debug page could still quote it back.
             form.remember(secret.value)
             pendingAssertion = PendingClientAssertion(clientID: id, audience: audience, key: .secret(secret))
+        case .clientAssertion(let id, let assertion):
+            form.add("client_id", id)
+            form.add("client_assertion_type", ClientAssertion.type)
+            form.add("client_assertion", assertion)
         }
         if Self.sendsParams(purpose, identity: identity) {
             form.addParams(identity.params)
         }
         let content = TokenRequestBody.form(form, pendingAssertion: pendingAssertion, pendingGrantAssertion: grantAssertion)
-        self.init(purpose: purpose, url: url, headers: headers, content: content, identity: identity, secrets: form.secrets)
+        self.init(purpose: purpose, url: url, headers: headers, content: content, identity: identity, secrets: form.secrets,
+                  builtForm: builtForm, tokenEndpoint: tokenEndpoint)
     }
 
     /// A request of `content` to `url`, its `Content-Type` first, then `headers` and the
-    /// identity's own (which replace any of the same name).
-    init(purpose: Purpose, url: HTTPURL, headers: [HTTPField], content: TokenRequestBody, identity: Identity, secrets: [String]) {
+    /// identity's own (which replace any of the same name). `builtForm` and `tokenEndpoint`: what
+    /// `rebuilt(for:)` needs to make an OAuth request again.
+    init(purpose: Purpose, url: HTTPURL, headers: [HTTPField], content: TokenRequestBody, identity: Identity, secrets: [String],
+         builtForm: TokenForm = TokenForm(), tokenEndpoint: HTTPURL? = nil) {
         var headers = headers
         if let contentType = content.contentType {
             headers.insert(HTTPField(name: "Content-Type", value: contentType), at: 0)
@@ -183,6 +196,8 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         self.responseFormat = TokenResponseFormat(identity: identity)
         self.secrets = secrets
         self.content = content
+        self.builtForm = builtForm
+        self.tokenEndpoint = tokenEndpoint
     }
 
     /// The request with a new client assertion in its form (`client_assertion_type` and

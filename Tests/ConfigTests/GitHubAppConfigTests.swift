@@ -53,6 +53,9 @@ final class GitHubAppConfigTests: XCTestCase {
         XCTAssertEqual(identity.tokenUrl?.description, "https://api.github.com/app/installations/678/access_tokens")
         XCTAssertEqual(identity.clientAuth, .unidentified)
         XCTAssertNil(identity.dpop)
+        // The key file is read again when it rotates.
+        XCTAssertEqual(identity.credentialFiles.map(\.key), ["clientKeyFile"])
+        XCTAssertEqual(identity.credentialFiles.map(\.role), [.clientKey])
         XCTAssertEqual(try TokenEndpointSecurity.check(identity), .https)
     }
 
@@ -179,6 +182,7 @@ final class GitHubAppConfigTests: XCTestCase {
             (#""clientId": "Iv1.x""#, "clientId \(unused)the App JWT's iss is appId, which may hold the App's client ID"),
             (#""clientSecret": "s""#, "clientSecret \(unused)a GitHub App signs an App JWT with clientKeyFile and sends no secret"),
             (#""clientAuth": "private_key_jwt""#, "clientAuth \(unused)a GitHub App always authenticates with an App JWT signed with clientKeyFile"),
+            (#""clientAssertionFile": "token""#, "clientAssertionFile \(unused)a GitHub App signs its own App JWT with clientKeyFile"),
             (#""clientKeyId": "k1""#, "clientKeyId \(unused)GitHub's App JWT has no kid"),
             (#""clientAssertionAlg": "PS256""#, "clientAssertionAlg \(unused)GitHub verifies App JWTs with RS256 only"),
             (#""clientAssertionAudience": "issuer""#, "clientAssertionAudience \(unused)GitHub's App JWT has no aud"),

@@ -120,6 +120,32 @@ final class GitHubAppTokenRequestTests: XCTestCase {
                                                       "X-GitHub-Api-Version: 2026-03-10", "X-Team: platform"])
     }
 
+    /// A rotated key file (`Identity.withCredential`): the next request's App JWT is signed with
+    /// the new key; a file that cannot stand in keeps the key loaded.
+    func testARotatedAppKeySignsTheNextRequest() throws {
+        let identity = identity()
+        XCTAssertTrue(identity.holdsCredential(.clientKey))
+        let newKey = try PrivateKey.generate(.rsa(bits: 2048))
+        let rotated = try identity.withCredential(.clientKey, content: newKey.pemRepresentation())
+        let jwt = String(try XCTUnwrap(try request(rotated).withClientAssertion(unixTime: now, random: &random).headers.last)
+            .value.dropFirst("Bearer ".count))
+        XCTAssertNoThrow(try JWT.verifiedClaims(jwt, key: JWSVerificationKey(publicKey: newKey.publicKey, allowing: [.rs256]),
+                                                rules: JWTValidationRules(issuer: "12345"), now: now))
+        guard case .gitHubAppInstallation(let installation) = rotated.grant else { return XCTFail("\(rotated.grant)") }
+        XCTAssertEqual(installation.installationID, 678)
+        XCTAssertEqual(rotated.tokenUrl, identity.tokenUrl)
+        XCTAssertThrowsError(try identity.withCredential(.clientKey, content: PrivateKey.generate(.ecP256).pemRepresentation())) { error in
+            XCTAssertEqual(error as? CredentialFileProblem,
+                           .unusableKey("GitHub verifies App JWTs with RS256 only, which needs an RSA key; this is an EC P-256 key"))
+        }
+        XCTAssertThrowsError(try identity.withCredential(.clientKey, content: " \n")) { error in
+            XCTAssertEqual(error as? CredentialFileProblem, .empty)
+        }
+        XCTAssertThrowsError(try identity.withCredential(.clientSecret, content: "s3cret")) { error in
+            XCTAssertEqual(error as? CredentialFileProblem, .notUsed(.clientSecret))
+        }
+    }
+
     func testTheAppKeyIsReadFromPEMTextAndMustBeRSA() throws {
         let ec = try PrivateKey.generate(.ecP256).pemRepresentation()
         XCTAssertThrowsError(try GitHubAppInstallation.appKey(pem: ec)) { error in

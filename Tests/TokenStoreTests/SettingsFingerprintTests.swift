@@ -58,6 +58,22 @@ final class SettingsFingerprintTests: XCTestCase {
         XCTAssertNotEqual(SettingsFingerprint(first), SettingsFingerprint(second))
     }
 
+    /// RFC 8705: a token bound to a client certificate is useless with its renewal, so a renewed
+    /// certificate (another thumbprint at the same path) is other settings; the CA file is not.
+    func testARenewedClientCertificateChangesItButItsPathOrCAFileAloneDoNot() {
+        func withTLS(_ thumbprint: String?, caFile: String? = nil) -> Identity {
+            var changed = identity()
+            changed.tls = TLSSettings(caFile: caFile, clientCert: "/tls/client.pem", clientKey: "/tls/client.key")
+            changed.tls?.clientCertThumbprint = thumbprint
+            return changed
+        }
+        XCTAssertEqual(SettingsFingerprint(withTLS(nil)), SettingsFingerprint(identity()))
+        XCTAssertEqual(SettingsFingerprint(withTLS(nil, caFile: "/ca.pem")), SettingsFingerprint(identity()))
+        XCTAssertNotEqual(SettingsFingerprint(withTLS("thumbprint-one")), SettingsFingerprint(identity()))
+        XCTAssertNotEqual(SettingsFingerprint(withTLS("thumbprint-one")), SettingsFingerprint(withTLS("thumbprint-two")))
+        XCTAssertEqual(SettingsFingerprint(withTLS("thumbprint-one")), SettingsFingerprint(withTLS("thumbprint-one", caFile: "/ca.pem")))
+    }
+
     /// Entries written before DPoP existed still open: without a key file the encoding is the
     /// same (the value below is SHA-256 of the canonical encoding, computed independently).
     func testWithoutADPoPKeyFileTheEncodingIsUnchanged() {

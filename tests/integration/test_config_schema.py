@@ -56,6 +56,9 @@ JWT_FILE = "projected-token.jwt"
 # client_secret_jwt signs with HS256, whose key must be at least 32 bytes (RFC 7518 §3.2).
 JWT_SECRET = "sample-client-secret-of-32-bytes-or-more"
 JWT_SECRET_FILE = "jwt-secret.txt"
+# client_assertion_file: a JWT the platform wrote (unsigned here: the signature is the IdP's to check).
+ASSERTION_FILE = "assertion.jwt"
+ASSERTION = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJjbHVzdGVyIiwiZXhwIjo0MDAwMDAwMDAwfQ.c2lnbmF0dXJl"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,6 +72,7 @@ def material(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("config-material")
     (directory / SECRET_FILE).write_text("  sample-secret-value\n")
     (directory / JWT_SECRET_FILE).write_text(JWT_SECRET + "\n")
+    (directory / ASSERTION_FILE).write_text(ASSERTION + "\n")
     (directory / STORE_KEY_FILE).write_text(base64.b64encode(bytes(32)).decode() + "\n")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-keyout", str(directory / KEY_FILE), "-out", str(directory / CERT_FILE), "-days", "2",
@@ -92,7 +96,7 @@ def material(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def workdir(tmp_path, material) -> Path:
-    for name in (SECRET_FILE, JWT_SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE, SA_KEY_FILE, APP_KEY_FILE):
+    for name in (SECRET_FILE, JWT_SECRET_FILE, ASSERTION_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE, SA_KEY_FILE, APP_KEY_FILE):
         shutil.copy(material / name, tmp_path / name)
     return tmp_path
 
@@ -362,7 +366,7 @@ def test_grant_names_and_client_auth_values_equal_the_decoder(schema):
     client_auth = client_auth_swift[client_auth_swift.index("enum ClientAuthMethod"):]
     client_auth = client_auth[:client_auth.index("\n    }")]
     decoder_auths = {raw or name for name, raw in re.findall(r'^\s*case (\w+)(?:\s*=\s*"([^"]*)")?', client_auth, re.M)}
-    assert decoder_auths == {"basic", "post", "none", "private_key_jwt", "client_secret_jwt"}
+    assert decoder_auths == {"basic", "post", "none", "private_key_jwt", "client_secret_jwt", "client_assertion_file"}
     assert enum_values(property_schema(schema, "$.identities.*", "clientAuth")) == decoder_auths
 
 
@@ -426,7 +430,8 @@ LIMIT_SAMPLES = {"maxHeaderBytes": 8192, "maxHeaderCount": 50, "headerTimeoutSec
                  "shutdownGraceSeconds": 5, "dnsCacheSeconds": 10, "maxIdleUpstreamConnections": 0,
                  "tokenWaitSeconds": 5, "requestBodyTimeoutSeconds": 10, "requestBodyMinBytesPerSecond": 100,
                  "maxResponseHeaderBytes": 16384, "maxConnections": 1000,
-                 "upstreamResponseTotalSeconds": 120, "maxUpstreamConnections": 8, "upstreamQueueTimeoutSeconds": 2}
+                 "upstreamResponseTotalSeconds": 120, "maxUpstreamConnections": 8, "upstreamQueueTimeoutSeconds": 2,
+                 "credentialFilePollSeconds": 10}
 TLS_SAMPLES = {"caFile": {"caFile": CERT_FILE}, "trust": {"caFile": CERT_FILE, "trust": "caFileOnly"}, "serverName": {"serverName": "api.example.test"},
                "pins": {"pins": [PIN]},
                "clientCert": {"clientCert": CERT_FILE, "clientKey": KEY_FILE},
@@ -493,6 +498,7 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.identities.*.clientSecretFile": identity(clientSecretFile=SECRET_FILE),
     "$.identities.*.clientAuth": identity(clientSecret="s3cret", clientAuth="post"),
     "$.identities.*.clientKeyFile": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE),
+    "$.identities.*.clientAssertionFile": identity(clientAuth="client_assertion_file", clientAssertionFile=ASSERTION_FILE),
     "$.identities.*.clientKeyId": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE, clientKeyId="k1"),
     "$.identities.*.clientAssertionAlg": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE, clientAssertionAlg="ES256"),
     "$.identities.*.clientAssertionAudience": identity(clientAuth="client_secret_jwt", clientSecret=JWT_SECRET,
@@ -631,6 +637,7 @@ CLIENT_AUTH_SAMPLES = {
     "none": identity(clientAuth="none"),
     "private_key_jwt": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE),
     "client_secret_jwt": identity(clientAuth="client_secret_jwt", clientSecretFile=JWT_SECRET_FILE),
+    "client_assertion_file": identity(clientAuth="client_assertion_file", clientAssertionFile=ASSERTION_FILE),
 }
 
 
@@ -778,6 +785,11 @@ REJECTED_BY_BOTH = [
      "$.identities.svc.clientAuth"),
     ("client_secret_jwt without a secret", identity(clientAuth="client_secret_jwt"), "$.identities.svc.clientAuth"),
     ("a key file with basic", identity(clientSecret="s", clientKeyFile=KEY_FILE), "$.identities.svc.clientKeyFile"),
+    ("client_assertion_file without its file", identity(clientAuth="client_assertion_file"), "$.identities.svc.clientAuth"),
+    ("client_assertion_file with a secret", identity(clientAuth="client_assertion_file", clientAssertionFile=ASSERTION_FILE,
+                                                     clientSecret="s"), "$.identities.svc.clientAuth"),
+    ("an assertion file with basic", identity(clientSecret="s", clientAssertionFile=ASSERTION_FILE),
+     "$.identities.svc.clientAssertionFile"),
     ("an assertion algorithm that is not allowed", identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE,
                                                             clientAssertionAlg="HS256"), "$.identities.svc.clientAssertionAlg"),
     ("the issuer audience without an issuer", identity(clientAuth="client_secret_jwt", clientSecret=JWT_SECRET,

@@ -9,6 +9,7 @@ with GitHub's own message, never the JWT or a token."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -207,3 +208,24 @@ def test_githubs_refusals_fail_the_identity_with_githubs_message(github, upstrea
         assert description.startswith(f"the token endpoint answered HTTP {status}: "), description
         assert f"GitHub's message \"{message}\"" in description, description
         assert f"(documentation: {DOCS})" in description, description
+
+
+def test_a_rotated_app_key_signs_the_next_app_jwt(github, upstream, start_relay, tmp_path, sensitive):
+    """The App's key file swapped as a Kubernetes Secret is (a rename over it): the next token request
+    is signed with the new key, which is now the only one GitHub knows."""
+    key, key_path = app_key(tmp_path, sensitive)
+    github.app(key, expected_body=None)
+    admin_port = free_port()
+    relay = start_relay([oauth_route(upstream, "/", "gh")], identities={"gh": identity(github.url, key_path)},
+                        admin=f"{LOOPBACK}:{admin_port}")
+    first = bearer(relay.request("GET", "/x"))
+    new_key, new_path = app_key(tmp_path, sensitive, "rotated.private-key.pem")
+    os.replace(new_path, key_path)
+    github.app(new_key, expected_body=None)
+    assert curl(f"http://{LOOPBACK}:{admin_port}/identities/gh/refresh", "-X", "POST", timeout=5).status == 202
+    [old, new] = wait_until(lambda: github.issued()[:2] if len(github.issued()) >= 2 else None, 10,
+                            "a token asked for after the rotation")
+    assert old["issued"]["token"] == first
+    assert [r["status"] for r in github.requests()] == [201, 201], [r["problems"] for r in github.requests()]
+    assert_a_documented_request(new, f"/app/installations/{INSTALLATION}/access_tokens", None)
+    wait_until(lambda: bearer(relay.request("GET", "/x")) == new["issued"]["token"], 5, "requests to carry the new token")
