@@ -70,7 +70,7 @@ let package = Package(
         // A Redis connection over hiredis on an EventLoop (its libuv adapter).
         .target(name: "RedisClient", dependencies: ["CHiredis", "EventLoop", "RedisProtocol"]),
         .target(name: "Tokens", dependencies: ["SafeText",
-            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "Crypto", "TLS", "Locking", "RedisProtocol", "RedisClient",
+            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "Crypto", "TLS", "Locking", "RedisProtocol", "RedisClient", "WatchedFiles",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers"]),
@@ -149,7 +149,7 @@ let package = Package(
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "EventLoop", "HTTP1"]),
         .testTarget(name: "TokensTests", dependencies: ["SafeText",
             "Tokens", "TokenStore", "Crypto", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", "RedisProtocol", "LoopTestSupport",
-            "FileTestSupport",
+            "FileTestSupport", "WatchedFiles",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "RedisProtocolTests", dependencies: ["SafeText", "RedisProtocol", "OAuth2"]),

@@ -15,6 +15,7 @@
 // and with it the credentials read since the load.
 
 import OAuth2
+import WatchedFiles
 
 /// Runs on the token loop only.
 final class CredentialFileWatch {

@@ -40,24 +40,72 @@ public struct FileIdentity: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The identity of the file `path` leads to now (following symlinks), or nil when there is
-    /// none: no such file, a dangling symlink, a directory on the way that cannot be searched.
+    /// none: no such file, a dangling symlink, a directory on the way that cannot be searched,
+    /// something that is not a regular file.
     public static func observe(path: String) -> FileIdentity? {
+        try? current(of: path).get()
+    }
+
+    /// The file `path` leads to now (following symlinks), or why there is none to read.
+    public static func current(of path: String) -> Result<FileIdentity, FileUnavailable> {
         var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        guard let resolved = realpath(path, nil) else { return nil }
+        guard stat(path, &info) == 0 else { return .failure(FileUnavailable(errno: errno)) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return .failure(.notAFile) }
+        guard let resolved = realpath(path, nil) else { return .failure(FileUnavailable(errno: errno)) }
         defer { free(resolved) }
         #if canImport(Darwin)
         let modified = info.st_mtimespec
         #else
         let modified = info.st_mtim
         #endif
-        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
-                            modificationNanoseconds: Int64(modified.tv_sec) * 1_000_000_000 + Int64(modified.tv_nsec),
-                            size: Int64(info.st_size), resolvedPath: String(cString: resolved))
+        return .success(FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
+                                     modificationNanoseconds: Int64(modified.tv_sec) * 1_000_000_000 + Int64(modified.tv_nsec),
+                                     size: Int64(info.st_size), resolvedPath: String(cString: resolved)))
+    }
+
+    /// The file's bytes, read from its resolved path; at most `limit` bytes.
+    public func contents(limit: Int) -> Result<[UInt8], FileUnavailable> {
+        let descriptor = open(resolvedPath, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return .failure(FileUnavailable(errno: errno)) }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(FileUnavailable(errno: errno))
+            }
+            if count == 0 { return .success(bytes) }
+            bytes += chunk[0..<count]
+            if bytes.count > limit { return .failure(.tooLarge(limit: limit)) }
+        }
     }
 
     /// For debugging and tests: metadata only (a path, numbers), never content.
     public var description: String {
         "\(resolvedPath) (device \(device), inode \(inode), \(size) bytes, modified \(modificationNanoseconds) ns)"
+    }
+}
+
+/// Why a file cannot be read now. Its description names no path (the caller does).
+public enum FileUnavailable: Error, Sendable, Equatable, CustomStringConvertible {
+    case missing
+    case notAFile
+    case tooLarge(limit: Int)
+    /// Any other failure, with the system's words for it (`Permission denied`).
+    case failed(String)
+
+    public init(errno code: Int32) {
+        self = code == ENOENT || code == ENOTDIR ? .missing : .failed(String(cString: strerror(code)))
+    }
+
+    public var description: String {
+        switch self {
+        case .missing: "no such file"
+        case .notAFile: "not a regular file"
+        case .tooLarge(let limit): "larger than \(limit) bytes"
+        case .failed(let reason): reason
+        }
     }
 }

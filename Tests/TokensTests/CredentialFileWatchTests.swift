@@ -3,6 +3,7 @@ import FileTestSupport
 import Foundation
 import OAuth2
 import SafeText
+import WatchedFiles
 @testable import Tokens
 import XCTest
 
@@ -63,8 +64,10 @@ final class CredentialFileWatchTests: XCTestCase {
         try handle.close()
         // Within the same second, one nanosecond on (the kernel's clock ticks coarser than that).
         var later = modified(path)
-        later.tv_sec = Int(before.modifiedSeconds)
-        later.tv_nsec = Int(before.modifiedNanoseconds) == 999_999_999 ? 0 : Int(before.modifiedNanoseconds) + 1
+        let seconds = before.modificationNanoseconds / 1_000_000_000
+        let nanoseconds = before.modificationNanoseconds % 1_000_000_000
+        later.tv_sec = Int(seconds)
+        later.tv_nsec = nanoseconds == 999_999_999 ? 0 : Int(nanoseconds) + 1
         setModified(path, to: later)
         let after = try identity(of: path).get()
         XCTAssertEqual(after.inode, before.inode, "the same file, rewritten")
@@ -78,14 +81,14 @@ final class CredentialFileWatchTests: XCTestCase {
         let link = directory.path + "/secret"
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "a")
         let before = try identity(of: link).get()
-        XCTAssertEqual(before.target, directory.path + "/a")
+        XCTAssertEqual(before.resolvedPath, directory.path + "/a")
         try FileManager.default.removeItem(atPath: link)
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "b")
         let after = try identity(of: link).get()
-        XCTAssertEqual(after.target, directory.path + "/b")
+        XCTAssertEqual(after.resolvedPath, directory.path + "/b")
         XCTAssertNotEqual(after, before)
         var sameTimes = before
-        sameTimes.target = after.target
+        sameTimes.resolvedPath = after.resolvedPath
         XCTAssertNotEqual(sameTimes, before, "the target alone tells two files apart")
     }
 
