@@ -37,6 +37,9 @@ let package = Package(
         .target(name: "SafeText", swiftSettings: hotPath),
         .target(name: "HTTPFields", dependencies: ["SafeText"], swiftSettings: hotPath),
         .target(name: "Locking", swiftSettings: hotPath),
+        // Which of the files a configuration names changed (`FileIdentity`: device, inode, mtime,
+        // size, symlink target), decided with no timer and no reading of content.
+        .target(name: "WatchedFiles"),
         // The one JSON reader (strict RFC 8259, offsets for the config's errors) and writer, so
         // that no module needs Foundation's JSONSerialization. JSONText (string quoting) from HTTPFields.
         .target(name: "JSON", dependencies: ["SafeText", "HTTPFields"]),
@@ -53,20 +56,21 @@ let package = Package(
         // JOSE and Crypto for client assertions (private_key_jwt, client_secret_jwt): signing is no I/O.
         // Endpoints for reading URLs an IdP publishes (discovery, device verification URIs).
         .target(name: "OAuth2", dependencies: ["SafeText", "HTTPFields", "Endpoints", "JOSE", "JSON", "Crypto"], swiftSettings: hotPath),
-        .target(name: "Config", dependencies: ["SafeText", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "JSON", "Crypto", "RedisProtocol"], swiftSettings: hotPath),
+        .target(name: "Config", dependencies: ["SafeText", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "JSON", "Crypto", "RedisProtocol",
+                                              "WatchedFiles"], swiftSettings: hotPath),
         .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
         // One HTTP/1 client connection (`UpstreamConnection`) for the proxy's upstream pool and the
         // token thread's `sendHTTPRequest`: on the request path, so built like it.
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"],
                 swiftSettings: hotPath),
         // Encrypted token entries on disk (AES-GCM from Crypto, flock); no sockets.
-        .target(name: "TokenStore", dependencies: ["SafeText", "OAuth2", "HTTPFields", "Crypto"]),
+        .target(name: "TokenStore", dependencies: ["SafeText", "OAuth2", "HTTPFields", "Crypto", "Locking"]),
         // Redis values with no socket: endpoint URLs, commands in RESP, replies.
         .target(name: "RedisProtocol", dependencies: ["SafeText", "Endpoints", "HTTPFields"]),
         // A Redis connection over hiredis on an EventLoop (its libuv adapter).
         .target(name: "RedisClient", dependencies: ["CHiredis", "EventLoop", "RedisProtocol"]),
         .target(name: "Tokens", dependencies: ["SafeText",
-            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "Crypto", "TLS", "Locking", "RedisProtocol", "RedisClient",
+            "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "Crypto", "TLS", "Locking", "RedisProtocol", "RedisClient", "WatchedFiles",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers"]),
@@ -101,7 +105,7 @@ let package = Package(
         ], swiftSettings: hotPath),
         .executableTarget(name: "OAuthRelay", dependencies: ["SafeText",
             "Proxy", "Config", "EventLoop", "HTTP1", "ByteBuffers", "OAuth2", "Tokens", "TokenStore", "HTTPClient", "TLS", "RelayMetrics",
-            "LocalHTTP", "HTTPFields", "RedisProtocol", "QRCode", "JSON",
+            "LocalHTTP", "HTTPFields", "RedisProtocol", "QRCode", "JSON", "WatchedFiles",
             // The admin listener, given the Host names it serves; the login URL for `login` and `token`.
             "AdminAPI", "BrowserSafety", "LoginPages",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -114,6 +118,7 @@ let package = Package(
         .testTarget(name: "SafeTextTests", dependencies: ["SafeText"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "EndpointsTests", dependencies: ["Endpoints"]),
+        .testTarget(name: "WatchedFilesTests", dependencies: ["WatchedFiles", "FileTestSupport"]),
         .testTarget(name: "RoutingTests", dependencies: ["Routing", "Endpoints"]),
         // A scratch directory, shared by every test target that writes files.
         .target(name: "FileTestSupport", path: "Tests/FileTestSupport"),
@@ -148,7 +153,7 @@ let package = Package(
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "EventLoop", "HTTP1"]),
         .testTarget(name: "TokensTests", dependencies: ["SafeText",
             "Tokens", "TokenStore", "Crypto", "Endpoints", "OAuth2", "EventLoop", "HTTPClient", "RedisProtocol", "LoopTestSupport",
-            "FileTestSupport",
+            "FileTestSupport", "CertificateTestSupport", "WatchedFiles",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "RedisProtocolTests", dependencies: ["SafeText", "RedisProtocol", "OAuth2"]),

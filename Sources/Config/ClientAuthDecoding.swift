@@ -5,10 +5,11 @@ import SafeText
 
 /// Reading an identity's client authentication: `clientAuth` and the keys each method uses
 /// (`clientSecret…`, `clientKeyFile`, `clientKeyId`, `clientAssertionAlg`, `clientCertFile`,
-/// `clientCertHeaders`, `clientAssertionAudience`, `sendClientIdWithAssertion`), and the checks
-/// `oauth-relay check` reports about them. Key and certificate files are read and parsed here,
-/// so a key that cannot sign fails the config, not a token request; no message shows key
-/// material or a secret.
+/// `clientCertHeaders`, `clientAssertionAudience`, `sendClientIdWithAssertion`,
+/// `clientAssertionFile`), and the checks `oauth-relay check` reports about them. Key,
+/// certificate and assertion files are read and parsed here, so a key that cannot sign, a
+/// certificate for another key or a file that holds no JWT fails the config, not a token
+/// request; no message shows key material, a secret or an assertion.
 struct ClientAuthDecoding {
     let context: DecodingContext
 
@@ -20,10 +21,13 @@ struct ClientAuthDecoding {
         case publicClient = "none"
         case privateKeyJWT = "private_key_jwt"
         case clientSecretJWT = "client_secret_jwt"
+        /// A client assertion the platform writes to a file (`clientAssertionFile`).
+        case clientAssertionFile = "client_assertion_file"
 
         static func parse(_ text: String) throws(InvalidValue) -> ClientAuthMethod {
             guard let method = ClientAuthMethod(rawValue: text) else {
-                throw InvalidValue("expected basic, post, none, private_key_jwt or client_secret_jwt, got \"\(text)\"")
+                throw InvalidValue("expected basic, post, none, private_key_jwt, client_secret_jwt or client_assertion_file, "
+                                   + "got \"\(text)\"")
             }
             return method
         }
@@ -44,6 +48,7 @@ struct ClientAuthDecoding {
         let method = explicit ?? (secret == nil ? .publicClient : .basic)
         let certificateMembers = object.field("clientCertHeaders").flatMap(decodeCertificateMembers)
         let key = object.field("clientKeyFile").flatMap { decodeClientKey($0, certificateMembers: certificateMembers, object: object) }
+        let assertion = object.field("clientAssertionFile").flatMap(decodeAssertionFile)
         if let explicit, let field = object.field("clientAuth") {
             checkCredentials(of: explicit, object: object, at: field, secret: secret)
         }
@@ -53,6 +58,7 @@ struct ClientAuthDecoding {
         case (.post, let secret?): return .post(id: id ?? "", secret: secret)
         case (.privateKeyJWT, _): return key.map { .privateKeyJWT(id: id ?? "", key: $0) } ?? .unidentified
         case (.clientSecretJWT, let secret?): return .clientSecretJWT(id: id ?? "", secret: secret)
+        case (.clientAssertionFile, _): return assertion.map { .clientAssertion(id: id, assertion: $0) } ?? .unidentified
         default: return id.map { .publicClient(id: $0) } ?? .unidentified
         }
     }
@@ -88,6 +94,10 @@ struct ClientAuthDecoding {
             context.report("clientAuth private_key_jwt signs with clientKeyFile; remove the client secret", at: field)
         case .privateKeyJWT where object.field("clientKeyFile") == nil:
             context.report("clientAuth private_key_jwt needs clientKeyFile", at: field)
+        case .clientAssertionFile where hasSecret:
+            context.report("clientAuth client_assertion_file sends the JWT in clientAssertionFile; remove the client secret", at: field)
+        case .clientAssertionFile where object.field("clientAssertionFile") == nil:
+            context.report("clientAuth client_assertion_file needs clientAssertionFile", at: field)
         case .basic, .post, .clientSecretJWT:
             if !hasSecret {
                 context.report("clientAuth \(method.rawValue) needs clientSecret or clientSecretFile", at: field)
@@ -105,18 +115,37 @@ struct ClientAuthDecoding {
         }
     }
 
-    /// Keys only the JWT methods use, set for another method (a typo or a leftover otherwise);
+    /// Keys only the assertion methods use, set for another method (a typo or a leftover
+    /// otherwise): the relay's own assertions' keys, and the file of one made elsewhere;
     /// `clientCertHeaders` without the certificate they name.
     private func checkAssertionKeys(_ method: ClientAuthMethod, object: ObjectReader) {
-        let privateKeyOnly = ["clientKeyFile", "clientKeyId", "clientAssertionAlg", "clientCertFile", "clientCertHeaders"]
-        for key in privateKeyOnly + ["clientAssertionAudience", "sendClientIdWithAssertion"] {
+        let keys: [(key: String, methods: [ClientAuthMethod])] = [
+            ("clientKeyFile", [.privateKeyJWT]), ("clientKeyId", [.privateKeyJWT]), ("clientAssertionAlg", [.privateKeyJWT]),
+            ("clientCertFile", [.privateKeyJWT]), ("clientCertHeaders", [.privateKeyJWT]),
+            ("clientAssertionAudience", [.privateKeyJWT, .clientSecretJWT]), ("clientAssertionFile", [.clientAssertionFile]),
+            ("sendClientIdWithAssertion", [.privateKeyJWT, .clientSecretJWT, .clientAssertionFile]),
+        ]
+        for (key, methods) in keys where !methods.contains(method) {
             guard let field = object.field(key) else { continue }
-            if method == .privateKeyJWT || (method.usesAssertion && !privateKeyOnly.contains(key)) { continue }
-            let users = privateKeyOnly.contains(key) ? "clientAuth private_key_jwt" : "clientAuth private_key_jwt and client_secret_jwt"
-            context.report("\(key) is only used by \(users), not by \(method.rawValue)", at: field)
+            let names = methods.map(\.rawValue)
+            let users = names.count > 1 ? names.dropLast().joined(separator: ", ") + " and " + names[names.count - 1] : names[0]
+            context.report("\(key) is only used by clientAuth \(users), not by \(method.rawValue)", at: field)
         }
         if method == .privateKeyJWT, object.field("clientCertFile") == nil, let headers = object.field("clientCertHeaders") {
             context.report("clientCertHeaders needs clientCertFile, the certificate they name", at: headers)
+        }
+    }
+
+    /// `clientAssertionFile` read as a JWT (`Identity.clientAssertion`): a file that holds
+    /// anything else fails the config. One whose `exp` has passed is a warning of `check`'s
+    /// (the platform may write the next one before the first token request).
+    private func decodeAssertionFile(_ field: Field) -> Secret? {
+        guard let (text, path) = context.files.secretFile(field) else { return nil }
+        do throws(CredentialFileProblem) {
+            return try Identity.clientAssertion(text)
+        } catch {
+            context.report("\(error): \(path)", at: field)
+            return nil
         }
     }
 

@@ -1,5 +1,6 @@
 import HTTPFields
 import JSON
+import WatchedFiles
 
 /// A JSON value together with its path, as handed to the value decoders.
 struct Field {
@@ -22,6 +23,9 @@ final class DecodingContext {
     let environment: [String: String]
     let baseDirectory: String
     private var problems: [(offset: Int, path: JSONPath, message: String)] = []
+    /// The files read into long-lived objects (certificates, keys, CA bundles, the DPoP key, the
+    /// store's key), in document order: a change to one re-applies the configuration.
+    private(set) var watchedFiles: [WatchedFile] = []
 
     init(environment: [String: String], baseDirectory: String) {
         self.environment = environment
@@ -32,6 +36,11 @@ final class DecodingContext {
 
     /// The files the config names, resolved against `baseDirectory`.
     var files: ReferencedFiles { ReferencedFiles(context: self) }
+
+    /// Records that the file `path` (resolved) named at `field` is watched for changes.
+    func watch(_ field: Field, path: String) {
+        watchedFiles.append(WatchedFile(key: field.path.description, path: path))
+    }
 
     func report(_ message: String, at path: JSONPath, offset: Int) {
         problems.append((offset, path, message))

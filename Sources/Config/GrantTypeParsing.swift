@@ -2,7 +2,8 @@ import HTTPFields
 import OAuth2
 
 extension GrantType {
-    static let names = ["client_credentials", "password", "refresh_token", "authorization_code", "device_code"]
+    static let names = ["client_credentials", "password", "refresh_token", "authorization_code", "device_code",
+                        "github_app_installation"]
 
     /// The grant named by `grant`: one of `names`, or an absolute URI (an extension grant).
     static func parse(_ text: String) throws(InvalidValue) -> GrantType {
@@ -12,6 +13,7 @@ extension GrantType {
         case "refresh_token": return .refreshToken
         case "authorization_code": return .authorizationCode
         case "device_code", "urn:ietf:params:oauth:grant-type:device_code": return .deviceCode
+        case "github_app_installation": return .gitHubAppInstallation
         default:
             guard isAbsoluteURI(text) else {
                 throw InvalidValue("unknown grant \"\(text)\"" + didYouMean(text, among: names)

@@ -18,7 +18,17 @@ struct IdentityDecoding {
         "clientCertFile", "clientCertHeaders", "sendClientIdWithAssertion",
         "authorizationUrl", "deviceAuthorizationUrl", "jwksUrl", "revocationUrl", "redirectUri", "loginTimeoutSeconds",
         "allowRemoteUse", "authorizationParams",
-        "dpop", "serviceAccountKeyFile", "serviceAccountSubject", "selfSignedJwt",
+        "dpop", "serviceAccountKeyFile", "serviceAccountSubject", "selfSignedJwt", "clientAssertionFile",
+        "appId", "installationId", "githubApiUrl", "repositories", "repositoryIds", "permissions",
+    ]
+
+    /// The keys naming files whose credential the token thread reads again when they change
+    /// (`Identity.credentialFiles`), and the credential each holds.
+    static let credentialFileKeys: [(key: String, role: CredentialRole)] = [
+        ("clientSecretFile", .clientSecret), ("passwordFile", .password), ("refreshTokenFile", .refreshToken),
+        ("assertionFile", .assertion), ("subjectTokenFile", .subjectToken), ("actorTokenFile", .actorToken),
+        ("clientKeyFile", .clientKey), ("clientCertFile", .clientCertificate), ("clientAssertionFile", .clientAssertion),
+        ("serviceAccountKeyFile", .serviceAccountKey),
     ]
 
     /// Form fields the relay sets from a dedicated key: `params` may not set them again.
@@ -50,19 +60,25 @@ struct IdentityDecoding {
 
     private func decodeIdentity(_ field: Field, name: String) -> Identity? {
         guard let object = ObjectReader(field, knownKeys: Self.identityKeys, in: context) else { return nil }
+        // Keys are read in one fixed order (reading reports errors), so `check` lists them in that
+        // order; the grant and client authentication are made from the values at the end.
+        let grant = object.field("grant") == nil ? .clientCredentials : object.parsed("grant", GrantType.parse)
+        // A GitHub App asks GitHub's API (`githubApiUrl`), not a token URL, with keys of its own.
+        let gitHub = grant == .gitHubAppInstallation ? GitHubAppDecoding(context: context) : nil
         // Without `issuer` the token URL is required; with it, discovery supplies what is not set,
         // and a service account's key file names it (`token_uri`, which `tokenUrl` overrides).
         let hasIssuer = object.field("issuer") != nil
         let serviceAccountKeyFile = object.field("serviceAccountKeyFile")
         let serviceAccountKey = serviceAccountKeyFile.flatMap { context.files.serviceAccountKey(inFile: $0) }
-        let tokenUrlField = hasIssuer || serviceAccountKeyFile != nil ? object.field("tokenUrl") : object.required("tokenUrl")
+        let tokenUrlNeeded = !hasIssuer && serviceAccountKeyFile == nil && gitHub == nil
+        let tokenUrlField = tokenUrlNeeded ? object.required("tokenUrl") : object.field("tokenUrl")
         let tokenUrl = tokenUrlField.flatMap {
             context.parsed($0) { url throws(InvalidValue) in try HTTPURL.parse(url, allowsQuery: true) }
         } ?? serviceAccountKey?.tokenURI
-        var identity = Identity(name: name, tokenUrl: tokenUrl)
-        // Keys are read in one fixed order (reading reports errors), so `check` lists them in that
-        // order; the grant and client authentication are made from the values at the end.
-        let grant = object.field("grant") == nil ? .clientCredentials : object.parsed("grant", GrantType.parse)
+        let gitHubAPI = gitHub?.decodeAPIURL(object)
+        let installation = gitHub?.decodeInstallation(object)
+        let gitHubTokenURL = gitHubAPI.flatMap { installation?.accessTokensURL(api: $0) }
+        var identity = Identity(name: name, tokenUrl: gitHub == nil ? tokenUrl : gitHubTokenURL)
         let clientId = object.nonEmptyString("clientId")
         let clientSecret = object.secret("clientSecret")
         identity.scope = object.field("scope").flatMap { context.stringOrStrings($0) }?.map(\.value).joined(separator: " ")
@@ -83,7 +99,8 @@ struct IdentityDecoding {
         let refreshToken = object.secret("refreshToken")
         let assertion = object.secret("assertion")
         identity.tls = object.field("tls").flatMap {
-            TLSSettingsDecoding(context: context).decodeTLS($0, endpoint: tokenUrl?.scheme, endpointName: "tokenUrl")
+            TLSSettingsDecoding(context: context).decodeTLS($0, endpoint: gitHub == nil ? tokenUrl?.scheme : gitHubAPI?.scheme,
+                                                            endpointName: gitHub == nil ? "tokenUrl" : "githubApiUrl")
         }
         identity.allowInsecureTokenUrl = object.bool("allowInsecureTokenUrl") ?? identity.allowInsecureTokenUrl
         identity.defaultExpiresInSeconds = object.seconds("defaultExpiresInSeconds") ?? identity.defaultExpiresInSeconds
@@ -106,8 +123,12 @@ struct IdentityDecoding {
         identity.authorizationParams = object.field("authorizationParams").flatMap {
             decodeAuthorizationParams($0, identity: object)
         } ?? [:]
-        identity.dpop = object.field("dpop").flatMap(DPoPDecoding(context: context).decodeDPoP)
-        checkDPoPMappings(responseFields?.dpopMappings ?? [], dpop: object.field("dpop"))
+        // A GitHub App's JWT is its client authentication (the grant carries it); the keys of the
+        // OAuth methods and DPoP are reported unused (`GitHubAppDecoding`), not read.
+        if gitHub == nil {
+            identity.dpop = object.field("dpop").flatMap(DPoPDecoding(context: context).decodeDPoP)
+            checkDPoPMappings(responseFields?.dpopMappings ?? [], dpop: object.field("dpop"))
+        }
         let serviceAccount = ServiceAccountDecoding(context: context)
         var usable = true
         if serviceAccountKeyFile != nil {
@@ -118,24 +139,31 @@ struct IdentityDecoding {
             usable = grant != nil
         } else {
             serviceAccount.checkKeysWithoutKeyFile(object)
-            let clientAuth = ClientAuthDecoding(context: context)
-            identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
-            identity.sendClientIdWithAssertion = clientAuth.decodeSendClientId(object) ?? identity.sendClientIdWithAssertion
-            identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
+            if gitHub == nil {
+                let clientAuth = ClientAuthDecoding(context: context)
+                identity.clientAssertionAudience = clientAuth.decodeAssertionAudience(object) ?? .tokenEndpoint
+                identity.sendClientIdWithAssertion = clientAuth.decodeSendClientId(object) ?? identity.sendClientIdWithAssertion
+                identity.clientAuth = clientAuth.decodeClientAuth(object, id: clientId, secret: clientSecret)
+            }
             identity.grant = Self.grant(grant ?? .clientCredentials, username: username, password: password, refreshToken: refreshToken,
-                                        extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor))
+                                        extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor),
+                                        installation: installation)
             if let grant {
                 IdentityKeyChecks(context: context).checkGrantRequirements(grant, object: object)
             }
         }
         IdentityKeyChecks(context: context).checkInteractiveKeys(identity, object: object)
-        return !usable || (tokenUrl == nil && !hasIssuer) ? nil : identity
+        identity.credentialFiles = Self.credentialFileKeys.compactMap { key, role in
+            guard identity.holdsCredential(role), let path = object.filePath(key) else { return nil }
+            return CredentialFile(role: role, path: path, key: key)
+        }
+        return !usable || (identity.tokenUrl == nil && !hasIssuer) ? nil : identity
     }
 
     /// The grant `type` makes of the values its keys gave. A value a grant needs and lacks is
     /// reported by `checkGrantRequirements` (the empty stand-in is never sent: the config fails).
     private static func grant(_ type: GrantType, username: String?, password: Secret?, refreshToken: Secret?,
-                              extensionFields fields: ExtensionFields) -> Grant {
+                              extensionFields fields: ExtensionFields, installation: GitHubAppInstallation?) -> Grant {
         switch type {
         case .clientCredentials: return .clientCredentials
         case .password: return .password(username: username ?? "", password: password ?? Secret(""))
@@ -152,6 +180,9 @@ struct IdentityDecoding {
                 return .jwtBearer(assertion: fields.assertion)
             }
             return .extension(uri: uri, fields: fields)
+        case .gitHubAppInstallation:
+            // Without its values (reported), the identity has no token URL and is not used.
+            return installation.map(Grant.gitHubAppInstallation) ?? .clientCredentials
         }
     }
 

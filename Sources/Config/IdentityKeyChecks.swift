@@ -20,7 +20,8 @@ struct IdentityKeyChecks {
                 }
             }
         }
-        if case .extension = grant {} else {
+        // An extension grant's assertion or token may identify the client; a GitHub App's JWT does.
+        if !grant.isExtension && grant != .gitHubAppInstallation {
             requireKey("clientId")
         }
         switch grant {
@@ -42,6 +43,11 @@ struct IdentityKeyChecks {
         if case .extension = grant {} else {
             for key in ["assertion", "subjectToken", "subjectTokenType", "actorToken", "actorTokenType"] {
                 rejectKey(key, usedBy: "extension grants")
+            }
+        }
+        if grant != .gitHubAppInstallation {
+            for key in GitHubAppDecoding.keys {
+                rejectKey(key, usedBy: "the \(GrantType.gitHubAppInstallation) grant")
             }
         }
         checkTokenExchangeFields(grant, object: object)

@@ -37,6 +37,9 @@ public struct Limits: Sendable, Equatable {
     public var maxUpstreamConnections: Int
     /// Time an exchange may queue for an upstream connection before it is answered 503.
     public var upstreamQueueTimeoutSeconds: Double
+    /// How often the files named in `RelayConfig.watchedFiles` (certificates, keys, CA bundles,
+    /// DPoP and store key files) are looked at (`stat`, never read) for a rotation.
+    public var credentialFilePollSeconds: Int
 
     public init(maxHeaderBytes: Int = 65536, maxHeaderCount: Int = 100, maxResponseHeaderBytes: Int = 65536,
                 headerTimeoutSeconds: Double = 30,
@@ -45,7 +48,7 @@ public struct Limits: Sendable, Equatable {
                 dnsCacheSeconds: Double = 30, maxIdleUpstreamConnections: Int = 128, maxConnections: Int = 0, tokenWaitSeconds: Double = 30,
                 requestBodyTimeoutSeconds: Double = 30, requestBodyMinBytesPerSecond: Int = 500,
                 upstreamResponseTotalSeconds: Double? = nil, maxUpstreamConnections: Int = 0,
-                upstreamQueueTimeoutSeconds: Double = 10) {
+                upstreamQueueTimeoutSeconds: Double = 10, credentialFilePollSeconds: Int = 5) {
         self.maxHeaderBytes = maxHeaderBytes
         self.maxHeaderCount = maxHeaderCount
         self.maxResponseHeaderBytes = maxResponseHeaderBytes
@@ -63,5 +66,6 @@ public struct Limits: Sendable, Equatable {
         self.upstreamResponseTotalSeconds = upstreamResponseTotalSeconds
         self.maxUpstreamConnections = maxUpstreamConnections
         self.upstreamQueueTimeoutSeconds = upstreamQueueTimeoutSeconds
+        self.credentialFilePollSeconds = credentialFilePollSeconds
     }
 }

@@ -22,6 +22,7 @@ struct LimitsDecoding {
             ("maxConnections", \.maxConnections, 0...10_000_000, "a count (0: from the file-descriptor limit)"),
             ("maxUpstreamConnections", \.maxUpstreamConnections, 0...1_000_000, "a count (0: no limit)"),
             ("requestBodyMinBytesPerSecond", \.requestBodyMinBytesPerSecond, 1...(1 << 30), "a positive number of bytes per second"),
+            ("credentialFilePollSeconds", \.credentialFilePollSeconds, 1...3600, "whole seconds from 1 to 3600"),
         ]
         // Bounds that are off unless set.
         let optionalSecondsKeys: [(String, WritableKeyPath<Limits, Double?>)] = [

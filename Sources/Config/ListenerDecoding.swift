@@ -9,9 +9,9 @@ struct ListenerDecoding {
     func decodeTLSListener(_ field: Field) -> TLSListener? {
         guard let object = ObjectReader(field, knownKeys: TLSListener.knownKeys, in: context) else { return nil }
         let address = object.parsed("address", HostPort.parse)
-        let certFile = object.field("certFile").flatMap(context.files.existingFile)
-        let keyFile = object.field("keyFile").flatMap(context.files.existingFile)
-        let clientCaFile = object.field("clientCaFile").flatMap(context.files.existingFile)
+        let certFile = object.field("certFile").flatMap(context.files.watchedFile)
+        let keyFile = object.field("keyFile").flatMap(context.files.watchedFile)
+        let clientCaFile = object.field("clientCaFile").flatMap(context.files.watchedFile)
         for key in ["address", "certFile", "keyFile"] where object.field(key) == nil {
             context.report("required", at: object.path.key(key), offset: object.lastOffset)
         }

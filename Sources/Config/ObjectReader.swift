@@ -78,6 +78,15 @@ struct ObjectReader {
         field(key).flatMap { context.parsed($0, parse) }
     }
 
+    /// The resolved path a file key names, reporting nothing (reading the file reported its
+    /// problems); nil when the key is absent or not a string whose `${NAME}`s resolve.
+    func filePath(_ key: String) -> String? {
+        guard case .string(let raw)? = field(key)?.value.kind,
+              case .success(let path) = EnvironmentInterpolation.expand(raw, environment: context.environment),
+              !path.isEmpty else { return nil }
+        return context.files.resolvePath(path)
+    }
+
     /// A secret given inline (`clientSecret`) or as a file (`clientSecretFile`), not both.
     func secret(_ key: String) -> Secret? {
         let fileKey = key + "File"

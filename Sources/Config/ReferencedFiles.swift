@@ -27,8 +27,22 @@ struct ReferencedFiles {
         return resolved
     }
 
+    /// `existingFile` for a file the relay loads into something long-lived (a certificate, a key,
+    /// a CA bundle): recorded in `DecodingContext.watchedFiles`, so that a rotation of the file
+    /// re-applies the configuration.
+    func watchedFile(_ field: Field) -> String? {
+        guard let path = existingFile(field) else { return nil }
+        context.watch(field, path: path)
+        return path
+    }
+
     /// The contents of a secret file, trimmed of surrounding whitespace.
     func secretFileContent(_ field: Field) -> String? {
+        secretFile(field)?.content
+    }
+
+    /// The contents of a secret file, trimmed of surrounding whitespace, and its resolved path.
+    func secretFile(_ field: Field) -> (content: String, path: String)? {
         guard let path = existingFile(field) else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else {
             context.report("cannot read file: \(path)", at: field)
@@ -43,7 +57,7 @@ struct ReferencedFiles {
             context.report("file is empty: \(path)", at: field)
             return nil
         }
-        return trimmed
+        return (trimmed, path)
     }
 
     /// The private key in the PEM file a field names (`dpop.keyFile`), with the resolved path, or
@@ -59,9 +73,9 @@ struct ReferencedFiles {
         }
     }
 
-    /// The text of the PEM file a field names (a key, a certificate), with the resolved path, or
-    /// nil once a missing or unreadable file is reported. What the text holds is the caller's
-    /// to check.
+    /// The text of the PEM file a field names (a key, a certificate), as it is (for a parser of
+    /// key or certificate text), with the resolved path; nil once the problem is reported (no
+    /// such file, unreadable).
     func pemText(inFile field: Field) -> (text: String, path: String)? {
         guard let path = existingFile(field) else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -74,6 +88,12 @@ struct ReferencedFiles {
     /// The message for a PEM file that holds no usable private key: the file and OpenSSL's reason.
     static func unusablePrivateKey(_ error: CryptoError, path: String) -> String {
         "not a usable PEM private key (\(error)): \(path)"
+    }
+
+    /// The `x5t#S256` of the first certificate in the PEM file `path`; nil when it cannot be read
+    /// or holds no PEM certificate (building its TLS configuration reports that, naming the file).
+    func certificateThumbprint(_ path: String) -> String? {
+        FileManager.default.contents(atPath: path).flatMap { CertificateThumbprint.sha256(pem: String(decoding: $0, as: UTF8.self)) }
     }
 
     private static func unreadableFileProblem(_ path: String) -> String? {

@@ -22,6 +22,7 @@
 import Endpoints
 import OAuth2
 import Routing
+import WatchedFiles
 
 /// The whole validated configuration. Build it with `ConfigLoader`; the memberwise
 /// initializer (every parameter defaulted) is for tests and does not validate.
@@ -55,6 +56,12 @@ public struct RelayConfig: Sendable, Equatable {
     /// Without `store`, identities a person logs in to may use the default store in the user's
     /// state directory; `"store": null` says no.
     public var defaultStoreAllowed = true
+    /// The files read into long-lived objects (TLS certificates, keys and CA bundles, DPoP key
+    /// files, the store's key file) with the setting that names each, in document order: the
+    /// relay watches them and re-applies the configuration when one changes. Filled by
+    /// `ConfigLoader`; the credentials sent in token requests are not among them (the token
+    /// thread reads those when it needs them).
+    public var watchedFiles: [WatchedFile] = []
 
     public static let defaultListen = HostPort(host: "127.0.0.1", port: 8180)
     public static let defaultAdmin = HostPort(host: "127.0.0.1", port: 9180)
@@ -93,10 +100,7 @@ extension RelayConfig {
         check("$.workers", String(workers), String(new.workers))
         check("$.metrics", String(metrics), String(new.metrics))
         check("$.store.path", store?.path ?? "none", new.store?.path ?? "none")
-        if let before = store?.key, let after = new.store?.key, before != after {
-            // Never the key itself, nor its redacted tail.
-            errors.append("$.store.key: changed; this takes a restart, not a reload")
-        }
+        // `store.key` may change: the new key writes, the previous ones still read (StoreKeys).
         let redis = (before: store?.redis, after: new.store?.redis)
         // The URL as its redacted description; a changed password is named, never shown.
         check("$.store.redis", redis.before?.endpoint.description ?? "none", redis.after?.endpoint.description ?? "none")

@@ -23,6 +23,10 @@ struct StoreDecoding {
                            at: object.path.key("key"), offset: object.lastOffset)
         }
         let key = object.secret("key")
+        if key != nil, let fileField = object.field("keyFile"), let path = context.nonEmptyString(fileField) {
+            // A new key in the file is put in force on the fly (entries under the old one stay readable).
+            context.watch(fileField, path: context.files.resolvePath(path))
+        }
         if let key, let keyField {
             // Words about the key's length only: never its text.
             let bytes = Data(base64Encoded: key.value)

@@ -27,7 +27,7 @@ struct TLSSettingsDecoding {
         }
         guard let object = ObjectReader(field, knownKeys: Self.tlsKeys, in: context) else { return nil }
         var tls = TLSSettings()
-        tls.caFile = object.field("caFile").flatMap(context.files.existingFile)
+        tls.caFile = object.field("caFile").flatMap(context.files.watchedFile)
         if let field = object.field("trust") {
             tls.trust = context.parsed(field) { text throws(InvalidValue) in
                 guard let trust = TLSSettings.Trust(rawValue: text) else {
@@ -49,8 +49,9 @@ struct TLSSettingsDecoding {
                 return text
             }
         } ?? []
-        tls.clientCert = object.field("clientCert").flatMap(context.files.existingFile)
-        tls.clientKey = object.field("clientKey").flatMap(context.files.existingFile)
+        tls.clientCert = object.field("clientCert").flatMap(context.files.watchedFile)
+        tls.clientKey = object.field("clientKey").flatMap(context.files.watchedFile)
+        tls.clientCertThumbprint = tls.clientCert.flatMap(context.files.certificateThumbprint)
         switch (object.field("clientCert"), object.field("clientKey")) {
         case (_?, nil):
             context.report("required when clientCert is set", at: object.path.key("clientKey"), offset: object.lastOffset)

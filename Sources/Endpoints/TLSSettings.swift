@@ -20,6 +20,11 @@ public struct TLSSettings: Sendable, Equatable {
     /// PEM client certificate and key for mutual TLS (both or neither).
     public var clientCert: String?
     public var clientKey: String?
+    /// The RFC 8705 thumbprint (`x5t#S256`: base64url SHA-256 of the DER) of `clientCert`'s
+    /// certificate as read when the configuration loaded; nil without `clientCert`. Part of the
+    /// settings, so an identity whose certificate was renewed in place is a changed identity: the
+    /// tokens an IdP bound to the old certificate are not used with the new one.
+    public var clientCertThumbprint: String?
     public var insecureSkipVerify: Bool
 
     public init(caFile: String? = nil, trust: Trust = .systemAndCaFile, serverName: String? = nil, pins: [String] = [],

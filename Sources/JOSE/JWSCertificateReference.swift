@@ -5,7 +5,7 @@ import Crypto
 /// finds a client's certificate credential by `x5t#S256` (or, like ADFS, by the SHA-1 `x5t`);
 /// some servers want the chain itself, `x5c`.
 ///
-/// Two references are equal when they send the same members with the same values: a renewed
+/// Two references are equal when they send the same members of the same certificates: a renewed
 /// certificate is another reference.
 public struct JWSCertificateReference: Sendable, Equatable, CustomStringConvertible {
     /// A header member that names the certificate, by its name in the header (and the config).
@@ -20,6 +20,8 @@ public struct JWSCertificateReference: Sendable, Equatable, CustomStringConverti
 
     /// The members sent, in the order given.
     public let members: [Member]
+    /// The certificates they are made of.
+    public let certificates: CertificateChain
     private let sha256Thumbprint: String?
     private let sha1Thumbprint: String?
     private let chain: [String]?
@@ -27,6 +29,7 @@ public struct JWSCertificateReference: Sendable, Equatable, CustomStringConverti
     /// `members` of `certificates` (their order does not matter; each is sent once).
     public init(_ certificates: CertificateChain, members: [Member]) {
         self.members = members
+        self.certificates = certificates
         sha256Thumbprint = members.contains(.sha256Thumbprint) ? Base64URL.encode(SHA256.hash(certificates.leafDER)) : nil
         sha1Thumbprint = members.contains(.sha1Thumbprint) ? Base64URL.encode(SHA1.hash(certificates.leafDER)) : nil
         chain = members.contains(.chain) ? certificates.derCertificates.map(Self.standardBase64) : nil

@@ -1,11 +1,12 @@
 import Crypto
 import JOSE
 
-/// The private key a `private_key_jwt` client signs its assertions with, the algorithm it signs
-/// with, the `kid` the IdP knows it by and, for an IdP that registered the client's certificate
-/// (Microsoft Entra ID), the header members that name that certificate. Made by Config from the
-/// files' text (reading a file is I/O; `init(keyPEM:certificatePEM:...)` is not, so a file that
-/// changes can be read and made into a key again); used here only to sign.
+/// The private key a `private_key_jwt` client signs its assertions with (or a GitHub App its App
+/// JWTs), the algorithm it signs with, the `kid` the IdP knows it by and, for an IdP that
+/// registered the client's certificate (Microsoft Entra ID), the header members that name that
+/// certificate. Made by Config from the files' text, and made again from a rotated file's text
+/// (`replacingKey(pem:)`, `replacingCertificate(pem:)`): reading a file is I/O, making a key from
+/// its text is not. Used here only to sign.
 ///
 /// Two keys are equal when their public halves, algorithms, key ids and certificate members
 /// are: a reload that rewrote the key or certificate file under the same name is a different
@@ -83,7 +84,44 @@ public struct ClientAssertionKey: Sendable, Equatable, CustomStringConvertible, 
         certificate = JWSCertificateReference(chain, members: certificateMembers)
     }
 
+    private init(signer: JWSSigner, keyID: String?, certificate: JWSCertificateReference?, publicKey: PublicKey) {
+        self.signer = signer
+        self.keyID = keyID
+        self.certificate = certificate
+        self.publicKey = publicKey
+    }
+
     public var algorithm: JWSAlgorithm { signer.algorithm }
+
+    /// The key in `pem` in this one's place (a rotated `clientKeyFile`): the same algorithm, `kid`
+    /// and certificate, which must be the new key's.
+    public func replacingKey(pem: String) throws(Problem) -> ClientAssertionKey {
+        let key = try ClientAssertionKey(keyPEM: pem, algorithm: algorithm, keyID: keyID)
+        if let certificate, certificate.certificates.leafPublicKey != key.publicKey { throw .certificateKeyMismatch }
+        return ClientAssertionKey(signer: key.signer, keyID: keyID, certificate: certificate, publicKey: key.publicKey)
+    }
+
+    /// This key with the certificate (or chain) in `pem` in place of its own (a renewed
+    /// `clientCertFile`), named by the same header members; it must be this key's.
+    public func replacingCertificate(pem: String) throws(Problem) -> ClientAssertionKey {
+        let chain: CertificateChain
+        do throws(CryptoError) {
+            chain = try CertificateChain(pem: pem)
+        } catch {
+            throw .unreadableCertificate(error)
+        }
+        guard chain.leafPublicKey == publicKey else { throw .certificateKeyMismatch }
+        let reference = JWSCertificateReference(chain, members: certificate?.members ?? [.sha256Thumbprint])
+        return ClientAssertionKey(signer: signer, keyID: keyID, certificate: reference, publicKey: publicKey)
+    }
+
+    /// The key in `keyPEM` with the certificate in `certificatePEM`, both in place of this one's
+    /// (a key and its certificate rotated together), with the same algorithm, `kid` and header
+    /// members.
+    public func replacing(keyPEM: String, certificatePEM: String) throws(Problem) -> ClientAssertionKey {
+        try ClientAssertionKey(keyPEM: keyPEM, certificatePEM: certificatePEM,
+                               certificateMembers: certificate?.members ?? [.sha256Thumbprint], algorithm: algorithm, keyID: keyID)
+    }
 
     public static func == (lhs: ClientAssertionKey, rhs: ClientAssertionKey) -> Bool {
         lhs.algorithm == rhs.algorithm && lhs.keyID == rhs.keyID && lhs.certificate == rhs.certificate && lhs.publicKey == rhs.publicKey

@@ -2,7 +2,8 @@
 ///
 /// A new method is a new case with its payload, sent by `TokenRequest`. The JWT methods send a
 /// fresh client assertion (RFC 7523 §2.2) with every request, signed on the token thread just
-/// before sending (`TokenRequest.withClientAssertion`).
+/// before sending (`TokenRequest.withClientAssertion`); `client_assertion_file` sends the one
+/// its file holds, read again when the file changes.
 
 import SafeText
 
@@ -23,12 +24,19 @@ public enum ClientAuth: Sendable, Equatable {
     /// client_secret_jwt: an HS256 assertion keyed with the client secret, which never goes on
     /// the wire itself.
     case clientSecretJWT(id: String, secret: Secret)
+    /// `client_assertion_file`: a client assertion made elsewhere — a JWT the platform writes to
+    /// a file (a Kubernetes projected service-account token, a SPIFFE JWT-SVID, a CI system's
+    /// OIDC token) — sent as it is, with `client_id` when the identity has one (and does not
+    /// leave it out: `sendClientIdWithAssertion`). Workload
+    /// identity federation (Entra, Google, Okta, Keycloak) authenticates clients this way.
+    case clientAssertion(id: String?, assertion: Secret)
 
     /// The client id, when one is sent. An extension grant may set a secret without a
     /// `clientId`; its id is then empty, and `post` sends no `client_id` field.
     public var clientId: String? {
         switch self {
         case .basic(let id, _), .post(let id, _), .publicClient(let id), .privateKeyJWT(let id, _), .clientSecretJWT(let id, _): id
+        case .clientAssertion(let id, _): id
         case .unidentified: nil
         }
     }
@@ -38,7 +46,7 @@ public enum ClientAuth: Sendable, Equatable {
     /// (`TokenRequest.clientIdBesideAssertion(of:)`).
     public var sendsClientAssertion: Bool {
         switch self {
-        case .privateKeyJWT, .clientSecretJWT: true
+        case .privateKeyJWT, .clientSecretJWT, .clientAssertion: true
         case .basic, .post, .publicClient, .unidentified: false
         }
     }
@@ -51,6 +59,7 @@ public enum ClientAuth: Sendable, Equatable {
         case .publicClient, .unidentified: "none"
         case .privateKeyJWT: "private_key_jwt"
         case .clientSecretJWT: "client_secret_jwt"
+        case .clientAssertion: "client_assertion_file"
         }
     }
 }

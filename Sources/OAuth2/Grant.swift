@@ -26,6 +26,9 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
     /// (for a token-exchange or jwt-bearer URI too when it sets fields those grants do not use).
     /// Its other form fields come from `params`.
     case `extension`(uri: String, fields: ExtensionFields)
+    /// Not OAuth: a GitHub App installation's access token, asked of GitHub's REST API with an
+    /// App JWT (`GitHubAppInstallation`).
+    case gitHubAppInstallation(GitHubAppInstallation)
     /// A Google service account (`serviceAccountKeyFile`): the jwt-bearer grant with an assertion
     /// its key signs for each request, or a self-signed JWT as the token (`ServiceAccountGrant`).
     case serviceAccount(ServiceAccountGrant)
@@ -41,6 +44,7 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
         case .tokenExchange: .tokenExchange
         case .jwtBearer: .jwtBearer
         case .extension(let uri, _): .extension(uri)
+        case .gitHubAppInstallation: .gitHubAppInstallation
         // A self-signed token is no grant at all; it is named for the JWT bearer it is.
         case .serviceAccount: .jwtBearer
         }

@@ -11,13 +11,17 @@ public enum GrantType: Sendable, Equatable, Hashable, CustomStringConvertible {
     case deviceCode
     /// Any other grant, named by an absolute URI (token exchange, jwt-bearer, …).
     case `extension`(String)
+    /// A GitHub App installation token (`GitHubAppInstallation`): not an OAuth grant, so its name
+    /// is never sent as a `grant_type`.
+    case gitHubAppInstallation
 
     /// RFC 8693 token exchange.
     public static let tokenExchange = GrantType.extension("urn:ietf:params:oauth:grant-type:token-exchange")
     /// RFC 7523 JWT bearer assertion.
     public static let jwtBearer = GrantType.extension("urn:ietf:params:oauth:grant-type:jwt-bearer")
 
-    /// The `grant_type` value sent to the token endpoint.
+    /// The `grant_type` value sent to the token endpoint (for the GitHub App grant, which sends
+    /// none, the name the config gives it).
     public var grantType: String {
         switch self {
         case .clientCredentials: "client_credentials"
@@ -26,6 +30,7 @@ public enum GrantType: Sendable, Equatable, Hashable, CustomStringConvertible {
         case .authorizationCode: "authorization_code"
         case .deviceCode: "urn:ietf:params:oauth:grant-type:device_code"
         case .extension(let uri): uri
+        case .gitHubAppInstallation: "github_app_installation"
         }
     }
 

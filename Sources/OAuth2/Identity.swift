@@ -7,7 +7,8 @@ import Endpoints
 public struct Identity: Sendable, Equatable {
     /// The key in `identities`.
     public var name: String
-    /// The token endpoint as configured; nil when discovery (`issuer`) gives it.
+    /// The token endpoint as configured; nil when discovery (`issuer`) gives it. For a GitHub App,
+    /// its installation's access-token URL under `githubApiUrl`.
     public var tokenUrl: HTTPURL?
     /// Where a person logs in (authorization code grant); nil: from discovery.
     public var authorizationUrl: HTTPURL?
@@ -65,6 +66,10 @@ public struct Identity: Sendable, Equatable {
     /// DPoP (RFC 9449): token requests carry a proof of this key, and `DPoP` tokens go upstream
     /// with a fresh proof per request. Nil: no proofs, and a `DPoP` token is refused.
     public var dpop: DPoPBinding?
+    /// The files its credentials were read from, which the token thread reads again when they
+    /// change (a rotated Kubernetes Secret or projected token): `withCredential` takes a new
+    /// content, `TokenRequest.rebuilt` makes a request with it.
+    public var credentialFiles: [CredentialFile] = []
 
     public init(name: String, tokenUrl: HTTPURL?, grant: Grant = .clientCredentials, clientAuth: ClientAuth = .unidentified,
                 scope: String? = nil, audience: String? = nil, resource: [String] = [], params: [String: String] = [:],

@@ -31,18 +31,7 @@ enum RetryAfter {
         }
         let time = timeWord.split(separator: ":", omittingEmptySubsequences: false).compactMap { Int($0) }
         guard time.count == 3, (0...23).contains(time[0]), (0...59).contains(time[1]), (0...60).contains(time[2]) else { return nil }
-        let days = daysSince1970(year: year, month: month, day: day)
+        let days = CalendarDays.since1970(year: year, month: month, day: day)
         return Double(days * 86_400 + time[0] * 3600 + time[1] * 60 + time[2])
-    }
-
-    /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (H. Hinnant's
-    /// `days_from_civil`).
-    private static func daysSince1970(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
     }
 }

@@ -8,6 +8,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// non-JSON text, an empty body. `excerpt` is nil when the body was empty or could hold a
     /// token.
     case unexpectedStatus(status: Int, contentType: String?, excerpt: String?, retryAfter: Double?)
+    /// GitHub's REST API refused (`{"message": …, "documentation_url": …}`, any status but 2xx
+    /// and 3xx): a GitHub App's installation token request.
+    case gitHubAPI(GitHubAPIError, retryAfter: Double?)
     /// A 3xx: the token endpoint is never followed elsewhere. `location` is shown without its
     /// query or fragment.
     case redirect(status: Int, location: String?)
@@ -32,6 +35,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// A service account's JWT (a grant assertion, or a self-signed access token) could not be
     /// signed, so no request was sent and no token made. `reason` names the step, never the key.
     case serviceAccountJWTFailed(reason: String)
+    /// A credential file holds a JWT past its `exp` (a projected service-account token the
+    /// platform stopped rotating), so no request was sent: the IdP would refuse it.
+    case expiredCredential(ExpiredCredential)
 
     /// The HTTP status the token endpoint answered with, if it answered.
     public var status: Int? {
@@ -39,7 +45,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .oauth(_, let status, _), .unexpectedStatus(let status, _, _, _), .redirect(let status, _),
              .invalidTokenResponse(let status, _, _):
             status
-        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed, .serviceAccountJWTFailed:
+        case .gitHubAPI(let error, _):
+            error.status
+        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed, .serviceAccountJWTFailed, .expiredCredential:
             nil
         }
     }
@@ -47,7 +55,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// `Retry-After` in seconds from the answer, if it had one.
     public var retryAfter: Double? {
         switch self {
-        case .oauth(_, _, let retryAfter), .unexpectedStatus(_, _, _, let retryAfter): retryAfter
+        case .oauth(_, _, let retryAfter), .unexpectedStatus(_, _, _, let retryAfter), .gitHubAPI(_, let retryAfter): retryAfter
         case .discovery(let error): error.retryAfter
         default: nil
         }
@@ -64,10 +72,15 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         switch self {
         case .unreachable, .timedOut:
             return true
+        case .expiredCredential:
+            // The platform writes the next one: tried again after the backoff.
+            return true
         case .oauth(let error, let status, _):
             return error.isTemporary || Self.isTemporary(status: status)
         case .unexpectedStatus(let status, _, _, _):
             return Self.isTemporary(status: status)
+        case .gitHubAPI(let error, _):
+            return error.isRateLimit || Self.isTemporary(status: error.status)
         case .discovery(let error):
             return error.isTemporary
         case .redirect, .invalidTokenResponse, .clientAssertionFailed, .idToken, .dpopProofFailed, .serviceAccountJWTFailed:
@@ -80,11 +93,12 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     }
 
     /// A short code for logs, metrics and the `/identities` view: the OAuth error code, or
-    /// `http_503`, `redirect`, `invalid_token_response`, `unreachable`, `timeout`.
+    /// `http_503` (also for GitHub's API), `redirect`, `invalid_token_response`, `unreachable`, `timeout`.
     public var code: String {
         switch self {
         case .oauth(let error, _, _): error.code.rawValue
         case .unexpectedStatus(let status, _, _, _): "http_\(status)"
+        case .gitHubAPI(let error, _): "http_\(error.status)"
         case .redirect: "redirect"
         case .invalidTokenResponse: "invalid_token_response"
         case .unreachable: "unreachable"
@@ -94,6 +108,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .idToken: "invalid_id_token"
         case .dpopProofFailed: "dpop_proof_failed"
         case .serviceAccountJWTFailed: "service_account_jwt_failed"
+        case .expiredCredential: "credential_expired"
         }
     }
 
@@ -117,6 +132,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             let body = excerpt.map { ": \"\($0)\"" } ?? ""
             return "\(endpoint) answered HTTP \(status) (\(contentType ?? "no content type")) without an OAuth error"
                 + Self.retryText(retryAfter) + body
+        case .gitHubAPI(let error, let retryAfter):
+            return "\(endpoint) answered HTTP \(error.status)" + Self.retryText(retryAfter) + ": \(error)"
         case .redirect(let status, let location):
             return "\(endpoint) answered HTTP \(status), a redirect" + (location.map { " to \($0)" } ?? "")
                 + "; redirects are not followed"
@@ -136,6 +153,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return "the DPoP proof could not be made, so no request was sent to \(endpoint): \(reason)"
         case .serviceAccountJWTFailed(let reason):
             return "the service account's JWT could not be signed: \(reason)"
+        case .expiredCredential(let expired):
+            return "\(expired), so no request was sent to \(endpoint)"
         }
     }
 

@@ -11,10 +11,12 @@ public enum TokenEndpointSecurity: Sendable, Equatable {
     case insecureHTTPAllowed
 
     /// Checks every IdP URL the identity configures (the token endpoint and the others a login
-    /// uses); the answer is the weakest of them.
+    /// uses; a GitHub App's token endpoint is under its `githubApiUrl`); the answer is the weakest
+    /// of them.
     public static func check(_ identity: Identity) throws(InsecureTokenURL) -> TokenEndpointSecurity {
+        let tokenKey = identity.grant.type == .gitHubAppInstallation ? "githubApiUrl" : "tokenUrl"
         let urls: [(String, HTTPURL?)] = [
-            ("tokenUrl", identity.tokenUrl), ("authorizationUrl", identity.authorizationUrl),
+            (tokenKey, identity.tokenUrl), ("authorizationUrl", identity.authorizationUrl),
             ("deviceAuthorizationUrl", identity.deviceAuthorizationUrl), ("jwksUrl", identity.jwksUrl),
             ("revocationUrl", identity.revocationUrl),
         ]
@@ -46,7 +48,7 @@ public enum TokenEndpointSecurity: Sendable, Equatable {
 /// An `http://` token URL on a host that is not loopback, without `allowInsecureTokenUrl`.
 public struct InsecureTokenURL: Error, Sendable, Equatable, CustomStringConvertible {
     public let identity: String
-    /// The key that named the URL (`tokenUrl`, `authorizationUrl`, …).
+    /// The key that named the URL (`tokenUrl`, `authorizationUrl`, `githubApiUrl`, …).
     public let key: String
     public let url: String
 

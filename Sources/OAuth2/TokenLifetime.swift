@@ -34,7 +34,7 @@ struct TokenLifetime: Sendable, Equatable {
     static func resolve(expiry: JSONValue?, field: String, token: String, unixTime: Double,
                         defaultSeconds: Double) throws(LifetimeError) -> TokenLifetime {
         var warnings: [LifetimeWarning] = []
-        var lifetime: (seconds: Double, source: TokenResponse.ExpirySource)
+        let lifetime: (seconds: Double, source: TokenResponse.ExpirySource)
         switch readSeconds(expiry) {
         case .seconds(let seconds):
             lifetime = (seconds, .expiresIn)
@@ -49,14 +49,29 @@ struct TokenLifetime: Sendable, Equatable {
                 lifetime = (defaultSeconds, .defaultLifetime)
             }
         }
+        return bounded(TokenLifetime(seconds: lifetime.seconds, source: lifetime.source, warnings: warnings),
+                       field: name(of: lifetime.source, field: field))
+    }
+
+    /// The lifetime of a token whose answer says when it expires (`field`, such as GitHub's
+    /// `expires_at`): `seconds` from now, which the caller has checked to be positive, bounded as
+    /// above.
+    static func until(_ seconds: Double, field: String) -> TokenLifetime {
+        bounded(TokenLifetime(seconds: seconds, source: .expiresAt, warnings: []), field: field)
+    }
+
+    /// `lifetime` cut to `maximumSeconds`, with a warning naming `field` for a cut or for a
+    /// lifetime shorter than the refresh interval.
+    private static func bounded(_ lifetime: TokenLifetime, field: String) -> TokenLifetime {
+        var lifetime = lifetime
         if lifetime.seconds > maximumSeconds {
-            warnings.append(.capped(field: name(of: lifetime.source, field: field)))
+            lifetime.warnings.append(.capped(field: field))
             lifetime.seconds = maximumSeconds
         }
         if lifetime.seconds < RefreshSchedule.minimumInterval {
-            warnings.append(.shorterThanRefreshInterval(field: name(of: lifetime.source, field: field)))
+            lifetime.warnings.append(.shorterThanRefreshInterval(field: field))
         }
-        return TokenLifetime(seconds: lifetime.seconds, source: lifetime.source, warnings: warnings)
+        return lifetime
     }
 
     /// Why a token answer gives no usable lifetime.
@@ -113,7 +128,7 @@ struct TokenLifetime: Sendable, Equatable {
     /// The field a lifetime came from, as a warning names it.
     private static func name(of source: TokenResponse.ExpirySource, field: String) -> String {
         switch source {
-        case .expiresIn: field
+        case .expiresIn, .expiresAt: field
         case .jwtExp: "exp (JWT claim)"
         case .defaultLifetime: "defaultExpiresInSeconds"
         }

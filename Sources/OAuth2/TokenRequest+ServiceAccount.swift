@@ -11,12 +11,11 @@ extension TokenRequest {
     /// sent (the token thread makes the token instead: `ServiceAccountGrant.selfSignedToken`), so
     /// it carries no assertion to make.
     static func serviceAccount(_ account: ServiceAccountGrant, for identity: Identity, at tokenEndpoint: HTTPURL) -> TokenRequest {
-        var request = TokenRequest(purpose: .grant(.jwtBearer), form: TokenForm(grantType: GrantType.jwtBearer.grantType),
-                                   identity: identity, url: tokenEndpoint)
+        var assertion: PendingGrantAssertion?
         if case .tokenEndpoint(let scope, let subject) = account.token {
-            request.pendingGrantAssertion = PendingGrantAssertion(key: account.key, scope: scope, subject: subject,
-                                                                  audience: tokenEndpoint.description)
+            assertion = PendingGrantAssertion(key: account.key, scope: scope, subject: subject, audience: tokenEndpoint.description)
         }
-        return request
+        return TokenRequest(purpose: .grant(.jwtBearer), form: TokenForm(grantType: GrantType.jwtBearer.grantType),
+                            identity: identity, url: tokenEndpoint, grantAssertion: assertion)
     }
 }

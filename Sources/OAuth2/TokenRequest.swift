@@ -5,22 +5,23 @@ import JOSE
 import SafeText
 
 /// One request to an identity's token endpoint, as plain values for the relay's HTTP client:
-/// `POST`, `url`, `headers` and the form `body`. The client adds the framing headers itself
-/// (`Host`, `Content-Length`) and must not follow a redirect (it is reported as an error, so a
-/// secret never goes to another host).
+/// `POST`, `url`, `headers` and the `body` (an OAuth form, or for a GitHub App its JSON:
+/// `TokenRequestBody`). The client adds the framing headers itself (`Host`, `Content-Length`)
+/// and must not follow a redirect (it is reported as an error, so a secret never goes to another
+/// host).
 ///
 /// Built by `grant(for:at:)` (the identity's own grant) or `refresh(for:refreshToken:at:)`, or
 /// for the interactive grants and the IdP's other endpoints by the builders in
 /// `TokenRequest+Interactive.swift` (the token endpoint given, as discovery may supply it). With
-/// private_key_jwt or client_secret_jwt it is not ready to send until
-/// `withClientAssertion(unixTime:random:)` has signed a fresh assertion into it, which the token
-/// thread does just before sending (signing is not done under the lifecycle's lock); its
-/// `client_id` is in the form already, unless the identity left it out
-/// (`clientIdBesideAssertion(of:)`). A Google service account's request likewise waits for its
-/// grant assertion (`withGrantAssertion`). An identity with `dpop` adds a proof the same way
-/// (`withDPoPProof`, TokenRequest+DPoP.swift). The answer is read with
-/// `parseResponse(_:unixTime:)`, which knows the identity's response field names and which
-/// secrets this request carried (so none is ever quoted in an error).
+/// private_key_jwt or client_secret_jwt (or as a GitHub App: `TokenRequest+GitHubApp.swift`) it
+/// is not ready to send until `withClientAssertion(unixTime:random:)` has signed a fresh assertion
+/// (the App JWT) into it, which the token thread does just before sending (signing is not done
+/// under the lifecycle's lock); the `client_id` that goes beside a client assertion is in the
+/// form already, unless the identity left it out (`clientIdBesideAssertion(of:)`). A Google
+/// service account's request likewise waits for its grant assertion (`withGrantAssertion`). An
+/// identity with `dpop` adds a proof the same way (`withDPoPProof`, TokenRequest+DPoP.swift). The
+/// answer is read with `parseResponse(_:unixTime:)`, which knows the identity's response field
+/// names and which secrets this request carried (so none is ever quoted in an error).
 public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// What the request is for.
     public enum Purpose: Sendable, Equatable, CustomStringConvertible {
@@ -64,34 +65,42 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     public let url: HTTPURL
     public var method: String { "POST" }
     public internal(set) var headers: [HTTPField]
-    /// The `application/x-www-form-urlencoded` body.
-    public private(set) var body: [UInt8]
     /// How the answer is read.
     public let responseFormat: TokenResponseFormat
-    /// The names of the form fields, in order (for descriptions; the values may be secret).
-    public private(set) var fieldNames: [String]
     /// Every secret value the request carries, as sent and form-encoded (and the Basic
-    /// credentials), removed from IdP text quoted in errors: a debug page may echo the request.
+    /// credentials, the App JWT), removed from IdP text quoted in errors: a debug page may echo
+    /// the request.
     private(set) var secrets: [String]
-    /// The form, kept to add the client assertion to.
-    private var form: TokenForm
-    /// The client assertion still to be made, for the JWT client authentications.
-    private var pendingAssertion: PendingClientAssertion?
-    /// The jwt-bearer assertion still to be made, for a service account
-    /// (TokenRequest+ServiceAccount.swift).
-    var pendingGrantAssertion: PendingGrantAssertion?
+    /// What the body holds, and the signatures still to be made for it.
+    private var content: TokenRequestBody
+    /// The form as its builder made it, before the client authentication and `params`: what
+    /// `rebuilt(for:)` makes the request of again (TokenRequest+Rebuilt.swift); empty for a GitHub
+    /// App's request, which is made again from its grant.
+    let builtForm: TokenForm
+    /// The token endpoint a client assertion names, when `url` is another endpoint of the IdP.
+    let tokenEndpoint: HTTPURL?
 
-    /// True until the client assertion this request needs has been added.
-    public var needsClientAssertion: Bool { pendingAssertion != nil }
+    /// The body as sent (its `Content-Type` is among `headers`).
+    public var body: [UInt8] { content.bytes }
+
+    /// The names of the form fields or JSON members, in order (for descriptions; the values may
+    /// be secret).
+    public var fieldNames: [String] { content.fieldNames }
+
+    /// True until the client assertion (or App JWT) this request needs has been added.
+    public var needsClientAssertion: Bool { content.needsSignature }
 
     /// True until the service account's grant assertion this request needs has been added.
-    public var needsGrantAssertion: Bool { pendingGrantAssertion != nil }
+    public var needsGrantAssertion: Bool { content.needsGrantAssertion }
 
     /// The request for the identity's own grant to `tokenEndpoint` (configured or discovered);
     /// nil for an interactive grant (`authorization_code`, `device_code`), which needs a person
     /// first (`authorizationCode(...)`, `deviceCodePoll(...)`).
     public static func grant(for identity: Identity, at tokenEndpoint: HTTPURL) -> TokenRequest? {
         guard !identity.grant.isInteractive else { return nil }
+        if case .gitHubAppInstallation(let installation) = identity.grant {
+            return TokenRequest(gitHubApp: installation, identity: identity, url: tokenEndpoint)
+        }
         var form = TokenForm(grantType: identity.grant.grantType)
         switch identity.grant {
         case .password(let username, let password):
@@ -108,7 +117,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         case .serviceAccount(let account):
             // Its scope goes in the assertion: none of the fields below.
             return serviceAccount(account, for: identity, at: tokenEndpoint)
-        case .clientCredentials, .authorizationCode, .deviceCode:
+        case .clientCredentials, .authorizationCode, .deviceCode, .gitHubAppInstallation:
             break
         }
         form.add("scope", identity.scope)
@@ -130,14 +139,16 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
 
     /// A request to `url` with the identity's client authentication and headers. `tokenEndpoint`
     /// (when `url` is another endpoint of the IdP) is what a client assertion's `aud` names: RFC
-    /// 7523 §3 and RFC 8628 §3.1 authenticate the client as at the token endpoint.
-    init(purpose: Purpose, form: TokenForm, identity: Identity, url: HTTPURL, tokenEndpoint: HTTPURL? = nil) {
-        var form = form
-        var headers = [
-            HTTPField(name: "Content-Type", value: "application/x-www-form-urlencoded"),
-            HTTPField(name: "Accept", value: "application/json"),
-        ]
+    /// 7523 §3 and RFC 8628 §3.1 authenticate the client as at the token endpoint. A service
+    /// account's request carries the `grantAssertion` its form still needs.
+    init(purpose: Purpose, form builtForm: TokenForm, identity: Identity, url: HTTPURL, tokenEndpoint: HTTPURL? = nil,
+         grantAssertion: PendingGrantAssertion? = nil) {
+        var form = builtForm
+        var headers = [HTTPField(name: "Accept", value: "application/json")]
+        var pendingAssertion: PendingClientAssertion?
         let audience = Self.assertionAudience(of: identity, tokenEndpoint: tokenEndpoint ?? url)
+        // Before the assertion, which the JWT methods add when the request is sent.
+        form.add("client_id", Self.clientIdBesideAssertion(of: identity))
         switch identity.clientAuth {
         case .basic(let id, let secret):
             let credentials = Self.basicCredentials(id: id, secret: secret)
@@ -157,10 +168,26 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             // Never sent, but an IdP's debug page could still quote it back.
             form.remember(secret.value)
             pendingAssertion = PendingClientAssertion(clientID: id, audience: audience, key: .secret(secret))
+        case .clientAssertion(_, let assertion):
+            form.add("client_assertion_type", ClientAssertion.type)
+            form.add("client_assertion", assertion)
         }
-        form.add("client_id", Self.clientIdBesideAssertion(of: identity))
         if Self.sendsParams(purpose, identity: identity) {
             form.addParams(identity.params)
+        }
+        let content = TokenRequestBody.form(form, pendingAssertion: pendingAssertion, pendingGrantAssertion: grantAssertion)
+        self.init(purpose: purpose, url: url, headers: headers, content: content, identity: identity, secrets: form.secrets,
+                  builtForm: builtForm, tokenEndpoint: tokenEndpoint)
+    }
+
+    /// A request of `content` to `url`, its `Content-Type` first, then `headers` and the
+    /// identity's own (which replace any of the same name). `builtForm` and `tokenEndpoint`: what
+    /// `rebuilt(for:)` needs to make an OAuth request again.
+    init(purpose: Purpose, url: HTTPURL, headers: [HTTPField], content: TokenRequestBody, identity: Identity, secrets: [String],
+         builtForm: TokenForm = TokenForm(), tokenEndpoint: HTTPURL? = nil) {
+        var headers = headers
+        if let contentType = content.contentType {
+            headers.insert(HTTPField(name: "Content-Type", value: contentType), at: 0)
         }
         for (name, value) in identity.headers.sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
             headers.removeAll { $0.name.lowercased() == name.lowercased() }
@@ -169,25 +196,36 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         self.purpose = purpose
         self.url = url
         self.headers = headers
-        self.body = Array(FormURLEncoding.encode(form.fields).utf8)
         self.responseFormat = TokenResponseFormat(identity: identity)
-        self.fieldNames = form.fields.map(\.name)
-        self.secrets = form.secrets
-        self.form = form
+        self.secrets = secrets
+        self.content = content
+        self.builtForm = builtForm
+        self.tokenEndpoint = tokenEndpoint
     }
 
     /// The request with a new client assertion in its form (`client_assertion_type` and
     /// `client_assertion`, RFC 7521 §4.2), `iat` = `unixTime` (wall-clock seconds) and a `jti`
-    /// from `random`; the request itself when its client authentication needs none. Call it once
-    /// per request sent: an assertion is single-use.
+    /// from `random`; for a GitHub App, with a new App JWT as its `Authorization: Bearer`
+    /// (`GitHubAppJWT`, its times from `unixTime`); the request itself when its client
+    /// authentication needs neither. Call it once per request sent: an assertion is single-use.
     public func withClientAssertion(unixTime: Int64, random: inout some RandomNumberGenerator) throws(TokenEndpointError) -> TokenRequest {
-        guard let pendingAssertion else { return self }
-        let assertion = try pendingAssertion.make(unixTime: unixTime, random: &random)
         var signed = self
-        signed.form.add("client_assertion_type", ClientAssertion.type)
-        signed.form.add("client_assertion", Secret(assertion))
-        signed.formChanged()
-        signed.pendingAssertion = nil
+        switch content {
+        case .form(var form, let pending?, let grantAssertion):
+            let assertion = try pending.make(unixTime: unixTime, random: &random)
+            form.add("client_assertion_type", ClientAssertion.type)
+            form.add("client_assertion", Secret(assertion))
+            signed.content = .form(form, pendingAssertion: nil, pendingGrantAssertion: grantAssertion)
+            signed.secrets = form.secrets
+        case .gitHubApp(let json, let pending?):
+            let jwt = try pending.make(unixTime: unixTime)
+            signed.headers.removeAll { $0.name.lowercased() == "authorization" }
+            signed.headers.append(HTTPField(name: "Authorization", value: "Bearer " + jwt))
+            signed.content = .gitHubApp(json, pendingJWT: nil)
+            signed.secrets.append(jwt)
+        case .form(_, nil, _), .gitHubApp(_, nil):
+            return self
+        }
         return signed
     }
 
@@ -195,19 +233,12 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
     /// (`assertion`, RFC 7523 §2.1), `iat` = `unixTime` (wall-clock seconds); the request itself
     /// when it needs none. Call it once per request sent, like `withClientAssertion`.
     public func withGrantAssertion(unixTime: Int64) throws(TokenEndpointError) -> TokenRequest {
-        guard let pendingGrantAssertion else { return self }
+        guard case .form(var form, let clientAssertion, let pending?) = content else { return self }
         var signed = self
-        signed.form.add("assertion", Secret(try pendingGrantAssertion.make(issuedAt: unixTime)))
-        signed.formChanged()
-        signed.pendingGrantAssertion = nil
+        form.add("assertion", Secret(try pending.make(issuedAt: unixTime)))
+        signed.content = .form(form, pendingAssertion: clientAssertion, pendingGrantAssertion: nil)
+        signed.secrets = form.secrets
         return signed
-    }
-
-    /// The body, field names and secrets again, after a field was added to the form.
-    private mutating func formChanged() {
-        body = Array(FormURLEncoding.encode(form.fields).utf8)
-        fieldNames = form.fields.map(\.name)
-        secrets = form.secrets
     }
 
     /// The `client_id` form field that goes with a client assertion: the client id, unless the

@@ -14,6 +14,8 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
     /// Where `expiresIn` came from.
     public enum ExpirySource: String, Sendable, Equatable {
         case expiresIn = "expires_in"
+        /// When the answer says the token expires (GitHub's `expires_at`).
+        case expiresAt = "expires_at"
         case jwtExp = "jwt_exp"
         case defaultLifetime = "default"
     }
@@ -48,9 +50,13 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
 
     /// Reads a token endpoint's answer: a token, or the error it is (see `TokenEndpointError`).
     /// `secrets` are the values the request carried, removed from any text quoted in an error;
-    /// `unixTime` is the wall-clock time, for a JWT's `exp` and an HTTP-date `Retry-After`.
+    /// `unixTime` is the wall-clock time, for a JWT's `exp` and an HTTP-date `Retry-After`. A
+    /// GitHub App's answer has a shape of its own (`GitHubTokenAnswer`).
     public static func parse(_ reply: TokenEndpointReply, format: TokenResponseFormat = TokenResponseFormat(),
                              secrets: [String] = [], unixTime: Double) throws(TokenEndpointError) -> TokenResponse {
+        if format.shape == .gitHubInstallationToken {
+            return try GitHubTokenAnswer.parse(reply, secrets: secrets, unixTime: unixTime)
+        }
         let members = try EndpointAnswer.successMembers(of: reply, format: format, secrets: secrets, unixTime: unixTime)
         guard let members else {
             throw .invalidTokenResponse(status: reply.status, contentType: reply.mediaType,
@@ -65,18 +71,10 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
                  invalid: (String) -> TokenEndpointError) throws(TokenEndpointError) {
         let names = format.fields
         let token: String
-        switch names.token.lookup(in: members) {
-        case .value(let value, let path):
-            guard let text = value.string, !text.isEmpty else { throw invalid("\(path) is not a non-empty string") }
-            guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-                throw invalid("\(path) holds characters that cannot go in a header (spaces, control or non-ASCII characters)")
-            }
-            token = text
-        case .missing(let object, let fields):
-            let present = fields.prefix(10).map { ErrorText.clean($0, removing: []) }.joined(separator: ", ")
-            throw invalid("no \(names.token) field (fields\(object.map { " of \($0)" } ?? ""): \(present))")
-        case .notAnObject(let prefix, let held):
-            throw invalid("\(prefix) holds \(held), not an object, so \(names.token) cannot be read")
+        do throws(UnusableAnswer) {
+            token = try Self.token(in: members, at: names.token)
+        } catch {
+            throw invalid(error.reason)
         }
         accessToken = Secret(token)
         let typeLookup = names.type.lookup(in: members)
@@ -109,6 +107,23 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
         idToken = members["id_token"]?.string.flatMap { $0.isEmpty ? nil : Secret($0) }
     }
 
+    /// The token at `member` of an answer's members: a non-empty string that can go in a header.
+    static func token(in members: [String: JSONValue], at member: ResponseMember) throws(UnusableAnswer) -> String {
+        switch member.lookup(in: members) {
+        case .value(let value, let path):
+            guard let text = value.string, !text.isEmpty else { throw UnusableAnswer("\(path) is not a non-empty string") }
+            guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw UnusableAnswer("\(path) holds characters that cannot go in a header (spaces, control or non-ASCII characters)")
+            }
+            return text
+        case .missing(let object, let fields):
+            let present = fields.prefix(10).map { ErrorText.clean($0, removing: []) }.joined(separator: ", ")
+            throw UnusableAnswer("no \(member) field (fields\(object.map { " of \($0)" } ?? ""): \(present))")
+        case .notAnObject(let prefix, let held):
+            throw UnusableAnswer("\(prefix) holds \(held), not an object, so \(member) cannot be read")
+        }
+    }
+
     /// The token types the relay can put on a request (RFC 6750, RFC 9449).
     static let usableTypes: Set<String> = ["Bearer", "DPoP"]
 
@@ -124,5 +139,14 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
 
     public var customMirror: Mirror {
         Mirror(self, children: ["response": description], displayStyle: .struct)
+    }
+}
+
+/// Why a successful answer cannot be used: the reason of its `invalidTokenResponse`.
+struct UnusableAnswer: Error {
+    let reason: String
+
+    init(_ reason: String) {
+        self.reason = reason
     }
 }

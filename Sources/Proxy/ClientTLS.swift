@@ -58,6 +58,7 @@ public struct ClientTLS: Sendable {
         var settings = route.tls ?? TLSSettings()
         settings.clientCert = identityTLS.clientCert
         settings.clientKey = identityTLS.clientKey
+        settings.clientCertThumbprint = identityTLS.clientCertThumbprint
         return settings
     }
 

@@ -3,11 +3,12 @@ import OAuth2
 
 /// A digest of the identity settings a stored token depends on: the client, the token endpoint,
 /// the grant (with its user name, or its service account and the user it acts for, not its
-/// secrets), scope, audience, resource, the extra parameters of a login's authorization request,
-/// where the answer's token is read from, and the DPoP key's thumbprint. An entry whose
-/// fingerprint differs from the identity's current one is never used,
-/// so changing any of them (a new client, another scope, another DPoP key) costs a fresh token
-/// instead of a token for other settings.
+/// secrets; a GitHub App's ID and what narrows its token), scope, audience, resource, the extra
+/// parameters of a login's authorization request, where the answer's token is read from, the DPoP
+/// key's thumbprint and the thumbprint of the client certificate shown to the token endpoint. An
+/// entry whose fingerprint differs from the identity's current one is never used, so changing any
+/// of them (a new client, another scope, another DPoP key, a renewed certificate) costs a fresh
+/// token instead of a token for other settings.
 ///
 /// Secrets are left out entirely, not hashed: the fingerprint is stored in the clear in the
 /// entry's header, and a digest of a low-entropy password could be guessed offline. A rotated
@@ -37,6 +38,12 @@ public struct SettingsFingerprint: Sendable, Equatable, CustomStringConvertible 
         // identities with a configured token URL keep their fingerprint).
         if identity.tokenUrl == nil { parts.append(("issuer", identity.issuer)) }
         if case .password(let username, _) = identity.grant { parts.append(("username", username)) }
+        // A GitHub App's installation is in its token URL; its repositories and permissions too
+        // decide what the token may do (added only for this grant, so other entries keep theirs).
+        if case .gitHubAppInstallation(let installation) = identity.grant {
+            parts.append(("gitHubAppID", installation.appID))
+            parts.append(("gitHubTokenLimits", installation.requestBody?.serialized))
+        }
         // A service account's key file names the client (and domain-wide delegation the user):
         // another account in the file, or another user, costs a fresh token.
         if let account = identity.grant.serviceAccount {
@@ -57,6 +64,9 @@ public struct SettingsFingerprint: Sendable, Equatable, CustomStringConvertible 
         // of the settings. Only for identities with a key file; without DPoP the encoding is the
         // one entries were written with before DPoP existed, so they still open.
         if case .key(let key) = identity.dpop { parts.append(("dpopKeyThumbprint", key.thumbprint)) }
+        // The same for a token endpoint's client certificate (RFC 8705 certificate-bound tokens):
+        // a renewed certificate costs a fresh token, not a token bound to the one it replaced.
+        if let thumbprint = identity.tls?.clientCertThumbprint { parts.append(("clientCertThumbprint", thumbprint)) }
         var encoding: [UInt8] = []
         for (label, value) in parts {
             Self.append(label, to: &encoding)

@@ -69,6 +69,30 @@ public enum StoreEntry {
         return header + box.combined
     }
 
+    /// The token in `bytes`, if they are an entry for `identity` with `fingerprint` under one of
+    /// `keys` (the one its key id names); `otherKey` when the ring holds no such key.
+    public static func decode(_ bytes: [UInt8], identity: String, fingerprint: SettingsFingerprint,
+                              keys: StoreKeyRing) throws(ReadFailure) -> StoredToken {
+        let key = keyID(inEntry: bytes).flatMap(keys.key(withID:)) ?? keys.current
+        return try decode(bytes, identity: identity, fingerprint: fingerprint, key: key)
+    }
+
+    /// The entry sealed again under `keys.current`, for the same identity and settings (its
+    /// fingerprint is kept as it is); nil when it already is under the current key. Throws when
+    /// it opens under none of the keys (`otherKey`) or not at all.
+    public static func resealed(_ bytes: [UInt8], identity: String, keys: StoreKeyRing) throws(ReadFailure) -> [UInt8]? {
+        guard let id = keyID(inEntry: bytes) else { throw .corrupt("not a token store entry of version \(formatVersion)") }
+        guard !ConstantTime.equal(id, keyID(of: keys.current)) else { return nil }
+        guard let key = keys.key(withID: id) else { throw .otherKey }
+        let fingerprint = SettingsFingerprint(bytes: Array(bytes[(5 + keyIDByteCount)..<headerByteCount]))
+        let token = try decode(bytes, identity: identity, fingerprint: fingerprint, key: key)
+        do {
+            return try encode(token, identity: identity, fingerprint: fingerprint, key: keys.current)
+        } catch {
+            throw .corrupt("could not be sealed under the new key: \(error)")
+        }
+    }
+
     /// The token in `bytes`, if they are an entry for `identity` with `fingerprint` under `key`.
     public static func decode(_ bytes: [UInt8], identity: String, fingerprint: SettingsFingerprint,
                               key: SymmetricKey) throws(ReadFailure) -> StoredToken {

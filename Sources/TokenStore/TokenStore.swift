@@ -34,23 +34,48 @@ public enum StoreRead: Sendable, Equatable {
     /// An entry for other settings of the identity (another client, scope, …): not used, and
     /// replaced by the next write.
     case otherSettings
+    /// An entry under a key this process does not hold: another process on the machine already
+    /// took up a rotated key file this one has not seen yet, or a stray file. Not used, left in
+    /// place (it is no damage), replaced by the next write.
+    case otherKey
     /// The entry did not open; it was renamed to `movedTo` and the identity starts empty.
     case movedAside(reason: String, movedTo: String)
+}
+
+/// What `TokenStore.reseal` did, by identity name.
+public struct StoreResealing: Sendable, Equatable {
+    /// Entries now under the key in force.
+    public var resealed: [String] = []
+    /// Entries locked by a fetch under way (its write uses the key in force, or, in another
+    /// process, that process's next rotation re-seals it).
+    public var busy: [String] = []
+    /// Entries under no key this process holds, or damaged: left as they are (read them, and a
+    /// damaged one is moved aside then).
+    public var unreadable: [String] = []
+
+    public init() {}
 }
 
 public final class TokenStore: Sendable {
     /// The directory.
     public let path: String
-    private let key: SymmetricKey
+    /// The key in force and those it replaced since the process started.
+    public let keys: StoreKeys
 
     /// Opens the store in `path`, creating the directory (0700) if needed. Throws when the
     /// directory is unsafe, and `wrongKey` when its entries were all written with another key.
-    public init(path: String, key: SymmetricKey) throws(StoreError) {
-        guard key.byteCount == AESGCM.keyByteCount else { throw .invalidKey("it is \(key.byteCount) bytes, not 32") }
+    public convenience init(path: String, key: SymmetricKey) throws(StoreError) {
+        try self.init(path: path, keys: StoreKeys(key))
+    }
+
+    /// Opens the store with `keys` (shared with the Redis store and the reload, which rotates them).
+    public init(path: String, keys: StoreKeys) throws(StoreError) {
+        let ring = keys.snapshot
+        for key in ring.all where key.byteCount != AESGCM.keyByteCount { throw .invalidKey("it is \(key.byteCount) bytes, not 32") }
         self.path = path
-        self.key = key
+        self.keys = keys
         try StoreDirectory.prepare(path)
-        try Self.verifyKey(key, in: path)
+        try Self.verifyKey(ring.all, in: path)
     }
 
     /// The key from its base64 text (`store.key`, or a key file's content, trimmed).
@@ -64,9 +89,10 @@ public final class TokenStore: Sendable {
     }
 
     /// Checks a store the way opening it would, without creating or changing anything (for
-    /// `check`): the directory's ownership and mode, and that its entries were written with
-    /// `key`. A missing directory is fine when its parent exists (it is created at start).
-    public static func check(path: String, key: SymmetricKey) throws(StoreError) {
+    /// `check` and reloads): the directory's ownership and mode, and that its entries were written
+    /// with `key`, or one of `previousKeys` (a reload's: the keys the running relay still reads
+    /// with). A missing directory is fine when its parent exists (it is created at start).
+    public static func check(path: String, key: SymmetricKey, previousKeys: [SymmetricKey] = []) throws(StoreError) {
         guard key.byteCount == AESGCM.keyByteCount else { throw .invalidKey("it is \(key.byteCount) bytes, not 32") }
         var info = stat()
         guard stat(path, &info) == 0 else {
@@ -79,7 +105,7 @@ public final class TokenStore: Sendable {
             return
         }
         try StoreDirectory.check(path)
-        try verifyKey(key, in: path)
+        try verifyKey([key] + previousKeys, in: path)
     }
 
     // MARK: - Entries
@@ -88,12 +114,12 @@ public final class TokenStore: Sendable {
         let file = try entryPath(identity)
         guard let bytes = try StoreDirectory.contents(file) else { return .empty }
         do throws(StoreEntry.ReadFailure) {
-            return .found(try StoreEntry.decode(bytes, identity: identity, fingerprint: fingerprint, key: key))
+            return .found(try StoreEntry.decode(bytes, identity: identity, fingerprint: fingerprint, keys: keys.snapshot))
         } catch .otherSettings {
             return .otherSettings
+        } catch .otherKey {
+            return .otherKey
         } catch {
-            // `verifyKey` found this key in use when the store opened, so an entry with another
-            // key id is damage (or a stray file), like any other that does not open.
             let movedTo = file + ".corrupt-" + timestamp()
             guard rename(file, movedTo) == 0 else {
                 if errno == ENOENT { return .empty }
@@ -109,7 +135,7 @@ public final class TokenStore: Sendable {
         let file = try entryPath(identity)
         let bytes: [UInt8]
         do {
-            bytes = try StoreEntry.encode(token, identity: identity, fingerprint: fingerprint, key: key)
+            bytes = try StoreEntry.encode(token, identity: identity, fingerprint: fingerprint, key: keys.current)
         } catch {
             throw .io(path: file, operation: "encrypt", reason: error.description)
         }
@@ -123,6 +149,45 @@ public final class TokenStore: Sendable {
         let file = try entryPath(identity)
         guard unlink(file) == 0 || errno == ENOENT else { throw .io(path: file, operation: "unlink", reason: errnoText()) }
         try StoreDirectory.syncDirectory(path)
+    }
+
+    /// Seals every entry of the directory written under a previous key (`keys.previous`) again
+    /// under the key in force, each under its lock, taken without waiting: after a rotation, so
+    /// that a restart with the new key alone still reads them. Entries already under the key in
+    /// force are left alone; so are entries whose lock is held (`busy`), and entries no key opens.
+    public func reseal() throws(StoreError) -> StoreResealing {
+        var outcome = StoreResealing()
+        let prefix = "identity-", suffix = ".token"
+        for name in try StoreDirectory.fileNames(path) where name.hasPrefix(prefix) && name.hasSuffix(suffix) {
+            let identity = String(name.dropFirst(prefix.count).dropLast(suffix.count))
+            let taken: EntryLock?
+            do {
+                taken = try tryLock(identity: identity)
+            } catch {
+                // A name no identity can have: a stray file.
+                outcome.unreadable.append(identity)
+                continue
+            }
+            guard let lock = taken else {
+                outcome.busy.append(identity)
+                continue
+            }
+            defer { lock.release() }
+            let file = try entryPath(identity)
+            guard let bytes = try StoreDirectory.contents(file) else { continue }
+            let sealed: [UInt8]?
+            do throws(StoreEntry.ReadFailure) {
+                sealed = try StoreEntry.resealed(bytes, identity: identity, keys: keys.snapshot)
+            } catch {
+                outcome.unreadable.append(identity)
+                continue
+            }
+            guard let sealed else { continue }
+            let temporary = ".identity-\(identity).token.tmp-\(getpid())-\(timestamp())"
+            try StoreDirectory.replace(file, with: sealed, temporaryName: temporary)
+            outcome.resealed.append(identity)
+        }
+        return outcome
     }
 
     // MARK: - Locks
@@ -156,14 +221,14 @@ public final class TokenStore: Sendable {
         guard allowed else { throw .invalidName(name) }
     }
 
-    /// Refuses a key that opens none of the entries present while another key wrote them: a
-    /// wrong key is a clear start-up error, not every entry moved aside.
-    private static func verifyKey(_ key: SymmetricKey, in path: String) throws(StoreError) {
-        let ours = StoreEntry.keyID(of: key)
+    /// Refuses keys that open none of the entries present while another key wrote them: a
+    /// wrong key is a clear start-up error, not every entry ignored.
+    private static func verifyKey(_ keys: [SymmetricKey], in path: String) throws(StoreError) {
+        let ours = keys.map(StoreEntry.keyID(of:))
         var foreign = false
         for name in try StoreDirectory.fileNames(path) where name.hasPrefix("identity-") && name.hasSuffix(".token") {
             guard let bytes = try? StoreDirectory.contents(path + "/" + name), let id = StoreEntry.keyID(inEntry: bytes) else { continue }
-            if id == ours { return }
+            if ours.contains(id) { return }
             foreign = true
         }
         if foreign { throw .wrongKey(path: path) }

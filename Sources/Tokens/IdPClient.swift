@@ -1,8 +1,10 @@
 // IdPClient: the one place where the token loop talks to identities' IdPs — token requests,
-// device authorizations, revocations, and the GETs of provider metadata and JWKS. It signs each
-// request (a service account's grant assertion, a client assertion and, to the token endpoint, a
-// DPoP proof with the endpoint's latest nonce), sends it with the identity's TLS configuration,
-// maps transport failures to token endpoint errors, and sends a token request once more when the
+// device authorizations, revocations, and the GETs of provider metadata and JWKS. It makes each
+// request with the credentials the identity's files hold now (CredentialFileWatch.swift: files
+// that changed are read again, and a request carrying a JWT past its `exp` is not sent), signs it
+// (a service account's grant assertion, a client assertion and, to the token endpoint, a DPoP
+// proof with the endpoint's latest nonce), sends it with the identity's TLS configuration, maps
+// transport failures to token endpoint errors, and sends a token request once more when the
 // endpoint asks for a new DPoP nonce.
 //
 // Stopping is decided here, once for every caller:
@@ -37,6 +39,8 @@ final class IdPClient {
     private let observer: (any TokenObserver)?
     /// The TLS configuration of each identity's https endpoints, by slot.
     private var tls: [Int: TLSConfiguration] = [:]
+    /// The credential files of each identity that has some, by slot.
+    private var credentialFiles: [Int: CredentialFileWatch] = [:]
     /// Every request to an IdP under way, so stopping can cancel them.
     private let calls = IdPCalls()
     /// The token endpoints' DPoP nonces (TokenEndpointNonces.swift).
@@ -50,16 +54,21 @@ final class IdPClient {
         self.observer = observer
     }
 
-    /// A configuration's TLS configurations and limits. Retired identities keep the TLS
-    /// configuration they fetched with (until `retire`).
-    func adopt(tls: [Int: TLSConfiguration], limits: HTTPClientLimits) {
+    /// A configuration's identities, TLS configurations and limits. Retired identities keep the
+    /// TLS configuration they fetched with and their credential files' watch (until `retire`); a
+    /// kept identity keeps its watch, and the credentials read since it was loaded.
+    func adopt(_ identities: [IdentityTokens], tls: [Int: TLSConfiguration], limits: HTTPClientLimits) {
         for (slot, configuration) in tls { self.tls[slot] = configuration }
+        for tokens in identities where credentialFiles[tokens.slot] == nil && !tokens.identity.credentialFiles.isEmpty {
+            credentialFiles[tokens.slot] = CredentialFileWatch(identity: tokens.identity)
+        }
         self.limits = limits
     }
 
-    /// A retired identity is gone: its TLS configuration goes too.
+    /// A retired identity is gone: its TLS configuration and its credential files' watch go too.
     func retire(slot: Int) {
         tls[slot] = nil
+        credentialFiles[slot] = nil
     }
 
     /// Any request of `slot` is under way.
@@ -105,11 +114,11 @@ final class IdPClient {
     }
 
     /// Sends a request to one of the identity's IdP endpoints (token, device authorization,
-    /// revocation): its client assertion (and, to the token endpoint, its DPoP proof) is signed
-    /// here, on the token thread and outside the lifecycle's lock, fresh for every request (their
-    /// jti is single-use). The completion gets the answer (or the transport's failure) and the
-    /// request as sent, also when it could not be sent; `stopped` runs instead once stopping
-    /// refused or cancelled it.
+    /// revocation), made with the credentials its files hold now; its client assertion (and, to
+    /// the token endpoint, its DPoP proof) is signed here, on the token thread and outside the
+    /// lifecycle's lock, fresh for every request (their jti is single-use). The completion gets
+    /// the answer (or the transport's failure) and the request as sent, also when it could not
+    /// be sent; `stopped` runs instead once stopping refused or cancelled it.
     func send(_ unsigned: TokenRequest, for tokens: IdentityTokens, kind: IdPCalls.Kind = .other, stopped: (() -> Void)? = nil,
               completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>, TokenRequest) -> Void) {
         guard phase == .running else {
@@ -118,7 +127,7 @@ final class IdPClient {
         }
         let request: TokenRequest
         do throws(TokenEndpointError) {
-            request = try signed(unsigned, for: tokens)
+            request = try signed(withCurrentCredentials(unsigned, for: tokens), for: tokens)
         } catch {
             return completion(.failure(error), unsigned)
         }
@@ -171,7 +180,50 @@ final class IdPClient {
         }
     }
 
-    /// `unsigned` as it goes on the wire: with its service account's grant assertion or its client
+    /// `request` made with the credentials the identity's files hold now: files that changed are
+    /// read again (CredentialFileWatch.swift). Throws, and nothing is sent, when a credential the
+    /// request would carry is a JWT whose `exp` has passed.
+    private func withCurrentCredentials(_ request: TokenRequest, for tokens: IdentityTokens) throws(TokenEndpointError) -> TokenRequest {
+        guard let watch = refreshedCredentials(of: tokens) else { return request }
+        if let expired = watch.current.expiredCredential(sentWith: request.purpose, at: Date().timeIntervalSince1970) {
+            throw .expiredCredential(expired)
+        }
+        return watch.request(request)
+    }
+
+    /// The identity with the credentials its files hold now (files that changed read again): what
+    /// a token the relay signs itself is made with (SelfSignedFetch.swift).
+    func currentIdentity(of tokens: IdentityTokens) -> Identity {
+        refreshedCredentials(of: tokens)?.current ?? tokens.identity
+    }
+
+    /// The identity's watch once its files have been looked at, each change logged; nil for an
+    /// identity without credential files.
+    private func refreshedCredentials(of tokens: IdentityTokens) -> CredentialFileWatch? {
+        guard let watch = credentialFiles[tokens.slot] else { return nil }
+        for news in watch.refresh() { log(news, of: tokens.identity.name) }
+        return watch
+    }
+
+    /// One line per change of a credential file: the identity, the key and the file, never its
+    /// content.
+    private func log(_ news: CredentialFileNews, of identity: String) {
+        func metadata(_ file: CredentialFile) -> Logger.Metadata {
+            ["identity": .string(identity), "key": .string(file.key), "file": .string(file.path)]
+        }
+        switch news {
+        case .changed(let file):
+            logger.info("credential file changed; its new content is in use", metadata: metadata(file))
+        case .unusable(let file, let reason):
+            var fields = metadata(file)
+            fields["reason"] = .string(reason)
+            logger.warning("credential file unusable; the last good content stays in use", metadata: fields)
+        case .usableAgain(let file):
+            logger.info("credential file usable again", metadata: metadata(file))
+        }
+    }
+
+        /// `unsigned` as it goes on the wire: with its service account's grant assertion or its client
     /// assertion and, for a DPoP identity, its proof. Signed here, on the token thread, outside the
     /// lifecycle's lock, fresh for every request sent.
     private func signed(_ unsigned: TokenRequest, for tokens: IdentityTokens) throws(TokenEndpointError) -> TokenRequest {

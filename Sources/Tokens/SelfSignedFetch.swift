@@ -18,9 +18,12 @@ import OAuth2
 /// Runs on the token loop only.
 final class SelfSignedFetch: TokenFetchStrategy {
     private let requests: TokenRequests
+    /// For the key the identity's file holds now (a rotated key file is read again).
+    private let idp: IdPClient
 
-    init(requests: TokenRequests) {
+    init(requests: TokenRequests, idp: IdPClient) {
         self.requests = requests
+        self.idp = idp
     }
 
     /// Makes the token now, on the token thread, and records it at once, as a token endpoint's
@@ -28,7 +31,7 @@ final class SelfSignedFetch: TokenFetchStrategy {
     /// never sent.
     func begin(_ request: TokenRequest, for tokens: IdentityTokens, retired: Bool) {
         let outcome: Result<TokenResponse, TokenEndpointError>
-        if let account = tokens.identity.grant.serviceAccount {
+        if let account = idp.currentIdentity(of: tokens).grant.serviceAccount {
             outcome = Result { () throws(TokenEndpointError) in
                 try account.selfSignedToken(issuedAt: IssuedAt.now(), unixTime: Date().timeIntervalSince1970)
             }

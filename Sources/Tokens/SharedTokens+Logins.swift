@@ -123,10 +123,10 @@ final class SharedLoginReads {
 
     private func send(_ tokens: IdentityTokens, _ found: @escaping Found) {
         let fingerprint = SettingsFingerprint(tokens.identity)
-        let key = shared.settings.key
+        let storeKeys = shared.settings.keys
         let sent = shared.link.send(SharedEntryCommands.read(keys(of: tokens))) { result in
             guard case .success(let reply) = result, let read = SharedEntryRead(reply), let bytes = read.entry else { return found(nil) }
-            found(try? StoreEntry.decode(bytes, identity: tokens.identity.name, fingerprint: fingerprint, key: key))
+            found(try? StoreEntry.decode(bytes, identity: tokens.identity.name, fingerprint: fingerprint, keys: storeKeys.snapshot))
         }
         if !sent { found(nil) }
     }

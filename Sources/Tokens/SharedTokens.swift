@@ -28,18 +28,23 @@ import SafeText
 import TokenStore
 
 /// The shared store's settings: `store.redis`, `store.keyPrefix`, `store.timeoutMilliseconds`
-/// and the store's key.
+/// and the store's keys: entries are written with the key in force and read with it or a key it
+/// replaced (a rotated `store.keyFile`, StoreKeys), so a rotation needs no restart.
 public struct SharedStoreSettings: Sendable {
     public var endpoint: RedisEndpoint
     public var keyPrefix: String
     public var timeoutMilliseconds: UInt64
-    public var key: SymmetricKey
+    public var keys: StoreKeys
 
-    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, key: SymmetricKey) {
+    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys) {
         self.endpoint = endpoint
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
-        self.key = key
+        self.keys = keys
+    }
+
+    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, key: SymmetricKey) {
+        self.init(endpoint: endpoint, keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds, keys: StoreKeys(key))
     }
 }
 
@@ -258,12 +263,14 @@ final class SharedTokens {
         var stored: StoredToken?
         if let bytes = read.entry {
             do throws(StoreEntry.ReadFailure) {
-                stored = try StoreEntry.decode(bytes, identity: entry.tokens.identity.name, fingerprint: entry.fingerprint, key: settings.key)
+                stored = try StoreEntry.decode(bytes, identity: entry.tokens.identity.name, fingerprint: entry.fingerprint,
+                                               keys: settings.keys.snapshot)
                 entry.warnedUnreadable = false
             } catch {
                 if !entry.warnedUnreadable {
                     entry.warnedUnreadable = true
-                    let reason = error == .otherKey ? "written with another store key: the replicas' keys differ" : error.description
+                    let reason = error == .otherKey ? "written with a store key this replica does not hold: the replicas' keys differ "
+                        + "(or another replica took up a rotated store key file first)" : error.description
                     logger.warning("shared token store entry unreadable; it is replaced by the next token obtained",
                                    metadata: ["identity": .string(entry.tokens.identity.name), "reason": .string(reason)])
                 }
@@ -308,7 +315,8 @@ final class SharedTokens {
         let stored = StoredTokenClock.stored(held)
         let bytes: [UInt8]
         do {
-            bytes = try StoreEntry.encode(stored, identity: entry.tokens.identity.name, fingerprint: entry.fingerprint, key: settings.key)
+            bytes = try StoreEntry.encode(stored, identity: entry.tokens.identity.name, fingerprint: entry.fingerprint,
+                                          key: settings.keys.current)
         } catch {
             logger.warning("shared token store write failed", metadata: ["identity": .string(entry.tokens.identity.name),
                                                                         "error": .string(error.description)])

@@ -56,7 +56,7 @@ final class TokenFetcher: FetchSchedule {
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
     /// The fetch strategies (TokenFetchStrategy.swift): each identity goes one of these ways.
     private lazy var directFetch = DirectFetch(requests: requests, schedule: self)
-    private lazy var selfSignedFetch = SelfSignedFetch(requests: requests)
+    private lazy var selfSignedFetch = SelfSignedFetch(requests: requests, idp: idp)
     private lazy var fileLockedFetch = persistence.map { FileLockedFetch(persistence: $0, idp: idp, requests: requests, schedule: self) }
     private lazy var sharedFetch = sharedSettings.map {
         SharedStoreFetch(settings: $0, loop: loop, logger: logger, observer: observer, idp: idp, requests: requests,
@@ -139,8 +139,9 @@ final class TokenFetcher: FetchSchedule {
             timers[tokens.slot] = LoopTimer(loop: loop) { [unowned self] in self.runNextAction(tokens) }
             if tokens.identity.grant.isInteractive { readStoredLogin(tokens) }
         }
-        // Retired identities keep the TLS configuration they fetched with.
-        idp.adopt(tls: update.tls, limits: update.limits)
+        // Retired identities keep the TLS configuration they fetched with, and kept ones their
+        // credential files' watch.
+        idp.adopt(update.identities, tls: update.tls, limits: update.limits)
         identities = update.identities
         // New identities fetch at once; kept ones go on as scheduled.
         for tokens in identities { runNextAction(tokens) }

@@ -30,7 +30,7 @@ public protocol TokenObserver: Sendable {
     /// dropped it to fetch another (`refetch`) or kept it and let the answer through.
     func upstreamRefusedToken(identity: String, refetch: Bool)
     /// The token thread used the identity's token store entry: `operation` is `read` (outcome
-    /// `found`, `empty`, `other_settings`, `moved_aside`, `failed`), `write` or `remove` (`ok`,
+    /// `found`, `empty`, `other_settings`, `other_key`, `moved_aside`, `failed`), `write` or `remove` (`ok`,
     /// `failed`), or `lock` (`acquired`, `timed_out`, `failed`).
     func tokenStoreOperation(identity: String, operation: String, outcome: String)
     /// A server asked for a DPoP nonce (`use_dpop_nonce`) and the request went again with the one

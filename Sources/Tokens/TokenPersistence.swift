@@ -98,7 +98,7 @@ final class TokenPersistence {
     }
 
     /// The entry of `tokens` in the lifecycle's clock: the access token (nil when absent, for
-    /// other settings, or moved aside) and refresh token. Logs a moved-aside entry once.
+    /// other settings or another key, or moved aside) and refresh token. Logs a moved-aside entry once.
     func read(_ tokens: IdentityTokens) -> HeldTokens {
         guard Self.isStored(tokens) else { return HeldTokens() }
         let name = tokens.identity.name
@@ -112,6 +112,9 @@ final class TokenPersistence {
                 return HeldTokens()
             case .otherSettings:
                 count(tokens, "read", "other_settings")
+                return HeldTokens()
+            case .otherKey:
+                count(tokens, "read", "other_key")
                 return HeldTokens()
             case .movedAside(let reason, let movedTo):
                 count(tokens, "read", "moved_aside")

@@ -1,11 +1,20 @@
-// Reloader: SIGHUP and the admin `POST /reload` re-read the configuration file.
+// Reloader: SIGHUP and the admin `POST /reload` re-read the configuration file; a rotated
+// certificate, key or CA file re-applies the configuration in force (CredentialFileWatcher).
 //
-// A valid file is put in force for requests that start from now on: the token service keeps
-// every identity whose settings did not change (its token stays; no token request is made),
-// and the workers take the new routes at their next request head. Requests under way finish
-// with what they began with, and no connection closes. A file that does not load, or that
-// changes what only a restart can (the listen addresses, the admin address, the worker
-// count, metrics on or off), changes nothing: each error is logged with its JSON path.
+// A valid configuration is put in force for requests that start from now on: the token service
+// keeps every identity whose settings did not change (its token stays; no token request is made),
+// and the workers take the new routes, upstream TLS settings and listener certificate at their
+// next request head (their upstream pools are retired: idle connections close, busy ones after
+// their exchange). Requests under way finish with what they began with, and no client connection
+// closes. A file that does not load, or that changes what only a restart can (the listen
+// addresses, the admin address, the worker count, metrics on or off, where the store is),
+// changes nothing: each error is logged with its JSON path.
+//
+// A re-apply decodes the text the configuration in force was loaded from, kept in memory, not
+// the config file: an operator's half-finished edit is never applied by a certificate renewal.
+// The files it names are read anew, so a renewed certificate is a changed TLS configuration, a
+// new DPoP key or client certificate a changed identity (a fresh token, bound to the new one), a
+// new store key the key entries are written with (StoreKeys: the previous one still reads).
 
 import AdminAPI
 import Config
@@ -14,45 +23,78 @@ import OAuth2
 import Proxy
 import RelayMetrics
 import SafeText
+import TokenStore
 import Tokens
 import HTTPFields
 
 final class Reloader {
-    private let configPath: String?
-    /// The configuration in force.
+    private let source: ConfigSource?
+    /// The configuration in force, and the text it was decoded from.
     private var config: RelayConfig
+    private var text: ConfigText?
     private let server: RelayServer
     private let tokens: TokenService
+    private let storage: TokenStorage
     private let metrics: RelayMetrics?
     private let logger: Logger
+    /// Told of every configuration put in force (the file watcher follows its files).
+    var onApplied: ((RelayConfig) -> Void)?
 
-    init(configPath: String?, config: RelayConfig, server: RelayServer, tokens: TokenService, metrics: RelayMetrics?,
-         logger: Logger) {
-        self.configPath = configPath
+    init(source: ConfigSource?, config: RelayConfig, server: RelayServer, tokens: TokenService, storage: TokenStorage,
+         metrics: RelayMetrics?, logger: Logger) {
+        self.source = source
         self.config = config
+        text = source?.text
         self.server = server
         self.tokens = tokens
+        self.storage = storage
         self.metrics = metrics
         self.logger = logger
     }
 
-    /// Reloads now (on the main thread). `trigger` names the cause in the log.
+    /// Reloads the configuration file now (on the main thread). `trigger` names the cause in the log.
     func reload(trigger: String) -> ReloadOutcome {
-        guard let configPath else {
+        guard let source else {
             return reject(["the demo's configuration is built in; there is no file to reload"], trigger: trigger)
         }
-        let loaded: LoadedConfig
-        switch validateConfig(path: configPath) {
-        case .failure(let errors): return reject(errors.lines, trigger: trigger)
-        case .success(let valid): loaded = valid
+        let read: ConfigText
+        do {
+            read = try ConfigLoader.read(path: source.path)
+        } catch {
+            return reject(error.errors.map(\.description), trigger: trigger)
         }
-        let restartOnly = config.restartOnlyChanges(to: loaded.config)
-        if !restartOnly.isEmpty { return reject(restartOnly, trigger: trigger) }
+        switch validateConfig(read, storeKeys: storage.keys?.snapshot) {
+        case .failure(let errors): return reject(errors.lines, trigger: trigger)
+        case .success(let loaded): return apply(loaded, trigger: trigger, logRejection: true)
+        }
+    }
 
+    /// Re-applies the configuration in force, from its text, reading the files it names anew (on
+    /// the main thread). A rejection is not logged here: the caller tells an outage once.
+    func reapply(trigger: String) -> ReloadOutcome {
+        guard let text else { return .rejected(errors: ["the demo's configuration is built in; there is no file to re-read"]) }
+        switch validateConfig(text, storeKeys: storage.keys?.snapshot) {
+        case .failure(let errors):
+            metrics?.reloadEnded(applied: false)
+            return .rejected(errors: errors.lines)
+        case .success(let loaded):
+            return apply(loaded, trigger: trigger, logRejection: false)
+        }
+    }
+
+    private func apply(_ loaded: LoadedConfig, trigger: String, logRejection: Bool) -> ReloadOutcome {
+        let restartOnly = config.restartOnlyChanges(to: loaded.config)
+        if !restartOnly.isEmpty {
+            if logRejection { return reject(restartOnly, trigger: trigger) }
+            metrics?.reloadEnded(applied: false)
+            return .rejected(errors: restartOnly)
+        }
+        rotateStoreKey(to: loaded.config.store)
         let change = tokens.replace(identities: loaded.config.identities, tls: loaded.tls.identities,
                                     limits: tokenClientLimits(loaded.config))
         server.reload(ProxySettings(config: loaded.config, tokens: tokens, identities: change.set, tls: loaded.tls))
         config = loaded.config
+        text = loaded.text
         metrics?.reloadEnded(applied: true)
         logger.info("configuration reloaded", metadata: [
             "trigger": .string(trigger),
@@ -61,16 +103,42 @@ final class Reloader {
             "identities_started": .array(change.started.map { .string($0) }),
             "identities_removed": .array(change.removed.map { .string($0) }),
         ])
+        onApplied?(config)
         func names(_ list: [String]) -> String { "[" + list.map(JSONText.quote).joined(separator: ",") + "]" }
         return .applied(summary: "{\"status\":\"applied\",\"routes\":\(config.routes.count),\"identities\":{"
                         + "\"kept\":\(names(change.kept)),\"started\":\(names(change.started)),\"removed\":\(names(change.removed))}}")
+    }
+
+    /// Puts a changed `store.key` in force before the identities are replaced (their next writes
+    /// use it), and seals the directory's entries again under it, so that a restart with the new
+    /// key alone still reads them. `validateConfig` checked the key's length.
+    private func rotateStoreKey(to store: StoreConfig?) {
+        guard let keys = storage.keys, let store, let key = try? TokenStore.key(base64: store.key.value), keys.rotate(to: key) else {
+            return
+        }
+        guard let directory = storage.store else {
+            return logger.info("token store key rotated; entries under the previous key are still read until they are written again")
+        }
+        do throws(StoreError) {
+            let resealing = try directory.reseal()
+            logger.info("token store key rotated; entries sealed again under the new key", metadata: [
+                "store": .string(directory.path),
+                "resealed": .array(resealing.resealed.map { .string($0) }),
+                "busy": .array(resealing.busy.map { .string($0) }),
+                "unreadable": .array(resealing.unreadable.map { .string($0) }),
+            ])
+        } catch {
+            let message = "token store key rotated, but its entries could not all be sealed again; "
+                + "they are read with the previous key until written again"
+            logger.warning("\(message)", metadata: ["store": .string(directory.path), "error": .string("\(error)")])
+        }
     }
 
     private func reject(_ errors: [String], trigger: String) -> ReloadOutcome {
         metrics?.reloadEnded(applied: false)
         logger.error("configuration not reloaded; nothing changed", metadata: [
             "trigger": .string(trigger),
-            "file": .string(configPath ?? "-"),
+            "file": .string(source?.path ?? "-"),
             "errors": .array(errors.map { .string($0) }),
         ])
         return .rejected(errors: errors)

@@ -23,22 +23,43 @@ struct RunCommand: ParsableCommand {
     func run() throws {
         common.bootstrapLogging()
         let loaded = try loadConfig(path: config)
-        try serve(loaded.config, tls: loaded.tls, configPath: config, logger: Logger(label: "oauth-relay"))
+        try serve(loaded.config, tls: loaded.tls, source: ConfigSource(path: config, text: loaded.text),
+                  logger: Logger(label: "oauth-relay"))
     }
 }
 
-/// A validated config and the TLS configurations it needs (certificates and keys loaded).
+/// A validated config, the TLS configurations it needs (certificates and keys loaded), and the
+/// text it was decoded from.
 struct LoadedConfig {
     var config: RelayConfig
     var tls: ClientTLS
+    var text: ConfigText
+}
+
+/// Where the configuration in force came from: the file a reload reads, and the text the files
+/// it names are re-read with when one of them rotates.
+struct ConfigSource {
+    var path: String
+    var text: ConfigText
 }
 
 /// Loads and validates a config file: the config, or every error with its JSON path. Warnings
-/// (verification switched off, plain-http token endpoints allowed) are logged and printed.
+/// (verification switched off, plain-http token endpoints allowed, credential files holding an
+/// expired JWT) are logged and printed.
 func validateConfig(path: String) -> Result<LoadedConfig, ConfigErrorLines> {
+    do {
+        return validateConfig(try ConfigLoader.read(path: path))
+    } catch {
+        return .failure(ConfigErrorLines(lines: error.errors.map(\.description)))
+    }
+}
+
+/// Validates a config's text, reading the files it names. `storeKeys`: the keys a running
+/// relay's token store reads with (a reload's), which its entries may have been written with.
+func validateConfig(_ text: ConfigText, storeKeys: StoreKeyRing? = nil) -> Result<LoadedConfig, ConfigErrorLines> {
     let config: RelayConfig
     do {
-        config = try ConfigLoader.load(path: path, environment: ProcessInfo.processInfo.environment)
+        config = try ConfigLoader.decode(text, environment: ProcessInfo.processInfo.environment)
     } catch {
         return .failure(ConfigErrorLines(lines: error.errors.map(\.description)))
     }
@@ -56,7 +77,7 @@ func validateConfig(path: String) -> Result<LoadedConfig, ConfigErrorLines> {
     }
     if let store = config.store, let path = store.path {
         do throws(StoreError) {
-            try TokenStore.check(path: path, key: TokenStore.key(base64: store.key.value))
+            try TokenStore.check(path: path, key: TokenStore.key(base64: store.key.value), previousKeys: storeKeys?.all ?? [])
         } catch {
             errors.append("$.store: \(error)")
         }
@@ -71,8 +92,12 @@ func validateConfig(path: String) -> Result<LoadedConfig, ConfigErrorLines> {
         FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
         Logger(label: "oauth-relay").warning("listener serves any Host name", metadata: ["setting": .string(warning)])
     }
+    for warning in config.expiredCredentialWarnings(at: Date().timeIntervalSince1970) {
+        FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
+        Logger(label: "oauth-relay").warning("credential file holds an expired JWT", metadata: ["setting": .string(warning)])
+    }
     if !errors.isEmpty { return .failure(ConfigErrorLines(lines: errors)) }
-    return .success(LoadedConfig(config: config, tls: tls))
+    return .success(LoadedConfig(config: config, tls: tls, text: text))
 }
 
 /// Why a config file did not load: one line per error, each starting with its JSON path.
@@ -91,63 +116,17 @@ func loadConfig(path: String) throws -> LoadedConfig {
     }
 }
 
-/// Starts the token thread (also without identities: a reload may add some).
-func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger,
-                       observer: (any TokenObserver)? = nil) throws -> TokenService {
-    let sharedStore = try sharedStoreSettings(config)
-    if sharedStore != nil {
+/// Starts the token thread (also without identities: a reload may add some) on `storage`
+/// (by default what `config` names).
+func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger, observer: (any TokenObserver)? = nil,
+                       storage: TokenStorage? = nil) throws -> TokenService {
+    let storage = try storage ?? TokenStorage.open(config, logger: logger)
+    if storage.shared != nil {
         // hiredis writes with write(2): a Redis closing its side must not end the process.
         SignalWatcher.ignoreBrokenPipe()
     }
     return try TokenService.start(identities: config.identities, tls: tls.identities, limits: tokenClientLimits(config),
-                                  logger: logger, observer: observer, store: try openTokenStore(config, logger: logger),
-                                  sharedStore: sharedStore)
-}
-
-/// The token store of `config`, if it has a directory. A store that cannot be used (a wrong
-/// key, a directory others may write to) is a start-up error naming it, never a crash.
-func openTokenStore(_ config: RelayConfig, logger: Logger) throws -> TokenStore? {
-    guard let settings = config.store else { return try openDefaultStore(config, logger: logger) }
-    guard let path = settings.path else { return nil }
-    do throws(StoreError) {
-        return try TokenStore(path: path, key: TokenStore.key(base64: settings.key.value))
-    } catch {
-        logger.critical("cannot open the token store", metadata: ["store": .string(path), "error": .string("\(error)")])
-        FileHandleOutput.standardError("oauth-relay: cannot open the token store: \(error)\n")
-        throw ExitCode(1)
-    }
-}
-
-/// Without `store`, a configuration with an identity a person logs in to keeps its logins in
-/// the default store (`$XDG_STATE_HOME/oauth-relay`), unless it says `"store": null`. A default
-/// store that cannot be used is logged and the relay runs without one: it is a convenience.
-private func openDefaultStore(_ config: RelayConfig, logger: Logger) throws -> TokenStore? {
-    guard config.defaultStoreAllowed, config.identities.values.contains(where: { $0.grant.isInteractive }),
-          let directory = DefaultStore.directory(environment: ProcessInfo.processInfo.environment) else { return nil }
-    do throws(StoreError) {
-        let store = try DefaultStore.store(in: directory)
-        logger.info("logins kept in the default token store", metadata: ["store": .string(directory)])
-        return store
-    } catch {
-        logger.warning("the default token store cannot be used; logins last until the relay stops",
-                       metadata: ["store": .string(directory), "error": .string("\(error)")])
-        return nil
-    }
-}
-
-/// The shared store (`store.redis`) of `config`, if it has one. Nothing is connected here: the
-/// token thread connects, and carries on without Redis while it cannot.
-func sharedStoreSettings(_ config: RelayConfig) throws -> SharedStoreSettings? {
-    guard let store = config.store, let redis = store.redis else { return nil }
-    do throws(StoreError) {
-        return SharedStoreSettings(endpoint: redis.endpoint, keyPrefix: redis.keyPrefix,
-                                   timeoutMilliseconds: UInt64(redis.timeoutMilliseconds),
-                                   key: try TokenStore.key(base64: store.key.value))
-    } catch {
-        // `check` reported the key already; the words name its length only.
-        FileHandleOutput.standardError("oauth-relay: \(error)\n")
-        throw ExitCode(1)
-    }
+                                  logger: logger, observer: observer, store: storage.store, sharedStore: storage.shared)
 }
 
 /// Token requests time out like upstream exchanges, but after 30 s at most, and as total
@@ -159,11 +138,13 @@ func tokenClientLimits(_ config: RelayConfig) -> HTTPClientLimits {
 }
 
 /// Runs the relay until SIGTERM or SIGINT, then drains and returns. SIGHUP and the admin
-/// `POST /reload` re-read `configPath` (the demo has none: its config is built in).
+/// `POST /reload` re-read `source`'s file (the demo has none: its config is built in), and a
+/// change to a certificate, key or CA file the configuration in force names re-applies its text
+/// (CredentialFileWatcher).
 /// `whileServing` runs once the listeners are bound (the demo prints its instructions there).
 /// `until`, asked four times a second, stops the relay like a SIGTERM once it says so (`login`
 /// without a running relay serves until the person has logged in).
-func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), configPath: String? = nil, logger: Logger,
+func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), source: ConfigSource? = nil, logger: Logger,
            whileServing: (RelayServer) -> Void = { _ in }, until: ((TokenService) -> Bool)? = nil) throws {
     SignalWatcher.ignoreBrokenPipe()
     // The signal watchers exist before any worker binds: a SIGTERM that arrives while the
@@ -176,6 +157,7 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), configPath: Stri
         var watchers: [SignalWatcher] = []
         var admin: AdminServer?
         var untilTimer: LoopTimer?
+        var fileWatcher: CredentialFileWatcher?
     }
     let running = Running()
     let stop: (Int32) -> Void = { signal in
@@ -184,6 +166,8 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), configPath: Stri
         running.admin?.close()
         running.untilTimer?.close()
         running.untilTimer = nil
+        running.fileWatcher?.close()
+        running.fileWatcher = nil
         // With the watchers gone a second signal has its default effect: it ends the process.
         for watcher in running.watchers { watcher.close() }
     }
@@ -195,7 +179,8 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), configPath: Stri
 
     // Metrics exist with the admin listener that serves them; without it nothing is counted.
     let metrics = config.admin != nil && config.metrics ? RelayMetrics() : nil
-    let tokens = try startTokenService(config, tls: tls, logger: logger, observer: metrics.map(TokenMetrics.init))
+    let storage = try TokenStorage.open(config, logger: logger)
+    let tokens = try startTokenService(config, tls: tls, logger: logger, observer: metrics.map(TokenMetrics.init), storage: storage)
     defer { tokens.stop() }
     let settings = ProxySettings(config: config, tokens: tokens, tls: tls)
     let workers = config.workers == 0 ? WorkerThread.processorCount : config.workers
@@ -208,9 +193,16 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), configPath: Stri
         throw ExitCode(1)
     }
     let server = running.server!
-    let reloader = Reloader(configPath: configPath, config: config, server: server, tokens: tokens, metrics: metrics,
+    let reloader = Reloader(source: source, config: config, server: server, tokens: tokens, storage: storage, metrics: metrics,
                             logger: logger)
     running.reloader = reloader
+    if source != nil {
+        let watcher = CredentialFileWatcher(loop: loop, config: config, logger: logger) { trigger in
+            reloader.reapply(trigger: trigger)
+        }
+        running.fileWatcher = watcher
+        reloader.onApplied = { [weak watcher] in watcher?.follow($0) }
+    }
     logger.info("listening", metadata: [
         "listen": .string(server.boundAddress),
         "listen_tls": .string(server.boundTLSAddress ?? "-"),

@@ -147,10 +147,10 @@ final class ClientAuthDecodingTests: XCTestCase {
                        ["$.identities.x.sendClientIdWithAssertion: expected a boolean (true or false), got string"])
         XCTAssertEqual(try errors(#""clientId": "svc", "clientSecret": "s", "sendClientIdWithAssertion": false"#),
                        ["$.identities.x.sendClientIdWithAssertion: sendClientIdWithAssertion is only used by clientAuth "
-                        + "private_key_jwt and client_secret_jwt, not by basic"])
+                        + "private_key_jwt, client_secret_jwt and client_assertion_file, not by basic"])
         XCTAssertEqual(try errors(#""clientId": "svc", "clientAuth": "none", "sendClientIdWithAssertion": true"#),
                        ["$.identities.x.sendClientIdWithAssertion: sendClientIdWithAssertion is only used by clientAuth "
-                        + "private_key_jwt and client_secret_jwt, not by none"])
+                        + "private_key_jwt, client_secret_jwt and client_assertion_file, not by none"])
     }
 
     // MARK: clientCertFile and clientCertHeaders

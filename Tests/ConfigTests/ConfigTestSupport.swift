@@ -59,7 +59,7 @@ extension ClientAuth {
     var secret: Secret? {
         switch self {
         case .basic(_, let secret), .post(_, let secret), .clientSecretJWT(_, let secret): secret
-        case .publicClient, .unidentified, .privateKeyJWT: nil
+        case .publicClient, .unidentified, .privateKeyJWT, .clientAssertion: nil
         }
     }
 }

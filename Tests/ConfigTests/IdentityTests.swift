@@ -31,7 +31,7 @@ final class IdentityTests: XCTestCase {
 
     func testUnknownClientAuthIsReported() {
         XCTAssertEqual(identityErrors(#""clientId": "c", "clientAuth": "jwt""#),
-                       [#"$.identities.x.clientAuth: expected basic, post, none, private_key_jwt or client_secret_jwt, got "jwt""#])
+                       [#"$.identities.x.clientAuth: expected basic, post, none, private_key_jwt, client_secret_jwt or client_assertion_file, got "jwt""#])
     }
 
     func testPasswordGrantNeedsUsernameAndPassword() {

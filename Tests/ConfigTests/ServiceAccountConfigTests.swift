@@ -116,6 +116,10 @@ final class ServiceAccountConfigTests: XCTestCase {
             "$.identities.gsa.resource: resource is not used with serviceAccountKeyFile: Google's token endpoint takes no resource indicators",
             "$.identities.gsa.dpop: dpop is not used with serviceAccountKeyFile: Google issues service accounts Bearer tokens",
         ])
+        XCTAssertEqual(try errors(#""scope": "s", "clientCertFile": "cert.pem", "sendClientIdWithAssertion": true"#), [
+            "$.identities.gsa.clientCertFile: clientCertFile is not used with serviceAccountKeyFile: \(client)",
+            "$.identities.gsa.sendClientIdWithAssertion: sendClientIdWithAssertion is not used with serviceAccountKeyFile: \(client)",
+        ])
         XCTAssertEqual(try errors(#""scope": "s", "params": { "assertion": "a.b.c" }"#),
                        ["$.identities.gsa.params.assertion: assertion is the service account's signed JWT; it is not set in params"])
         XCTAssertEqual(try errors(#""scope": "s", "authorizationUrl": "https://accounts.google.com/o/oauth2/auth""#), [

@@ -191,6 +191,17 @@ final class ClientAssertionRequestTests: XCTestCase {
         }
     }
 
+    func testAnAssertionFromAFileHasItsClientIdBeforeItUnlessLeftOut() throws {
+        let assertion = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhcHAifQ.c2ln"
+        var identity = makeIdentity { $0.clientAuth = .clientAssertion(id: "app", assertion: Secret(assertion)) }
+        XCTAssertEqual(try XCTUnwrap(TokenRequest.grant(for: identity)).fieldNames,
+                       ["grant_type", "client_id", "client_assertion_type", "client_assertion"])
+        identity.sendClientIdWithAssertion = false
+        XCTAssertEqual(try XCTUnwrap(TokenRequest.grant(for: identity)).fieldNames, ["grant_type", "client_assertion_type", "client_assertion"])
+        let anonymous = makeIdentity { $0.clientAuth = .clientAssertion(id: nil, assertion: Secret(assertion)) }
+        XCTAssertEqual(try XCTUnwrap(TokenRequest.grant(for: anonymous)).fieldNames, ["grant_type", "client_assertion_type", "client_assertion"])
+    }
+
     func testTheSettingDoesNotTouchMethodsWithoutAnAssertion() throws {
         for auth in [TestClientAuth.basic, .post, .publicClient] {
             let identity = makeIdentity(auth: auth) { $0.sendClientIdWithAssertion = false }

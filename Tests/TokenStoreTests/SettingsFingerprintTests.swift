@@ -58,6 +58,22 @@ final class SettingsFingerprintTests: XCTestCase {
         XCTAssertNotEqual(SettingsFingerprint(first), SettingsFingerprint(second))
     }
 
+    /// RFC 8705: a token bound to a client certificate is useless with its renewal, so a renewed
+    /// certificate (another thumbprint at the same path) is other settings; the CA file is not.
+    func testARenewedClientCertificateChangesItButItsPathOrCAFileAloneDoNot() {
+        func withTLS(_ thumbprint: String?, caFile: String? = nil) -> Identity {
+            var changed = identity()
+            changed.tls = TLSSettings(caFile: caFile, clientCert: "/tls/client.pem", clientKey: "/tls/client.key")
+            changed.tls?.clientCertThumbprint = thumbprint
+            return changed
+        }
+        XCTAssertEqual(SettingsFingerprint(withTLS(nil)), SettingsFingerprint(identity()))
+        XCTAssertEqual(SettingsFingerprint(withTLS(nil, caFile: "/ca.pem")), SettingsFingerprint(identity()))
+        XCTAssertNotEqual(SettingsFingerprint(withTLS("thumbprint-one")), SettingsFingerprint(identity()))
+        XCTAssertNotEqual(SettingsFingerprint(withTLS("thumbprint-one")), SettingsFingerprint(withTLS("thumbprint-two")))
+        XCTAssertEqual(SettingsFingerprint(withTLS("thumbprint-one")), SettingsFingerprint(withTLS("thumbprint-one", caFile: "/ca.pem")))
+    }
+
     /// Entries written before DPoP existed still open: without a key file the encoding is the
     /// same (the value below is SHA-256 of the canonical encoding, computed independently).
     func testWithoutADPoPKeyFileTheEncodingIsUnchanged() {
@@ -65,6 +81,32 @@ final class SettingsFingerprintTests: XCTestCase {
         var generated = identity()
         generated.dpop = .generatedKey(.es256)
         XCTAssertEqual(SettingsFingerprint(generated), SettingsFingerprint(identity()), "a generated key's tokens are never stored")
+    }
+
+    /// A GitHub App's token depends on the App, the installation (in the token URL) and what
+    /// narrows it; a rotated App key keeps it (the same App asked for it).
+    func testAGitHubAppsIDAndLimitsChangeIt() throws {
+        let keys = try (0..<2).map { _ in try GitHubAppInstallation.appKey(pem: PrivateKey.generate(.rsa(bits: 2048)).pemRepresentation()) }
+        func app(key: ClientAssertionKey = keys[0], _ configure: (inout GitHubAppInstallation) -> Void = { _ in }) throws -> Identity {
+            var installation = GitHubAppInstallation(appID: "12345", key: key, installationID: 678, repositories: ["docs"],
+                                                     permissions: ["contents": .read])
+            configure(&installation)
+            return Identity(name: "gh", tokenUrl: installation.accessTokensURL(api: GitHubAppInstallation.defaultAPIURL),
+                            grant: .gitHubAppInstallation(installation))
+        }
+        let base = SettingsFingerprint(try app())
+        XCTAssertEqual(SettingsFingerprint(try app(key: keys[1])), base, "another key of the same App")
+        let changes: [(String, (inout GitHubAppInstallation) -> Void)] = [
+            ("app", { $0.appID = "Iv23liAbCdEf01234567" }),
+            ("installation", { $0.installationID = 679 }),
+            ("repositories", { $0.repositories = ["docs", "site"] }),
+            ("repository IDs", { $0.repositoryIDs = [42] }),
+            ("permission level", { $0.permissions = ["contents": .write] }),
+            ("no limits", { ($0.repositories, $0.permissions) = ([], [:]) }),
+        ]
+        for (what, change) in changes {
+            XCTAssertNotEqual(SettingsFingerprint(try app(change)), base, what)
+        }
     }
 
     /// A Google service account's key file is its client: another account, or another user it

@@ -91,6 +91,9 @@ final class SelfSignedFetchTests: XCTestCase {
         XCTAssertEqual(token.refreshAt - token.issuedAt, RefreshSchedule.refreshAt(issuedAt: 0, lifetime: token.expiresAt - token.issuedAt,
                                                                                   skew: 10), accuracy: 0.001)
         XCTAssertEqual(token.expiresAt - token.issuedAt, 3599, accuracy: 2)
+        // The token is published before the observer hears of it (TokenRequests.record), the
+        // expiry last: wait for that.
+        while observer.expiry.withLock({ $0 == nil }) && monotonicSeconds() < deadline { usleep(1_000) }
         XCTAssertEqual(observer.events.withLock { $0 }, ["gsa success"])
         XCTAssertEqual(try XCTUnwrap(observer.expiry.withLock { $0 }), Double(try XCTUnwrap(claims.expiry)), accuracy: 2)
         XCTAssertTrue(tokens.status(at: monotonicSeconds()).hasValidToken)

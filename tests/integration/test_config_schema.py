@@ -39,7 +39,7 @@ SWIFT_CONFIG = REPO / "Sources" / "Config"
 EXAMPLES = sorted(path for path in CONFIG_DIR.glob("*.json") if path != SCHEMA_PATH)
 # The common cases of issue 5 ("Config ergonomics"), each with an example file.
 REQUIRED_EXAMPLES = {"demo.json", "sidecar.json", "legacy-password.json", "token-exchange.json",
-                     "dev-proxy-https.json", "private-key-jwt.json", "google-service-account.json"}
+                     "dev-proxy-https.json", "private-key-jwt.json", "google-service-account.json", "github-app.json"}
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -49,11 +49,16 @@ JWT_TYPE = "urn:ietf:params:oauth:token-type:jwt"
 SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE = "secret.txt", "cert.pem", "key.pem", "store.key"
 # A Google service-account key file (JSON, its private key an RSA key made by openssl).
 SA_KEY_FILE = "service-account.json"
+# A GitHub App's key: RSA (its App JWT is RS256), PEM (the service account's key serves).
+APP_KEY_FILE = "app-key.pem"
 # A platform's signed token (a projected service account token), for the workload identity examples.
 JWT_FILE = "projected-token.jwt"
 # client_secret_jwt signs with HS256, whose key must be at least 32 bytes (RFC 7518 §3.2).
 JWT_SECRET = "sample-client-secret-of-32-bytes-or-more"
 JWT_SECRET_FILE = "jwt-secret.txt"
+# client_assertion_file: a JWT the platform wrote (unsigned here: the signature is the IdP's to check).
+ASSERTION_FILE = "assertion.jwt"
+ASSERTION = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJjbHVzdGVyIiwiZXhwIjo0MDAwMDAwMDAwfQ.c2lnbmF0dXJl"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -67,6 +72,7 @@ def material(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("config-material")
     (directory / SECRET_FILE).write_text("  sample-secret-value\n")
     (directory / JWT_SECRET_FILE).write_text(JWT_SECRET + "\n")
+    (directory / ASSERTION_FILE).write_text(ASSERTION + "\n")
     (directory / STORE_KEY_FILE).write_text(base64.b64encode(bytes(32)).decode() + "\n")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-keyout", str(directory / KEY_FILE), "-out", str(directory / CERT_FILE), "-days", "2",
@@ -77,6 +83,7 @@ def material(tmp_path_factory) -> Path:
         "type": "service_account", "project_id": "orders-project", "private_key_id": "sample-key-id", "private_key": rsa_pem,
         "client_email": "relay@orders-project.iam.gserviceaccount.com", "client_id": "113258942105700140798",
         "token_uri": "https://oauth2.googleapis.com/token"}, indent=2))
+    (directory / APP_KEY_FILE).write_text(rsa_pem)
     signer = jwk.JWK.from_pem((directory / KEY_FILE).read_bytes())
     now = int(time.time())
     token = jwt.JWT(header={"alg": "ES256"}, claims={"iss": "https://kubernetes.default.svc.cluster.local",
@@ -89,7 +96,7 @@ def material(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def workdir(tmp_path, material) -> Path:
-    for name in (SECRET_FILE, JWT_SECRET_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE, SA_KEY_FILE):
+    for name in (SECRET_FILE, JWT_SECRET_FILE, ASSERTION_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE, SA_KEY_FILE, APP_KEY_FILE):
         shutil.copy(material / name, tmp_path / name)
     return tmp_path
 
@@ -359,7 +366,7 @@ def test_grant_names_and_client_auth_values_equal_the_decoder(schema):
     client_auth = client_auth_swift[client_auth_swift.index("enum ClientAuthMethod"):]
     client_auth = client_auth[:client_auth.index("\n    }")]
     decoder_auths = {raw or name for name, raw in re.findall(r'^\s*case (\w+)(?:\s*=\s*"([^"]*)")?', client_auth, re.M)}
-    assert decoder_auths == {"basic", "post", "none", "private_key_jwt", "client_secret_jwt"}
+    assert decoder_auths == {"basic", "post", "none", "private_key_jwt", "client_secret_jwt", "client_assertion_file"}
     assert enum_values(property_schema(schema, "$.identities.*", "clientAuth")) == decoder_auths
 
 
@@ -404,6 +411,11 @@ def extension(grant: str, **keys) -> dict:
     return {"identities": {"svc": {"tokenUrl": TOKEN_URL, "grant": grant, **keys}}}
 
 
+def github_app(**keys) -> dict:
+    return {"identities": {"gh": {"grant": "github_app_installation", "appId": "12345", "installationId": "678",
+                                  "clientKeyFile": APP_KEY_FILE, **keys}}}
+
+
 def service_account(**keys) -> dict:
     return {"identities": {"gsa": {"serviceAccountKeyFile": SA_KEY_FILE, **keys}}}
 
@@ -418,7 +430,8 @@ LIMIT_SAMPLES = {"maxHeaderBytes": 8192, "maxHeaderCount": 50, "headerTimeoutSec
                  "shutdownGraceSeconds": 5, "dnsCacheSeconds": 10, "maxIdleUpstreamConnections": 0,
                  "tokenWaitSeconds": 5, "requestBodyTimeoutSeconds": 10, "requestBodyMinBytesPerSecond": 100,
                  "maxResponseHeaderBytes": 16384, "maxConnections": 1000,
-                 "upstreamResponseTotalSeconds": 120, "maxUpstreamConnections": 8, "upstreamQueueTimeoutSeconds": 2}
+                 "upstreamResponseTotalSeconds": 120, "maxUpstreamConnections": 8, "upstreamQueueTimeoutSeconds": 2,
+                 "credentialFilePollSeconds": 10}
 TLS_SAMPLES = {"caFile": {"caFile": CERT_FILE}, "trust": {"caFile": CERT_FILE, "trust": "caFileOnly"}, "serverName": {"serverName": "api.example.test"},
                "pins": {"pins": [PIN]},
                "clientCert": {"clientCert": CERT_FILE, "clientKey": KEY_FILE},
@@ -485,6 +498,7 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.identities.*.clientSecretFile": identity(clientSecretFile=SECRET_FILE),
     "$.identities.*.clientAuth": identity(clientSecret="s3cret", clientAuth="post"),
     "$.identities.*.clientKeyFile": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE),
+    "$.identities.*.clientAssertionFile": identity(clientAuth="client_assertion_file", clientAssertionFile=ASSERTION_FILE),
     "$.identities.*.clientKeyId": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE, clientKeyId="k1"),
     "$.identities.*.clientAssertionAlg": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE, clientAssertionAlg="ES256"),
     "$.identities.*.clientCertFile": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE, clientCertFile=CERT_FILE),
@@ -539,6 +553,12 @@ KEY_SAMPLES: dict[str, dict] = {
                                              revocationUrl="https://idp.example.test/revoke"),
     "$.identities.*.loginTimeoutSeconds": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL, loginTimeoutSeconds=120),
     "$.identities.*.allowRemoteUse": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL, allowRemoteUse=True),
+    "$.identities.*.appId": github_app(appId=12345),
+    "$.identities.*.installationId": github_app(installationId=678),
+    "$.identities.*.githubApiUrl": github_app(githubApiUrl="https://github.example.test/api/v3"),
+    "$.identities.*.repositories": github_app(repositories=["docs", "hello-world"]),
+    "$.identities.*.repositoryIds": github_app(repositoryIds=[1296269]),
+    "$.identities.*.permissions": github_app(permissions={"contents": "read", "pull_requests": "write"}),
     "$.identities.*.serviceAccountKeyFile": service_account(grant="client_credentials", scope=CLOUD_PLATFORM),
     "$.identities.*.serviceAccountSubject": service_account(scope=CLOUD_PLATFORM, serviceAccountSubject="admin@example.test"),
     "$.identities.*.selfSignedJwt": service_account(scope=CLOUD_PLATFORM, selfSignedJwt=True),
@@ -564,6 +584,12 @@ OTHER_SAMPLES: dict[str, tuple[dict, dict[str, str]]] = {
     "token exchange from params": (
         extension(TOKEN_EXCHANGE, params={"subject_token": "t", "subject_token_type": JWT_TYPE}), {}),
     "public client with clientId": (identity(clientAuth="none"), {}),
+    "client_assertion_file without client_id beside it": (identity(clientAuth="client_assertion_file", clientAssertionFile=ASSERTION_FILE,
+                                                                 sendClientIdWithAssertion=False), {}),
+    "a GitHub App by its client ID, on GitHub Enterprise Server over TLS": (
+        github_app(appId="Iv23liAbCdEf01234567", githubApiUrl="https://github.example.test/api/v3",
+                   tls={"caFile": CERT_FILE}, headers={"X-Team": "platform"}, refreshSkewSeconds=60), {}),
+    "a GitHub App on a loopback API over plain http": (github_app(githubApiUrl="http://127.0.0.1:8080"), {}),
     "dpop off": (identity(dpop=False), {}),
     "nested response members, one path or several": (identity(responseFields={
         "token": ["authed_user.access_token", "access_token"], "expiry": "authed_user.expires_in",
@@ -610,6 +636,7 @@ GRANT_SAMPLES = {
     "device_code": identity(grant="device_code", deviceAuthorizationUrl=DEVICE_URL),
     "urn:ietf:params:oauth:grant-type:device_code": identity(grant="urn:ietf:params:oauth:grant-type:device_code",
                                                              deviceAuthorizationUrl=DEVICE_URL),
+    "github_app_installation": github_app(),
 }
 CLIENT_AUTH_SAMPLES = {
     "basic": identity(clientSecret="s3cret", clientAuth="basic"),
@@ -617,6 +644,7 @@ CLIENT_AUTH_SAMPLES = {
     "none": identity(clientAuth="none"),
     "private_key_jwt": identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE),
     "client_secret_jwt": identity(clientAuth="client_secret_jwt", clientSecretFile=JWT_SECRET_FILE),
+    "client_assertion_file": identity(clientAuth="client_assertion_file", clientAssertionFile=ASSERTION_FILE),
 }
 
 
@@ -764,6 +792,11 @@ REJECTED_BY_BOTH = [
      "$.identities.svc.clientAuth"),
     ("client_secret_jwt without a secret", identity(clientAuth="client_secret_jwt"), "$.identities.svc.clientAuth"),
     ("a key file with basic", identity(clientSecret="s", clientKeyFile=KEY_FILE), "$.identities.svc.clientKeyFile"),
+    ("client_assertion_file without its file", identity(clientAuth="client_assertion_file"), "$.identities.svc.clientAuth"),
+    ("client_assertion_file with a secret", identity(clientAuth="client_assertion_file", clientAssertionFile=ASSERTION_FILE,
+                                                     clientSecret="s"), "$.identities.svc.clientAuth"),
+    ("an assertion file with basic", identity(clientSecret="s", clientAssertionFile=ASSERTION_FILE),
+     "$.identities.svc.clientAssertionFile"),
     ("an assertion algorithm that is not allowed", identity(clientAuth="private_key_jwt", clientKeyFile=KEY_FILE,
                                                             clientAssertionAlg="HS256"), "$.identities.svc.clientAssertionAlg"),
     ("the issuer audience without an issuer", identity(clientAuth="client_secret_jwt", clientSecret=JWT_SECRET,
@@ -778,6 +811,7 @@ REJECTED_BY_BOTH = [
                                                            clientCertHeaders=["x5t"]), "$.identities.svc.clientCertHeaders"),
     ("a certificate file with client_secret_jwt", identity(clientAuth="client_secret_jwt", clientSecret=JWT_SECRET,
                                                            clientCertFile=CERT_FILE), "$.identities.svc.clientCertFile"),
+    ("a certificate file with a GitHub App", github_app(clientCertFile=CERT_FILE), "$.identities.gh.clientCertFile"),
     ("sendClientIdWithAssertion with basic", identity(clientSecret="s", sendClientIdWithAssertion=False),
      "$.identities.svc.sendClientIdWithAssertion"),
     ("sendClientIdWithAssertion not a boolean", identity(clientAuth="client_secret_jwt", clientSecret=JWT_SECRET,
@@ -801,6 +835,17 @@ REJECTED_BY_BOTH = [
     ("identity name with a space", {"identities": {"my svc": identity()["identities"]["svc"]}},
      '$.identities["my svc"]'),
     ("resource with a fragment", identity(resource="https://orders.internal/#x"), "$.identities.svc.resource"),
+    ("a GitHub App without its installation", {"identities": {"gh": {"grant": "github_app_installation", "appId": "1",
+                                                                     "clientKeyFile": APP_KEY_FILE}}},
+     "$.identities.gh.installationId"),
+    ("a GitHub App with a token URL", github_app(tokenUrl=TOKEN_URL), "$.identities.gh.tokenUrl"),
+    ("a GitHub App with a scope", github_app(scope="repo"), "$.identities.gh.scope"),
+    ("a GitHub App named by its slug", github_app(appId="my-app"), "$.identities.gh.appId"),
+    ("a repository with its owner", github_app(repositories=["octo/hello"]), "$.identities.gh.repositories[0]"),
+    ("an empty repository list", github_app(repositoryIds=[]), "$.identities.gh.repositoryIds"),
+    ("a permission level GitHub has not", github_app(permissions={"issues": "owner"}), "$.identities.gh.permissions.issues"),
+    ("tls for an http GitHub API", github_app(githubApiUrl="http://127.0.0.1:8080", tls={}), "$.identities.gh.tls"),
+    ("a GitHub App key with client_credentials", identity(installationId=678), "$.identities.svc.installationId"),
     ("store without a key", {"store": {"path": "token-store"}}, "$.store.key"),
     ("store without path or redis", {"store": {"key": STORE_KEY}}, "$.store.path"),
     ("a redis store over TLS", {"store": {"redis": "rediss://127.0.0.1:6380/0", "key": STORE_KEY}}, "$.store.redis"),
@@ -883,6 +928,12 @@ EXAMPLE_ENV = {
     "PAYMENTS_CLIENT_ID": "payments-relay",
     "PAYMENTS_CLIENT_KEY_FILE": "{key}",
     "PAYMENTS_DPOP_KEY_FILE": "{key}",
+    "GITHUB_APP_ID": "12345",
+    "GITHUB_INSTALLATION_ID": "678",
+    "GITHUB_APP_KEY_FILE": "{app_key}",
+    "GHES_APP_ID": "Iv23liAbCdEf01234567",
+    "GHES_INSTALLATION_ID": "9",
+    "GHES_APP_KEY_FILE": "{app_key}",
     "GOOGLE_SERVICE_ACCOUNT_KEY_FILE": "{service_account}",
     "AZURE_TENANT_ID": "00000000-0000-0000-0000-000000000001",
     "AZURE_CLIENT_ID": "00000000-0000-0000-0000-000000000002",
@@ -911,7 +962,8 @@ def test_every_example_passes_check(material, example):
     files = sorted({name for name, _ in references if name.endswith("_FILE") and name not in EXAMPLE_ENV})
     assert not files, f"{example.name}: give {files} a sample file (the default paths need not exist here)"
     env = {name: EXAMPLE_ENV[name].format(secret=material / SECRET_FILE, ca=material / CERT_FILE, key=material / KEY_FILE,
-                                          service_account=material / SA_KEY_FILE, jwt=material / JWT_FILE)
+                                          service_account=material / SA_KEY_FILE, jwt=material / JWT_FILE,
+                                          app_key=material / APP_KEY_FILE)
            for name, _ in references if name in EXAMPLE_ENV}
     result = check(example, env)
     assert result.returncode == 0, output(result)
@@ -936,6 +988,10 @@ def test_the_examples_show_what_their_names_say():
     assert exchanged["grant"] == TOKEN_EXCHANGE and {"subjectTokenFile", "subjectTokenType"} <= set(exchanged)
     keyed = next(iter(files["private-key-jwt.json"]["identities"].values()))
     assert keyed["clientAuth"] == "private_key_jwt" and "clientKeyFile" in keyed and "clientSecret" not in keyed
+    apps = files["github-app.json"]["identities"]
+    assert {identity["grant"] for identity in apps.values()} == {"github_app_installation"}
+    assert any("githubApiUrl" in identity for identity in apps.values())
+    assert any({"repositories", "permissions"} <= set(identity) for identity in apps.values())
     google = files["google-service-account.json"]["identities"]
     assert {"grant": "client_credentials", "serviceAccountKeyFile": "${GOOGLE_SERVICE_ACCOUNT_KEY_FILE:-/run/secrets/sa.json}",
             "scope": CLOUD_PLATFORM}.items() <= google["gsa"].items(), "the contract's shape (CONFIG.md)"

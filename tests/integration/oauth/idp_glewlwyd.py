@@ -138,13 +138,16 @@ class GlewlwydIdP(_Process):
                        "(SELECT gus_id FROM g_user_scope WHERE gus_name = ?))", (USERNAME, SCOPE))
 
     def add_client(self, client_id: str, auth_method: str, public_key_pem: str | None = None,
-                   secret: str | None = None, grants=("client_credentials",)) -> None:
-        """A confidential client authenticating with `auth_method` (private_key_jwt: `public_key_pem`;
-        client_secret_jwt or client_secret_basic: `secret`), allowed `grants` and scope api.read."""
+                   secret: str | None = None, grants=("client_credentials",), jwks: dict | None = None) -> None:
+        """A confidential client authenticating with `auth_method` (private_key_jwt: `public_key_pem`,
+        or `jwks`, a JWK Set its assertions' kid is looked up in; client_secret_jwt or
+        client_secret_basic: `secret`), allowed `grants` and scope api.read."""
         properties = [("token_endpoint_auth_method", auth_method), ("source", "database")]
         properties += [("authorization_type", grant) for grant in grants]
         if public_key_pem is not None:
             properties.append(("pubkey", public_key_pem))
+        if jwks is not None:
+            properties.append(("jwks", json.dumps(jwks)))
         password = None
         if secret is not None and auth_method == "client_secret_basic":
             password = glewlwyd_password_hash(secret)

@@ -352,11 +352,14 @@ class StubIdP(_IdP):
         return self
 
     def script(self, *queue: dict, by_grant: dict | None = None, default: dict | None = None,
-               client_assertion: dict | None = None, dpop: dict | None = None, **login) -> "StubIdP":
+               client_assertion: dict | None = None, dpop: dict | None = None, client_secret: str | None = None,
+               workload_assertion: dict | None = None, **login) -> "StubIdP":
         """Sets how token requests are answered (see idp_stub.py): the queued specs first, then
         by grant_type, then `default` (a token living 3600 s when not given). `client_assertion`:
         the policy every request's client assertion must pass (client_assertions.py); `dpop`: the
-        DPoP proof every request must carry ({"nonce": ..., "rotate_every": N}, dpop_proofs.py).
+        DPoP proof every request must carry ({"nonce": ..., "rotate_every": N}, dpop_proofs.py);
+        `client_secret`: the only client secret accepted; `workload_assertion`: the workload JWT
+        policy every client assertion must pass (workload_identity.py).
         `login`: the login endpoints' entries (discovery, oauth_metadata, jwks, authorize, device,
         revoke, keys: see idp_stub_login.py); each one not given is its default."""
         unknown = set(login) - {"discovery", "oauth_metadata", "jwks", "authorize", "device", "revoke", "keys"}
@@ -366,6 +369,10 @@ class StubIdP(_IdP):
             payload["client_assertion"] = client_assertion
         if dpop is not None:
             payload["dpop"] = dpop
+        if client_secret is not None:
+            payload["client_secret"] = client_secret
+        if workload_assertion is not None:
+            payload["workload_assertion"] = workload_assertion
         if default is not None:
             payload["default"] = default
         self.control("PUT", "/_stub/script", payload)

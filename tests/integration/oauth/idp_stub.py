@@ -28,6 +28,17 @@ Control (used by the tests through idp_processes.StubIdP):
                          JWT whose cnf.jkt names the proof's key; every rotate_every-th success
                          brings a new nonce (DPoP-Nonce). The record holds the verified header and
                          claims ("dpop"), or the reason.
+                         With "client_secret" (a string), every token request must authenticate
+                         with exactly that client secret (client_secret_basic, its parts
+                         form-decoded, or client_secret_post), or is answered 401 invalid_client;
+                         the record's "client_secret_check" says "ok" or "rejected". With
+                         "workload_assertion" ({"issuer", "subject", "audience", "client_id"?,
+                         "jti"?}: workload_identity.WorkloadAssertionPolicy), the stub fetches the
+                         issuer's JWKS through its discovery document when the script is set, and
+                         every token request's client assertion must be a workload JWT that
+                         verifies with it (the current one, when "jti" names it), or is answered
+                         401 invalid_client; the record holds the verified header and claims
+                         ("workload"), or the reason.
                          Over TLS, a record also holds the SHA-256 (base64url) of the client
                          certificate the connection presented ("client_cert_sha256", or null).
     GET /_stub/requests  JSON {"requests": [record, ...], "endpoints": [record, ...]}: every
@@ -64,8 +75,9 @@ import math
 import secrets
 import sys
 import time
+import urllib.request
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote_plus, urlsplit
 
 # Run as a script from oauth/: the shared test-server command line lives one directory up.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -74,6 +86,7 @@ from dpop_proofs import NonceMissing, ProofChecker, ProofRejected, b64url  # noq
 from echo_upstream import BadRequest, parse_head  # noqa: E402  (the one strict head parser of the test servers)
 from idp_stub_login import LoginEndpoints  # noqa: E402
 from loopback_server import run_loopback_server, wait_for_stop_signal  # noqa: E402
+from workload_identity import WorkloadAssertionPolicy  # noqa: E402
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 1024 * 1024
@@ -94,6 +107,8 @@ class Stub:
     def __init__(self, base_url: str) -> None:
         self.script: dict = {"queue": [], "by_grant": {}, "default": DEFAULT_SPEC}
         self.assertion_policy: AssertionPolicy | None = None
+        self.client_secret: str | None = None
+        self.workload_policy: WorkloadAssertionPolicy | None = None
         self.dpop: dict | None = None
         self.proofs = ProofChecker()
         self.dpop_successes = 0
@@ -172,6 +187,12 @@ class Stub:
                            "default": script.get("default", DEFAULT_SPEC)}
             policy = script.get("client_assertion")
             self.assertion_policy = AssertionPolicy.from_json(policy) if policy else None
+            self.client_secret = script.get("client_secret")
+            workload = script.get("workload_assertion")
+            self.workload_policy = None
+            if workload:
+                jwks = await asyncio.to_thread(issuer_jwks, workload["issuer"])
+                self.workload_policy = WorkloadAssertionPolicy.from_json(workload, jwks)
             self.login.set_script(script)
             self.dpop = script.get("dpop")
             self.dpop_successes = 0
@@ -228,6 +249,14 @@ class Stub:
                 record["answered"] = time.time()
                 self.log(method, target, grant_type, 401, "assertion_rejected")
                 return keep
+        refusal = self.check_client(headers, form, record)
+        if refusal is not None:
+            record["status"], record["kind"] = 401, "client_rejected"
+            body = json.dumps({"error": "invalid_client", "error_description": refusal})
+            keep = await self.send(writer, 401, "application/json", body.encode(), close=close)
+            record["answered"] = time.time()
+            self.log(method, target, grant_type, 401, "client_rejected")
+            return keep
         spec = self.next_spec(grant_type)
         record["kind"] = kind = spec.get("kind", "token")
         if spec.get("delay_ms"):
@@ -251,6 +280,23 @@ class Stub:
         record["answered"] = time.time()
         self.log(method, target, grant_type, status, kind)
         return keep
+
+    def check_client(self, headers, form: list, record: dict) -> str | None:
+        """None when the request's client authentication passes the script's `client_secret` and
+        `workload_assertion`; else why not (never the secret or the assertion)."""
+        if self.client_secret is not None:
+            ok = presented_secret(headers, form) == self.client_secret
+            record["client_secret_check"] = "ok" if ok else "rejected"
+            if not ok:
+                return "client authentication failed: not the current client secret"
+        if self.workload_policy is not None:
+            try:
+                header, claims = self.workload_policy.check(form)
+                record["workload"] = {"header": header, "claims": claims}
+            except AssertionRejected as rejected:
+                record["workload"] = {"rejected": str(rejected)}
+                return f"client assertion: {rejected}"
+        return None
 
     def check_dpop(self, headers, target: str, record: dict):
         """None when the request's DPoP proof passes the script's `dpop`; else (status, error, headers)."""
@@ -323,6 +369,25 @@ class Stub:
     def log(method, target, grant_type, status, kind) -> None:
         path = urlsplit(target).path
         print(f"{method} {path} grant_type={grant_type} -> {status} ({kind})", file=sys.stderr, flush=True)
+
+
+def presented_secret(headers, form: list) -> str | None:
+    """The client secret a request authenticates with: client_secret_basic's (RFC 6749 §2.3.1
+    form-encodes id and secret before joining them) or client_secret_post's."""
+    for value in values(headers, "authorization"):
+        scheme, _, credentials = value.partition(" ")
+        if scheme.lower() == "basic":
+            _, _, secret = base64.b64decode(credentials).decode().partition(":")
+            return unquote_plus(secret)
+    return next((v for k, v in form if k == "client_secret"), None)
+
+
+def issuer_jwks(issuer: str) -> dict:
+    """The JWKS an OIDC issuer publishes, found through its discovery document."""
+    with urllib.request.urlopen(f"{issuer}/.well-known/openid-configuration", timeout=10) as answer:
+        jwks_uri = json.load(answer)["jwks_uri"]
+    with urllib.request.urlopen(jwks_uri, timeout=10) as answer:
+        return json.load(answer)
 
 
 def generic_answer(spec: dict, extra: list) -> tuple[int, str | None, bytes]:

@@ -5,7 +5,8 @@ and x5t#S256 or x5t equal to that certificate's thumbprints, an x5c starting wit
 client_id, aud = the token endpoint, a jti never replayed, exp - iat at most 10 minutes; and the
 form: client_id equal to iss, client_assertion_type, grant_type and scope, and nothing else. A
 request that fails any of these is answered 401 invalid_client, which the relay shows as its
-identity failing with the IdP's error.
+identity failing with the IdP's error. And a key and its certificate rotated in a Kubernetes
+Secret volume while the relay runs: the next token request names the new certificate.
 
 The certificates are made here with `cryptography` and their thumbprints computed with hashlib:
 nothing of the relay's code."""
@@ -25,8 +26,10 @@ from cryptography.x509.oid import NameOID
 from admin_client import start_with_admin
 from idp_processes import form
 from idp_relay import assert_oauth_problem, bearer, oauth_route
-from key_files import key_file
+from key_files import key_file, pem
 from login_relay import wait_for_state
+from rotating_files import KubeletVolume
+from rotation_support import CHANGED, RELAY_ARGS, UNUSABLE, credential_log, force_token_request, serves_token_of
 
 pytestmark = pytest.mark.oauth
 
@@ -138,3 +141,33 @@ def test_a_refused_certificate_assertion_makes_the_identity_failing(stub_idp, up
     records = stub_idp.token_requests()
     assert records and all(r["status"] == 401 and reason in r["assertion"]["rejected"] for r in records), records
     assert upstream.stats()["requests_served"] == 0
+
+
+def test_a_key_and_certificate_rotated_in_a_secret_volume_are_named_by_the_next_assertion(stub_idp, upstream, start_relay,
+                                                                                        tmp_path, sensitive):
+    """`tls.key` and `tls.crt` of one Secret volume, swapped at once (kubelet's ..data swap): the
+    next token request signs with the new key and names the new certificate, as the IdP now
+    registers it; then a certificate renewed for the same key is taken alone."""
+    keys = [rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in range(2)]
+    for n, key in enumerate(keys):
+        sensitive.add(f"private key {n}", "".join(pem(key, True).splitlines()[1:-1]))
+    certificates = [certificate(key, f"orders-relay {n}") for n, key in enumerate(keys)]
+    volume = KubeletVolume(tmp_path / "orders-tls", {"tls.key": pem(keys[0], True), "tls.crt": pem_text(certificates[0])})
+    stub_idp.script(client_assertion=entra_policy(stub_idp, certificates[0]))
+    identity = stub_idp.identity(clientSecret=None, clientAuth="private_key_jwt", clientKeyFile=volume.path("tls.key"),
+                                 clientCertFile=volume.path("tls.crt"), scope=SCOPE)
+    relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/", "orders")], identities={"orders": identity},
+                                    args=RELAY_ARGS)
+    bearer(relay.request("GET", "/first"))
+    renewed = certificate(keys[1], "orders-relay 1 renewed")
+    for key_pem, cert in [(pem(keys[1], True), certificates[1]), (pem(keys[1], True), renewed)]:
+        volume.update({"tls.key": key_pem, "tls.crt": pem_text(cert)})
+        stub_idp.script(client_assertion=entra_policy(stub_idp, cert))
+        record = force_token_request(admin, stub_idp)
+        assert record["status"] == 200, record.get("assertion")
+        assert record["assertion"]["header"]["x5t#S256"] == b64url(hashlib.sha256(der(cert)).digest())
+        serves_token_of(relay, record)
+    changes = credential_log(relay, CHANGED)
+    assert [(c["key"], c["file"]) for c in changes] == [("clientKeyFile", volume.path("tls.key")),
+                                                         ("clientCertFile", volume.path("tls.crt"))], changes
+    assert credential_log(relay, UNUSABLE) == []

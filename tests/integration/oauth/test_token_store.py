@@ -230,7 +230,8 @@ def test_changing_the_store_takes_a_restart(django_idp, upstream, start_relay, t
     bearer(relay.request("GET", "/x"))
     rewrite(relay, store={"path": str(tmp_path / "elsewhere"), "key": OTHER_KEY})
     errors = admin.reload_rejected()
-    assert sorted(error.split(":")[0] for error in errors) == ["$.store.key", "$.store.path"], errors
+    # The key alone may change (test_key_file_rotation.py); moving the store may not.
+    assert sorted(error.split(":")[0] for error in errors) == ["$.store.path"], errors
     assert OTHER_KEY not in " ".join(errors) and STORE_KEY not in " ".join(errors)
     assert not (tmp_path / "elsewhere").exists()
     assert relay.request("GET", "/y").status == 200

@@ -7,6 +7,7 @@
     other_ca      a second CA, unrelated to ca (nothing trusts it)
     other_server  leaf for localhost/127.0.0.1/::1, signed by other_ca ("unknown CA")
     client        client certificate (extendedKeyUsage clientAuth) signed by ca, for mTLS
+    renewal(kind, n)  on demand: the n-th renewal of `server` or `client` (same subject, new key)
     unrelated     a key that is in no certificate (a pin that matches nothing)
 
 Every leaf has its own EC P-256 key. `pin(name)` is the relay's pin format for that key,
@@ -195,6 +196,18 @@ class TestPKI:
     def leaf(self, kind: str) -> CertKey:
         """The server certificate an upstream presents: server | wrong_name | expired | other_ca."""
         return self._leaves[kind]
+
+    def renewal(self, kind: str, generation: int = 1) -> CertKey:
+        """Renewal number `generation` of the `server` or `client` leaf, as cert-manager would issue
+        it: the same subject, names and extensions from the same CA, with a new key and serial.
+        Made on first use and kept for the session."""
+        name = f"{kind}-renewal-{generation}"
+        cached = getattr(self, "_renewals", {})
+        self._renewals = cached
+        if name not in cached:
+            subject, extensions = ("/CN=localhost", "server_ext") if kind == "server" else (CLIENT_SUBJECT, "client_ext")
+            cached[name] = self._leaf(name, "ca", subject, extensions, LOCAL_NAMES)
+        return cached[name]
 
     def issuer(self, kind: str) -> CertKey:
         """The CA that signed the server certificate `kind`."""

@@ -1,0 +1,8 @@
+/// The relay's version, as it names itself to the servers it calls: GitHub's REST API refuses a
+/// request without a `User-Agent`, and asks for one that names the application.
+public enum RelayVersion {
+    public static let number = "0.1.0"
+
+    /// `oauth-relay/<version>`.
+    public static var userAgent: String { "oauth-relay/\(number)" }
+}
