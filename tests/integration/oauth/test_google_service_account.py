@@ -18,17 +18,20 @@ from __future__ import annotations
 import base64
 import json
 import time
+from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 from admin_client import start_with_admin
+from deadlines import wait_until
 from idp_google import ACCOUNT_NOT_FOUND, BAD_TIMEFRAME, INVALID_SCOPE, INVALID_SIGNATURE, UNAUTHORIZED_CLIENT, JWT_BEARER
 from idp_processes import GoogleTokenEndpoint
 from idp_relay import assert_oauth_problem, bearer, oauth_route
 from key_files import pem
 from processes import LOOPBACK, free_port, relay_config, run_cli, write_config
+from rotating_files import KubeletVolume
 
 pytestmark = pytest.mark.oauth
 
@@ -217,6 +220,53 @@ def test_a_self_signed_jwt_may_carry_a_scope_instead_of_an_audience(google, upst
     _, claims = verified_jwt(token, key)
     assert set(claims) == {"iss", "sub", "scope", "iat", "exp"}
     assert (claims["sub"], claims["scope"], claims["exp"] - claims["iat"]) == (EMAIL, CLOUD_PLATFORM, 3600)
+    assert google.requests() == []
+
+
+# ---------------------------------------------------------------------------------------------
+# A key file rotated on disk (a Kubernetes Secret volume): the next token is signed with the new
+# key, with no reload.
+
+KID_2 = "9a8b7c6d5e4f30211203f4e5d6c7b8a9f0e1d2c3"
+
+
+def rotated_key_volume(tmp_path, sensitive, token_uri: str):
+    """A kubelet-style volume holding `sa.json` under key 1 (KID); returns (volume, key 1, key 2,
+    key 2's file content under KID_2)."""
+    first, second = new_key(), new_key()
+    first_content = Path(key_file(tmp_path, sensitive, first, token_uri, name="sa-1.json")).read_text()
+    second_content = Path(key_file(tmp_path, sensitive, second, token_uri, kid=KID_2, name="sa-2.json")).read_text()
+    volume = KubeletVolume(tmp_path / "secret-volume", {"sa.json": first_content})
+    return volume, first, second, second_content
+
+
+def test_a_rotated_key_file_signs_the_next_grant_assertion(google, upstream, start_relay, tmp_path, sensitive):
+    volume, first, second, second_content = rotated_key_volume(tmp_path, sensitive, google.token_url)
+    google.configure({EMAIL: {"keys": {KID: pem(first, False), KID_2: pem(second, False)}, "delegated_users": []}})
+    relay, admin = start(start_relay, upstream, serviceAccountKeyFile=volume.path("sa.json"), scope=CLOUD_PLATFORM)
+    bearer(relay.request("GET", "/x"))
+    [before] = google.requests()
+    assert (before["status"], before["header"]["kid"]) == (200, KID)
+    volume.update({"sa.json": second_content})
+    assert admin.request("POST", "/identities/gsa/refresh").status == 202
+    records = wait_until(lambda: len(r := google.requests()) == 2 and r, 10, "the token request the refresh caused")
+    after = records[1]
+    assert (after["status"], after["header"]["kid"]) == (200, KID_2), after["reason"]
+    wait_until(lambda: bearer(relay.request("GET", "/y")) == after["issued"], 10, "the new token on requests")
+
+
+def test_a_rotated_key_file_signs_the_next_self_signed_token(google, upstream, start_relay, tmp_path, sensitive):
+    volume, first, second, second_content = rotated_key_volume(tmp_path, sensitive, google.token_url)
+    relay, admin = start(start_relay, upstream, serviceAccountKeyFile=volume.path("sa.json"), audience=PUBSUB_API)
+    token = bearer(relay.request("GET", "/x"))
+    sensitive.add("the first self-signed token's signature", token.rpartition(".")[2])
+    assert verified_jwt(token, first)[0]["kid"] == KID
+    volume.update({"sa.json": second_content})
+    assert admin.request("POST", "/identities/gsa/refresh").status == 202
+    rotated = wait_until(lambda: (t := bearer(relay.request("GET", "/y"))) != token and t, 10, "a token signed after the rotation")
+    sensitive.add("the second self-signed token's signature", rotated.rpartition(".")[2])
+    header, claims = verified_jwt(rotated, second)
+    assert (header["kid"], claims["iss"], claims["aud"]) == (KID_2, EMAIL, PUBSUB_API)
     assert google.requests() == []
 
 
