@@ -72,7 +72,7 @@ func validateConfig(_ text: ConfigText, storeKeys: StoreKeyRing? = nil) -> Resul
                                                      metadata: ["identity": .string(name)])
             }
         } catch {
-            errors.append("\(error.path): \(error)")
+            errors.append("\(error)")  // Its description starts with its path.
         }
     }
     if let store = config.store, let path = store.path {

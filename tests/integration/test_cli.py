@@ -60,6 +60,18 @@ def test_check_reports_an_unknown_route_key_with_its_path(tmp_path):
     assert lines_naming(result.stdout + result.stderr, "$.routes[0].match.pathPrefx")
 
 
+def test_check_names_a_plain_http_token_url_once(tmp_path):
+    config = valid_config()
+    config["identities"] = {"orders": {"tokenUrl": "http://idp.example.test/token", "clientId": "relay", "clientSecret": "s"}}
+    config["routes"][0]["identity"] = "orders"
+    result = run_cli("check", "--config", write(tmp_path, config))
+    assert result.returncode == 1
+    [line] = lines_naming(result.stdout + result.stderr, "$.identities.orders.tokenUrl")
+    assert line == ("$.identities.orders.tokenUrl: http://idp.example.test/token is plain http:// to a host that is not "
+                    "loopback, so the client credentials and tokens would cross the network unencrypted; use https://, "
+                    'or set "allowInsecureTokenUrl": true to accept the risk'), line
+
+
 def test_check_rejects_a_route_without_upstream(tmp_path):
     config = valid_config()
     del config["routes"][1]["upstream"]
