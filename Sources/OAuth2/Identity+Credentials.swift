@@ -36,17 +36,61 @@ extension Identity {
         }
         if role == .serviceAccountKey {
             guard case .serviceAccount(var account) = grant else { throw .notUsed(role) }
+            let key: ServiceAccountKey
             do throws(ServiceAccountKeyError) {
-                account.key = try ServiceAccountKey.parse(json: content)
+                key = try ServiceAccountKey.parse(json: content)
             } catch {
                 throw .unusableServiceAccountKey(error.description)
             }
+            // Another account is another identity (its tokens, its store entry): that takes a reload.
+            guard key.clientEmail == account.key.clientEmail else {
+                throw .unusableServiceAccountKey("it is the key of \(key.clientEmail), not of \(account.key.clientEmail); "
+                                                 + "another account takes a reload")
+            }
+            account.key = key
             identity.grant = .serviceAccount(account)
             return identity
         }
         let text = String(WhiteSpace.trimmingSpacesAndNewlines(content))
         guard !text.isEmpty else { throw .empty }
-        let secret = Secret(text)
+        return try replacing(role, with: role == .clientAssertion ? try Self.clientAssertion(text) : Secret(text))
+    }
+
+    /// Whether `other` is this identity but for what its credential files hold: a reload that
+    /// read a rotated file again keeps the identity, and with it its token (the token thread's
+    /// watch takes up the file's content itself). A changed setting, or another list of files,
+    /// is another identity.
+    public func hasSameSettings(as other: Identity) -> Bool {
+        guard credentialFiles == other.credentialFiles else { return false }
+        var adjusted = other
+        for file in credentialFiles { adjusted.takeCredential(file.role, from: self) }
+        return adjusted == self
+    }
+
+    /// Puts `source`'s credential of `role` in this identity's place; nothing when either has
+    /// none of it (the two then differ elsewhere too).
+    private mutating func takeCredential(_ role: CredentialRole, from source: Identity) {
+        switch (role, grant, source.grant, clientAuth, source.clientAuth) {
+        case (.clientKey, .gitHubAppInstallation(var mine), .gitHubAppInstallation(let theirs), _, _):
+            mine.key = theirs.key
+            grant = .gitHubAppInstallation(mine)
+        case (.clientKey, _, _, .privateKeyJWT(let id, let mine), .privateKeyJWT(_, let key)),
+             (.clientCertificate, _, _, .privateKeyJWT(let id, let mine), .privateKeyJWT(_, let key)):
+            // The key and certificate are the files'; how they sign and what the header names are settings.
+            if mine.algorithm == key.algorithm && mine.keyID == key.keyID && mine.certificate?.members == key.certificate?.members {
+                clientAuth = .privateKeyJWT(id: id, key: key)
+            }
+        case (.serviceAccountKey, .serviceAccount(var mine), .serviceAccount(let theirs), _, _):
+            mine.key = theirs.key
+            grant = .serviceAccount(mine)
+        default:
+            if let secret = source.credential(role), let replaced = try? replacing(role, with: secret) { self = replaced }
+        }
+    }
+
+    /// The identity with `secret` as its credential of `role` (a secret or a token).
+    private func replacing(_ role: CredentialRole, with secret: Secret) throws(CredentialFileProblem) -> Identity {
+        var identity = self
         switch (role, grant, clientAuth) {
         case (.clientSecret, _, .basic(let id, _)):
             identity.clientAuth = .basic(id: id, secret: secret)
@@ -55,7 +99,7 @@ extension Identity {
         case (.clientSecret, _, .clientSecretJWT(let id, _)):
             identity.clientAuth = .clientSecretJWT(id: id, secret: secret)
         case (.clientAssertion, _, .clientAssertion(let id, _)):
-            identity.clientAuth = .clientAssertion(id: id, assertion: try Self.clientAssertion(text))
+            identity.clientAuth = .clientAssertion(id: id, assertion: secret)
         case (.password, .password(let username, _), _):
             identity.grant = .password(username: username, password: secret)
         case (.refreshToken, .refreshToken, _):

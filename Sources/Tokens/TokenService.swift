@@ -90,8 +90,9 @@ public final class TokenService: Sendable {
     public var tokenSet: TokenSet { current.withLock { $0 } }
 
     /// Puts a configuration's identities in force for new requests. An identity whose settings
-    /// equal those in force keeps its state (its token stays, no token request is made); new
-    /// and changed ones get a fresh state and fetch at once. `tls` and `limits` apply to every
+    /// equal those in force keeps its state (its token stays, no token request is made), even
+    /// when a credential file it reads again by itself was rotated meanwhile
+    /// (`Identity.hasSameSettings`); new and changed ones get a fresh state and fetch at once. `tls` and `limits` apply to every
     /// token request from now on. Call from one thread at a time.
     @discardableResult
     public func replace(identities: [String: Identity], tls: [String: TLSConfiguration],
@@ -101,7 +102,7 @@ public final class TokenService: Sendable {
         var fresh: [IdentityTokens] = []
         for name in identities.keys.sorted() {
             let identity = identities[name]!
-            if let existing = old[name], existing.identity == identity {
+            if let existing = old[name], existing.identity.hasSameSettings(as: identity) {
                 fresh.append(existing)
                 kept.append(name)
             } else {

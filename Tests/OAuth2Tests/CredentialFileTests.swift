@@ -152,6 +152,54 @@ final class CredentialFileTests: XCTestCase {
         }
     }
 
+    func testAReloadThatReadARotatedFileKeepsTheIdentityButNotAChangedSetting() throws {
+        let files = [CredentialFile(role: .clientSecret, path: "/run/secrets/client", key: "clientSecretFile"),
+                     CredentialFile(role: .password, path: "/run/secrets/password", key: "passwordFile")]
+        let loaded = makeIdentity(.password(username: "svc", password: Secret("one"))) { $0.credentialFiles = files }
+        let reread = try loaded.withCredential(.clientSecret, content: "rotated").withCredential(.password, content: "two")
+        XCTAssertNotEqual(reread, loaded)
+        XCTAssertTrue(loaded.hasSameSettings(as: reread))
+        var rescoped = reread
+        rescoped.scope = "orders.write"
+        XCTAssertFalse(loaded.hasSameSettings(as: rescoped), "a setting changed")
+        var renamed = reread
+        renamed.grant = .password(username: "other", password: Secret("two"))
+        XCTAssertFalse(loaded.hasSameSettings(as: renamed), "the user name is no file's")
+        var inline = reread
+        inline.credentialFiles = [files[1]]
+        XCTAssertFalse(loaded.hasSameSettings(as: inline), "the secret is no longer read from a file")
+        // A secret given inline that changed is a changed setting.
+        XCTAssertFalse(makeIdentity().hasSameSettings(as: makeIdentity(secret: "another")))
+
+        let keyed = makeIdentity {
+            $0.clientAuth = .privateKeyJWT(id: "svc", key: try! ClientAssertionKey(privateKey: Self.rsa, algorithm: .rs256, keyID: "k1"))
+            $0.credentialFiles = [CredentialFile(role: .clientKey, path: "/run/secrets/key.pem", key: "clientKeyFile")]
+        }
+        let rekeyed = try keyed.withCredential(.clientKey, content: PrivateKey.generate(.rsa(bits: 2048)).pemRepresentation())
+        XCTAssertTrue(keyed.hasSameSettings(as: rekeyed))
+        var realg = rekeyed
+        realg.clientAuth = .privateKeyJWT(id: "svc", key: try ClientAssertionKey(privateKey: Self.rsa, algorithm: .ps256, keyID: "k1"))
+        XCTAssertFalse(keyed.hasSameSettings(as: realg), "another algorithm is a setting")
+
+        let account = makeIdentity {
+            $0.grant = .serviceAccount(ServiceAccountGrant(key: try! ServiceAccountFixture.key(), token: .selfSignedAudience("https://pubsub.googleapis.com/")))
+            $0.credentialFiles = [CredentialFile(role: .serviceAccountKey, path: "/run/secrets/sa.json", key: "serviceAccountKeyFile")]
+        }
+        let rotated = try account.withCredential(.serviceAccountKey, content: ServiceAccountFixture.json(key: PrivateKey.generate(.rsa(bits: 2048))))
+        XCTAssertTrue(account.hasSameSettings(as: rotated))
+    }
+
+    func testAServiceAccountKeyOfAnotherAccountIsNotTakenUp() throws {
+        let identity = makeIdentity {
+            $0.grant = .serviceAccount(ServiceAccountGrant(key: try! ServiceAccountFixture.key(), token: .tokenEndpoint(scope: "cloud-platform", subject: nil)))
+        }
+        let other = ServiceAccountFixture.json(["client_email": .string("other@orders-project.iam.gserviceaccount.com")])
+        XCTAssertThrowsError(try identity.withCredential(.serviceAccountKey, content: other)) { error in
+            XCTAssertEqual("\(error)", "not a usable service account key: it is the key of other@orders-project.iam.gserviceaccount.com, "
+                           + "not of relay@orders-project.iam.gserviceaccount.com; another account takes a reload")
+        }
+    }
+
     /// The refusals: the identity keeps what it had, and no message quotes the content.
     func testWhatCannotStandInForACredential() throws {
         let keyed = makeIdentity {

@@ -137,3 +137,24 @@ def test_ten_rotations_under_load_fail_no_request_and_cost_one_token_request_eac
     assert all(r["client_secret_check"] == "ok" and r["status"] == 200 for r in records)
     assert len(credential_log(relay, CHANGED)) == 10
     assert credential_log(relay, UNUSABLE) == []
+
+
+def test_a_reload_after_a_rotation_keeps_the_identity_and_its_token(stub_idp, upstream, start_relay, tmp_path, sensitive):
+    """The reload reads the rotated file too, but a credential the token thread reads again by
+    itself is no setting: the identity is kept, with its token, and no token request is made. The
+    next one carries the new secret."""
+    first, second = (sensitive.add(f"client secret {n}", new_secret(f"reload-{n}")) for n in range(2))
+    path = tmp_path / "client-secret"
+    path.write_text(first + "\n")
+    stub_idp.script(client_secret=first)
+    relay, admin = start(start_relay, stub_idp, upstream, str(path))
+    token = bearer(relay.request("GET", "/before"))
+    rewrite_in_place(str(path), second + "\n")
+    stub_idp.script(client_secret=second)
+    resp = admin.request("POST", "/reload")
+    assert resp.status == 200, resp.body[:300]
+    assert resp.json()["identities"] == {"kept": ["orders"], "started": [], "removed": []}
+    assert bearer(relay.request("GET", "/after")) == token
+    assert len(stub_idp.token_requests()) == 1
+    rotated_record = force_token_request(admin, stub_idp)
+    serves_token_of(relay, assert_sent(rotated_record, second))
