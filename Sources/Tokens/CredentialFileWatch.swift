@@ -55,6 +55,10 @@ final class CredentialFileWatch {
             }
             files[index].seen = found
             switch take(file, from: found) {
+            case .unreadable(let reason):
+                // A failed read (not its content) is tried again at the next look.
+                files[index].seen = nil
+                news += files[index].unusable(because: reason)
             case .unusable(let reason):
                 news += files[index].unusable(because: reason)
             case .taken(let identity, let partner):
@@ -82,36 +86,47 @@ final class CredentialFileWatch {
         /// The current identity with the file's content (and, for one of a key and certificate
         /// pair, the other file's, read as `found`).
         case taken(Identity, partner: (index: Int, found: FileIdentity)?)
-        /// Why the content cannot be used.
+        /// Why the content cannot be used: looked at again only when the file changes.
         case unusable(String)
+        /// Why the file (or its partner) could not be read: tried again at the next look.
+        case unreadable(String)
     }
 
     /// The current identity with the content of `file` as `found`, or why it cannot be.
     private func take(_ file: CredentialFile, from found: FileIdentity) -> Reading {
         let text: String
         switch Self.text(of: found) {
-        case .failure(let reason): return .unusable(reason.description)
+        case .failure(let reason): return .unreadable(reason.description)
         case .success(let read): text = read
         }
         do throws(CredentialFileProblem) {
             return .taken(try current.withCredential(file.role, content: text), partner: nil)
         } catch .certificateKeyMismatch {
-            return takeWithPartner(file, text: text) ?? .unusable(CredentialFileProblem.certificateKeyMismatch.description)
+            return takeWithPartner(file, text: text)
         } catch {
             return .unusable(error.description)
         }
     }
 
     /// A private key or certificate that does not fit the other's current content, taken with the
-    /// other file as it is now (4 above); nil when the two do not make a pair either.
-    private func takeWithPartner(_ file: CredentialFile, text: String) -> Reading? {
+    /// other file as it is now (4 above); unusable when the two do not make a pair either, and
+    /// unreadable when the other file cannot be read now (both are then tried again).
+    private func takeWithPartner(_ file: CredentialFile, text: String) -> Reading {
+        let mismatch = Reading.unusable(CredentialFileProblem.certificateKeyMismatch.description)
         let partnerRole: CredentialRole = file.role == .clientKey ? .clientCertificate : .clientKey
         guard file.role == .clientKey || file.role == .clientCertificate,
-              let partner = files.firstIndex(where: { $0.file.role == partnerRole }),
-              case .success(let partnerFound) = FileIdentity.current(of: files[partner].file.path),
-              case .success(let partnerText) = Self.text(of: partnerFound) else { return nil }
+              let partner = files.firstIndex(where: { $0.file.role == partnerRole }) else { return mismatch }
+        let partnerText: String, partnerFound: FileIdentity
+        switch FileIdentity.current(of: files[partner].file.path) {
+        case .failure(let unavailable): return .unreadable("\(files[partner].file.key): \(unavailable)")
+        case .success(let found): partnerFound = found
+        }
+        switch Self.text(of: partnerFound) {
+        case .failure(let reason): return .unreadable("\(files[partner].file.key): \(reason.description)")
+        case .success(let read): partnerText = read
+        }
         let (keyPEM, certificatePEM) = file.role == .clientKey ? (text, partnerText) : (partnerText, text)
-        guard let identity = try? current.withClientKey(pem: keyPEM, certificatePEM: certificatePEM) else { return nil }
+        guard let identity = try? current.withClientKey(pem: keyPEM, certificatePEM: certificatePEM) else { return mismatch }
         return .taken(identity, partner: (partner, partnerFound))
     }
 

@@ -63,11 +63,17 @@ public struct FileIdentity: Sendable, Hashable, CustomStringConvertible {
                                      size: Int64(info.st_size), resolvedPath: String(cString: resolved)))
     }
 
-    /// The file's bytes, read from its resolved path; at most `limit` bytes.
+    /// The file's bytes, read from its resolved path; at most `limit` bytes. What is opened must
+    /// still be this file (its device and inode): a FIFO or device put there since would block
+    /// the reading thread, so it is opened without waiting and refused.
     public func contents(limit: Int) -> Result<[UInt8], FileUnavailable> {
-        let descriptor = open(resolvedPath, O_RDONLY | O_CLOEXEC)
+        let descriptor = open(resolvedPath, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else { return .failure(FileUnavailable(errno: errno)) }
         defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return .failure(FileUnavailable(errno: errno)) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return .failure(.notAFile) }
+        guard UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode else { return .failure(.replaced) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
@@ -92,6 +98,8 @@ public struct FileIdentity: Sendable, Hashable, CustomStringConvertible {
 public enum FileUnavailable: Error, Sendable, Equatable, CustomStringConvertible {
     case missing
     case notAFile
+    /// Another file took its place between the look and the read (read it at the next look).
+    case replaced
     case tooLarge(limit: Int)
     /// Any other failure, with the system's words for it (`Permission denied`).
     case failed(String)
@@ -104,6 +112,7 @@ public enum FileUnavailable: Error, Sendable, Equatable, CustomStringConvertible
         switch self {
         case .missing: "no such file"
         case .notAFile: "not a regular file"
+        case .replaced: "replaced while it was being read"
         case .tooLarge(let limit): "larger than \(limit) bytes"
         case .failed(let reason): reason
         }

@@ -80,6 +80,23 @@ final class FileIdentityTests: XCTestCase {
         XCTAssertNotEqual(after, before)
     }
 
+    func testWhatIsReadMustStillBeTheFileThatWasLookedAt() throws {
+        try directory.write("secret", "one")
+        let looked = try FileIdentity.current(of: path("secret")).get()
+        XCTAssertEqual(looked.contents(limit: 16).map { String(decoding: $0, as: UTF8.self) }, .success("one"))
+        XCTAssertEqual(looked.contents(limit: 2), .failure(.tooLarge(limit: 2)))
+        // Replaced between the look and the read (a new file renamed over it, as a Secret's
+        // writer does): not read as if it were the file looked at.
+        try directory.write("secret.new", "two")
+        XCTAssertEqual(rename(path("secret.new"), path("secret")), 0)
+        XCTAssertEqual(looked.contents(limit: 16), .failure(.replaced))
+        // A FIFO put in its place is refused, not waited on (no writer would ever come).
+        try FileManager.default.removeItem(atPath: path("secret"))
+        XCTAssertEqual(mkfifo(path("secret"), 0o600), 0)
+        XCTAssertEqual(FileIdentity.current(of: path("secret")), .failure(.notAFile))
+        XCTAssertEqual(looked.contents(limit: 16), .failure(.notAFile))
+    }
+
     func testTheDescriptionShowsMetadataNotContent() throws {
         try directory.write("key.pem", "-----BEGIN PRIVATE KEY-----secret")
         let identity = try XCTUnwrap(FileIdentity.observe(path: path("key.pem")))
