@@ -28,19 +28,20 @@ final class CredentialFileWatcher {
     private let reapply: (String) -> ReloadOutcome
     private let logger: Logger
 
-    /// Watches `config`'s files from now; `reapply(trigger)` puts the configuration in force again.
+    /// Watches `config`'s files from the versions it read (`WatchedFile.atLoad`: a rotation since is
+    /// a change at the first poll); `reapply(trigger)` puts the configuration in force again.
     init(loop: EventLoop, config: RelayConfig, logger: Logger, reapply: @escaping (String) -> ReloadOutcome) {
         self.reapply = reapply
         self.logger = logger
-        changes = WatchedFileChanges(files: config.watchedFiles, observed: Self.observe(config.watchedFiles.map(\.path)))
+        changes = WatchedFileChanges(filesAtLoad: config.watchedFiles)
         timer = LoopTimer(loop: loop) { [unowned self] in poll() }
         schedule(config)
     }
 
-    /// A configuration was put in force (a reload, or a re-apply): watch its files, at its interval.
+    /// A configuration was put in force (a reload, or a re-apply): watch its files, at its interval
+    /// (a new one from the version it read).
     func follow(_ config: RelayConfig) {
-        let newPaths = config.watchedFiles.map(\.path).filter { changes.identities[$0] == nil }
-        changes.follow(config.watchedFiles, observed: Self.observe(newPaths))
+        changes.follow(filesAtLoad: config.watchedFiles)
         schedule(config)
     }
 
