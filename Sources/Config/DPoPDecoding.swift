@@ -38,9 +38,9 @@ struct DPoPDecoding {
             }
             return .generatedKey(generated)
         }
-        guard let (privateKey, path) = context.files.privateKey(inFile: keyField) else { return nil }
         // A new key in the file is a changed identity: tokens bound to the new key's thumbprint.
-        context.watch(keyField, path: path)
+        // Watched (its identity recorded) before it is read.
+        guard context.files.watchedFile(keyField) != nil, let (privateKey, path) = context.files.privateKey(inFile: keyField) else { return nil }
         if object.field("alg") != nil && algorithm == nil { return nil }
         do throws(JOSEError) {
             return .key(try DPoPKey(privateKey: privateKey, algorithm: algorithm))

@@ -37,9 +37,10 @@ final class DecodingContext {
     /// The files the config names, resolved against `baseDirectory`.
     var files: ReferencedFiles { ReferencedFiles(context: self) }
 
-    /// Records that the file `path` (resolved) named at `field` is watched for changes.
+    /// Records that the file `path` (resolved) named at `field` is watched for changes, with its
+    /// identity now: call it before the file is read (the watcher starts from that identity).
     func watch(_ field: Field, path: String) {
-        watchedFiles.append(WatchedFile(key: field.path.description, path: path))
+        watchedFiles.append(WatchedFile(key: field.path.description, path: path, atLoad: FileIdentity.observe(path: path)))
     }
 
     func report(_ message: String, at path: JSONPath, offset: Int) {

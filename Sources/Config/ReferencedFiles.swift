@@ -1,6 +1,7 @@
 import Crypto
 import FoundationEssentials
 import HTTPFields
+import WatchedFiles
 
 /// The files a config names (`…File` secrets, certificates, CA bundles, private keys, the
 /// store's directory): paths resolved against the config file's directory, checked to be
@@ -36,6 +37,27 @@ struct ReferencedFiles {
         return path
     }
 
+    /// The largest file the configuration reads (no key, certificate bundle or secret is near it).
+    static let fileSizeLimit = 1024 * 1024
+
+    /// The bytes of the file at `path` (resolved), read once, at most `fileSizeLimit`; nil once the
+    /// problem is reported at `field`, naming the file: something that is not a regular file (a
+    /// FIFO or a device would block the main loop that re-applies the configuration), too large,
+    /// gone, unreadable.
+    func contents(of path: String, at field: Field) -> [UInt8]? {
+        switch Self.contents(of: path) {
+        case .success(let bytes): return bytes
+        case .failure(let unavailable):
+            context.report("cannot read file (\(unavailable)): \(path)", at: field)
+            return nil
+        }
+    }
+
+    /// The bytes of the file at `path`, or why not (`contents(of:at:)` without a report).
+    static func contents(of path: String) -> Result<[UInt8], FileUnavailable> {
+        FileIdentity.current(of: path).flatMap { $0.contents(limit: fileSizeLimit) }
+    }
+
     /// The contents of a secret file, trimmed of surrounding whitespace.
     func secretFileContent(_ field: Field) -> String? {
         secretFile(field)?.content
@@ -43,12 +65,8 @@ struct ReferencedFiles {
 
     /// The contents of a secret file, trimmed of surrounding whitespace, and its resolved path.
     func secretFile(_ field: Field) -> (content: String, path: String)? {
-        guard let path = existingFile(field) else { return nil }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            context.report("cannot read file: \(path)", at: field)
-            return nil
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let path = existingFile(field), let data = contents(of: path, at: field) else { return nil }
+        guard let text = String(validating: data, as: UTF8.self) else {
             context.report("file is not UTF-8 text: \(path)", at: field)
             return nil
         }
@@ -77,11 +95,7 @@ struct ReferencedFiles {
     /// key or certificate text), with the resolved path; nil once the problem is reported (no
     /// such file, unreadable).
     func pemText(inFile field: Field) -> (text: String, path: String)? {
-        guard let path = existingFile(field) else { return nil }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            context.report("cannot read file: \(path)", at: field)
-            return nil
-        }
+        guard let path = existingFile(field), let data = contents(of: path, at: field) else { return nil }
         return (String(decoding: data, as: UTF8.self), path)
     }
 
@@ -93,7 +107,7 @@ struct ReferencedFiles {
     /// The `x5t#S256` of the first certificate in the PEM file `path`; nil when it cannot be read
     /// or holds no PEM certificate (building its TLS configuration reports that, naming the file).
     func certificateThumbprint(_ path: String) -> String? {
-        FileManager.default.contents(atPath: path).flatMap { CertificateThumbprint.sha256(pem: String(decoding: $0, as: UTF8.self)) }
+        (try? Self.contents(of: path).get()).flatMap { CertificateThumbprint.sha256(pem: String(decoding: $0, as: UTF8.self)) }
     }
 
     private static func unreadableFileProblem(_ path: String) -> String? {

@@ -63,7 +63,7 @@ struct RouteIdentityChecks {
     /// The same path, or two files with the same bytes.
     private static func sameFile(_ a: String, _ b: String) -> Bool {
         guard a != b else { return true }
-        guard let first = FileManager.default.contents(atPath: a), let second = FileManager.default.contents(atPath: b) else {
+        guard let first = try? ReferencedFiles.contents(of: a).get(), let second = try? ReferencedFiles.contents(of: b).get() else {
             return false
         }
         return first == second

@@ -114,11 +114,7 @@ extension ReferencedFiles {
     /// once the problem is reported: no such file, unreadable, not a usable key. Messages name
     /// the file and the member at fault, never a value.
     func serviceAccountKey(inFile field: Field) -> ServiceAccountKey? {
-        guard let path = existingFile(field) else { return nil }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            context.report("cannot read file: \(path)", at: field)
-            return nil
-        }
+        guard let path = existingFile(field), let data = contents(of: path, at: field) else { return nil }
         do throws(ServiceAccountKeyError) {
             return try ServiceAccountKey.parse(json: String(decoding: data, as: UTF8.self))
         } catch {

@@ -2,6 +2,7 @@ import FoundationEssentials
 import OAuth2
 import RedisProtocol
 import SafeText
+import WatchedFiles
 
 /// Reads `store`: the directory, the Redis shared by replicas and the keys that go with it, and
 /// the key that encrypts the tokens (checked by its length, never shown).
@@ -22,11 +23,13 @@ struct StoreDecoding {
             context.report("required: \"key\" or \"keyFile\" (32 random bytes, base64: `openssl rand -base64 32`)",
                            at: object.path.key("key"), offset: object.lastOffset)
         }
-        let key = object.secret("key")
-        if key != nil, let fileField = object.field("keyFile"), let path = context.nonEmptyString(fileField) {
-            // A new key in the file is put in force on the fly (entries under the old one stay readable).
+        // A new key in the file is put in force on the fly (entries under the old one stay readable).
+        // Watched (its identity recorded) before it is read.
+        let keyFile = object.field("keyFile").flatMap { field in context.nonEmptyString(field).map { (field, $0) } }
+        if let (fileField, path) = keyFile, object.field("key") == nil, FileIdentity.observe(path: context.files.resolvePath(path)) != nil {
             context.watch(fileField, path: context.files.resolvePath(path))
         }
+        let key = object.secret("key")
         if let key, let keyField {
             // Words about the key's length only: never its text.
             let bytes = Data(base64Encoded: key.value)

@@ -131,7 +131,7 @@ public final class TokenStore: Sendable {
 
     /// Replaces the identity's entry with `token` (removes it when `token` holds nothing).
     public func write(_ token: StoredToken, identity: String, fingerprint: SettingsFingerprint) throws(StoreError) {
-        guard !token.isEmpty else { return try remove(identity: identity) }
+        guard !token.isEmpty else { return try removeHoldingLock(identity: identity) }
         let file = try entryPath(identity)
         let bytes: [UInt8]
         do {
@@ -144,8 +144,18 @@ public final class TokenStore: Sendable {
         removeLeftovers(of: identity, except: temporary)
     }
 
-    /// Removes the identity's entry (`DELETE /identities/NAME/token`, logout).
-    public func remove(identity: String) throws(StoreError) {
+    /// Removes the identity's entry (`DELETE /identities/NAME/token`, logout) under its lock,
+    /// waiting for it at most `lockTimeout` seconds: a `reseal` (or another process's write) under
+    /// way finishes first, and cannot put the entry back afterwards. When the lock stays held
+    /// that long, throws `lockTimedOut` and the entry stays (the caller reports the removal failed).
+    public func remove(identity: String, lockTimeout: Double) throws(StoreError) {
+        let lock = try lock(identity: identity, timeout: lockTimeout)
+        defer { lock.release() }
+        try removeHoldingLock(identity: identity)
+    }
+
+    /// Removes the identity's entry, for a caller that holds its lock (a fetch under way).
+    public func removeHoldingLock(identity: String) throws(StoreError) {
         let file = try entryPath(identity)
         guard unlink(file) == 0 || errno == ENOENT else { throw .io(path: file, operation: "unlink", reason: errnoText()) }
         try StoreDirectory.syncDirectory(path)

@@ -24,8 +24,7 @@ final class FileLockedFetch: TokenFetchStrategy {
     /// entry, then maybe the request. Once stopping, no lock is awaited any more (`stop`), so
     /// nothing starts after it.
     func begin(_ request: TokenRequest, for tokens: IdentityTokens, retired: Bool) {
-        let limits = idp.limits
-        let wait = Double(limits.connectTimeoutMilliseconds + limits.responseTimeoutMilliseconds) / 1000
+        let wait = TokenPersistence.lockWait(idp.limits)
         persistence.withLock(tokens, until: monotonicSeconds() + wait, locked: { [unowned self] in
             fetchAfterReadingStore(tokens)
         }, timedOut: { [unowned self] in

@@ -39,7 +39,7 @@ final class Logouts {
     /// answer.
     func logout(_ tokens: IdentityTokens, refreshToken held: Secret?, completion listener: LogoutListener?) {
         let refreshToken = held ?? persistence?.read(tokens).refreshToken
-        persistence?.remove(tokens)
+        persistence?.remove(tokens, lockTimeout: TokenPersistence.lockWait(idp.limits))
         let name = tokens.identity.name
         if let shared = schedule.sharedStore(for: tokens) {
             shared.remove(tokens) { [logger] removal in

@@ -105,7 +105,7 @@ final class SharedStoreFetch: TokenFetchStrategy, SharedTokensDriver {
             lifecycle.forget()
             return true
         }
-        persistence?.remove(tokens)
+        persistence?.remove(tokens, lockTimeout: TokenPersistence.lockWait(idp.limits))
         observer?.tokenExpiryChanged(identity: tokens.identity.name, unixTime: nil)
         logger.info("logged out through another replica", metadata: ["identity": .string(tokens.identity.name)])
         schedule.runNextAction(tokens)

@@ -11,6 +11,7 @@
 // what having no store would: no lock, nothing read, nothing written.
 
 import EventLoop
+import HTTPClient
 import Logging
 import OAuth2
 import TokenStore
@@ -144,16 +145,29 @@ final class TokenPersistence {
         }
     }
 
-    /// Removes the entry of `tokens` (`DELETE /identities/NAME/token`).
-    func remove(_ tokens: IdentityTokens) {
+    /// Removes the entry of `tokens` (`DELETE /identities/NAME/token`) under its lock, waiting at
+    /// most `lockTimeout` seconds for it (blocking the token loop: a logout is rare, and the lock is
+    /// held by a re-seal for a moment, or by another process for one token request). The lock held
+    /// by this process's own fetch is not waited for. When it cannot be had, the entry stays and
+    /// the removal is logged and counted as failed.
+    func remove(_ tokens: IdentityTokens, lockTimeout: Double) {
         guard Self.isStored(tokens) else { return }
         do {
-            try store.remove(identity: tokens.identity.name)
+            if holdsLock(tokens) {
+                try store.removeHoldingLock(identity: tokens.identity.name)
+            } else {
+                try store.remove(identity: tokens.identity.name, lockTimeout: lockTimeout)
+            }
             count(tokens, "remove", "ok")
         } catch {
             count(tokens, "remove", "failed")
             logger.warning("token store remove failed", metadata: ["identity": .string(tokens.identity.name), "error": .string("\(error)")])
         }
+    }
+
+    /// How long a token request may take, the longest the entry lock is waited for.
+    static func lockWait(_ limits: HTTPClientLimits) -> Double {
+        Double(limits.connectTimeoutMilliseconds + limits.responseTimeoutMilliseconds) / 1000
     }
 
     /// Forgets what is kept for a slot a reload retired, unless a fetch of it still waits for or

@@ -17,6 +17,13 @@ public enum RotationOutage: Sendable, Equatable {
         case stillFailing
     }
 
+    /// Whether to re-apply now: when a watched file changed, and, while the last re-apply failed,
+    /// at every observation even if none did (what made it fail, say an empty `clientSecretFile`,
+    /// may be a file no watcher looks at, and a renewed certificate waits on it).
+    public func reapplies(filesChanged: Bool) -> Bool {
+        filesChanged || self == .failing
+    }
+
     /// Records an attempt's outcome; what to tell of it.
     public mutating func record(applied: Bool) -> Report {
         defer { self = applied ? .none : .failing }

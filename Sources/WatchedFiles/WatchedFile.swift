@@ -6,10 +6,15 @@
 public struct WatchedFile: Sendable, Hashable, CustomStringConvertible {
     public var key: String
     public var path: String
+    /// The file as it was just before the configuration read it (nil: missing, or not observed):
+    /// the watcher's first baseline, so that a rotation between that read and the watcher's start
+    /// is a change, not the baseline.
+    public var atLoad: FileIdentity?
 
-    public init(key: String, path: String) {
+    public init(key: String, path: String, atLoad: FileIdentity? = nil) {
         self.key = key
         self.path = path
+        self.atLoad = atLoad
     }
 
     /// `key path`, as the log's trigger names a change.

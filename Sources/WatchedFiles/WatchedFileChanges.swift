@@ -18,6 +18,23 @@ public struct WatchedFileChanges: Sendable, Equatable {
         self.identities = identities
     }
 
+    /// `files` with the identities recorded as the configuration read them (`WatchedFile.atLoad`;
+    /// the first of several settings naming one path).
+    public init(filesAtLoad files: [WatchedFile]) {
+        self.init(files: files, observed: Self.atLoad(files))
+    }
+
+    /// Another configuration's files, a new path taking the identity recorded as it was read.
+    public mutating func follow(filesAtLoad newFiles: [WatchedFile]) {
+        follow(newFiles, observed: Self.atLoad(newFiles))
+    }
+
+    private static func atLoad(_ files: [WatchedFile]) -> [String: FileIdentity?] {
+        var observed: [String: FileIdentity?] = [:]
+        for file in files where observed[file.path] == nil { observed[file.path] = file.atLoad }
+        return observed
+    }
+
     /// The distinct paths to observe, in the order the configuration names them.
     public var paths: [String] {
         var seen = Set<String>()

@@ -70,10 +70,11 @@ final class Reloader {
     }
 
     /// Re-applies the configuration in force, from its text, reading the files it names anew (on
-    /// the main thread). A rejection is not logged here: the caller tells an outage once.
+    /// the main thread). A rejection is not logged here: the caller tells an outage once. Nor are
+    /// the configuration's warnings: start-up or the reload that put the text in force told them.
     func reapply(trigger: String) -> ReloadOutcome {
         guard let text else { return .rejected(errors: ["the demo's configuration is built in; there is no file to re-read"]) }
-        switch validateConfig(text, storeKeys: storage.keys?.snapshot) {
+        switch validateConfig(text, storeKeys: storage.keys?.snapshot, warnings: .silent) {
         case .failure(let errors):
             metrics?.reloadEnded(applied: false)
             return .rejected(errors: errors.lines)

@@ -56,7 +56,11 @@ func validateConfig(path: String) -> Result<LoadedConfig, ConfigErrorLines> {
 
 /// Validates a config's text, reading the files it names. `storeKeys`: the keys a running
 /// relay's token store reads with (a reload's), which its entries may have been written with.
-func validateConfig(_ text: ConfigText, storeKeys: StoreKeyRing? = nil) -> Result<LoadedConfig, ConfigErrorLines> {
+/// `warnings`: whether to tell the warnings (not for a re-apply of the text in force after a file
+/// changed: start-up, or the reload that put it in force, told them, and a poll must not repeat them).
+func validateConfig(_ text: ConfigText, storeKeys: StoreKeyRing? = nil,
+                    warnings: ConfigWarnings = .told) -> Result<LoadedConfig, ConfigErrorLines> {
+    let told = warnings == .told
     let config: RelayConfig
     do {
         config = try ConfigLoader.decode(text, environment: ProcessInfo.processInfo.environment)
@@ -67,7 +71,7 @@ func validateConfig(_ text: ConfigText, storeKeys: StoreKeyRing? = nil) -> Resul
     // Plain-http token endpoints: loopback only, unless the identity says otherwise.
     for name in config.identities.keys.sorted() {
         do throws(InsecureTokenURL) {
-            if case .insecureHTTPAllowed = try TokenEndpointSecurity.check(config.identities[name]!) {
+            if case .insecureHTTPAllowed = try TokenEndpointSecurity.check(config.identities[name]!), told {
                 Logger(label: "oauth-relay").warning("plain-http token endpoint allowed by allowInsecureTokenUrl",
                                                      metadata: ["identity": .string(name)])
             }
@@ -84,20 +88,28 @@ func validateConfig(_ text: ConfigText, storeKeys: StoreKeyRing? = nil) -> Resul
     }
     let (tls, tlsErrors, tlsWarnings) = ClientTLS.build(for: config)
     errors += tlsErrors
-    for warning in tlsWarnings {
+    for warning in tlsWarnings where told {
         FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
         Logger(label: "oauth-relay").warning("TLS verification disabled", metadata: ["setting": .string(warning)])
     }
-    for warning in config.hostCheckWarnings {
+    for warning in config.hostCheckWarnings where told {
         FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
         Logger(label: "oauth-relay").warning("listener serves any Host name", metadata: ["setting": .string(warning)])
     }
-    for warning in config.expiredCredentialWarnings(at: Date().timeIntervalSince1970) {
+    for warning in config.expiredCredentialWarnings(at: Date().timeIntervalSince1970) where told {
         FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
         Logger(label: "oauth-relay").warning("credential file holds an expired JWT", metadata: ["setting": .string(warning)])
     }
     if !errors.isEmpty { return .failure(ConfigErrorLines(lines: errors)) }
     return .success(LoadedConfig(config: config, tls: tls, text: text))
+}
+
+/// Whether `validateConfig` tells the configuration's warnings (stderr and the log).
+enum ConfigWarnings {
+    /// At start-up, SIGHUP and `POST /reload`: the operator loads a configuration.
+    case told
+    /// A re-apply after a watched file changed: the text in force, whose warnings were told.
+    case silent
 }
 
 /// Why a config file did not load: one line per error, each starting with its JSON path.

@@ -2,6 +2,11 @@ import Config
 import FileTestSupport
 import OAuth2
 import XCTest
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Secrets from the config never show up in descriptions, dumps or error messages.
 final class ConfigSecretTests: XCTestCase {
@@ -56,5 +61,33 @@ final class ConfigSecretTests: XCTestCase {
         let errors = configErrors(json, baseDirectory: directory.path)
         XCTAssertEqual(errors.map(\.path), ["$.identities.x.clientSecretFile"])
         XCTAssertTrue(errors.first?.message.hasPrefix("is a directory") ?? false, "\(errors)")
+    }
+
+    /// A file the configuration reads is read through one helper: at most 1 MiB, and only a regular
+    /// file (a FIFO at a credential path would block the main loop that re-applies the configuration).
+    /// Each refusal names the field and the file.
+    func testFilesThatAreNotRegularOrTooLargeAreRefused() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fifo = directory.path + "/fifo"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let large = try directory.write("large", String(repeating: "s", count: 1024 * 1024 + 1))
+        let sized = try directory.write("sized", String(repeating: "s", count: 1024 * 1024))
+        let cases: [(String, [String])] = [
+            (#""clientSecretFile": "\#(fifo)""#, ["$.identities.x.clientSecretFile: cannot read file (not a regular file): \(fifo)"]),
+            (#""clientSecretFile": "\#(large)""#,
+             ["$.identities.x.clientSecretFile: cannot read file (larger than 1048576 bytes): \(large)"]),
+            (#""clientAuth": "private_key_jwt", "clientKeyFile": "\#(fifo)""#,
+             ["$.identities.x.clientKeyFile: cannot read file (not a regular file): \(fifo)"]),
+        ]
+        for (keys, expected) in cases {
+            let json = #"{ "identities": { "x": { "tokenUrl": "https://idp/token", "clientId": "c", \#(keys) } } }"#
+            XCTAssertEqual(describe(configErrors(json)), expected, keys)
+        }
+        let atTheLimit = #"{ "identities": { "x": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecretFile": "\#(sized)" } } }"#
+        XCTAssertEqual(try decodeConfig(atTheLimit).identities["x"]?.clientAuth.secret?.value.count, 1024 * 1024)
+        let serviceAccount = #"{ "identities": { "gsa": { "serviceAccountKeyFile": "\#(fifo)", "audience": "https://api" } } }"#
+        XCTAssertEqual(describe(configErrors(serviceAccount)).first,
+                       "$.identities.gsa.serviceAccountKeyFile: cannot read file (not a regular file): \(fifo)")
     }
 }

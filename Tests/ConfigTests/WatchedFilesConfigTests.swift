@@ -59,6 +59,27 @@ final class WatchedFilesConfigTests: XCTestCase {
         XCTAssertFalse(config.watchedFiles.contains { $0.path.hasSuffix("/secret") })
     }
 
+    /// Each watched file carries its identity as the configuration read it, which the watcher
+    /// starts from: a file rotated after the read (before the watcher starts) is then a change.
+    func testEachWatchedFileCarriesItsIdentityAsItWasRead() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("dpop.pem", try Self.dpopKey.pemRepresentation())
+        try directory.write("store.key", Data([UInt8](repeating: 1, count: 32)).base64EncodedString())
+        let config = try decodeConfig("""
+        { "store": { "path": "\(directory.path)/store", "keyFile": "store.key" },
+          "identities": { "orders": { "tokenUrl": "https://idp/token", "clientId": "c", "dpop": { "keyFile": "dpop.pem" } } } }
+        """, baseDirectory: directory.path)
+        XCTAssertEqual(config.watchedFiles.map(\.key), ["$.store.keyFile", "$.identities.orders.dpop.keyFile"])
+        let readAs = config.watchedFiles.map(\.atLoad)
+        XCTAssertEqual(readAs, config.watchedFiles.map { FileIdentity.observe(path: $0.path) })
+        XCTAssertFalse(readAs.contains(nil))
+        try directory.write("dpop.pem", try PrivateKey.generate(.ecP256).pemRepresentation() + "\n")
+        let changes = WatchedFileChanges(filesAtLoad: config.watchedFiles)
+        let now = Dictionary(uniqueKeysWithValues: config.watchedFiles.map { ($0.path, FileIdentity.observe(path: $0.path)) })
+        XCTAssertEqual(changes.changed(in: now).map(\.key), ["$.identities.orders.dpop.keyFile"])
+    }
+
     func testInlineKeysAndGeneratedDPoPKeysNameNoFile() throws {
         let key = Data([UInt8](repeating: 1, count: 32)).base64EncodedString()
         let config = try decodeConfig("""

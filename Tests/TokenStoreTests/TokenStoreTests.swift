@@ -144,12 +144,30 @@ final class TokenStoreTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: storePath), ["identity-orders.token"])
     }
 
+    /// A removal waits for the entry's lock (a re-seal under way would put the entry back under the
+    /// new key): while it is held the entry stays and the removal times out; once free, it goes.
+    func testRemoveWaitsForTheEntryLockAndLeavesTheEntryWhenItStaysHeld() throws {
+        let store = try TokenStore(path: storePath, key: key)
+        try store.write(token, identity: "orders", fingerprint: fingerprint)
+        let held = try store.lock(identity: "orders", timeout: 1)
+        XCTAssertThrowsError(try store.remove(identity: "orders", lockTimeout: 0.05)) {
+            guard case .lockTimedOut = $0 as? StoreError else { return XCTFail("\($0)") }
+        }
+        XCTAssertEqual(try store.read(identity: "orders", fingerprint: fingerprint), .found(token))
+        try store.removeHoldingLock(identity: "orders")
+        XCTAssertEqual(try store.read(identity: "orders", fingerprint: fingerprint), .empty)
+        held.release()
+        try store.write(token, identity: "orders", fingerprint: fingerprint)
+        try store.remove(identity: "orders", lockTimeout: 1)
+        XCTAssertEqual(try store.read(identity: "orders", fingerprint: fingerprint), .empty)
+    }
+
     func testRemoveDeletesTheEntry() throws {
         let store = try TokenStore(path: storePath, key: key)
         try store.write(token, identity: "orders", fingerprint: fingerprint)
-        try store.remove(identity: "orders")
+        try store.remove(identity: "orders", lockTimeout: 1)
         XCTAssertEqual(try store.read(identity: "orders", fingerprint: fingerprint), .empty)
-        XCTAssertNoThrow(try store.remove(identity: "orders"))
+        XCTAssertNoThrow(try store.remove(identity: "orders", lockTimeout: 1))
         // Writing nothing removes too.
         try store.write(token, identity: "orders", fingerprint: fingerprint)
         try store.write(StoredToken(access: nil, refreshToken: nil), identity: "orders", fingerprint: fingerprint)

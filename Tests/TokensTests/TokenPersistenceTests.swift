@@ -50,7 +50,7 @@ final class TokenPersistenceTests: XCTestCase {
         persistence.write(HeldTokens(token: AccessToken(value: "at", issuedAt: now, expiresAt: now + 60, refreshAt: now + 50)), for: identity())
         _ = persistence.read(identity())
         _ = persistence.read(identity(scope: "b"))
-        persistence.remove(identity())
+        persistence.remove(identity(), lockTimeout: 1)
         XCTAssertEqual(operations.entries, ["orders read empty", "orders write ok", "orders read found", "orders read other_settings",
                                             "orders remove ok"])
     }

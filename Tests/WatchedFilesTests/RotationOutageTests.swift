@@ -15,4 +15,16 @@ final class RotationOutageTests: XCTestCase {
         XCTAssertEqual(outage.record(applied: false), .warnOutageStarted)
         XCTAssertEqual(outage, .failing)
     }
+
+    /// While the last re-apply failed, every observation tries again, changed files or not: the
+    /// cause may be a file no watcher looks at.
+    func testAFailingReapplyIsRetriedWithoutAnyChange() {
+        var outage = RotationOutage.none
+        XCTAssertFalse(outage.reapplies(filesChanged: false))
+        XCTAssertTrue(outage.reapplies(filesChanged: true))
+        _ = outage.record(applied: false)
+        XCTAssertTrue(outage.reapplies(filesChanged: false))
+        _ = outage.record(applied: true)
+        XCTAssertFalse(outage.reapplies(filesChanged: false))
+    }
 }

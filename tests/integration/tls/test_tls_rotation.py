@@ -32,7 +32,7 @@ pytestmark = pytest.mark.tls
 
 POLL = {"credentialFilePollSeconds": 1}
 RELOADED = "configuration reloaded"
-OUTAGE = "a changed credential file could not be applied; the configuration in force stays, and the next change of a watched file is tried again"
+OUTAGE = "a changed credential file could not be applied; the configuration in force stays, and it is tried again at every poll until it applies"
 OUTAGE_OVER = "changed credential files applied; the earlier failure is over"
 
 
@@ -188,6 +188,47 @@ def test_a_half_written_certificate_changes_nothing_and_warns_once_until_the_fil
     wait_until(lambda: served() == der(renewed.cert), 10, "the renewed certificate once both files are whole")
     wait_for_log(relay, OUTAGE_OVER, 1)
     assert len(log_records(relay, OUTAGE)) == 1
+
+
+def test_a_reapply_that_failed_on_an_unwatched_file_is_retried_until_the_renewed_certificate_is_in_force(
+        tls_pki, start_relay, upstream, tmp_path):
+    """The listener certificate is renewed while an identity's `clientSecretFile` (read by the
+    re-apply, but not among the files it watches) is empty mid delete-then-create: the re-apply
+    fails, one warning. The secret file is then written, and nothing watched changes again: the
+    relay tries again at every poll, and the renewed certificate is put in force. No re-apply
+    repeats the start-up's "TLS verification disabled" warning."""
+    first, renewed = tls_pki.server, tls_pki.renewal("server")
+    files = CredentialFiles(tmp_path / "listener-tls", "in_place", pair(first))
+    secret = tmp_path / "client-secret"
+    secret.write_text("s3cret")
+    tls_port = free_port()
+    relay, _ = start_with_admin(
+        start_relay, [route(upstream), tls_route(f"https://{LOOPBACK}:{free_port()}", "/unverified", insecureSkipVerify=True)],
+        limits=POLL,
+        listenTls={"address": f"{LOOPBACK}:{tls_port}", "certFile": files.paths["tls.crt"], "keyFile": files.paths["tls.key"]},
+        identities={"svc": {"tokenUrl": f"http://{LOOPBACK}:{free_port()}/token", "clientId": "relay",
+                            "clientSecretFile": str(secret)}})
+    context = ssl.create_default_context(cafile=str(tls_pki.ca.cert))
+
+    def served() -> bytes:
+        fresh = http.client.HTTPSConnection(LOOPBACK, tls_port, context=context, timeout=scaled(10))
+        try:
+            return https_get(fresh, "/x")
+        finally:
+            fresh.close()
+
+    unverified = len(log_records(relay, "TLS verification disabled"))
+    assert unverified == 1, "the start-up warns once"
+    secret.write_text("")
+    files.rotate(pair(renewed))
+    warning = wait_for_log(relay, OUTAGE, 1, timeout=10)
+    assert any(str(secret) in e for e in warning["errors"]), warning
+    assert served() == der(first.cert), "the certificate in force stays while the re-apply fails"
+    secret.write_text("s3cret")
+    wait_until(lambda: served() == der(renewed.cert), 10, "the renewed certificate, with no further change of a watched file")
+    wait_for_log(relay, OUTAGE_OVER, 1)
+    assert len(log_records(relay, OUTAGE)) == 1, "one warning per outage"
+    assert len(log_records(relay, "TLS verification disabled")) == unverified, "a re-apply does not repeat start-up warnings"
 
 
 # ---------------------------------------------------------------------------------------------
