@@ -181,7 +181,7 @@ final class ClientAuthDecodingTests: XCTestCase {
         XCTAssertEqual(id, "svc")
         XCTAssertEqual(key.keyID, "k1")
         XCTAssertEqual(key, try ClientAssertionKey(keyPEM: Self.rsa.pemRepresentation(), certificatePEM: certificate.pem, keyID: "k1"))
-        XCTAssertEqual(key.certificate?.members, [.sha256Thumbprint])
+        XCTAssertEqual(key.certificate?.members, [.sha256Thumbprint, .sha1Thumbprint])
     }
 
     func testClientCertHeadersChooseTheMembersInTheirOrder() throws {
