@@ -43,7 +43,7 @@ enum GitHubTokenAnswer {
         }
         let token: String
         do throws(UnusableAnswer) {
-            token = try TokenResponse.token(in: members, at: format.fields.token)
+            (token, _) = try TokenResponse.token(in: members, at: format.fields.token)
         } catch {
             throw invalid(error.reason)
         }
