@@ -51,7 +51,15 @@ struct ServiceAccountDecoding {
         }
         let subject = object.nonEmptyString("serviceAccountSubject")
         guard let token = decodeToken(object, scope: scope, audience: audience, subject: subject), let key else { return nil }
-        return .serviceAccount(ServiceAccountGrant(key: key, token: token))
+        let grant = ServiceAccountGrant(key: key, token: token)
+        if grant.isSelfSigned, key.keyID == nil, let field = object.field("serviceAccountKeyFile"),
+           let path = context.files.existingFile(field) {
+            // Google's APIs find the public key of a self-signed JWT by its kid only.
+            context.report("a self-signed JWT names its key by kid, the key file's private_key_id, which this file has not: \(path)",
+                           at: field)
+            return nil
+        }
+        return .serviceAccount(grant)
     }
 
     /// Which way the tokens come: `audience` makes a self-signed JWT for that API, `scope` asks

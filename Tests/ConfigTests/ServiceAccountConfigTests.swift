@@ -175,6 +175,16 @@ final class ServiceAccountConfigTests: XCTestCase {
                        ["$.identities.gsa.tokenUrl: tokenUrl \(why)"])
     }
 
+    func testASelfSignedJWTNeedsTheKeyFilesPrivateKeyID() throws {
+        let withoutKeyID = Self.keyFile().replacingOccurrences(of: #""private_key_id": "k-2024","#, with: "")
+        let refused = ["$.identities.gsa.serviceAccountKeyFile: a self-signed JWT names its key by kid, the key file's "
+                       + "private_key_id, which this file has not: sa.json"]
+        XCTAssertEqual(try errors(#""audience": "https://pubsub.googleapis.com/""#, keyFile: withoutKeyID), refused)
+        XCTAssertEqual(try errors(#""scope": "s", "selfSignedJwt": true"#, keyFile: withoutKeyID), refused)
+        // The token endpoint knows the key by the account and the signature: no kid needed there.
+        XCTAssertNil(try decoded(#""scope": "s""#, keyFile: withoutKeyID).grant.serviceAccount?.key.keyID)
+    }
+
     func testTheServiceAccountKeysNeedAKeyFile() throws {
         XCTAssertEqual(identityErrors(#""clientId": "c", "serviceAccountSubject": "admin@example.com", "selfSignedJwt": true"#), [
             "$.identities.x.serviceAccountSubject: serviceAccountSubject is only used with serviceAccountKeyFile",
