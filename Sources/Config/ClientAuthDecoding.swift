@@ -179,11 +179,16 @@ struct ClientAuthDecoding {
         return valid ? members : nil
     }
 
+    /// The header members naming a certificate when `clientCertHeaders` is not set.
+    static let defaultCertificateMembers: [JWSCertificateReference.Member] = [.sha256Thumbprint, .sha1Thumbprint]
+
     private static let certificateMemberNames = #""x5t#S256", "x5t" or "x5c""#
 
     /// `clientKeyFile` read as a PEM private key (RSA of at least 2048 bits or EC P-256), with
     /// `clientAssertionAlg` (default from the key), `clientKeyId` and, with `clientCertFile`, the
-    /// key's certificate named in the header by `certificateMembers` (default `x5t#S256`).
+    /// key's certificate named in the header by `certificateMembers` (default `x5t#S256` and
+    /// `x5t`: Entra documents the SHA-256 thumbprint, MSAL sends both to it and ADFS knows only the
+    /// SHA-1 one; RFC 7515 lets a verifier use either, so both are harmless).
     private func decodeClientKey(_ field: Field, certificateMembers: [JWSCertificateReference.Member]?,
                                  object: ObjectReader) -> ClientAssertionKey? {
         let algorithm = object.parsed("clientAssertionAlg") { text throws(InvalidValue) in
@@ -201,7 +206,7 @@ struct ClientAuthDecoding {
         guard let keyFile = context.files.pemText(inFile: field), certificateField == nil || certificateFile != nil else { return nil }
         do throws(ClientAssertionKey.Problem) {
             return try ClientAssertionKey(keyPEM: keyFile.text, certificatePEM: certificateFile?.text,
-                                          certificateMembers: certificateMembers ?? [.sha256Thumbprint],
+                                          certificateMembers: certificateMembers ?? Self.defaultCertificateMembers,
                                           algorithm: algorithm, keyID: keyID)
         } catch {
             let certificate = certificateField.flatMap { field in certificateFile.map { (field, $0.path) } }

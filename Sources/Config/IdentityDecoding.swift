@@ -222,8 +222,10 @@ struct IdentityDecoding {
     static let authorizationRequestKeys = ["client_id": "clientId", "redirect_uri": "redirectUri", "scope": "scope"]
 
     /// `authorizationParams`: query parameters a login's authorization request adds to the
-    /// standard ones. Never one the relay sets (`AuthorizationRequest.relayParameters`), nor
-    /// `audience` or `resource` when the identity's own keys send them.
+    /// standard ones. Never one the relay sets (`AuthorizationRequest.relayParameters`), nor a
+    /// request object (`request`, `request_uri`: RFC 9101, which would replace them), nor a
+    /// `response_mode` but `query` (the callback reads the query), nor `audience` or `resource`
+    /// when the identity's own keys send them.
     private func decodeAuthorizationParams(_ field: Field, identity: ObjectReader) -> [String: String]? {
         guard let members = context.stringMembers(field) else { return nil }
         var params: [String: String] = [:]
@@ -235,6 +237,13 @@ struct IdentityDecoding {
             } else if AuthorizationRequest.relayParameters.contains(name) {
                 context.report("\(name) is the relay's to set for each login: response_type is always code, and state, nonce, "
                                + "code_challenge and code_challenge_method tie the code to the login that asked for it", at: member)
+            } else if name == "request" || name == "request_uri" {
+                context.report("\(name) would replace the relay's authorization request (RFC 9101: the IdP reads the parameters "
+                               + "from the request object, not the query), and with them its state, PKCE challenge and redirect_uri",
+                               at: member)
+            } else if name == "response_mode", value != "query" {
+                context.report("the relay's callback reads the code from the query: response_mode can only be query, "
+                               + "got \"\(value)\"", at: member)
             } else if name == "audience" || name == "resource", identity.has(name) {
                 context.report("\(name) is already sent from \"\(name)\"; set it in one place", at: member)
             } else {

@@ -20,8 +20,11 @@ struct IdentityKeyChecks {
                 }
             }
         }
-        // An extension grant's assertion or token may identify the client; a GitHub App's JWT does.
-        if !grant.isExtension && grant != .gitHubAppInstallation {
+        // An extension grant's assertion or token may identify the client; a GitHub App's JWT does,
+        // and so does a client assertion the platform wrote (its sub, RFC 7521 §4.2: `check` warns
+        // that Entra ID wants client_id too, `RelayConfig.assertionWithoutClientIdWarnings`).
+        let platformAssertion = if case .string("client_assertion_file") = object.field("clientAuth")?.value.kind { true } else { false }
+        if !grant.isExtension && grant != .gitHubAppInstallation && !platformAssertion {
             requireKey("clientId")
         }
         switch grant {

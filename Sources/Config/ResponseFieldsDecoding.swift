@@ -1,8 +1,9 @@
 import OAuth2
 
 /// Reads an identity's `responseFields`: where its token endpoint's answers carry the token, its
-/// expiry, its type and a new refresh token, each a member name, a path into nested objects
-/// joined by dots (`authed_user.access_token`), or an array of such paths tried in order; and
+/// expiry, its type, a new refresh token and the granted scope, each a member name, a path into
+/// nested objects joined by dots (`authed_user.access_token`), or an array of such paths (the
+/// token's tried in order, the others' read at the alternative the token was found by); and
 /// `typeValues`, the IdP's own token type names mapped to `Bearer` or `DPoP`.
 struct ResponseFieldsDecoding {
     let context: DecodingContext
@@ -15,7 +16,7 @@ struct ResponseFieldsDecoding {
     }
 
     func decodeResponseFields(_ field: Field) -> Decoded? {
-        guard let object = ObjectReader(field, knownKeys: ["token", "expiry", "type", "refreshToken", "typeValues"], in: context) else {
+        guard let object = ObjectReader(field, knownKeys: ["token", "expiry", "type", "refreshToken", "scope", "typeValues"], in: context) else {
             return nil
         }
         var decoded = Decoded()
@@ -23,13 +24,33 @@ struct ResponseFieldsDecoding {
         decoded.fields.expiry = object.field("expiry").flatMap(decodeMember) ?? decoded.fields.expiry
         decoded.fields.type = object.field("type").flatMap(decodeMember) ?? decoded.fields.type
         decoded.fields.refreshToken = object.field("refreshToken").flatMap(decodeMember) ?? decoded.fields.refreshToken
+        decoded.fields.scope = object.field("scope").flatMap(decodeMember) ?? decoded.fields.scope
+        checkAlternatives(object, fields: decoded.fields)
         if let typeValues = object.field("typeValues") {
             decodeTypeValues(typeValues, into: &decoded)
         }
         return decoded
     }
 
-    /// A member path, or an array of them (the first that leads to a value wins).
+    /// The members read beside the token, each at the token's alternative, by key.
+    private static func companions(of fields: ResponseFields) -> [(key: String, member: ResponseMember)] {
+        [("expiry", fields.expiry), ("type", fields.type), ("refreshToken", fields.refreshToken), ("scope", fields.scope)]
+    }
+
+    /// The i-th path of every member belongs to the token's i-th: a member of one path serves
+    /// every alternative, one of several must have as many as `token` (which path would serve a
+    /// token found by an alternative it has none for would be a guess).
+    private func checkAlternatives(_ object: ObjectReader, fields: ResponseFields) {
+        let count = fields.token.paths.count
+        for (key, member) in Self.companions(of: fields) {
+            let paths = member.paths.count
+            guard paths > 1, paths != count, let field = object.field(key) else { continue }
+            context.report("has \(paths) paths but token has \(count): the i-th path of each member is read for a token found by "
+                           + "token's i-th, so give one path (read whatever the alternative) or \(count)", at: field)
+        }
+    }
+
+    /// A member path, or an array of them (the i-th read with a token found by token's i-th).
     private func decodeMember(_ field: Field) -> ResponseMember? {
         guard let paths = context.stringOrStrings(field) else { return nil }
         guard !paths.isEmpty else {

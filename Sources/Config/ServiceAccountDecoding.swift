@@ -16,7 +16,7 @@ struct ServiceAccountDecoding {
     /// Keys a service account never uses, and why.
     static let unusedKeys: [(keys: [String], why: String)] = [
         (["clientId", "clientSecret", "clientSecretFile", "clientAuth", "clientKeyFile", "clientKeyId", "clientAssertionAlg",
-          "clientAssertionAudience", "clientCertFile", "clientCertHeaders", "sendClientIdWithAssertion"],
+          "clientAssertionAudience", "clientCertFile", "clientCertHeaders", "sendClientIdWithAssertion", "clientAssertionFile"],
          "the key file names the account (client_email) and its private_key signs the requests"),
         (["username", "password", "passwordFile", "refreshToken", "refreshTokenFile", "assertion", "assertionFile", "subjectToken",
           "subjectTokenFile", "subjectTokenType", "actorToken", "actorTokenFile", "actorTokenType"],
@@ -24,6 +24,7 @@ struct ServiceAccountDecoding {
         (["issuer"], "the key file's token_uri is the token endpoint (tokenUrl overrides it)"),
         (["resource"], "Google's token endpoint takes no resource indicators"),
         (["dpop"], "Google issues service accounts Bearer tokens"),
+        (GitHubAppDecoding.keys, "it is a GitHub App's key (grant github_app_installation), not a Google service account's"),
     ]
 
     /// Keys a self-signed service account does not use either: it sends no request.
@@ -50,7 +51,15 @@ struct ServiceAccountDecoding {
         }
         let subject = object.nonEmptyString("serviceAccountSubject")
         guard let token = decodeToken(object, scope: scope, audience: audience, subject: subject), let key else { return nil }
-        return .serviceAccount(ServiceAccountGrant(key: key, token: token))
+        let grant = ServiceAccountGrant(key: key, token: token)
+        if grant.isSelfSigned, key.keyID == nil, let field = object.field("serviceAccountKeyFile"),
+           let path = context.files.existingFile(field) {
+            // Google's APIs find the public key of a self-signed JWT by its kid only.
+            context.report("a self-signed JWT names its key by kid, the key file's private_key_id, which this file has not: \(path)",
+                           at: field)
+            return nil
+        }
+        return .serviceAccount(grant)
     }
 
     /// Which way the tokens come: `audience` makes a self-signed JWT for that API, `scope` asks

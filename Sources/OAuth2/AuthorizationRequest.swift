@@ -12,13 +12,20 @@ import Endpoints
 /// endpoint or show them to the person.
 ///
 /// An endpoint that already has a query keeps it (RFC 6749 §3.1), minus any parameter named
-/// like one of these, which would otherwise be sent twice.
+/// like one of these, which would otherwise be sent twice, and minus a request object
+/// (`requestObjectParameters`).
 public struct AuthorizationRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The parameters every authorization request carries, set from the login or from their own
     /// keys (`scope`, `clientId`, `redirectUri`): `authorizationParams` may not name them. It may
     /// name `audience` and `resource` when the identity's own keys do not set them.
     public static let relayParameters = ["response_type", "client_id", "redirect_uri", "scope", "state", "nonce",
                                          "code_challenge", "code_challenge_method"]
+
+    /// Parameters that would replace the request's own (RFC 9101: a request object, by value or by
+    /// reference, whose parameters the IdP reads instead of the query's, state and PKCE challenge
+    /// included): never sent, from `authorizationParams` (which the config refuses them in) or
+    /// the endpoint's query.
+    public static let requestObjectParameters = ["request", "request_uri"]
 
     /// The full URL, with its query: the `Location` of the redirect. (Holds `state`, `nonce`
     /// and the challenge: never log it; `description` hides the query.)
@@ -38,10 +45,11 @@ public struct AuthorizationRequest: Sendable, CustomStringConvertible, CustomDeb
         parameters += [("code_challenge", login.pkce.challenge), ("code_challenge_method", PKCE.method)]
         if let audience = identity.audience { parameters.append(("audience", audience)) }
         parameters += identity.resource.map { ("resource", $0) }
-        parameters += identity.authorizationParams.filter { !Self.relayParameters.contains($0.key) }
+        parameters += identity.authorizationParams
+            .filter { !Self.relayParameters.contains($0.key) && !Self.requestObjectParameters.contains($0.key) }
             .sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
 
-        let ours = Set(parameters.map(\.name))
+        let ours = Set(parameters.map(\.name) + Self.requestObjectParameters)
         let kept = endpoint.query.map { query in
             query.split(separator: "&", omittingEmptySubsequences: true).filter { pair in
                 let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]

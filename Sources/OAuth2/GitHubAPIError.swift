@@ -5,15 +5,16 @@
 /// texts are GitHub's, cleaned of any secret the request carried (`ErrorText.clean`).
 public struct GitHubAPIError: Sendable, Equatable, CustomStringConvertible {
     public var status: Int
-    /// GitHub's `message` (cut to `ErrorText.limit` bytes).
-    public var message: String
+    /// GitHub's `message` (cut to `ErrorText.limit` bytes); nil for a rate limit whose body is no
+    /// GitHub error object, which only its headers tell.
+    public var message: String?
     /// GitHub's `documentation_url`, if it gave one.
     public var documentationURL: String?
     /// A rate limit (primary or secondary): a 403 or 429 with `Retry-After`, with
     /// `x-ratelimit-remaining: 0`, or whose message says so. It passes, so it is temporary.
     public var isRateLimit: Bool
 
-    public init(status: Int, message: String, documentationURL: String? = nil, isRateLimit: Bool = false) {
+    public init(status: Int, message: String?, documentationURL: String? = nil, isRateLimit: Bool = false) {
         self.status = status
         self.message = message
         self.documentationURL = documentationURL
@@ -21,6 +22,7 @@ public struct GitHubAPIError: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        "GitHub's message \"\(message)\"" + (documentationURL.map { " (documentation: \($0))" } ?? "")
+        guard let message else { return "a rate limit by its headers, without GitHub's error object" }
+        return "GitHub's message \"\(message)\"" + (documentationURL.map { " (documentation: \($0))" } ?? "")
     }
 }

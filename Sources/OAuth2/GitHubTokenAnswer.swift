@@ -43,7 +43,7 @@ enum GitHubTokenAnswer {
         }
         let token: String
         do throws(UnusableAnswer) {
-            token = try TokenResponse.token(in: members, at: format.fields.token)
+            (token, _) = try TokenResponse.token(in: members, at: format.fields.token)
         } catch {
             throw invalid(error.reason)
         }
@@ -63,18 +63,22 @@ enum GitHubTokenAnswer {
     }
 
     /// The error a status other than 2xx and 3xx is: GitHub's error object when the body is one
-    /// (a JSON object with a `message` string), else the status with an excerpt of the body.
+    /// (a JSON object with a `message` string), else the status with an excerpt of the body. A
+    /// 403 or 429 whose headers say it is a rate limit (`Retry-After`, `x-ratelimit-remaining: 0`)
+    /// is one whatever its body (a proxy's page, an empty body): it passes.
     private static func error(of reply: TokenEndpointReply, members: [String: JSONValue]?, secrets: [String],
                               unixTime: Double) -> TokenEndpointError {
         let retryAfter = reply.header("Retry-After").flatMap { RetryAfter.seconds($0, unixTime: unixTime) }
-        guard let message = members?["message"]?.string else {
+        let limitSpent = reply.header("x-ratelimit-remaining").map { WhiteSpace.trimmingSpaces($0) == "0" } ?? false
+        let mayBeRateLimit = [403, 429].contains(reply.status)
+        let message = members?["message"]?.string
+        let isRateLimit = mayBeRateLimit
+            && (retryAfter != nil || limitSpent || message?.lowercased().contains("rate limit") == true)
+        guard message != nil || isRateLimit else {
             return .unexpectedStatus(status: reply.status, contentType: reply.mediaType,
                                      excerpt: ErrorText.excerpt(of: reply, format: format, removing: secrets), retryAfter: retryAfter)
         }
-        let limitSpent = reply.header("x-ratelimit-remaining").map { WhiteSpace.trimmingSpaces($0) == "0" } ?? false
-        let isRateLimit = [403, 429].contains(reply.status)
-            && (retryAfter != nil || limitSpent || message.lowercased().contains("rate limit"))
-        let error = GitHubAPIError(status: reply.status, message: ErrorText.clean(message, removing: secrets),
+        let error = GitHubAPIError(status: reply.status, message: message.map { ErrorText.clean($0, removing: secrets) },
                                    documentationURL: members?["documentation_url"]?.string.map { ErrorText.clean($0, removing: secrets) },
                                    isRateLimit: isRateLimit)
         guard isRateLimit, retryAfter == nil else { return .gitHubAPI(error, retryAfter: retryAfter) }

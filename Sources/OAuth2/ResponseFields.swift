@@ -1,21 +1,25 @@
-/// Where a token response carries the token, its lifetime, its type and a new refresh token
-/// (`responseFields`), each a `ResponseMember` (the standard names by default), and the token
+/// Where a token response carries the token, its lifetime, its type, a new refresh token and the
+/// granted scope (`responseFields`), each a `ResponseMember` (the standard names by default), the
+/// i-th paths of the members belonging together (a member of one path serves every alternative
+/// of the token's), and the token
 /// type values an IdP names its own way (`typeValues`: Slack's `bot` and `user` are bearer tokens).
 public struct ResponseFields: Sendable, Equatable, Hashable {
     public var token: ResponseMember
     public var expiry: ResponseMember
     public var type: ResponseMember
     public var refreshToken: ResponseMember
+    public var scope: ResponseMember
     /// An IdP's own token type values, lowercased (types compare case-insensitively, RFC 6749
     /// §5.1), each mapped to `Bearer` or `DPoP`. Never `bearer` or `dpop` themselves.
     public var typeValues: [String: String]
 
     public init(token: ResponseMember = "access_token", expiry: ResponseMember = "expires_in", type: ResponseMember = "token_type",
-                refreshToken: ResponseMember = "refresh_token", typeValues: [String: String] = [:]) {
+                refreshToken: ResponseMember = "refresh_token", scope: ResponseMember = "scope", typeValues: [String: String] = [:]) {
         self.token = token
         self.expiry = expiry
         self.type = type
         self.refreshToken = refreshToken
+        self.scope = scope
         self.typeValues = typeValues
     }
 

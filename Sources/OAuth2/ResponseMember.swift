@@ -2,8 +2,10 @@ import JSON
 
 /// Where one value of a token response is (`responseFields`): a member name (`access_token`), a
 /// path of member names into nested objects joined by dots (`authed_user.access_token`, Slack's
-/// user token), or several such paths tried in order, the first that leads to a value winning
-/// (Slack answers a user token's code exchange under `authed_user` and its refreshes at the top).
+/// user token), or several such paths tried in order (Slack answers a user token's code exchange
+/// under `authed_user` and its refreshes at the top). The token's path decides the alternative
+/// (`resolve`); the answer's other members are read at the same alternative's path
+/// (`lookup(in:alternative:)`), so they never come from another object than the token.
 ///
 /// A dot always separates two names: a member whose own name holds a dot cannot be named (no
 /// token endpoint the relay knows of uses one), and an empty name (a dot first, last or twice in
@@ -73,19 +75,39 @@ public struct ResponseMember: Sendable, Hashable, CustomStringConvertible, Expre
         }
     }
 
-    /// Looks the member up in an answer's top-level members.
+    /// Looks the member up in an answer's top-level members (`resolve`, without the alternative).
     public func lookup(in members: [String: JSONValue]) -> Lookup {
-        var first: Lookup?
-        var null: Lookup?
-        for path in paths {
+        resolve(in: members).lookup
+    }
+
+    /// Looks the member up, and says which alternative (index into `paths`) it was found by.
+    /// The paths are tried in order: the first that leads to a value (not null) wins; a nested
+    /// path whose enclosing object the answer has claims the answer even when the member is
+    /// missing or null there (Slack's `authed_user` without `access_token` is an error, not a
+    /// reason to take the top-level bot token); else the first that leads to null, else the
+    /// first path's failure.
+    public func resolve(in members: [String: JSONValue]) -> (lookup: Lookup, alternative: Int) {
+        var first: (Lookup, Int)?
+        var null: (Lookup, Int)?
+        for (index, path) in paths.enumerated() {
             let found = Self.walk(path, in: members)
             switch found {
-            case .value(.null, _): null = null ?? found
-            case .value: return found
-            default: first = first ?? found
+            case .value(.null, _) where path.count > 1: return (found, index)
+            case .value(.null, _): null = null ?? (found, index)
+            case .value: return (found, index)
+            case .missing(let object, _) where path.count > 1 && object == path.dropLast().joined(separator: "."):
+                return (found, index)
+            default: first = first ?? (found, index)
             }
         }
-        return null ?? first ?? .missing(object: nil, fields: members.keys.sorted())
+        return null ?? first ?? (.missing(object: nil, fields: members.keys.sorted()), 0)
+    }
+
+    /// Looks the member up at the path of `alternative` only, the one another member (the token)
+    /// was found by: the i-th paths of `responseFields` belong together. A member of one path
+    /// reads it whatever the alternative.
+    public func lookup(in members: [String: JSONValue], alternative: Int) -> Lookup {
+        Self.walk(paths[min(max(alternative, 0), paths.count - 1)], in: members)
     }
 
     private static func walk(_ path: [String], in members: [String: JSONValue]) -> Lookup {

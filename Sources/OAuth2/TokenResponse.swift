@@ -7,7 +7,8 @@ import SafeText
 /// (`TokenLifetime` has the rules); `token_type` compared case-insensitively (`bearer` becomes
 /// `Bearer`, absent means `Bearer`, an IdP's own name mapped by `typeValues`, any other type but
 /// Bearer or DPoP refused, and DPoP unless the identity has a DPoP key); the token, expiry, type
-/// and refresh token where `responseFields` says, nested members included; a JSON object or,
+/// refresh token and scope where `responseFields` says, nested members included, all of the
+/// alternative the token was found by (`ResponseMember.resolve`); a JSON object or,
 /// from older IdPs, a form-encoded body.
 /// An answer with an `error` member is an error whatever its status and whatever else it holds.
 public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
@@ -71,13 +72,16 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
                  invalid: (String) -> TokenEndpointError) throws(TokenEndpointError) {
         let names = format.fields
         let token: String
+        let alternative: Int
         do throws(UnusableAnswer) {
-            token = try Self.token(in: members, at: names.token)
+            (token, alternative) = try Self.token(in: members, at: names.token)
         } catch {
             throw invalid(error.reason)
         }
         accessToken = Secret(token)
-        let typeLookup = names.type.lookup(in: members)
+        // The token's alternative says where the rest is: never a type, expiry or refresh token
+        // of another object (Slack's bot token beside a user token).
+        let typeLookup = names.type.lookup(in: members, alternative: alternative)
         tokenType = names.tokenType(sent: typeLookup.value?.string)
         guard Self.usableTypes.contains(tokenType) else {
             // Sent as Bearer, a MAC or N_A token would only be refused upstream, or worse, accepted
@@ -91,7 +95,7 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
             // proof: an IdP that binds anyway answered a request it was not asked.
             throw invalid("token_type DPoP, but the identity has no dpop key to prove possession with")
         }
-        let expiry = names.expiry.lookup(in: members)
+        let expiry = names.expiry.lookup(in: members, alternative: alternative)
         let expiryField = if case .value(_, let path) = expiry { path } else { names.expiry.description }
         let lifetime: TokenLifetime
         do throws(TokenLifetime.LifetimeError) {
@@ -101,21 +105,30 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
             throw invalid("the token is a JWT whose exp has already passed")
         }
         (expiresIn, expirySource, lifetimeWarnings) = (lifetime.seconds, lifetime.source, lifetime.warnings)
-        refreshToken = names.refreshToken.lookup(in: members).value?.string.flatMap { $0.isEmpty ? nil : Secret($0) }
-        scope = members["scope"]?.string ?? members["scope"]?.strings?.joined(separator: " ")
+        refreshToken = names.refreshToken.lookup(in: members, alternative: alternative).value?.string
+            .flatMap { $0.isEmpty ? nil : Secret($0) }
+        let scopeValue = names.scope.lookup(in: members, alternative: alternative).value
+        scope = scopeValue?.string ?? scopeValue?.strings?.joined(separator: " ")
         issuedTokenType = members["issued_token_type"]?.string
         idToken = members["id_token"]?.string.flatMap { $0.isEmpty ? nil : Secret($0) }
     }
 
-    /// The token at `member` of an answer's members: a non-empty string that can go in a header.
-    static func token(in members: [String: JSONValue], at member: ResponseMember) throws(UnusableAnswer) -> String {
-        switch member.lookup(in: members) {
+    /// The token at `member` of an answer's members: a non-empty string that can go in a header,
+    /// and the alternative of `member` it was found by.
+    static func token(in members: [String: JSONValue], at member: ResponseMember) throws(UnusableAnswer) -> (String, alternative: Int) {
+        let (lookup, alternative) = member.resolve(in: members)
+        switch lookup {
         case .value(let value, let path):
             guard let text = value.string, !text.isEmpty else { throw UnusableAnswer("\(path) is not a non-empty string") }
             guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
                 throw UnusableAnswer("\(path) holds characters that cannot go in a header (spaces, control or non-ASCII characters)")
             }
-            return text
+            return (text, alternative)
+        case .missing(let object?, let fields) where member.paths.count > 1 && member.paths[alternative].count > 1:
+            // A nested alternative whose object is there claims the answer (`ResponseMember.resolve`).
+            let present = fields.prefix(10).map { ErrorText.clean($0, removing: []) }.joined(separator: ", ")
+            throw UnusableAnswer("no \(member.paths[alternative].joined(separator: ".")) field (fields of \(object): \(present)); "
+                                 + "the answer has \(object), so no other alternative of \(member) is read")
         case .missing(let object, let fields):
             let present = fields.prefix(10).map { ErrorText.clean($0, removing: []) }.joined(separator: ", ")
             throw UnusableAnswer("no \(member) field (fields\(object.map { " of \($0)" } ?? ""): \(present))")

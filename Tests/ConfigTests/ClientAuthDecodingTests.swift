@@ -174,14 +174,15 @@ final class ClientAuthDecodingTests: XCTestCase {
         return key
     }
 
-    func testTheCertificateBesideTheKeyIsNamedBySHA256ThumbprintByDefault() throws {
+    func testTheCertificateBesideTheKeyIsNamedByBothThumbprintsByDefault() throws {
         let (files, certificate) = try certificateFiles()
         let config = try decodeConfig(identityJSON(certificateIdentity + #", "clientCertFile": "cert.pem""#), besideFiles: files).get()
         guard case .privateKeyJWT(let id, let key) = try XCTUnwrap(config.identities["x"]).clientAuth else { return XCTFail() }
         XCTAssertEqual(id, "svc")
         XCTAssertEqual(key.keyID, "k1")
-        XCTAssertEqual(key, try ClientAssertionKey(keyPEM: Self.rsa.pemRepresentation(), certificatePEM: certificate.pem, keyID: "k1"))
-        XCTAssertEqual(key.certificate?.members, [.sha256Thumbprint])
+        XCTAssertEqual(key, try ClientAssertionKey(keyPEM: Self.rsa.pemRepresentation(), certificatePEM: certificate.pem,
+                                                   certificateMembers: [.sha256Thumbprint, .sha1Thumbprint], keyID: "k1"))
+        XCTAssertEqual(key.certificate?.members, [.sha256Thumbprint, .sha1Thumbprint], "Entra's x5t#S256 and ADFS's x5t")
     }
 
     func testClientCertHeadersChooseTheMembersInTheirOrder() throws {

@@ -93,6 +93,17 @@ final class CredentialFileConfigTests: XCTestCase {
         XCTAssertEqual(config.expiredCredentialWarnings(at: 1_795_726_799), [])
     }
 
+    func testAnAssertionFileWithoutClientIdLoadsAndCheckWarns() throws {
+        let without = identityJSON(#""clientAuth": "client_assertion_file", "clientAssertionFile": "token""#)
+        let config = try decodeConfig(without, besideFiles: ["token": jwt(exp: 1_795_726_800)]).get()
+        XCTAssertEqual(config.assertionWithoutClientIdWarnings, [
+            "$.identities.x.clientId: not set, so the token requests of clientAuth client_assertion_file carry no client_id: "
+                + "Microsoft Entra ID requires it (AADSTS900144); an IdP that knows the client by the assertion's sub does not",
+        ])
+        let with = identityJSON(#""clientId": "app", "clientAuth": "client_assertion_file", "clientAssertionFile": "token""#)
+        XCTAssertEqual(try decodeConfig(with, besideFiles: ["token": jwt(exp: 1_795_726_800)]).get().assertionWithoutClientIdWarnings, [])
+    }
+
     func testEveryCredentialFileTheIdentityUsesIsRecorded() throws {
         let key = try PrivateKey.generate(.ecP256).pemRepresentation()
         let certificate = try IssuedCertificate.selfSigned(forKey: key).pem

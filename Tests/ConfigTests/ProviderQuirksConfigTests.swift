@@ -11,8 +11,9 @@ final class ProviderQuirksConfigTests: XCTestCase {
     // MARK: - authorizationParams
 
     func testAuthorizationParamsAreDecoded() throws {
-        let identity = try identity(browser + #", "authorizationParams": { "access_type": "offline", "prompt": "consent", "hd": "" }"#)
-        XCTAssertEqual(identity.authorizationParams, ["access_type": "offline", "prompt": "consent", "hd": ""])
+        let identity = try identity(browser + #", "authorizationParams": { "access_type": "offline", "prompt": "consent", "hd": "", "#
+                                    + #""response_mode": "query" }"#)
+        XCTAssertEqual(identity.authorizationParams, ["access_type": "offline", "prompt": "consent", "hd": "", "response_mode": "query"])
     }
 
     func testAuthorizationParamsResolveEnvironmentReferences() throws {
@@ -31,6 +32,8 @@ final class ProviderQuirksConfigTests: XCTestCase {
     func testAuthorizationParamsRefusals() {
         let relaysOwn = "is the relay's to set for each login: response_type is always code, and state, nonce, "
             + "code_challenge and code_challenge_method tie the code to the login that asked for it"
+        let requestObject = "would replace the relay's authorization request (RFC 9101: the IdP reads the parameters from the "
+            + "request object, not the query), and with them its state, PKCE challenge and redirect_uri"
         let cases: [(String, [String])] = [
             (browser + #", "authorizationParams": { "response_type": "token" }"#,
              ["$.identities.x.authorizationParams.response_type: response_type " + relaysOwn]),
@@ -50,6 +53,16 @@ final class ProviderQuirksConfigTests: XCTestCase {
              [#"$.identities.x.authorizationParams.audience: audience is already sent from "audience"; set it in one place"#]),
             (browser + #", "resource": "https://r/", "authorizationParams": { "resource": "https://s/" }"#,
              [#"$.identities.x.authorizationParams.resource: resource is already sent from "resource"; set it in one place"#]),
+            (browser + #", "authorizationParams": { "request": "eyJ.x.y" }"#,
+             ["$.identities.x.authorizationParams.request: request " + requestObject]),
+            (browser + #", "authorizationParams": { "request_uri": "urn:ietf:params:oauth:request_uri:x" }"#,
+             ["$.identities.x.authorizationParams.request_uri: request_uri " + requestObject]),
+            (browser + #", "authorizationParams": { "response_mode": "form_post" }"#,
+             [#"$.identities.x.authorizationParams.response_mode: the relay's callback reads the code from the query: "#
+                + #"response_mode can only be query, got "form_post""#]),
+            (browser + #", "authorizationParams": { "response_mode": "fragment" }"#,
+             [#"$.identities.x.authorizationParams.response_mode: the relay's callback reads the code from the query: "#
+                + #"response_mode can only be query, got "fragment""#]),
             (browser + #", "authorizationParams": { "": "x" }"#,
              [#"$.identities.x.authorizationParams[""]: a query parameter name must not be empty"#]),
             (browser + #", "authorizationParams": { "access_type": true }"#,
@@ -80,13 +93,15 @@ final class ProviderQuirksConfigTests: XCTestCase {
         "clientId": "c", "clientSecret": "s", "responseFields": {
           "token": ["authed_user.access_token", "access_token"], "expiry": "authed_user.expires_in",
           "type": "authed_user.token_type", "refreshToken": ["authed_user.refresh_token", "refresh_token"],
-          "typeValues": { "User": "bearer", "bot": "Bearer" } }
+          "scope": ["authed_user.scope", "scope"], "typeValues": { "User": "bearer", "bot": "Bearer" } }
         """#)
         let fields = identity.responseFields
         XCTAssertEqual(fields.token.paths, [["authed_user", "access_token"], ["access_token"]])
         XCTAssertEqual(fields.expiry.paths, [["authed_user", "expires_in"]])
         XCTAssertEqual(fields.type.paths, [["authed_user", "token_type"]])
         XCTAssertEqual(fields.refreshToken.paths, [["authed_user", "refresh_token"], ["refresh_token"]])
+        XCTAssertEqual(fields.scope.paths, [["authed_user", "scope"], ["scope"]])
+        XCTAssertEqual(try self.identity(#""clientId": "c", "clientSecret": "s""#).responseFields.scope.paths, [["scope"]])
         XCTAssertEqual(fields.typeValues, ["user": "Bearer", "bot": "Bearer"], "names lowercased, types normalized")
     }
 
@@ -129,6 +144,13 @@ final class ProviderQuirksConfigTests: XCTestCase {
                 + "(token types compare case-insensitively)"]),
             (#"{ "typeValues": { "": "Bearer" } }"#, [#"$.identities.x.responseFields.typeValues[""]: a token type name must not be empty"#]),
             (#"{ "typeValues": ["user"] }"#, ["$.identities.x.responseFields.typeValues: expected an object, got array"]),
+            (#"{ "scope": "a..b" }"#, [#"$.identities.x.responseFields.scope: "a..b" "# + emptyName]),
+            (#"{ "token": ["a.access_token", "access_token"], "refreshToken": ["a.r", "b.r", "r"] }"#,
+             ["$.identities.x.responseFields.refreshToken: has 3 paths but token has 2: the i-th path of each member is read for a "
+                + "token found by token's i-th, so give one path (read whatever the alternative) or 2"]),
+            (#"{ "scope": ["a.scope", "scope"] }"#,
+             ["$.identities.x.responseFields.scope: has 2 paths but token has 1: the i-th path of each member is read for a "
+                + "token found by token's i-th, so give one path (read whatever the alternative) or 1"]),
         ]
         for (fields, expected) in cases {
             XCTAssertEqual(identityErrors(#""clientId": "c", "clientSecret": "s", "responseFields": "# + fields), expected, fields)

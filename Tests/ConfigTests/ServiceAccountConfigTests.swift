@@ -120,6 +120,19 @@ final class ServiceAccountConfigTests: XCTestCase {
             "$.identities.gsa.clientCertFile: clientCertFile is not used with serviceAccountKeyFile: \(client)",
             "$.identities.gsa.sendClientIdWithAssertion: sendClientIdWithAssertion is not used with serviceAccountKeyFile: \(client)",
         ])
+        let gitHub = "it is a GitHub App's key (grant github_app_installation), not a Google service account's"
+        XCTAssertEqual(try errors(#"""
+            "scope": "s", "clientAssertionFile": "/run/token", "appId": 1, "installationId": 2, "githubApiUrl": "https://api.github.com",
+            "repositories": ["r"], "repositoryIds": [3], "permissions": { "contents": "read" }
+            """#), [
+            "$.identities.gsa.clientAssertionFile: clientAssertionFile is not used with serviceAccountKeyFile: \(client)",
+            "$.identities.gsa.appId: appId is not used with serviceAccountKeyFile: \(gitHub)",
+            "$.identities.gsa.installationId: installationId is not used with serviceAccountKeyFile: \(gitHub)",
+            "$.identities.gsa.githubApiUrl: githubApiUrl is not used with serviceAccountKeyFile: \(gitHub)",
+            "$.identities.gsa.repositories: repositories is not used with serviceAccountKeyFile: \(gitHub)",
+            "$.identities.gsa.repositoryIds: repositoryIds is not used with serviceAccountKeyFile: \(gitHub)",
+            "$.identities.gsa.permissions: permissions is not used with serviceAccountKeyFile: \(gitHub)",
+        ])
         XCTAssertEqual(try errors(#""scope": "s", "params": { "assertion": "a.b.c" }"#),
                        ["$.identities.gsa.params.assertion: assertion is the service account's signed JWT; it is not set in params"])
         XCTAssertEqual(try errors(#""scope": "s", "authorizationUrl": "https://accounts.google.com/o/oauth2/auth""#), [
@@ -160,6 +173,16 @@ final class ServiceAccountConfigTests: XCTestCase {
         ])
         XCTAssertEqual(try errors(#""scope": "s", "selfSignedJwt": true, "tokenUrl": "https://oauth2.googleapis.com/token""#),
                        ["$.identities.gsa.tokenUrl: tokenUrl \(why)"])
+    }
+
+    func testASelfSignedJWTNeedsTheKeyFilesPrivateKeyID() throws {
+        let withoutKeyID = Self.keyFile().replacingOccurrences(of: #""private_key_id": "k-2024","#, with: "")
+        let refused = ["$.identities.gsa.serviceAccountKeyFile: a self-signed JWT names its key by kid, the key file's "
+                       + "private_key_id, which this file has not: sa.json"]
+        XCTAssertEqual(try errors(#""audience": "https://pubsub.googleapis.com/""#, keyFile: withoutKeyID), refused)
+        XCTAssertEqual(try errors(#""scope": "s", "selfSignedJwt": true"#, keyFile: withoutKeyID), refused)
+        // The token endpoint knows the key by the account and the signature: no kid needed there.
+        XCTAssertNil(try decoded(#""scope": "s""#, keyFile: withoutKeyID).grant.serviceAccount?.key.keyID)
     }
 
     func testTheServiceAccountKeysNeedAKeyFile() throws {

@@ -96,6 +96,17 @@ final class AuthorizationRequestTests: XCTestCase {
         XCTAssertEqual(pairs.count, 8)
     }
 
+    /// A request object (RFC 9101) would replace state, PKCE and redirect_uri: never sent.
+    func testARequestObjectIsNeverSent() {
+        var withQuery = endpoint
+        withQuery.query = "request_uri=urn%3Aforged&tenant=acme&request=forged.jwt"
+        let identity = interactiveIdentity { $0.authorizationParams = ["request": "forged", "request_uri": "https://forged/"] }
+        let pairs = queryPairs(AuthorizationRequest(endpoint: withQuery, identity: identity, login: start(identity)).url)
+        XCTAssertFalse(pairs.contains { $0.name == "request" || $0.name == "request_uri" }, "\(pairs.map(\.name))")
+        XCTAssertEqual(pairs.first?.name, "tenant")
+        XCTAssertEqual(pairs.count, 9)
+    }
+
     func testAnEndpointQueryParameterNamedLikeAnAuthorizationParamGivesWay() {
         var withQuery = endpoint
         withQuery.query = "prompt=login&tenant=acme"

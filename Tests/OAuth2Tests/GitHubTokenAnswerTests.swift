@@ -171,6 +171,25 @@ final class GitHubTokenAnswerTests: XCTestCase {
         XCTAssertNil(forbidden?.retryAfter)
     }
 
+    /// The rate-limit headers decide before the body: a 403 or 429 from a proxy, or with an empty
+    /// body, still passes when they say so.
+    func testARateLimitWithoutGitHubsErrorObjectIsKnownByItsHeaders() {
+        let page = "<html><body>Too many requests</body></html>"
+        let primary = failure(reply(403, page, contentType: "text/html",
+                                    headers: [("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "1800000120")]))
+        XCTAssertEqual(primary, .gitHubAPI(GitHubAPIError(status: 403, message: nil, isRateLimit: true), retryAfter: 120))
+        XCTAssertEqual(primary?.isTemporary, true)
+        XCTAssertEqual(primary?.description,
+                       "the token endpoint answered HTTP 403, Retry-After 120 s: a rate limit by its headers, without GitHub's error object")
+        let secondary = failure(reply(403, "", headers: [("Retry-After", "45")]))
+        XCTAssertEqual(secondary, .gitHubAPI(GitHubAPIError(status: 403, message: nil, isRateLimit: true), retryAfter: 45))
+        XCTAssertEqual(failure(reply(429, "", headers: [("x-ratelimit-remaining", "0")]))?.retryAfter, 60)
+        // Without those headers a 403 that is no error object stays a refusal.
+        let forbidden = failure(reply(403, page, contentType: "text/html", headers: [("x-ratelimit-remaining", "12")]))
+        XCTAssertEqual(forbidden?.isTemporary, false)
+        XCTAssertNil(forbidden?.retryAfter)
+    }
+
     func testAnswersThatAreNotGitHubsErrorObjectKeepTheirStatus() {
         let page = failure(reply(503, "<html><body><h1>Unicorn!</h1></body></html>", contentType: "text/html", headers: [("Retry-After", "7")]))
         XCTAssertEqual(page, .unexpectedStatus(status: 503, contentType: "text/html", excerpt: "Unicorn!", retryAfter: 7))

@@ -54,6 +54,49 @@ final class NestedTokenResponseTests: XCTestCase {
         XCTAssertEqual(token.refreshToken?.value, "xoxe-2")
     }
 
+    func testAnAuthedUserWithoutATokenIsRefusedNotAnsweredWithTheBotToken() {
+        let exchange = #"{"ok":true,"access_token":"xoxb-bot","token_type":"bot","authed_user":{"id":"U1"}}"#
+        XCTAssertEqual(reason(exchange, format: slackUser),
+                       "no authed_user.access_token field (fields of authed_user: id); the answer has authed_user, "
+                       + "so no other alternative of authed_user.access_token or access_token is read")
+    }
+
+    func testAUserTokenWithoutRefreshTokenKeepsNoneRatherThanTheBots() throws {
+        let exchange = #"""
+        {"ok":true,"access_token":"xoxb-bot","token_type":"bot","refresh_token":"xoxe-bot","expires_in":43200,"scope":"chat:write",
+         "authed_user":{"id":"U1","access_token":"xoxp-user","token_type":"user"}}
+        """#
+        var fields = slackUser.fields
+        fields.scope = try ResponseMember(alternatives: ["authed_user.scope", "scope"])
+        let token = try parsedToken(reply(200, exchange), format: TokenResponseFormat(fields: fields))
+        XCTAssertEqual(token.accessToken.value, "xoxp-user")
+        XCTAssertNil(token.refreshToken)
+        XCTAssertEqual(token.expirySource, .defaultLifetime)
+        XCTAssertNil(token.scope)
+    }
+
+    func testTheScopeIsTheTokensAlternatives() throws {
+        var fields = slackUser.fields
+        fields.scope = try ResponseMember(alternatives: ["authed_user.scope", "scope"])
+        let format = TokenResponseFormat(fields: fields)
+        XCTAssertEqual(try parsedToken(reply(200, slackExchange), format: format).scope, "search:read")
+        let refresh = #"{"ok":true,"access_token":"xoxp-2","token_type":"user","scope":"search:read,users:read"}"#
+        XCTAssertEqual(try parsedToken(reply(200, refresh), format: format).scope, "search:read,users:read")
+        // A scope of one path is read whatever the token's alternative.
+        let topScope = #"{"scope":"top","authed_user":{"access_token":"xoxp-user","scope":"search:read"}}"#
+        XCTAssertEqual(try parsedToken(reply(200, topScope), format: slackUser).scope, "top")
+    }
+
+    func testAMemberIsReadAtTheAlternativeGiven() throws {
+        let members = try XCTUnwrap(JSONValue(parsing: Array(#"{"a":{"b":1},"b":2}"#.utf8)).dictionary)
+        let member = try ResponseMember(alternatives: ["a.b", "b"])
+        XCTAssertEqual(member.lookup(in: members, alternative: 0), .value(.integer(1), path: "a.b"))
+        XCTAssertEqual(member.lookup(in: members, alternative: 1), .value(.integer(2), path: "b"))
+        XCTAssertEqual(ResponseMember("b").lookup(in: members, alternative: 1), .value(.integer(2), path: "b"))
+        XCTAssertEqual(try ResponseMember(alternatives: ["x.b", "b"]).resolve(in: members).alternative, 1)
+        XCTAssertEqual(try ResponseMember(alternatives: ["a.c", "b"]).resolve(in: members).alternative, 0)
+    }
+
     func testAMappedTypeIsMatchedCaseInsensitively() throws {
         let format = TokenResponseFormat(fields: ResponseFields(typeValues: ["user": "Bearer"]))
         XCTAssertEqual(try parsedToken(reply(200, #"{"access_token":"a","token_type":"User"}"#), format: format).tokenType, "Bearer")

@@ -540,8 +540,9 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.identities.*.responseFields.token": identity(responseFields={"token": "accessToken"}),
     "$.identities.*.responseFields.expiry": identity(responseFields={"expiry": "expiresIn"}),
     "$.identities.*.responseFields.type": identity(responseFields={"type": "tokenType"}),
-    "$.identities.*.responseFields.refreshToken": identity(responseFields={"refreshToken": ["authed_user.refresh_token",
-                                                                                          "refresh_token"]}),
+    "$.identities.*.responseFields.refreshToken": identity(responseFields={
+        "token": ["authed_user.access_token", "access_token"], "refreshToken": ["authed_user.refresh_token", "refresh_token"]}),
+    "$.identities.*.responseFields.scope": identity(responseFields={"scope": "grantedScope"}),
     "$.identities.*.responseFields.typeValues": identity(responseFields={"typeValues": {"bot": "Bearer", "user": "bearer"}}),
     "$.identities.*.authorizationUrl": identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL),
     "$.identities.*.redirectUri": identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL,

@@ -86,8 +86,10 @@ def test_an_entra_certificate_credential_gets_a_token(stub_idp, upstream, start_
     assert record["status"] == 200, record.get("assertion")
     assert token == record["issued"]["access_token"]
     header = record["assertion"]["header"]
+    # Without clientCertHeaders both thumbprints: Entra documents x5t#S256, ADFS reads only x5t.
     assert header == {"typ": "JWT", "alg": "RS256", "kid": "relay-cert-1",
-                      "x5t#S256": b64url(hashlib.sha256(der(cert)).digest())}, header
+                      "x5t#S256": b64url(hashlib.sha256(der(cert)).digest()),
+                      "x5t": b64url(hashlib.sha1(der(cert)).digest())}, header
     assert sorted(name for name, _ in record["form"]) == [
         "client_assertion", "client_assertion_type", "client_id", "grant_type", "scope"]
     assert form(record)["client_id"] == [stub_idp.client_id]
