@@ -47,6 +47,10 @@ extension Identity {
                 throw .unusableServiceAccountKey("it is the key of \(key.clientEmail), not of \(account.key.clientEmail); "
                                                  + "another account takes a reload")
             }
+            // A self-signed token names its key (`kid`), as at load.
+            guard key.keyID != nil || !account.isSelfSigned else {
+                throw .unusableServiceAccountKey("it has no private_key_id, which a self-signed JWT names as its kid")
+            }
             account.key = key
             identity.grant = .serviceAccount(account)
             return identity

@@ -100,6 +100,10 @@ func validateConfig(_ text: ConfigText, storeKeys: StoreKeyRing? = nil,
         FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
         Logger(label: "oauth-relay").warning("credential file holds an expired JWT", metadata: ["setting": .string(warning)])
     }
+    for warning in config.assertionWithoutClientIdWarnings where told {
+        FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
+        Logger(label: "oauth-relay").warning("client assertion sent without client_id", metadata: ["setting": .string(warning)])
+    }
     if !errors.isEmpty { return .failure(ConfigErrorLines(lines: errors)) }
     return .success(LoadedConfig(config: config, tls: tls, text: text))
 }

@@ -187,6 +187,9 @@ final class CredentialFileTests: XCTestCase {
         }
         let rotated = try account.withCredential(.serviceAccountKey, content: ServiceAccountFixture.json(key: PrivateKey.generate(.rsa(bits: 2048))))
         XCTAssertTrue(account.hasSameSettings(as: rotated))
+        XCTAssertThrowsError(try account.withCredential(.serviceAccountKey, content: ServiceAccountFixture.json(["private_key_id": nil]))) { error in
+            XCTAssertEqual("\(error)", "not a usable service account key: it has no private_key_id, which a self-signed JWT names as its kid")
+        }
     }
 
     func testAServiceAccountKeyOfAnotherAccountIsNotTakenUp() throws {

@@ -147,6 +147,22 @@ def test_an_expired_projected_token_fails_the_identity_naming_file_and_exp_and_s
     assert record["status"] == 200 and form(record)["client_assertion"] == [fresh]
 
 
+def test_check_warns_when_an_assertion_file_goes_without_a_client_id(cluster, stub_idp, upstream, tmp_path, sensitive):
+    """Entra refuses a client assertion without `client_id` (AADSTS900144); other platforms name
+    the client in the assertion's `sub`, so it is a warning, not an error."""
+    token = sensitive_jwt(sensitive, "workload token", cluster.token(SUBJECT, AUDIENCE))
+    path = tmp_path / "idp-token"
+    path.write_text(token)
+    identity = stub_idp.identity(clientSecret=None, clientId=None, clientAuth="client_assertion_file", clientAssertionFile=str(path))
+    config = write_config(tmp_path / "check.json", relay_config(f"127.0.0.1:{free_port()}", [oauth_route(upstream, "/", "orders")],
+                                                                identities={"orders": identity}))
+    checked = run_cli("check", "--config", str(config))
+    sensitive.add_output("stderr of oauth-relay check", checked.stderr)
+    assert checked.returncode == 0, checked.stderr
+    warnings = [line for line in checked.stderr.splitlines() if line.startswith("oauth-relay: WARNING: $.identities.orders.clientId")]
+    assert len(warnings) == 1 and warnings[0].startswith("oauth-relay: WARNING: $.identities.orders.clientId: not set"), checked.stderr
+
+
 def test_google_style_token_exchange_takes_the_current_platform_token_as_subject(
         cluster, stub_idp, upstream, start_relay, tmp_path, sensitive):
     tokens = [sensitive_jwt(sensitive, f"platform token {n}", cluster.token(SUBJECT, GOOGLE_AUDIENCE)) for n in range(2)]
