@@ -55,7 +55,7 @@ fuzz:
 CHECKED_TESTS := tests/integration/oauth tests/integration/test_forwarding.py tests/integration/test_bodies.py \
 	tests/integration/test_keepalive.py tests/integration/test_upgrade.py tests/integration/test_shutdown.py \
 	tests/integration/test_reload.py tests/integration/test_timeouts.py tests/integration/test_malformed.py \
-	tests/integration/test_hardening.py
+	tests/integration/test_hardening.py tests/integration/tls/test_tls_rotation.py
 # The one test left out: its IdP holds the refresh for a scaled time against an unscaled 4 s token
 # lifetime, so a slowed-down run makes the token expire before it arrives.
 CHECKED_SKIP := -k "not right_after_expiry"
