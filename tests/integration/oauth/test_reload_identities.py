@@ -209,8 +209,10 @@ def test_a_request_waiting_for_an_identity_the_reload_retires_gets_the_old_ident
         assert len(stub_idp.token_requests()) == 1
 
 
-def test_a_secret_file_whose_content_changed_counts_as_a_changed_identity(stub_idp, upstream, start_relay, tmp_path,
-                                                                          sensitive):
+def test_a_secret_file_whose_content_changed_keeps_the_identity_and_its_next_request_sends_it(stub_idp, upstream, start_relay,
+                                                                                              tmp_path, sensitive):
+    """A credential file the token thread reads again by itself is no setting: a reload after it
+    was rotated keeps the identity and its token; the next token request carries the new content."""
     secret_file = tmp_path / "orders.secret"
     secret_file.touch(mode=0o600)
     secret_file.write_text(stub_idp.client_secret + "\n")
@@ -226,11 +228,13 @@ def test_a_secret_file_whose_content_changed_counts_as_a_changed_identity(stub_i
 
     rotated = sensitive.add("the rotated client secret", tricky_secret("rot"))
     secret_file.write_text(rotated + "\n")
-    assert admin.reload_applied()["identities"]["started"] == ["orders"]
-    second = token_of(relay.request("GET", "/orders/3"))
-    records = stub_idp.token_requests()
-    assert len(records) == 2
-    assert second != first and second == issued(records[1])
+    assert admin.reload_applied()["identities"] == {"kept": ["orders"], "started": [], "removed": []}
+    assert token_of(relay.request("GET", "/orders/3")) == first, "the token of a kept identity stays in use"
+    assert len(stub_idp.token_requests()) == 1
+    assert admin.request("POST", "/identities/orders/refresh").status == 202
+    records = wait_until(lambda: len(r := stub_idp.token_requests()) == 2 and r, 10, "the token request the refresh caused")
+    second = wait_until(lambda: (t := token_of(relay.request("GET", "/orders/4"))) != first and t, 10, "the new token on requests")
+    assert second == issued(records[1])
     assert secret_sent(records[1]) == rotated, "the new token request did not use the secret file's new content"
 
 
