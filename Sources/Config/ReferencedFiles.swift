@@ -38,7 +38,7 @@ struct ReferencedFiles {
     }
 
     /// The largest file the configuration reads (no key, certificate bundle or secret is near it).
-    static let fileSizeLimit = 1024 * 1024
+    static let fileSizeLimit = FileIdentity.credentialSizeLimit
 
     /// The bytes of the file at `path` (resolved), read once, at most `fileSizeLimit`; nil once the
     /// problem is reported at `field`, naming the file: something that is not a regular file (a

@@ -28,8 +28,8 @@ final class CredentialFileWatch {
     private(set) var current: Identity
     private var files: [WatchedCredentialFile]
 
-    /// A credential file larger than this is refused (no credential is anywhere near it).
-    static let sizeLimit = 1024 * 1024
+    /// A credential file larger than this is refused, as at load (no credential is anywhere near it).
+    static let sizeLimit = FileIdentity.credentialSizeLimit
 
     init(identity: Identity) {
         loaded = identity

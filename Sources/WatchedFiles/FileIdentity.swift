@@ -63,6 +63,10 @@ public struct FileIdentity: Sendable, Hashable, CustomStringConvertible {
                                      size: Int64(info.st_size), resolvedPath: String(cString: resolved)))
     }
 
+    /// The largest credential, key, certificate bundle or secret file the relay reads: the
+    /// configuration at load and the token thread when a file rotates refuse the same sizes.
+    public static let credentialSizeLimit = 1024 * 1024
+
     /// The file's bytes, read from its resolved path; at most `limit` bytes. What is opened must
     /// still be this file (its device and inode): a FIFO or device put there since would block
     /// the reading thread, so it is opened without waiting and refused.
