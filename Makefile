@@ -73,6 +73,13 @@ test-tsan: test-deps $(VENV)/.installed
 	OAUTH_RELAY_BIN=$(CURDIR)/$(TSAN_BUILD)/debug/oauth-relay OAUTH_RELAY_TEST_TIME_SCALE=5 TSAN_OPTIONS=halt_on_error=1 \
 		$(VENV)/bin/python -m pytest -q -m "not slow" $(CHECKED_SKIP) $(CHECKED_TESTS)
 
+# Debian 13 (trixie): scripts/install-deps from Debian 13's archive, the build and every unit test, in a
+# chroot of a debootstrap'd root with this machine's Swift toolchain mounted in (root; see
+# scripts/test-debian13). Not part of `make test`.
+.PHONY: test-debian13
+test-debian13:
+	scripts/test-debian13
+
 bench: test-deps build
 	bench/run.sh
 
