@@ -72,7 +72,7 @@ final class TerminalTextTests: XCTestCase {
     func testADecoderReadsTheDrawingBackToTheURL() throws {
         let zbarimg = "/usr/bin/zbarimg"
         guard FileManager.default.isExecutableFile(atPath: zbarimg) else {
-            return XCTFail("\(zbarimg) is missing: scripts/install-deps --test installs zbar-tools")
+            return XCTFail("\(zbarimg) is missing: scripts/install-deps --unit-test or --test installs zbar-tools")
         }
         for (text, level) in [(url, QRCode.ErrorCorrection.medium), (url + "&session=" + String(repeating: "4f2c9a7e", count: 16), .high)] {
             let symbol = try QRCode(encoding: text, errorCorrection: level)

@@ -37,7 +37,7 @@ final class RedisServer {
 
         var description: String {
             switch self {
-            case .notInstalled: "redis-server is not installed at /usr/bin/redis-server (scripts/install-deps --test installs it)"
+            case .notInstalled: "redis-server is not installed at /usr/bin/redis-server (scripts/install-deps --unit-test or --test installs it)"
             case .didNotStart: "redis-server did not listen within 10 s"
             }
         }
