@@ -1,7 +1,8 @@
 // RedisClient: one connection to Redis over hiredis's async API, on an EventLoop (hiredis's libuv
 // adapter polls the socket on that loop). Everything here runs on the loop's thread.
 //
-// Lifetime rules (what hiredis 0.14's async.c does decides them):
+// Lifetime rules (what hiredis's async.c does decides them; 0.14, Debian 12's, and 1.2, Debian
+// 13's, do the same for each, but for the free inside a callback of rule 3):
 //  1. While hiredis's context exists, its `data` holds a retained reference to the connection,
 //     and each command under way holds one more (its callback's privdata). A callback therefore
 //     never finds the connection gone.
@@ -9,8 +10,9 @@
 //     first calls every pending command's callback with a nil reply, then the disconnect callback
 //     (only once connected; a failed connect calls the connect callback with an error instead).
 //  3. `close()` never frees the context directly: it schedules `redisAsyncFree` on a 0 ms timer,
-//     so the free never runs inside a hiredis callback (freeing inside the connect callback would
-//     be a use after free in hiredis) and never calls the owner back while the owner is busy.
+//     so the free never runs inside a hiredis callback (freeing inside the connect callback is a
+//     use after free in hiredis 0.14; 1.x defers a free asked for inside a callback until the
+//     callback returns) and never calls the owner back while the owner is busy.
 //     Replies that arrive meanwhile are reported as `closed`.
 //  4. Every command, and the opening as a whole (name resolution, connect, AUTH, SELECT, the
 //     SUBSCRIBE or a PING), has a deadline: the connection's timeout. The first deadline missed
