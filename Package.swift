@@ -26,9 +26,10 @@ let package = Package(
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CLLHTTP", pkgConfig: "libllhttp", providers: [.apt(["libllhttp-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        // hiredis 0.14 (Debian libhiredis-dev) with its libuv adapter; it has no TLS. Found in the
-        // default include path: its pkg-config file adds -D_FILE_OFFSET_BITS=64, which SwiftPM
-        // refuses with a warning (and which changes no hiredis type on 64-bit systems).
+        // hiredis (Debian libhiredis-dev: 0.14 on Debian 12, 1.2 on Debian 13) with its libuv
+        // adapter; the relay uses no hiredis TLS. Found in the default include path: its pkg-config
+        // file adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses with a warning (and which changes
+        // no hiredis type on 64-bit systems).
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
 
         .target(name: "ByteBuffers", swiftSettings: hotPath),
@@ -113,7 +114,7 @@ let package = Package(
         ], path: "Sources/oauth-relay"),
 
         .testTarget(name: "ByteBuffersTests", dependencies: ["ByteBuffers"]),
-        .testTarget(name: "HTTP1Tests", dependencies: ["SafeText", "HTTP1", "ByteBuffers"]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["SafeText", "HTTP1", "ByteBuffers", "CLLHTTP"]),
         .testTarget(name: "HTTPFieldsTests", dependencies: ["SafeText", "HTTPFields"]),
         .testTarget(name: "SafeTextTests", dependencies: ["SafeText"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),

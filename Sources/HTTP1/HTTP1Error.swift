@@ -19,7 +19,7 @@ public struct HTTP1Error: Error, Equatable, Sendable, CustomStringConvertible {
         case unsupportedTransferCoding
         /// A major HTTP version other than 1 (505).
         case unsupportedVersion
-        /// A well-formed method token the parser does not know (`QUERY`, `get`): 501, as
+        /// A well-formed method token llhttp does not know (`get`; `QUERY` before llhttp 9.2): 501, as
         /// RFC 9110 §9.1 asks, rather than 400.
         case unsupportedMethod
     }

@@ -1,8 +1,10 @@
 // HTTP1Parser: llhttp behind a Swift API that the proxy drives with raw socket bytes.
 //
-// Design: llhttp does the tokenising and framing in strict mode (no lenient flag is ever set);
+// Design: llhttp does the tokenising and framing in strict mode (no lenient flag is ever set;
+// llhttp 8, Debian 12's, built with LLHTTP_STRICT_MODE, llhttp 9, Debian 13's, strict as built);
 // this type adds what llhttp leaves to its user — head size and field count limits, Host rules,
-// forbidden bytes in values — and collects the head into one reused buffer as offsets (see
+// forbidden bytes in values, extra spaces in the request line and the bare LFs llhttp 8 takes
+// (llhttp 9 refuses those itself) — and collects the head into one reused buffer as offsets (see
 // HTTPHead), so a warm connection parses without allocating. Body bytes are not copied: the
 // delegate sees slices of the caller's input buffer and forwards them.
 //

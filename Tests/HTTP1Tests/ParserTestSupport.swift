@@ -1,7 +1,12 @@
+import CLLHTTP
 import HTTP1
 import XCTest
 
 let defaultLimits = HeaderLimits(maxHeadBytes: 8192, maxFieldCount: 32)
+
+/// The llhttp the tests run with, as its header says: 8.1 on Debian 12 (built from node-llhttp's
+/// sources), 9.2 on Debian 13 (libllhttp-dev). Where the two differ, a test says what each does.
+let llhttpVersion = (major: Int(LLHTTP_VERSION_MAJOR), minor: Int(LLHTTP_VERSION_MINOR))
 
 /// Feeds `text` in pieces cut at `cuts`, returning the last result.
 @discardableResult

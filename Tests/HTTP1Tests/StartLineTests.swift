@@ -3,6 +3,7 @@ import XCTest
 
 /// The start line, as strictly as RFC 9112 §3 writes it: single spaces, CRLF at its end (llhttp 8
 /// takes extra spaces and a bare LF there), and an unknown but well-formed method is a 501.
+/// Which methods are known is llhttp's table: llhttp 9.2 added QUERY.
 final class StartLineTests: XCTestCase {
     func testMoreThanOneSpaceInTheRequestLineIsRefused() {
         for text in ["GET  /a HTTP/1.1\r\nHost: a\r\n\r\n", "GET /a  HTTP/1.1\r\nHost: a\r\n\r\n",
@@ -32,7 +33,7 @@ final class StartLineTests: XCTestCase {
     }
 
     func testAWellFormedMethodTheParserDoesNotKnowIs501() {
-        for method in ["QUERY", "get", "FOO"] {
+        for method in ["BREW", "get", "FOO"] + (llhttpKnowsQUERY ? [] : ["QUERY"]) {
             let parser = HTTP1Parser(kind: .request, limits: defaultLimits)
             guard case .failed(let error) = feed(parser, "\(method) /a HTTP/1.1\r\nHost: a\r\n\r\n") else {
                 XCTFail("\(method) accepted"); continue
@@ -42,6 +43,25 @@ final class StartLineTests: XCTestCase {
             XCTAssertEqual(error.reason, "the method \(method) is not implemented")
         }
     }
+
+    /// QUERY (the safe method with a body the IETF is writing down) is parsed where llhttp knows
+    /// it, 9.2 and later (Debian 13), and is a 501 like any unknown method before (Debian 12).
+    func testQUERYIsParsedWhereLLHTTPKnowsIt() {
+        let parser = HTTP1Parser(kind: .request, limits: defaultLimits)
+        let d = RecordingDelegate()
+        parser.delegate = d
+        let result = feed(parser, "QUERY /a HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nq=")
+        if llhttpKnowsQUERY {
+            XCTAssertEqual(result, .consumed)
+            XCTAssertEqual(d.heads, ["QUERY /a HTTP/1.1|Host: a|Content-Length: 2"])
+            XCTAssertEqual(d.body, Array("q=".utf8))
+        } else {
+            guard case .failed(let error) = result else { return XCTFail("QUERY accepted by llhttp \(llhttpVersion)") }
+            XCTAssertEqual(error.requestStatus, 501)
+        }
+    }
+
+    private var llhttpKnowsQUERY: Bool { llhttpVersion >= (9, 2) }
 
     func testGarbageInPlaceOfAMethodIs400() {
         for text in ["hello\r\n\r\n", "GE\u{1}T /a HTTP/1.1\r\n\r\n", "(GET) /a HTTP/1.1\r\n\r\n", "NOT A REQUEST\r\n\r\n"] {

@@ -242,7 +242,7 @@ CHUNK_ROWS = [
     row("head-ends-bare-lf", rejected(b"GET /a HTTP/1.1\r\nHost: relay.test\r\n\n")),
     row("request-line-ends-bare-lf", rejected(b"GET /a HTTP/1.1\nHost: relay.test\r\n\r\n")),
     row("request-line-two-spaces-after-target", rejected(rq("POST /a  HTTP/1.1", "Content-Length: 5", body=b"hello"))),
-    row("unknown-method-is-501", rejected(rq("QUERY /a HTTP/1.1"), status=501)),
+    row("unknown-method-is-501", rejected(rq("BREW /a HTTP/1.1"), status=501)),
     row("chunk-extensions-over-16-kib", rejected(rq(POST_A, "Transfer-Encoding: chunked",
                                                     body=b"5;" + b"x" * 17000 + b"\r\nhello\r\n0\r\n\r\n"),
                                                  up=partial(POST_A))),
