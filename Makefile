@@ -6,13 +6,15 @@
 #   make test-tsan      the thread-sensitive unit tests and the same integration tests under
 #                       ThreadSanitizer (a separate build in .build-tsan)
 #   make fuzz           every libFuzzer target in Tests/Fuzz for FUZZ_SECONDS (120) each
+#   make test-container the image built from Docker/Dockerfile with podman and run for real
+#                       (tests/container; needs root: podman, ip netns)
 SHELL := /bin/bash
 SWIFT_FLAGS ?=
 RELEASE_BIN := .build/release/oauth-relay
 VENV := .venv-test
 PYTHON ?= python3
 
-.PHONY: run test deps test-deps build unit-test integration-test fuzz-smoke fuzz test-checked test-tsan bench clean
+.PHONY: run test deps test-deps build unit-test integration-test fuzz-smoke fuzz test-checked test-tsan test-container bench clean
 
 deps:
 	scripts/install-deps
@@ -72,6 +74,17 @@ test-tsan: test-deps $(VENV)/.installed
 	TSAN_OPTIONS=halt_on_error=1 swift test $(TSAN_FLAGS) --skip-build --filter 'EventLoopTests|TokensTests|TokenHandOff|RelayMetricsTests'
 	OAUTH_RELAY_BIN=$(CURDIR)/$(TSAN_BUILD)/debug/oauth-relay OAUTH_RELAY_TEST_TIME_SCALE=5 TSAN_OPTIONS=halt_on_error=1 \
 		$(VENV)/bin/python -m pytest -q -m "not slow" $(CHECKED_SKIP) $(CHECKED_TESTS)
+
+# The untouched Dockerfile built by podman on base images made here (scripts/container-images:
+# no registry needed), then run as a user runs it. --format docker: podman's default (OCI)
+# image format has no HEALTHCHECK, and the tests run the image's. --network host: the build
+# stages run apt-get.
+CONTAINER_IMAGE := localhost/oauth-relay:test
+
+test-container: $(VENV)/.installed
+	scripts/container-images
+	podman build --pull=never --network host --format docker -t $(CONTAINER_IMAGE) -f Docker/Dockerfile .
+	OAUTH_RELAY_IMAGE=$(CONTAINER_IMAGE) $(VENV)/bin/python -m pytest -q tests/container
 
 bench: test-deps build
 	bench/run.sh
