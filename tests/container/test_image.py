@@ -19,7 +19,7 @@ from pathlib import Path
 from admin_client import AdminClient
 from conftest import FIGURES
 from deadlines import scaled, wait_until
-from deployment_manifests import CONFIG_PATH, IMAGE_UID, SECRETS_DIR
+from deployment_manifests import CONFIG_PATH, IMAGE_GID, IMAGE_UID, SECRETS_DIR
 from podman import HARDENED, podman
 from processes import LOOPBACK, REPO, free_port
 from relay_runs import (CLIENT, ENGINE_GRACE_SECONDS, IDENTITY, SECRET_NAME, SHUTDOWN_GRACE_SECONDS, Ports,
@@ -40,6 +40,7 @@ def test_hardened_and_configured_by_environment_only_it_adds_the_token(start_con
     status = proc_status(relay)
     assert status["Name"].strip() == "oauth-relay"
     assert status["Uid"].split() == [str(IMAGE_UID)] * 4, f"the relay runs as uid {status['Uid']}"
+    assert status["Gid"].split() == [str(IMAGE_GID)] * 4, f"the relay runs as gid {status['Gid']}"
     assert int(status["CapEff"], 16) == 0 and int(status["CapBnd"], 16) == 0, "the relay holds capabilities"
     assert status["NoNewPrivs"].strip() == "1"
     # Nothing in the container is writable, and the relay needed nothing to be.
