@@ -50,8 +50,8 @@ import pytest
 import yaml
 
 from deadlines import scaled, wait_until
-from deployment_manifests import (CONFIG_PATH, DEFAULT_PATH, SECRETS_DIR, check_config, expand_env, k8s_config,
-                                  relay_container, secrets_referenced)
+from deployment_manifests import (ADMIN_PORT, CONFIG_PATH, DEFAULT_PATH, PROXY_PORT, SECRETS_DIR, check_config,
+                                  expand_env, k8s_config, relay_container, secrets_referenced)
 from processes import REPO, can_connect, free_port, require_relay_bin, run_cli
 
 DOCKER = REPO / "Docker"
@@ -59,8 +59,6 @@ DOCKERFILE = DOCKER / "Dockerfile"
 COMPOSE = DOCKER / "compose.yaml"
 KUBERNETES = DOCKER / "kubernetes.yaml"
 
-PROXY_PORT = 8180
-ADMIN_PORT = 9180
 EXPECTED_CMD = ["run", "--config", CONFIG_PATH, "--log-format", "json"]
 # What the runtime stage may install besides the packages of the linked libraries.
 RUNTIME_EXTRAS = {"ca-certificates"}
