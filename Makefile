@@ -75,7 +75,7 @@ test-tsan: test-deps $(VENV)/.installed
 	OAUTH_RELAY_BIN=$(CURDIR)/$(TSAN_BUILD)/debug/oauth-relay OAUTH_RELAY_TEST_TIME_SCALE=5 TSAN_OPTIONS=halt_on_error=1 \
 		$(VENV)/bin/python -m pytest -q -m "not slow" $(CHECKED_SKIP) $(CHECKED_TESTS)
 
-# The untouched Dockerfile built by podman on base images made here (scripts/container-images:
+# Docker/Dockerfile as it is, built by podman on base images made here (scripts/container-images:
 # no registry needed), then run as a user runs it. --format docker: podman's default (OCI)
 # image format has no HEALTHCHECK, and the tests run the image's. --network host: the build
 # stages run apt-get.
