@@ -134,7 +134,8 @@ class EchoUpstream(_Process):
     name = "echo upstream"
 
     def __init__(self, log_path: Path, host: str = LOOPBACK, launcher: tuple[str, ...] = ()):
-        """launcher: a command that runs the server's (`ip netns exec NAME`: in another namespace)."""
+        """launcher: a command the server is started through (`ip netns exec NAME`: in another
+        network namespace)."""
         super().__init__(log_path)
         self.host = host
         self.port = 0

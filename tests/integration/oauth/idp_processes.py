@@ -64,12 +64,13 @@ def _read_listening_line(proc: _Process, timeout: float) -> int:
 
 class _IdP(_Process):
     """An IdP process with a JSON control API on its own port."""
-    # A command that runs the server's (`ip netns exec NAME`: in another network namespace).
+    # A command the server is started through (`ip netns exec NAME`: in another network namespace).
     launcher: tuple[str, ...] = ()
 
     def _spawn(self, argv: list[str], timeout: float) -> None:
         log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([*self.launcher, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
+        self.proc = subprocess.Popen([*self.launcher, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=log)
         log.close()
         self.port = _read_listening_line(self, timeout)
 
