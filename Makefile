@@ -8,13 +8,15 @@
 #   make test-asan      every unit test and the same integration tests under AddressSanitizer
 #                       (a separate build in .build-asan)
 #   make fuzz           every libFuzzer target in Tests/Fuzz for FUZZ_SECONDS (120) each
+#   make test-container the image built from Docker/Dockerfile with podman and run for real
+#                       (tests/container; needs root: podman, ip netns)
 SHELL := /bin/bash
 SWIFT_FLAGS ?=
 RELEASE_BIN := .build/release/oauth-relay
 VENV := .venv-test
 PYTHON ?= python3
 
-.PHONY: run test deps test-deps build unit-test integration-test fuzz-smoke fuzz test-checked test-tsan test-asan bench clean
+.PHONY: run test deps test-deps build unit-test integration-test fuzz-smoke fuzz test-checked test-tsan test-asan test-container bench clean
 
 deps:
 	scripts/install-deps
@@ -87,6 +89,17 @@ test-asan: test-deps $(VENV)/.installed
 	ASAN_OPTIONS=detect_leaks=0 swift test $(ASAN_FLAGS) --skip-build
 	OAUTH_RELAY_BIN=$(CURDIR)/$(ASAN_BUILD)/debug/oauth-relay OAUTH_RELAY_TEST_TIME_SCALE=3 ASAN_OPTIONS=detect_leaks=0 \
 		$(VENV)/bin/python -m pytest -q -m "not slow" $(CHECKED_SKIP) $(CHECKED_TESTS)
+
+# Docker/Dockerfile as it is, built by podman on base images made here (scripts/container-images:
+# no registry needed), then run as a user runs it. --format docker: podman's default (OCI)
+# image format has no HEALTHCHECK, and the tests run the image's. --network host: the build
+# stages run apt-get.
+CONTAINER_IMAGE := localhost/oauth-relay:test
+
+test-container: $(VENV)/.installed
+	scripts/container-images
+	podman build --pull=never --network host --format docker -t $(CONTAINER_IMAGE) -f Docker/Dockerfile .
+	OAUTH_RELAY_IMAGE=$(CONTAINER_IMAGE) $(VENV)/bin/python -m pytest -q tests/container
 
 bench: test-deps build
 	bench/run.sh
