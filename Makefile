@@ -6,13 +6,26 @@
 #   make test-tsan      the thread-sensitive unit tests and the same integration tests under
 #                       ThreadSanitizer (a separate build in .build-tsan)
 #   make fuzz           every libFuzzer target in Tests/Fuzz for FUZZ_SECONDS (120) each
+#   make dist           the release artifacts in dist/: a tarball (binary built with
+#                       --static-swift-stdlib, README, sample configs, JSON Schema) and a .deb
+#   make test-dist      make dist, then install the .deb into a copy of a debootstrap'd Debian 12
+#                       root (chroot) and test it there (tests/dist)
 SHELL := /bin/bash
 SWIFT_FLAGS ?=
 RELEASE_BIN := .build/release/oauth-relay
 VENV := .venv-test
 PYTHON ?= python3
+# The git commit every build below is made from: Package.swift reads it into the binary
+# (`--version`, GET /version, the start-up log line). Empty outside a git checkout: "unknown".
+export OAUTH_RELAY_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+# make dist's build: --static-swift-stdlib changes every compilation, so it has its own scratch
+# directory instead of rebuilding .build/release (make build's) each way.
+DIST_BUILD := .build-dist
+DIST_BIN := $(DIST_BUILD)/release/oauth-relay
+# swift-argument-parser's generate-manual plugin writes the man page here (from .build/release).
+MANPAGE := .build/plugins/GenerateManual/outputs/OAuthRelay/oauth-relay.1
 
-.PHONY: run test deps test-deps build unit-test integration-test fuzz-smoke fuzz test-checked test-tsan bench clean
+.PHONY: run test deps test-deps build unit-test integration-test fuzz-smoke fuzz test-checked test-tsan bench dist test-dist clean
 
 deps:
 	scripts/install-deps
@@ -76,5 +89,15 @@ test-tsan: test-deps $(VENV)/.installed
 bench: test-deps build
 	bench/run.sh
 
+# The manual's date is the commit's, so that one commit makes one man page.
+dist: deps
+	swift build -c release --static-swift-stdlib --scratch-path $(DIST_BUILD) --product oauth-relay
+	swift package generate-manual --date $$(git log -1 --format=%cs 2>/dev/null || date +%F)
+	scripts/make-dist $(DIST_BIN) $(MANPAGE) dist
+
+# Root for debootstrap and chroot; not part of `make test` (about N minutes, most of it apt).
+test-dist: dist $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/dist
+
 clean:
-	rm -rf .build $(VENV)
+	rm -rf .build $(DIST_BUILD) dist $(VENV)
