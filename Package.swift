@@ -19,7 +19,7 @@ let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], 
 /// evaluates the manifest again when the environment changes (its manifest cache is keyed on it), and
 /// a changed define recompiles that one C file and relinks the binary: no Swift module is
 /// recompiled, because a C target's defines never reach the Swift modules importing its header.
-/// tests/integration/test_build_commit.py proves both on the Makefile's binary.
+/// tests/dist/test_build_commit.py (make test-dist) proves both on the Makefile's binaries.
 let buildCommit: String = {
     let value = Context.environment["OAUTH_RELAY_COMMIT"] ?? ""
     let hex = value.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
