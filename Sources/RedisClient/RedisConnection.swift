@@ -181,10 +181,8 @@ public final class RedisConnection {
             }
             if !sent { end(.closed("cannot send \(step.name)")) }
         } else if let subscription = opening.subscription {
-            let command = RedisCommand(["SUBSCRIBE", .bytes(subscription.channel)]).encoded
-            let status = command.withUnsafeBufferPointer { buffer in
-                buffer.withMemoryRebound(to: CChar.self) { redisAsyncFormattedCommand(context, subscriptionCallback, nil, $0.baseAddress, $0.count) }
-            }
+            let command = RedisCommand(["SUBSCRIBE", .bytes(subscription.channel)])
+            let status = Self.withTerminatedBytes(of: command) { redisAsyncFormattedCommand(context, subscriptionCallback, nil, $0, $1) }
             if status != REDIS_OK { end(.closed("cannot send SUBSCRIBE")) }
         } else {
             becomeReady()
@@ -205,11 +203,8 @@ public final class RedisConnection {
     private func write(_ command: RedisCommand, completion: @escaping (Result<RedisReply, Failure>) -> Void) -> Bool {
         guard !ending, let context else { return false }
         let retain = Unmanaged.passRetained(self)
-        let bytes = command.encoded
-        let status = bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) {
-                redisAsyncFormattedCommand(context, replyCallback, retain.toOpaque(), $0.baseAddress, $0.count)
-            }
+        let status = Self.withTerminatedBytes(of: command) {
+            redisAsyncFormattedCommand(context, replyCallback, retain.toOpaque(), $0, $1)
         }
         guard status == REDIS_OK else {
             retain.release()
@@ -325,6 +320,20 @@ public final class RedisConnection {
     private func closeTimers() {
         deadlineTimer.close()
         freeTimer.close()
+    }
+
+    /// Calls `body` with the command's RESP bytes and their count, followed by a NUL that the
+    /// count leaves out. hiredis needs that NUL although it takes a length: to tell a SUBSCRIBE
+    /// and its channels from other commands it scans the bytes with `strchr`, which without it
+    /// runs past the end of the buffer (AddressSanitizer showed the over-read, and a `$` found
+    /// beyond the buffer would be taken for one more channel).
+    private static func withTerminatedBytes(of command: RedisCommand, _ body: (UnsafePointer<CChar>, Int) -> Int32) -> Int32 {
+        var bytes = command.encoded
+        let count = bytes.count
+        bytes.append(0)
+        return bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { body($0.baseAddress!, count) }
+        }
     }
 
     private static func errorText(_ context: UnsafePointer<redisAsyncContext>) -> String {

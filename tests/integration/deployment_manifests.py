@@ -17,6 +17,14 @@ from deadlines import scaled
 from processes import require_relay_bin
 
 CONFIG_PATH = "/etc/oauth-relay/config.json"
+# How tests/container runs the built image (make test-container), and so what a manifest may ask
+# of the relay's container: the image's numeric user, a read-only root file system with no
+# writable volume (the relay writes nothing), every capability dropped, no privilege escalation;
+# the admin listener's port, where /healthz and /readyz answer.
+IMAGE_UID = 10001
+IMAGE_GID = 10001
+ADMIN_PORT = 9180
+PROXY_PORT = 8180
 SECRETS_DIR = "/run/secrets"
 # debian's default PATH, which a Dockerfile without ENV PATH keeps.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -133,14 +133,18 @@ class _Process:
 class EchoUpstream(_Process):
     name = "echo upstream"
 
-    def __init__(self, log_path: Path, host: str = LOOPBACK):
+    def __init__(self, log_path: Path, host: str = LOOPBACK, launcher: tuple[str, ...] = ()):
+        """launcher: a command the server is started through (`ip netns exec NAME`: in another
+        network namespace)."""
         super().__init__(log_path)
         self.host = host
         self.port = 0
+        self.launcher = list(launcher)
 
     def start(self) -> "EchoUpstream":
         log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "echo_upstream.py"), "--host", self.host, "--port", "0"],
+        self.proc = subprocess.Popen([*self.launcher, sys.executable, str(HERE / "echo_upstream.py"), "--host", self.host,
+                                      "--port", "0"],
                                      stdout=subprocess.PIPE, stderr=log)
         log.close()
         ready, _, _ = select.select([self.proc.stdout], [], [], scaled(STARTUP_SECONDS))

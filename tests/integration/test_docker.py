@@ -50,8 +50,8 @@ import pytest
 import yaml
 
 from deadlines import scaled, wait_until
-from deployment_manifests import (CONFIG_PATH, DEFAULT_PATH, SECRETS_DIR, check_config, expand_env, k8s_config,
-                                  relay_container, secrets_referenced)
+from deployment_manifests import (ADMIN_PORT, CONFIG_PATH, DEFAULT_PATH, PROXY_PORT, SECRETS_DIR, check_config,
+                                  expand_env, k8s_config, relay_container, secrets_referenced)
 from processes import REPO, can_connect, free_port, require_relay_bin, run_cli
 
 DOCKER = REPO / "Docker"
@@ -59,8 +59,6 @@ DOCKERFILE = DOCKER / "Dockerfile"
 COMPOSE = DOCKER / "compose.yaml"
 KUBERNETES = DOCKER / "kubernetes.yaml"
 
-PROXY_PORT = 8180
-ADMIN_PORT = 9180
 EXPECTED_CMD = ["run", "--config", CONFIG_PATH, "--log-format", "json"]
 # What the runtime stage may install besides the packages of the linked libraries.
 RUNTIME_EXTRAS = {"ca-certificates"}
@@ -523,6 +521,18 @@ def test_build_context_is_a_package_swiftpm_loads(build_replay, tmp_path):
     assert "oauth-relay" in products, products
     for target in described["targets"]:
         assert (src / target["path"]).is_dir(), f"target {target['name']}: {target['path']} not copied"
+    # What the build compiles: the product's targets with --product, else every target but the
+    # tests. None may import XCTest, which has no static variant for --static-swift-stdlib (found
+    # by the real build, make test-container: the tests' support libraries are plain targets).
+    words = next(words for *_, words in _runs_with(build_replay, _is_swift_release_build))
+    product = words[words.index("--product") + 1] if "--product" in words else None
+    compiled = [t for t in described["targets"] if t["type"] != "test"
+                and (product is None or product in t.get("product_memberships", []))]
+    for target in compiled:
+        for source in target["sources"]:
+            text = (src / target["path"] / source).read_text(errors="replace")
+            assert not re.search(r"^\s*(@testable\s+)?import\s+XCTest\b", text, re.M), \
+                f"swift build {' '.join(words[2:])} compiles {target['name']}, whose {source} imports XCTest"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -39,6 +39,8 @@ URLs:
     POST /_test/hold      JSON {"ms": N}: every later token request waits N ms before DOT handles it
     POST /_test/redirect-uris  JSON {"client_id", "redirect_uris": [...]}: the application's
                           registered redirect URIs (a relay's callback is known only once it runs)
+    POST /_test/client-secret  JSON {"client_id", "client_secret"}: the application's secret is
+                          replaced (stored hashed, as at creation): a rotation at the IdP
     POST /_test/approve-device  JSON {"user_code", "username", "action": "accept" | "deny"}: a
                           scripted person enters the user code and accepts or denies, through DOT's
                           own DeviceUserCodeView and DeviceConfirmView (Django's test client, logged
@@ -95,6 +97,19 @@ def redirect_uris(request, payload: dict):
     if not updated:
         return JsonResponse({"error": "no such client"}, status=404)
     return JsonResponse({"redirect_uris": payload["redirect_uris"]})
+
+
+def client_secret(request, payload: dict):
+    """The application's secret replaced, as an administrator rotating it would (DOT hashes it on
+    save, as it did the first one)."""
+    from django.http import JsonResponse
+    from oauth2_provider.models import get_application_model
+    application = get_application_model().objects.filter(client_id=payload["client_id"]).first()
+    if application is None:
+        return JsonResponse({"error": "no such client"}, status=404)
+    application.client_secret = payload["client_secret"]
+    application.save()
+    return JsonResponse({"client_id": application.client_id})
 
 
 def approve_device(request, payload: dict):
@@ -156,6 +171,7 @@ def _urls() -> list:
         path("_test/token-requests", token_requests),
         path("_test/hold", control(hold)),
         path("_test/redirect-uris", control(redirect_uris)),
+        path("_test/client-secret", control(client_secret)),
         path("_test/approve-device", control(approve_device)),
     ]
 

@@ -64,10 +64,13 @@ def _read_listening_line(proc: _Process, timeout: float) -> int:
 
 class _IdP(_Process):
     """An IdP process with a JSON control API on its own port."""
+    # A command the server is started through (`ip netns exec NAME`: in another network namespace).
+    launcher: tuple[str, ...] = ()
 
     def _spawn(self, argv: list[str], timeout: float) -> None:
         log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
+        self.proc = subprocess.Popen([*self.launcher, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=log)
         log.close()
         self.port = _read_listening_line(self, timeout)
 
@@ -145,6 +148,7 @@ class DjangoIdP(_IdP):
         self.username = f"svc-legacy-{suffix}"
         self.password = tricky_secret("pw")
         self.person = Person(f"alice-{suffix}", tricky_secret("alice"), f"alice-{suffix}@example.test")
+        self.retired_secrets: list[str] = []  # replaced by set_client_secret
 
     def start(self) -> "DjangoIdP":
         missing = [m for m in ("django", "oauth2_provider") if importlib.util.find_spec(m) is None]
@@ -276,6 +280,14 @@ class DjangoIdP(_IdP):
                               {"user_code": user_code, "username": self.person.username, "action": action})
         return answer["status"]
 
+    def set_client_secret(self, client: str, secret: str) -> None:
+        """Rotates the application's secret at the IdP: from now on only `secret` authenticates it.
+        The old one stays among the sensitive values."""
+        c = self.clients[client]
+        self.control("POST", "/_test/client-secret", {"client_id": c.client_id, "client_secret": secret})
+        self.retired_secrets.append(c.client_secret)
+        c.client_secret = secret
+
     def hold(self, ms: int) -> None:
         """Every later token request waits `ms` at the IdP before it is handled."""
         self.control("POST", "/_test/hold", {"ms": ms})
@@ -323,6 +335,7 @@ class DjangoIdP(_IdP):
 
     def sensitive_values(self) -> dict[str, str]:
         values = {f"client secret of {c.name}": c.client_secret for c in self.clients.values() if c.client_secret}
+        values.update({f"retired client secret #{i + 1}": s for i, s in enumerate(self.retired_secrets)})
         values["password of the django user"] = self.password
         values["password of the person"] = self.person.password
         for i, token in enumerate(self.issued_tokens()):
