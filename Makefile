@@ -126,6 +126,8 @@ dist: deps
 # As root (debootstrap, chroot, mount); not part of `make test`: after `make dist`, about 45 s of tests
 # (most of it apt-get from the Debian archive), and a first run makes the Debian 12 root (about 60 s).
 test-dist: dist $(VENV)/.installed
+	@command -v strace >/dev/null && command -v systemd-analyze >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends strace systemd >/dev/null; }
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/dist
 
 clean:
