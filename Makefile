@@ -10,13 +10,26 @@
 #   make fuzz           every libFuzzer target in Tests/Fuzz for FUZZ_SECONDS (120) each
 #   make test-container the image built from Docker/Dockerfile with podman and run for real
 #                       (tests/container; needs root: podman, ip netns)
+#   make dist           the release artifacts in dist/: a tarball (binary built with
+#                       --static-swift-stdlib, README, sample configs, JSON Schema) and a .deb
+#   make test-dist      make dist, then install the .deb into a copy of a debootstrap'd Debian 12
+#                       root (chroot) and test it there (tests/dist)
 SHELL := /bin/bash
 SWIFT_FLAGS ?=
 RELEASE_BIN := .build/release/oauth-relay
 VENV := .venv-test
 PYTHON ?= python3
+# The git commit every build below is made from: Package.swift reads it into the binary
+# (`--version`, GET /version, the start-up log line). Empty outside a git checkout: "unknown".
+export OAUTH_RELAY_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+# make dist's build: --static-swift-stdlib changes every compilation, so it has its own scratch
+# directory instead of rebuilding .build/release (make build's) each way.
+DIST_BUILD := .build-dist
+DIST_BIN := $(DIST_BUILD)/release/oauth-relay
+# swift-argument-parser's generate-manual plugin writes the man page here (from .build/release).
+MANPAGE := .build/plugins/GenerateManual/outputs/OAuthRelay/oauth-relay.1
 
-.PHONY: run test deps test-deps build unit-test integration-test fuzz-smoke fuzz test-checked test-tsan test-asan test-container bench clean
+.PHONY: run test deps test-deps build unit-test integration-test fuzz-smoke fuzz test-checked test-tsan test-asan test-container bench dist test-dist clean
 
 deps:
 	scripts/install-deps
@@ -111,5 +124,18 @@ test-debian13:
 bench: test-deps build
 	bench/run.sh
 
+# The manual's date is the commit's, so that one commit makes one man page.
+dist: deps
+	swift build -c release --static-swift-stdlib --scratch-path $(DIST_BUILD) --product oauth-relay
+	swift package generate-manual --date $$(git log -1 --format=%cs 2>/dev/null || date +%F)
+	scripts/make-dist $(DIST_BIN) $(MANPAGE) dist
+
+# As root (debootstrap, chroot, mount); not part of `make test`: after `make dist`, about 45 s of tests
+# (most of it apt-get from the Debian archive), and a first run makes the Debian 12 root (about 60 s).
+test-dist: dist $(VENV)/.installed
+	@command -v strace >/dev/null && command -v systemd-analyze >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends strace systemd >/dev/null; }
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/dist
+
 clean:
-	rm -rf .build $(VENV)
+	rm -rf .build $(DIST_BUILD) dist $(VENV)

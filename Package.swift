@@ -6,6 +6,26 @@ import PackageDescription
 /// tests, keep them, and any overlapping access they would catch shows there.
 let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
 
+/// The git commit the binary is built from, which `--version`, `GET /version` and the start-up log
+/// line name. The build sets it in the environment: the Makefile (`git rev-parse HEAD`) for
+/// `make build`, `make run` and `make dist`, Docker/Dockerfile from its `OAUTH_RELAY_COMMIT` build
+/// argument (the build context has no .git). A plain `swift build` has none, and the binary says
+/// "unknown". A value that is not 7 to 64 lower-case hex digits is ignored the same way: it becomes
+/// a C string literal, so nothing else may reach it.
+///
+/// Why an environment variable read here, into one C file's define (Sources/CRelayBuild): it needs
+/// no generated source file (a plain `swift build` has nothing to fail on), no plugin (a build plugin
+/// sees no .git in a container either, and runs on every build) and no git in the manifest. SwiftPM
+/// evaluates the manifest again when the environment changes (its manifest cache is keyed on it), and
+/// a changed define recompiles that one C file and relinks the binary: no Swift module is
+/// recompiled, because a C target's defines never reach the Swift modules importing its header.
+/// tests/dist/test_build_commit.py (make test-dist) proves both on the Makefile's binaries.
+let buildCommit: String = {
+    let value = Context.environment["OAUTH_RELAY_COMMIT"] ?? ""
+    let hex = value.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    return (7...64).contains(value.utf8.count) && hex ? value : "unknown"
+}()
+
 let package = Package(
     name: "oauth-relay",
     platforms: [.macOS(.v15)],
@@ -31,6 +51,8 @@ let package = Package(
         // file adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses with a warning (and which changes
         // no hiredis type on 64-bit systems).
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
+        // The git commit the binary is built from (`buildCommit` above), for the executable only.
+        .target(name: "CRelayBuild", cSettings: [.define("OAUTH_RELAY_BUILD_COMMIT", to: "\"\(buildCommit)\"")]),
 
         .target(name: "ByteBuffers", swiftSettings: hotPath),
         // Text the relay shows or embeds safely: a `Secret` prints redacted, any credential is shown
@@ -109,6 +131,8 @@ let package = Package(
             "LocalHTTP", "HTTPFields", "RedisProtocol", "QRCode", "JSON", "WatchedFiles",
             // The admin listener, given the Host names it serves; the login URL for `login` and `token`.
             "AdminAPI", "BrowserSafety", "LoginPages",
+            // The commit it was built from.
+            "CRelayBuild",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/oauth-relay"),

@@ -2,6 +2,7 @@
 // loop beside the signal watchers, so it never shares a worker with client traffic.
 //
 //   GET    /healthz                    200 while the process serves
+//   GET    /version                    the version and the git commit the binary was built from
 //   GET    /readyz                     200 once every non-interactive identity holds a valid
 //                                      token (the listeners are bound before this server
 //                                      starts); else 503 naming what is missing
@@ -51,13 +52,16 @@ public final class AdminServer {
     private let tokens: TokenService?
     private let metrics: RelayMetrics?
     private let reload: () -> ReloadOutcome
+    /// What `GET /version` answers.
+    private let build: RelayBuild
     /// The Host names this listener serves, as the settings in force say (they change on reload).
     private let hosts: () -> ListenerHosts
     private var server: LocalHTTPServer?
 
-    public init(loop: EventLoop, address: SocketAddress, tokens: TokenService?, metrics: RelayMetrics?,
+    public init(loop: EventLoop, address: SocketAddress, tokens: TokenService?, metrics: RelayMetrics?, build: RelayBuild,
                 hosts: @escaping () -> ListenerHosts, reload: @escaping () -> ReloadOutcome) throws(UVError) {
         self.tokens = tokens
+        self.build = build
         self.metrics = metrics
         self.hosts = hosts
         self.reload = reload
@@ -106,6 +110,7 @@ public final class AdminServer {
                 return answer
             })
         router.add("GET", "/healthz") { _, _ in LocalResponse(status: 200, body: "{\"status\":\"serving\"}\n") }
+        router.add("GET", "/version") { [unowned self] _, _ in LocalResponse(status: 200, body: build.json + "\n") }
         router.add("GET", "/readyz") { [unowned self] _, _ in readiness() }
         router.add("GET", "/identities") { [unowned self] _, _ in identities() }
         router.add("GET", "/metrics") { [unowned self] _, _ in exposition() }

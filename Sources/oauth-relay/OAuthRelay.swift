@@ -2,6 +2,7 @@
 // the default, so `oauth-relay --config FILE` serves.
 
 import ArgumentParser
+import OAuth2
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,6 +12,8 @@ struct OAuthRelay: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "oauth-relay",
         abstract: "A local HTTP reverse proxy that applies the OAuth2 bearer token of each route's identity.",
+        // `oauth-relay --version`: the version and the commit the binary was built from.
+        version: RelayBuild.current.versionLine,
         subcommands: [RunCommand.self, CheckCommand.self, TokenCommand.self, LoginCommand.self, LogoutCommand.self, DemoCommand.self],
         defaultSubcommand: RunCommand.self
     )

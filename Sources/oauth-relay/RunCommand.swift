@@ -220,6 +220,8 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), source: ConfigSo
         reloader.onApplied = { [weak watcher] in watcher?.follow($0) }
     }
     logger.info("listening", metadata: [
+        "version": .string(RelayBuild.current.version),
+        "commit": .string(RelayBuild.current.commit),
         "listen": .string(server.boundAddress),
         "listen_tls": .string(server.boundTLSAddress ?? "-"),
         "workers": .stringConvertible(workers),
@@ -263,7 +265,7 @@ private func startAdmin(on loop: EventLoop, at hostPort: HostPort, tokens: Token
         throw StartFailure(reason: "admin address \(hostPort) is not an IP address")
     }
     do {
-        return try AdminServer(loop: loop, address: address, tokens: tokens, metrics: metrics, hosts: hosts, reload: reload)
+        return try AdminServer(loop: loop, address: address, tokens: tokens, metrics: metrics, build: .current, hosts: hosts, reload: reload)
     } catch {
         throw StartFailure(reason: "cannot listen on \(hostPort) (admin): \(error.message)")
     }
