@@ -111,7 +111,8 @@ CONTAINER_IMAGE := localhost/oauth-relay:test
 
 test-container: $(VENV)/.installed
 	scripts/container-images
-	podman build --pull=never --network host --format docker -t $(CONTAINER_IMAGE) -f Docker/Dockerfile .
+	podman build --pull=never --network host --format docker --build-arg OAUTH_RELAY_COMMIT=$(OAUTH_RELAY_COMMIT) \
+		-t $(CONTAINER_IMAGE) -f Docker/Dockerfile .
 	OAUTH_RELAY_IMAGE=$(CONTAINER_IMAGE) $(VENV)/bin/python -m pytest -q tests/container
 
 # Debian 13 (trixie): scripts/install-deps from Debian 13's archive, the build and every unit test, in a

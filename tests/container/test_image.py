@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 from pathlib import Path
 
@@ -164,6 +165,15 @@ def test_image_size_layers_and_libraries_and_nothing_of_the_checkout(image):
     assert not from_checkout, f"files of the checkout in the image: {from_checkout[:20]}"
     for expected in ("/usr/local/bin/oauth-relay", "/usr/local/bin/oauth-relay-healthcheck", CONFIG_PATH):
         assert expected in files, f"{expected} missing from the image"
+
+
+def test_the_image_names_the_commit_it_was_built_from(image):
+    """make test-container passes the checkout's commit as the Dockerfile's build argument (the build
+    context has no .git); the binary names it in `--version`, as /version and the start-up log do."""
+    commit = os.environ.get("OAUTH_RELAY_COMMIT") or subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    line = podman("run", "--rm", "--network", "none", *HARDENED, image, "--version").stdout.strip()
+    assert line.endswith(f"(commit {commit})"), f"the image's binary says {line!r}, the checkout is at {commit}"
 
 
 def image_files(image: str) -> set[str]:
