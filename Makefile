@@ -21,7 +21,12 @@ VENV := .venv-test
 PYTHON ?= python3
 # The git commit every build below is made from: Package.swift reads it into the binary
 # (`--version`, GET /version, the start-up log line). Empty outside a git checkout: "unknown".
-export OAUTH_RELAY_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+# Read once (:=), so that every build of one make run names the same commit; only this checkout's
+# own git (a source tree unpacked inside another repository is not that repository's commit).
+ifndef OAUTH_RELAY_COMMIT
+OAUTH_RELAY_COMMIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && git rev-parse HEAD)
+endif
+export OAUTH_RELAY_COMMIT
 # make dist's build: --static-swift-stdlib changes every compilation, so it has its own scratch
 # directory instead of rebuilding .build/release (make build's) each way.
 DIST_BUILD := .build-dist
@@ -139,4 +144,4 @@ test-dist: dist $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/dist
 
 clean:
-	rm -rf .build $(DIST_BUILD) dist $(VENV)
+	rm -rf .build $(DIST_BUILD) $(TSAN_BUILD) $(ASAN_BUILD) dist $(VENV)

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,11 +65,15 @@ class Chroot:
         self.work = Path(tempfile.mkdtemp(prefix="oauth-relay-dist-", dir="/var/tmp"))
         self.path = self.work / "root"
         self.mounted: list[Path] = []
-        subprocess.run(["cp", "-a", str(base), str(self.path)], check=True)
-        shutil.copy("/etc/resolv.conf", self.path / "etc" / "resolv.conf")
-        for target, args in (("proc", ["-t", "proc", "proc"]), ("dev", ["--bind", "/dev"])):
-            subprocess.run(["mount", *args, str(self.path / target)], check=True)
-            self.mounted.append(self.path / target)
+        try:
+            subprocess.run(["cp", "-a", str(base), str(self.path)], check=True)
+            shutil.copy("/etc/resolv.conf", self.path / "etc" / "resolv.conf")
+            for target, args in (("proc", ["-t", "proc", "proc"]), ("dev", ["--bind", "/dev"])):
+                subprocess.run(["mount", *args, str(self.path / target)], check=True)
+                self.mounted.append(self.path / target)
+        except BaseException:
+            self.close()
+            raise
 
     def run(self, *args: str, check: bool = True, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
         environment = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive", "LANG": "C.UTF-8", **(env or {})}
@@ -88,10 +93,17 @@ class Chroot:
         return {line.split()[0] for line in out.splitlines() if line.endswith(" installed")}
 
     def close(self) -> None:
+        """Unmounts, then removes the copy, but never while anything is still mounted in it: a
+        removal that walked into the bound /dev would delete the host's device nodes."""
         for target in reversed(self.mounted):
             subprocess.run(["umount", "--lazy", str(target)], check=False)
         self.mounted.clear()
-        shutil.rmtree(self.work, ignore_errors=True)
+        still = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                 if line.split()[4].startswith(f"{self.work}/")]
+        if still:
+            warnings.warn(f"{self.work} left in place: still mounted there: {still}")
+            return
+        subprocess.run(["rm", "-rf", "--one-file-system", str(self.work)], check=False)
 
 
 @dataclass

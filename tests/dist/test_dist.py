@@ -28,9 +28,15 @@ def tar_names(artifacts) -> list[str]:
 def test_tarball_holds_the_binary_readme_sample_configs_and_schema(artifacts):
     top = f"oauth-relay-{artifacts.version}-linux-x86_64"
     names = set(tar_names(artifacts))
-    samples = {f"{top}/config/{path.relative_to(REPO / 'Config')}" for path in (REPO / "Config").rglob("*.json")}
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "--", "Config"], capture_output=True, text=True,
+                             check=True).stdout.split()
+    samples = {f"{top}/config/{path.removeprefix('Config/')}" for path in tracked}
     assert {f"{top}/oauth-relay", f"{top}/README.md", f"{top}/config/oauth-relay.schema.json"} | samples <= names
     assert all(name == top or name.startswith(top + "/") for name in names), names
+    # Only what git tracks: a checkout's own files in Config/ (a local config, a key) stay out.
+    with tarfile.open(artifacts.tarball) as tar:
+        shipped = {member.name for member in tar.getmembers() if member.isfile() and member.name.startswith(f"{top}/config/")}
+    assert shipped == samples, f"untracked files shipped: {sorted(shipped - samples)}"
 
 
 def test_tarball_binary_links_no_swift_library(artifacts, tmp_path):
