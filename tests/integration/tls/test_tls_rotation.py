@@ -99,6 +99,15 @@ def https_get(connection: http.client.HTTPSConnection, path: str) -> bytes:
     return connection.sock.getpeercert(binary_form=True)
 
 
+def certificate_of_a_new_connection(tls_port: int, context: ssl.SSLContext, path: str = "/x") -> bytes:
+    """GET `path` on a new TLS connection to the listener, closed after; its certificate's DER."""
+    fresh = http.client.HTTPSConnection(LOOPBACK, tls_port, context=context, timeout=scaled(10))
+    try:
+        return https_get(fresh, path)
+    finally:
+        fresh.close()
+
+
 @pytest.mark.parametrize("style", STYLES)
 def test_a_renewed_listener_certificate_reaches_new_connections_and_no_request_fails(style, tls_pki, start_relay, upstream,
                                                                                      tmp_path):
@@ -116,11 +125,7 @@ def test_a_renewed_listener_certificate_reaches_new_connections_and_no_request_f
     assert https_get(kept, "/kept/before") == der(first.cert)
 
     def one_new_connection() -> bytes:
-        fresh = connection()
-        try:
-            return https_get(fresh, "/fresh")
-        finally:
-            fresh.close()
+        return certificate_of_a_new_connection(tls_port, context, "/fresh")
 
     outage_seen = []
     with Traffic(one_new_connection) as traffic:
@@ -163,11 +168,7 @@ def test_a_half_written_certificate_changes_nothing_and_warns_once_until_the_fil
     context = ssl.create_default_context(cafile=str(tls_pki.ca.cert))
 
     def served() -> bytes:
-        fresh = http.client.HTTPSConnection(LOOPBACK, tls_port, context=context, timeout=scaled(10))
-        try:
-            return https_get(fresh, "/x")
-        finally:
-            fresh.close()
+        return certificate_of_a_new_connection(tls_port, context)
 
     def rejected() -> float:
         return admin.scrape().total("oauth_relay_config_reloads_total", outcome="rejected")
@@ -211,11 +212,7 @@ def test_a_reapply_that_failed_on_an_unwatched_file_is_retried_until_the_renewed
     context = ssl.create_default_context(cafile=str(tls_pki.ca.cert))
 
     def served() -> bytes:
-        fresh = http.client.HTTPSConnection(LOOPBACK, tls_port, context=context, timeout=scaled(10))
-        try:
-            return https_get(fresh, "/x")
-        finally:
-            fresh.close()
+        return certificate_of_a_new_connection(tls_port, context)
 
     unverified = len(log_records(relay, "TLS verification disabled"))
     assert unverified == 1, "the start-up warns once"
