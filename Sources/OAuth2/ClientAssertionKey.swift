@@ -74,14 +74,7 @@ public struct ClientAssertionKey: Sendable, Equatable, CustomStringConvertible, 
             certificate = nil
             return
         }
-        let chain: CertificateChain
-        do throws(CryptoError) {
-            chain = try CertificateChain(pem: certificatePEM)
-        } catch {
-            throw .unreadableCertificate(error)
-        }
-        guard chain.leafPublicKey == publicKey else { throw .certificateKeyMismatch }
-        certificate = JWSCertificateReference(chain, members: certificateMembers)
+        certificate = JWSCertificateReference(try Self.chain(pem: certificatePEM, of: publicKey), members: certificateMembers)
     }
 
     private init(signer: JWSSigner, keyID: String?, certificate: JWSCertificateReference?, publicKey: PublicKey) {
@@ -92,6 +85,18 @@ public struct ClientAssertionKey: Sendable, Equatable, CustomStringConvertible, 
     }
 
     public var algorithm: JWSAlgorithm { signer.algorithm }
+
+    /// The certificate (or chain) in `pem`, whose leaf must certify `publicKey`.
+    private static func chain(pem: String, of publicKey: PublicKey) throws(Problem) -> CertificateChain {
+        let chain: CertificateChain
+        do throws(CryptoError) {
+            chain = try CertificateChain(pem: pem)
+        } catch {
+            throw .unreadableCertificate(error)
+        }
+        guard chain.leafPublicKey == publicKey else { throw .certificateKeyMismatch }
+        return chain
+    }
 
     /// The key in `pem` in this one's place (a rotated `clientKeyFile`): the same algorithm, `kid`
     /// and certificate, which must be the new key's.
@@ -104,14 +109,7 @@ public struct ClientAssertionKey: Sendable, Equatable, CustomStringConvertible, 
     /// This key with the certificate (or chain) in `pem` in place of its own (a renewed
     /// `clientCertFile`), named by the same header members; it must be this key's.
     public func replacingCertificate(pem: String) throws(Problem) -> ClientAssertionKey {
-        let chain: CertificateChain
-        do throws(CryptoError) {
-            chain = try CertificateChain(pem: pem)
-        } catch {
-            throw .unreadableCertificate(error)
-        }
-        guard chain.leafPublicKey == publicKey else { throw .certificateKeyMismatch }
-        let reference = JWSCertificateReference(chain, members: certificate?.members ?? [.sha256Thumbprint])
+        let reference = JWSCertificateReference(try Self.chain(pem: pem, of: publicKey), members: certificate?.members ?? [.sha256Thumbprint])
         return ClientAssertionKey(signer: signer, keyID: keyID, certificate: reference, publicKey: publicKey)
     }
 
