@@ -19,7 +19,7 @@ public struct StoreConfig: Sendable, Equatable {
         self.redis = redis
     }
 
-    static let knownKeys = ["path", "key", "keyFile", "redis", "keyPrefix", "timeoutMilliseconds", "tls"]
+    static let knownKeys = ["path", "key", "keyFile", "redis", "keyPrefix", "timeoutMilliseconds", "tls", "username", "passwordFile"]
 }
 
 /// `store.redis` and the keys that go with it.
@@ -33,11 +33,15 @@ public struct RedisStoreConfig: Sendable, Equatable {
     public var keyPrefix: String
     /// Longer than this without an answer and Redis counts as down: the fetch goes on without it.
     public var timeoutMilliseconds: Int
+    /// `passwordFile`, resolved: the endpoint's password was read from it at load, and the token
+    /// thread reads it again at every connection (a rotated password applies without a reload).
+    public var passwordFile: String?
 
     public init(endpoint: RedisEndpoint, keyPrefix: String = Self.defaultKeyPrefix,
-                timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds) {
+                timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds, passwordFile: String? = nil) {
         self.endpoint = endpoint
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.passwordFile = passwordFile
     }
 }

@@ -57,6 +57,7 @@ struct StoreDecoding {
             for field in [prefixField, timeoutField].compactMap({ $0 }) {
                 context.report("only with \"redis\" (the shared store)", at: field)
             }
+            RedisCredentialsDecoding(context: context).reportWithoutRedis(object)
             return nil
         }
         let endpoint = context.parsed(redisField) { text throws(InvalidValue) -> RedisEndpoint in
@@ -86,6 +87,6 @@ struct StoreDecoding {
                 config = nil
             }
         }
-        return config
+        return RedisCredentialsDecoding(context: context).decode(object, into: config)
     }
 }

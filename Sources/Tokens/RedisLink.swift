@@ -15,6 +15,8 @@ final class RedisLink {
     private let timeoutMilliseconds: UInt64
     private let channel: [UInt8]
     private let logger: Logger
+    /// `store.passwordFile`: read again before each attempt.
+    private let passwordFile: RedisPasswordFile?
     private(set) var health = RedisLinkHealth()
     private var commands: RedisConnection?
     private var listener: RedisConnection?
@@ -31,7 +33,9 @@ final class RedisLink {
     /// A message on the entries' channel: the key of an entry written or whose lease was released.
     var onMessage: ([UInt8]) -> Void = { _ in }
 
-    init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMilliseconds: UInt64, channel: [UInt8], logger: Logger) {
+    init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMilliseconds: UInt64, channel: [UInt8], logger: Logger,
+         passwordFile: RedisPasswordFile? = nil) {
+        self.passwordFile = passwordFile
         self.loop = loop
         self.endpoint = endpoint
         self.timeoutMilliseconds = timeoutMilliseconds
@@ -47,6 +51,7 @@ final class RedisLink {
 
     private func open() {
         connectionsUp = 0
+        let endpoint = passwordFile?.endpoint(endpoint, logger: logger) ?? endpoint
         commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds,
                                    onReady: { [weak self] in self?.connectionUp() },
                                    onEnded: { [weak self] in self?.lost($0) })
@@ -77,8 +82,10 @@ final class RedisLink {
         listener = nil
         let (begins, retryAfter) = health.lost(random: Double.random(in: 0..<1), at: monotonicSeconds())
         if begins {
-            logger.warning("shared token store unavailable; each replica fetches its own tokens until it is back",
-                           metadata: ["redis": .string(endpoint.description), "error": .string(failure.description)])
+            var metadata: Logger.Metadata = ["redis": .string(endpoint.description), "error": .string(failure.description)]
+            // A refused AUTH: the password came from this file.
+            if case .refused = failure, let passwordFile { metadata["password_file"] = .string(passwordFile.path) }
+            logger.warning("shared token store unavailable; each replica fetches its own tokens until it is back", metadata: metadata)
         }
         let timer = retryTimer ?? LoopTimer(loop: loop) { [unowned self] in
             health.reconnecting()

@@ -35,12 +35,15 @@ public struct SharedStoreSettings: Sendable {
     public var keyPrefix: String
     public var timeoutMilliseconds: UInt64
     public var keys: StoreKeys
+    /// `store.passwordFile`: read again at each connection; `endpoint` holds its content at load.
+    public var passwordFile: String?
 
-    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys) {
+    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys, passwordFile: String? = nil) {
         self.endpoint = endpoint
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
         self.keys = keys
+        self.passwordFile = passwordFile
     }
 
     public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, key: SymmetricKey) {
@@ -92,7 +95,10 @@ final class SharedTokens {
         self.observer = observer
         self.driver = driver
         link = RedisLink(loop: loop, endpoint: settings.endpoint, timeoutMilliseconds: settings.timeoutMilliseconds,
-                         channel: SharedEntryKeys.channel(prefix: settings.keyPrefix), logger: logger)
+                         channel: SharedEntryKeys.channel(prefix: settings.keyPrefix), logger: logger,
+                         passwordFile: settings.passwordFile.flatMap { path in
+                             settings.endpoint.password.map { RedisPasswordFile(path: path, loaded: $0) }
+                         })
         link.onReady = { [unowned self] in
             each { $0.fetch.linkReady() }
             loginReads.linkReady()
