@@ -51,7 +51,7 @@ final class RedisLink {
 
     private func open() {
         connectionsUp = 0
-        let endpoint = passwordFile?.endpoint(endpoint, logger: logger) ?? endpoint
+        let endpoint = passwordFile?.endpoint(self.endpoint, logger: logger) ?? self.endpoint
         commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds,
                                    onReady: { [weak self] in self?.connectionUp() },
                                    onEnded: { [weak self] in self?.lost($0) })

@@ -53,9 +53,8 @@ def acl_store(redis) -> dict:
 def relay_connections(redis, older_than: int = 0) -> int:
     """The connections the ACL user has had open for `older_than` seconds at least (each relay keeps
     two: commands and the subscription)."""
-    lines = [line for line in redis.cli("CLIENT", "LIST", "USER", ACL_USER).splitlines() if line.strip()]
-    ages = [int(dict(field.split("=", 1) for field in line.split() if "=" in field)["age"]) for line in lines]
-    return sum(1 for age in ages if age >= older_than)
+    clients = [dict(field.split("=", 1) for field in line.split() if "=" in field) for line in redis.cli("CLIENT", "LIST").splitlines()]
+    return sum(1 for client in clients if client.get("user") == ACL_USER and int(client["age"]) >= older_than)
 
 
 def test_replicas_logging_in_as_an_acl_user_share_tokens(acl_redis, django_idp, upstream, start_relay):
