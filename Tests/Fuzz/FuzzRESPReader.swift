@@ -11,7 +11,7 @@ import RedisProtocol
 /// Small limits, so the fuzzer reaches each of them with short inputs.
 private let limits = RESPReader.Limits(maxBulkLength: 64, maxArrayCount: 8, maxDepth: 3, maxLineLength: 32)
 
-private func read(_ pieces: [ArraySlice<UInt8>]) -> (replies: [RedisReply], error: RESPError?) {
+private func read(_ pieces: [ArraySlice<UInt8>], limits: RESPReader.Limits = limits) -> (replies: [RedisReply], error: RESPError?) {
     var reader = RESPReader(limits: limits)
     var replies: [RedisReply] = []
     do throws(RESPError) {
@@ -48,8 +48,9 @@ public func fuzzRESPReader(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     precondition(whole.replies == halves.replies && whole.error == halves.error, "cut in two, the input reads otherwise")
     for reply in whole.replies {
         // A status or error line read from invalid UTF-8 holds U+FFFD: written again it is
-        // valid UTF-8, and must then read back unchanged.
-        let again = read([encoded(reply)[...]])
+        // valid UTF-8 (up to three times longer, hence the default limits), and must then read
+        // back unchanged.
+        let again = read([encoded(reply)[...]], limits: RESPReader.Limits())
         precondition(again.error == nil && again.replies == [reply], "a reply written again reads otherwise")
     }
     if let error = whole.error {
