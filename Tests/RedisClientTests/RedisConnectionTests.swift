@@ -6,7 +6,7 @@ import LoopTestSupport
 import SafeText
 import XCTest
 
-/// One connection over hiredis on the event loop: opening (AUTH, SELECT, SUBSCRIBE), commands,
+/// One connection on the event loop, over TCP or TLS: opening (AUTH, SELECT, SUBSCRIBE), commands,
 /// deadlines, and endings — each test ends with the loop closed and nothing left on it.
 final class RedisConnectionTests: XCTestCase {
     private var test: LeakCheckedLoop!
