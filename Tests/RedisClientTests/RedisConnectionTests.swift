@@ -141,6 +141,41 @@ final class RedisConnectionTests: XCTestCase {
         listener.close()
     }
 
+    /// A listener that answers every connection with `bytes` at once, whatever it is sent.
+    private func answering(_ bytes: String, held: @escaping (TCPStream) -> Void) throws -> (TCPListener, UInt16) {
+        let listener = try TCPListener(loop: loop, address: SocketAddress(ip: "127.0.0.1", port: 0)!, reusePort: false) { stream in
+            Array(bytes.utf8).withUnsafeBytes { stream.write($0) }
+            held(stream)
+        }
+        return (listener, try XCTUnwrap(listener.localAddress?.port))
+    }
+
+    func testBytesThatAreNotRESPEndTheConnectionWithTheReason() throws {
+        var held: [TCPStream] = []
+        let (listener, port) = try answering("!not-resp\r\n") { held.append($0) }
+        let (connection, outcome) = open(endpoint(port))
+        XCTAssertEqual(outcome.flatMap(failure), .closed("not a RESP2 reply: unknown type byte 0x21"))
+        XCTAssertFalse(connection.isReady)
+        held.forEach { $0.close() }
+        listener.close()
+    }
+
+    func testAReplyNoCommandWaitsForEndsTheConnection() throws {
+        var held: [TCPStream] = []
+        // The PONG answers the opening's PING; the second reply answers nothing.
+        let (listener, port) = try answering("+PONG\r\n$5\r\nextra\r\n") { held.append($0) }
+        var ready = false
+        var ended: RedisConnection.Failure?
+        let connection = RedisConnection(loop: loop, endpoint: endpoint(port), timeoutMilliseconds: 1000,
+                                         onReady: { ready = true }, onEnded: { ended = $0 })
+        test.run(until: "the connection ended") { ended != nil }
+        XCTAssertTrue(ready)
+        XCTAssertEqual(ended, .closed("a reply to no command ($5 bytes)"))
+        XCTAssertFalse(connection.isReady)
+        held.forEach { $0.close() }
+        listener.close()
+    }
+
     func testARefusedConnectionIsUnreachable() throws {
         let listener = try TCPListener(loop: loop, address: SocketAddress(ip: "127.0.0.1", port: 0)!, reusePort: false) { $0.close() }
         let port = try XCTUnwrap(listener.localAddress?.port)
