@@ -25,6 +25,7 @@ import OAuth2
 import RedisClient
 import RedisProtocol
 import SafeText
+import TLS
 import TokenStore
 
 /// The shared store's settings: `store.redis`, `store.keyPrefix`, `store.timeoutMilliseconds`
@@ -35,16 +36,21 @@ public struct SharedStoreSettings: Sendable {
     public var keyPrefix: String
     public var timeoutMilliseconds: UInt64
     public var keys: StoreKeys
+    /// The connections' TLS (`store.tls`), for a `rediss://` endpoint; nil for plain TCP.
+    public var tls: TLSConfiguration?
 
-    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys) {
+    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys,
+                tls: TLSConfiguration? = nil) {
         self.endpoint = endpoint
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
         self.keys = keys
+        self.tls = tls
     }
 
-    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, key: SymmetricKey) {
-        self.init(endpoint: endpoint, keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds, keys: StoreKeys(key))
+    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, key: SymmetricKey,
+                tls: TLSConfiguration? = nil) {
+        self.init(endpoint: endpoint, keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds, keys: StoreKeys(key), tls: tls)
     }
 }
 
@@ -91,7 +97,7 @@ final class SharedTokens {
         self.logger = logger
         self.observer = observer
         self.driver = driver
-        link = RedisLink(loop: loop, endpoint: settings.endpoint, timeoutMilliseconds: settings.timeoutMilliseconds,
+        link = RedisLink(loop: loop, endpoint: settings.endpoint, timeoutMilliseconds: settings.timeoutMilliseconds, tls: settings.tls,
                          channel: SharedEntryKeys.channel(prefix: settings.keyPrefix), logger: logger)
         link.onReady = { [unowned self] in
             each { $0.fetch.linkReady() }
