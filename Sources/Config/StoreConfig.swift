@@ -1,3 +1,4 @@
+import Endpoints
 import OAuth2
 import RedisProtocol
 import SafeText
@@ -33,15 +34,20 @@ public struct RedisStoreConfig: Sendable, Equatable {
     public var keyPrefix: String
     /// Longer than this without an answer and Redis counts as down: the fetch goes on without it.
     public var timeoutMilliseconds: Int
+    /// `store.tls`, with the defaults (the system's CAs, the URL's host verified) when it is not
+    /// given: set exactly when the URL is `rediss://`.
+    public var tls: TLSSettings?
     /// `passwordFile`, resolved: the endpoint's password was read from it at load, and the token
     /// thread reads it again at every connection (a rotated password applies without a reload).
     public var passwordFile: String?
 
+    /// `tls` defaults to the default settings for a `rediss://` endpoint, to none otherwise.
     public init(endpoint: RedisEndpoint, keyPrefix: String = Self.defaultKeyPrefix,
-                timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds, passwordFile: String? = nil) {
+                timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds, tls: TLSSettings? = nil, passwordFile: String? = nil) {
         self.endpoint = endpoint
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.tls = tls ?? (endpoint.usesTLS ? TLSSettings() : nil)
         self.passwordFile = passwordFile
     }
 }

@@ -1,5 +1,5 @@
 // The token loop's link to the shared Redis store: two connections to one endpoint, one for
-// commands and one subscribed to the entries' channel (hiredis cannot mix the two), ready when
+// commands and one subscribed to the entries' channel (RESP2 cannot mix the two), ready when
 // both are. When either fails or a command times out, both close and the link reconnects after a
 // backoff; RedisLinkHealth decides when, and when to log (once per outage). Runs on the token
 // loop only, like everything in this module that talks to Redis.
@@ -8,11 +8,13 @@ import EventLoop
 import Logging
 import RedisClient
 import RedisProtocol
+import TLS
 
 final class RedisLink {
     let endpoint: RedisEndpoint
     private let loop: EventLoop
     private let timeoutMilliseconds: UInt64
+    private let tls: TLSConfiguration?
     private let channel: [UInt8]
     private let logger: Logger
     /// `store.passwordFile`: read again before each attempt.
@@ -33,12 +35,13 @@ final class RedisLink {
     /// A message on the entries' channel: the key of an entry written or whose lease was released.
     var onMessage: ([UInt8]) -> Void = { _ in }
 
-    init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMilliseconds: UInt64, channel: [UInt8], logger: Logger,
-         passwordFile: RedisPasswordFile? = nil) {
+    init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMilliseconds: UInt64, tls: TLSConfiguration? = nil,
+         channel: [UInt8], logger: Logger, passwordFile: RedisPasswordFile? = nil) {
         self.passwordFile = passwordFile
         self.loop = loop
         self.endpoint = endpoint
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.tls = tls
         self.channel = channel
         self.logger = logger
     }
@@ -52,10 +55,10 @@ final class RedisLink {
     private func open() {
         connectionsUp = 0
         let endpoint = passwordFile?.endpoint(self.endpoint, logger: logger) ?? self.endpoint
-        commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds,
+        commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                    onReady: { [weak self] in self?.connectionUp() },
                                    onEnded: { [weak self] in self?.lost($0) })
-        listener = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds,
+        listener = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                    subscribingTo: channel, onMessage: { [weak self] in self?.onMessage($0) },
                                    onReady: { [weak self] in self?.connectionUp() },
                                    onEnded: { [weak self] in self?.lost($0) })

@@ -25,6 +25,7 @@ import OAuth2
 import RedisClient
 import RedisProtocol
 import SafeText
+import TLS
 import TokenStore
 
 /// The shared store's settings: `store.redis`, `store.keyPrefix`, `store.timeoutMilliseconds`
@@ -35,19 +36,24 @@ public struct SharedStoreSettings: Sendable {
     public var keyPrefix: String
     public var timeoutMilliseconds: UInt64
     public var keys: StoreKeys
+    /// The connections' TLS (`store.tls`), for a `rediss://` endpoint; nil for plain TCP.
+    public var tls: TLSConfiguration?
     /// `store.passwordFile`: read again at each connection; `endpoint` holds its content at load.
     public var passwordFile: String?
 
-    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys, passwordFile: String? = nil) {
+    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys,
+                tls: TLSConfiguration? = nil, passwordFile: String? = nil) {
         self.endpoint = endpoint
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
         self.keys = keys
+        self.tls = tls
         self.passwordFile = passwordFile
     }
 
-    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, key: SymmetricKey) {
-        self.init(endpoint: endpoint, keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds, keys: StoreKeys(key))
+    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, key: SymmetricKey,
+                tls: TLSConfiguration? = nil) {
+        self.init(endpoint: endpoint, keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds, keys: StoreKeys(key), tls: tls)
     }
 }
 
@@ -94,7 +100,7 @@ final class SharedTokens {
         self.logger = logger
         self.observer = observer
         self.driver = driver
-        link = RedisLink(loop: loop, endpoint: settings.endpoint, timeoutMilliseconds: settings.timeoutMilliseconds,
+        link = RedisLink(loop: loop, endpoint: settings.endpoint, timeoutMilliseconds: settings.timeoutMilliseconds, tls: settings.tls,
                          channel: SharedEntryKeys.channel(prefix: settings.keyPrefix), logger: logger,
                          passwordFile: settings.passwordFile.flatMap { path in
                              settings.endpoint.password.map { RedisPasswordFile(path: path, loaded: $0) }

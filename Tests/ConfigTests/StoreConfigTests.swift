@@ -1,4 +1,5 @@
 import Config
+import Endpoints
 import FileTestSupport
 import Foundation
 import OAuth2
@@ -84,14 +85,71 @@ final class StoreConfigTests: XCTestCase {
         XCTAssertEqual(redis.endpoint.password, Secret("pw/with@odd"))
     }
 
-    func testRedissAndTLSAreRefusedBecauseThisHiredisHasNoTLS() {
-        let errors = describe(configErrors(#"""
-            { "store": { "redis": "rediss://:hunter2-password@redis:6380", "key": "\#(key)", "tls": { "caFile": "ca.pem" } } }
-            """#))
-        XCTAssertEqual(errors.count, 2)
-        XCTAssertTrue(errors[0].hasPrefix("$.store.redis: Redis over TLS (rediss://) is not supported: this relay's hiredis (0.14) has no TLS"), errors[0])
-        XCTAssertTrue(errors[1].hasPrefix("$.store.tls: Redis over TLS"), errors[1])
-        XCTAssertFalse(errors.joined().contains("hunter2"))
+    // MARK: - rediss:// and store.tls
+
+    func testRedissUsesTLSWithTheDefaultSettings() throws {
+        let config = try decodeConfig(#"{ "store": { "redis": "rediss://:hunter2-password@redis.example:6380", "key": "\#(key)" } }"#)
+        let redis = try XCTUnwrap(config.store?.redis)
+        XCTAssertTrue(redis.endpoint.usesTLS)
+        XCTAssertEqual(redis.tls, TLSSettings())
+        XCTAssertEqual(redis.endpoint.description, "rediss://:…@redis.example:6380/0")
+        XCTAssertNil(try decodeConfig(#"{ "store": { "redis": "redis://redis", "key": "\#(key)" } }"#).store?.redis?.tls)
+    }
+
+    func testStoreTLSIsReadLikeAnUpstreamsAndItsFilesAreWatched() throws {
+        let pin = "sha256/" + Data([UInt8](repeating: 1, count: 32)).base64EncodedString()
+        let result = try decodeConfig(#"""
+            { "store": { "redis": "rediss://redis.internal:6380", "key": "\#(key)",
+                         "tls": { "caFile": "redis-ca.pem", "trust": "caFileOnly", "serverName": "Redis.Fleet.Example", "pins": ["\#(pin)"] } } }
+            """#, besideFiles: ["redis-ca.pem": "a CA bundle"])
+        let config = try result.get()
+        let tls = try XCTUnwrap(config.store?.redis?.tls)
+        XCTAssertTrue(tls.caFile?.hasSuffix("/redis-ca.pem") ?? false, String(describing: tls.caFile))
+        XCTAssertEqual(tls.trust, .caFileOnly)
+        XCTAssertEqual(tls.serverName, "redis.fleet.example")
+        XCTAssertEqual(tls.pins, [pin])
+        XCTAssertEqual(config.watchedFiles.map(\.key), ["$.store.tls.caFile"])
+    }
+
+    /// Each bad `store.tls` with its error: the route `tls` decoder's checks, and the store's own.
+    func testStoreTLSRefusals() throws {
+        let rediss = #""redis": "rediss://:hunter2-password@redis:6380", "key": "\#(key)""#
+        let cases: [(store: String, errors: [String])] = [
+            (#""redis": "redis://:hunter2-password@redis", "key": "\#(key)", "tls": {}"#,
+             ["$.store.tls: tls is set but store.redis is redis://: write rediss:// for TLS"]),
+            (#""path": "/x", "key": "\#(key)", "tls": {}"#, [#"$.store.tls: only with "redis" (the shared store)"#]),
+            (rediss + #", "tls": "on""#, ["$.store.tls: expected an object, got string"]),
+            (rediss + #", "tls": { "verify": false }"#, [#"$.store.tls.verify: unknown key "verify""#]),
+            (rediss + #", "tls": { "caFile": "missing.pem" }"#, ["$.store.tls.caFile: no such file: BASE/missing.pem"]),
+            (rediss + #", "tls": { "trust": "caFileOnly" }"#,
+             [#"$.store.tls.trust: "caFileOnly" needs caFile: the CA certificates to trust instead of the system store"#]),
+            (rediss + #", "tls": { "trust": "everything" }"#,
+             [#"$.store.tls.trust: must be "systemAndCaFile" or "caFileOnly", got "everything""#]),
+            (rediss + #", "tls": { "serverName": "not a name" }"#, [#"$.store.tls.serverName: "not a name" is not a valid host name"#]),
+            (rediss + #", "tls": { "pins": ["md5/abc"] }"#,
+             [#"$.store.tls.pins[0]: expected "sha256/<base64 of the SPKI SHA-256 hash>", got "md5/abc""#]),
+            (rediss + #", "tls": { "clientKey": "client.key" }"#, ["$.store.tls.clientCert: required when clientKey is set"]),
+        ]
+        for (store, expected) in cases {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            try directory.write("client.key", "a key")
+            let errors = describe(configErrors(#"{ "store": { \#(store) } }"#, baseDirectory: directory.path))
+                .map { $0.replacingOccurrences(of: directory.path, with: "BASE") }
+            XCTAssertEqual(errors, expected, store)
+            XCTAssertFalse(errors.joined().contains("hunter2"))
+        }
+    }
+
+    func testChangingStoreTLSTakesARestart() throws {
+        func config(_ tls: String) throws -> RelayConfig {
+            try decodeConfig(#"{ "store": { "redis": "rediss://redis:6380", "key": "\#(key)"\#(tls) } }"#)
+        }
+        XCTAssertEqual(try config("").restartOnlyChanges(to: try config("")), [])
+        XCTAssertEqual(try config("").restartOnlyChanges(to: try config(#", "tls": { "serverName": "other.example" }"#)),
+                       ["$.store.tls: changed; this takes a restart, not a reload"])
+        XCTAssertEqual(try decodeConfig(#"{ "store": { "redis": "redis://redis:6380", "key": "\#(key)" } }"#).restartOnlyChanges(to: try config("")),
+                       ["$.store.redis: changed from redis://redis:6380/0 to rediss://redis:6380/0; this takes a restart, not a reload"])
     }
 
     func testABadRedisURLIsAnErrorThatDoesNotQuoteIt() {
