@@ -64,6 +64,7 @@ extension RedisClusterSeeds {
         guard try RedisEndpoint.parseDatabase(rest) == 0 else {
             throw RedisURLError("a Redis Cluster has database 0 only: leave the path out (or write /0)")
         }
+        guard !authority.isEmpty else { throw RedisURLError("the URL has no host") }
         var seeds: [RedisEndpoint] = []
         for node in authority.split(separator: ",", omittingEmptySubsequences: false) {
             guard !node.isEmpty else {
