@@ -8,8 +8,11 @@
 //             per master, opened when a command first needs it (commands wait in order meanwhile)
 //   MOVED     the slot map learns the slot's new master, and the command goes there
 //   ASK       the command goes to the node named, after `ASKING`, this once (a slot migrating)
-//   TRYAGAIN  the command goes again a moment later (a migration split its keys)
-//   at most `redirectionsAtMost` of these per command: then the last reply is the answer
+//   TRYAGAIN  the command goes again to the same node a moment later (a migration split its keys: the lease and
+//             entry scripts name two keys, and a node moving their slot serves them only when
+//             both or neither are there), until the store's timeout has passed since it was sent
+//   at most `redirectionsAtMost` MOVED or ASK per command; past either bound the last reply is
+//   the answer (an error: the fetch goes on without Redis, as with any refused command)
 //
 // Any connection that fails or misses its deadline ends the whole: RedisLink reconnects after its
 // backoff and asks the seeds for a fresh map, exactly as with one server. Runs on the token loop.
@@ -116,7 +119,7 @@ final class ClusterCommands {
     /// ready (no completion then).
     func send(_ command: RedisCommand, completion: @escaping Completion) -> Bool {
         guard isReady, !ended else { return false }
-        dispatch(command, to: route(command), asking: false, redirections: 0, completion: completion)
+        dispatch(command, to: route(command), asking: false, redirections: 0, sent: loop.nowMilliseconds, completion: completion)
         return true
     }
 
@@ -127,22 +130,26 @@ final class ClusterCommands {
         return mapSource.map { ClusterNode(host: $0.host, port: $0.port) } ?? map.masters[0]
     }
 
-    private func dispatch(_ command: RedisCommand, to node: ClusterNode, asking: Bool, redirections: Int, completion: @escaping Completion) {
+    /// `redirections`: the MOVED and ASK followed so far; `sent`: when `send` was called.
+    private func dispatch(_ command: RedisCommand, to node: ClusterNode, asking: Bool, redirections: Int, sent: UInt64,
+                          completion: @escaping Completion) {
         guard !ended else { return completion(.failure(.closed("closed"))) }
         let target = connection(to: node)
         let answered: Completion = { [weak self] result in
-            guard let self, !ended, case .success(let reply) = result, redirections < Self.redirectionsAtMost,
+            guard let self, !ended, case .success(let reply) = result,
                   let redirection = ClusterRedirection(reply, askedHost: node.host) else { return completion(result) }
             switch redirection {
-            case .moved(let slot, let next):
+            case .moved(let slot, let next) where redirections < Self.redirectionsAtMost:
                 map.assign(slot, to: next)
-                dispatch(command, to: next, asking: false, redirections: redirections + 1, completion: completion)
-            case .ask(_, let next):
-                dispatch(command, to: next, asking: true, redirections: redirections + 1, completion: completion)
-            case .tryAgain:
+                dispatch(command, to: next, asking: false, redirections: redirections + 1, sent: sent, completion: completion)
+            case .ask(_, let next) where redirections < Self.redirectionsAtMost:
+                dispatch(command, to: next, asking: true, redirections: redirections + 1, sent: sent, completion: completion)
+            case .tryAgain where loop.nowMilliseconds + Self.tryAgainMilliseconds < sent + timeoutMilliseconds:
                 retryLater { [unowned self] in
-                    dispatch(command, to: route(command), asking: false, redirections: redirections + 1, completion: completion)
+                    dispatch(command, to: node, asking: asking, redirections: redirections, sent: sent, completion: completion)
                 }
+            default:
+                completion(result)
             }
         }
         if asking { transmit(RedisCommand(["ASKING"]), over: target) { _ in } }
