@@ -8,9 +8,9 @@
 //             per master, opened when a command first needs it (commands wait in order meanwhile)
 //   MOVED     the slot map learns the slot's new master, and the command goes there
 //   ASK       the command goes to the node named, after `ASKING`, this once (a slot migrating)
-//   TRYAGAIN  the command goes again to the same node a moment later (a migration split its keys: the lease and
-//             entry scripts name two keys, and a node moving their slot serves them only when
-//             both or neither are there), until the store's timeout has passed since it was sent
+//   TRYAGAIN  the command goes again to the same node a moment later, until the store's timeout
+//             has passed since it was sent (a migration split its keys: the lease scripts name
+//             two, and a node moving their slot serves them only when both or neither are there)
 //   at most `redirectionsAtMost` MOVED or ASK per command; past either bound the last reply is
 //   the answer (an error: the fetch goes on without Redis, as with any refused command)
 //
@@ -75,13 +75,13 @@ final class ClusterCommands {
         let endpoint = seeds.seeds[seedAsked]
         let node = ClusterNode(host: endpoint.host, port: endpoint.port)
         let seed = NodeConnection()
-        seed.connection = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, onReady: { [weak self, weak seed] in
+        let ready: () -> Void = { [weak self, weak seed] in
             seed?.connection.send(RedisCommand(["CLUSTER", "SLOTS"])) { [weak seed] result in
                 if let seed { self?.slotsAnswered(result, by: node, over: seed) }
             }
-        }, onEnded: { [weak self, weak seed] failure in
-            if let seed { self?.seedFailed(failure, seed) }
-        })
+        }
+        seed.connection = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, onReady: ready,
+                                          onEnded: { [weak self, weak seed] failure in if let seed { self?.seedFailed(failure, seed) } })
         nodes[node] = seed
     }
 

@@ -1,9 +1,10 @@
 // The token loop's link to the shared Redis store: two connections to one endpoint, one for
 // commands and one subscribed to the entries' channel (hiredis cannot mix the two), ready when
-// both are. Against a Redis Cluster, ClusterCommands takes the commands to each key's master, and
-// the listener subscribes on the node that gave the slot map once that map is in. When either fails or a command times out, both close and the link reconnects after a
+// both are. When either fails or a command times out, both close and the link reconnects after a
 // backoff; RedisLinkHealth decides when, and when to log (once per outage). Runs on the token
-// loop only, like everything in this module that talks to Redis.
+// loop only, like everything in this module that talks to Redis. Against a Redis Cluster,
+// ClusterCommands takes each command to its key's master, and the listener subscribes on the node
+// that gave the slot map, once the map is in.
 
 import EventLoop
 import Logging
