@@ -12,6 +12,7 @@ import secrets
 import subprocess
 import threading
 import time
+from contextlib import ExitStack
 
 import pytest
 
@@ -161,9 +162,9 @@ def test_a_slot_moved_under_load_fails_no_request_and_sharing_goes_on(
     names = list(clients)
     fleet = start_cluster_fleet(start_relay, idp, upstream, cluster, firsts=(0, 1), clients=clients)
     traffics = [Traffic(fleet, f"/{name}/x") for name in names]
-    for traffic in traffics:
-        traffic.__enter__()
-    try:
+    with ExitStack() as running:
+        for traffic in traffics:
+            running.enter_context(traffic)
         time.sleep(lifetime)  # shared refreshes under load
         key, source = entry_of(cluster, "orders")
         slot = cluster.slot_of(key)
@@ -175,15 +176,12 @@ def test_a_slot_moved_under_load_fails_no_request_and_sharing_goes_on(
                                     store=cluster_store(cluster))
         result = run_token_command(path, "orders", sensitive)
         assert result.returncode == 0, result.stderr[-2000:]
-        time.sleep(1)
+        time.sleep(1)  # the migration stays open a second under traffic
         cluster.finish_migration(slot, target)
         # The relays' slot maps still name the source: it answers MOVED, and they go to the target.
         finished = len(idp.token_requests())
         time.sleep(2 * lifetime)
         after = idp.token_requests()[finished:]
-    finally:
-        for traffic in traffics:
-            traffic.__exit__(None, None, None)
     failed = [f for traffic in traffics for f in traffic.failed()]
     assert not failed, failed[:5]
     assert stat(source, "errorstats", "errorstat_ASK", "count") >= 1, "no ASK was answered"
@@ -195,5 +193,7 @@ def test_a_slot_moved_under_load_fails_no_request_and_sharing_goes_on(
         requests = [r for r in after if r["client_id"] == idp.identity(client)["clientId"]]
         assert 2 <= len(requests) <= 2 * lifetime / (lifetime / 2) + 1, (name, len(requests))
     assert entry_of(cluster, "orders")[1] is target
-    assert all(messages(relay, "shared token store unavailable; each replica fetches its own tokens until it is back") == 0
-               for relay in fleet)
+    # No outage and no refused command: a TRYAGAIN while the slot moved was asked again, not given up.
+    for relay in fleet:
+        assert messages(relay, "shared token store unavailable; each replica fetches its own tokens until it is back") == 0
+        assert messages(relay, "shared token store refused a command; each replica fetches its own tokens until it works") == 0
