@@ -2,7 +2,9 @@
 // commands and one subscribed to the entries' channel (RESP2 cannot mix the two), ready when
 // both are. When either fails or a command times out, both close and the link reconnects after a
 // backoff; RedisLinkHealth decides when, and when to log (once per outage). Runs on the token
-// loop only, like everything in this module that talks to Redis.
+// loop only, like everything in this module that talks to Redis. Against a Redis Cluster,
+// ClusterCommands takes each command to its key's master, and the listener subscribes on the node
+// that gave the slot map, once the map is in.
 
 import EventLoop
 import Logging
@@ -11,7 +13,7 @@ import RedisProtocol
 import TLS
 
 final class RedisLink {
-    let endpoint: RedisEndpoint
+    let topology: RedisTopology
     private let loop: EventLoop
     private let timeoutMilliseconds: UInt64
     private let tls: TLSConfiguration?
@@ -19,6 +21,7 @@ final class RedisLink {
     private let logger: Logger
     private(set) var health = RedisLinkHealth()
     private var commands: RedisConnection?
+    private var cluster: ClusterCommands?
     private var listener: RedisConnection?
     /// Connections of the current attempt that are up.
     private var connectionsUp = 0
@@ -33,10 +36,10 @@ final class RedisLink {
     /// A message on the entries' channel: the key of an entry written or whose lease was released.
     var onMessage: ([UInt8]) -> Void = { _ in }
 
-    init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMilliseconds: UInt64, tls: TLSConfiguration? = nil,
+    init(loop: EventLoop, topology: RedisTopology, timeoutMilliseconds: UInt64, tls: TLSConfiguration? = nil,
          channel: [UInt8], logger: Logger) {
         self.loop = loop
-        self.endpoint = endpoint
+        self.topology = topology
         self.timeoutMilliseconds = timeoutMilliseconds
         self.tls = tls
         self.channel = channel
@@ -51,6 +54,7 @@ final class RedisLink {
 
     private func open() {
         connectionsUp = 0
+        guard case .server(let endpoint) = topology else { return openCluster() }
         commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                    onReady: { [weak self] in self?.connectionUp() },
                                    onEnded: { [weak self] in self?.lost($0) })
@@ -60,15 +64,27 @@ final class RedisLink {
                                    onEnded: { [weak self] in self?.lost($0) })
     }
 
+    private func openCluster() {
+        guard case .cluster(let seeds) = topology else { return }
+        cluster = ClusterCommands(loop: loop, seeds: seeds, timeoutMilliseconds: timeoutMilliseconds, tls: tls, onReady: { [weak self] in
+            guard let self, let source = cluster?.mapSource else { return }
+            connectionUp()
+            listener = RedisConnection(loop: loop, endpoint: source, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
+                                       subscribingTo: channel, onMessage: { [weak self] in self?.onMessage($0) },
+                                       onReady: { [weak self] in self?.connectionUp() },
+                                       onEnded: { [weak self] in self?.lost($0) })
+        }, onEnded: { [weak self] in self?.lost($0) })
+    }
+
     private func connectionUp() {
         connectionsUp += 1
         guard connectionsUp == 2 else { return }
         let resumed = health.connected(at: monotonicSeconds())
         if !everReady {
             everReady = true
-            logger.info("shared token store connected", metadata: ["redis": .string(endpoint.description)])
+            logger.info("shared token store connected", metadata: ["redis": .string(topology.description)])
         } else if resumed {
-            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(endpoint.description)])
+            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(topology.description)])
         }
         onReady()
     }
@@ -76,13 +92,15 @@ final class RedisLink {
     private func lost(_ failure: RedisConnection.Failure) {
         guard !stopped else { return }
         commands?.close()
+        cluster?.close()
         listener?.close()
         commands = nil
+        cluster = nil
         listener = nil
         let (begins, retryAfter) = health.lost(random: Double.random(in: 0..<1), at: monotonicSeconds())
         if begins {
             logger.warning("shared token store unavailable; each replica fetches its own tokens until it is back",
-                           metadata: ["redis": .string(endpoint.description), "error": .string(failure.description)])
+                           metadata: ["redis": .string(topology.description), "error": .string(failure.description)])
         }
         let timer = retryTimer ?? LoopTimer(loop: loop) { [unowned self] in
             health.reconnecting()
@@ -96,22 +114,24 @@ final class RedisLink {
     /// Sends `command` on the command connection; false when the link is not up. An error reply
     /// is a `.success(.error(…))`, logged once per outage here; a failure also ends the link.
     func send(_ command: RedisCommand, completion: @escaping (Result<RedisReply, RedisConnection.Failure>) -> Void) -> Bool {
-        guard isReady, let commands else { return false }
-        return commands.send(command) { [weak self] result in
+        guard isReady else { return false }
+        let noted: (Result<RedisReply, RedisConnection.Failure>) -> Void = { [weak self] result in
             if let self, case .success(let reply) = result { noteReply(reply, to: command) }
             completion(result)
         }
+        if let cluster { return cluster.send(command, completion: noted) }
+        return commands?.send(command, completion: noted) ?? false
     }
 
     private func noteReply(_ reply: RedisReply, to command: RedisCommand) {
         if case .error(let text) = reply {
             if health.refused() {
                 logger.warning("shared token store refused a command; each replica fetches its own tokens until it works",
-                               metadata: ["redis": .string(endpoint.description), "command": .string(command.name),
+                               metadata: ["redis": .string(topology.description), "command": .string(command.name),
                                           "error": .string(text)])
             }
         } else if health.succeeded() {
-            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(endpoint.description)])
+            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(topology.description)])
         }
     }
 
@@ -119,8 +139,10 @@ final class RedisLink {
     func stop() {
         stopped = true
         commands?.close()
+        cluster?.close()
         listener?.close()
         commands = nil
+        cluster = nil
         listener = nil
         retryTimer?.close()
         retryTimer = nil
