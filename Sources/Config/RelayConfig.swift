@@ -103,10 +103,10 @@ extension RelayConfig {
         // `store.key` may change: the new key writes, the previous ones still read (StoreKeys).
         let redis = (before: store?.redis, after: new.store?.redis)
         // The URL as its redacted description; a changed password is named, never shown.
-        check("$.store.redis", redis.before?.endpoint.description ?? "none", redis.after?.endpoint.description ?? "none")
+        check("$.store.redis", redis.before?.topology.description ?? "none", redis.after?.topology.description ?? "none")
         // A password from `passwordFile` is read again at each connection: its change needs no restart.
         check("$.store.passwordFile", redis.before?.passwordFile ?? "none", redis.after?.passwordFile ?? "none")
-        if let before = redis.before?.endpoint, let after = redis.after?.endpoint, redis.after?.passwordFile == nil,
+        if let before = redis.before?.topology, let after = redis.after?.topology, redis.after?.passwordFile == nil,
            before.description == after.description, before.password != after.password {
             errors.append("$.store.redis: its password changed; this takes a restart, not a reload")
         }
@@ -119,7 +119,7 @@ extension RelayConfig {
             tls?.clientCertThumbprint = nil
             return tls
         }
-        if redis.before?.endpoint.usesTLS == redis.after?.endpoint.usesTLS, settings(redis.before?.tls) != settings(redis.after?.tls) {
+        if redis.before?.topology.usesTLS == redis.after?.topology.usesTLS, settings(redis.before?.tls) != settings(redis.after?.tls) {
             errors.append("$.store.tls: changed; this takes a restart, not a reload")
         }
         return errors

@@ -28,8 +28,8 @@ public struct RedisStoreConfig: Sendable, Equatable {
     public static let defaultKeyPrefix = "oauth-relay:"
     public static let defaultTimeoutMilliseconds = 200
 
-    /// The server (its password, if any, is a `Secret`; descriptions redact it).
-    public var endpoint: RedisEndpoint
+    /// The server or the cluster's seed nodes (a password is a `Secret`; descriptions redact it).
+    public var topology: RedisTopology
     /// Prepended to every key and to the channel, so several fleets can share one Redis.
     public var keyPrefix: String
     /// Longer than this without an answer and Redis counts as down: the fetch goes on without it.
@@ -41,13 +41,19 @@ public struct RedisStoreConfig: Sendable, Equatable {
     /// thread reads it again at every connection (a rotated password applies without a reload).
     public var passwordFile: String?
 
-    /// `tls` defaults to the default settings for a `rediss://` endpoint, to none otherwise.
-    public init(endpoint: RedisEndpoint, keyPrefix: String = Self.defaultKeyPrefix,
+    /// `tls` defaults to the default settings for a TLS topology (`rediss://`,
+    /// `rediss-cluster://`), to none otherwise.
+    public init(topology: RedisTopology, keyPrefix: String = Self.defaultKeyPrefix,
                 timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds, tls: TLSSettings? = nil, passwordFile: String? = nil) {
-        self.endpoint = endpoint
+        self.topology = topology
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
-        self.tls = tls ?? (endpoint.usesTLS ? TLSSettings() : nil)
+        self.tls = tls ?? (topology.usesTLS ? TLSSettings() : nil)
         self.passwordFile = passwordFile
+    }
+
+    public init(endpoint: RedisEndpoint, keyPrefix: String = Self.defaultKeyPrefix,
+                timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds, tls: TLSSettings? = nil) {
+        self.init(topology: .server(endpoint), keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds, tls: tls)
     }
 }

@@ -56,19 +56,19 @@ struct StoreDecoding {
             RedisCredentialsDecoding(context: context).reportWithoutRedis(object)
             return nil
         }
-        let endpoint = context.parsed(redisField) { text throws(InvalidValue) -> RedisEndpoint in
+        let topology = context.parsed(redisField) { text throws(InvalidValue) -> RedisTopology in
             do throws(RedisURLError) {
-                return try RedisEndpoint(parsing: text)
+                return try RedisTopology(parsing: text)
             } catch {
                 throw InvalidValue(error.description)
             }
         }
-        var config = endpoint.map { RedisStoreConfig(endpoint: $0) }
+        var config = topology.map { RedisStoreConfig(topology: $0) }
         if let tlsField = object.field("tls") {
-            // The settings and checks of a route's or an identity's `tls`; only for rediss://, so
+            // The settings and checks of a route's or an identity's `tls`; only for a TLS URL, so
             // that the URL in the logs says whether the connection is TLS.
-            if let endpoint, !endpoint.usesTLS {
-                context.report("tls is set but store.redis is redis://: write rediss:// for TLS", at: tlsField)
+            if let topology, !topology.usesTLS {
+                context.report("tls is set but store.redis is not a TLS URL: write rediss:// (or rediss-cluster://) for TLS", at: tlsField)
                 config = nil
             }
             let settings = TLSSettingsDecoding(context: context).decodeTLS(tlsField, endpoint: nil, endpointName: "store.redis")
@@ -79,6 +79,11 @@ struct StoreDecoding {
             if let prefix = context.nonEmptyString(prefixField) {
                 if prefix.utf8.count > 100 || !prefix.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
                     context.report("must be at most 100 printable ASCII characters without spaces", at: prefixField)
+                    config = nil
+                } else if topology?.isCluster == true, prefix.contains("{") || prefix.contains("}") {
+                    // The relay's keys in a cluster are hash-tagged with braces (SharedEntryKeys).
+                    context.report("must not hold \"{\" or \"}\" with a redis-cluster:// store (the relay's keys use them as hash tags)",
+                                   at: prefixField)
                     config = nil
                 } else {
                     config?.keyPrefix = prefix

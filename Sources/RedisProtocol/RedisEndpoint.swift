@@ -91,7 +91,7 @@ extension RedisEndpoint {
         self.init(host: host, port: port, database: try Self.parseDatabase(rest), user: user, password: password, usesTLS: usesTLS)
     }
 
-    private static func parseUserInfo(_ userInfo: Substring) throws(RedisURLError) -> (String?, Secret) {
+    static func parseUserInfo(_ userInfo: Substring) throws(RedisURLError) -> (String?, Secret) {
         guard let colon = userInfo.firstIndex(of: ":") else {
             throw RedisURLError("the user info needs a colon: write user:password@ (Redis 6 ACL user) or :password@ (the default user)")
         }
@@ -101,7 +101,7 @@ extension RedisEndpoint {
         return (user.isEmpty ? nil : user, Secret(password))
     }
 
-    private static func parseHostPort(_ authority: Substring) throws(RedisURLError) -> (String, UInt16) {
+    static func parseHostPort(_ authority: Substring) throws(RedisURLError) -> (String, UInt16) {
         // No message quotes the URL: it may hold a password.
         let (host, portText) = try HostSyntax.splitAuthority(authority) { problem in
             switch problem {
@@ -122,7 +122,7 @@ extension RedisEndpoint {
         return (host.lowercased(), port)
     }
 
-    private static func parseDatabase(_ path: Substring) throws(RedisURLError) -> Int {
+    static func parseDatabase(_ path: Substring) throws(RedisURLError) -> Int {
         let digits = path.dropFirst()
         if digits.isEmpty { return 0 }
         guard digits.utf8.count <= 9, digits.utf8.allSatisfy(ASCII.isDigit), let database = Int(digits) else {

@@ -2,7 +2,9 @@
 // commands and one subscribed to the entries' channel (RESP2 cannot mix the two), ready when
 // both are. When either fails or a command times out, both close and the link reconnects after a
 // backoff; RedisLinkHealth decides when, and when to log (once per outage). Runs on the token
-// loop only, like everything in this module that talks to Redis.
+// loop only, like everything in this module that talks to Redis. Against a Redis Cluster,
+// ClusterCommands takes each command to its key's master, and the listener subscribes on the node
+// that gave the slot map, once the map is in.
 
 import EventLoop
 import Logging
@@ -11,7 +13,7 @@ import RedisProtocol
 import TLS
 
 final class RedisLink {
-    let endpoint: RedisEndpoint
+    let topology: RedisTopology
     private let loop: EventLoop
     private let timeoutMilliseconds: UInt64
     private let tls: TLSConfiguration?
@@ -21,6 +23,7 @@ final class RedisLink {
     private let passwordFile: RedisPasswordFile?
     private(set) var health = RedisLinkHealth()
     private var commands: RedisConnection?
+    private var cluster: ClusterCommands?
     private var listener: RedisConnection?
     /// Connections of the current attempt that are up.
     private var connectionsUp = 0
@@ -35,11 +38,11 @@ final class RedisLink {
     /// A message on the entries' channel: the key of an entry written or whose lease was released.
     var onMessage: ([UInt8]) -> Void = { _ in }
 
-    init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMilliseconds: UInt64, tls: TLSConfiguration? = nil,
+    init(loop: EventLoop, topology: RedisTopology, timeoutMilliseconds: UInt64, tls: TLSConfiguration? = nil,
          channel: [UInt8], logger: Logger, passwordFile: RedisPasswordFile? = nil) {
         self.passwordFile = passwordFile
         self.loop = loop
-        self.endpoint = endpoint
+        self.topology = topology
         self.timeoutMilliseconds = timeoutMilliseconds
         self.tls = tls
         self.channel = channel
@@ -54,7 +57,8 @@ final class RedisLink {
 
     private func open() {
         connectionsUp = 0
-        let endpoint = passwordFile?.endpoint(self.endpoint, logger: logger) ?? self.endpoint
+        let topology = passwordFile?.topology(self.topology, logger: logger) ?? self.topology
+        guard case .server(let endpoint) = topology else { return openCluster(topology) }
         commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                    onReady: { [weak self] in self?.connectionUp() },
                                    onEnded: { [weak self] in self?.lost($0) })
@@ -64,15 +68,27 @@ final class RedisLink {
                                    onEnded: { [weak self] in self?.lost($0) })
     }
 
+    private func openCluster(_ topology: RedisTopology) {
+        guard case .cluster(let seeds) = topology else { return }
+        cluster = ClusterCommands(loop: loop, seeds: seeds, timeoutMilliseconds: timeoutMilliseconds, tls: tls, onReady: { [weak self] in
+            guard let self, let source = cluster?.mapSource else { return }
+            connectionUp()
+            listener = RedisConnection(loop: loop, endpoint: source, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
+                                       subscribingTo: channel, onMessage: { [weak self] in self?.onMessage($0) },
+                                       onReady: { [weak self] in self?.connectionUp() },
+                                       onEnded: { [weak self] in self?.lost($0) })
+        }, onEnded: { [weak self] in self?.lost($0) })
+    }
+
     private func connectionUp() {
         connectionsUp += 1
         guard connectionsUp == 2 else { return }
         let resumed = health.connected(at: monotonicSeconds())
         if !everReady {
             everReady = true
-            logger.info("shared token store connected", metadata: ["redis": .string(endpoint.description)])
+            logger.info("shared token store connected", metadata: ["redis": .string(topology.description)])
         } else if resumed {
-            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(endpoint.description)])
+            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(topology.description)])
         }
         onReady()
     }
@@ -80,12 +96,14 @@ final class RedisLink {
     private func lost(_ failure: RedisConnection.Failure) {
         guard !stopped else { return }
         commands?.close()
+        cluster?.close()
         listener?.close()
         commands = nil
+        cluster = nil
         listener = nil
         let (begins, retryAfter) = health.lost(random: Double.random(in: 0..<1), at: monotonicSeconds())
         if begins {
-            var metadata: Logger.Metadata = ["redis": .string(endpoint.description), "error": .string(failure.description)]
+            var metadata: Logger.Metadata = ["redis": .string(topology.description), "error": .string(failure.description)]
             // A refused AUTH: the password came from this file.
             if case .refused = failure, let passwordFile { metadata["password_file"] = .string(passwordFile.path) }
             logger.warning("shared token store unavailable; each replica fetches its own tokens until it is back", metadata: metadata)
@@ -102,22 +120,24 @@ final class RedisLink {
     /// Sends `command` on the command connection; false when the link is not up. An error reply
     /// is a `.success(.error(…))`, logged once per outage here; a failure also ends the link.
     func send(_ command: RedisCommand, completion: @escaping (Result<RedisReply, RedisConnection.Failure>) -> Void) -> Bool {
-        guard isReady, let commands else { return false }
-        return commands.send(command) { [weak self] result in
+        guard isReady else { return false }
+        let noted: (Result<RedisReply, RedisConnection.Failure>) -> Void = { [weak self] result in
             if let self, case .success(let reply) = result { noteReply(reply, to: command) }
             completion(result)
         }
+        if let cluster { return cluster.send(command, completion: noted) }
+        return commands?.send(command, completion: noted) ?? false
     }
 
     private func noteReply(_ reply: RedisReply, to command: RedisCommand) {
         if case .error(let text) = reply {
             if health.refused() {
                 logger.warning("shared token store refused a command; each replica fetches its own tokens until it works",
-                               metadata: ["redis": .string(endpoint.description), "command": .string(command.name),
+                               metadata: ["redis": .string(topology.description), "command": .string(command.name),
                                           "error": .string(text)])
             }
         } else if health.succeeded() {
-            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(endpoint.description)])
+            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(topology.description)])
         }
     }
 
@@ -125,8 +145,10 @@ final class RedisLink {
     func stop() {
         stopped = true
         commands?.close()
+        cluster?.close()
         listener?.close()
         commands = nil
+        cluster = nil
         listener = nil
         retryTimer?.close()
         retryTimer = nil

@@ -37,9 +37,9 @@ final class RedisPasswordFile {
         case usableAgain
     }
 
-    /// `endpoint` with the password to log in with now: the file read again, or the last good
+    /// `topology` with the password to log in with now: the file read again, or the last good
     /// password when it cannot be (logged once per outage, naming the file).
-    func endpoint(_ endpoint: RedisEndpoint, logger: Logger) -> RedisEndpoint {
+    func topology(_ topology: RedisTopology, logger: Logger) -> RedisTopology {
         switch take(Self.read(path)) {
         case .none: break
         case .unusable(let reason):
@@ -48,9 +48,7 @@ final class RedisPasswordFile {
         case .usableAgain:
             logger.info("store.passwordFile can be read again", metadata: ["file": .string(path)])
         }
-        var endpoint = endpoint
-        endpoint.password = password
-        return endpoint
+        return topology.withCredentials(user: topology.user, password: password)
     }
 
     /// Takes what a read gave (no I/O): a good password replaces the last one; a failure keeps it.

@@ -32,7 +32,7 @@ import TokenStore
 /// and the store's keys: entries are written with the key in force and read with it or a key it
 /// replaced (a rotated `store.keyFile`, StoreKeys), so a rotation needs no restart.
 public struct SharedStoreSettings: Sendable {
-    public var endpoint: RedisEndpoint
+    public var topology: RedisTopology
     public var keyPrefix: String
     public var timeoutMilliseconds: UInt64
     public var keys: StoreKeys
@@ -41,14 +41,19 @@ public struct SharedStoreSettings: Sendable {
     /// `store.passwordFile`: read again at each connection; `endpoint` holds its content at load.
     public var passwordFile: String?
 
-    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys,
+    public init(topology: RedisTopology, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys,
                 tls: TLSConfiguration? = nil, passwordFile: String? = nil) {
-        self.endpoint = endpoint
+        self.topology = topology
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
         self.keys = keys
         self.tls = tls
         self.passwordFile = passwordFile
+    }
+
+    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys,
+                tls: TLSConfiguration? = nil) {
+        self.init(topology: .server(endpoint), keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds, keys: keys, tls: tls)
     }
 
     public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, key: SymmetricKey,
@@ -100,10 +105,10 @@ final class SharedTokens {
         self.logger = logger
         self.observer = observer
         self.driver = driver
-        link = RedisLink(loop: loop, endpoint: settings.endpoint, timeoutMilliseconds: settings.timeoutMilliseconds, tls: settings.tls,
+        link = RedisLink(loop: loop, topology: settings.topology, timeoutMilliseconds: settings.timeoutMilliseconds, tls: settings.tls,
                          channel: SharedEntryKeys.channel(prefix: settings.keyPrefix), logger: logger,
                          passwordFile: settings.passwordFile.flatMap { path in
-                             settings.endpoint.password.map { RedisPasswordFile(path: path, loaded: $0) }
+                             settings.topology.password.map { RedisPasswordFile(path: path, loaded: $0) }
                          })
         link.onReady = { [unowned self] in
             each { $0.fetch.linkReady() }
@@ -136,10 +141,11 @@ final class SharedTokens {
         /// An unreadable entry was logged (once until one reads again).
         var warnedUnreadable = false
 
-        init(tokens: IdentityTokens, prefix: String) {
+        init(tokens: IdentityTokens, settings: SharedStoreSettings) {
             self.tokens = tokens
             fingerprint = SettingsFingerprint(tokens.identity)
-            keys = SharedEntryKeys(prefix: prefix, identity: tokens.identity.name, fingerprint: fingerprint)
+            keys = SharedEntryKeys(prefix: settings.keyPrefix, identity: tokens.identity.name, fingerprint: fingerprint,
+                                   hashTagged: settings.topology.isCluster)
         }
     }
 
@@ -148,7 +154,7 @@ final class SharedTokens {
     /// The lifecycle of `tokens` started a fetch that would send `request`; the lease, if
     /// taken, lasts `leaseMilliseconds` (LeaseDuration). `retired`: a reload retired the identity.
     func fetchDue(_ tokens: IdentityTokens, request: TokenRequest, retired: Bool, leaseMilliseconds: Int64) {
-        let entry = entries[tokens.slot] ?? SharedEntry(tokens: tokens, prefix: settings.keyPrefix)
+        let entry = entries[tokens.slot] ?? SharedEntry(tokens: tokens, settings: settings)
         // A retired identity still fetches for the requests that wait for it; then it goes again.
         entry.retired = retired
         entries[tokens.slot] = entry

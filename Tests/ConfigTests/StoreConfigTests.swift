@@ -81,8 +81,7 @@ final class StoreConfigTests: XCTestCase {
         let redis = try XCTUnwrap(config.store?.redis)
         XCTAssertEqual(redis.keyPrefix, "orders-fleet:")
         XCTAssertEqual(redis.timeoutMilliseconds, 50)
-        XCTAssertEqual(redis.endpoint.user, "relay")
-        XCTAssertEqual(redis.endpoint.password, Secret("pw/with@odd"))
+        XCTAssertEqual(redis.topology, .server(RedisEndpoint(host: "10.0.0.7", user: "relay", password: Secret("pw/with@odd"))))
     }
 
     // MARK: - rediss:// and store.tls
@@ -90,10 +89,21 @@ final class StoreConfigTests: XCTestCase {
     func testRedissUsesTLSWithTheDefaultSettings() throws {
         let config = try decodeConfig(#"{ "store": { "redis": "rediss://:hunter2-password@redis.example:6380", "key": "\#(key)" } }"#)
         let redis = try XCTUnwrap(config.store?.redis)
-        XCTAssertTrue(redis.endpoint.usesTLS)
+        XCTAssertTrue(redis.topology.usesTLS)
         XCTAssertEqual(redis.tls, TLSSettings())
-        XCTAssertEqual(redis.endpoint.description, "rediss://:…@redis.example:6380/0")
+        XCTAssertEqual(redis.topology.description, "rediss://:…@redis.example:6380/0")
         XCTAssertNil(try decodeConfig(#"{ "store": { "redis": "redis://redis", "key": "\#(key)" } }"#).store?.redis?.tls)
+    }
+
+    func testRedissClusterUsesTLSForEveryNode() throws {
+        let config = try decodeConfig(#"{ "store": { "redis": "rediss-cluster://:hunter2-password@redis-0:6380,redis-1:6380", "key": "\#(key)" } }"#)
+        let redis = try XCTUnwrap(config.store?.redis)
+        XCTAssertTrue(redis.topology.usesTLS)
+        XCTAssertEqual(redis.tls, TLSSettings())
+        XCTAssertEqual(redis.topology.description, "rediss-cluster://:…@redis-0:6380,redis-1:6380")
+        guard case .cluster(let seeds) = redis.topology else { return XCTFail("not a cluster: \(redis.topology)") }
+        XCTAssertTrue(seeds.node(host: "10.0.0.9", port: 6380).usesTLS)
+        XCTAssertFalse(try decodeConfig(#"{ "store": { "redis": "redis-cluster://redis-0", "key": "\#(key)" } }"#).store?.redis?.topology.usesTLS ?? true)
     }
 
     func testStoreTLSIsReadLikeAnUpstreamsAndItsFilesAreWatched() throws {
@@ -116,7 +126,9 @@ final class StoreConfigTests: XCTestCase {
         let rediss = #""redis": "rediss://:hunter2-password@redis:6380", "key": "\#(key)""#
         let cases: [(store: String, errors: [String])] = [
             (#""redis": "redis://:hunter2-password@redis", "key": "\#(key)", "tls": {}"#,
-             ["$.store.tls: tls is set but store.redis is redis://: write rediss:// for TLS"]),
+             ["$.store.tls: tls is set but store.redis is not a TLS URL: write rediss:// (or rediss-cluster://) for TLS"]),
+            (#""redis": "redis-cluster://:hunter2-password@redis-0:6379,redis-1:6379", "key": "\#(key)", "tls": {}"#,
+             ["$.store.tls: tls is set but store.redis is not a TLS URL: write rediss:// (or rediss-cluster://) for TLS"]),
             (#""path": "/x", "key": "\#(key)", "tls": {}"#, [#"$.store.tls: only with "redis" (the shared store)"#]),
             (rediss + #", "tls": "on""#, ["$.store.tls: expected an object, got string"]),
             (rediss + #", "tls": { "verify": false }"#, [#"$.store.tls.verify: unknown key "verify""#]),
@@ -193,16 +205,16 @@ final class StoreConfigTests: XCTestCase {
         let config = try decodeConfig(#"{ "store": { "redis": "redis://redis:6379/0", "key": "\#(key)", "username": "relay", "passwordFile": "redis-password" } }"#,
                                       baseDirectory: directory.path)
         let redis = try XCTUnwrap(config.store?.redis)
-        XCTAssertEqual(redis.endpoint.user, "relay")
-        XCTAssertEqual(redis.endpoint.password, Secret("acl-password-1"))
+        XCTAssertEqual(redis.topology.user, "relay")
+        XCTAssertEqual(redis.topology.password, Secret("acl-password-1"))
         XCTAssertEqual(redis.passwordFile, directory.path + "/redis-password")
-        XCTAssertEqual(redis.endpoint.description, "redis://relay:…@redis:6379/0")
+        XCTAssertEqual(redis.topology.description, "redis://relay:…@redis:6379/0")
     }
 
     func testAUserBesideTheURLsPasswordOfTheDefaultUser() throws {
         let config = try decodeConfig(#"{ "store": { "redis": "redis://:url-password@redis", "key": "\#(key)", "username": "relay" } }"#)
-        XCTAssertEqual(config.store?.redis?.endpoint.user, "relay")
-        XCTAssertEqual(config.store?.redis?.endpoint.password, Secret("url-password"))
+        XCTAssertEqual(config.store?.redis?.topology.user, "relay")
+        XCTAssertEqual(config.store?.redis?.topology.password, Secret("url-password"))
     }
 
     /// Each bad combination or value, and the exact error with its JSON path; none quotes a password.
@@ -254,5 +266,51 @@ final class StoreConfigTests: XCTestCase {
         try directory.write("b", "second-password")
         XCTAssertEqual(before.restartOnlyChanges(to: try config("b")),
                        ["$.store.passwordFile: changed from \(directory.path)/a to \(directory.path)/b; this takes a restart, not a reload"])
+    }
+
+    // MARK: - store.redis as a Redis Cluster
+
+    func testAClusterURLNamesItsSeedNodes() throws {
+        let config = try decodeConfig(#"{ "store": { "redis": "redis-cluster://relay:pw@10.0.0.7:7000,10.0.0.8:7001", "key": "\#(key)" } }"#)
+        guard case .cluster(let seeds) = try XCTUnwrap(config.store?.redis).topology else { return XCTFail("not a cluster") }
+        XCTAssertEqual(seeds.description, "redis-cluster://relay:…@10.0.0.7:7000,10.0.0.8:7001")
+    }
+
+    /// Each bad cluster URL (or prefix beside one) -> the exact error, at its path, never quoting the URL.
+    func testBadClusterSettingsAreRefused() {
+        let cases: [(redis: String, prefix: String?, error: String)] = [
+            ("redis-cluster://:hunter2-password@a:7000,b:7001/1", nil,
+             "$.store.redis: a Redis Cluster has database 0 only: leave the path out (or write /0)"),
+            ("redis-cluster://:hunter2-password@a:7000,,b:7001", nil,
+             "$.store.redis: the list of nodes has an empty entry (write host:port,host:port)"),
+            ("redis-cluster://:hunter2-password@a:70000", nil, "$.store.redis: the port is not a number from 1 to 65535"),
+            ("redis-cluster://:hunter2-password@a:7000?x=1", nil,
+             "$.store.redis: a query (?…) or fragment (#…) is not allowed in a redis-cluster:// URL"),
+            ("redis-cluster://hunter2-password@a:7000", nil,
+             "$.store.redis: the user info needs a colon: write user:password@ (Redis 6 ACL user) or :password@ (the default user)"),
+            ("redis-cluster://:hunter2-password@", nil, "$.store.redis: the URL has no host"),
+            ("redis-cluster://" + Array(repeating: "a:7000", count: 17).joined(separator: ","), nil,
+             "$.store.redis: more than 16 seed nodes (a few are enough: the others are found in the slot map)"),
+            ("redis-cluster://:hunter2-password@a:7000", "fleet{1}:",
+             #"$.store.keyPrefix: must not hold "{" or "}" with a redis-cluster:// store (the relay's keys use them as hash tags)"#),
+        ]
+        for (redis, prefix, error) in cases {
+            let prefixMember = prefix.map { #", "keyPrefix": "\#($0)""# } ?? ""
+            let errors = describe(configErrors(#"{ "store": { "redis": "\#(redis)", "key": "\#(key)"\#(prefixMember) } }"#))
+            XCTAssertEqual(errors, [error], redis)
+            XCTAssertFalse(errors.joined().contains("hunter2"))
+        }
+    }
+
+    func testBracesInThePrefixAreFineWithOneServer() throws {
+        let config = try decodeConfig(#"{ "store": { "redis": "redis://r", "key": "\#(key)", "keyPrefix": "fleet{1}:" } }"#)
+        XCTAssertEqual(config.store?.redis?.keyPrefix, "fleet{1}:")
+    }
+
+    func testMovingToAClusterTakesARestart() throws {
+        let before = try decodeConfig(#"{ "store": { "redis": "redis://:pw@r:7000", "key": "\#(key)" } }"#)
+        let after = try decodeConfig(#"{ "store": { "redis": "redis-cluster://:pw@r:7000", "key": "\#(key)" } }"#)
+        XCTAssertEqual(before.restartOnlyChanges(to: after),
+                       ["$.store.redis: changed from redis://:…@r:7000/0 to redis-cluster://:…@r:7000; this takes a restart, not a reload"])
     }
 }

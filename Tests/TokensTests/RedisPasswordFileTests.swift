@@ -46,17 +46,27 @@ final class RedisPasswordFileTests: XCTestCase {
         XCTAssertEqual(file.password, Secret("newer-password"))
     }
 
-    func testTheEndpointToConnectWithHoldsTheFilesPasswordNow() throws {
+    func testTheServersToConnectToHoldTheFilesPasswordNow() throws {
         let path = try directory.write("password", "first-password\n")
         let file = RedisPasswordFile(path: path, loaded: Secret("loaded-password"))
         let logger = Logger(label: "test")
-        let configured = RedisEndpoint(host: "127.0.0.1", user: "relay", password: Secret("loaded-password"))
-        XCTAssertEqual(file.endpoint(configured, logger: logger).password, Secret("first-password"))
+        let configured = RedisTopology.server(RedisEndpoint(host: "127.0.0.1", user: "relay", password: Secret("loaded-password")))
+        XCTAssertEqual(file.topology(configured, logger: logger).password, Secret("first-password"))
         try directory.write("password", "second-password")
-        let rotated = file.endpoint(configured, logger: logger)
+        let rotated = file.topology(configured, logger: logger)
         XCTAssertEqual(rotated.password, Secret("second-password"))
         XCTAssertEqual(rotated.user, "relay")
         try FileManager.default.removeItem(atPath: path)
-        XCTAssertEqual(file.endpoint(configured, logger: logger).password, Secret("second-password"))
+        XCTAssertEqual(file.topology(configured, logger: logger).password, Secret("second-password"))
+    }
+
+    func testEverySeedOfAClusterTakesThePassword() throws {
+        let path = try directory.write("password", "cluster-password")
+        let file = RedisPasswordFile(path: path, loaded: Secret("loaded-password"))
+        let seeds = RedisClusterSeeds(seeds: [RedisEndpoint(host: "10.0.0.7", port: 7000, user: "relay", password: Secret("loaded-password")),
+                                              RedisEndpoint(host: "10.0.0.8", port: 7001, user: "relay", password: Secret("loaded-password"))])
+        guard case .cluster(let taken) = file.topology(.cluster(seeds), logger: Logger(label: "test")) else { return XCTFail("not a cluster") }
+        XCTAssertEqual(taken.seeds.map(\.password), [Secret("cluster-password"), Secret("cluster-password")])
+        XCTAssertEqual(taken.node(host: "10.0.0.9", port: 7002).password, Secret("cluster-password"), "a node the slot map names")
     }
 }
