@@ -103,8 +103,8 @@ extension RelayConfig {
         // `store.key` may change: the new key writes, the previous ones still read (StoreKeys).
         let redis = (before: store?.redis, after: new.store?.redis)
         // The URL as its redacted description; a changed password is named, never shown.
-        check("$.store.redis", redis.before?.endpoint.description ?? "none", redis.after?.endpoint.description ?? "none")
-        if let before = redis.before?.endpoint, let after = redis.after?.endpoint,
+        check("$.store.redis", redis.before?.topology.description ?? "none", redis.after?.topology.description ?? "none")
+        if let before = redis.before?.topology, let after = redis.after?.topology,
            before.description == after.description, before.password != after.password {
             errors.append("$.store.redis: its password changed; this takes a restart, not a reload")
         }

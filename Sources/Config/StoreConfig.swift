@@ -27,17 +27,26 @@ public struct RedisStoreConfig: Sendable, Equatable {
     public static let defaultKeyPrefix = "oauth-relay:"
     public static let defaultTimeoutMilliseconds = 200
 
-    /// The server (its password, if any, is a `Secret`; descriptions redact it).
-    public var endpoint: RedisEndpoint
+    /// The server, or the sentinels that name the master (its password, if any, is a `Secret`;
+    /// descriptions redact it).
+    public var topology: RedisTopology
     /// Prepended to every key and to the channel, so several fleets can share one Redis.
     public var keyPrefix: String
     /// Longer than this without an answer and Redis counts as down: the fetch goes on without it.
     public var timeoutMilliseconds: Int
 
-    public init(endpoint: RedisEndpoint, keyPrefix: String = Self.defaultKeyPrefix,
+    public init(topology: RedisTopology, keyPrefix: String = Self.defaultKeyPrefix,
                 timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds) {
-        self.endpoint = endpoint
+        self.topology = topology
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
+    }
+}
+
+extension RedisStoreConfig {
+    /// One server at a fixed address.
+    public init(endpoint: RedisEndpoint, keyPrefix: String = Self.defaultKeyPrefix,
+                timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds) {
+        self.init(topology: .server(endpoint), keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds)
     }
 }

@@ -59,14 +59,14 @@ struct StoreDecoding {
             }
             return nil
         }
-        let endpoint = context.parsed(redisField) { text throws(InvalidValue) -> RedisEndpoint in
+        let topology = context.parsed(redisField) { text throws(InvalidValue) -> RedisTopology in
             do throws(RedisURLError) {
-                return try RedisEndpoint(parsing: text)
+                return try RedisTopology(parsing: text)
             } catch {
                 throw InvalidValue(error.description)
             }
         }
-        var config = endpoint.map { RedisStoreConfig(endpoint: $0) }
+        var config = topology.map { RedisStoreConfig(topology: $0) }
         if let prefixField {
             if let prefix = context.nonEmptyString(prefixField) {
                 if prefix.utf8.count > 100 || !prefix.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {

@@ -65,7 +65,7 @@ extension RedisEndpoint {
         case "rediss": throw RedisURLError.noTLS
         case let scheme:
             let shown = scheme.utf8.count <= 16 && scheme.utf8.allSatisfy(ASCII.isAlphanumeric) ? "\"\(scheme)\"" : "in the URL"
-            throw RedisURLError("unsupported scheme \(shown) (expected redis://; Unix sockets and Sentinel URLs are not supported)")
+            throw RedisURLError("unsupported scheme \(shown) (expected redis:// or redis-sentinel://; Unix sockets are not supported)")
         }
         var rest = text[separator.upperBound...]
         if rest.contains("?") || rest.contains("#") {
@@ -88,7 +88,7 @@ extension RedisEndpoint {
         self.init(host: host, port: port, database: try Self.parseDatabase(rest), user: user, password: password)
     }
 
-    private static func parseUserInfo(_ userInfo: Substring) throws(RedisURLError) -> (String?, Secret) {
+    static func parseUserInfo(_ userInfo: Substring) throws(RedisURLError) -> (String?, Secret) {
         guard let colon = userInfo.firstIndex(of: ":") else {
             throw RedisURLError("the user info needs a colon: write user:password@ (Redis 6 ACL user) or :password@ (the default user)")
         }
@@ -98,7 +98,7 @@ extension RedisEndpoint {
         return (user.isEmpty ? nil : user, Secret(password))
     }
 
-    private static func parseHostPort(_ authority: Substring) throws(RedisURLError) -> (String, UInt16) {
+    static func parseHostPort(_ authority: Substring, defaultPort: UInt16 = defaultPort) throws(RedisURLError) -> (String, UInt16) {
         // No message quotes the URL: it may hold a password.
         let (host, portText) = try HostSyntax.splitAuthority(authority) { problem in
             switch problem {
@@ -119,7 +119,7 @@ extension RedisEndpoint {
         return (host.lowercased(), port)
     }
 
-    private static func parseDatabase(_ path: Substring) throws(RedisURLError) -> Int {
+    static func parseDatabase(_ path: Substring) throws(RedisURLError) -> Int {
         let digits = path.dropFirst()
         if digits.isEmpty { return 0 }
         guard digits.utf8.count <= 9, digits.utf8.allSatisfy(ASCII.isDigit), let database = Int(digits) else {
@@ -129,7 +129,7 @@ extension RedisEndpoint {
     }
 
     /// `%XX` decoded; the result must be UTF-8 (a Redis user or password is sent as given).
-    private static func percentDecoded(_ text: Substring, what: String) throws(RedisURLError) -> String {
+    static func percentDecoded(_ text: Substring, what: String) throws(RedisURLError) -> String {
         guard let bytes = PercentDecoding.bytes(text) else {
             throw RedisURLError("the \(what) has a \"%\" not followed by two hex digits")
         }

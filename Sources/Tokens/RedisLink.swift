@@ -1,16 +1,26 @@
-// The token loop's link to the shared Redis store: two connections to one endpoint, one for
+// The token loop's link to the shared Redis store: two connections to one server, one for
 // commands and one subscribed to the entries' channel (hiredis cannot mix the two), ready when
 // both are. When either fails or a command times out, both close and the link reconnects after a
 // backoff; RedisLinkHealth decides when, and when to log (once per outage). Runs on the token
 // loop only, like everything in this module that talks to Redis.
+//
+// With Sentinel (`redis-sentinel://`), each attempt first asks the sentinels where the master is
+// (SentinelWatch), and the link is ready only once `ROLE` on the command connection says master:
+// a stale sentinel's answer never has the relay write to a replica. A `+switch-master` for our
+// master closes the link and opens it on the new master at once; a `READONLY` refusal (the
+// server was demoted) ends the link like a lost connection, so the sentinels are asked again.
 
+import Endpoints
 import EventLoop
 import Logging
 import RedisClient
 import RedisProtocol
 
 final class RedisLink {
-    let endpoint: RedisEndpoint
+    let topology: RedisTopology
+    /// The server the link opens: the fixed one, or the master the sentinels named last.
+    private(set) var endpoint: RedisEndpoint?
+    private var sentinels: SentinelWatch?
     private let loop: EventLoop
     private let timeoutMilliseconds: UInt64
     private let channel: [UInt8]
@@ -31,12 +41,26 @@ final class RedisLink {
     /// A message on the entries' channel: the key of an entry written or whose lease was released.
     var onMessage: ([UInt8]) -> Void = { _ in }
 
-    init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMilliseconds: UInt64, channel: [UInt8], logger: Logger) {
+    init(loop: EventLoop, topology: RedisTopology, timeoutMilliseconds: UInt64, channel: [UInt8], logger: Logger) {
         self.loop = loop
-        self.endpoint = endpoint
+        self.topology = topology
         self.timeoutMilliseconds = timeoutMilliseconds
         self.channel = channel
         self.logger = logger
+        switch topology {
+        case .server(let endpoint):
+            self.endpoint = endpoint
+        case .sentinel(let sentinel):
+            sentinels = SentinelWatch(loop: loop, topology: sentinel, timeoutMilliseconds: timeoutMilliseconds, logger: logger,
+                                      onSwitch: { [unowned self] in masterSwitched(to: $0) })
+        }
+    }
+
+    /// Where the link is, for the log: the URL (redacted), and the master the sentinels named.
+    private var place: Logger.Metadata {
+        var metadata: Logger.Metadata = ["redis": .string(topology.description)]
+        if sentinels != nil, let endpoint { metadata["master"] = .string("\(HostSyntax.bracketed(endpoint.host)):\(endpoint.port)") }
+        return metadata
     }
 
     var isReady: Bool { health.state == .ready }
@@ -46,6 +70,19 @@ final class RedisLink {
     }
 
     private func open() {
+        if case .server(let server) = topology { return connect(to: server) }
+        guard let sentinels else { return }
+        sentinels.findMaster { [weak self] result in
+            guard let self, !stopped else { return }
+            switch result {
+            case .success(let master): connect(to: master)
+            case .failure(let noMaster): lost(.unreachable(noMaster.description))
+            }
+        }
+    }
+
+    private func connect(to endpoint: RedisEndpoint) {
+        self.endpoint = endpoint
         connectionsUp = 0
         commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds,
                                    onReady: { [weak self] in self?.connectionUp() },
@@ -59,26 +96,36 @@ final class RedisLink {
     private func connectionUp() {
         connectionsUp += 1
         guard connectionsUp == 2 else { return }
+        guard sentinels != nil, let commands else { return becomeReady() }
+        commands.send(ServerRole.command) { [weak self] result in
+            guard let self, self.commands === commands else { return }
+            switch result.map(ServerRole.init) {
+            case .success(.master): becomeReady()
+            case .success(.notMaster(let role)): lost(.refused("the sentinels named a server whose ROLE is \(role), not master"))
+            case .success(.unreadable): lost(.refused("the server's answer to ROLE is not a role"))
+            case .failure(let failure): lost(failure)
+            }
+        }
+    }
+
+    private func becomeReady() {
         let resumed = health.connected(at: monotonicSeconds())
         if !everReady {
             everReady = true
-            logger.info("shared token store connected", metadata: ["redis": .string(endpoint.description)])
+            logger.info("shared token store connected", metadata: place)
         } else if resumed {
-            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(endpoint.description)])
+            logger.info("shared token store reachable again; sharing tokens", metadata: place)
         }
         onReady()
     }
 
     private func lost(_ failure: RedisConnection.Failure) {
         guard !stopped else { return }
-        commands?.close()
-        listener?.close()
-        commands = nil
-        listener = nil
+        closeConnections()
         let (begins, retryAfter) = health.lost(random: Double.random(in: 0..<1), at: monotonicSeconds())
         if begins {
             logger.warning("shared token store unavailable; each replica fetches its own tokens until it is back",
-                           metadata: ["redis": .string(endpoint.description), "error": .string(failure.description)])
+                           metadata: place.merging(["error": .string(failure.description)]) { $1 })
         }
         let timer = retryTimer ?? LoopTimer(loop: loop) { [unowned self] in
             health.reconnecting()
@@ -100,24 +147,49 @@ final class RedisLink {
     }
 
     private func noteReply(_ reply: RedisReply, to command: RedisCommand) {
-        if case .error(let text) = reply {
+        if reply.isReadOnlyRefusal, sentinels != nil {
+            // The master was demoted: ask the sentinels again (the command's own answer fails it).
+            lost(.refused("READONLY: the master became a replica; asking the sentinels for the new master"))
+        } else if case .error(let text) = reply {
             if health.refused() {
                 logger.warning("shared token store refused a command; each replica fetches its own tokens until it works",
-                               metadata: ["redis": .string(endpoint.description), "command": .string(command.name),
-                                          "error": .string(text)])
+                               metadata: place.merging(["command": .string(command.name), "error": .string(text)]) { $1 })
             }
         } else if health.succeeded() {
-            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(endpoint.description)])
+            logger.info("shared token store reachable again; sharing tokens", metadata: place)
         }
+    }
+
+    /// The sentinels promoted `master`: the link moves to it now, whatever it was doing (a
+    /// ready link is lost first, so fetches waiting on it go alone until the new one is up).
+    private func masterSwitched(to master: RedisEndpoint) {
+        guard !stopped else { return }
+        logger.warning("shared token store: the sentinels promoted a new master; reconnecting to it",
+                       metadata: place.merging(["new_master": .string("\(HostSyntax.bracketed(master.host)):\(master.port)")]) { $1 })
+        let wasReady = isReady
+        sentinels?.cancelFindMaster()
+        closeConnections()
+        retryTimer?.stop()
+        if wasReady {
+            _ = health.lost(random: Double.random(in: 0..<1), at: monotonicSeconds())
+            onLost()
+        }
+        if health.state == .down { health.reconnecting() }
+        connect(to: master)
+    }
+
+    private func closeConnections() {
+        commands?.close()
+        listener?.close()
+        commands = nil
+        listener = nil
     }
 
     /// Closes both connections; nothing is reported after this.
     func stop() {
         stopped = true
-        commands?.close()
-        listener?.close()
-        commands = nil
-        listener = nil
+        closeConnections()
+        sentinels?.stop()
         retryTimer?.close()
         retryTimer = nil
     }

@@ -27,7 +27,7 @@ struct TokenStorage {
         }
         var storage = TokenStorage(keys: keys)
         if let redis = settings.redis {
-            storage.shared = SharedStoreSettings(endpoint: redis.endpoint, keyPrefix: redis.keyPrefix,
+            storage.shared = SharedStoreSettings(topology: redis.topology, keyPrefix: redis.keyPrefix,
                                                  timeoutMilliseconds: UInt64(redis.timeoutMilliseconds), keys: keys)
         }
         if let path = settings.path {
