@@ -1,0 +1,140 @@
+"""Replicas sharing tokens through a Sentinel-managed Redis (issue 27), with the real binary:
+Debian's redis-server as a master and one replica (`--replicaof`), three redis-sentinel (quorum 2,
+a master silent for 500 ms is down), relays with `store.redis` = `redis-sentinel://…`, and
+django-oauth-toolkit rotating refresh tokens (token requests counted and chained at the IdP).
+
+The master is killed under a request loop: no request fails, the relays follow the sentinels to
+the promoted replica, the fleet shares again (one IdP call per refresh) and no refresh token is
+lost (every refresh presents the one the previous request issued). And a sentinel that names a
+replica never has a relay write to it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from admin_client import log_records, wait_for_log
+from deadlines import scaled, wait_until
+from processes import LOOPBACK
+from redis_server import RedisServer, SentinelServer
+from test_fleet_redis import RESUMED, UNAVAILABLE, Traffic, messages, shared_store, start_fleet
+
+pytestmark = pytest.mark.oauth
+
+MASTER_NAME = "relay-store"
+SWITCHED = "shared token store: the sentinels promoted a new master; reconnecting to it"
+
+
+def data_node(tmp_path, name: str, password: str, *options: str) -> RedisServer:
+    """A redis-server that requires `password` and uses it towards its master (once a replica)."""
+    workdir = tmp_path / name
+    workdir.mkdir()
+    return RedisServer(workdir, password=password, options=("--masterauth", password, *options)).start()
+
+
+def replica_of(tmp_path, master: RedisServer, *options: str) -> RedisServer:
+    """A replica of `master`, once it has synced."""
+    replica = data_node(tmp_path, "replica", master.password, "--replicaof", LOOPBACK, str(master.port), *options)
+    wait_until(lambda: "master_link_status:up" in replica.cli("INFO", "replication"), 10, "the replica to sync")
+    return replica
+
+
+def sentinel(tmp_path, index: int, port: int, password: str, **options) -> SentinelServer:
+    workdir = tmp_path / f"sentinel-{index}"
+    workdir.mkdir()
+    return SentinelServer(workdir, port, MASTER_NAME, password=password, **options).start()
+
+
+@pytest.fixture
+def sentinel_group(tmp_path, sensitive):
+    """A master, its replica and three sentinels that know both and each other (what a failover
+    needs: the sentinels find each other through the master's hello channel, every 2 s)."""
+    password = sensitive.add("redis password", secrets.token_hex(16))
+    master = data_node(tmp_path, "master", password)
+    replica = replica_of(tmp_path, master)
+    sentinels = [sentinel(tmp_path, index, master.port, password, quorum=2) for index in range(3)]
+    wait_until(lambda: all(s.knows(replicas=1, sentinels=2) for s in sentinels), 15,
+               "the sentinels to find the replica and each other")
+    yield SimpleNamespace(master=master, replica=replica, sentinels=sentinels, password=password)
+    for process in [*sentinels, replica, master]:
+        process.kill()
+
+
+def sentinel_url(password: str, sentinels: list) -> str:
+    hosts = ",".join(f"{LOOPBACK}:{s.port}" for s in sentinels)
+    return f"redis-sentinel://:{password}@{hosts}/{MASTER_NAME}/0"
+
+
+def role(server: RedisServer) -> str:
+    return server.cli("ROLE").splitlines()[0]
+
+
+def test_the_master_killed_under_load_fails_no_request_and_the_fleet_shares_again_on_the_promoted_replica(
+        sentinel_group, start_django_idp, upstream, start_relay):
+    group = sentinel_group
+    lifetime = 6  # refreshed every 3 s: the failover (about 1 s) fits between two refreshes
+    idp = start_django_idp(access_token_seconds=lifetime, rotate_refresh_token=True)
+    fleet = start_fleet(start_relay, idp, upstream, shared_store(sentinel_url(group.password, group.sentinels)),
+                        replicas=2, client="legacy-pw", admin=True)
+    with Traffic(fleet) as traffic:
+        # A shared refresh under load; the master dies as soon as the IdP has answered it, so
+        # its entry may still be on its way to Redis, or to the replica.
+        wait_until(lambda: idp.token_requests(grant_type="refresh_token"), 2 * lifetime, "a shared refresh")
+        killed = time.monotonic()
+        group.master.sigkill()
+        wait_until(lambda: all(group.replica.port == s.master_port() for s in group.sentinels), 10,
+                   "the sentinels to promote the replica")
+        promoted = time.monotonic() - killed
+        new_master = f"{LOOPBACK}:{group.replica.port}"
+        wait_until(lambda: all(any(r.get("master") == new_master for r in log_records(relay, RESUMED)) for relay in fleet),
+                   10, "every relay to share on the promoted replica")
+        resumed = time.monotonic() - killed
+        before = len(idp.token_requests())
+        time.sleep(2 * lifetime)  # shared refreshes on the new master, under load
+        after = idp.token_requests()[before:]
+    print(f"\nfailover figures: sentinels promoted the replica {promoted:.2f} s after the kill; "
+          f"every relay sharing again {resumed:.2f} s after it; {len(traffic.results)} requests, "
+          f"{len(traffic.failed())} failed; longest pause {traffic.longest_pause():.2f} s")
+    assert not traffic.failed(), traffic.failed()[:5]
+    assert role(group.replica) == "master"
+    for relay in fleet:
+        assert messages(relay, SWITCHED) == 1, "the switch is followed from the sentinels' announcement"
+        assert messages(relay, UNAVAILABLE) <= 1, "an outage is logged once"
+    records = idp.token_requests()
+    # No refresh token lost or reused: the IdP refused none, no relay went back to the password,
+    # and each refresh presented the refresh token the request before it was issued.
+    assert all(r["status"] == 200 for r in records), [(r["grant_type"], r["status"], r.get("error")) for r in records]
+    assert [r["grant_type"] for r in records].count("password") == 1
+    for previous, refresh in zip(records, records[1:]):
+        assert refresh["refresh_token_sha256"] == previous["issued_refresh_token_sha256"]
+    # Shared again: one refresh per half lifetime for the fleet, not one per relay.
+    refreshes_after = [r for r in after if r["grant_type"] == "refresh_token"]
+    assert 2 <= len(refreshes_after) <= 2 * lifetime / (lifetime / 2) + 1, len(refreshes_after)
+    assert any(key.startswith("oauth-relay:orders:") for key in group.replica.dump()), "the entry is on the new master"
+
+
+def test_a_sentinel_naming_a_replica_is_never_written_to(tmp_path, sensitive, django_idp, upstream, start_relay):
+    password = sensitive.add("redis password", secrets.token_hex(16))
+    master = data_node(tmp_path, "master", password)
+    # A replica that would take writes: only the relay's ROLE check keeps the entry off it.
+    replica = replica_of(tmp_path, master, "--replica-read-only", "no")
+    # A sentinel that monitors the replica as if it were the master (a stale answer): it names
+    # the replica's address for as long as the test runs.
+    stale = sentinel(tmp_path, 0, replica.port, password, quorum=1, down_after_ms=60_000)
+    try:
+        (relay,) = start_fleet(start_relay, django_idp, upstream, shared_store(sentinel_url(password, [stale])), replicas=1)
+        assert relay.request("GET", "/echo/x").status == 200, "the relay serves without the store"
+        record = wait_for_log(relay, UNAVAILABLE, 1)
+        assert record["error"] == "refused: the sentinels named a server whose ROLE is slave, not master", record
+        assert record["master"] == f"{LOOPBACK}:{replica.port}"
+        assert relay.request("GET", "/echo/x").status == 200
+        assert messages(relay, "shared token store connected") == 0
+        assert replica.dump() == {} and master.dump() == {}, "nothing written"
+    finally:
+        stale.kill()
+        replica.kill()
+        master.kill()
