@@ -143,7 +143,7 @@ enum SharedEntryCommands {
     /// before the link counts it as down, and 100 ms at most, so that such a master holds the
     /// commands behind it back no longer (a replica next to its master answers within a few).
     static func waitForReplica(timeoutMilliseconds: UInt64) -> RedisCommand {
-        RedisCommand(["WAIT", "1", .integer(Int64(min(maximumReplicaWaitMilliseconds, max(1, timeoutMilliseconds / 2))))])
+        RedisCommand(["WAIT", "1", .integer(min(maximumReplicaWaitMilliseconds, max(1, Int64(timeoutMilliseconds / 2))))])
     }
 
     static let maximumReplicaWaitMilliseconds: Int64 = 100

@@ -357,7 +357,12 @@ final class SharedTokens {
                 }
                 entry.fetch.written(version: version, over: expected, replicated: false)
                 confirmReplication(of: version, for: entry, over: expected)
-            case .conflict:
+            case .conflict(let current):
+                if EntryVersion(current) == entry.fetch.knownVersion {
+                    // A write written again finds itself: it survived (SharedFetch, `unreplicated`).
+                    entry.fetch.writeConflicted()
+                    break
+                }
                 // Another replica's newer entry stays; the next read takes it.
                 entry.fetch.writeConflicted()
                 logger.info("shared token store: another replica wrote first; its entry stays",
