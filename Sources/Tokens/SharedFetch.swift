@@ -75,6 +75,9 @@ struct SharedFetch: Equatable {
         /// Written as `knownVersion` over `previous`, with no replica confirming the write: a
         /// failover may have lost it.
         case unreplicated(previous: EntryVersion)
+        /// Tokens obtained without Redis after such a write: newer than `knownVersion` and than
+        /// `previous`, whichever of the two the master holds now.
+        case fetchedAloneAfterUnreplicated(previous: EntryVersion)
     }
 
     /// Where the link to Redis stands when a fetch begins.
@@ -185,6 +188,16 @@ struct SharedFetch: Equatable {
             unshared = .fetchedAlone
             knownVersion = read
             return false
+        case .fetchedAloneAfterUnreplicated(let previous):
+            guard read == previous || read == knownVersion else {
+                unshared = .none
+                knownVersion = read
+                return true
+            }
+            // Either is older than what this replica obtained since.
+            unshared = .fetchedAlone
+            knownVersion = read
+            return false
         }
     }
 
@@ -250,7 +263,12 @@ struct SharedFetch: Equatable {
             return obtained || refreshTokenDropped ? .write : .release
         }
         guard obtained else { return .nothing }
-        if case .unreplicated = unshared {} else { unshared = .fetchedAlone }
+        switch unshared {
+        case .unreplicated(let previous), .fetchedAloneAfterUnreplicated(let previous):
+            unshared = .fetchedAloneAfterUnreplicated(previous: previous)
+        case .none, .fetchedAlone:
+            unshared = .fetchedAlone
+        }
         // Gone alone while the link came back: write it now, not at the next refresh.
         return linkReady ? .reassert : .nothing
     }
@@ -262,17 +280,27 @@ struct SharedFetch: Equatable {
         unshared = replicated ? .none : .unreplicated(previous: expected)
     }
 
-    /// The compare-and-set found another version than the one it expected: another replica wrote
-    /// since (its entry is newer, and the next read takes it), or this replica's own write was
-    /// there after all (a reassert of a write that survived the failover).
-    mutating func writeConflicted() {
+    /// The compare-and-set found `current` instead of the version it expected: another replica
+    /// wrote since (its entry is newer, and the next read takes it), or this replica's own write
+    /// was there after all (a reassert of a write that survived the failover) — or, for tokens
+    /// obtained alone after a write nobody confirmed, the version that write replaced: the write
+    /// was lost, and the tokens go again over that one.
+    mutating func writeConflicted(current: String?) -> Step {
+        if case .fetchedAloneAfterUnreplicated(let previous) = unshared, EntryVersion(current) == previous {
+            unshared = .fetchedAlone
+            knownVersion = previous
+            return phase == .idle ? .reassert : .nothing
+        }
         unshared = .none
+        return .nothing
     }
 
     /// The write did not reach Redis: what was obtained is this replica's alone (or, for a write
     /// nobody confirmed, is still unconfirmed).
     mutating func writeFailed() {
-        if case .unreplicated = unshared { return }
-        unshared = .fetchedAlone
+        switch unshared {
+        case .unreplicated, .fetchedAloneAfterUnreplicated: break
+        case .none, .fetchedAlone: unshared = .fetchedAlone
+        }
     }
 }

@@ -358,15 +358,16 @@ final class SharedTokens {
                 entry.fetch.written(version: version, over: expected, replicated: false)
                 confirmReplication(of: version, for: entry, over: expected)
             case .conflict(let current):
-                if EntryVersion(current) == entry.fetch.knownVersion {
-                    // A write written again finds itself: it survived (SharedFetch, `unreplicated`).
-                    entry.fetch.writeConflicted()
-                    break
+                // A write written again may find itself (it survived the failover) or the version
+                // it replaced (then it goes again over that one, SharedFetch).
+                let itself = EntryVersion(current) == entry.fetch.knownVersion
+                let next = entry.fetch.writeConflicted(current: current)
+                if next == .nothing && !itself {
+                    // Another replica's newer entry stays; the next read takes it.
+                    logger.info("shared token store: another replica wrote first; its entry stays",
+                                metadata: ["identity": .string(entry.tokens.identity.name)])
                 }
-                // Another replica's newer entry stays; the next read takes it.
-                entry.fetch.writeConflicted()
-                logger.info("shared token store: another replica wrote first; its entry stays",
-                            metadata: ["identity": .string(entry.tokens.identity.name)])
+                run(next, for: entry)
             case nil:
                 entry.fetch.writeFailed()
             }

@@ -224,7 +224,7 @@ final class SharedFetchTests: XCTestCase {
         _ = fetch.entryRead(version: "v1")
         fetch.writeFailed()
         XCTAssertEqual(fetch.linkReady(), .reassert)
-        fetch.writeConflicted()
+        XCTAssertEqual(fetch.writeConflicted(current: "v3"), .nothing)
         XCTAssertEqual(fetch.unshared, .none)
         XCTAssertTrue(fetch.entryRead(version: "v3"))
     }
@@ -235,5 +235,44 @@ final class SharedFetchTests: XCTestCase {
         fetch.written(version: "v2", over: .known("v1"), replicated: false)
         fetch.writeFailed()
         XCTAssertEqual(fetch.unshared, .unreplicated(previous: .known("v1")))
+    }
+
+    /// v2 written with no replica confirming it, then tokens obtained alone during the failover.
+    private func aloneAfterAnUnreplicatedWrite() -> SharedFetch {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v1")
+        fetch.written(version: "v2", over: .known("v1"), replicated: false)
+        XCTAssertEqual(fetch.begin(link: .down), .alone)
+        XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: false), .nothing)
+        XCTAssertEqual(fetch.unshared, .fetchedAloneAfterUnreplicated(previous: .known("v1")))
+        return fetch
+    }
+
+    func testTokensObtainedAloneAfterAnUnreplicatedWriteGoOverItIfItSurvived() {
+        var fetch = aloneAfterAnUnreplicatedWrite()
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.reassertExpected, .known("v2"))
+        fetch.written(version: "v3", over: .known("v2"))
+        XCTAssertEqual(fetch.unshared, .none)
+    }
+
+    func testTokensObtainedAloneAfterAnUnreplicatedWriteGoOverTheVersionItReplacedIfItWasLost() {
+        var fetch = aloneAfterAnUnreplicatedWrite()
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.writeConflicted(current: "v1"), .reassert, "v2 was lost: again, over v1")
+        XCTAssertEqual(fetch.reassertExpected, .known("v1"))
+        XCTAssertEqual(fetch.writeConflicted(current: "v9"), .nothing, "another replica wrote since: its entry stays")
+        XCTAssertEqual(fetch.unshared, .none)
+    }
+
+    func testNeitherVersionIsTrustedOverTokensObtainedAloneAfterAnUnreplicatedWrite() {
+        var lost = aloneAfterAnUnreplicatedWrite()
+        XCTAssertFalse(lost.entryRead(version: "v1"))
+        XCTAssertEqual(lost.reassertExpected, .known("v1"))
+        var survived = aloneAfterAnUnreplicatedWrite()
+        XCTAssertFalse(survived.entryRead(version: "v2"))
+        XCTAssertEqual(survived.reassertExpected, .known("v2"))
+        var newer = aloneAfterAnUnreplicatedWrite()
+        XCTAssertTrue(newer.entryRead(version: "v7"))
     }
 }
