@@ -8,7 +8,8 @@
 // Lifetime: each question is its own short connection, closed once answered; the subscription
 // lives until `stop()`. When it ends (its sentinel died), another sentinel is subscribed to a
 // second later, in turn, until one accepts. A question's completion is called once at most, never
-// after `stop()` or after a newer question replaced it.
+// after `stop()` or after a newer question replaced it: callbacks carry their question's (and
+// subscription's) number, since a connection may end before its initializer has returned.
 
 import EventLoop
 import Logging
@@ -24,9 +25,14 @@ final class SentinelWatch {
     private let onSwitch: (RedisEndpoint) -> Void
     /// The sentinel that answered last: asked first next time, and subscribed to.
     private var lastAnswered = 0
-    /// The question under way: its connection, and what hears the master.
-    private var question: (connection: RedisConnection, round: SentinelRound, completion: (Result<RedisEndpoint, NoMaster>) -> Void)?
+    /// The question under way.
+    private var question: Question?
+    /// Questions asked so far: each one's number tells its callbacks from a later one's.
+    private var questionsAsked = 0
     private var subscription: RedisConnection?
+    /// Subscriptions attempted so far, and the last of them that ended.
+    private var subscriptionsMade = 0
+    private var subscriptionEnded = 0
     /// The sentinel `subscription` is (or was last) on.
     private var subscribedTo = 0
     private var resubscribeTimer: LoopTimer?
@@ -35,6 +41,16 @@ final class SentinelWatch {
     /// Pause between subscription attempts when one ends: a sentinel that is down costs one
     /// connection attempt a second, and a switch is seen by the others' answers meanwhile.
     static let resubscribeMilliseconds: UInt64 = 1000
+
+    /// One sentinel asked: the round it belongs to, what hears the master, and its connection
+    /// (nil until made: a connection may end before its initializer returns, a refused connect
+    /// on some systems).
+    private struct Question {
+        let number: Int
+        var round: SentinelRound
+        let completion: (Result<RedisEndpoint, NoMaster>) -> Void
+        var connection: RedisConnection?
+    }
 
     /// No sentinel named the master. Its description names counts only (and the master's name,
     /// which is no secret).
@@ -88,48 +104,59 @@ final class SentinelWatch {
     }
 
     private func ask(_ index: Int, round: SentinelRound, completion: @escaping (Result<RedisEndpoint, NoMaster>) -> Void) {
-        let endpoint = topology.sentinels[index].endpoint
-        let connection = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds,
-                                         onReady: { [weak self] in self?.askReady() },
-                                         onEnded: { [weak self] _ in self?.answered(.unanswered) })
-        question = (connection, round, completion)
+        questionsAsked += 1
+        let number = questionsAsked
+        question = Question(number: number, round: round, completion: completion)
+        let connection = RedisConnection(loop: loop, endpoint: topology.sentinels[index].endpoint, timeoutMilliseconds: timeoutMilliseconds,
+                                         onReady: { [weak self] in self?.askReady(number) },
+                                         onEnded: { [weak self] _ in self?.answered(.unanswered, to: number) })
+        if question?.number == number {
+            question?.connection = connection
+        } else {
+            // Ended already, and the round went on.
+            connection.close()
+        }
     }
 
-    private func askReady() {
-        guard let connection = question?.connection else { return }
+    private func askReady(_ number: Int) {
+        guard let question, question.number == number, let connection = question.connection else { return }
         connection.send(MasterLookup.command(masterName: topology.masterName)) { [weak self] result in
-            guard let self, question?.connection === connection else { return }
             switch result {
-            case .success(let reply): answered(MasterLookup(reply))
-            case .failure: answered(.unanswered)
+            case .success(let reply): self?.answered(MasterLookup(reply), to: number)
+            case .failure: self?.answered(.unanswered, to: number)
             }
         }
     }
 
-    /// The sentinel asked now said `lookup` (or could not be asked).
-    private func answered(_ lookup: MasterLookup) {
-        guard let (connection, asked, completion) = question else { return }
-        connection.close()
-        var round = asked
-        follow(round.heard(lookup), round: round, completion: completion)
+    /// The sentinel of question `number` said `lookup` (or could not be asked).
+    private func answered(_ lookup: MasterLookup, to number: Int) {
+        guard var asked = question, asked.number == number else { return }
+        question = nil
+        asked.connection?.close()
+        let next = asked.round.heard(lookup)
+        follow(next, round: asked.round, completion: asked.completion)
     }
 
     /// Drops the question under way, if any: its completion is never called.
     func cancelFindMaster() {
-        question?.connection.close()
+        question?.connection?.close()
         question = nil
     }
 
     // MARK: - Following failovers
 
     private func subscribe(to index: Int) {
+        subscriptionsMade += 1
+        let number = subscriptionsMade
         subscribedTo = index
         let sentinel = topology.sentinels[index]
-        subscription = RedisConnection(loop: loop, endpoint: sentinel.endpoint, timeoutMilliseconds: timeoutMilliseconds,
-                                       subscribingTo: MasterSwitch.channel,
-                                       onMessage: { [weak self] in self?.heard($0) },
-                                       onReady: { [weak self] in self?.logger.debug("following failovers", metadata: ["sentinel": .string(sentinel.description)]) },
-                                       onEnded: { [weak self] in self?.subscriptionEnded($0) })
+        let connection = RedisConnection(loop: loop, endpoint: sentinel.endpoint, timeoutMilliseconds: timeoutMilliseconds,
+                                         subscribingTo: MasterSwitch.channel,
+                                         onMessage: { [weak self] in self?.heard($0) },
+                                         onReady: { [weak self] in self?.logger.debug("following failovers", metadata: ["sentinel": .string(sentinel.description)]) },
+                                         onEnded: { [weak self] in self?.subscriptionEnded($0, number: number) })
+        // One that ended before its initializer returned is not kept: the next is on its way.
+        subscription = subscriptionEnded == number ? nil : connection
     }
 
     private func heard(_ message: [UInt8]) {
@@ -137,7 +164,9 @@ final class SentinelWatch {
         onSwitch(topology.master(host: change.new.host, port: change.new.port))
     }
 
-    private func subscriptionEnded(_ failure: RedisConnection.Failure) {
+    private func subscriptionEnded(_ failure: RedisConnection.Failure, number: Int) {
+        guard number == subscriptionsMade else { return }
+        subscriptionEnded = number
         subscription = nil
         guard !stopped else { return }
         logger.debug("sentinel subscription ended; trying the next sentinel", metadata: [

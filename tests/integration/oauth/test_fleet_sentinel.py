@@ -20,7 +20,7 @@ import pytest
 
 from admin_client import log_records, wait_for_log
 from deadlines import scaled, wait_until
-from processes import LOOPBACK
+from processes import LOOPBACK, free_port
 from redis_server import RedisServer, SentinelServer
 from test_fleet_redis import RESUMED, UNAVAILABLE, Traffic, messages, shared_store, start_fleet
 
@@ -66,8 +66,10 @@ def sentinel_group(tmp_path, sensitive):
         process.kill()
 
 
-def sentinel_url(password: str, sentinels: list) -> str:
-    hosts = ",".join(f"{LOOPBACK}:{s.port}" for s in sentinels)
+def sentinel_url(password: str, sentinels: list, down: bool = False) -> str:
+    """The URL naming `sentinels`; with `down`, first a sentinel that is not running (nothing
+    listens on its port: each relay must skip it)."""
+    hosts = ",".join(([f"{LOOPBACK}:{free_port()}"] if down else []) + [f"{LOOPBACK}:{s.port}" for s in sentinels])
     return f"redis-sentinel://:{password}@{hosts}/{MASTER_NAME}/0"
 
 
@@ -86,7 +88,7 @@ def test_the_master_killed_under_load_fails_no_request_and_the_fleet_shares_agai
     group = sentinel_group
     lifetime = 6  # refreshed every 3 s: the failover (about 2 s) fits between two refreshes
     idp = start_django_idp(access_token_seconds=lifetime, rotate_refresh_token=True)
-    fleet = start_fleet(start_relay, idp, upstream, shared_store(sentinel_url(group.password, group.sentinels)),
+    fleet = start_fleet(start_relay, idp, upstream, shared_store(sentinel_url(group.password, group.sentinels, down=True)),
                         replicas=2, client="legacy-pw", admin=True)
     with Traffic(fleet) as traffic:
         wait_until(lambda: idp.token_requests(grant_type="refresh_token"), 2 * lifetime, "a shared refresh")
