@@ -5,7 +5,7 @@
 //   SENTINEL get-master-addr-by-name NAME  → MasterLookup: the address, or "no such master"
 //   +switch-master "NAME oldip oldport newip newport" → MasterSwitch (for our name only)
 //   ROLE on the address named               → ServerRole: only a master is written to
-//   an error reply starting READONLY        → the server was demoted: a failover under way
+//   an error reply READONLY (or UNBLOCKED)  → the server was demoted: a failover under way
 
 import Endpoints
 import HTTPFields
@@ -105,11 +105,19 @@ public enum ServerRole: Sendable, Equatable {
 }
 
 extension RedisReply {
-    /// An error reply of a server that became a replica (`-READONLY You can't write against a
-    /// read only replica.`): the master it was is gone, a failover is under way or done.
-    public var isReadOnlyRefusal: Bool {
-        if case .error(let text) = self { return text.hasPrefix("READONLY") }
+    /// An error reply of a server that stopped being the master: `-READONLY You can't write
+    /// against a read only replica.` to a write, or `-UNBLOCKED force unblock from blocking
+    /// operation, instance state changed (master -> replica?)` to a command it was blocking (a
+    /// `WAIT`) when it was demoted. A failover is under way or done.
+    public var isDemotionSignal: Bool {
+        if case .error(let text) = self { return text.hasPrefix("READONLY") || text.hasPrefix("UNBLOCKED") }
         return false
+    }
+
+    /// An error reply's first word (`READONLY`, `ERR`); nil for any other reply.
+    public var errorCode: String? {
+        if case .error(let text) = self { return text.split(separator: " ", maxSplits: 1).first.map(String.init) ?? "" }
+        return nil
     }
 }
 

@@ -7,8 +7,8 @@
 // With Sentinel (`redis-sentinel://`), each attempt first asks the sentinels where the master is
 // (SentinelWatch), and the link is ready only once `ROLE` on the command connection says master:
 // a stale sentinel's answer never has the relay write to a replica. A `+switch-master` for our
-// master closes the link and opens it on the new master at once; a `READONLY` refusal (the
-// server was demoted) ends the link like a lost connection, so the sentinels are asked again.
+// master closes the link and opens it on the new master at once; a `READONLY` refusal (or an
+// `UNBLOCKED` WAIT: the server was demoted) ends the link like a lost connection, so the sentinels are asked again.
 
 import Endpoints
 import EventLoop
@@ -147,9 +147,9 @@ final class RedisLink {
     }
 
     private func noteReply(_ reply: RedisReply, to command: RedisCommand) {
-        if reply.isReadOnlyRefusal, sentinels != nil {
+        if reply.isDemotionSignal, sentinels != nil {
             // The master was demoted: ask the sentinels again (the command's own answer fails it).
-            lost(.refused("READONLY: the master became a replica; asking the sentinels for the new master"))
+            lost(.refused("the master became a replica (\(command.name) answered \(reply.errorCode ?? "an error")); asking the sentinels for the new master"))
         } else if case .error(let text) = reply {
             if health.refused() {
                 logger.warning("shared token store refused a command; each replica fetches its own tokens until it works",

@@ -36,10 +36,14 @@ final class SentinelRepliesTests: XCTestCase {
         XCTAssertEqual(ServerRole.command.arguments, ["ROLE"])
     }
 
-    func testAReadOnlyRefusalIsAFailoverSignal() {
-        XCTAssertTrue(RedisReply.error("READONLY You can't write against a read only replica.").isReadOnlyRefusal)
-        XCTAssertFalse(RedisReply.error("ERR wrong number of arguments").isReadOnlyRefusal)
-        XCTAssertFalse(RedisReply.status("READONLY").isReadOnlyRefusal)
+    func testAReadOnlyRefusalOrAnUnblockedWaitIsAFailoverSignal() {
+        XCTAssertTrue(RedisReply.error("READONLY You can't write against a read only replica.").isDemotionSignal)
+        XCTAssertTrue(RedisReply.error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)")
+            .isDemotionSignal)
+        XCTAssertFalse(RedisReply.error("ERR wrong number of arguments").isDemotionSignal)
+        XCTAssertFalse(RedisReply.status("READONLY").isDemotionSignal)
+        XCTAssertEqual(RedisReply.error("READONLY You can't write").errorCode, "READONLY")
+        XCTAssertEqual(RedisReply.status("OK").errorCode, nil)
     }
 
     func testARoundAsksEachSentinelOnceFromTheLastThatAnswered() {

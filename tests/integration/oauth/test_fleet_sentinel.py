@@ -160,3 +160,32 @@ def test_a_sentinel_naming_a_replica_is_never_written_to(tmp_path, sensitive, dj
         stale.kill()
         replica.kill()
         master.kill()
+
+
+def test_a_master_demoted_without_a_switch_is_left_at_its_first_readonly_answer(tmp_path, sensitive, start_django_idp,
+                                                                               upstream, start_relay):
+    password = sensitive.add("redis password", secrets.token_hex(16))
+    master = data_node(tmp_path, "master", password)
+    other = data_node(tmp_path, "other", password)
+    # One sentinel that will never fail the master over (and so never announces a switch).
+    watcher = sentinel(tmp_path, 0, master.port, password, quorum=1, down_after_ms=60_000)
+    try:
+        idp = start_django_idp(access_token_seconds=4)  # due again in 2 s
+        (relay,) = start_fleet(start_relay, idp, upstream, shared_store(sentinel_url(password, [watcher])), replicas=1)
+        assert relay.request("GET", "/echo/x").status == 200
+        wait_until(lambda: entry_version(master), 5, "the entry written")
+        # Demoted behind the sentinel's back: the relay hears of it only from the server's answer
+        # to its next write (the lease of the next refresh).
+        master.cli("REPLICAOF", LOOPBACK, str(other.port))
+        # The outage begins there (a link up for less than a second), or at the sentinel's answer,
+        # which still names the demoted server: its ROLE refuses it.
+        record = wait_for_log(relay, UNAVAILABLE, 1, timeout=10)
+        assert record["error"] in ("refused: the master became a replica (WAIT answered UNBLOCKED); asking the sentinels for the new master",
+                                   "refused: the master became a replica (EVAL answered READONLY); asking the sentinels for the new master",
+                                   "refused: the sentinels named a server whose ROLE is slave, not master"), record
+        assert messages(relay, "shared token store refused a command; each replica fetches its own tokens until it works") == 0
+        assert relay.request("GET", "/echo/x").status == 200
+    finally:
+        watcher.kill()
+        other.kill()
+        master.kill()
