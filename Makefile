@@ -96,8 +96,8 @@ test-tsan: test-deps $(VENV)/.installed
 		$(VENV)/bin/python -m pytest -q -m "not slow" $(CHECKED_SKIP) $(CHECKED_TESTS)
 
 # AddressSanitizer over every unit test and the same integration tests: out-of-bounds reads and
-# writes, use after free, in the relay's code and in what it hands C libraries (hiredis's strchr
-# over a command without a NUL was found this way). Leak reports are off: this target is for
+# writes, use after free, in the relay's code and in what it hands C libraries (the hiredis the
+# relay once used read past each command handed to it; this target found it). Leak reports are off: this target is for
 # memory errors; each event-loop test checks its own handles (LeakCheckedLoop).
 ASAN_BUILD := .build-asan
 ASAN_FLAGS := --scratch-path $(ASAN_BUILD) -c debug --sanitize=address

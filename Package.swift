@@ -46,11 +46,6 @@ let package = Package(
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CLLHTTP", pkgConfig: "libllhttp", providers: [.apt(["libllhttp-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        // hiredis (Debian libhiredis-dev: 0.14 on Debian 12, 1.2 on Debian 13) with its libuv
-        // adapter; the relay uses no hiredis TLS. Found in the default include path: its pkg-config
-        // file adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses with a warning (and which changes
-        // no hiredis type on 64-bit systems).
-        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
         // The git commit the binary is built from (`buildCommit` above), for the executable only.
         .target(name: "CRelayBuild", cSettings: [.define("OAUTH_RELAY_BUILD_COMMIT", to: "\"\(buildCommit)\"")]),
 
@@ -88,10 +83,10 @@ let package = Package(
                 swiftSettings: hotPath),
         // Encrypted token entries on disk (AES-GCM from Crypto, flock); no sockets.
         .target(name: "TokenStore", dependencies: ["SafeText", "OAuth2", "HTTPFields", "Crypto", "Locking"]),
-        // Redis values with no socket: endpoint URLs, commands in RESP, replies.
+        // Redis values with no socket: endpoint URLs, commands in RESP, replies and their reader.
         .target(name: "RedisProtocol", dependencies: ["SafeText", "Endpoints", "HTTPFields"]),
-        // A Redis connection over hiredis on an EventLoop (its libuv adapter).
-        .target(name: "RedisClient", dependencies: ["CHiredis", "EventLoop", "RedisProtocol"]),
+        // A Redis connection on an EventLoop, over TCP or TLS (the relay's own streams).
+        .target(name: "RedisClient", dependencies: ["EventLoop", "RedisProtocol", "TLS", "TLSStream"]),
         .target(name: "Tokens", dependencies: ["SafeText",
             "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "Crypto", "TLS", "Locking", "RedisProtocol", "RedisClient", "WatchedFiles",
             .product(name: "Logging", package: "swift-log"),
@@ -184,7 +179,7 @@ let package = Package(
         .testTarget(name: "RedisProtocolTests", dependencies: ["SafeText", "RedisProtocol", "OAuth2"]),
         // Also runs the shared store's scripts (Tokens) on a real Redis, through the connection.
         .testTarget(name: "RedisClientTests", dependencies: ["SafeText",
-            "RedisClient", "RedisProtocol", "CHiredis", "EventLoop", "Tokens", "TokenStore", "OAuth2", "LoopTestSupport",
+            "RedisClient", "RedisProtocol", "EventLoop", "TLS", "Tokens", "TokenStore", "OAuth2", "LoopTestSupport",
             // SharedTokens itself on a real Redis: its store key and its logger.
             "Crypto", "Endpoints", .product(name: "Logging", package: "swift-log"),
         ]),

@@ -7,9 +7,11 @@
 2. The token thread: a fleet of 3 relays sharing 2 s tokens (a refresh every second), idle, for
    a while; per refresh of the fleet: the Redis commands (INFO commandstats), the relays' CPU
    (all threads; idle workers cost nothing) and, with `--syscalls`, their system calls (strace
-   -f -c). The same fleet without Redis for comparison (each relay then refreshes on its own).
+   -f -c). The same fleet over TLS (`rediss://`, a redis-server with `--tls-port` and a
+   self-signed certificate made here), and without Redis for comparison (each relay then
+   refreshes on its own).
 
-    python3 bench/redis_cost.py [--seconds 5] [--rounds 5] [--fleet-seconds 20] [--syscalls]
+    python3 bench/redis_cost.py [--seconds 5] [--rounds 5] [--fleet-seconds 20] [--syscalls] [--token-thread-only]
 
 Needs wrk, nginx, redis-server (scripts/install-deps --test) and a release build. The machine
 may be shared: read the ratios, and what else ran.
@@ -101,12 +103,27 @@ http {{ access_log off; keepalive_requests 1000000;
         wait_port(port)
         return port
 
-    def redis(self) -> int:
+    def redis(self, tls: bool = False) -> int:
+        """A redis-server; with `tls`, on a TLS port only, its certificate `tls_certificate()`."""
         port = free_port()
-        self.spawn("redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                   "--dir", str(self.workdir))
+        argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--dir", str(self.workdir)]
+        if tls:
+            cert, key = self.tls_certificate()
+            argv += ["--port", "0", "--tls-port", str(port), "--tls-cert-file", cert, "--tls-key-file", key,
+                     "--tls-ca-cert-file", cert, "--tls-auth-clients", "no"]
+        self.spawn(*argv)
         wait_port(port)
         return port
+
+    def tls_certificate(self) -> tuple[str, str]:
+        """A self-signed certificate for 127.0.0.1 (its own CA) and its key."""
+        cert, key = self.workdir / "redis.pem", self.workdir / "redis.key"
+        if not cert.exists():
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                            "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=redis",
+                            "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+        return str(cert), str(key)
 
     def relay(self, name: str, upstream: int, issuer: int, ttl: int, store: dict | None) -> tuple[subprocess.Popen, int]:
         port = free_port()
@@ -167,8 +184,9 @@ def request_path(args) -> None:
             bench.stop()
 
 
-def redis_commands(port: int) -> dict[str, int]:
-    out = subprocess.run(["redis-cli", "-p", str(port), "INFO", "commandstats"], capture_output=True, text=True, check=True).stdout
+def redis_commands(port: int, tls_ca: str | None = None) -> dict[str, int]:
+    tls = ["--tls", "--cacert", tls_ca] if tls_ca else []
+    out = subprocess.run(["redis-cli", *tls, "-p", str(port), "INFO", "commandstats"], capture_output=True, text=True, check=True).stdout
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"cmdstat_(\w+):calls=(\d+)", out)}
 
 
@@ -176,13 +194,13 @@ def issued(issuer: int) -> int:
     return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{issuer}/count", timeout=5).read())["count"]
 
 
-def measure(fleet, issuer: int, redis: int, seconds: int) -> tuple[float, int, dict[str, int]]:
+def measure(fleet, issuer: int, redis: int, seconds: int, tls_ca: str | None = None) -> tuple[float, int, dict[str, int]]:
     """The fleet's CPU seconds, the token requests and the Redis commands over `seconds`."""
     cpu0 = sum(cpu_seconds(p.pid) for p, _ in fleet)
-    tokens0, commands0 = issued(issuer), redis_commands(redis)
+    tokens0, commands0 = issued(issuer), redis_commands(redis, tls_ca)
     time.sleep(seconds)
     cpu = sum(cpu_seconds(p.pid) for p, _ in fleet) - cpu0
-    commands = {k: v - commands0.get(k, 0) for k, v in redis_commands(redis).items()}
+    commands = {k: v - commands0.get(k, 0) for k, v in redis_commands(redis, tls_ca).items()}
     return cpu, issued(issuer) - tokens0, {k: v for k, v in commands.items() if v > 0}
 
 
@@ -207,19 +225,22 @@ def count_syscalls(fleet, issuer: int, seconds: int, directory: str) -> tuple[in
 
 def token_thread(args) -> None:
     print(f"token thread: a fleet of 3 idle relays, 2 s tokens (a refresh a second), {args.fleet_seconds} s")
-    for shared in (True, False):
+    for label in ("store.redis", "rediss:// (TLS)", "without store"):
+        shared, tls = label != "without store", label.startswith("rediss")
         with tempfile.TemporaryDirectory() as directory:
             bench = Bench(Path(directory))
             try:
-                upstream, issuer, redis = bench.nginx(), bench.issuer(), bench.redis()
+                upstream, issuer, redis = bench.nginx(), bench.issuer(), bench.redis(tls=tls)
+                tls_ca = bench.tls_certificate()[0] if tls else None
                 store = {"redis": f"redis://127.0.0.1:{redis}/0", "key": KEY} if shared else None
+                if tls:
+                    store = {"redis": f"rediss://127.0.0.1:{redis}/0", "key": KEY, "tls": {"caFile": tls_ca, "trust": "caFileOnly"}}
                 fleet = [bench.relay(f"r{i}", upstream, issuer, 2, store) for i in range(3)]
                 time.sleep(3)  # started, first refreshes done
-                cpu, tokens, commands = measure(fleet, issuer, redis, args.fleet_seconds)
+                cpu, tokens, commands = measure(fleet, issuer, redis, args.fleet_seconds, tls_ca)
                 # A refresh of the fleet: the shared one, or, without Redis, one per relay.
                 refreshes = tokens if shared else tokens / 3
-                label = "store.redis" if shared else "without store"
-                line = (f"  {label:14} {tokens} token requests ({tokens / args.fleet_seconds:.1f}/s); per refresh of the fleet: "
+                line = (f"  {label:15} {tokens} token requests ({tokens / args.fleet_seconds:.1f}/s); per refresh of the fleet: "
                         f"{cpu / refreshes * 1e3:.2f} ms CPU for the 3 relays")
                 if shared:
                     # Scripts' own calls are counted too: each acquire runs one HMGET and one PTTL.
@@ -231,7 +252,7 @@ def token_thread(args) -> None:
                 if args.syscalls:
                     calls, traced_tokens = count_syscalls(fleet, issuer, args.fleet_seconds // 2, directory)
                     traced_refreshes = traced_tokens if shared else traced_tokens / 3
-                    print(f"  {'':14} {calls / max(traced_refreshes, 1):.0f} system calls per refresh of the fleet (strace -f -c)")
+                    print(f"  {'':15} {calls / max(traced_refreshes, 1):.0f} system calls per refresh of the fleet (strace -f -c)")
             finally:
                 bench.stop()
 
@@ -242,8 +263,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--fleet-seconds", type=int, default=20)
     parser.add_argument("--syscalls", action="store_true")
+    parser.add_argument("--token-thread-only", action="store_true", help="skip the request path (wrk)")
     args = parser.parse_args()
-    request_path(args)
+    if not args.token_thread_only:
+        request_path(args)
     token_thread(args)
 
 

@@ -111,6 +111,15 @@ extension RelayConfig {
         check("$.store.keyPrefix", redis.before?.keyPrefix ?? "none", redis.after?.keyPrefix ?? "none")
         check("$.store.timeoutMilliseconds", redis.before.map { String($0.timeoutMilliseconds) } ?? "none",
               redis.after.map { String($0.timeoutMilliseconds) } ?? "none")
+        // Its files are read when the relay starts; a renewed certificate in place is no change here.
+        func settings(_ tls: TLSSettings?) -> TLSSettings? {
+            var tls = tls
+            tls?.clientCertThumbprint = nil
+            return tls
+        }
+        if redis.before?.topology.usesTLS == redis.after?.topology.usesTLS, settings(redis.before?.tls) != settings(redis.after?.tls) {
+            errors.append("$.store.tls: changed; this takes a restart, not a reload")
+        }
         return errors
     }
 }

@@ -1,3 +1,4 @@
+import Endpoints
 import OAuth2
 import RedisProtocol
 import SafeText
@@ -27,26 +28,29 @@ public struct RedisStoreConfig: Sendable, Equatable {
     public static let defaultKeyPrefix = "oauth-relay:"
     public static let defaultTimeoutMilliseconds = 200
 
-    /// The server, or the sentinels that name the master (its password, if any, is a `Secret`;
-    /// descriptions redact it).
+    /// The server, the cluster's seed nodes, or the sentinels that name the master (a password
+    /// is a `Secret`; descriptions redact it).
     public var topology: RedisTopology
     /// Prepended to every key and to the channel, so several fleets can share one Redis.
     public var keyPrefix: String
     /// Longer than this without an answer and Redis counts as down: the fetch goes on without it.
     public var timeoutMilliseconds: Int
+    /// `store.tls`, with the defaults (the system's CAs, the URL's host verified) when it is not
+    /// given: set exactly when the URL is `rediss://`.
+    public var tls: TLSSettings?
 
+    /// `tls` defaults to the default settings for a TLS topology (`rediss://`,
+    /// `rediss-cluster://`), to none otherwise.
     public init(topology: RedisTopology, keyPrefix: String = Self.defaultKeyPrefix,
-                timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds) {
+                timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds, tls: TLSSettings? = nil) {
         self.topology = topology
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.tls = tls ?? (topology.usesTLS ? TLSSettings() : nil)
     }
-}
 
-extension RedisStoreConfig {
-    /// One server at a fixed address.
     public init(endpoint: RedisEndpoint, keyPrefix: String = Self.defaultKeyPrefix,
-                timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds) {
-        self.init(topology: .server(endpoint), keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds)
+                timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds, tls: TLSSettings? = nil) {
+        self.init(topology: .server(endpoint), keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds, tls: tls)
     }
 }

@@ -40,21 +40,17 @@ struct StoreDecoding {
             }
         }
         let redis = decodeRedisStore(object, redisField: redisField)
-        if let tls = object.field("tls") {
-            // Accepted by the schema for the day hiredis brings TLS; refused with the reason until then.
-            context.report("\(RedisURLError.noTLS)", at: tls)
-        }
         guard pathField == nil || path != nil, redisField == nil || redis != nil, pathField != nil || redisField != nil,
               let key else { return nil }
         return StoreConfig(path: path, key: key, redis: redis)
     }
 
-    /// `redis`, `keyPrefix`, `timeoutMilliseconds`: the last two only beside the first.
+    /// `redis`, `keyPrefix`, `timeoutMilliseconds`, `tls`: the last three only beside the first.
     private func decodeRedisStore(_ object: ObjectReader, redisField: Field?) -> RedisStoreConfig? {
         let prefixField = object.field("keyPrefix")
         let timeoutField = object.field("timeoutMilliseconds")
         guard let redisField else {
-            for field in [prefixField, timeoutField].compactMap({ $0 }) {
+            for field in [prefixField, timeoutField, object.field("tls")].compactMap({ $0 }) {
                 context.report("only with \"redis\" (the shared store)", at: field)
             }
             return nil
@@ -67,10 +63,26 @@ struct StoreDecoding {
             }
         }
         var config = topology.map { RedisStoreConfig(topology: $0) }
+        if let tlsField = object.field("tls") {
+            // The settings and checks of a route's or an identity's `tls`; only for a TLS URL, so
+            // that the URL in the logs says whether the connection is TLS.
+            if let topology, !topology.usesTLS {
+                context.report("tls is set but store.redis is not a TLS URL: write rediss:// (or rediss-cluster://) for TLS", at: tlsField)
+                config = nil
+            }
+            let settings = TLSSettingsDecoding(context: context).decodeTLS(tlsField, endpoint: nil, endpointName: "store.redis")
+            if settings == nil { config = nil }
+            config?.tls = settings
+        }
         if let prefixField {
             if let prefix = context.nonEmptyString(prefixField) {
                 if prefix.utf8.count > 100 || !prefix.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
                     context.report("must be at most 100 printable ASCII characters without spaces", at: prefixField)
+                    config = nil
+                } else if topology?.isCluster == true, prefix.contains("{") || prefix.contains("}") {
+                    // The relay's keys in a cluster are hash-tagged with braces (SharedEntryKeys).
+                    context.report("must not hold \"{\" or \"}\" with a redis-cluster:// store (the relay's keys use them as hash tags)",
+                                   at: prefixField)
                     config = nil
                 } else {
                     config?.keyPrefix = prefix

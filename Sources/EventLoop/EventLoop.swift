@@ -85,11 +85,6 @@ public final class EventLoop {
         uv_stop(uv)
     }
 
-    /// The `uv_loop_t`, for a C library that runs on this loop through its own libuv adapter
-    /// (hiredis, in RedisClient). Its handles are not counted in `openHandles`, but `close()`
-    /// still fails while any of them is open.
-    public var libuvLoop: UnsafeMutableRawPointer { UnsafeMutableRawPointer(uv) }
-
     /// Milliseconds since an arbitrary point, cached by libuv at the start of each loop iteration.
     public var nowMilliseconds: UInt64 { uv_now(uv) }
 

@@ -11,6 +11,8 @@ public struct ClientTLS: Sendable {
     public var identities: [String: TLSConfiguration] = [:]
     /// The TLS listener's certificate and key (`listenTls`).
     public var listener: TLSConfiguration?
+    /// The shared token store's connections (`store.tls`, for a `rediss://` `store.redis`).
+    public var redis: TLSConfiguration?
 
     public init() {}
 
@@ -36,6 +38,9 @@ public struct ClientTLS: Sendable {
         }
         for name in config.identities.keys.sorted() where config.identities[name]!.mayUseHTTPS {
             tls.identities[name] = make(config.identities[name]!.tls, path: "$.identities.\(name).tls")
+        }
+        if let settings = config.store?.redis?.tls {
+            tls.redis = make(settings, path: "$.store.tls")
         }
         if let listen = config.listenTls {
             do throws(TLSConfigurationError) {

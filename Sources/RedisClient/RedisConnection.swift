@@ -1,34 +1,35 @@
-// RedisClient: one connection to Redis over hiredis's async API, on an EventLoop (hiredis's libuv
-// adapter polls the socket on that loop). Everything here runs on the loop's thread.
+// RedisClient: one connection to Redis on an EventLoop, over the relay's own streams — plain TCP
+// (TCPStream) or TLS (TLSStream, the engine the upstream client uses, so the same verification,
+// SNI, pins and client certificates) — writing commands in RESP (RedisCommand) and reading
+// replies with RESPReader. Everything here runs on the loop's thread.
 //
-// Lifetime rules (what hiredis's async.c does decides them; 0.14, Debian 12's, and 1.2, Debian
-// 13's, do the same for each, but for the free inside a callback of rule 3):
-//  1. While hiredis's context exists, its `data` holds a retained reference to the connection,
-//     and each command under way holds one more (its callback's privdata). A callback therefore
-//     never finds the connection gone.
-//  2. hiredis frees the context itself when the connection fails or the server closes it: it
-//     first calls every pending command's callback with a nil reply, then the disconnect callback
-//     (only once connected; a failed connect calls the connect callback with an error instead).
-//  3. `close()` never frees the context directly: it schedules `redisAsyncFree` on a 0 ms timer,
-//     so the free never runs inside a hiredis callback (freeing inside the connect callback is a
-//     use after free in hiredis 0.14; 1.x defers a free asked for inside a callback until the
-//     callback returns) and never calls the owner back while the owner is busy.
-//     Replies that arrive meanwhile are reported as `closed`.
-//  4. Every command, and the opening as a whole (name resolution, connect, AUTH, SELECT, the
-//     SUBSCRIBE or a PING), has a deadline: the connection's timeout. The first deadline missed
-//     ends the connection: a server that does not answer in time is treated as down, and a late
-//     reply is never matched to a later command.
-//  5. The timers are closed before the last reference goes (rule 1), so the loop ends cleanly.
+// Lifetime rules:
+//  1. While its stream is open, the stream holds the connection (its delegate, TCPStream's rule);
+//     while the host name resolves, the resolver's completion does. A connection its owner lets
+//     go without `close()` therefore lives on until it ends.
+//  2. From the moment it ends — `close()`, a failure, a missed deadline — until its last step
+//     has run, the connection holds itself (`selfUntilFinished`). Ending closes the stream at
+//     once (queued writes dropped, later bytes never read), and on a 0 ms timer completes every
+//     command under way with `closed` and closes the timer: a completion never runs inside
+//     `close()` nor inside the callback that ended the connection, so the owner is never called
+//     back while it is busy.
+//  3. Every command, and the opening as a whole (name resolution, connect, the TLS handshake,
+//     AUTH, SELECT, the SUBSCRIBE or a PING), has a deadline: the connection's timeout. The
+//     first deadline missed ends the connection: a server that does not answer in time is
+//     treated as down, and a late reply is never matched to a later command.
+//  4. A reply that is not RESP2 within RESPReader's limits, or one nobody waits for, ends the
+//     connection: its framing can no longer be trusted. Nothing a server sends stops the process.
 
-internal import CHiredis
 import EventLoop
 import RedisProtocol
+import TLS
+import TLSStream
 
-public final class RedisConnection {
-    /// Why a connection or a command failed. Texts come from hiredis or the server; none holds a
-    /// password (the endpoint is shown redacted).
+public final class RedisConnection: ByteStreamDelegate {
+    /// Why a connection or a command failed. Texts come from the system, TLS or the server; none
+    /// holds a password (the endpoint is shown redacted).
     public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
-        /// Name resolution or connecting failed.
+        /// Name resolution, connecting or the TLS handshake failed.
         case unreachable(String)
         /// No answer within the timeout.
         case timedOut(milliseconds: UInt64)
@@ -51,63 +52,68 @@ public final class RedisConnection {
     public let endpoint: RedisEndpoint
     public let timeoutMilliseconds: UInt64
     /// True once the opening is done and until the connection ends: `send` works.
-    public private(set) var isReady = false
+    public var isReady: Bool { if case .ready = phase { true } else { false } }
 
-    private var context: UnsafeMutablePointer<redisAsyncContext>?
-    /// The retain rule 1 keeps for the context.
-    private var contextRetain: Unmanaged<RedisConnection>?
-    /// The connect callback said yes: hiredis will call the disconnect callback when it frees.
-    private var established = false
-    /// No more commands; replies are reported as closed.
-    private var ending = false
-    /// Commands sent, oldest first: hiredis answers them in this order.
+    private let tls: TLSConfiguration?
+    private var phase = Phase.connecting
+    private var stream: (any ByteStream)?
+    private var reader = RESPReader()
+    /// Commands sent, oldest first: Redis answers them in this order.
     private var pending: [Pending] = []
-    private var opening: Opening?
+    /// The opening's deadline; nil once ready.
+    private var openingDeadline: UInt64?
     private var onReady: (() -> Void)?
     private var onEnded: ((Failure) -> Void)?
-    private var deadlineTimer: LoopTimer!
-    private var freeTimer: LoopTimer!
+    /// What to call with each message once subscribed; nil for a command connection.
+    private var subscription: (channel: [UInt8], onMessage: ([UInt8]) -> Void)?
+    private var timer: LoopTimer!
+    /// Rule 2.
+    private var selfUntilFinished: RedisConnection?
+
+    private enum Phase {
+        /// Resolving, connecting, the TLS handshake.
+        case connecting
+        /// Connected: the opening's commands are under way.
+        case opening
+        case ready
+        /// Ended (rule 2): the 0 ms step completes what is under way with this.
+        case ending(Failure)
+        case finished
+
+        /// Not ending or ended.
+        var isOpen: Bool {
+            switch self {
+            case .connecting, .opening, .ready: true
+            case .ending, .finished: false
+            }
+        }
+    }
 
     private struct Pending {
         let deadline: UInt64
         var completion: ((Result<RedisReply, Failure>) -> Void)?
     }
 
-    /// What the opening still has to do.
-    private struct Opening {
-        let deadline: UInt64
-        /// Sent once connected: AUTH, SELECT (each must answer OK), then PING if neither was needed.
-        var steps: [RedisCommand]
-        /// The channel to subscribe to last, and what to call with each message on it.
-        var subscription: (channel: [UInt8], onMessage: ([UInt8]) -> Void)?
-    }
-
-    /// Starts connecting. `onReady` is called once AUTH, SELECT and the SUBSCRIBE (when
-    /// `channel` is given) succeeded; `onEnded` at most once, when the connection fails or ends
-    /// other than by `close()`. With `channel`, the connection only listens: `onMessage` gets
-    /// each message published on it, and `send` is not for it.
-    public init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMilliseconds: UInt64,
+    /// Starts connecting, over TLS with `tls` (the endpoint is then `rediss://`), plain TCP
+    /// without. `onReady` is called once AUTH, SELECT and the SUBSCRIBE (when `channel` is given)
+    /// succeeded; `onEnded` at most once, when the connection fails or ends other than by
+    /// `close()`, never from inside this initialiser. With `channel`, the connection only
+    /// listens: `onMessage` gets each message published on it, and `send` is not for it.
+    public init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMilliseconds: UInt64, tls: TLSConfiguration? = nil,
                 subscribingTo channel: [UInt8]? = nil, onMessage: @escaping ([UInt8]) -> Void = { _ in },
                 onReady: @escaping () -> Void, onEnded: @escaping (Failure) -> Void) {
         self.loop = loop
         self.endpoint = endpoint
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.tls = tls
         self.onReady = onReady
         self.onEnded = onEnded
-        var steps: [RedisCommand] = []
-        if let password = endpoint.password {
-            steps.append(RedisCommand(["AUTH"] + (endpoint.user.map { [.text($0)] } ?? []) + [.secret(password)]))
-        }
-        if endpoint.database != 0 { steps.append(RedisCommand(["SELECT", .integer(Int64(endpoint.database))])) }
-        // A server that accepts connections but never answers must fail the opening.
-        if steps.isEmpty && channel == nil { steps.append(RedisCommand(["PING"])) }
-        opening = Opening(deadline: loop.nowMilliseconds + timeoutMilliseconds, steps: steps,
-                          subscription: channel.map { ($0, onMessage) })
-        deadlineTimer = LoopTimer(loop: loop) { [unowned self] in deadlinePassed() }
-        freeTimer = LoopTimer(loop: loop) { [unowned self] in freeContext() }
-        deadlineTimer.start(afterMilliseconds: timeoutMilliseconds)
+        subscription = channel.map { ($0, onMessage) }
+        openingDeadline = loop.nowMilliseconds + timeoutMilliseconds
+        timer = LoopTimer(loop: loop) { [unowned self] in timerFired() }
+        timer.start(afterMilliseconds: timeoutMilliseconds)
         Resolver.resolve(on: loop, host: endpoint.host, port: endpoint.port) { [self] result in
-            guard !ending else { return }
+            guard case .connecting = phase else { return }
             switch result {
             case .success(let addresses): connect(to: addresses[0])
             case .failure(let error): end(.unreachable("cannot resolve \(endpoint.host): \(error)"))
@@ -121,258 +127,201 @@ public final class RedisConnection {
     @discardableResult
     public func send(_ command: RedisCommand, completion: @escaping (Result<RedisReply, Failure>) -> Void) -> Bool {
         guard isReady else { return false }
-        return write(command, completion: completion)
+        write(command, completion: completion)
+        return true
     }
 
     /// Ends the connection now; commands under way complete with `closed`. `onEnded` is not
     /// called. Idempotent.
     public func close() {
-        guard !ending else { return }
-        ending = true
-        isReady = false
         onEnded = nil
-        onReady = nil
-        scheduleFree()
+        end(.closed("closed"))
     }
 
     // MARK: - Opening
 
     private func connect(to address: SocketAddress) {
-        guard let context = redisAsyncConnect(address.ipString, Int32(address.port)) else {
-            return end(.unreachable("cannot allocate a hiredis context"))
+        do {
+            stream = try TLSStream.connect(on: loop, to: address, tls: tls, host: endpoint.host, delegate: self)
+        } catch {
+            // Never reported from inside the initialiser (the resolver answers an IP at once).
+            return endLater(.unreachable("\(endpoint.host):\(endpoint.port): \(error)"))
         }
-        guard context.pointee.err == 0 else {
-            let reason = Self.errorText(context)
-            redisAsyncFree(context)
-            return end(.unreachable("\(endpoint.host):\(endpoint.port): \(reason)"))
-        }
-        guard oauth_relay_redis_attach(context, loop.libuvLoop) == REDIS_OK else {
-            redisAsyncFree(context)
-            return end(.unreachable("cannot watch the socket on the event loop"))
-        }
-        self.context = context
-        let retain = Unmanaged.passRetained(self)
-        contextRetain = retain
-        context.pointee.data = retain.toOpaque()
-        redisAsyncSetConnectCallback(context, connectCallback)
-        redisAsyncSetDisconnectCallback(context, disconnectCallback)
     }
 
-    fileprivate func connected(status: Int32, context: UnsafePointer<redisAsyncContext>) {
-        guard status == REDIS_OK else {
-            // hiredis frees the context when this returns (rule 2).
-            end(.unreachable("\(endpoint.host):\(endpoint.port): \(Self.errorText(context))"))
-            return contextGone()
+    /// Connected (and, over TLS, the handshake done): the opening's commands go out at once, one
+    /// after the other — AUTH, SELECT, then SUBSCRIBE, or PING so that a server that accepts
+    /// connections but never answers fails the opening. The first error reply ends it.
+    private func beginOpening() {
+        phase = .opening
+        stream?.startReading()
+        var steps: [RedisCommand] = []
+        if let password = endpoint.password {
+            steps.append(RedisCommand(["AUTH"] + (endpoint.user.map { [.text($0)] } ?? []) + [.secret(password)]))
         }
-        established = true
-        // Never free here (rule 3): only commands are queued.
-        nextOpeningStep()
-    }
-
-    private func nextOpeningStep() {
-        guard !ending, var opening else { return }
-        if !opening.steps.isEmpty {
-            let step = opening.steps.removeFirst()
-            self.opening = opening
-            let sent = write(step) { [unowned self] result in
+        if endpoint.database != 0 { steps.append(RedisCommand(["SELECT", .integer(Int64(endpoint.database))])) }
+        if let subscription {
+            steps.append(RedisCommand(["SUBSCRIBE", .bytes(subscription.channel)]))
+        } else if steps.isEmpty {
+            steps.append(RedisCommand(["PING"]))
+        }
+        for (index, step) in steps.enumerated() {
+            let last = index == steps.count - 1
+            write(step) { [unowned self] result in
                 switch result {
                 case .success(.error(let text)): end(.refused("\(step.name): \(text)"))
-                case .success: nextOpeningStep()
+                case .success(let reply) where step.name == "SUBSCRIBE" && !Self.isSubscribeConfirmation(reply):
+                    end(.closed("SUBSCRIBE was answered \(reply)"))
+                case .success: if last { becomeReady() }
                 case .failure(let failure): end(failure)
                 }
             }
-            if !sent { end(.closed("cannot send \(step.name)")) }
-        } else if let subscription = opening.subscription {
-            let command = RedisCommand(["SUBSCRIBE", .bytes(subscription.channel)])
-            let status = Self.withTerminatedBytes(of: command) { redisAsyncFormattedCommand(context, subscriptionCallback, nil, $0, $1) }
-            if status != REDIS_OK { end(.closed("cannot send SUBSCRIBE")) }
-        } else {
-            becomeReady()
         }
     }
 
     private func becomeReady() {
-        opening = nil
-        isReady = true
+        guard case .opening = phase else { return }
+        phase = .ready
+        openingDeadline = nil
         armDeadline()
         let ready = onReady
         onReady = nil
         ready?()
     }
 
+    /// `["subscribe", channel, count]`.
+    private static func isSubscribeConfirmation(_ reply: RedisReply) -> Bool {
+        guard let parts = reply.elements, parts.count == 3 else { return false }
+        return parts[0].text?.lowercased() == "subscribe"
+    }
+
     // MARK: - Commands and replies
 
-    private func write(_ command: RedisCommand, completion: @escaping (Result<RedisReply, Failure>) -> Void) -> Bool {
-        guard !ending, let context else { return false }
-        let retain = Unmanaged.passRetained(self)
-        let status = Self.withTerminatedBytes(of: command) {
-            redisAsyncFormattedCommand(context, replyCallback, retain.toOpaque(), $0, $1)
-        }
-        guard status == REDIS_OK else {
-            retain.release()
-            return false
-        }
+    private func write(_ command: RedisCommand, completion: @escaping (Result<RedisReply, Failure>) -> Void) {
+        guard let stream else { return }
         pending.append(Pending(deadline: loop.nowMilliseconds + timeoutMilliseconds, completion: completion))
-        if pending.count == 1 && opening == nil { armDeadline() }
-        return true
+        if pending.count == 1 && openingDeadline == nil { armDeadline() }
+        command.encoded.withUnsafeBytes { stream.write($0) }
     }
 
-    fileprivate func replied(_ reply: UnsafePointer<redisReply>?) {
-        guard !pending.isEmpty else { return }
-        let completion = pending.removeFirst().completion
-        if !ending { armDeadline() }
-        guard let completion else { return }
-        if let reply, !ending {
-            completion(.success(RedisReply(reply)))
+    private func received(_ reply: RedisReply) {
+        if !pending.isEmpty {
+            let completion = pending.removeFirst().completion
+            armDeadline()
+            completion?(.success(reply))
+        } else if case .ready = phase, let subscription {
+            // `["message", channel, payload]`; (un)subscribe confirmations are not for the owner.
+            guard let parts = reply.elements, parts.count == 3, parts[0].text?.lowercased() == "message",
+                  let payload = parts[2].bytes else { return }
+            subscription.onMessage(payload)
         } else {
-            let reason = context.map { Self.errorText(UnsafePointer($0)) } ?? ""
-            completion(.failure(.closed(reason.isEmpty ? "closed" : reason)))
+            end(.closed("a reply to no command (\(reply))"))
         }
     }
 
-    fileprivate func heard(_ reply: UnsafePointer<redisReply>?) {
-        guard let reply, !ending, case .array(let parts) = RedisReply(reply), parts.count == 3,
-              let kind = parts[0].text?.lowercased() else { return }
-        switch kind {
-        case "subscribe":
-            if let subscription = opening?.subscription {
-                subscriptionHandler = subscription.onMessage
-                becomeReady()
+    // MARK: - ByteStreamDelegate
+
+    public func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {
+        guard case .connecting = phase else { return }
+        if let error {
+            let reason = stream.failureReason.map { "TLS: \($0)" } ?? "\(error)"
+            return end(.unreachable("\(endpoint.host):\(endpoint.port): \(reason)"))
+        }
+        beginOpening()
+    }
+
+    public func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
+        reader.feed(bytes)
+        do throws(RESPError) {
+            // A reply's completion may end the connection: no reply is handed on after that.
+            while phase.isOpen, let reply = try reader.next() {
+                received(reply)
             }
-        case "message":
-            if let payload = parts[2].bytes { subscriptionHandler?(payload) }
-        default:
-            break
+        } catch {
+            end(.closed("\(error)"))
         }
     }
 
-    /// What to call with each message, once subscribed.
-    private var subscriptionHandler: (([UInt8]) -> Void)?
+    public func stream(_ stream: any ByteStream, didEndWith error: UVError?) {
+        let reason = stream.failureReason.map { "TLS: \($0)" } ?? error.map { "\($0)" } ?? "closed by the server"
+        end(.closed(reason))
+    }
+
+    /// The stream closed itself (a write libuv refused): nothing more will come over it.
+    public func streamDidClose(_ stream: any ByteStream) {
+        end(.closed("the connection failed"))
+    }
 
     // MARK: - Deadlines and endings
 
     private func armDeadline() {
-        if let opening {
-            deadlineTimer.start(afterMilliseconds: opening.deadline.subtractingSaturated(loop.nowMilliseconds))
-        } else if let first = pending.first {
-            deadlineTimer.start(afterMilliseconds: first.deadline.subtractingSaturated(loop.nowMilliseconds))
+        guard phase.isOpen else { return }
+        if let due = openingDeadline ?? pending.first?.deadline {
+            timer.start(afterMilliseconds: due.subtractingSaturated(loop.nowMilliseconds))
         } else {
-            deadlineTimer.stop()
+            timer.stop()
         }
     }
 
-    private func deadlinePassed() {
-        guard !ending else { return }
-        if opening != nil { return end(.timedOut(milliseconds: timeoutMilliseconds)) }
-        guard let first = pending.first, first.deadline <= loop.nowMilliseconds else { return armDeadline() }
-        let completion = first.completion
-        pending[0].completion = nil
-        completion?(.failure(.timedOut(milliseconds: timeoutMilliseconds)))
-        end(.timedOut(milliseconds: timeoutMilliseconds))
+    private func timerFired() {
+        switch phase {
+        case .connecting, .opening:
+            if let failureFoundEarly {
+                end(failureFoundEarly)
+            } else if openingDeadline.map({ $0 <= loop.nowMilliseconds }) ?? false {
+                end(.timedOut(milliseconds: timeoutMilliseconds))
+            } else {
+                armDeadline()
+            }
+        case .ready:
+            guard let first = pending.first, first.deadline <= loop.nowMilliseconds else { return armDeadline() }
+            let completion = first.completion
+            pending[0].completion = nil
+            completion?(.failure(.timedOut(milliseconds: timeoutMilliseconds)))
+            end(.timedOut(milliseconds: timeoutMilliseconds))
+        case .ending(let failure):
+            finish(failure)
+        case .finished:
+            break
+        }
     }
 
-    /// The connection failed: tell the owner once, and let go of hiredis's context.
+    /// The connection ended (rule 2): the stream closes now, the owner hears it now (unless it
+    /// closed the connection), and what is under way completes on the 0 ms step.
     private func end(_ failure: Failure) {
-        guard !ending else { return }
-        ending = true
-        isReady = false
+        guard phase.isOpen else { return }
+        phase = .ending(failure)
+        selfUntilFinished = self
+        stream?.close()
+        stream = nil
+        timer.start(afterMilliseconds: 0)
         let ended = onEnded
         onEnded = nil
         onReady = nil
-        scheduleFree()
         ended?(failure)
     }
 
-    private func scheduleFree() {
-        if context != nil {
-            freeTimer.start(afterMilliseconds: 0)
-        } else {
-            closeTimers()
-        }
+    /// Ends the connection on the next loop turn: for failures found before the owner has it.
+    private func endLater(_ failure: Failure) {
+        failureFoundEarly = failure
+        timer.start(afterMilliseconds: 0)
     }
 
-    private func freeContext() {
-        // The free may drop the last reference (the context's): self stays until this returns.
-        withExtendedLifetime(self) {
-            if let context {
-                // Runs the pending callbacks (nil replies) and, once connected, the disconnect callback.
-                redisAsyncFree(context)
-            }
-            if context != nil { contextGone() }
-        }
+    /// What `endLater` ends the connection with, on the timer.
+    private var failureFoundEarly: Failure?
+
+    /// The last step of an ending: commands under way complete with `closed` (the one that
+    /// timed out was completed already), the timer closes, the self-hold goes.
+    private func finish(_ failure: Failure) {
+        phase = .finished
+        let reason: String = if case .closed(let text) = failure { text } else { "closed" }
+        let completions = pending.compactMap(\.completion)
+        pending = []
+        timer.close()
+        subscription = nil
+        for completion in completions { completion(.failure(.closed(reason))) }
+        selfUntilFinished = nil
     }
-
-    fileprivate func disconnected(context: UnsafePointer<redisAsyncContext>) {
-        let reason = Self.errorText(context)
-        end(.closed(reason.isEmpty ? "closed by the server" : reason))
-        contextGone()
-    }
-
-    /// hiredis frees (or has freed) the context: drop the retain of rule 1, timers first (rule 5).
-    private func contextGone() {
-        context = nil
-        ending = true
-        isReady = false
-        closeTimers()
-        let retain = contextRetain
-        contextRetain = nil
-        retain?.release()
-    }
-
-    private func closeTimers() {
-        deadlineTimer.close()
-        freeTimer.close()
-    }
-
-    /// Calls `body` with the command's RESP bytes and their count, followed by a NUL that the
-    /// count leaves out. hiredis needs that NUL although it takes a length: to tell a SUBSCRIBE
-    /// and its channels from other commands it scans the bytes with `strchr`, which without it
-    /// runs past the end of the buffer (AddressSanitizer showed the over-read, and a `$` found
-    /// beyond the buffer would be taken for one more channel).
-    private static func withTerminatedBytes(of command: RedisCommand, _ body: (UnsafePointer<CChar>, Int) -> Int32) -> Int32 {
-        var bytes = command.encoded
-        let count = bytes.count
-        bytes.append(0)
-        return bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { body($0.baseAddress!, count) }
-        }
-    }
-
-    private static func errorText(_ context: UnsafePointer<redisAsyncContext>) -> String {
-        withUnsafeBytes(of: context.pointee.c.errstr) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-    }
-}
-
-// MARK: - hiredis callbacks (rule 1: the connection is recovered from `data` or privdata)
-
-private func connection(of context: UnsafePointer<redisAsyncContext>) -> RedisConnection? {
-    context.pointee.data.map { Unmanaged<RedisConnection>.fromOpaque($0).takeUnretainedValue() }
-}
-
-private let connectCallback: @convention(c) (UnsafePointer<redisAsyncContext>?, Int32) -> Void = { context, status in
-    guard let context, let owner = connection(of: context) else { return }
-    // The call may release the context's retain, the last reference.
-    withExtendedLifetime(owner) { owner.connected(status: status, context: context) }
-}
-
-private let disconnectCallback: @convention(c) (UnsafePointer<redisAsyncContext>?, Int32) -> Void = { context, _ in
-    guard let context, let owner = connection(of: context) else { return }
-    withExtendedLifetime(owner) { owner.disconnected(context: context) }
-}
-
-private let replyCallback: @convention(c) (UnsafeMutablePointer<redisAsyncContext>?, UnsafeMutableRawPointer?,
-                                          UnsafeMutableRawPointer?) -> Void = { _, reply, privdata in
-    guard let privdata else { return }
-    let owner = Unmanaged<RedisConnection>.fromOpaque(privdata).takeRetainedValue()
-    owner.replied(reply.map { UnsafePointer($0.assumingMemoryBound(to: redisReply.self)) })
-}
-
-private let subscriptionCallback: @convention(c) (UnsafeMutablePointer<redisAsyncContext>?, UnsafeMutableRawPointer?,
-                                                 UnsafeMutableRawPointer?) -> Void = { context, reply, _ in
-    guard let context, let owner = connection(of: context) else { return }
-    withExtendedLifetime(owner) { owner.heard(reply.map { UnsafePointer($0.assumingMemoryBound(to: redisReply.self)) }) }
 }
 
 extension UInt64 {

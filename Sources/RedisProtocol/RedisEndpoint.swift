@@ -1,6 +1,7 @@
 // RedisProtocol: what the relay says to Redis and hears back, as values with no socket — the
-// endpoint a `redis://` URL names (this file), commands in RESP (RedisCommand.swift) and replies
-// (RedisReply.swift). The connection itself (hiredis on the event loop) is RedisClient's.
+// endpoint a `redis://` or `rediss://` URL names (this file), commands in RESP (RedisCommand.swift)
+// and replies (RedisReply.swift, read from bytes by RESPReader.swift). The connection itself (TCP
+// or TLS on the event loop) is RedisClient's.
 //
 // The URL may hold a password: it is kept as a `Secret`, and neither a description of the
 // endpoint nor any parsing error ever shows it (errors do not even quote the URL).
@@ -9,7 +10,8 @@ import Endpoints
 import HTTPFields
 import SafeText
 
-/// Where a Redis server is and how to log in to it: `redis://[user:password@]host[:port][/db]`.
+/// Where a Redis server is and how to log in to it: `redis://[user:password@]host[:port][/db]`,
+/// or `rediss://…` for TLS (the TLS settings themselves are `store.tls`, Config's).
 public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     public static let defaultPort: UInt16 = 6379
 
@@ -21,20 +23,25 @@ public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// The ACL user (Redis 6 `AUTH user password`); nil for the `default` user (`AUTH password`).
     public var user: String?
     public var password: Secret?
+    /// `rediss://`: the connection is TLS, its certificate verified for `host` (or `store.tls`'s
+    /// `serverName`).
+    public var usesTLS: Bool
 
-    public init(host: String, port: UInt16 = defaultPort, database: Int = 0, user: String? = nil, password: Secret? = nil) {
+    public init(host: String, port: UInt16 = defaultPort, database: Int = 0, user: String? = nil, password: Secret? = nil,
+                usesTLS: Bool = false) {
         self.host = host
         self.port = port
         self.database = database
         self.user = user
         self.password = password
+        self.usesTLS = usesTLS
     }
 
     /// The URL with the password replaced by `…`: what logs and errors show.
     public var description: String {
         var userInfo = ""
         if password != nil { userInfo = (user ?? "") + ":…@" }
-        return "redis://\(userInfo)\(HostSyntax.bracketed(host)):\(port)/\(database)"
+        return "\(usesTLS ? "rediss" : "redis")://\(userInfo)\(HostSyntax.bracketed(host)):\(port)/\(database)"
     }
 }
 
@@ -46,26 +53,22 @@ public struct RedisURLError: Error, Sendable, Equatable, CustomStringConvertible
     init(_ description: String) {
         self.description = description
     }
-
-    /// `rediss://` and `store.tls`: the hiredis this relay is built with (Debian's 0.14) has no TLS.
-    public static let noTLS = RedisURLError(
-        "Redis over TLS (rediss://) is not supported: this relay's hiredis (0.14) has no TLS support; "
-            + "use redis:// on a trusted network, or a local TLS tunnel (stunnel, a service mesh) to the server")
 }
 
 extension RedisEndpoint {
-    /// Parses `redis://[user:password@]host[:port][/db]`. User and password may be
-    /// percent-encoded (a password holding `@`, `:` or `/` must be).
+    /// Parses `redis://[user:password@]host[:port][/db]` and the same with `rediss://` (TLS).
+    /// User and password may be percent-encoded (a password holding `@`, `:` or `/` must be).
     public init(parsing text: String) throws(RedisURLError) {
         guard let separator = text.firstRange(of: "://") else {
-            throw RedisURLError("not a redis:// URL (expected redis://[user:password@]host[:port][/db])")
+            throw RedisURLError("not a redis:// URL (expected redis://[user:password@]host[:port][/db], or rediss:// for TLS)")
         }
+        let usesTLS: Bool
         switch text[..<separator.lowerBound].lowercased() {
-        case "redis": break
-        case "rediss": throw RedisURLError.noTLS
+        case "redis": usesTLS = false
+        case "rediss": usesTLS = true
         case let scheme:
             let shown = scheme.utf8.count <= 16 && scheme.utf8.allSatisfy(ASCII.isAlphanumeric) ? "\"\(scheme)\"" : "in the URL"
-            throw RedisURLError("unsupported scheme \(shown) (expected redis:// or redis-sentinel://; Unix sockets are not supported)")
+            throw RedisURLError("unsupported scheme \(shown) (expected redis://, rediss://, redis-cluster:// or redis-sentinel://; Unix sockets are not supported)")
         }
         var rest = text[separator.upperBound...]
         if rest.contains("?") || rest.contains("#") {
@@ -85,7 +88,7 @@ extension RedisEndpoint {
             authority = authority[authority.index(after: at)...]
         }
         let (host, port) = try Self.parseHostPort(authority)
-        self.init(host: host, port: port, database: try Self.parseDatabase(rest), user: user, password: password)
+        self.init(host: host, port: port, database: try Self.parseDatabase(rest), user: user, password: password, usesTLS: usesTLS)
     }
 
     static func parseUserInfo(_ userInfo: Substring) throws(RedisURLError) -> (String?, Secret) {

@@ -1,4 +1,4 @@
-/// A reply from Redis (RESP2), as hiredis hands it over (see RedisClient's conversion).
+/// A reply from Redis (RESP2), as `RESPReader` reads it.
 public enum RedisReply: Sendable, Equatable, CustomStringConvertible {
     /// `+OK`, `+PONG`.
     case status(String)

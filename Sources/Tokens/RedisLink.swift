@@ -1,32 +1,38 @@
-// The token loop's link to the shared Redis store: two connections to one server, one for
-// commands and one subscribed to the entries' channel (hiredis cannot mix the two), ready when
+// The token loop's link to the shared Redis store: two connections to one endpoint, one for
+// commands and one subscribed to the entries' channel (RESP2 cannot mix the two), ready when
 // both are. When either fails or a command times out, both close and the link reconnects after a
 // backoff; RedisLinkHealth decides when, and when to log (once per outage). Runs on the token
-// loop only, like everything in this module that talks to Redis.
+// loop only, like everything in this module that talks to Redis. Against a Redis Cluster,
+// ClusterCommands takes each command to its key's master, and the listener subscribes on the node
+// that gave the slot map, once the map is in.
 //
 // With Sentinel (`redis-sentinel://`), each attempt first asks the sentinels where the master is
 // (SentinelWatch), and the link is ready only once `ROLE` on the command connection says master:
 // a stale sentinel's answer never has the relay write to a replica. A `+switch-master` for our
 // master closes the link and opens it on the new master at once; a `READONLY` refusal (or an
-// `UNBLOCKED` WAIT: the server was demoted) ends the link like a lost connection, so the sentinels are asked again.
+// `UNBLOCKED` WAIT: the server was demoted) ends the link like a lost connection, so the
+// sentinels are asked again.
 
 import Endpoints
 import EventLoop
 import Logging
 import RedisClient
 import RedisProtocol
+import TLS
 
 final class RedisLink {
     let topology: RedisTopology
-    /// The server the link opens: the fixed one, or the master the sentinels named last.
-    private(set) var endpoint: RedisEndpoint?
+    /// Sentinel only: the master the sentinels named last, and what asks them.
+    private var master: RedisEndpoint?
     private var sentinels: SentinelWatch?
     private let loop: EventLoop
     private let timeoutMilliseconds: UInt64
+    private let tls: TLSConfiguration?
     private let channel: [UInt8]
     private let logger: Logger
     private(set) var health = RedisLinkHealth()
     private var commands: RedisConnection?
+    private var cluster: ClusterCommands?
     private var listener: RedisConnection?
     /// Connections of the current attempt that are up.
     private var connectionsUp = 0
@@ -41,16 +47,15 @@ final class RedisLink {
     /// A message on the entries' channel: the key of an entry written or whose lease was released.
     var onMessage: ([UInt8]) -> Void = { _ in }
 
-    init(loop: EventLoop, topology: RedisTopology, timeoutMilliseconds: UInt64, channel: [UInt8], logger: Logger) {
+    init(loop: EventLoop, topology: RedisTopology, timeoutMilliseconds: UInt64, tls: TLSConfiguration? = nil,
+         channel: [UInt8], logger: Logger) {
         self.loop = loop
         self.topology = topology
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.tls = tls
         self.channel = channel
         self.logger = logger
-        switch topology {
-        case .server(let endpoint):
-            self.endpoint = endpoint
-        case .sentinel(let sentinel):
+        if case .sentinel(let sentinel) = topology {
             sentinels = SentinelWatch(loop: loop, topology: sentinel, timeoutMilliseconds: timeoutMilliseconds, logger: logger,
                                       onSwitch: { [unowned self] in masterSwitched(to: $0) })
         }
@@ -59,7 +64,7 @@ final class RedisLink {
     /// Where the link is, for the log: the URL (redacted), and the master the sentinels named.
     private var place: Logger.Metadata {
         var metadata: Logger.Metadata = ["redis": .string(topology.description)]
-        if sentinels != nil, let endpoint { metadata["master"] = .string("\(HostSyntax.bracketed(endpoint.host)):\(endpoint.port)") }
+        if let master { metadata["master"] = .string("\(HostSyntax.bracketed(master.host)):\(master.port)") }
         return metadata
     }
 
@@ -70,27 +75,48 @@ final class RedisLink {
     }
 
     private func open() {
-        if case .server(let server) = topology { return connect(to: server) }
-        guard let sentinels else { return }
-        sentinels.findMaster { [weak self] result in
+        switch topology {
+        case .server(let endpoint): connect(to: endpoint)
+        case .cluster: openCluster()
+        case .sentinel: findMaster()
+        }
+    }
+
+    private func findMaster() {
+        sentinels?.findMaster { [weak self] result in
             guard let self, !stopped else { return }
             switch result {
-            case .success(let master): connect(to: master)
-            case .failure(let noMaster): lost(.unreachable(noMaster.description))
+            case .success(let endpoint):
+                master = endpoint
+                connect(to: endpoint)
+            case .failure(let noMaster):
+                lost(.unreachable(noMaster.description))
             }
         }
     }
 
     private func connect(to endpoint: RedisEndpoint) {
-        self.endpoint = endpoint
         connectionsUp = 0
-        commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds,
+        commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                    onReady: { [weak self] in self?.connectionUp() },
                                    onEnded: { [weak self] in self?.lost($0) })
-        listener = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds,
+        listener = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                    subscribingTo: channel, onMessage: { [weak self] in self?.onMessage($0) },
                                    onReady: { [weak self] in self?.connectionUp() },
                                    onEnded: { [weak self] in self?.lost($0) })
+    }
+
+    private func openCluster() {
+        guard case .cluster(let seeds) = topology else { return }
+        connectionsUp = 0
+        cluster = ClusterCommands(loop: loop, seeds: seeds, timeoutMilliseconds: timeoutMilliseconds, tls: tls, onReady: { [weak self] in
+            guard let self, let source = cluster?.mapSource else { return }
+            connectionUp()
+            listener = RedisConnection(loop: loop, endpoint: source, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
+                                       subscribingTo: channel, onMessage: { [weak self] in self?.onMessage($0) },
+                                       onReady: { [weak self] in self?.connectionUp() },
+                                       onEnded: { [weak self] in self?.lost($0) })
+        }, onEnded: { [weak self] in self?.lost($0) })
     }
 
     private func connectionUp() {
@@ -139,17 +165,20 @@ final class RedisLink {
     /// Sends `command` on the command connection; false when the link is not up. An error reply
     /// is a `.success(.error(…))`, logged once per outage here; a failure also ends the link.
     func send(_ command: RedisCommand, completion: @escaping (Result<RedisReply, RedisConnection.Failure>) -> Void) -> Bool {
-        guard isReady, let commands else { return false }
-        return commands.send(command) { [weak self] result in
+        guard isReady else { return false }
+        let noted: (Result<RedisReply, RedisConnection.Failure>) -> Void = { [weak self] result in
             if let self, case .success(let reply) = result { noteReply(reply, to: command) }
             completion(result)
         }
+        if let cluster { return cluster.send(command, completion: noted) }
+        return commands?.send(command, completion: noted) ?? false
     }
 
     private func noteReply(_ reply: RedisReply, to command: RedisCommand) {
         if reply.isDemotionSignal, sentinels != nil {
             // The master was demoted: ask the sentinels again (the command's own answer fails it).
-            lost(.refused("the master became a replica (\(command.name) answered \(reply.errorCode ?? "an error")); asking the sentinels for the new master"))
+            lost(.refused("the master became a replica (\(command.name) answered \(reply.errorCode ?? "an error")); "
+                + "asking the sentinels for the new master"))
         } else if case .error(let text) = reply {
             if health.refused() {
                 logger.warning("shared token store refused a command; each replica fetches its own tokens until it works",
@@ -160,12 +189,12 @@ final class RedisLink {
         }
     }
 
-    /// The sentinels promoted `master`: the link moves to it now, whatever it was doing (a
+    /// The sentinels promoted `endpoint`: the link moves to it now, whatever it was doing (a
     /// ready link is lost first, so fetches waiting on it go alone until the new one is up).
-    private func masterSwitched(to master: RedisEndpoint) {
+    private func masterSwitched(to endpoint: RedisEndpoint) {
         guard !stopped else { return }
         logger.warning("shared token store: the sentinels promoted a new master; reconnecting to it",
-                       metadata: place.merging(["new_master": .string("\(HostSyntax.bracketed(master.host)):\(master.port)")]) { $1 })
+                       metadata: place.merging(["new_master": .string("\(HostSyntax.bracketed(endpoint.host)):\(endpoint.port)")]) { $1 })
         let wasReady = isReady
         sentinels?.cancelFindMaster()
         closeConnections()
@@ -175,13 +204,16 @@ final class RedisLink {
             onLost()
         }
         if health.state == .down { health.reconnecting() }
-        connect(to: master)
+        master = endpoint
+        connect(to: endpoint)
     }
 
     private func closeConnections() {
         commands?.close()
+        cluster?.close()
         listener?.close()
         commands = nil
+        cluster = nil
         listener = nil
     }
 

@@ -7,6 +7,11 @@
 //   channel PREFIX "written"             a write or a released lease publishes the entry's key; a
 //                                        removal (a logout) the key + ":removed:" + the remover's id
 //
+// Against a Redis Cluster the entry's key is PREFIX "{" NAME ":" FINGERPRINT "}": the braces make
+// it the hash tag of the entry and the lease alike, so both are in one slot and each script's keys
+// on one node (the channel is no key: a PUBLISH reaches every node's subscribers). One server
+// keeps the names above, so a fleet that moves to a newer relay reads the entries it wrote before.
+//
 // The key names the identity and its settings (SettingsFingerprint, 64 hex digits), so replicas
 // with other settings — another client, scope or endpoint, as during a rolling update — keep
 // their own entries instead of overwriting each other's. Scripts make the lease and the
@@ -23,12 +28,16 @@ struct SharedEntryKeys: Equatable {
     let lease: [UInt8]
     let channel: [UInt8]
 
-    init(prefix: String, identity: String, fingerprint: SettingsFingerprint) {
+    /// `hashTagged` (a Redis Cluster): the name and fingerprint in braces, one hash tag for all
+    /// the identity's keys (neither an identity's name nor, in cluster mode, the prefix may hold a
+    /// brace, so no other brace can make another tag).
+    init(prefix: String, identity: String, fingerprint: SettingsFingerprint, hashTagged: Bool = false) {
         let hex = fingerprint.bytes.map { byte in
             let digits = Array("0123456789abcdef".utf8)
             return [digits[Int(byte >> 4)], digits[Int(byte & 0xf)]]
         }.joined()
-        entry = Array(prefix.utf8) + Array(identity.utf8) + [UInt8(ascii: ":")] + hex
+        let tagged = Array(identity.utf8) + [UInt8(ascii: ":")] + hex
+        entry = Array(prefix.utf8) + (hashTagged ? [UInt8(ascii: "{")] + tagged + [UInt8(ascii: "}")] : tagged)
         lease = entry + Array(":lease".utf8)
         channel = Self.channel(prefix: prefix)
     }

@@ -118,7 +118,8 @@ final class SharedLoginReads {
     }
 
     private func keys(of tokens: IdentityTokens) -> SharedEntryKeys {
-        SharedEntryKeys(prefix: shared.settings.keyPrefix, identity: tokens.identity.name, fingerprint: SettingsFingerprint(tokens.identity))
+        SharedEntryKeys(prefix: shared.settings.keyPrefix, identity: tokens.identity.name, fingerprint: SettingsFingerprint(tokens.identity),
+                        hashTagged: shared.settings.topology.isCluster)
     }
 
     private func send(_ tokens: IdentityTokens, _ found: @escaping Found) {

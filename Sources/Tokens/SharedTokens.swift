@@ -25,6 +25,7 @@ import OAuth2
 import RedisClient
 import RedisProtocol
 import SafeText
+import TLS
 import TokenStore
 
 /// The shared store's settings: `store.redis`, `store.keyPrefix`, `store.timeoutMilliseconds`
@@ -35,20 +36,26 @@ public struct SharedStoreSettings: Sendable {
     public var keyPrefix: String
     public var timeoutMilliseconds: UInt64
     public var keys: StoreKeys
+    /// The connections' TLS (`store.tls`), for a `rediss://` endpoint; nil for plain TCP.
+    public var tls: TLSConfiguration?
 
-    public init(topology: RedisTopology, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys) {
+    public init(topology: RedisTopology, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys,
+                tls: TLSConfiguration? = nil) {
         self.topology = topology
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
         self.keys = keys
+        self.tls = tls
     }
 
-    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys) {
-        self.init(topology: .server(endpoint), keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds, keys: keys)
+    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys,
+                tls: TLSConfiguration? = nil) {
+        self.init(topology: .server(endpoint), keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds, keys: keys, tls: tls)
     }
 
-    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, key: SymmetricKey) {
-        self.init(topology: .server(endpoint), keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds, keys: StoreKeys(key))
+    public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, key: SymmetricKey,
+                tls: TLSConfiguration? = nil) {
+        self.init(endpoint: endpoint, keyPrefix: keyPrefix, timeoutMilliseconds: timeoutMilliseconds, keys: StoreKeys(key), tls: tls)
     }
 }
 
@@ -95,7 +102,7 @@ final class SharedTokens {
         self.logger = logger
         self.observer = observer
         self.driver = driver
-        link = RedisLink(loop: loop, topology: settings.topology, timeoutMilliseconds: settings.timeoutMilliseconds,
+        link = RedisLink(loop: loop, topology: settings.topology, timeoutMilliseconds: settings.timeoutMilliseconds, tls: settings.tls,
                          channel: SharedEntryKeys.channel(prefix: settings.keyPrefix), logger: logger)
         link.onReady = { [unowned self] in
             each { $0.fetch.linkReady() }
@@ -128,10 +135,11 @@ final class SharedTokens {
         /// An unreadable entry was logged (once until one reads again).
         var warnedUnreadable = false
 
-        init(tokens: IdentityTokens, prefix: String) {
+        init(tokens: IdentityTokens, settings: SharedStoreSettings) {
             self.tokens = tokens
             fingerprint = SettingsFingerprint(tokens.identity)
-            keys = SharedEntryKeys(prefix: prefix, identity: tokens.identity.name, fingerprint: fingerprint)
+            keys = SharedEntryKeys(prefix: settings.keyPrefix, identity: tokens.identity.name, fingerprint: fingerprint,
+                                   hashTagged: settings.topology.isCluster)
         }
     }
 
@@ -140,7 +148,7 @@ final class SharedTokens {
     /// The lifecycle of `tokens` started a fetch that would send `request`; the lease, if
     /// taken, lasts `leaseMilliseconds` (LeaseDuration). `retired`: a reload retired the identity.
     func fetchDue(_ tokens: IdentityTokens, request: TokenRequest, retired: Bool, leaseMilliseconds: Int64) {
-        let entry = entries[tokens.slot] ?? SharedEntry(tokens: tokens, prefix: settings.keyPrefix)
+        let entry = entries[tokens.slot] ?? SharedEntry(tokens: tokens, settings: settings)
         // A retired identity still fetches for the requests that wait for it; then it goes again.
         entry.retired = retired
         entries[tokens.slot] = entry

@@ -136,10 +136,11 @@ func loadConfig(path: String) throws -> LoadedConfig {
 /// (by default what `config` names).
 func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger, observer: (any TokenObserver)? = nil,
                        storage: TokenStorage? = nil) throws -> TokenService {
-    let storage = try storage ?? TokenStorage.open(config, logger: logger)
+    var storage = try storage ?? TokenStorage.open(config, logger: logger)
     if storage.shared != nil {
-        // hiredis writes with write(2): a Redis closing its side must not end the process.
+        // The connections write with write(2): a Redis closing its side must not end the process.
         SignalWatcher.ignoreBrokenPipe()
+        storage.shared?.tls = tls.redis
     }
     return try TokenService.start(identities: config.identities, tls: tls.identities, limits: tokenClientLimits(config),
                                   logger: logger, observer: observer, store: storage.store, sharedStore: storage.shared)

@@ -1,4 +1,5 @@
 import Config
+import Endpoints
 import FileTestSupport
 import Foundation
 import OAuth2
@@ -80,9 +81,7 @@ final class StoreConfigTests: XCTestCase {
         let redis = try XCTUnwrap(config.store?.redis)
         XCTAssertEqual(redis.keyPrefix, "orders-fleet:")
         XCTAssertEqual(redis.timeoutMilliseconds, 50)
-        guard case .server(let endpoint) = redis.topology else { return XCTFail("a redis:// URL names one server") }
-        XCTAssertEqual(endpoint.user, "relay")
-        XCTAssertEqual(endpoint.password, Secret("pw/with@odd"))
+        XCTAssertEqual(redis.topology, .server(RedisEndpoint(host: "10.0.0.7", user: "relay", password: Secret("pw/with@odd"))))
     }
 
     func testARedisSentinelURLNamesTheSentinelsAndTheMaster() throws {
@@ -118,14 +117,84 @@ final class StoreConfigTests: XCTestCase {
         }
     }
 
-    func testRedissAndTLSAreRefusedBecauseThisHiredisHasNoTLS() {
-        let errors = describe(configErrors(#"""
-            { "store": { "redis": "rediss://:hunter2-password@redis:6380", "key": "\#(key)", "tls": { "caFile": "ca.pem" } } }
-            """#))
-        XCTAssertEqual(errors.count, 2)
-        XCTAssertTrue(errors[0].hasPrefix("$.store.redis: Redis over TLS (rediss://) is not supported: this relay's hiredis (0.14) has no TLS"), errors[0])
-        XCTAssertTrue(errors[1].hasPrefix("$.store.tls: Redis over TLS"), errors[1])
-        XCTAssertFalse(errors.joined().contains("hunter2"))
+    // MARK: - rediss:// and store.tls
+
+    func testRedissUsesTLSWithTheDefaultSettings() throws {
+        let config = try decodeConfig(#"{ "store": { "redis": "rediss://:hunter2-password@redis.example:6380", "key": "\#(key)" } }"#)
+        let redis = try XCTUnwrap(config.store?.redis)
+        XCTAssertTrue(redis.topology.usesTLS)
+        XCTAssertEqual(redis.tls, TLSSettings())
+        XCTAssertEqual(redis.topology.description, "rediss://:…@redis.example:6380/0")
+        XCTAssertNil(try decodeConfig(#"{ "store": { "redis": "redis://redis", "key": "\#(key)" } }"#).store?.redis?.tls)
+    }
+
+    func testRedissClusterUsesTLSForEveryNode() throws {
+        let config = try decodeConfig(#"{ "store": { "redis": "rediss-cluster://:hunter2-password@redis-0:6380,redis-1:6380", "key": "\#(key)" } }"#)
+        let redis = try XCTUnwrap(config.store?.redis)
+        XCTAssertTrue(redis.topology.usesTLS)
+        XCTAssertEqual(redis.tls, TLSSettings())
+        XCTAssertEqual(redis.topology.description, "rediss-cluster://:…@redis-0:6380,redis-1:6380")
+        guard case .cluster(let seeds) = redis.topology else { return XCTFail("not a cluster: \(redis.topology)") }
+        XCTAssertTrue(seeds.node(host: "10.0.0.9", port: 6380).usesTLS)
+        XCTAssertFalse(try decodeConfig(#"{ "store": { "redis": "redis-cluster://redis-0", "key": "\#(key)" } }"#).store?.redis?.topology.usesTLS ?? true)
+    }
+
+    func testStoreTLSIsReadLikeAnUpstreamsAndItsFilesAreWatched() throws {
+        let pin = "sha256/" + Data([UInt8](repeating: 1, count: 32)).base64EncodedString()
+        let result = try decodeConfig(#"""
+            { "store": { "redis": "rediss://redis.internal:6380", "key": "\#(key)",
+                         "tls": { "caFile": "redis-ca.pem", "trust": "caFileOnly", "serverName": "Redis.Fleet.Example", "pins": ["\#(pin)"] } } }
+            """#, besideFiles: ["redis-ca.pem": "a CA bundle"])
+        let config = try result.get()
+        let tls = try XCTUnwrap(config.store?.redis?.tls)
+        XCTAssertTrue(tls.caFile?.hasSuffix("/redis-ca.pem") ?? false, String(describing: tls.caFile))
+        XCTAssertEqual(tls.trust, .caFileOnly)
+        XCTAssertEqual(tls.serverName, "redis.fleet.example")
+        XCTAssertEqual(tls.pins, [pin])
+        XCTAssertEqual(config.watchedFiles.map(\.key), ["$.store.tls.caFile"])
+    }
+
+    /// Each bad `store.tls` with its error: the route `tls` decoder's checks, and the store's own.
+    func testStoreTLSRefusals() throws {
+        let rediss = #""redis": "rediss://:hunter2-password@redis:6380", "key": "\#(key)""#
+        let cases: [(store: String, errors: [String])] = [
+            (#""redis": "redis://:hunter2-password@redis", "key": "\#(key)", "tls": {}"#,
+             ["$.store.tls: tls is set but store.redis is not a TLS URL: write rediss:// (or rediss-cluster://) for TLS"]),
+            (#""redis": "redis-cluster://:hunter2-password@redis-0:6379,redis-1:6379", "key": "\#(key)", "tls": {}"#,
+             ["$.store.tls: tls is set but store.redis is not a TLS URL: write rediss:// (or rediss-cluster://) for TLS"]),
+            (#""path": "/x", "key": "\#(key)", "tls": {}"#, [#"$.store.tls: only with "redis" (the shared store)"#]),
+            (rediss + #", "tls": "on""#, ["$.store.tls: expected an object, got string"]),
+            (rediss + #", "tls": { "verify": false }"#, [#"$.store.tls.verify: unknown key "verify""#]),
+            (rediss + #", "tls": { "caFile": "missing.pem" }"#, ["$.store.tls.caFile: no such file: BASE/missing.pem"]),
+            (rediss + #", "tls": { "trust": "caFileOnly" }"#,
+             [#"$.store.tls.trust: "caFileOnly" needs caFile: the CA certificates to trust instead of the system store"#]),
+            (rediss + #", "tls": { "trust": "everything" }"#,
+             [#"$.store.tls.trust: must be "systemAndCaFile" or "caFileOnly", got "everything""#]),
+            (rediss + #", "tls": { "serverName": "not a name" }"#, [#"$.store.tls.serverName: "not a name" is not a valid host name"#]),
+            (rediss + #", "tls": { "pins": ["md5/abc"] }"#,
+             [#"$.store.tls.pins[0]: expected "sha256/<base64 of the SPKI SHA-256 hash>", got "md5/abc""#]),
+            (rediss + #", "tls": { "clientKey": "client.key" }"#, ["$.store.tls.clientCert: required when clientKey is set"]),
+        ]
+        for (store, expected) in cases {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            try directory.write("client.key", "a key")
+            let errors = describe(configErrors(#"{ "store": { \#(store) } }"#, baseDirectory: directory.path))
+                .map { $0.replacingOccurrences(of: directory.path, with: "BASE") }
+            XCTAssertEqual(errors, expected, store)
+            XCTAssertFalse(errors.joined().contains("hunter2"))
+        }
+    }
+
+    func testChangingStoreTLSTakesARestart() throws {
+        func config(_ tls: String) throws -> RelayConfig {
+            try decodeConfig(#"{ "store": { "redis": "rediss://redis:6380", "key": "\#(key)"\#(tls) } }"#)
+        }
+        XCTAssertEqual(try config("").restartOnlyChanges(to: try config("")), [])
+        XCTAssertEqual(try config("").restartOnlyChanges(to: try config(#", "tls": { "serverName": "other.example" }"#)),
+                       ["$.store.tls: changed; this takes a restart, not a reload"])
+        XCTAssertEqual(try decodeConfig(#"{ "store": { "redis": "redis://redis:6380", "key": "\#(key)" } }"#).restartOnlyChanges(to: try config("")),
+                       ["$.store.redis: changed from redis://redis:6380/0 to rediss://redis:6380/0; this takes a restart, not a reload"])
     }
 
     func testABadRedisURLIsAnErrorThatDoesNotQuoteIt() {
@@ -164,5 +233,51 @@ final class StoreConfigTests: XCTestCase {
         let sentinel = try config("redis-sentinel://:first-password@s1,s2/m")
         XCTAssertEqual(sentinel.restartOnlyChanges(to: try config("redis-sentinel://:second-password@s1,s2/m")),
                        ["$.store.redis: its password changed; this takes a restart, not a reload"])
+    }
+
+    // MARK: - store.redis as a Redis Cluster
+
+    func testAClusterURLNamesItsSeedNodes() throws {
+        let config = try decodeConfig(#"{ "store": { "redis": "redis-cluster://relay:pw@10.0.0.7:7000,10.0.0.8:7001", "key": "\#(key)" } }"#)
+        guard case .cluster(let seeds) = try XCTUnwrap(config.store?.redis).topology else { return XCTFail("not a cluster") }
+        XCTAssertEqual(seeds.description, "redis-cluster://relay:…@10.0.0.7:7000,10.0.0.8:7001")
+    }
+
+    /// Each bad cluster URL (or prefix beside one) -> the exact error, at its path, never quoting the URL.
+    func testBadClusterSettingsAreRefused() {
+        let cases: [(redis: String, prefix: String?, error: String)] = [
+            ("redis-cluster://:hunter2-password@a:7000,b:7001/1", nil,
+             "$.store.redis: a Redis Cluster has database 0 only: leave the path out (or write /0)"),
+            ("redis-cluster://:hunter2-password@a:7000,,b:7001", nil,
+             "$.store.redis: the list of nodes has an empty entry (write host:port,host:port)"),
+            ("redis-cluster://:hunter2-password@a:70000", nil, "$.store.redis: the port is not a number from 1 to 65535"),
+            ("redis-cluster://:hunter2-password@a:7000?x=1", nil,
+             "$.store.redis: a query (?…) or fragment (#…) is not allowed in a redis-cluster:// URL"),
+            ("redis-cluster://hunter2-password@a:7000", nil,
+             "$.store.redis: the user info needs a colon: write user:password@ (Redis 6 ACL user) or :password@ (the default user)"),
+            ("redis-cluster://:hunter2-password@", nil, "$.store.redis: the URL has no host"),
+            ("redis-cluster://" + Array(repeating: "a:7000", count: 17).joined(separator: ","), nil,
+             "$.store.redis: more than 16 seed nodes (a few are enough: the others are found in the slot map)"),
+            ("redis-cluster://:hunter2-password@a:7000", "fleet{1}:",
+             #"$.store.keyPrefix: must not hold "{" or "}" with a redis-cluster:// store (the relay's keys use them as hash tags)"#),
+        ]
+        for (redis, prefix, error) in cases {
+            let prefixMember = prefix.map { #", "keyPrefix": "\#($0)""# } ?? ""
+            let errors = describe(configErrors(#"{ "store": { "redis": "\#(redis)", "key": "\#(key)"\#(prefixMember) } }"#))
+            XCTAssertEqual(errors, [error], redis)
+            XCTAssertFalse(errors.joined().contains("hunter2"))
+        }
+    }
+
+    func testBracesInThePrefixAreFineWithOneServer() throws {
+        let config = try decodeConfig(#"{ "store": { "redis": "redis://r", "key": "\#(key)", "keyPrefix": "fleet{1}:" } }"#)
+        XCTAssertEqual(config.store?.redis?.keyPrefix, "fleet{1}:")
+    }
+
+    func testMovingToAClusterTakesARestart() throws {
+        let before = try decodeConfig(#"{ "store": { "redis": "redis://:pw@r:7000", "key": "\#(key)" } }"#)
+        let after = try decodeConfig(#"{ "store": { "redis": "redis-cluster://:pw@r:7000", "key": "\#(key)" } }"#)
+        XCTAssertEqual(before.restartOnlyChanges(to: after),
+                       ["$.store.redis: changed from redis://:…@r:7000/0 to redis-cluster://:…@r:7000; this takes a restart, not a reload"])
     }
 }

@@ -6,7 +6,7 @@ import LoopTestSupport
 import SafeText
 import XCTest
 
-/// One connection over hiredis on the event loop: opening (AUTH, SELECT, SUBSCRIBE), commands,
+/// One connection on the event loop, over TCP or TLS: opening (AUTH, SELECT, SUBSCRIBE), commands,
 /// deadlines, and endings — each test ends with the loop closed and nothing left on it.
 final class RedisConnectionTests: XCTestCase {
     private var test: LeakCheckedLoop!
@@ -137,6 +137,41 @@ final class RedisConnectionTests: XCTestCase {
         XCTAssertEqual(outcome.flatMap(failure), .timedOut(milliseconds: 150))
         XCTAssertGreaterThanOrEqual(loop.nowMilliseconds - started, 140)
         XCTAssertEqual(held.count, 1, "it did connect")
+        held.forEach { $0.close() }
+        listener.close()
+    }
+
+    /// A listener that answers every connection with `bytes` at once, whatever it is sent.
+    private func answering(_ bytes: String, held: @escaping (TCPStream) -> Void) throws -> (TCPListener, UInt16) {
+        let listener = try TCPListener(loop: loop, address: SocketAddress(ip: "127.0.0.1", port: 0)!, reusePort: false) { stream in
+            Array(bytes.utf8).withUnsafeBytes { stream.write($0) }
+            held(stream)
+        }
+        return (listener, try XCTUnwrap(listener.localAddress?.port))
+    }
+
+    func testBytesThatAreNotRESPEndTheConnectionWithTheReason() throws {
+        var held: [TCPStream] = []
+        let (listener, port) = try answering("!not-resp\r\n") { held.append($0) }
+        let (connection, outcome) = open(endpoint(port))
+        XCTAssertEqual(outcome.flatMap(failure), .closed("not a RESP2 reply: unknown type byte 0x21"))
+        XCTAssertFalse(connection.isReady)
+        held.forEach { $0.close() }
+        listener.close()
+    }
+
+    func testAReplyNoCommandWaitsForEndsTheConnection() throws {
+        var held: [TCPStream] = []
+        // The PONG answers the opening's PING; the second reply answers nothing.
+        let (listener, port) = try answering("+PONG\r\n$5\r\nextra\r\n") { held.append($0) }
+        var ready = false
+        var ended: RedisConnection.Failure?
+        let connection = RedisConnection(loop: loop, endpoint: endpoint(port), timeoutMilliseconds: 1000,
+                                         onReady: { ready = true }, onEnded: { ended = $0 })
+        test.run(until: "the connection ended") { ended != nil }
+        XCTAssertTrue(ready)
+        XCTAssertEqual(ended, .closed("a reply to no command ($5 bytes)"))
+        XCTAssertFalse(connection.isReady)
         held.forEach { $0.close() }
         listener.close()
     }

@@ -7,7 +7,16 @@ final class RedisServer {
     private let process = Process()
     private let directory: URL
 
-    init(extraArguments: [String] = []) throws {
+    /// The files of a TLS-only server (`--port 0 --tls-port`): its certificate and key, and the CA
+    /// it checks client certificates with (required with `requireClientCertificates`).
+    struct TLSFiles {
+        var certificate: String
+        var key: String
+        var ca: String
+        var requireClientCertificates = false
+    }
+
+    init(extraArguments: [String] = [], tls: TLSFiles? = nil) throws {
         // A failure, not a skip: a machine without it would pass these tests by running none.
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-server") else { throw RedisServerError.notInstalled }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-\(UUID().uuidString)")
@@ -16,6 +25,12 @@ final class RedisServer {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
         process.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                              "--dir", directory.path] + extraArguments
+        if let tls {
+            // The last --port wins: TLS only, on the port chosen.
+            process.arguments! += ["--port", "0", "--tls-port", String(port), "--tls-cert-file", tls.certificate,
+                                   "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca,
+                                   "--tls-auth-clients", tls.requireClientCertificates ? "yes" : "no"]
+        }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

@@ -1,5 +1,6 @@
 import OAuth2
 import RedisProtocol
+import SafeText
 import XCTest
 
 /// `store.redis` URLs: what they name, and errors that never show the password.
@@ -62,10 +63,13 @@ final class RedisEndpointTests: XCTestCase {
         XCTAssertFalse(dumped.contains("very-secret"))
     }
 
-    func testRedissIsRefusedBecauseThisHiredisHasNoTLS() {
-        let message = failure("rediss://:pw@redis:6380/0")
-        XCTAssertTrue(message.contains("hiredis (0.14) has no TLS"), message)
-        XCTAssertEqual(RedisURLError.noTLS.description, message)
+    func testRedissIsTheSameEndpointOverTLS() throws {
+        let endpoint = try parse("rediss://relay:very-secret-password@Redis.Example:6380/2")
+        XCTAssertEqual(endpoint, RedisEndpoint(host: "redis.example", port: 6380, database: 2, user: "relay",
+                                               password: Secret("very-secret-password"), usesTLS: true))
+        XCTAssertEqual(endpoint.description, "rediss://relay:…@redis.example:6380/2")
+        XCTAssertEqual(try parse("REDISS://redis").description, "rediss://redis:6379/0")
+        XCTAssertFalse(try parse("redis://redis").usesTLS)
     }
 
     func testOtherSchemesAreRefused() {

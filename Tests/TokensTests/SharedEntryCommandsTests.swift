@@ -21,6 +21,25 @@ final class SharedEntryCommandsTests: XCTestCase {
         XCTAssertNotEqual(other.entry, keys.entry, "other settings, another entry")
     }
 
+    /// In a Redis Cluster the name and fingerprint are the hash tag: entry and lease in one slot,
+    /// so each script's keys are on one node; identities spread over the slots.
+    func testClusterKeysShareOneHashTagPerIdentity() {
+        let keys = SharedEntryKeys(prefix: "oauth-relay:", identity: "orders", fingerprint: fingerprint, hashTagged: true)
+        let hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+        XCTAssertEqual(String(decoding: keys.entry, as: UTF8.self), "oauth-relay:{orders:" + hex + "}")
+        XCTAssertEqual(String(decoding: keys.lease, as: UTF8.self), "oauth-relay:{orders:" + hex + "}:lease")
+        XCTAssertEqual(ClusterSlot(key: keys.entry), ClusterSlot(key: keys.lease))
+        XCTAssertEqual(ClusterSlot(key: keys.entry), ClusterSlot(key: Array(("orders:" + hex).utf8)))
+        XCTAssertEqual(keys.channel, SharedEntryKeys.channel(prefix: "oauth-relay:"))
+        let slots = Set(["a", "b", "c", "d", "e", "f"].map {
+            ClusterSlot(key: SharedEntryKeys(prefix: "oauth-relay:", identity: $0, fingerprint: fingerprint, hashTagged: true).entry)
+        })
+        XCTAssertEqual(slots.count, 6)
+        let removal = SharedEntryKeys.removal(in: keys.removal(by: "00ff00ff00ff00ff"))
+        XCTAssertEqual(removal?.entry, keys.entry)
+        XCTAssertNil(SharedEntryKeys.removal(in: keys.entry))
+    }
+
     func testARemovalMessageNamesTheEntryAndTheRemoverAndNothingElseReadsAsOne() throws {
         let keys = SharedEntryKeys(prefix: "oauth-relay:", identity: "a:removed:x", fingerprint: fingerprint)
         let message = keys.removal(by: "00ff00ff00ff00ff")

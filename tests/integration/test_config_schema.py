@@ -214,7 +214,7 @@ DECODER_LOCATIONS = {
     "decodeRoute": ["$.routes[]"],
     "decodeRouteMatch": ["$.routes[].match"],
     "decodeInjection": ["$.routes[].inject"],
-    "decodeTLS": ["$.routes[].tls", "$.identities.*.tls"],
+    "decodeTLS": ["$.routes[].tls", "$.identities.*.tls", "$.store.tls"],
     "decodeIdentity": ["$.identities.*"],
     "decodeDPoP": ["$.identities.*.dpop"],
     "decodeResponseFields": ["$.identities.*.responseFields"],
@@ -381,9 +381,9 @@ LISTEN_TLS = {"address": "127.0.0.1:18443", "certFile": CERT_FILE, "keyFile": KE
 STORE = {"path": "token-store", "key": STORE_KEY}
 # `check` connects to nothing: any Redis address will do.
 REDIS_STORE = {"redis": "redis://relay:${REDIS_PASSWORD}@127.0.0.1:6379/1", "key": STORE_KEY}
-# Keys the schema allows that this build refuses, each with the reason `check` must give: hiredis
-# 0.14 (Debian 12) has no TLS, so `store.tls` waits for a hiredis that has.
-REFUSED_BY_THIS_BUILD = {"$.store.tls": "this relay's hiredis (0.14) has no TLS support"}
+REDISS_STORE = {**REDIS_STORE, "redis": "rediss://relay:${REDIS_PASSWORD}@127.0.0.1:6380/1"}
+# Keys the schema allows that this build refuses, each with the reason `check` must give (none today).
+REFUSED_BY_THIS_BUILD: dict[str, str] = {}
 
 
 AUTHORIZE_URL = "https://idp.example.test/oauth2/authorize"
@@ -464,7 +464,8 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.store.redis": {"store": REDIS_STORE},
     "$.store.keyPrefix": {"store": {**REDIS_STORE, "keyPrefix": "orders-fleet:"}},
     "$.store.timeoutMilliseconds": {"store": {**REDIS_STORE, "timeoutMilliseconds": 50}},
-    "$.store.tls": {"store": {**REDIS_STORE, "tls": {"caFile": CERT_FILE}}},
+    "$.store.tls": {"store": {**REDISS_STORE, "tls": {"caFile": CERT_FILE}}},
+    **{f"$.store.tls.{key}": {"store": {**REDISS_STORE, "tls": tls}} for key, tls in TLS_SAMPLES.items()},
     "$.routes[].name": route(name="orders"),
     "$.routes[].match": route(match={}),
     "$.routes[].match.host": route(match={"host": "*.example.test"}),
@@ -849,7 +850,8 @@ REJECTED_BY_BOTH = [
     ("a GitHub App key with client_credentials", identity(installationId=678), "$.identities.svc.installationId"),
     ("store without a key", {"store": {"path": "token-store"}}, "$.store.key"),
     ("store without path or redis", {"store": {"key": STORE_KEY}}, "$.store.path"),
-    ("a redis store over TLS", {"store": {"redis": "rediss://127.0.0.1:6380/0", "key": STORE_KEY}}, "$.store.redis"),
+    ("tls with a redis:// store", {"store": {"redis": "redis://127.0.0.1:6379/1", "key": STORE_KEY, "tls": {"caFile": CERT_FILE}}},
+     "$.store.tls"),
     ("a redis URL of another scheme", {"store": {"redis": "http://127.0.0.1:6379", "key": STORE_KEY}}, "$.store.redis"),
     ("a key prefix with a space", {"store": {"redis": "redis://127.0.0.1", "key": STORE_KEY, "keyPrefix": "a b"}},
      "$.store.keyPrefix"),

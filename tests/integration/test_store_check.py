@@ -47,11 +47,22 @@ def test_a_key_that_opens_none_of_the_entries_is_refused(tmp_path):
     assert STORE_KEY not in output
 
 
-def test_a_shared_store_is_checked_without_connecting_and_rediss_is_refused_with_the_reason(tmp_path):
+def test_a_shared_store_is_checked_without_connecting_plain_or_tls(tmp_path):
     # Nothing listens on port 1: `check` connects to nothing.
     code, output = check(tmp_path, {"redis": "redis://relay:a-redis-password@127.0.0.1:1/0", "key": STORE_KEY})
     assert code == 0, output
-    code, output = check(tmp_path, {"redis": "rediss://relay:a-redis-password@127.0.0.1:6380/0", "key": STORE_KEY})
+    code, output = check(tmp_path, {"redis": "rediss://relay:a-redis-password@127.0.0.1:1/0", "key": STORE_KEY})
+    assert code == 0, output
+
+
+def test_store_tls_files_are_loaded_by_check_and_tls_needs_rediss(tmp_path):
+    ca = tmp_path / "redis-ca.pem"
+    ca.write_text("not a certificate\n")
+    code, output = check(tmp_path, {"redis": "rediss://relay:a-redis-password@127.0.0.1:1/0", "key": STORE_KEY,
+                                    "tls": {"caFile": str(ca)}})
     assert code == 1
-    assert "$.store.redis" in output and "hiredis (0.14) has no TLS support" in output, output
+    assert "$.store.tls.caFile: cannot load CA certificates from " + str(ca) in output, output
+    code, output = check(tmp_path, {"redis": "redis://relay:a-redis-password@127.0.0.1:1/0", "key": STORE_KEY, "tls": {}})
+    assert code == 1
+    assert "$.store.tls: tls is set but store.redis is not a TLS URL: write rediss:// (or rediss-cluster://) for TLS" in output, output
     assert "a-redis-password" not in output

@@ -1,0 +1,49 @@
+/// Which master serves each hash slot, as `CLUSTER SLOTS` tells, amended by `MOVED` replies.
+/// A slot no master serves (a cluster not fully set up) has no node: commands for it go to any.
+public struct ClusterSlotMap: Sendable, Equatable {
+    /// The masters named, in the order first seen.
+    public private(set) var masters: [ClusterNode] = []
+    /// Per slot, 1 + the index of its master in `masters`; 0 for none.
+    private var owners = [UInt16](repeating: 0, count: ClusterSlot.count)
+
+    public init() {}
+
+    /// From `CLUSTER SLOTS`' reply, asked of a node at `askedHost`: an array of
+    /// `[first slot, last slot, [master host, port, id, …], replicas…]`. Nil for a reply of
+    /// another shape (an error: cluster support disabled) or one that assigns no slot.
+    public init?(slotsReply reply: RedisReply, askedHost: String) {
+        guard let ranges = reply.elements else { return nil }
+        for range in ranges {
+            guard let parts = range.elements, parts.count >= 3, let first = parts[0].integer, let last = parts[1].integer,
+                  let firstSlot = ClusterSlot(Int(first)), let lastSlot = ClusterSlot(Int(last)), firstSlot <= lastSlot,
+                  let master = parts[2].elements, master.count >= 2, let host = master[0].text,
+                  let port = master[1].integer, let port16 = UInt16(exactly: port), port16 > 0 else { return nil }
+            let node = ClusterNode(host: host.isEmpty || host == "?" ? askedHost : host, port: port16)
+            for number in firstSlot.number...lastSlot.number {
+                assign(ClusterSlot(number)!, to: node)
+            }
+        }
+        guard !masters.isEmpty else { return nil }
+    }
+
+    /// The master of `slot`; nil when none is known.
+    public func node(for slot: ClusterSlot) -> ClusterNode? {
+        let owner = Int(owners[slot.number])
+        return owner == 0 ? nil : masters[owner - 1]
+    }
+
+    /// `slot` is served by `node` now (a `MOVED`).
+    public mutating func assign(_ slot: ClusterSlot, to node: ClusterNode) {
+        let index = masters.firstIndex(of: node) ?? {
+            masters.append(node)
+            return masters.count - 1
+        }()
+        owners[slot.number] = UInt16(index + 1)
+    }
+
+    /// How many slots `node` serves.
+    public func slotCount(of node: ClusterNode) -> Int {
+        guard let index = masters.firstIndex(of: node) else { return 0 }
+        return owners.count { Int($0) == index + 1 }
+    }
+}
