@@ -67,6 +67,6 @@ final class RedisTopologyTests: XCTestCase {
         for (text, expected) in cases {
             XCTAssertEqual(failure(text), expected, text)
         }
-        XCTAssertEqual(failure("sentinel://s1/m"), "unsupported scheme \"sentinel\" (expected redis:// or redis-sentinel://; Unix sockets are not supported)")
+        XCTAssertEqual(failure("sentinel://s1/m"), "unsupported scheme \"sentinel\" (expected redis://, rediss://, redis-cluster:// or redis-sentinel://; Unix sockets are not supported)")
     }
 }
