@@ -22,12 +22,12 @@ public struct ClientTLS: Sendable {
         var tls = ClientTLS()
         var errors: [String] = []
         var warnings: [String] = []
-        func make(_ settings: TLSSettings?, path: String) -> TLSConfiguration? {
+        func make(_ settings: TLSSettings?, path: String, offersHTTP11: Bool = true) -> TLSConfiguration? {
             if settings?.insecureSkipVerify == true {
                 warnings.append("\(path).insecureSkipVerify: certificate and host-name verification is OFF for this connection")
             }
             do throws(TLSConfigurationError) {
-                return try configuration(settings)
+                return try configuration(settings, offersHTTP11: offersHTTP11)
             } catch {
                 errors.append("\(path).\(error.setting): \(error.problem)")
                 return nil
@@ -40,7 +40,7 @@ public struct ClientTLS: Sendable {
             tls.identities[name] = make(config.identities[name]!.tls, path: "$.identities.\(name).tls")
         }
         if let settings = config.store?.redis?.tls {
-            tls.redis = make(settings, path: "$.store.tls")
+            tls.redis = make(settings, path: "$.store.tls", offersHTTP11: false)
         }
         if let listen = config.listenTls {
             do throws(TLSConfigurationError) {
@@ -67,11 +67,11 @@ public struct ClientTLS: Sendable {
         return settings
     }
 
-    static func configuration(_ settings: TLSSettings?) throws(TLSConfigurationError) -> TLSConfiguration {
+    static func configuration(_ settings: TLSSettings?, offersHTTP11: Bool = true) throws(TLSConfigurationError) -> TLSConfiguration {
         try TLSConfiguration.client(caFile: settings?.caFile, trustSystemRoots: settings?.trust != .caFileOnly,
                                     serverName: settings?.serverName,
                                     pinnedSPKISHA256: settings?.pinnedSHA256Digests ?? [],
                                     clientCertificateFile: settings?.clientCert, clientKeyFile: settings?.clientKey,
-                                    insecureSkipVerify: settings?.insecureSkipVerify ?? false)
+                                    insecureSkipVerify: settings?.insecureSkipVerify ?? false, offersHTTP11: offersHTTP11)
     }
 }

@@ -9,7 +9,8 @@ internal import Crypto
 /// `client(...)` or `server(...)` returns; the only mutable state, the session cache, is behind
 /// a mutex. Hence `@unchecked Sendable`.
 ///
-/// Always: TLS 1.2 minimum, no renegotiation, ALPN `http/1.1`.
+/// Always: TLS 1.2 minimum, no renegotiation; ALPN `http/1.1` for HTTP connections (a Redis
+/// connection offers no ALPN: Redis has no protocol name).
 public final class TLSConfiguration: @unchecked Sendable {
     public enum Role: Sendable { case client, server }
 
@@ -54,9 +55,10 @@ public final class TLSConfiguration: @unchecked Sendable {
     ///     decoded); when not empty, a chain without one of these keys fails (see `SPKIPins`).
     ///   - clientCertificateFile, clientKeyFile: PEM certificate (chain) and key for mutual TLS.
     ///   - insecureSkipVerify: accept any certificate for any name (pins still apply).
+    ///   - offersHTTP11: ALPN `http/1.1` in the ClientHello; false for a protocol that is not HTTP.
     public static func client(caFile: String? = nil, trustSystemRoots: Bool = true, serverName: String? = nil,
                               pinnedSPKISHA256: [[UInt8]] = [], clientCertificateFile: String? = nil,
-                              clientKeyFile: String? = nil, insecureSkipVerify: Bool = false)
+                              clientKeyFile: String? = nil, insecureSkipVerify: Bool = false, offersHTTP11: Bool = true)
         throws(TLSConfigurationError) -> TLSConfiguration {
         for (index, pin) in pinnedSPKISHA256.enumerated() where pin.count != SPKIPins.digestLength {
             throw TLSConfigurationError("pins[\(index)]", "not a \(SPKIPins.digestLength)-byte SHA-256 digest")
@@ -86,7 +88,7 @@ public final class TLSConfiguration: @unchecked Sendable {
             throw TLSConfigurationError("clientKey", "required when clientCert is set")
         }
         let protocols = alpnProtocols
-        guard SSL_CTX_set_alpn_protos(context, protocols.utf8Start, UInt32(protocols.utf8CodeUnitCount)) == 0 else {
+        if offersHTTP11, SSL_CTX_set_alpn_protos(context, protocols.utf8Start, UInt32(protocols.utf8CodeUnitCount)) != 0 {
             throw TLSConfigurationError("alpn", "cannot offer http/1.1")
         }
         shim_SSL_CTX_set_client_session_cache(context)

@@ -88,6 +88,18 @@ final class TLSHandshakeTests: PKITestCase {
         XCTAssertEqual(connection.server.negotiatedProtocol, "http/1.1")
     }
 
+    /// A Redis connection's configuration offers no ALPN: the server then selects none.
+    func testAClientThatOffersNoHTTPGetsNoALPN() throws {
+        let pki = try pki()
+        let client = try TLSConfiguration.client(caFile: pki.caCertificate, offersHTTP11: false)
+        let server = try TLSConfiguration.server(certificateFile: pki.localhost.certificate, keyFile: pki.localhost.key)
+        let connection = InMemoryConnection(client: client, server: server)
+        connection.pump()
+        XCTAssertEqual(connection.client.state, .established)
+        XCTAssertNil(connection.client.negotiatedProtocol)
+        XCTAssertNil(connection.server.negotiatedProtocol)
+    }
+
     func testCloseNotifyEndsTheStreamCleanly() throws {
         let connection = try established()
         connection.server.write(Array("last words".utf8))
