@@ -28,7 +28,8 @@ public struct RedisStoreConfig: Sendable, Equatable {
     public static let defaultKeyPrefix = "oauth-relay:"
     public static let defaultTimeoutMilliseconds = 200
 
-    /// The server or the cluster's seed nodes (a password is a `Secret`; descriptions redact it).
+    /// The server, the cluster's seed nodes, or the sentinels that name the master (a password
+    /// is a `Secret`; descriptions redact it).
     public var topology: RedisTopology
     /// Prepended to every key and to the channel, so several fleets can share one Redis.
     public var keyPrefix: String

@@ -68,7 +68,7 @@ extension RedisEndpoint {
         case "rediss": usesTLS = true
         case let scheme:
             let shown = scheme.utf8.count <= 16 && scheme.utf8.allSatisfy(ASCII.isAlphanumeric) ? "\"\(scheme)\"" : "in the URL"
-            throw RedisURLError("unsupported scheme \(shown) (expected redis:// or rediss://; Unix sockets and Sentinel URLs are not supported)")
+            throw RedisURLError("unsupported scheme \(shown) (expected redis://, rediss://, redis-cluster:// or redis-sentinel://; Unix sockets are not supported)")
         }
         var rest = text[separator.upperBound...]
         if rest.contains("?") || rest.contains("#") {
@@ -101,7 +101,7 @@ extension RedisEndpoint {
         return (user.isEmpty ? nil : user, Secret(password))
     }
 
-    static func parseHostPort(_ authority: Substring) throws(RedisURLError) -> (String, UInt16) {
+    static func parseHostPort(_ authority: Substring, defaultPort: UInt16 = defaultPort) throws(RedisURLError) -> (String, UInt16) {
         // No message quotes the URL: it may hold a password.
         let (host, portText) = try HostSyntax.splitAuthority(authority) { problem in
             switch problem {
@@ -132,7 +132,7 @@ extension RedisEndpoint {
     }
 
     /// `%XX` decoded; the result must be UTF-8 (a Redis user or password is sent as given).
-    private static func percentDecoded(_ text: Substring, what: String) throws(RedisURLError) -> String {
+    static func percentDecoded(_ text: Substring, what: String) throws(RedisURLError) -> String {
         guard let bytes = PercentDecoding.bytes(text) else {
             throw RedisURLError("the \(what) has a \"%\" not followed by two hex digits")
         }

@@ -6,11 +6,13 @@ extension RedisTopology {
         switch self {
         case .server(let endpoint): endpoint.user
         case .cluster(let seeds): seeds.seeds[0].user
+        case .sentinel(let sentinel): sentinel.user
         }
     }
 
-    /// The same server or seed nodes, every connection logging in as `user` with `password`
-    /// (`store.username`, and `store.passwordFile`'s content as the relay reads it now).
+    /// The same server, seed nodes or sentinels' master, every connection to Redis logging in as
+    /// `user` with `password` (`store.username`, and `store.passwordFile`'s content as the relay
+    /// reads it now).
     public func withCredentials(user: String?, password: Secret?) -> RedisTopology {
         func credited(_ endpoint: RedisEndpoint) -> RedisEndpoint {
             var endpoint = endpoint
@@ -21,6 +23,10 @@ extension RedisTopology {
         switch self {
         case .server(let endpoint): return .server(credited(endpoint))
         case .cluster(let seeds): return .cluster(RedisClusterSeeds(seeds: seeds.seeds.map(credited)))
+        case .sentinel(var sentinel):
+            sentinel.user = user
+            sentinel.password = password
+            return .sentinel(sentinel)
         }
     }
 }

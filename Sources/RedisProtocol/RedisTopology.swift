@@ -1,16 +1,21 @@
 import SafeText
 
-/// What `store.redis` names: one server (`redis://`), or the seed nodes of a Redis Cluster
-/// (`redis-cluster://`, RedisClusterSeeds.swift). Each form parses in its own file; this one
+/// What `store.redis` names: one server (`redis://`), the seed nodes of a Redis Cluster
+/// (`redis-cluster://`, RedisClusterSeeds.swift), or the sentinels that name a master
+/// (`redis-sentinel://`, SentinelTopology.swift). Each form parses in its own file; this one
 /// only chooses by the scheme.
 public enum RedisTopology: Sendable, Equatable, CustomStringConvertible {
     case server(RedisEndpoint)
     case cluster(RedisClusterSeeds)
+    /// A master found through Redis Sentinel, which moves it on failover.
+    case sentinel(SentinelTopology)
 
     /// Parses `store.redis`. Errors never quote the URL: it may hold a password.
     public init(parsing text: String) throws(RedisURLError) {
         if RedisClusterSeeds.names(text) {
             self = .cluster(try RedisClusterSeeds(parsing: text))
+        } else if SentinelTopology.names(text) {
+            self = .sentinel(try SentinelTopology(parsing: text))
         } else {
             self = .server(try RedisEndpoint(parsing: text))
         }
@@ -21,6 +26,7 @@ public enum RedisTopology: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .server(let endpoint): endpoint.description
         case .cluster(let seeds): seeds.description
+        case .sentinel(let sentinel): sentinel.description
         }
     }
 
@@ -35,6 +41,7 @@ public enum RedisTopology: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .server(let endpoint): endpoint.usesTLS
         case .cluster(let seeds): seeds.seeds[0].usesTLS
+        case .sentinel: false
         }
     }
 
@@ -43,6 +50,7 @@ public enum RedisTopology: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .server(let endpoint): endpoint.password
         case .cluster(let seeds): seeds.seeds[0].password
+        case .sentinel(let sentinel): sentinel.password
         }
     }
 }

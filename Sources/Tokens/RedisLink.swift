@@ -5,7 +5,15 @@
 // loop only, like everything in this module that talks to Redis. Against a Redis Cluster,
 // ClusterCommands takes each command to its key's master, and the listener subscribes on the node
 // that gave the slot map, once the map is in.
+//
+// With Sentinel (`redis-sentinel://`), each attempt first asks the sentinels where the master is
+// (SentinelWatch), and the link is ready only once `ROLE` on the command connection says master:
+// a stale sentinel's answer never has the relay write to a replica. A `+switch-master` for our
+// master closes the link and opens it on the new master at once; a `READONLY` refusal (or an
+// `UNBLOCKED` WAIT: the server was demoted) ends the link like a lost connection, so the
+// sentinels are asked again.
 
+import Endpoints
 import EventLoop
 import Logging
 import RedisClient
@@ -14,6 +22,9 @@ import TLS
 
 final class RedisLink {
     let topology: RedisTopology
+    /// Sentinel only: the master the sentinels named last, and what asks them.
+    private var master: RedisEndpoint?
+    private var sentinels: SentinelWatch?
     private let loop: EventLoop
     private let timeoutMilliseconds: UInt64
     private let tls: TLSConfiguration?
@@ -47,6 +58,17 @@ final class RedisLink {
         self.tls = tls
         self.channel = channel
         self.logger = logger
+        if case .sentinel(let sentinel) = topology {
+            sentinels = SentinelWatch(loop: loop, topology: sentinel, timeoutMilliseconds: timeoutMilliseconds, logger: logger,
+                                      onSwitch: { [unowned self] in masterSwitched(to: $0) })
+        }
+    }
+
+    /// Where the link is, for the log: the URL (redacted), and the master the sentinels named.
+    private var place: Logger.Metadata {
+        var metadata: Logger.Metadata = ["redis": .string(topology.description)]
+        if let master { metadata["master"] = .string("\(HostSyntax.bracketed(master.host)):\(master.port)") }
+        return metadata
     }
 
     var isReady: Bool { health.state == .ready }
@@ -56,9 +78,29 @@ final class RedisLink {
     }
 
     private func open() {
+        switch topology {
+        case .server(let endpoint): connect(to: endpoint)
+        case .cluster: openCluster()
+        case .sentinel: findMaster()
+        }
+    }
+
+    private func findMaster() {
+        sentinels?.findMaster { [weak self] result in
+            guard let self, !stopped else { return }
+            switch result {
+            case .success(let endpoint):
+                master = endpoint
+                connect(to: endpoint)
+            case .failure(let noMaster):
+                lost(.unreachable(noMaster.description))
+            }
+        }
+    }
+
+    private func connect(to endpoint: RedisEndpoint) {
         connectionsUp = 0
-        let topology = passwordFile?.topology(self.topology, logger: logger) ?? self.topology
-        guard case .server(let endpoint) = topology else { return openCluster(topology) }
+        let endpoint = passwordFile?.endpoint(endpoint, logger: logger) ?? endpoint
         commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                    onReady: { [weak self] in self?.connectionUp() },
                                    onEnded: { [weak self] in self?.lost($0) })
@@ -68,8 +110,10 @@ final class RedisLink {
                                    onEnded: { [weak self] in self?.lost($0) })
     }
 
-    private func openCluster(_ topology: RedisTopology) {
+    private func openCluster() {
+        let topology = passwordFile?.topology(topology, logger: logger) ?? topology
         guard case .cluster(let seeds) = topology else { return }
+        connectionsUp = 0
         cluster = ClusterCommands(loop: loop, seeds: seeds, timeoutMilliseconds: timeoutMilliseconds, tls: tls, onReady: { [weak self] in
             guard let self, let source = cluster?.mapSource else { return }
             connectionUp()
@@ -83,27 +127,35 @@ final class RedisLink {
     private func connectionUp() {
         connectionsUp += 1
         guard connectionsUp == 2 else { return }
+        guard sentinels != nil, let commands else { return becomeReady() }
+        commands.send(ServerRole.command) { [weak self] result in
+            guard let self, self.commands === commands else { return }
+            switch result.map(ServerRole.init) {
+            case .success(.master): becomeReady()
+            case .success(.notMaster(let role)): lost(.refused("the sentinels named a server whose ROLE is \(role), not master"))
+            case .success(.unreadable): lost(.refused("the server's answer to ROLE is not a role"))
+            case .failure(let failure): lost(failure)
+            }
+        }
+    }
+
+    private func becomeReady() {
         let resumed = health.connected(at: monotonicSeconds())
         if !everReady {
             everReady = true
-            logger.info("shared token store connected", metadata: ["redis": .string(topology.description)])
+            logger.info("shared token store connected", metadata: place)
         } else if resumed {
-            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(topology.description)])
+            logger.info("shared token store reachable again; sharing tokens", metadata: place)
         }
         onReady()
     }
 
     private func lost(_ failure: RedisConnection.Failure) {
         guard !stopped else { return }
-        commands?.close()
-        cluster?.close()
-        listener?.close()
-        commands = nil
-        cluster = nil
-        listener = nil
+        closeConnections()
         let (begins, retryAfter) = health.lost(random: Double.random(in: 0..<1), at: monotonicSeconds())
         if begins {
-            var metadata: Logger.Metadata = ["redis": .string(topology.description), "error": .string(failure.description)]
+            var metadata = place.merging(["error": .string(failure.description)]) { $1 }
             // A refused AUTH: the password came from this file.
             if case .refused = failure, let passwordFile { metadata["password_file"] = .string(passwordFile.path) }
             logger.warning("shared token store unavailable; each replica fetches its own tokens until it is back", metadata: metadata)
@@ -130,26 +182,53 @@ final class RedisLink {
     }
 
     private func noteReply(_ reply: RedisReply, to command: RedisCommand) {
-        if case .error(let text) = reply {
+        if reply.isDemotionSignal, sentinels != nil {
+            // The master was demoted: ask the sentinels again (the command's own answer fails it).
+            lost(.refused("the master became a replica (\(command.name) answered \(reply.errorCode ?? "an error")); "
+                + "asking the sentinels for the new master"))
+        } else if case .error(let text) = reply {
             if health.refused() {
                 logger.warning("shared token store refused a command; each replica fetches its own tokens until it works",
-                               metadata: ["redis": .string(topology.description), "command": .string(command.name),
-                                          "error": .string(text)])
+                               metadata: place.merging(["command": .string(command.name), "error": .string(text)]) { $1 })
             }
         } else if health.succeeded() {
-            logger.info("shared token store reachable again; sharing tokens", metadata: ["redis": .string(topology.description)])
+            logger.info("shared token store reachable again; sharing tokens", metadata: place)
         }
     }
 
-    /// Closes both connections; nothing is reported after this.
-    func stop() {
-        stopped = true
+    /// The sentinels promoted `endpoint`: the link moves to it now, whatever it was doing (a
+    /// ready link is lost first, so fetches waiting on it go alone until the new one is up).
+    private func masterSwitched(to endpoint: RedisEndpoint) {
+        guard !stopped else { return }
+        logger.warning("shared token store: the sentinels promoted a new master; reconnecting to it",
+                       metadata: place.merging(["new_master": .string("\(HostSyntax.bracketed(endpoint.host)):\(endpoint.port)")]) { $1 })
+        let wasReady = isReady
+        sentinels?.cancelFindMaster()
+        closeConnections()
+        retryTimer?.stop()
+        if wasReady {
+            _ = health.lost(random: Double.random(in: 0..<1), at: monotonicSeconds())
+            onLost()
+        }
+        if health.state == .down { health.reconnecting() }
+        master = endpoint
+        connect(to: endpoint)
+    }
+
+    private func closeConnections() {
         commands?.close()
         cluster?.close()
         listener?.close()
         commands = nil
         cluster = nil
         listener = nil
+    }
+
+    /// Closes both connections; nothing is reported after this.
+    func stop() {
+        stopped = true
+        closeConnections()
+        sentinels?.stop()
         retryTimer?.close()
         retryTimer = nil
     }

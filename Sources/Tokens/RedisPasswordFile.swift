@@ -37,9 +37,21 @@ final class RedisPasswordFile {
         case usableAgain
     }
 
-    /// `topology` with the password to log in with now: the file read again, or the last good
-    /// password when it cannot be (logged once per outage, naming the file).
+    /// `topology` with the password to log in with now (`current`) for every node.
     func topology(_ topology: RedisTopology, logger: Logger) -> RedisTopology {
+        topology.withCredentials(user: topology.user, password: current(logger: logger))
+    }
+
+    /// `endpoint` (the server, or the master the sentinels named) with the password to log in with now.
+    func endpoint(_ endpoint: RedisEndpoint, logger: Logger) -> RedisEndpoint {
+        var endpoint = endpoint
+        endpoint.password = current(logger: logger)
+        return endpoint
+    }
+
+    /// The password to log in with now: the file read again, or the last good password when it
+    /// cannot be (logged once per outage, naming the file).
+    func current(logger: Logger) -> Secret {
         switch take(Self.read(path)) {
         case .none: break
         case .unusable(let reason):
@@ -48,7 +60,7 @@ final class RedisPasswordFile {
         case .usableAgain:
             logger.info("store.passwordFile can be read again", metadata: ["file": .string(path)])
         }
-        return topology.withCredentials(user: topology.user, password: password)
+        return password
     }
 
     /// Takes what a read gave (no I/O): a good password replaces the last one; a failure keeps it.

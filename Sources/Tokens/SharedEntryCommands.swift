@@ -155,6 +155,16 @@ enum SharedEntryCommands {
 
     static let ping = RedisCommand(["PING"])
 
+    /// `WAIT 1 T`: how many replicas have every write of this connection so far, waiting up to
+    /// T ms for one: half the command timeout, so that a master without a replica answers 0
+    /// before the link counts it as down, and 100 ms at most, so that such a master holds the
+    /// commands behind it back no longer (a replica next to its master answers within a few).
+    static func waitForReplica(timeoutMilliseconds: UInt64) -> RedisCommand {
+        RedisCommand(["WAIT", "1", .integer(min(maximumReplicaWaitMilliseconds, max(1, Int64(timeoutMilliseconds / 2))))])
+    }
+
+    static let maximumReplicaWaitMilliseconds: Int64 = 100
+
     /// How long Redis keeps an entry: until its access token expires, or, with a refresh token,
     /// `refreshTokenRetention` (the refresh token keeps the identity going without its grant, or
     /// a person logged in). Never below a second.

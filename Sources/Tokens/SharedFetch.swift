@@ -26,7 +26,15 @@
 // Which refresh token to trust: a replica that obtained tokens alone (Redis was down) while the
 // shared entry stayed as it last saw it holds the newer refresh token (a rotating IdP revoked the
 // stored one), so it keeps its own until it has written; any entry written since by another
-// replica is newer and is taken.
+// replica is newer and is taken. The same holds for a write no replica of the master confirmed
+// (Sentinel: `WAIT`): if a failover lost it, the new master holds the version it replaced, and
+// that one's refresh token is no longer trusted either.
+//
+// Writing them again (`reassert`): what this replica holds that Redis may lack is written as soon
+// as the link is (back) up — when the link comes back, or when a fetch that went alone ends on a
+// link that is up again — with compare-and-set against the version it replaced, so it lands only
+// if nothing newer was written meanwhile; a write that did reach the new master is recognised by
+// its own version.
 
 struct SharedFetch: Equatable {
     enum Phase: Equatable {
@@ -62,7 +70,23 @@ struct SharedFetch: Equatable {
         case write
         /// Give the lease back: the fetch failed.
         case release
+        /// Write what this replica holds again, compare-and-set against `reassertExpected`.
+        case reassert
         case nothing
+    }
+
+    /// What this replica holds that the entry in Redis may not.
+    enum Unshared: Equatable {
+        /// Redis holds what this replica holds, or newer.
+        case none
+        /// Tokens obtained without Redis since `knownVersion` was read.
+        case fetchedAlone
+        /// Written as `knownVersion` over `previous`, with no replica confirming the write: a
+        /// failover may have lost it.
+        case unreplicated(previous: EntryVersion)
+        /// Tokens obtained without Redis after such a write: newer than `knownVersion` and than
+        /// `previous`, whichever of the two the master holds now.
+        case fetchedAloneAfterUnreplicated(previous: EntryVersion)
     }
 
     /// Where the link to Redis stands when a fetch begins.
@@ -82,8 +106,16 @@ struct SharedFetch: Equatable {
     private(set) var heard: UInt64 = 0
     /// The entry's version as last read or written here: the write's expected version.
     private(set) var knownVersion = EntryVersion.unknown
+    private(set) var unshared = Unshared.none
+
     /// Tokens were obtained without Redis since `knownVersion`.
-    private(set) var fetchedAlone = false
+    var fetchedAlone: Bool { unshared == .fetchedAlone }
+
+    /// The version a `reassert` write replaces: the one this replica's tokens are newer than.
+    var reassertExpected: EntryVersion {
+        if case .unreplicated(let previous) = unshared { return previous }
+        return knownVersion
+    }
 
     var holdsLease: Bool { phase == .holding }
 
@@ -106,10 +138,17 @@ struct SharedFetch: Equatable {
         }
     }
 
-    /// The first connection is up.
+    /// The link is up: its first connection, or again after an outage or a failover.
     mutating func linkReady() -> Step {
-        guard phase == .awaitingLink else { return .nothing }
-        return look()
+        switch phase {
+        case .awaitingLink:
+            return look()
+        case .idle:
+            return unshared == .none ? .nothing : .reassert
+        default:
+            // A fetch under way writes when it ends.
+            return .nothing
+        }
     }
 
     /// Reads the entry, or, once it was seen here, reads it and takes the lease in one step if it
@@ -144,10 +183,40 @@ struct SharedFetch: Equatable {
     /// replace the one held (see the top of the file).
     mutating func entryRead(version: String?) -> Bool {
         let read = EntryVersion(version)
-        let trusted = !(fetchedAlone && read == knownVersion)
-        if read != knownVersion { fetchedAlone = false }
-        knownVersion = read
-        return trusted
+        switch unshared {
+        case .none:
+            knownVersion = read
+            return true
+        case .fetchedAlone:
+            guard read == knownVersion else {
+                unshared = .none
+                knownVersion = read
+                return true
+            }
+            return false
+        case .unreplicated(let previous):
+            guard read == previous else {
+                // This replica's write (it survived), or one written since.
+                unshared = .none
+                knownVersion = read
+                return true
+            }
+            // The version this replica's write replaced: the write was lost with the old master,
+            // and what this replica holds is newer than the entry, as if obtained alone.
+            unshared = .fetchedAlone
+            knownVersion = read
+            return false
+        case .fetchedAloneAfterUnreplicated(let previous):
+            guard read == previous || read == knownVersion else {
+                unshared = .none
+                knownVersion = read
+                return true
+            }
+            // Either is older than what this replica obtained since.
+            unshared = .fetchedAlone
+            knownVersion = read
+            return false
+        }
     }
 
     /// The read's entry went to the lifecycle: `satisfied` when it needs no token request now.
@@ -212,18 +281,45 @@ struct SharedFetch: Equatable {
         if before == .holding && linkReady {
             return obtained || refreshTokenDropped ? .write : .release
         }
-        if obtained { fetchedAlone = true }
+        guard obtained else { return .nothing }
+        switch unshared {
+        case .unreplicated(let previous), .fetchedAloneAfterUnreplicated(let previous):
+            unshared = .fetchedAloneAfterUnreplicated(previous: previous)
+        case .none, .fetchedAlone:
+            unshared = .fetchedAlone
+        }
+        // Gone alone while the link came back: write it now, not at the next refresh.
+        return linkReady ? .reassert : .nothing
+    }
+
+    /// A write (or a reassert) that replaced `expected` was stored as `version`; `replicated`:
+    /// a replica confirmed it (always true without Sentinel, where no failover can lose it).
+    mutating func written(version: String, over expected: EntryVersion, replicated: Bool = true) {
+        knownVersion = .known(version)
+        unshared = replicated ? .none : .unreplicated(previous: expected)
+    }
+
+    /// The compare-and-set found `current` instead of the version it expected: another replica
+    /// wrote since (its entry is newer, and the next read takes it), or this replica's own write
+    /// was there after all (a reassert of a write that survived the failover) — or, for tokens
+    /// obtained alone after a write nobody confirmed, the version that write replaced: the write
+    /// was lost, and the tokens go again over that one.
+    mutating func writeConflicted(current: String?) -> Step {
+        if case .fetchedAloneAfterUnreplicated(let previous) = unshared, EntryVersion(current) == previous {
+            unshared = .fetchedAlone
+            knownVersion = previous
+            return phase == .idle ? .reassert : .nothing
+        }
+        unshared = .none
         return .nothing
     }
 
-    /// The write's answer: stored under `version`, or refused because another replica wrote.
-    mutating func written(version: String) {
-        knownVersion = .known(version)
-        fetchedAlone = false
-    }
-
-    /// The write did not reach Redis: what was obtained is this replica's alone.
+    /// The write did not reach Redis: what was obtained is this replica's alone (or, for a write
+    /// nobody confirmed, is still unconfirmed).
     mutating func writeFailed() {
-        fetchedAlone = true
+        switch unshared {
+        case .unreplicated, .fetchedAloneAfterUnreplicated: break
+        case .none, .fetchedAlone: unshared = .fetchedAlone
+        }
     }
 }

@@ -168,8 +168,9 @@ final class SharedTokens {
     func fetchEnded(_ tokens: IdentityTokens, obtained: Bool, refreshTokenDropped: Bool, held: HeldTokens) {
         guard let entry = entries[tokens.slot] else { return }
         switch entry.fetch.fetchEnded(obtained: obtained, refreshTokenDropped: refreshTokenDropped, linkReady: link.isReady) {
-        case .write: write(held, for: entry)
+        case .write: write(held, for: entry, expected: entry.fetch.knownVersion)
         case .release: release(entry)
+        case .reassert: reassert(entry)
         default: break
         }
         settle(entry)
@@ -249,6 +250,8 @@ final class SharedTokens {
             waitForLease(entry, until: until)
         case .release:
             release(entry)
+        case .reassert:
+            reassert(entry)
         case .write, .nothing:
             break
         }
@@ -342,8 +345,20 @@ final class SharedTokens {
         _ = link.send(SharedEntryCommands.ping) { _ in }
     }
 
-    /// Stores what the holder obtained, if the entry is still the one it read.
-    private func write(_ held: HeldTokens, for entry: SharedEntry) {
+    /// Writes again what this replica holds and Redis may lack (SharedFetch, "Writing them
+    /// again"): tokens obtained while Redis was unavailable, or a write a failover may have lost.
+    private func reassert(_ entry: SharedEntry) {
+        let held = entry.tokens.update { HeldTokens($0) }
+        guard held.token != nil || held.refreshToken != nil else { return }
+        logger.info("shared token store: writing tokens this replica obtained while the store could not take them",
+                    metadata: ["identity": .string(entry.tokens.identity.name)])
+        write(held, for: entry, expected: entry.fetch.reassertExpected)
+    }
+
+    /// Stores what the holder obtained (or a reassert), if the entry is still `expected`. With
+    /// Sentinel, `WAIT` then asks whether a replica has it: a write no replica confirmed is
+    /// written again after a failover (SharedFetch, `unreplicated`).
+    private func write(_ held: HeldTokens, for entry: SharedEntry, expected: EntryVersion) {
         let stored = StoredTokenClock.stored(held)
         let bytes: [UInt8]
         do {
@@ -355,7 +370,7 @@ final class SharedTokens {
             entry.fetch.writeFailed()
             return release(entry)
         }
-        let command = SharedEntryCommands.write(entry.keys, expected: entry.fetch.knownVersion, version: randomHex(), entry: bytes,
+        let command = SharedEntryCommands.write(entry.keys, expected: expected, version: randomHex(), entry: bytes,
                                                 ttlMilliseconds: SharedEntryCommands.ttlMilliseconds(stored, now: Date().timeIntervalSince1970),
                                                 holder: holder)
         pendingCommands += 1
@@ -364,11 +379,23 @@ final class SharedTokens {
             let written = answer(result, WriteAnswer.init) { if case .stored = $0 { "ok" } else { "conflict" } }
             switch written {
             case .stored(let version):
-                entry.fetch.written(version: version)
-            case .conflict:
-                // Another replica's newer entry stays; the next read takes it.
-                logger.info("shared token store: another replica wrote first; its entry stays",
-                            metadata: ["identity": .string(entry.tokens.identity.name)])
+                guard case .sentinel = settings.topology else {
+                    entry.fetch.written(version: version, over: expected)
+                    break
+                }
+                entry.fetch.written(version: version, over: expected, replicated: false)
+                confirmReplication(of: version, for: entry, over: expected)
+            case .conflict(let current):
+                // A write written again may find itself (it survived the failover) or the version
+                // it replaced (then it goes again over that one, SharedFetch).
+                let itself = EntryVersion(current) == entry.fetch.knownVersion
+                let next = entry.fetch.writeConflicted(current: current)
+                if next == .nothing && !itself {
+                    // Another replica's newer entry stays; the next read takes it.
+                    logger.info("shared token store: another replica wrote first; its entry stays",
+                                metadata: ["identity": .string(entry.tokens.identity.name)])
+                }
+                run(next, for: entry)
             case nil:
                 entry.fetch.writeFailed()
             }
@@ -379,6 +406,20 @@ final class SharedTokens {
             entry.fetch.writeFailed()
             count("skipped")
         }
+    }
+
+    /// `WAIT 1`: the write of `version` is confirmed once a replica has it. No confirmation
+    /// within the wait leaves the write unreplicated, written again after the next failover.
+    private func confirmReplication(of version: String, for entry: SharedEntry, over expected: EntryVersion) {
+        pendingCommands += 1
+        let sent = link.send(SharedEntryCommands.waitForReplica(timeoutMilliseconds: settings.timeoutMilliseconds)) { [unowned self] result in
+            pendingCommands -= 1
+            if case .success(.integer(let replicas)) = result, replicas >= 1, entry.fetch.knownVersion == .known(version) {
+                entry.fetch.written(version: version, over: expected, replicated: true)
+            }
+            stopIfDone()
+        }
+        if !sent { pendingCommands -= 1 }
     }
 
     private func release(_ entry: SharedEntry) {

@@ -84,6 +84,39 @@ final class StoreConfigTests: XCTestCase {
         XCTAssertEqual(redis.topology, .server(RedisEndpoint(host: "10.0.0.7", user: "relay", password: Secret("pw/with@odd"))))
     }
 
+    func testARedisSentinelURLNamesTheSentinelsAndTheMaster() throws {
+        let config = try decodeConfig(#"""
+            { "store": { "redis": "redis-sentinel://relay:${REDIS_PASSWORD}@10.0.0.7:26379,10.0.0.8/orders/3", "key": "\#(key)" } }
+            """#, environment: ["REDIS_PASSWORD": "pw"])
+        let sentinel = SentinelTopology(sentinels: [SentinelAddress(host: "10.0.0.7"), SentinelAddress(host: "10.0.0.8")],
+                                        masterName: "orders", database: 3, user: "relay", password: Secret("pw"))
+        XCTAssertEqual(config.store?.redis?.topology, .sentinel(sentinel))
+        XCTAssertEqual(config.store?.redis?.topology.description, "redis-sentinel://relay:…@10.0.0.7:26379,10.0.0.8:26379/orders/3")
+    }
+
+    /// Every way a redis-sentinel:// value is refused: the error at `$.store.redis`, never the password.
+    func testABadRedisSentinelURLIsRefusedWithoutQuotingIt() {
+        let cases: [(String, String)] = [
+            ("redis-sentinel://:hunter2@s1:26379", "the master's name is missing (redis-sentinel://host:port[,host:port…]/mastername[/db])"),
+            ("redis-sentinel://:hunter2@s1:26379/", "the master's name is missing (redis-sentinel://host:port[,host:port…]/mastername[/db])"),
+            ("redis-sentinel://:hunter2@s1,,s2/m", "an empty sentinel address between commas"),
+            ("redis-sentinel://:hunter2@/m", "the URL names no sentinel (host:port[,host:port…])"),
+            ("redis-sentinel://:hunter2@s1:0/m", "the port is not a number from 1 to 65535"),
+            ("redis-sentinel://:hunter2@s1,s1:26379/m", "a sentinel address is listed twice"),
+            ("redis-sentinel://:hunter2@s1/my%20master", "the master's name must be 1 to 128 letters, digits, \".\", \"_\" or \"-\""),
+            ("redis-sentinel://:hunter2@s1/m/x", "the path must be a database number (/0, /1, …)"),
+            ("redis-sentinel://:hunter2@s1/m/0/1", "the path must be a database number (/0, /1, …)"),
+            ("redis-sentinel://:hunter2@s1/m?x=1", "a query (?…) or fragment (#…) is not allowed in a redis-sentinel:// URL"),
+            ("redis-sentinel://hunter2@s1/m", "the user info needs a colon: write user:password@ (Redis 6 ACL user) or :password@ (the default user)"),
+            ("redis-sentinel://:hunter2@s 1/m", "the host is not a valid host name or address (a password with \"@\" or \"/\" must be percent-encoded)"),
+        ]
+        for (url, expected) in cases {
+            let errors = describe(configErrors(#"{ "store": { "redis": "\#(url)", "key": "\#(key)" } }"#))
+            XCTAssertEqual(errors, ["$.store.redis: \(expected)"], url)
+            XCTAssertFalse(errors.joined().contains("hunter2"))
+        }
+    }
+
     // MARK: - rediss:// and store.tls
 
     func testRedissUsesTLSWithTheDefaultSettings() throws {
@@ -194,6 +227,12 @@ final class StoreConfigTests: XCTestCase {
             "$.store.keyPrefix: changed from oauth-relay: to b:; this takes a restart, not a reload",
             "$.store.timeoutMilliseconds: changed from 200 to 50; this takes a restart, not a reload",
         ])
+        XCTAssertEqual(before.restartOnlyChanges(to: try config("redis-sentinel://:first-password@s1,s2/m")), [
+            "$.store.redis: changed from redis://:…@r:6379/0 to redis-sentinel://:…@s1:26379,s2:26379/m/0; this takes a restart, not a reload",
+        ])
+        let sentinel = try config("redis-sentinel://:first-password@s1,s2/m")
+        XCTAssertEqual(sentinel.restartOnlyChanges(to: try config("redis-sentinel://:second-password@s1,s2/m")),
+                       ["$.store.redis: its password changed; this takes a restart, not a reload"])
     }
 
     // MARK: - store.username, store.passwordFile

@@ -97,4 +97,11 @@ final class SharedEntryCommandsTests: XCTestCase {
         XCTAssertEqual(write.description, "EVAL (10 arguments)")
         XCTAssertEqual(SharedEntryCommands.read(keys).description, "HMGET (3 arguments)")
     }
+
+    func testTheReplicaWaitIsHalfTheTimeoutAndAHundredMillisecondsAtMost() {
+        XCTAssertEqual(SharedEntryCommands.waitForReplica(timeoutMilliseconds: 60).arguments, ["WAIT", "1", .integer(30)])
+        XCTAssertEqual(SharedEntryCommands.waitForReplica(timeoutMilliseconds: 200).arguments, ["WAIT", "1", .integer(100)])
+        XCTAssertEqual(SharedEntryCommands.waitForReplica(timeoutMilliseconds: 2000).arguments, ["WAIT", "1", .integer(100)])
+        XCTAssertEqual(SharedEntryCommands.waitForReplica(timeoutMilliseconds: 1).arguments, ["WAIT", "1", .integer(1)])
+    }
 }

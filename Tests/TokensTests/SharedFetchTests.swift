@@ -27,7 +27,7 @@ final class SharedFetchTests: XCTestCase {
         XCTAssertTrue(fetch.holdsLease)
         XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true), .write)
         XCTAssertEqual(fetch.knownVersion, .known("v1"), "the write compares with the version read")
-        fetch.written(version: "v2")
+        fetch.written(version: "v2", over: .known("v1"))
         XCTAssertEqual(fetch.knownVersion, .known("v2"))
         XCTAssertEqual(fetch.phase, .idle)
     }
@@ -84,7 +84,7 @@ final class SharedFetchTests: XCTestCase {
         var fetch = acquiringFetch()
         _ = fetch.acquireDone(lease: .taken, remainingMilliseconds: 35_000, satisfied: false, now: 100)
         _ = fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true)
-        fetch.written(version: "v2")
+        fetch.written(version: "v2", over: .known("v1"))
         // The next refresh: the entry is still v2, what this replica wrote: the lease comes with the read.
         XCTAssertEqual(fetch.begin(link: .ready), .acquireIfUnchanged(.known("v2")))
         XCTAssertTrue(fetch.entryRead(version: "v2"))
@@ -156,7 +156,8 @@ final class SharedFetchTests: XCTestCase {
         var fetch = SharedFetch()
         _ = fetch.begin(link: .ready)
         XCTAssertEqual(fetch.operationFailed(), .alone)
-        XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true), .nothing)
+        XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true), .reassert,
+                       "the link is up: what it obtained is written now")
         XCTAssertTrue(fetch.fetchedAlone)
     }
 
@@ -171,7 +172,7 @@ final class SharedFetchTests: XCTestCase {
         // Back: the entry is still v1, older than what this replica holds.
         XCTAssertFalse(fetch.entryRead(version: "v1"))
         XCTAssertFalse(fetch.entryRead(version: "v1"), "until this replica has written")
-        fetch.written(version: "v2")
+        fetch.written(version: "v2", over: .known("v1"))
         XCTAssertTrue(fetch.entryRead(version: "v2"))
     }
 
@@ -196,5 +197,117 @@ final class SharedFetchTests: XCTestCase {
         XCTAssertEqual(EntryVersion.absent.scriptArgument, "")
         XCTAssertEqual(EntryVersion.unknown.scriptArgument, "")
         XCTAssertEqual(EntryVersion.known("ab12").scriptArgument, "ab12")
+    }
+
+    // MARK: - Writing again what Redis may lack (a failover, an outage)
+
+    func testTokensObtainedAloneAreWrittenWhenTheLinkComesBack() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v1")
+        XCTAssertEqual(fetch.begin(link: .down), .alone)
+        XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: false), .nothing)
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.reassertExpected, .known("v1"), "written only over the entry it is newer than")
+        fetch.written(version: "v2", over: .known("v1"))
+        XCTAssertEqual(fetch.unshared, .none)
+        XCTAssertEqual(fetch.linkReady(), .nothing, "nothing left to write")
+    }
+
+    func testAFetchUnderWayWritesWhenItEndsNotWhenTheLinkComesBack() {
+        var fetch = acquiringFetch()
+        _ = fetch.acquireDone(lease: .taken, remainingMilliseconds: 1000, satisfied: false, now: 0)
+        fetch.writeFailed()
+        XCTAssertEqual(fetch.linkReady(), .nothing)
+    }
+
+    func testAWriteNoReplicaConfirmedIsUnreplicatedUntilConfirmed() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v1")
+        fetch.written(version: "v2", over: .known("v1"), replicated: false)
+        XCTAssertEqual(fetch.unshared, .unreplicated(previous: .known("v1")))
+        fetch.written(version: "v2", over: .known("v1"), replicated: true)
+        XCTAssertEqual(fetch.unshared, .none)
+    }
+
+    func testAWriteAFailoverLostIsWrittenAgainAndTheOlderEntryNotTrusted() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v1")
+        fetch.written(version: "v2", over: .known("v1"), replicated: false)
+        // The master died before its replica had v2; the link is up on the promoted replica.
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.reassertExpected, .known("v1"), "v2 replaced v1: written again over v1")
+        // A read that comes first finds v1: its refresh token is older than this replica's.
+        XCTAssertFalse(fetch.entryRead(version: "v1"))
+        XCTAssertEqual(fetch.unshared, .fetchedAlone)
+        XCTAssertEqual(fetch.knownVersion, .known("v1"), "the next write compares with what the new master holds")
+    }
+
+    func testAnUnreplicatedWriteThatSurvivedIsTrustedAgain() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v1")
+        fetch.written(version: "v2", over: .known("v1"), replicated: false)
+        XCTAssertTrue(fetch.entryRead(version: "v2"))
+        XCTAssertEqual(fetch.unshared, .none)
+        var another = SharedFetch()
+        _ = another.entryRead(version: "v1")
+        another.written(version: "v2", over: .known("v1"), replicated: false)
+        XCTAssertTrue(another.entryRead(version: "v9"), "written since by another replica: newer")
+    }
+
+    func testAReassertThatFindsAnotherVersionLeavesTheEntryToIt() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v1")
+        fetch.writeFailed()
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.writeConflicted(current: "v3"), .nothing)
+        XCTAssertEqual(fetch.unshared, .none)
+        XCTAssertTrue(fetch.entryRead(version: "v3"))
+    }
+
+    func testAFailedWriteOfAnUnreplicatedEntryStaysUnreplicated() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v1")
+        fetch.written(version: "v2", over: .known("v1"), replicated: false)
+        fetch.writeFailed()
+        XCTAssertEqual(fetch.unshared, .unreplicated(previous: .known("v1")))
+    }
+
+    /// v2 written with no replica confirming it, then tokens obtained alone during the failover.
+    private func aloneAfterAnUnreplicatedWrite() -> SharedFetch {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v1")
+        fetch.written(version: "v2", over: .known("v1"), replicated: false)
+        XCTAssertEqual(fetch.begin(link: .down), .alone)
+        XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: false), .nothing)
+        XCTAssertEqual(fetch.unshared, .fetchedAloneAfterUnreplicated(previous: .known("v1")))
+        return fetch
+    }
+
+    func testTokensObtainedAloneAfterAnUnreplicatedWriteGoOverItIfItSurvived() {
+        var fetch = aloneAfterAnUnreplicatedWrite()
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.reassertExpected, .known("v2"))
+        fetch.written(version: "v3", over: .known("v2"))
+        XCTAssertEqual(fetch.unshared, .none)
+    }
+
+    func testTokensObtainedAloneAfterAnUnreplicatedWriteGoOverTheVersionItReplacedIfItWasLost() {
+        var fetch = aloneAfterAnUnreplicatedWrite()
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.writeConflicted(current: "v1"), .reassert, "v2 was lost: again, over v1")
+        XCTAssertEqual(fetch.reassertExpected, .known("v1"))
+        XCTAssertEqual(fetch.writeConflicted(current: "v9"), .nothing, "another replica wrote since: its entry stays")
+        XCTAssertEqual(fetch.unshared, .none)
+    }
+
+    func testNeitherVersionIsTrustedOverTokensObtainedAloneAfterAnUnreplicatedWrite() {
+        var lost = aloneAfterAnUnreplicatedWrite()
+        XCTAssertFalse(lost.entryRead(version: "v1"))
+        XCTAssertEqual(lost.reassertExpected, .known("v1"))
+        var survived = aloneAfterAnUnreplicatedWrite()
+        XCTAssertFalse(survived.entryRead(version: "v2"))
+        XCTAssertEqual(survived.reassertExpected, .known("v2"))
+        var newer = aloneAfterAnUnreplicatedWrite()
+        XCTAssertTrue(newer.entryRead(version: "v7"))
     }
 }

@@ -1,6 +1,7 @@
 """The Redis of the fleet tests: Debian's redis-server on a loopback port, nothing persisted
 (`--save "" --appendonly no`), in a directory of its own; `redis-cli` (redis-tools) to look at
-what the relays keep in it. And `SilentRedis`: a listener that accepts connections and never
+what the relays keep in it. `SentinelServer`: Debian's redis-sentinel watching such a server. And
+`SilentRedis`: a listener that accepts connections and never
 answers, the one Redis fault a real server cannot be told to produce.
 """
 
@@ -85,6 +86,64 @@ class RedisServer(_Process):
             else:
                 everything[key] = f"<{kind}>"
         return everything
+
+
+class SentinelServer(_Process):
+    """`redis-sentinel` on a loopback port, monitoring `master_name` at `master_port` (a
+    RedisServer) with `quorum`; the master's password, if any, as `sentinel auth-pass`. Quick to
+    act: a master silent for `down_after_ms` is down, a failover may be retried after
+    `failover_timeout_ms`. Its own config file (Sentinel rewrites it) in `workdir`."""
+
+    name = "redis-sentinel"
+
+    def __init__(self, workdir: Path, master_port: int, master_name: str = "relay-store", quorum: int = 2,
+                 password: str | None = None, down_after_ms: int = 500, failover_timeout_ms: int = 2000):
+        super().__init__(workdir / "sentinel.log")
+        self.workdir = workdir
+        self.port = free_port()
+        self.master_name = master_name
+        lines = [f"port {self.port}", f"bind {LOOPBACK}", f"dir {workdir}", 'logfile ""',
+                 f"sentinel monitor {master_name} {LOOPBACK} {master_port} {quorum}",
+                 f"sentinel down-after-milliseconds {master_name} {down_after_ms}",
+                 f"sentinel failover-timeout {master_name} {failover_timeout_ms}",
+                 f"sentinel parallel-syncs {master_name} 1"]
+        if password:
+            lines.append(f"sentinel auth-pass {master_name} {password}")
+        self.config = workdir / "sentinel.conf"
+        self.config.write_text("\n".join(lines) + "\n")
+        self.config.chmod(0o600)
+
+    def start(self) -> "SentinelServer":
+        if shutil.which("redis-sentinel") is None:
+            pytest.fail("redis-sentinel is not installed (scripts/install-deps --test)")
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(["redis-sentinel", str(self.config)], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        log.close()
+        deadline = time.monotonic() + scaled(STARTUP_SECONDS)
+        while not can_connect(LOOPBACK, self.port):
+            if not self.running() or time.monotonic() > deadline:
+                self.kill()
+                pytest.fail(f"redis-sentinel did not listen on port {self.port}\n{self.log()[-3000:]}")
+            time.sleep(0.02)
+        return self
+
+    def cli(self, *args: str) -> str:
+        result = subprocess.run(["redis-cli", "-h", LOOPBACK, "-p", str(self.port), *args], capture_output=True,
+                                timeout=scaled(10))
+        assert result.returncode == 0, result.stderr.decode(errors="replace")
+        return result.stdout.decode("latin-1")
+
+    def master_port(self) -> int | None:
+        """The master's port as this sentinel names it now."""
+        lines = self.cli("SENTINEL", "get-master-addr-by-name", self.master_name).split()
+        return int(lines[1]) if len(lines) == 2 else None
+
+    def knows(self, replicas: int, sentinels: int) -> bool:
+        """This sentinel has found `replicas` replicas and `sentinels` other sentinels (what a
+        failover needs)."""
+        def count(kind: str) -> int:
+            return self.cli("SENTINEL", kind, self.master_name).splitlines().count("name")
+        return count("replicas") >= replicas and count("sentinels") >= sentinels
 
 
 class SilentRedis:

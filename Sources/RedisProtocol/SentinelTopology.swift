@@ -1,0 +1,129 @@
+// `redis-sentinel://[user:password@]host[:port][,host[:port]…]/mastername[/db]`: a master that
+// Redis Sentinel watches and names, with no socket. The relay asks the sentinels for the master's
+// address and follows their announcements (SentinelReplies.swift parses what they say; Tokens'
+// SentinelWatch does the I/O).
+//
+// Like a redis:// URL, a redis-sentinel:// URL may hold a password: the data nodes' password,
+// kept as a `Secret`; descriptions redact it and no parsing error quotes the URL. TLS is not
+// offered here (no `rediss-sentinel://`).
+
+import Endpoints
+import HTTPFields
+import SafeText
+
+/// A sentinel's address. Sentinels are asked without a password (`requirepass` on a sentinel is
+/// not supported: README, "Sentinel").
+public struct SentinelAddress: Sendable, Equatable, Hashable, CustomStringConvertible {
+    public static let defaultPort: UInt16 = 26379
+
+    /// Host name or IP address, lowercased; IPv6 without brackets.
+    public var host: String
+    public var port: UInt16
+
+    public init(host: String, port: UInt16 = defaultPort) {
+        self.host = host
+        self.port = port
+    }
+
+    /// The endpoint a connection to this sentinel opens: no AUTH, no SELECT.
+    public var endpoint: RedisEndpoint {
+        RedisEndpoint(host: host, port: port)
+    }
+
+    public var description: String {
+        "\(HostSyntax.bracketed(host)):\(port)"
+    }
+}
+
+/// `redis-sentinel://[user:password@]host[:port][,host[:port]…]/mastername[/db]`: the sentinels
+/// to ask, the master's name among them, and how to log in to the master they name.
+public struct SentinelTopology: Sendable, Equatable, CustomStringConvertible {
+    static let scheme = "redis-sentinel"
+
+    /// `text` has the `redis-sentinel` scheme (in any case).
+    static func names(_ text: String) -> Bool {
+        guard let separator = text.firstRange(of: "://") else { return false }
+        return text[..<separator.lowerBound].lowercased() == scheme
+    }
+
+    /// In the order given; asked in turn, the last that answered first.
+    public var sentinels: [SentinelAddress]
+    /// The name the sentinels monitor the master under (`sentinel monitor NAME …`).
+    public var masterName: String
+    /// The logical database on the master (`SELECT`), 0 by default.
+    public var database: Int
+    /// The master's ACL user; nil for the `default` user.
+    public var user: String?
+    /// The master's (and its replicas') password, never the sentinels'.
+    public var password: Secret?
+
+    public init(sentinels: [SentinelAddress], masterName: String, database: Int = 0, user: String? = nil, password: Secret? = nil) {
+        precondition(!sentinels.isEmpty, "a sentinel topology names a sentinel")
+        self.sentinels = sentinels
+        self.masterName = masterName
+        self.database = database
+        self.user = user
+        self.password = password
+    }
+
+    /// The master the sentinels named at `host`:`port`, logged in to with the URL's credentials.
+    public func master(host: String, port: UInt16) -> RedisEndpoint {
+        RedisEndpoint(host: host, port: port, database: database, user: user, password: password)
+    }
+
+    /// The URL with the password replaced by `…`.
+    public var description: String {
+        var userInfo = ""
+        if password != nil { userInfo = (user ?? "") + ":…@" }
+        let hosts = sentinels.map(\.description).joined(separator: ",")
+        return "\(Self.scheme)://\(userInfo)\(hosts)/\(masterName)/\(database)"
+    }
+
+    /// The longest master name accepted (Sentinel takes any; a config needs no more).
+    static let maximumNameLength = 128
+
+    /// Parses a `redis-sentinel://` URL. User and password may be percent-encoded, as in a
+    /// redis:// URL; the master name is plain (letters, digits, `.`, `_`, `-`).
+    public init(parsing text: String) throws(RedisURLError) {
+        guard let separator = text.firstRange(of: "://"), text[..<separator.lowerBound].lowercased() == Self.scheme else {
+            throw RedisURLError("not a redis-sentinel:// URL (expected redis-sentinel://host:port[,host:port…]/mastername[/db])")
+        }
+        var rest = text[separator.upperBound...]
+        if rest.contains("?") || rest.contains("#") {
+            throw RedisURLError("a query (?…) or fragment (#…) is not allowed in a redis-sentinel:// URL")
+        }
+        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
+        if rest[authorityEnd...].contains("@") {
+            throw RedisURLError("a \"/\" or \"@\" in the user or password must be percent-encoded (%2F, %40)")
+        }
+        var authority = rest[..<authorityEnd]
+        rest = rest[authorityEnd...]
+        var user: String?
+        var password: Secret?
+        if let at = authority.lastIndex(of: "@") {
+            (user, password) = try RedisEndpoint.parseUserInfo(authority[..<at])
+            authority = authority[authority.index(after: at)...]
+        }
+        guard !authority.isEmpty else { throw RedisURLError("the URL names no sentinel (host:port[,host:port…])") }
+        var sentinels: [SentinelAddress] = []
+        for part in authority.split(separator: ",", omittingEmptySubsequences: false) {
+            guard !part.isEmpty else { throw RedisURLError("an empty sentinel address between commas") }
+            let (host, port) = try RedisEndpoint.parseHostPort(part, defaultPort: SentinelAddress.defaultPort)
+            let sentinel = SentinelAddress(host: host, port: port)
+            guard !sentinels.contains(sentinel) else { throw RedisURLError("a sentinel address is listed twice") }
+            sentinels.append(sentinel)
+        }
+        // rest is "" or "/name" or "/name/db".
+        let path = rest.dropFirst().split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let name = path.first, !name.isEmpty else {
+            throw RedisURLError("the master's name is missing (redis-sentinel://host:port[,host:port…]/mastername[/db])")
+        }
+        guard name.utf8.count <= Self.maximumNameLength,
+              name.utf8.allSatisfy({ ASCII.isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") })
+        else {
+            throw RedisURLError("the master's name must be 1 to \(Self.maximumNameLength) letters, digits, \".\", \"_\" or \"-\"")
+        }
+        let database = path.count > 1 ? try RedisEndpoint.parseDatabase(Substring("/" + path[1])) : 0
+        self.init(sentinels: sentinels, masterName: String(name), database: database, user: user, password: password)
+    }
+}
