@@ -5,7 +5,8 @@ the TLS tests' PKI (../tls/tls_pki.py), and django-oauth-toolkit counting token 
 Two relays share one token through it (one IdP call); a Redis whose certificate comes from another
 CA, or names another host, is refused with the reason in the log (naming no secret) and the relays
 serve on alone; a Redis that requires client certificates (`--tls-auth-clients yes`) takes the
-relay's `store.tls.clientCert` and refuses a relay without one.
+relay's `store.tls.clientCert` and refuses a relay without one. With `rediss-sentinel://` the
+relays ask a sentinel that serves TLS only for the master, and reach that master over TLS too.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 from admin_client import log_records, wait_for_log
 from idp_relay import bearer, oauth_route
 from processes import LOOPBACK, STORE_KEY
-from redis_server import RedisServer
+from redis_server import RedisServer, SentinelServer
 
 HERE = Path(__file__).resolve().parent
 if str(HERE.parent / "tls") not in sys.path:
@@ -158,3 +159,43 @@ def test_a_redis_that_requires_client_certificates_takes_the_relays_and_refuses_
     assert len(django_idp.token_requests()) == 2
     assert len([k for k in redis.cli("--scan").splitlines() if k]) == 1
     assert token
+
+
+class TLSSentinel(SentinelServer):
+    """redis-sentinel on a TLS port only, with the PKI's server certificate, monitoring a TLS
+    master over TLS (`tls-replication yes`)."""
+
+    name = "redis-sentinel (TLS)"
+
+    def __init__(self, workdir: Path, master: TLSRedis, pki: TestPKI):
+        super().__init__(workdir, master.port, quorum=1, password=master.password, down_after_ms=60_000)
+        leaf = pki.leaf("server")
+        tls = [f"tls-port {self.port}", "port 0", f"tls-cert-file {leaf.cert}", f"tls-key-file {leaf.key}",
+               f"tls-ca-cert-file {pki.ca.cert}", "tls-auth-clients no", "tls-replication yes"]
+        lines = [line for line in self.config.read_text().splitlines() if line != f"port {self.port}"]
+        self.config.write_text("\n".join(tls + lines) + "\n")
+
+
+def test_two_relays_share_one_token_through_a_tls_sentinel_and_its_tls_master(
+        start_tls_redis, pki, tmp_path, django_idp, upstream, start_relay):
+    master = start_tls_redis()
+    workdir = tmp_path / "sentinel-tls"
+    workdir.mkdir()
+    sentinel = TLSSentinel(workdir, master, pki).start()
+    try:
+        url = f"rediss-sentinel://:{master.password}@{LOOPBACK}:{sentinel.port}/{sentinel.master_name}/0"
+        store = {"redis": url, "key": STORE_KEY, "timeoutMilliseconds": STORE_TIMEOUT_MS,
+                 "tls": {"caFile": str(pki.ca.cert), "trust": "caFileOnly"}}
+        first, second = start_fleet(start_relay, django_idp, upstream, store)
+        for relay in (first, second):
+            connected = wait_for_log(relay, CONNECTED, 1)
+            assert connected["redis"] == f"rediss-sentinel://:…@{LOOPBACK}:{sentinel.port}/{sentinel.master_name}/0", connected
+            assert connected["master"] == f"{LOOPBACK}:{master.port}", connected
+        token = bearer(first.request("GET", "/echo/x"))
+        assert bearer(second.request("GET", "/echo/x")) == token
+        assert len(django_idp.token_requests()) == 1
+        keys = [k for k in master.cli("--scan").splitlines() if k]
+        assert len(keys) == 1 and keys[0].startswith("oauth-relay:orders:"), keys
+        assert not log_records(first, UNAVAILABLE) and not log_records(second, UNAVAILABLE)
+    finally:
+        sentinel.kill()
