@@ -20,7 +20,9 @@ import pytest
 
 from admin_client import log_records, wait_for_log
 from idp_relay import bearer, oauth_route
+from deadlines import scaled, wait_until
 from processes import LOOPBACK, STORE_KEY
+from redis_cluster import cluster_port
 from redis_server import RedisServer, SentinelServer
 
 HERE = Path(__file__).resolve().parent
@@ -46,26 +48,38 @@ class TLSRedis(RedisServer):
 
     name = "redis-server (TLS)"
 
-    def __init__(self, workdir: Path, password: str, pki: TestPKI, kind: str, client_certificates: bool):
-        super().__init__(workdir, password=password)
+    def __init__(self, workdir: Path, password: str, pki: TestPKI, kind: str, client_certificates: bool,
+                 options: tuple[str, ...] = ()):
+        super().__init__(workdir, password=password, options=options)
         self.pki = pki
         self.issuer = pki.issuer(kind)
-        leaf = pki.leaf(kind)
+        self.leaf = pki.leaf(kind)
+        self.client_certificates = client_certificates
+
+    def start(self) -> "TLSRedis":
+        # Built here, so that a port chosen after construction (a cluster node's) is the one served.
         # The last --port wins: no plain port at all.
-        self.options = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(leaf.cert),
-                        "--tls-key-file", str(leaf.key), "--tls-ca-cert-file", str(pki.ca.cert),
-                        "--tls-auth-clients", "yes" if client_certificates else "no"]
+        tls = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(self.leaf.cert),
+               "--tls-key-file", str(self.leaf.key), "--tls-ca-cert-file", str(self.pki.ca.cert),
+               "--tls-auth-clients", "yes" if self.client_certificates else "no"]
+        self.options = [*self.options, *tls]
+        super().start()
+        return self
 
     @property
     def url(self) -> str:
         return f"rediss://:{self.password}@{LOOPBACK}:{self.port}/0"
 
+    def tls_cli(self) -> list[str]:
+        """redis-cli and its TLS options: trusting the server certificate's issuer, with the PKI's
+        client certificate (accepted with or without requiring it)."""
+        return ["redis-cli", "--tls", "--cacert", str(self.issuer.cert), "--cert", str(self.pki.client.cert),
+                "--key", str(self.pki.client.key)]
+
     def cli(self, *args: str) -> str:
         # redis-cli over TLS, trusting the server certificate's issuer, with the client certificate
         # (accepted with or without requiring it).
-        command = ["redis-cli", "--tls", "--cacert", str(self.issuer.cert), "--cert", str(self.pki.client.cert),
-                   "--key", str(self.pki.client.key), "-h", LOOPBACK, "-p", str(self.port), "--no-auth-warning",
-                   "-a", self.password]
+        command = [*self.tls_cli(), "-h", LOOPBACK, "-p", str(self.port), "--no-auth-warning", "-a", self.password]
         result = subprocess.run([*command, *args], capture_output=True, timeout=10)
         assert result.returncode == 0, result.stderr.decode(errors="replace")
         return result.stdout.decode("latin-1")
@@ -199,3 +213,47 @@ def test_two_relays_share_one_token_through_a_tls_sentinel_and_its_tls_master(
         assert not log_records(first, UNAVAILABLE) and not log_records(second, UNAVAILABLE)
     finally:
         sentinel.kill()
+
+
+def test_two_relays_share_tokens_through_a_tls_cluster_on_every_node_of_its_slot_map(
+        tmp_path, sensitive, pki, django_idp, upstream, start_relay):
+    password = sensitive.add("redis cluster password", secrets.token_hex(16))
+    nodes: list[TLSRedis] = []
+    try:
+        for index in range(3):
+            workdir = tmp_path / f"cluster-tls-{index}"
+            workdir.mkdir()
+            node = TLSRedis(workdir, password, pki, "server", client_certificates=False,
+                            options=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                     "--tls-cluster", "yes", "--tls-replication", "yes",
+                                     # The bus requires a client certificate of the nodes it meets.
+                                     "--tls-client-cert-file", str(pki.client.cert),
+                                     "--tls-client-key-file", str(pki.client.key)))
+            node.port = cluster_port()
+            nodes.append(node.start())
+        created = subprocess.run([*nodes[0].tls_cli(), "--no-auth-warning", "-a", password, "--cluster", "create",
+                                  *[f"{LOOPBACK}:{n.port}" for n in nodes], "--cluster-replicas", "0", "--cluster-yes"],
+                                 capture_output=True, timeout=scaled(30))
+        assert created.returncode == 0, created.stdout.decode(errors="replace")[-2000:]
+        wait_until(lambda: all("cluster_state:ok" in n.cli("CLUSTER", "INFO") for n in nodes), 20, "the cluster ready")
+        # The first node alone is the seed: the others are reached as the slot map names them.
+        store = {"redis": f"rediss-cluster://:{password}@{LOOPBACK}:{nodes[0].port}", "key": STORE_KEY,
+                 "timeoutMilliseconds": STORE_TIMEOUT_MS, "tls": {"caFile": str(pki.ca.cert), "trust": "caFileOnly"}}
+        # Ten identities: their keys land on more than the seed (all ten on one node: 3^-9).
+        names = [f"team{index}" for index in range(10)]
+        routes = [oauth_route(upstream, f"/{name}/", name) for name in names]
+        identities = {name: django_idp.identity("orders-cc") for name in names}
+        fleet = [start_relay(routes, identities=identities, store=store) for _ in range(2)]
+        for relay in fleet:
+            connected = wait_for_log(relay, CONNECTED, 1)
+            assert connected["redis"] == f"rediss-cluster://:…@{LOOPBACK}:{nodes[0].port}", connected
+        for name in names:
+            token = bearer(fleet[0].request("GET", f"/{name}/x"))
+            assert bearer(fleet[1].request("GET", f"/{name}/x")) == token, name
+        assert len(django_idp.token_requests()) == len(names)
+        holders = [n for n in nodes if [k for k in n.cli("--scan").splitlines() if k]]
+        assert len(holders) >= 2 and any(n is not nodes[0] for n in holders), [n.port for n in holders]
+        assert not any(log_records(relay, UNAVAILABLE) for relay in fleet)
+    finally:
+        for node in nodes:
+            node.kill()
