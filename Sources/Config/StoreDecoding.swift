@@ -68,7 +68,7 @@ struct StoreDecoding {
             // The settings and checks of a route's or an identity's `tls`; only for a TLS URL, so
             // that the URL in the logs says whether the connection is TLS.
             if let topology, !topology.usesTLS {
-                context.report("tls is set but store.redis is not a TLS URL: write rediss:// (or rediss-cluster://) for TLS", at: tlsField)
+                context.report("tls is set but store.redis is not a TLS URL: write rediss:// (rediss-cluster://, rediss-sentinel://) for TLS", at: tlsField)
                 config = nil
             }
             let settings = TLSSettingsDecoding(context: context).decodeTLS(tlsField, endpoint: nil, endpointName: "store.redis")

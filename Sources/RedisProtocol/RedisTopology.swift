@@ -36,12 +36,13 @@ public enum RedisTopology: Sendable, Equatable, CustomStringConvertible {
         return false
     }
 
-    /// TLS to every node (`rediss://`, `rediss-cluster://`): the connections take `store.tls`.
+    /// TLS to every node (`rediss://`, `rediss-cluster://`, `rediss-sentinel://`): the
+    /// connections take `store.tls`.
     public var usesTLS: Bool {
         switch self {
         case .server(let endpoint): endpoint.usesTLS
         case .cluster(let seeds): seeds.seeds[0].usesTLS
-        case .sentinel: false
+        case .sentinel(let sentinel): sentinel.usesTLS
         }
     }
 

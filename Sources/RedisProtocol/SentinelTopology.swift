@@ -4,8 +4,9 @@
 // SentinelWatch does the I/O).
 //
 // Like a redis:// URL, a redis-sentinel:// URL may hold a password: the data nodes' password,
-// kept as a `Secret`; descriptions redact it and no parsing error quotes the URL. TLS is not
-// offered here (no `rediss-sentinel://`).
+// kept as a `Secret`; descriptions redact it and no parsing error quotes the URL.
+// `rediss-sentinel://` speaks TLS (with `store.tls`) to the sentinels and to the master alike, as
+// a Sentinel deployment with `tls-port` serves both.
 
 import Endpoints
 import HTTPFields
@@ -25,9 +26,9 @@ public struct SentinelAddress: Sendable, Equatable, Hashable, CustomStringConver
         self.port = port
     }
 
-    /// The endpoint a connection to this sentinel opens: no AUTH, no SELECT.
-    public var endpoint: RedisEndpoint {
-        RedisEndpoint(host: host, port: port)
+    /// The endpoint a connection to this sentinel opens: no AUTH, no SELECT; TLS with `usesTLS`.
+    public func endpoint(usesTLS: Bool) -> RedisEndpoint {
+        RedisEndpoint(host: host, port: port, usesTLS: usesTLS)
     }
 
     public var description: String {
@@ -39,11 +40,21 @@ public struct SentinelAddress: Sendable, Equatable, Hashable, CustomStringConver
 /// to ask, the master's name among them, and how to log in to the master they name.
 public struct SentinelTopology: Sendable, Equatable, CustomStringConvertible {
     static let scheme = "redis-sentinel"
+    static let tlsScheme = "rediss-sentinel"
 
-    /// `text` has the `redis-sentinel` scheme (in any case).
+    /// `text` has the `redis-sentinel` or `rediss-sentinel` scheme (in any case).
     static func names(_ text: String) -> Bool {
-        guard let separator = text.firstRange(of: "://") else { return false }
-        return text[..<separator.lowerBound].lowercased() == scheme
+        usesTLS(text) != nil
+    }
+
+    /// Whether `text`'s scheme is `rediss-sentinel`; nil when it is neither sentinel scheme.
+    private static func usesTLS(_ text: String) -> Bool? {
+        guard let separator = text.firstRange(of: "://") else { return nil }
+        switch text[..<separator.lowerBound].lowercased() {
+        case scheme: return false
+        case tlsScheme: return true
+        default: return nil
+        }
     }
 
     /// In the order given; asked in turn, the last that answered first.
@@ -56,19 +67,23 @@ public struct SentinelTopology: Sendable, Equatable, CustomStringConvertible {
     public var user: String?
     /// The master's (and its replicas') password, never the sentinels'.
     public var password: Secret?
+    /// `rediss-sentinel://`: TLS to the sentinels and to the master.
+    public var usesTLS: Bool
 
-    public init(sentinels: [SentinelAddress], masterName: String, database: Int = 0, user: String? = nil, password: Secret? = nil) {
+    public init(sentinels: [SentinelAddress], masterName: String, database: Int = 0, user: String? = nil, password: Secret? = nil,
+                usesTLS: Bool = false) {
         precondition(!sentinels.isEmpty, "a sentinel topology names a sentinel")
         self.sentinels = sentinels
         self.masterName = masterName
         self.database = database
         self.user = user
         self.password = password
+        self.usesTLS = usesTLS
     }
 
     /// The master the sentinels named at `host`:`port`, logged in to with the URL's credentials.
     public func master(host: String, port: UInt16) -> RedisEndpoint {
-        RedisEndpoint(host: host, port: port, database: database, user: user, password: password)
+        RedisEndpoint(host: host, port: port, database: database, user: user, password: password, usesTLS: usesTLS)
     }
 
     /// The URL with the password replaced by `…`.
@@ -76,16 +91,16 @@ public struct SentinelTopology: Sendable, Equatable, CustomStringConvertible {
         var userInfo = ""
         if password != nil { userInfo = (user ?? "") + ":…@" }
         let hosts = sentinels.map(\.description).joined(separator: ",")
-        return "\(Self.scheme)://\(userInfo)\(hosts)/\(masterName)/\(database)"
+        return "\(usesTLS ? Self.tlsScheme : Self.scheme)://\(userInfo)\(hosts)/\(masterName)/\(database)"
     }
 
     /// The longest master name accepted (Sentinel takes any; a config needs no more).
     static let maximumNameLength = 128
 
-    /// Parses a `redis-sentinel://` URL. User and password may be percent-encoded, as in a
+    /// Parses a `redis-sentinel://` or `rediss-sentinel://` URL. User and password may be percent-encoded, as in a
     /// redis:// URL; the master name is plain (letters, digits, `.`, `_`, `-`).
     public init(parsing text: String) throws(RedisURLError) {
-        guard let separator = text.firstRange(of: "://"), text[..<separator.lowerBound].lowercased() == Self.scheme else {
+        guard let separator = text.firstRange(of: "://"), let usesTLS = Self.usesTLS(text) else {
             throw RedisURLError("not a redis-sentinel:// URL (expected redis-sentinel://host:port[,host:port…]/mastername[/db])")
         }
         var rest = text[separator.upperBound...]
@@ -124,6 +139,7 @@ public struct SentinelTopology: Sendable, Equatable, CustomStringConvertible {
             throw RedisURLError("the master's name must be 1 to \(Self.maximumNameLength) letters, digits, \".\", \"_\" or \"-\"")
         }
         let database = path.count > 1 ? try RedisEndpoint.parseDatabase(Substring("/" + path[1])) : 0
-        self.init(sentinels: sentinels, masterName: String(name), database: database, user: user, password: password)
+        self.init(sentinels: sentinels, masterName: String(name), database: database, user: user, password: password,
+                  usesTLS: usesTLS)
     }
 }

@@ -59,7 +59,7 @@ final class RedisLink {
         self.channel = channel
         self.logger = logger
         if case .sentinel(let sentinel) = topology {
-            sentinels = SentinelWatch(loop: loop, topology: sentinel, timeoutMilliseconds: timeoutMilliseconds, logger: logger,
+            sentinels = SentinelWatch(loop: loop, topology: sentinel, timeoutMilliseconds: timeoutMilliseconds, tls: tls, logger: logger,
                                       onSwitch: { [unowned self] in masterSwitched(to: $0) })
         }
     }

@@ -15,11 +15,14 @@ import EventLoop
 import Logging
 import RedisClient
 import RedisProtocol
+import TLS
 
 final class SentinelWatch {
     let topology: SentinelTopology
     private let loop: EventLoop
     private let timeoutMilliseconds: UInt64
+    /// `store.tls` for the sentinels (`rediss-sentinel://`); nil for plain TCP.
+    private let tls: TLSConfiguration?
     private let logger: Logger
     /// The sentinels promoted `master` for our master's name.
     private let onSwitch: (RedisEndpoint) -> Void
@@ -67,11 +70,12 @@ final class SentinelWatch {
         }
     }
 
-    init(loop: EventLoop, topology: SentinelTopology, timeoutMilliseconds: UInt64, logger: Logger,
+    init(loop: EventLoop, topology: SentinelTopology, timeoutMilliseconds: UInt64, tls: TLSConfiguration? = nil, logger: Logger,
          onSwitch: @escaping (RedisEndpoint) -> Void) {
         self.loop = loop
         self.topology = topology
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.tls = tls
         self.logger = logger
         self.onSwitch = onSwitch
     }
@@ -107,7 +111,8 @@ final class SentinelWatch {
         questionsAsked += 1
         let number = questionsAsked
         question = Question(number: number, round: round, completion: completion)
-        let connection = RedisConnection(loop: loop, endpoint: topology.sentinels[index].endpoint, timeoutMilliseconds: timeoutMilliseconds,
+        let connection = RedisConnection(loop: loop, endpoint: topology.sentinels[index].endpoint(usesTLS: topology.usesTLS),
+                                         timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                          onReady: { [weak self] in self?.askReady(number) },
                                          onEnded: { [weak self] _ in self?.answered(.unanswered, to: number) })
         if question?.number == number {
@@ -150,7 +155,8 @@ final class SentinelWatch {
         let number = subscriptionsMade
         subscribedTo = index
         let sentinel = topology.sentinels[index]
-        let connection = RedisConnection(loop: loop, endpoint: sentinel.endpoint, timeoutMilliseconds: timeoutMilliseconds,
+        let connection = RedisConnection(loop: loop, endpoint: sentinel.endpoint(usesTLS: topology.usesTLS),
+                                         timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                          subscribingTo: MasterSwitch.channel,
                                          onMessage: { [weak self] in self?.heard($0) },
                                          onReady: { [weak self] in self?.logger.debug("following failovers", metadata: ["sentinel": .string(sentinel.description)]) },

@@ -94,6 +94,19 @@ final class StoreConfigTests: XCTestCase {
         XCTAssertEqual(config.store?.redis?.topology.description, "redis-sentinel://relay:…@10.0.0.7:26379,10.0.0.8:26379/orders/3")
     }
 
+    func testRedissSentinelUsesTLSForTheSentinelsAndTheMaster() throws {
+        let config = try decodeConfig(#"{ "store": { "redis": "rediss-sentinel://:hunter2-password@s1:26380,s2:26380/orders", "key": "\#(key)" } }"#)
+        let redis = try XCTUnwrap(config.store?.redis)
+        XCTAssertTrue(redis.topology.usesTLS)
+        XCTAssertEqual(redis.tls, TLSSettings())
+        XCTAssertEqual(redis.topology.description, "rediss-sentinel://:…@s1:26380,s2:26380/orders/0")
+        guard case .sentinel(let sentinel) = redis.topology else { return XCTFail("not a sentinel URL: \(redis.topology)") }
+        XCTAssertTrue(sentinel.master(host: "10.0.0.9", port: 6380).usesTLS)
+        XCTAssertTrue(sentinel.sentinels[0].endpoint(usesTLS: sentinel.usesTLS).usesTLS)
+        let refused = configErrors(#"{ "store": { "redis": "redis-sentinel://s1/orders", "key": "\#(key)", "tls": {} } }"#)
+        XCTAssertEqual(describe(refused), ["$.store.tls: tls is set but store.redis is not a TLS URL: write rediss:// (rediss-cluster://, rediss-sentinel://) for TLS"])
+    }
+
     /// Every way a redis-sentinel:// value is refused: the error at `$.store.redis`, never the password.
     func testABadRedisSentinelURLIsRefusedWithoutQuotingIt() {
         let cases: [(String, String)] = [
@@ -159,9 +172,9 @@ final class StoreConfigTests: XCTestCase {
         let rediss = #""redis": "rediss://:hunter2-password@redis:6380", "key": "\#(key)""#
         let cases: [(store: String, errors: [String])] = [
             (#""redis": "redis://:hunter2-password@redis", "key": "\#(key)", "tls": {}"#,
-             ["$.store.tls: tls is set but store.redis is not a TLS URL: write rediss:// (or rediss-cluster://) for TLS"]),
+             ["$.store.tls: tls is set but store.redis is not a TLS URL: write rediss:// (rediss-cluster://, rediss-sentinel://) for TLS"]),
             (#""redis": "redis-cluster://:hunter2-password@redis-0:6379,redis-1:6379", "key": "\#(key)", "tls": {}"#,
-             ["$.store.tls: tls is set but store.redis is not a TLS URL: write rediss:// (or rediss-cluster://) for TLS"]),
+             ["$.store.tls: tls is set but store.redis is not a TLS URL: write rediss:// (rediss-cluster://, rediss-sentinel://) for TLS"]),
             (#""path": "/x", "key": "\#(key)", "tls": {}"#, [#"$.store.tls: only with "redis" (the shared store)"#]),
             (rediss + #", "tls": "on""#, ["$.store.tls: expected an object, got string"]),
             (rediss + #", "tls": { "verify": false }"#, [#"$.store.tls.verify: unknown key "verify""#]),

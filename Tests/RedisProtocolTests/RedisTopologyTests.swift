@@ -35,8 +35,8 @@ final class RedisTopologyTests: XCTestCase {
         XCTAssertEqual(sentinel.password, Secret("p@ss"))
         XCTAssertEqual(sentinel.master(host: "10.1.1.1", port: 6390),
                        RedisEndpoint(host: "10.1.1.1", port: 6390, database: 4, user: "relay", password: Secret("p@ss")))
-        XCTAssertEqual(sentinel.sentinels[0].endpoint, RedisEndpoint(host: "s1", port: 26379))
-        XCTAssertNil(sentinel.sentinels[0].endpoint.password)
+        XCTAssertEqual(sentinel.sentinels[0].endpoint(usesTLS: false), RedisEndpoint(host: "s1", port: 26379))
+        XCTAssertNil(sentinel.sentinels[0].endpoint(usesTLS: false).password)
     }
 
     func testTheDescriptionHidesThePassword() throws {

@@ -64,5 +64,5 @@ def test_store_tls_files_are_loaded_by_check_and_tls_needs_rediss(tmp_path):
     assert "$.store.tls.caFile: cannot load CA certificates from " + str(ca) in output, output
     code, output = check(tmp_path, {"redis": "redis://relay:a-redis-password@127.0.0.1:1/0", "key": STORE_KEY, "tls": {}})
     assert code == 1
-    assert "$.store.tls: tls is set but store.redis is not a TLS URL: write rediss:// (or rediss-cluster://) for TLS" in output, output
+    assert "$.store.tls: tls is set but store.redis is not a TLS URL: write rediss:// (rediss-cluster://, rediss-sentinel://) for TLS" in output, output
     assert "a-redis-password" not in output

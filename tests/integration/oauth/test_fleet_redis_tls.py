@@ -5,7 +5,8 @@ the TLS tests' PKI (../tls/tls_pki.py), and django-oauth-toolkit counting token 
 Two relays share one token through it (one IdP call); a Redis whose certificate comes from another
 CA, or names another host, is refused with the reason in the log (naming no secret) and the relays
 serve on alone; a Redis that requires client certificates (`--tls-auth-clients yes`) takes the
-relay's `store.tls.clientCert` and refuses a relay without one.
+relay's `store.tls.clientCert` and refuses a relay without one. With `rediss-sentinel://` the
+relays ask a sentinel that serves TLS only for the master, and reach that master over TLS too.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import pytest
 
 from admin_client import log_records, wait_for_log
 from idp_relay import bearer, oauth_route
+from deadlines import scaled, wait_until
 from processes import LOOPBACK, STORE_KEY
-from redis_server import RedisServer
+from redis_cluster import cluster_port
+from redis_server import RedisServer, SentinelServer
 
 HERE = Path(__file__).resolve().parent
 if str(HERE.parent / "tls") not in sys.path:
@@ -45,26 +48,38 @@ class TLSRedis(RedisServer):
 
     name = "redis-server (TLS)"
 
-    def __init__(self, workdir: Path, password: str, pki: TestPKI, kind: str, client_certificates: bool):
-        super().__init__(workdir, password=password)
+    def __init__(self, workdir: Path, password: str, pki: TestPKI, kind: str, client_certificates: bool,
+                 options: tuple[str, ...] = ()):
+        super().__init__(workdir, password=password, options=options)
         self.pki = pki
         self.issuer = pki.issuer(kind)
-        leaf = pki.leaf(kind)
+        self.leaf = pki.leaf(kind)
+        self.client_certificates = client_certificates
+
+    def start(self) -> "TLSRedis":
+        # Built here, so that a port chosen after construction (a cluster node's) is the one served.
         # The last --port wins: no plain port at all.
-        self.options = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(leaf.cert),
-                        "--tls-key-file", str(leaf.key), "--tls-ca-cert-file", str(pki.ca.cert),
-                        "--tls-auth-clients", "yes" if client_certificates else "no"]
+        tls = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(self.leaf.cert),
+               "--tls-key-file", str(self.leaf.key), "--tls-ca-cert-file", str(self.pki.ca.cert),
+               "--tls-auth-clients", "yes" if self.client_certificates else "no"]
+        self.options = [*self.options, *tls]
+        super().start()
+        return self
 
     @property
     def url(self) -> str:
         return f"rediss://:{self.password}@{LOOPBACK}:{self.port}/0"
 
+    def tls_cli(self) -> list[str]:
+        """redis-cli and its TLS options: trusting the server certificate's issuer, with the PKI's
+        client certificate (accepted with or without requiring it)."""
+        return ["redis-cli", "--tls", "--cacert", str(self.issuer.cert), "--cert", str(self.pki.client.cert),
+                "--key", str(self.pki.client.key)]
+
     def cli(self, *args: str) -> str:
         # redis-cli over TLS, trusting the server certificate's issuer, with the client certificate
         # (accepted with or without requiring it).
-        command = ["redis-cli", "--tls", "--cacert", str(self.issuer.cert), "--cert", str(self.pki.client.cert),
-                   "--key", str(self.pki.client.key), "-h", LOOPBACK, "-p", str(self.port), "--no-auth-warning",
-                   "-a", self.password]
+        command = [*self.tls_cli(), "-h", LOOPBACK, "-p", str(self.port), "--no-auth-warning", "-a", self.password]
         result = subprocess.run([*command, *args], capture_output=True, timeout=10)
         assert result.returncode == 0, result.stderr.decode(errors="replace")
         return result.stdout.decode("latin-1")
@@ -158,3 +173,87 @@ def test_a_redis_that_requires_client_certificates_takes_the_relays_and_refuses_
     assert len(django_idp.token_requests()) == 2
     assert len([k for k in redis.cli("--scan").splitlines() if k]) == 1
     assert token
+
+
+class TLSSentinel(SentinelServer):
+    """redis-sentinel on a TLS port only, with the PKI's server certificate, monitoring a TLS
+    master over TLS (`tls-replication yes`)."""
+
+    name = "redis-sentinel (TLS)"
+
+    def __init__(self, workdir: Path, master: TLSRedis, pki: TestPKI):
+        super().__init__(workdir, master.port, quorum=1, password=master.password, down_after_ms=60_000)
+        leaf = pki.leaf("server")
+        tls = [f"tls-port {self.port}", "port 0", f"tls-cert-file {leaf.cert}", f"tls-key-file {leaf.key}",
+               f"tls-ca-cert-file {pki.ca.cert}", "tls-auth-clients no", "tls-replication yes"]
+        lines = [line for line in self.config.read_text().splitlines() if line != f"port {self.port}"]
+        self.config.write_text("\n".join(tls + lines) + "\n")
+
+
+def test_two_relays_share_one_token_through_a_tls_sentinel_and_its_tls_master(
+        start_tls_redis, pki, tmp_path, django_idp, upstream, start_relay):
+    master = start_tls_redis()
+    workdir = tmp_path / "sentinel-tls"
+    workdir.mkdir()
+    sentinel = TLSSentinel(workdir, master, pki).start()
+    try:
+        url = f"rediss-sentinel://:{master.password}@{LOOPBACK}:{sentinel.port}/{sentinel.master_name}/0"
+        store = {"redis": url, "key": STORE_KEY, "timeoutMilliseconds": STORE_TIMEOUT_MS,
+                 "tls": {"caFile": str(pki.ca.cert), "trust": "caFileOnly"}}
+        first, second = start_fleet(start_relay, django_idp, upstream, store)
+        for relay in (first, second):
+            connected = wait_for_log(relay, CONNECTED, 1)
+            assert connected["redis"] == f"rediss-sentinel://:…@{LOOPBACK}:{sentinel.port}/{sentinel.master_name}/0", connected
+            assert connected["master"] == f"{LOOPBACK}:{master.port}", connected
+        token = bearer(first.request("GET", "/echo/x"))
+        assert bearer(second.request("GET", "/echo/x")) == token
+        assert len(django_idp.token_requests()) == 1
+        keys = [k for k in master.cli("--scan").splitlines() if k]
+        assert len(keys) == 1 and keys[0].startswith("oauth-relay:orders:"), keys
+        assert not log_records(first, UNAVAILABLE) and not log_records(second, UNAVAILABLE)
+    finally:
+        sentinel.kill()
+
+
+def test_two_relays_share_tokens_through_a_tls_cluster_on_every_node_of_its_slot_map(
+        tmp_path, sensitive, pki, django_idp, upstream, start_relay):
+    password = sensitive.add("redis cluster password", secrets.token_hex(16))
+    nodes: list[TLSRedis] = []
+    try:
+        for index in range(3):
+            workdir = tmp_path / f"cluster-tls-{index}"
+            workdir.mkdir()
+            node = TLSRedis(workdir, password, pki, "server", client_certificates=False,
+                            options=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                     "--tls-cluster", "yes", "--tls-replication", "yes",
+                                     # The bus requires a client certificate of the nodes it meets.
+                                     "--tls-client-cert-file", str(pki.client.cert),
+                                     "--tls-client-key-file", str(pki.client.key)))
+            node.port = cluster_port()
+            nodes.append(node.start())
+        created = subprocess.run([*nodes[0].tls_cli(), "--no-auth-warning", "-a", password, "--cluster", "create",
+                                  *[f"{LOOPBACK}:{n.port}" for n in nodes], "--cluster-replicas", "0", "--cluster-yes"],
+                                 capture_output=True, timeout=scaled(30))
+        assert created.returncode == 0, created.stdout.decode(errors="replace")[-2000:]
+        wait_until(lambda: all("cluster_state:ok" in n.cli("CLUSTER", "INFO") for n in nodes), 20, "the cluster ready")
+        # The first node alone is the seed: the others are reached as the slot map names them.
+        store = {"redis": f"rediss-cluster://:{password}@{LOOPBACK}:{nodes[0].port}", "key": STORE_KEY,
+                 "timeoutMilliseconds": STORE_TIMEOUT_MS, "tls": {"caFile": str(pki.ca.cert), "trust": "caFileOnly"}}
+        # Ten identities: their keys land on more than the seed (all ten on one node: 3^-9).
+        names = [f"team{index}" for index in range(10)]
+        routes = [oauth_route(upstream, f"/{name}/", name) for name in names]
+        identities = {name: django_idp.identity("orders-cc") for name in names}
+        fleet = [start_relay(routes, identities=identities, store=store) for _ in range(2)]
+        for relay in fleet:
+            connected = wait_for_log(relay, CONNECTED, 1)
+            assert connected["redis"] == f"rediss-cluster://:…@{LOOPBACK}:{nodes[0].port}", connected
+        for name in names:
+            token = bearer(fleet[0].request("GET", f"/{name}/x"))
+            assert bearer(fleet[1].request("GET", f"/{name}/x")) == token, name
+        assert len(django_idp.token_requests()) == len(names)
+        holders = [n for n in nodes if [k for k in n.cli("--scan").splitlines() if k]]
+        assert len(holders) >= 2 and any(n is not nodes[0] for n in holders), [n.port for n in holders]
+        assert not any(log_records(relay, UNAVAILABLE) for relay in fleet)
+    finally:
+        for node in nodes:
+            node.kill()
