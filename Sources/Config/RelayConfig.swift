@@ -104,7 +104,9 @@ extension RelayConfig {
         let redis = (before: store?.redis, after: new.store?.redis)
         // The URL as its redacted description; a changed password is named, never shown.
         check("$.store.redis", redis.before?.topology.description ?? "none", redis.after?.topology.description ?? "none")
-        if let before = redis.before?.topology, let after = redis.after?.topology,
+        // A password from `passwordFile` is read again at each connection: its change needs no restart.
+        check("$.store.passwordFile", redis.before?.passwordFile ?? "none", redis.after?.passwordFile ?? "none")
+        if let before = redis.before?.topology, let after = redis.after?.topology, redis.after?.passwordFile == nil,
            before.description == after.description, before.password != after.password {
             errors.append("$.store.redis: its password changed; this takes a restart, not a reload")
         }

@@ -20,7 +20,7 @@ public struct StoreConfig: Sendable, Equatable {
         self.redis = redis
     }
 
-    static let knownKeys = ["path", "key", "keyFile", "redis", "keyPrefix", "timeoutMilliseconds", "tls"]
+    static let knownKeys = ["path", "key", "keyFile", "redis", "keyPrefix", "timeoutMilliseconds", "tls", "username", "passwordFile"]
 }
 
 /// `store.redis` and the keys that go with it.
@@ -38,15 +38,19 @@ public struct RedisStoreConfig: Sendable, Equatable {
     /// `store.tls`, with the defaults (the system's CAs, the URL's host verified) when it is not
     /// given: set exactly when the URL is `rediss://`.
     public var tls: TLSSettings?
+    /// `passwordFile`, resolved: the endpoint's password was read from it at load, and the token
+    /// thread reads it again at every connection (a rotated password applies without a reload).
+    public var passwordFile: String?
 
     /// `tls` defaults to the default settings for a TLS topology (`rediss://`,
     /// `rediss-cluster://`), to none otherwise.
     public init(topology: RedisTopology, keyPrefix: String = Self.defaultKeyPrefix,
-                timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds, tls: TLSSettings? = nil) {
+                timeoutMilliseconds: Int = Self.defaultTimeoutMilliseconds, tls: TLSSettings? = nil, passwordFile: String? = nil) {
         self.topology = topology
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
         self.tls = tls ?? (topology.usesTLS ? TLSSettings() : nil)
+        self.passwordFile = passwordFile
     }
 
     public init(endpoint: RedisEndpoint, keyPrefix: String = Self.defaultKeyPrefix,

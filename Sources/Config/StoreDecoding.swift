@@ -53,6 +53,7 @@ struct StoreDecoding {
             for field in [prefixField, timeoutField, object.field("tls")].compactMap({ $0 }) {
                 context.report("only with \"redis\" (the shared store)", at: field)
             }
+            RedisCredentialsDecoding(context: context).reportWithoutRedis(object)
             return nil
         }
         let topology = context.parsed(redisField) { text throws(InvalidValue) -> RedisTopology in
@@ -98,6 +99,6 @@ struct StoreDecoding {
                 config = nil
             }
         }
-        return config
+        return RedisCredentialsDecoding(context: context).decode(object, into: config)
     }
 }

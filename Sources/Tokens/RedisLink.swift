@@ -30,6 +30,8 @@ final class RedisLink {
     private let tls: TLSConfiguration?
     private let channel: [UInt8]
     private let logger: Logger
+    /// `store.passwordFile`: read again before each attempt.
+    private let passwordFile: RedisPasswordFile?
     private(set) var health = RedisLinkHealth()
     private var commands: RedisConnection?
     private var cluster: ClusterCommands?
@@ -48,7 +50,8 @@ final class RedisLink {
     var onMessage: ([UInt8]) -> Void = { _ in }
 
     init(loop: EventLoop, topology: RedisTopology, timeoutMilliseconds: UInt64, tls: TLSConfiguration? = nil,
-         channel: [UInt8], logger: Logger) {
+         channel: [UInt8], logger: Logger, passwordFile: RedisPasswordFile? = nil) {
+        self.passwordFile = passwordFile
         self.loop = loop
         self.topology = topology
         self.timeoutMilliseconds = timeoutMilliseconds
@@ -97,6 +100,7 @@ final class RedisLink {
 
     private func connect(to endpoint: RedisEndpoint) {
         connectionsUp = 0
+        let endpoint = passwordFile?.endpoint(endpoint, logger: logger) ?? endpoint
         commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                    onReady: { [weak self] in self?.connectionUp() },
                                    onEnded: { [weak self] in self?.lost($0) })
@@ -107,6 +111,7 @@ final class RedisLink {
     }
 
     private func openCluster() {
+        let topology = passwordFile?.topology(topology, logger: logger) ?? topology
         guard case .cluster(let seeds) = topology else { return }
         connectionsUp = 0
         cluster = ClusterCommands(loop: loop, seeds: seeds, timeoutMilliseconds: timeoutMilliseconds, tls: tls, onReady: { [weak self] in
@@ -150,8 +155,10 @@ final class RedisLink {
         closeConnections()
         let (begins, retryAfter) = health.lost(random: Double.random(in: 0..<1), at: monotonicSeconds())
         if begins {
-            logger.warning("shared token store unavailable; each replica fetches its own tokens until it is back",
-                           metadata: place.merging(["error": .string(failure.description)]) { $1 })
+            var metadata = place.merging(["error": .string(failure.description)]) { $1 }
+            // A refused AUTH: the password came from this file.
+            if case .refused = failure, let passwordFile { metadata["password_file"] = .string(passwordFile.path) }
+            logger.warning("shared token store unavailable; each replica fetches its own tokens until it is back", metadata: metadata)
         }
         let timer = retryTimer ?? LoopTimer(loop: loop) { [unowned self] in
             health.reconnecting()

@@ -72,8 +72,15 @@ enum SharedEntryCommands {
     }
 
     /// Takes the lease unless another holder has it (its own lease is renewed), and reads the
-    /// entry in the same step: {took 0|1, the lease's remaining ms, version, entry}.
+    /// entry in the same step: {took, the lease's remaining ms, version, entry}. `took` is 1
+    /// (taken), 0 (another holder's) or, given ARGV[3] (a version, "" for none), 2: the entry is no
+    /// longer that version, so the lease was not asked for — the entry changed since this replica
+    /// last saw it and may be all it needs (one round trip where a read and an acquire were two).
     static let acquireScript = """
+        local entry = redis.call('HMGET', KEYS[1], 'v', 'e')
+        if ARGV[3] and (entry[1] or '') ~= ARGV[3] then
+          return {2, redis.call('PTTL', KEYS[2]), entry[1], entry[2]}
+        end
         local holder = redis.call('GET', KEYS[2])
         local took = 0
         if holder == ARGV[1] then
@@ -83,13 +90,14 @@ enum SharedEntryCommands {
           redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
           took = 1
         end
-        local entry = redis.call('HMGET', KEYS[1], 'v', 'e')
         return {took, redis.call('PTTL', KEYS[2]), entry[1], entry[2]}
         """
 
-    static func acquire(_ keys: SharedEntryKeys, holder: String, leaseMilliseconds: Int64) -> RedisCommand {
+    /// `ifUnchanged`: take the lease only if the entry is still that version (SharedFetch's
+    /// `acquireIfUnchanged`); nil: whatever the entry.
+    static func acquire(_ keys: SharedEntryKeys, holder: String, leaseMilliseconds: Int64, ifUnchanged: EntryVersion? = nil) -> RedisCommand {
         RedisCommand(["EVAL", .text(acquireScript), "2", .bytes(keys.entry), .bytes(keys.lease), .text(holder),
-                      .integer(max(1, leaseMilliseconds))])
+                      .integer(max(1, leaseMilliseconds))] + (ifUnchanged.map { [.text($0.scriptArgument)] } ?? []))
     }
 
     /// Compare-and-set: stores the entry only if its version is still the one read before the
@@ -220,25 +228,47 @@ struct SharedEntryRead: Equatable {
     }
 }
 
+/// What became of the lease an acquire asked for.
+enum LeaseOutcome: Equatable {
+    case taken
+    /// Another replica holds it.
+    case heldByAnother
+    /// Not asked for: the entry is no longer the version the acquire named (`ifUnchanged`).
+    case entryChanged
+
+    /// From the script's first number.
+    init?(scriptCode: Int64) {
+        switch scriptCode {
+        case 0: self = .heldByAnother
+        case 1: self = .taken
+        case 2: self = .entryChanged
+        default: return nil
+        }
+    }
+}
+
 /// The acquire script's answer.
 struct LeaseAnswer: Equatable {
-    var took: Bool
+    var lease: LeaseOutcome
     /// How long the lease has left (ms); negative when there is none.
     var remainingMilliseconds: Int64
     var read: SharedEntryRead
 
+    var took: Bool { lease == .taken }
+
     init?(_ reply: RedisReply) {
         // Redis drops trailing nils of a Lua table: [took, pttl] is a lease with no entry.
         guard let parts = reply.elements, parts.count >= 2, let took = parts[0].integer, let remaining = parts[1].integer,
+              let lease = LeaseOutcome(scriptCode: took),
               let read = SharedEntryRead(version: parts.count > 2 ? parts[2] : .null, entry: parts.count > 3 ? parts[3] : .null)
         else { return nil }
-        self.took = took == 1
+        self.lease = lease
         remainingMilliseconds = remaining
         self.read = read
     }
 
-    init(took: Bool, remainingMilliseconds: Int64, read: SharedEntryRead) {
-        self.took = took
+    init(lease: LeaseOutcome, remainingMilliseconds: Int64, read: SharedEntryRead) {
+        self.lease = lease
         self.remainingMilliseconds = remainingMilliseconds
         self.read = read
     }

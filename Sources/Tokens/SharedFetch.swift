@@ -11,10 +11,17 @@
 //    on without it)              ▼                             ▼
 //                          good enough: release, done     wait: the holder's message, or the
 //                          still needed: hold — fetch,    lease's expiry (a timer at its PTTL),
-//                          then write (compare-and-set)   then read again
+//                          then write (compare-and-set)   then look again
+//
+// Looking again, and any fetch once this replica has seen the entry (`knownVersion`), reads and
+// acquires in one step (`acquireIfUnchanged`): the lease is taken only if the entry is still the
+// version last seen — it then holds nothing newer than what this replica has, so the fetch is
+// needed — and otherwise the new entry comes back without the lease, for the lifecycle to take
+// (then, if still needed, a plain acquire). A refresh costs the holder two round trips (acquire,
+// write) and each other replica one or two (the acquire, and the look at the holder's message).
 //
 // Messages are counted (`heard`): one that arrives between sending the acquire and its answer
-// — the holder wrote meanwhile — sends the waiter back to reading at once, so no wake-up is lost.
+// — the holder wrote meanwhile — sends the waiter back to looking at once, so no wake-up is lost.
 //
 // Which refresh token to trust: a replica that obtained tokens alone (Redis was down) while the
 // shared entry stayed as it last saw it holds the newer refresh token (a rotating IdP revoked the
@@ -49,6 +56,8 @@ struct SharedFetch: Equatable {
     enum Step: Equatable {
         case read
         case acquire
+        /// Read the entry and take the lease in one step if it is still `version` (the one last seen).
+        case acquireIfUnchanged(EntryVersion)
         /// Send the token request: the lease is this replica's.
         case fetch
         /// Redis cannot help: fetch without it.
@@ -119,8 +128,7 @@ struct SharedFetch: Equatable {
     mutating func begin(link: Link) -> Step {
         switch link {
         case .ready:
-            phase = .reading
-            return .read
+            return look()
         case .opening:
             phase = .awaitingLink
             return .nothing
@@ -134,14 +142,24 @@ struct SharedFetch: Equatable {
     mutating func linkReady() -> Step {
         switch phase {
         case .awaitingLink:
-            phase = .reading
-            return .read
+            return look()
         case .idle:
             return unshared == .none ? .nothing : .reassert
         default:
             // A fetch under way writes when it ends.
             return .nothing
         }
+    }
+
+    /// Reads the entry, or, once it was seen here, reads it and takes the lease in one step if it
+    /// is still the version seen (see the top of the file).
+    private mutating func look() -> Step {
+        guard knownVersion != .unknown else {
+            phase = .reading
+            return .read
+        }
+        phase = .acquiring(heard: heard)
+        return .acquireIfUnchanged(knownVersion)
     }
 
     /// The link failed (or its first connection did): every step still waiting on Redis goes
@@ -213,23 +231,26 @@ struct SharedFetch: Equatable {
     }
 
     /// The acquire's answer went to the lifecycle (`satisfied` as above) at `now`.
-    mutating func acquireDone(took: Bool, remainingMilliseconds: Int64, satisfied: Bool, now: Double) -> Step {
-        guard case .acquiring(let heardBefore) = phase else { return took ? .release : .nothing }
-        switch (took, satisfied) {
-        case (true, true):
+    mutating func acquireDone(lease: LeaseOutcome, remainingMilliseconds: Int64, satisfied: Bool, now: Double) -> Step {
+        guard case .acquiring(let heardBefore) = phase else { return lease == .taken ? .release : .nothing }
+        switch (lease, satisfied) {
+        case (.taken, true):
             phase = .idle
             return .done(releasing: true)
-        case (true, false):
+        case (.taken, false):
             phase = .holding
             return .fetch
-        case (false, true):
+        case (.heldByAnother, true), (.entryChanged, true):
             phase = .idle
             return .done(releasing: false)
-        case (false, false):
+        case (.entryChanged, false):
+            // A newer entry that is not enough either (or none: a logout removed it).
+            phase = .acquiring(heard: heard)
+            return .acquire
+        case (.heldByAnother, false):
             if heard != heardBefore {
                 // The holder wrote while the acquire was on its way: the entry may be new.
-                phase = .reading
-                return .read
+                return look()
             }
             let until = now + Double(max(0, remainingMilliseconds)) / 1000 + Self.leaseMargin
             phase = .waiting(until: until)
@@ -241,16 +262,14 @@ struct SharedFetch: Equatable {
     mutating func messageHeard() -> Step {
         heard &+= 1
         guard isWaiting else { return .nothing }
-        phase = .reading
-        return .read
+        return look()
     }
 
     /// The lease timer fired at `now`.
     mutating func leaseTimerFired(now: Double) -> Step {
         guard case .waiting(let until) = phase else { return .nothing }
         guard now >= until - Self.leaseMargin else { return .wait(until: until) }
-        phase = .reading
-        return .read
+        return look()
     }
 
     /// The token request ended. `obtained`: a token came; `refreshTokenDropped`: the IdP refused

@@ -96,10 +96,11 @@ final class SharedStoreFetch: TokenFetchStrategy, SharedTokensDriver {
         local.fetchSatisfied(tokens)
     }
 
-    /// Another replica logged the person out: the login goes here too (its memory and this
+    /// Another replica logged the identity out: its tokens go here too (its memory and this
     /// machine's store entry; the replica that logged out revoked the refresh token), and the
-    /// next request finds the identity logged out. (Once stopping, SharedTokens hears of no
-    /// removal: it watches no login any more.)
+    /// next request finds a person logged out, or waits for a client's new token (the lifecycle
+    /// fetches one at once, as on the replica that logged out). (Once stopping, SharedTokens
+    /// hears of no removal.)
     func sharedLoginRemoved(_ tokens: IdentityTokens) {
         tokens.publish { lifecycle in
             lifecycle.forget()

@@ -7,7 +7,8 @@
 //
 // A logout through one replica removes the entry and says so on the channel (a message of its
 // own: reading a missing entry takes nothing away), so every other replica forgets the login at
-// once rather than serving its tokens until they expire. A removal right after start (`oauth-relay
+// once rather than serving its tokens until they expire (SharedRemovalNotice; the same goes for
+// a client's token). A removal right after start (`oauth-relay
 // logout` without a running relay) waits for the link like a first read; one that cannot be sent
 // or answered is reported to the logout, which tells the operator that the replicas keep it.
 
@@ -63,11 +64,9 @@ final class SharedLoginReads {
         send(tokens, found)
     }
 
-    /// The identity in force whose login another replica removed, when `message` (on the
-    /// entries' channel) says so; nil for any other message, and for this replica's own removals.
-    func loginRemoved(message: [UInt8]) -> IdentityTokens? {
-        guard let (entry, remover) = SharedEntryKeys.removal(in: message), remover != shared.holder else { return nil }
-        return watched[entry]?.tokens
+    /// The interactive identity in force whose shared entry is `entry`.
+    func watchedIdentity(entry: [UInt8]) -> IdentityTokens? {
+        watched[entry]?.tokens
     }
 
     /// Removes the shared entry of `tokens` and tells the replicas; `done` hears whether it went.

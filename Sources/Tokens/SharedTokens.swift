@@ -38,14 +38,17 @@ public struct SharedStoreSettings: Sendable {
     public var keys: StoreKeys
     /// The connections' TLS (`store.tls`), for a `rediss://` endpoint; nil for plain TCP.
     public var tls: TLSConfiguration?
+    /// `store.passwordFile`: read again at each connection; `endpoint` holds its content at load.
+    public var passwordFile: String?
 
     public init(topology: RedisTopology, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys,
-                tls: TLSConfiguration? = nil) {
+                tls: TLSConfiguration? = nil, passwordFile: String? = nil) {
         self.topology = topology
         self.keyPrefix = keyPrefix
         self.timeoutMilliseconds = timeoutMilliseconds
         self.keys = keys
         self.tls = tls
+        self.passwordFile = passwordFile
     }
 
     public init(endpoint: RedisEndpoint, keyPrefix: String, timeoutMilliseconds: UInt64, keys: StoreKeys,
@@ -69,7 +72,7 @@ protocol SharedTokensDriver: AnyObject {
     func sharedEntryRead(_ token: AccessToken?, refreshToken: Secret?, for tokens: IdentityTokens) -> TokenLifecycle.StoredEntryOutcome
     /// The fetch ended without a token request.
     func fetchSatisfied(_ tokens: IdentityTokens)
-    /// Another replica logged the person out (SharedTokens+Logins.swift): forget the login here.
+    /// Another replica logged the identity out (SharedRemovalNotice): forget its tokens here.
     func sharedLoginRemoved(_ tokens: IdentityTokens)
 }
 
@@ -103,7 +106,10 @@ final class SharedTokens {
         self.observer = observer
         self.driver = driver
         link = RedisLink(loop: loop, topology: settings.topology, timeoutMilliseconds: settings.timeoutMilliseconds, tls: settings.tls,
-                         channel: SharedEntryKeys.channel(prefix: settings.keyPrefix), logger: logger)
+                         channel: SharedEntryKeys.channel(prefix: settings.keyPrefix), logger: logger,
+                         passwordFile: settings.passwordFile.flatMap { path in
+                             settings.topology.password.map { RedisPasswordFile(path: path, loaded: $0) }
+                         })
         link.onReady = { [unowned self] in
             each { $0.fetch.linkReady() }
             loginReads.linkReady()
@@ -113,7 +119,7 @@ final class SharedTokens {
             loginReads.giveUp()
         }
         link.onMessage = { [unowned self] key in
-            if let removed = loginReads.loginRemoved(message: key) { return driver.sharedLoginRemoved(removed) }
+            if let removed = identityToForget(message: key) { return driver.sharedLoginRemoved(removed) }
             each(where: { $0.keys.entry == key }) { $0.fetch.messageHeard() }
             loginReads.entryWritten(key)
         }
@@ -185,6 +191,17 @@ final class SharedTokens {
         settle(entry)
     }
 
+    /// The identity in force that another replica's logout (a removal on the channel) names:
+    /// a person's login (watched by SharedLoginReads) or any other identity fetching through
+    /// this store.
+    private func identityToForget(message: [UInt8]) -> IdentityTokens? {
+        guard !stopping else { return nil }
+        return SharedRemovalNotice.identityToForget(message: message, holder: holder) { entry in
+            loginReads.watchedIdentity(entry: entry)
+                ?? entries.values.first(where: { $0.keys.entry == entry && !$0.retired })?.tokens
+        }
+    }
+
     func holdsLease(slot: Int) -> Bool {
         entries[slot]?.fetch.holdsLease ?? false
     }
@@ -218,7 +235,9 @@ final class SharedTokens {
         case .read:
             read(entry)
         case .acquire:
-            acquire(entry)
+            acquire(entry, ifUnchanged: nil)
+        case .acquireIfUnchanged(let version):
+            acquire(entry, ifUnchanged: version)
         case .fetch:
             if let request = entry.request { driver.send(request, for: entry.tokens) }
         case .alone:
@@ -251,8 +270,9 @@ final class SharedTokens {
 
     /// Counted with the writes and releases: stopping waits for its answer, so that a lease it
     /// grants then is given back rather than left to expire while other replicas wait for it.
-    private func acquire(_ entry: SharedEntry) {
-        let command = SharedEntryCommands.acquire(entry.keys, holder: holder, leaseMilliseconds: entry.leaseMilliseconds)
+    private func acquire(_ entry: SharedEntry, ifUnchanged version: EntryVersion?) {
+        let command = SharedEntryCommands.acquire(entry.keys, holder: holder, leaseMilliseconds: entry.leaseMilliseconds,
+                                                  ifUnchanged: version)
         pendingCommands += 1
         let sent = link.send(command) { [unowned self] result in
             pendingCommands -= 1
@@ -263,7 +283,7 @@ final class SharedTokens {
             }
             guard let lease else { return run(entry.fetch.operationFailed(), for: entry) }
             let satisfied = offer(lease.read, to: entry)
-            run(entry.fetch.acquireDone(took: lease.took, remainingMilliseconds: lease.remainingMilliseconds,
+            run(entry.fetch.acquireDone(lease: lease.lease, remainingMilliseconds: lease.remainingMilliseconds,
                                         satisfied: satisfied, now: monotonicSeconds()), for: entry)
         }
         if !sent {

@@ -28,7 +28,8 @@ struct TokenStorage {
         var storage = TokenStorage(keys: keys)
         if let redis = settings.redis {
             storage.shared = SharedStoreSettings(topology: redis.topology, keyPrefix: redis.keyPrefix,
-                                                 timeoutMilliseconds: UInt64(redis.timeoutMilliseconds), keys: keys)
+                                                 timeoutMilliseconds: UInt64(redis.timeoutMilliseconds), keys: keys,
+                                                 passwordFile: redis.passwordFile)
         }
         if let path = settings.path {
             do throws(StoreError) {

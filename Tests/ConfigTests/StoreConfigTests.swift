@@ -248,6 +248,78 @@ final class StoreConfigTests: XCTestCase {
                        ["$.store.redis: its password changed; this takes a restart, not a reload"])
     }
 
+    // MARK: - store.username, store.passwordFile
+
+    func testAnACLUserAndAPasswordFileReadAndTrimmed() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("redis-password", "acl-password-1\n")
+        let config = try decodeConfig(#"{ "store": { "redis": "redis://redis:6379/0", "key": "\#(key)", "username": "relay", "passwordFile": "redis-password" } }"#,
+                                      baseDirectory: directory.path)
+        let redis = try XCTUnwrap(config.store?.redis)
+        XCTAssertEqual(redis.topology.user, "relay")
+        XCTAssertEqual(redis.topology.password, Secret("acl-password-1"))
+        XCTAssertEqual(redis.passwordFile, directory.path + "/redis-password")
+        XCTAssertEqual(redis.topology.description, "redis://relay:…@redis:6379/0")
+    }
+
+    func testAUserBesideTheURLsPasswordOfTheDefaultUser() throws {
+        let config = try decodeConfig(#"{ "store": { "redis": "redis://:url-password@redis", "key": "\#(key)", "username": "relay" } }"#)
+        XCTAssertEqual(config.store?.redis?.topology.user, "relay")
+        XCTAssertEqual(config.store?.redis?.topology.password, Secret("url-password"))
+    }
+
+    /// Each bad combination or value, and the exact error with its JSON path; none quotes a password.
+    func testUsernameAndPasswordFileRefusals() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("password", "file-password\n")
+        try directory.write("empty", " \n")
+        try directory.write("big", String(repeating: "x", count: 1024 * 1024 + 1))
+        let cases: [(store: String, error: String)] = [
+            (#""redis": "redis://:url-password@r", "passwordFile": "password""#,
+             "$.store.passwordFile: the store.redis URL holds a password too: set the password in one place only"),
+            (#""redis": "redis://someone:url-password@r", "username": "relay""#,
+             "$.store.username: the store.redis URL names a user too: set the user in one place only"),
+            (#""redis": "redis://someone:url-password@r", "username": "relay", "passwordFile": "password""#,
+             "$.store.username: the store.redis URL names a user too: set the user in one place only"),
+            (#""redis": "redis://r", "username": "relay""#,
+             #"$.store.username: an ACL user needs a password: "passwordFile", or the password in the store.redis URL"#),
+            (#""redis": "redis://r", "username": """#, "$.store.username: must not be empty"),
+            (#""redis": "redis://r", "username": 7"#, "$.store.username: expected a string, got number"),
+            (#""redis": "redis://r", "passwordFile": "missing""#, "$.store.passwordFile: no such file: \(directory.path)/missing"),
+            (#""redis": "redis://r", "passwordFile": "empty""#, "$.store.passwordFile: file is empty: \(directory.path)/empty"),
+            (#""redis": "redis://r", "passwordFile": "big""#,
+             "$.store.passwordFile: cannot read file (larger than 1048576 bytes): \(directory.path)/big"),
+            (#""path": "/x", "username": "relay", "passwordFile": "password""#,
+             #"$.store.username: only with "redis" (the shared store)"#),
+        ]
+        for (store, expected) in cases {
+            let errors = describe(configErrors(#"{ "store": { "key": "\#(key)", \#(store) } }"#, baseDirectory: directory.path))
+            XCTAssertEqual(errors.first, expected, store)
+            XCTAssertFalse(errors.joined().contains("password-"), store)
+        }
+        XCTAssertEqual(describe(configErrors(#"{ "store": { "path": "/x", "key": "\#(key)", "username": "relay", "passwordFile": "password" } }"#,
+                                             baseDirectory: directory.path)),
+                       [#"$.store.username: only with "redis" (the shared store)"#, #"$.store.passwordFile: only with "redis" (the shared store)"#])
+    }
+
+    func testAPasswordFilesNewContentTakesNoRestartButAnotherFileDoes() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        func config(_ file: String) throws -> RelayConfig {
+            try decodeConfig(#"{ "store": { "redis": "redis://r", "key": "\#(key)", "username": "relay", "passwordFile": "\#(file)" } }"#,
+                             baseDirectory: directory.path)
+        }
+        try directory.write("a", "first-password")
+        let before = try config("a")
+        try directory.write("a", "second-password")
+        XCTAssertEqual(before.restartOnlyChanges(to: try config("a")), [])
+        try directory.write("b", "second-password")
+        XCTAssertEqual(before.restartOnlyChanges(to: try config("b")),
+                       ["$.store.passwordFile: changed from \(directory.path)/a to \(directory.path)/b; this takes a restart, not a reload"])
+    }
+
     // MARK: - store.redis as a Redis Cluster
 
     func testAClusterURLNamesItsSeedNodes() throws {

@@ -44,8 +44,8 @@ final class SharedEntryScriptTests: XCTestCase {
         return try XCTUnwrap(result).get()
     }
 
-    private func acquire(_ holder: String, lease: Int64 = 30_000) throws -> LeaseAnswer {
-        try XCTUnwrap(LeaseAnswer(run(SharedEntryCommands.acquire(keys, holder: holder, leaseMilliseconds: lease))))
+    private func acquire(_ holder: String, lease: Int64 = 30_000, ifUnchanged: EntryVersion? = nil) throws -> LeaseAnswer {
+        try XCTUnwrap(LeaseAnswer(run(SharedEntryCommands.acquire(keys, holder: holder, leaseMilliseconds: lease, ifUnchanged: ifUnchanged))))
     }
 
     private func write(_ holder: String, expected: EntryVersion, version: String, entry: String) throws -> WriteAnswer {
@@ -73,6 +73,20 @@ final class SharedEntryScriptTests: XCTestCase {
         XCTAssertGreaterThan(second.remainingMilliseconds, 28_000, "the waiter learns when the lease ends")
         XCTAssertTrue(try acquire("a", lease: 50_000).took, "the holder renews its own lease")
         XCTAssertGreaterThan(try acquire("b").remainingMilliseconds, 49_000)
+    }
+
+    func testTheLeaseIsAskedForOnlyIfTheEntryIsStillTheVersionSeen() throws {
+        XCTAssertEqual(try acquire("a", ifUnchanged: .known("v1")).lease, .entryChanged, "no entry is not v1")
+        XCTAssertEqual(try acquire("a", ifUnchanged: .absent).lease, .taken, "no entry, as seen")
+        XCTAssertEqual(try write("a", expected: .absent, version: "v1", entry: "first"), .stored(version: "v1"))
+        let changed = try acquire("b", ifUnchanged: .absent)
+        XCTAssertEqual(changed.lease, .entryChanged)
+        XCTAssertEqual(changed.read, SharedEntryRead(version: "v1", entry: Array("first".utf8)), "the new entry comes back")
+        XCTAssertEqual(try acquire("b", ifUnchanged: .known("v1")).lease, .taken)
+        XCTAssertEqual(try acquire("a", ifUnchanged: .known("v1")).lease, .heldByAnother)
+        let other = try acquire("c", ifUnchanged: .known("v0"))
+        XCTAssertEqual(other.lease, .entryChanged)
+        XCTAssertGreaterThan(other.remainingMilliseconds, 28_000, "b's lease stays, untouched")
     }
 
     func testAnExpiredLeaseIsTakenOver() throws {

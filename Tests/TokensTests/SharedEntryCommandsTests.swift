@@ -63,11 +63,14 @@ final class SharedEntryCommandsTests: XCTestCase {
 
     func testLeaseAnswers() {
         XCTAssertEqual(LeaseAnswer(.array([.integer(1), .integer(35_000), .null, .null])),
-                       LeaseAnswer(took: true, remainingMilliseconds: 35_000, read: SharedEntryRead(version: nil, entry: nil)))
+                       LeaseAnswer(lease: .taken, remainingMilliseconds: 35_000, read: SharedEntryRead(version: nil, entry: nil)))
         XCTAssertEqual(LeaseAnswer(.array([.integer(0), .integer(1200), .bulk(Array("v".utf8)), .bulk([7])])),
-                       LeaseAnswer(took: false, remainingMilliseconds: 1200, read: SharedEntryRead(version: "v", entry: [7])))
+                       LeaseAnswer(lease: .heldByAnother, remainingMilliseconds: 1200, read: SharedEntryRead(version: "v", entry: [7])))
         XCTAssertEqual(LeaseAnswer(.array([.integer(1), .integer(10)]))?.read, SharedEntryRead(version: nil, entry: nil),
                        "Redis drops a Lua table's trailing nils")
+        XCTAssertEqual(LeaseAnswer(.array([.integer(2), .integer(-2), .bulk(Array("v2".utf8)), .bulk([8])])),
+                       LeaseAnswer(lease: .entryChanged, remainingMilliseconds: -2, read: SharedEntryRead(version: "v2", entry: [8])))
+        XCTAssertNil(LeaseAnswer(.array([.integer(3), .integer(-2)])))
         XCTAssertNil(LeaseAnswer(.array([.integer(1)])))
         XCTAssertNil(LeaseAnswer(.error("NOSCRIPT")))
     }

@@ -23,7 +23,7 @@ final class SharedFetchTests: XCTestCase {
 
     func testTheLeaseTakenMeansFetchingThenWriting() {
         var fetch = acquiringFetch()
-        XCTAssertEqual(fetch.acquireDone(took: true, remainingMilliseconds: 35_000, satisfied: false, now: 100), .fetch)
+        XCTAssertEqual(fetch.acquireDone(lease: .taken, remainingMilliseconds: 35_000, satisfied: false, now: 100), .fetch)
         XCTAssertTrue(fetch.holdsLease)
         XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true), .write)
         XCTAssertEqual(fetch.knownVersion, .known("v1"), "the write compares with the version read")
@@ -35,36 +35,39 @@ final class SharedFetchTests: XCTestCase {
     func testTheLeaseTakenButTheEntryNowGoodReleasesIt() {
         // Another replica wrote between this one's read and its acquire.
         var fetch = acquiringFetch()
-        XCTAssertEqual(fetch.acquireDone(took: true, remainingMilliseconds: 35_000, satisfied: true, now: 100), .done(releasing: true))
+        XCTAssertEqual(fetch.acquireDone(lease: .taken, remainingMilliseconds: 35_000, satisfied: true, now: 100), .done(releasing: true))
         XCTAssertFalse(fetch.holdsLease)
     }
 
     func testAFailedFetchReleasesTheLeaseAndARefusedRefreshTokenIsWrittenAway() {
         var failed = acquiringFetch()
-        _ = failed.acquireDone(took: true, remainingMilliseconds: 100, satisfied: false, now: 0)
+        _ = failed.acquireDone(lease: .taken, remainingMilliseconds: 100, satisfied: false, now: 0)
         XCTAssertEqual(failed.fetchEnded(obtained: false, refreshTokenDropped: false, linkReady: true), .release)
         var refused = acquiringFetch()
-        _ = refused.acquireDone(took: true, remainingMilliseconds: 100, satisfied: false, now: 0)
+        _ = refused.acquireDone(lease: .taken, remainingMilliseconds: 100, satisfied: false, now: 0)
         XCTAssertEqual(refused.fetchEnded(obtained: false, refreshTokenDropped: true, linkReady: true), .write,
                        "the entry must stop offering a refresh token the IdP refused")
     }
 
     func testAnotherHoldersLeaseIsWaitedForUntilItsExpiry() {
         var fetch = acquiringFetch()
-        XCTAssertEqual(fetch.acquireDone(took: false, remainingMilliseconds: 2500, satisfied: false, now: 100),
+        XCTAssertEqual(fetch.acquireDone(lease: .heldByAnother, remainingMilliseconds: 2500, satisfied: false, now: 100),
                        .wait(until: 102.5 + SharedFetch.leaseMargin))
         XCTAssertTrue(fetch.isWaiting)
         // A timer that fires early (a clock step) waits on.
         XCTAssertEqual(fetch.leaseTimerFired(now: 101), .wait(until: 102.5 + SharedFetch.leaseMargin))
-        XCTAssertEqual(fetch.leaseTimerFired(now: 102.6), .read, "the lease expired: look again (and maybe take it)")
-        XCTAssertEqual(fetch.phase, .reading)
+        XCTAssertEqual(fetch.leaseTimerFired(now: 102.6), .acquireIfUnchanged(.known("v1")),
+                       "the lease expired: look again, taking the lease if the entry is still v1")
+        XCTAssertEqual(fetch.phase, .acquiring(heard: 0))
     }
 
     func testTheHoldersMessageEndsTheWaitAtOnce() {
         var fetch = acquiringFetch()
-        _ = fetch.acquireDone(took: false, remainingMilliseconds: 30_000, satisfied: false, now: 100)
-        XCTAssertEqual(fetch.messageHeard(), .read)
-        XCTAssertEqual(fetch.readDone(satisfied: true), .done(releasing: false))
+        _ = fetch.acquireDone(lease: .heldByAnother, remainingMilliseconds: 30_000, satisfied: false, now: 100)
+        XCTAssertEqual(fetch.messageHeard(), .acquireIfUnchanged(.known("v1")))
+        _ = fetch.entryRead(version: "v2")
+        XCTAssertEqual(fetch.acquireDone(lease: .entryChanged, remainingMilliseconds: -2, satisfied: true, now: 101),
+                       .done(releasing: false), "the holder's entry, in the acquire's one round trip")
         XCTAssertEqual(fetch.leaseTimerFired(now: 200), .nothing, "a late timer does nothing")
     }
 
@@ -73,7 +76,39 @@ final class SharedFetchTests: XCTestCase {
         // answer still shows the lease, but the message already passed.
         var fetch = acquiringFetch()
         XCTAssertEqual(fetch.messageHeard(), .nothing)
-        XCTAssertEqual(fetch.acquireDone(took: false, remainingMilliseconds: 30_000, satisfied: false, now: 100), .read)
+        XCTAssertEqual(fetch.acquireDone(lease: .heldByAnother, remainingMilliseconds: 30_000, satisfied: false, now: 100),
+                       .acquireIfUnchanged(.known("v1")))
+    }
+
+    func testOnceTheEntryWasSeenAFetchReadsAndTakesTheLeaseInOneStep() {
+        var fetch = acquiringFetch()
+        _ = fetch.acquireDone(lease: .taken, remainingMilliseconds: 35_000, satisfied: false, now: 100)
+        _ = fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true)
+        fetch.written(version: "v2", over: .known("v1"))
+        // The next refresh: the entry is still v2, what this replica wrote: the lease comes with the read.
+        XCTAssertEqual(fetch.begin(link: .ready), .acquireIfUnchanged(.known("v2")))
+        XCTAssertTrue(fetch.entryRead(version: "v2"))
+        XCTAssertEqual(fetch.acquireDone(lease: .taken, remainingMilliseconds: 35_000, satisfied: false, now: 200), .fetch)
+        XCTAssertTrue(fetch.holdsLease)
+    }
+
+    func testAnEntryChangedSinceItWasSeenComesBackWithoutTheLease() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v1")
+        XCTAssertEqual(fetch.begin(link: .ready), .acquireIfUnchanged(.known("v1")))
+        _ = fetch.entryRead(version: "v2")
+        XCTAssertEqual(fetch.acquireDone(lease: .entryChanged, remainingMilliseconds: -2, satisfied: true, now: 0), .done(releasing: false),
+                       "another replica refreshed first: one round trip, no lease")
+        XCTAssertEqual(fetch.begin(link: .ready), .acquireIfUnchanged(.known("v2")))
+        _ = fetch.entryRead(version: nil)
+        XCTAssertEqual(fetch.acquireDone(lease: .entryChanged, remainingMilliseconds: -2, satisfied: false, now: 0), .acquire,
+                       "changed but not enough (removed by a logout): the lease whatever the entry")
+        XCTAssertEqual(fetch.phase, .acquiring(heard: 0))
+    }
+
+    func testAFirstFetchReadsBeforeAskingForTheLease() {
+        var fetch = SharedFetch()
+        XCTAssertEqual(fetch.begin(link: .ready), .read, "nothing seen yet: another replica's entry may be all it needs")
     }
 
     func testMessagesForAnIdleFetchDoNothing() {
@@ -84,7 +119,7 @@ final class SharedFetchTests: XCTestCase {
 
     func testAnAbsentLeaseTimeIsNoWaitAtAll() {
         var fetch = acquiringFetch()
-        XCTAssertEqual(fetch.acquireDone(took: false, remainingMilliseconds: -2, satisfied: false, now: 7),
+        XCTAssertEqual(fetch.acquireDone(lease: .heldByAnother, remainingMilliseconds: -2, satisfied: false, now: 7),
                        .wait(until: 7 + SharedFetch.leaseMargin))
     }
 
@@ -104,13 +139,13 @@ final class SharedFetchTests: XCTestCase {
         var acquiring = acquiringFetch()
         XCTAssertEqual(acquiring.linkLost(), .alone)
         var waiting = acquiringFetch()
-        XCTAssertEqual(waiting.acquireDone(took: false, remainingMilliseconds: 1000, satisfied: false, now: 0), .wait(until: 1.005))
+        XCTAssertEqual(waiting.acquireDone(lease: .heldByAnother, remainingMilliseconds: 1000, satisfied: false, now: 0), .wait(until: 1.005))
         XCTAssertEqual(waiting.linkLost(), .alone)
         var reading = SharedFetch()
         XCTAssertEqual(reading.begin(link: .ready), .read)
         XCTAssertEqual(reading.linkLost(), .alone)
         var holder = acquiringFetch()
-        _ = holder.acquireDone(took: true, remainingMilliseconds: 1000, satisfied: false, now: 0)
+        _ = holder.acquireDone(lease: .taken, remainingMilliseconds: 1000, satisfied: false, now: 0)
         XCTAssertEqual(holder.linkLost(), .nothing)
         XCTAssertTrue(holder.holdsLease, "its token request goes on")
         XCTAssertEqual(holder.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: false), .nothing)
@@ -180,7 +215,7 @@ final class SharedFetchTests: XCTestCase {
 
     func testAFetchUnderWayWritesWhenItEndsNotWhenTheLinkComesBack() {
         var fetch = acquiringFetch()
-        _ = fetch.acquireDone(took: true, remainingMilliseconds: 1000, satisfied: false, now: 0)
+        _ = fetch.acquireDone(lease: .taken, remainingMilliseconds: 1000, satisfied: false, now: 0)
         fetch.writeFailed()
         XCTAssertEqual(fetch.linkReady(), .nothing)
     }

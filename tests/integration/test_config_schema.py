@@ -466,6 +466,8 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.store.timeoutMilliseconds": {"store": {**REDIS_STORE, "timeoutMilliseconds": 50}},
     "$.store.tls": {"store": {**REDISS_STORE, "tls": {"caFile": CERT_FILE}}},
     **{f"$.store.tls.{key}": {"store": {**REDISS_STORE, "tls": tls}} for key, tls in TLS_SAMPLES.items()},
+    **{f"$.store.{key}": {"store": {"redis": "redis://127.0.0.1:6379/1", "key": STORE_KEY, "username": "relay",
+                                     "passwordFile": SECRET_FILE}} for key in ("username", "passwordFile")},
     "$.routes[].name": route(name="orders"),
     "$.routes[].match": route(match={}),
     "$.routes[].match.host": route(match={"host": "*.example.test"}),

@@ -457,6 +457,8 @@ def test_a_logout_through_one_replica_logs_the_person_out_on_all(redis, django_i
     answer = wait_until(logged_out, 5, "the other replica to drop the person's login")
     assert answer.json()["type"] == "urn:oauth-relay:problem:login-required", answer.body
     wait_for_log(second, "logged out through another replica", 1)
+    # The logging-out replica revokes after its answer: wait for that one revocation to arrive.
+    wait_until(lambda: django_idp.revocations(), 5, "the logging-out replica's revocation")
     assert len(django_idp.revocations()) == 1, "the replica that heard of the logout revoked nothing itself"
     (third,) = device_fleet(redis, django_idp, upstream, start_relay, replicas=1)
     assert third.request("GET", "/x", headers=[("Accept", "application/json")]).status == 401
