@@ -57,33 +57,18 @@ extension RedisClusterSeeds {
         guard let separator = text.firstRange(of: "://"), let usesTLS = Self.usesTLS(text) else {
             throw RedisURLError("not a redis-cluster:// URL (expected redis-cluster://[user:password@]host:port[,host:port…])")
         }
-        var rest = text[separator.upperBound...]
-        if rest.contains("?") || rest.contains("#") {
-            throw RedisURLError("a query (?…) or fragment (#…) is not allowed in a redis-cluster:// URL")
-        }
-        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
-        if rest[authorityEnd...].contains("@") {
-            throw RedisURLError("a \"/\" or \"@\" in the user or password must be percent-encoded (%2F, %40)")
-        }
-        var authority = rest[..<authorityEnd]
-        rest = rest[authorityEnd...]
-        var user: String?
-        var password: Secret?
-        if let at = authority.lastIndex(of: "@") {
-            (user, password) = try RedisEndpoint.parseUserInfo(authority[..<at])
-            authority = authority[authority.index(after: at)...]
-        }
-        guard try RedisEndpoint.parseDatabase(rest) == 0 else {
+        let parts = try RedisURLParts(afterScheme: text[separator.upperBound...], form: "redis-cluster://")
+        guard try RedisEndpoint.parseDatabase(parts.path) == 0 else {
             throw RedisURLError("a Redis Cluster has database 0 only: leave the path out (or write /0)")
         }
-        guard !authority.isEmpty else { throw RedisURLError("the URL has no host") }
+        guard !parts.hosts.isEmpty else { throw RedisURLError("the URL has no host") }
         var seeds: [RedisEndpoint] = []
-        for node in authority.split(separator: ",", omittingEmptySubsequences: false) {
+        for node in parts.hosts.split(separator: ",", omittingEmptySubsequences: false) {
             guard !node.isEmpty else {
                 throw RedisURLError("the list of nodes has an empty entry (write host:port,host:port)")
             }
             let (host, port) = try RedisEndpoint.parseHostPort(node)
-            seeds.append(RedisEndpoint(host: host, port: port, user: user, password: password, usesTLS: usesTLS))
+            seeds.append(RedisEndpoint(host: host, port: port, user: parts.user, password: parts.password, usesTLS: usesTLS))
         }
         guard seeds.count <= Self.seedsAtMost else {
             throw RedisURLError("more than \(Self.seedsAtMost) seed nodes (a few are enough: the others are found in the slot map)")

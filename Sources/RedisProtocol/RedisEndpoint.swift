@@ -70,25 +70,10 @@ extension RedisEndpoint {
             let shown = scheme.utf8.count <= 16 && scheme.utf8.allSatisfy(ASCII.isAlphanumeric) ? "\"\(scheme)\"" : "in the URL"
             throw RedisURLError("unsupported scheme \(shown) (expected redis://, rediss://, redis-cluster:// or redis-sentinel://; Unix sockets are not supported)")
         }
-        var rest = text[separator.upperBound...]
-        if rest.contains("?") || rest.contains("#") {
-            throw RedisURLError("a query (?…) or fragment (#…) is not allowed in a redis:// URL")
-        }
-        // The user info ends at the last "@" before the path: a password's own "@" must be %40.
-        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
-        if rest[authorityEnd...].contains("@") {
-            throw RedisURLError("a \"/\" or \"@\" in the user or password must be percent-encoded (%2F, %40)")
-        }
-        var authority = rest[..<authorityEnd]
-        rest = rest[authorityEnd...]
-        var user: String?
-        var password: Secret?
-        if let at = authority.lastIndex(of: "@") {
-            (user, password) = try Self.parseUserInfo(authority[..<at])
-            authority = authority[authority.index(after: at)...]
-        }
-        let (host, port) = try Self.parseHostPort(authority)
-        self.init(host: host, port: port, database: try Self.parseDatabase(rest), user: user, password: password, usesTLS: usesTLS)
+        let parts = try RedisURLParts(afterScheme: text[separator.upperBound...], form: "redis://")
+        let (host, port) = try Self.parseHostPort(parts.hosts)
+        self.init(host: host, port: port, database: try Self.parseDatabase(parts.path), user: parts.user, password: parts.password,
+                  usesTLS: usesTLS)
     }
 
     static func parseUserInfo(_ userInfo: Substring) throws(RedisURLError) -> (String?, Secret) {

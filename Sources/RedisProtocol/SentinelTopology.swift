@@ -97,39 +97,24 @@ public struct SentinelTopology: Sendable, Equatable, CustomStringConvertible {
     /// The longest master name accepted (Sentinel takes any; a config needs no more).
     static let maximumNameLength = 128
 
-    /// Parses a `redis-sentinel://` or `rediss-sentinel://` URL. User and password may be percent-encoded, as in a
-    /// redis:// URL; the master name is plain (letters, digits, `.`, `_`, `-`).
+    /// Parses a `redis-sentinel://` or `rediss-sentinel://` URL. User and password may be
+    /// percent-encoded, as in a redis:// URL; the master name is plain (letters, digits, `.`, `_`, `-`).
     public init(parsing text: String) throws(RedisURLError) {
         guard let separator = text.firstRange(of: "://"), let usesTLS = Self.usesTLS(text) else {
             throw RedisURLError("not a redis-sentinel:// URL (expected redis-sentinel://host:port[,host:port…]/mastername[/db])")
         }
-        var rest = text[separator.upperBound...]
-        if rest.contains("?") || rest.contains("#") {
-            throw RedisURLError("a query (?…) or fragment (#…) is not allowed in a redis-sentinel:// URL")
-        }
-        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
-        if rest[authorityEnd...].contains("@") {
-            throw RedisURLError("a \"/\" or \"@\" in the user or password must be percent-encoded (%2F, %40)")
-        }
-        var authority = rest[..<authorityEnd]
-        rest = rest[authorityEnd...]
-        var user: String?
-        var password: Secret?
-        if let at = authority.lastIndex(of: "@") {
-            (user, password) = try RedisEndpoint.parseUserInfo(authority[..<at])
-            authority = authority[authority.index(after: at)...]
-        }
-        guard !authority.isEmpty else { throw RedisURLError("the URL names no sentinel (host:port[,host:port…])") }
+        let parts = try RedisURLParts(afterScheme: text[separator.upperBound...], form: "redis-sentinel://")
+        guard !parts.hosts.isEmpty else { throw RedisURLError("the URL names no sentinel (host:port[,host:port…])") }
         var sentinels: [SentinelAddress] = []
-        for part in authority.split(separator: ",", omittingEmptySubsequences: false) {
+        for part in parts.hosts.split(separator: ",", omittingEmptySubsequences: false) {
             guard !part.isEmpty else { throw RedisURLError("an empty sentinel address between commas") }
             let (host, port) = try RedisEndpoint.parseHostPort(part, defaultPort: SentinelAddress.defaultPort)
             let sentinel = SentinelAddress(host: host, port: port)
             guard !sentinels.contains(sentinel) else { throw RedisURLError("a sentinel address is listed twice") }
             sentinels.append(sentinel)
         }
-        // rest is "" or "/name" or "/name/db".
-        let path = rest.dropFirst().split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        // The path is "" or "/name" or "/name/db".
+        let path = parts.path.dropFirst().split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard let name = path.first, !name.isEmpty else {
             throw RedisURLError("the master's name is missing (redis-sentinel://host:port[,host:port…]/mastername[/db])")
         }
@@ -139,7 +124,7 @@ public struct SentinelTopology: Sendable, Equatable, CustomStringConvertible {
             throw RedisURLError("the master's name must be 1 to \(Self.maximumNameLength) letters, digits, \".\", \"_\" or \"-\"")
         }
         let database = path.count > 1 ? try RedisEndpoint.parseDatabase(Substring("/" + path[1])) : 0
-        self.init(sentinels: sentinels, masterName: String(name), database: database, user: user, password: password,
+        self.init(sentinels: sentinels, masterName: String(name), database: database, user: parts.user, password: parts.password,
                   usesTLS: usesTLS)
     }
 }
