@@ -40,12 +40,7 @@ public struct RedisClusterSeeds: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether `text`'s scheme is `rediss-cluster`; nil when it is neither cluster scheme.
     private static func usesTLS(_ text: String) -> Bool? {
-        guard let separator = text.firstRange(of: "://") else { return nil }
-        switch text[..<separator.lowerBound].lowercased() {
-        case scheme: return false
-        case tlsScheme: return true
-        default: return nil
-        }
+        RedisURLParts.usesTLS(text, plain: scheme, tls: tlsScheme)
     }
 }
 

@@ -28,4 +28,14 @@ struct RedisURLParts {
             hosts = hosts[hosts.index(after: at)...]
         }
     }
+
+    /// Whether `text`'s scheme (in any case) is `tls` (true) or `plain` (false); nil for another.
+    static func usesTLS(_ text: String, plain: String, tls: String) -> Bool? {
+        guard let separator = text.firstRange(of: "://") else { return nil }
+        switch text[..<separator.lowerBound].lowercased() {
+        case plain: return false
+        case tls: return true
+        default: return nil
+        }
+    }
 }

@@ -49,12 +49,7 @@ public struct SentinelTopology: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether `text`'s scheme is `rediss-sentinel`; nil when it is neither sentinel scheme.
     private static func usesTLS(_ text: String) -> Bool? {
-        guard let separator = text.firstRange(of: "://") else { return nil }
-        switch text[..<separator.lowerBound].lowercased() {
-        case scheme: return false
-        case tlsScheme: return true
-        default: return nil
-        }
+        RedisURLParts.usesTLS(text, plain: scheme, tls: tlsScheme)
     }
 
     /// In the order given; asked in turn, the last that answered first.
