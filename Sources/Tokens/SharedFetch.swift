@@ -27,8 +27,8 @@
 // shared entry stayed as it last saw it holds the newer refresh token (a rotating IdP revoked the
 // stored one), so it keeps its own until it has written; any entry written since by another
 // replica is newer and is taken. The same holds for a write no replica of the master confirmed
-// (Sentinel: `WAIT`): if a failover lost it, the new master holds the version it replaced, and
-// that one's refresh token is no longer trusted either.
+// (Sentinel: `WAIT`) and for a write whose answer never came: if it was lost, the master holds
+// the version it replaced, and that one's refresh token is no longer trusted.
 //
 // Writing them again (`reassert`): what this replica holds that Redis may lack is written as soon
 // as the link is (back) up — when the link comes back, or when a fetch that went alone ends on a
@@ -297,6 +297,16 @@ struct SharedFetch: Equatable {
     mutating func written(version: String, over expected: EntryVersion, replicated: Bool = true) {
         knownVersion = .known(version)
         unshared = replicated ? .none : .unreplicated(previous: expected)
+    }
+
+    /// A write of `version` over `expected` was sent and no answer came (a timeout, a reset, a
+    /// failover): the server may have stored it. It counts as a write nobody confirmed, so that
+    /// reading `version` later (it was stored) is trusted as this replica's own, and reading
+    /// `expected` (it was not) is not — as `writeFailed` would have it, a later write again
+    /// over `expected` would find `version`, take it as another replica's, and trust its older
+    /// refresh token.
+    mutating func writeUnanswered(version: String, over expected: EntryVersion) {
+        written(version: version, over: expected, replicated: false)
     }
 
     /// The compare-and-set found `current` instead of the version it expected: another replica

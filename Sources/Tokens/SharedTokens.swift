@@ -370,7 +370,8 @@ final class SharedTokens {
             entry.fetch.writeFailed()
             return release(entry)
         }
-        let command = SharedEntryCommands.write(entry.keys, expected: expected, version: randomHex(), entry: bytes,
+        let version = randomHex()
+        let command = SharedEntryCommands.write(entry.keys, expected: expected, version: version, entry: bytes,
                                                 ttlMilliseconds: SharedEntryCommands.ttlMilliseconds(stored, now: Date().timeIntervalSince1970),
                                                 holder: holder)
         pendingCommands += 1
@@ -397,7 +398,15 @@ final class SharedTokens {
                 }
                 run(next, for: entry)
             case nil:
-                entry.fetch.writeFailed()
+                switch result {
+                case .failure(.timedOut), .failure(.closed):
+                    // Sent but no answer (a timeout, a reset, a failover): the server may have
+                    // stored it, as a write no replica confirmed (SharedFetch, `unreplicated`).
+                    entry.fetch.writeUnanswered(version: version, over: expected)
+                default:
+                    // An error reply (READONLY, ...) or none sent: not stored.
+                    entry.fetch.writeFailed()
+                }
             }
             stopIfDone()
         }

@@ -229,6 +229,47 @@ final class SharedFetchTests: XCTestCase {
         XCTAssertEqual(fetch.unshared, .none)
     }
 
+    // MARK: - A write whose answer never came (a timeout, a reset, a failover)
+
+    func testAWriteStoredButUnansweredKeepsTheNewestRefreshToken() {
+        // v1 written over v0; the server stored it, the answer was lost.
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v0")
+        fetch.writeUnanswered(version: "v1", over: .known("v0"))
+        // The link is down: the next refresh goes alone (R1 -> R2, R1 revoked by the rotation).
+        XCTAssertEqual(fetch.begin(link: .down), .alone)
+        XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: false), .nothing)
+        // Back: the reassert goes over v1 (it may be there), and lands.
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.reassertExpected, .known("v1"))
+        XCTAssertFalse(fetch.entryRead(version: "v1"), "v1 holds R1, older than R2: not trusted")
+        XCTAssertEqual(fetch.reassertExpected, .known("v1"))
+    }
+
+    func testAWriteUnansweredThatWasNotStoredGoesAgainOverTheOldEntry() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v0")
+        fetch.writeUnanswered(version: "v1", over: .known("v0"))
+        _ = fetch.begin(link: .down)
+        _ = fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: false)
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.writeConflicted(current: "v0"), .reassert, "v1 never landed: again, over v0")
+        XCTAssertEqual(fetch.reassertExpected, .known("v0"))
+        XCTAssertFalse(fetch.entryRead(version: "v0"))
+    }
+
+    func testAWriteUnansweredWrittenAgainFindsItself() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v0")
+        fetch.writeUnanswered(version: "v1", over: .known("v0"))
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.reassertExpected, .known("v0"))
+        XCTAssertEqual(fetch.writeConflicted(current: "v1"), .nothing, "its own write: nothing left to write")
+        XCTAssertEqual(fetch.knownVersion, .known("v1"))
+        XCTAssertEqual(fetch.unshared, .none)
+        XCTAssertTrue(fetch.entryRead(version: "v1"))
+    }
+
     func testAWriteAFailoverLostIsWrittenAgainAndTheOlderEntryNotTrusted() {
         var fetch = SharedFetch()
         _ = fetch.entryRead(version: "v1")
