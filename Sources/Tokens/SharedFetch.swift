@@ -26,9 +26,9 @@
 // Which refresh token to trust: a replica that obtained tokens alone (Redis was down) while the
 // shared entry stayed as it last saw it holds the newer refresh token (a rotating IdP revoked the
 // stored one), so it keeps its own until it has written; any entry written since by another
-// replica is newer and is taken. The same holds for a write no replica of the master confirmed
-// (Sentinel: `WAIT`) and for a write whose answer never came: if it was lost, the master holds
-// the version it replaced, and that one's refresh token is no longer trusted.
+// replica is newer and is taken. The same holds for a write a failover may lose (Sentinel: every
+// write until a read shows it survived) and for a write whose answer never came: if it was lost,
+// the master holds the version it replaced, and that one's refresh token is no longer trusted.
 //
 // Writing them again (`reassert`): what this replica holds that Redis may lack is written as soon
 // as the link is (back) up — when the link comes back, or when a fetch that went alone ends on a
@@ -293,7 +293,10 @@ struct SharedFetch: Equatable {
     }
 
     /// A write (or a reassert) that replaced `expected` was stored as `version`; `replicated`:
-    /// a replica confirmed it (always true without Sentinel, where no failover can lose it).
+    /// no failover can lose it (true without Sentinel). With Sentinel it stays `unreplicated`
+    /// until a read shows what the master holds: `WAIT`'s count proves nothing (another replica
+    /// than the one that has it may be promoted), while reading `expected` again can only mean
+    /// the write was lost (versions are random, never reused).
     mutating func written(version: String, over expected: EntryVersion, replicated: Bool = true) {
         knownVersion = .known(version)
         unshared = replicated ? .none : .unreplicated(previous: expected)
