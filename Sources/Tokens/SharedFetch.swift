@@ -117,6 +117,15 @@ struct SharedFetch: Equatable {
         return knownVersion
     }
 
+    /// A reassert only over an entry this replica read or wrote. Over none (`.absent`, or
+    /// `.unknown`: compared as "") it would also land on an entry a logout removed while this
+    /// replica's link was down and the removal's message missed, and log the person back in on
+    /// every replica; the next refresh's write (after its acquire) shares the tokens then.
+    private var reassertIfSeen: Step {
+        guard case .known = reassertExpected else { return .nothing }
+        return .reassert
+    }
+
     var holdsLease: Bool { phase == .holding }
 
     var isWaiting: Bool {
@@ -144,7 +153,7 @@ struct SharedFetch: Equatable {
         case .awaitingLink:
             return look()
         case .idle:
-            return unshared == .none ? .nothing : .reassert
+            return unshared == .none ? .nothing : reassertIfSeen
         default:
             // A fetch under way writes when it ends.
             return .nothing
@@ -289,7 +298,7 @@ struct SharedFetch: Equatable {
             unshared = .fetchedAlone
         }
         // Gone alone while the link came back: write it now, not at the next refresh.
-        return linkReady ? .reassert : .nothing
+        return linkReady ? reassertIfSeen : .nothing
     }
 
     /// A write (or a reassert) that replaced `expected` was stored as `version`; `replicated`:
@@ -321,7 +330,7 @@ struct SharedFetch: Equatable {
         if case .fetchedAloneAfterUnreplicated(let previous) = unshared, EntryVersion(current) == previous {
             unshared = .fetchedAlone
             knownVersion = previous
-            return phase == .idle ? .reassert : .nothing
+            return phase == .idle ? reassertIfSeen : .nothing
         }
         unshared = .none
         return .nothing

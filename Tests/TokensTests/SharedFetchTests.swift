@@ -154,6 +154,7 @@ final class SharedFetchTests: XCTestCase {
 
     func testAnErrorReplySendsTheFetchAlone() {
         var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v1")
         _ = fetch.begin(link: .ready)
         XCTAssertEqual(fetch.operationFailed(), .alone)
         XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true), .reassert,
@@ -270,6 +271,34 @@ final class SharedFetchTests: XCTestCase {
         XCTAssertEqual(fetch.knownVersion, .known("v1"))
         XCTAssertEqual(fetch.unshared, .none)
         XCTAssertTrue(fetch.entryRead(version: "v1"))
+    }
+
+    // MARK: - No reassert over an entry never seen (a logout this replica missed)
+
+    func testTokensObtainedAloneOverNoEntryAreNotWrittenAgainWhenTheLinkComesBack() {
+        var unseen = SharedFetch()
+        XCTAssertEqual(unseen.begin(link: .down), .alone)
+        XCTAssertEqual(unseen.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true), .nothing,
+                       "never read: a reassert would compare with \"\" and land on a removed login")
+        XCTAssertEqual(unseen.linkReady(), .nothing)
+        var absent = SharedFetch()
+        _ = absent.entryRead(version: nil)
+        _ = absent.begin(link: .down)
+        XCTAssertEqual(absent.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: false), .nothing)
+        XCTAssertEqual(absent.linkReady(), .nothing)
+        XCTAssertTrue(absent.fetchedAlone, "the next refresh's write shares it")
+        XCTAssertEqual(absent.begin(link: .ready), .acquireIfUnchanged(.absent))
+    }
+
+    func testAFirstWriteAFailoverMayLoseIsNotWrittenAgainOverNoEntry() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: nil)
+        fetch.written(version: "v1", over: .absent, replicated: false)
+        XCTAssertEqual(fetch.linkReady(), .nothing)
+        _ = fetch.begin(link: .down)
+        _ = fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: false)
+        XCTAssertEqual(fetch.linkReady(), .reassert, "over v1, which it wrote")
+        XCTAssertEqual(fetch.writeConflicted(current: nil), .nothing, "gone (a logout): not written again over nothing")
     }
 
     func testAWriteAFailoverLostIsWrittenAgainAndTheOlderEntryNotTrusted() {
