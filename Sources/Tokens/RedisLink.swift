@@ -199,7 +199,7 @@ final class RedisLink {
     /// The sentinels promoted `endpoint`: the link moves to it now, whatever it was doing (a
     /// ready link is lost first, so fetches waiting on it go alone until the new one is up).
     private func masterSwitched(to endpoint: RedisEndpoint) {
-        guard !stopped else { return }
+        guard !stopped, Self.switchNeeded(to: endpoint, current: master, ready: isReady) else { return }
         logger.warning("shared token store: the sentinels promoted a new master; reconnecting to it",
                        metadata: place.merging(["new_master": .string("\(HostSyntax.bracketed(endpoint.host)):\(endpoint.port)")]) { $1 })
         let wasReady = isReady
@@ -213,6 +213,14 @@ final class RedisLink {
         if health.state == .down { health.reconnecting() }
         master = endpoint
         connect(to: endpoint)
+    }
+
+    /// Whether a `+switch-master` to `endpoint` moves the link: not when the link is up on it
+    /// already (the same switch heard again, through another sentinel first), which would tear
+    /// a healthy link down and send every waiter alone while the holder refreshes.
+    static func switchNeeded(to endpoint: RedisEndpoint, current: RedisEndpoint?, ready: Bool) -> Bool {
+        guard ready, let current else { return true }
+        return current.host != endpoint.host || current.port != endpoint.port
     }
 
     private func closeConnections() {
