@@ -157,7 +157,7 @@ final class RedisLink {
         if begins {
             var metadata = place.merging(["error": .string(failure.description)]) { $1 }
             // A refused AUTH: the password came from this file.
-            if case .refused = failure, let passwordFile { metadata["password_file"] = .string(passwordFile.path) }
+            if Self.refusedAuth(failure), let passwordFile { metadata["password_file"] = .string(passwordFile.path) }
             logger.warning("shared token store unavailable; each replica fetches its own tokens until it is back", metadata: metadata)
         }
         let timer = retryTimer ?? LoopTimer(loop: loop) { [unowned self] in
@@ -221,6 +221,13 @@ final class RedisLink {
     static func switchNeeded(to endpoint: RedisEndpoint, current: RedisEndpoint?, ready: Bool) -> Bool {
         guard ready, let current else { return true }
         return current.host != endpoint.host || current.port != endpoint.port
+    }
+
+    /// Whether `failure` is a refused AUTH (the password file's content), not another refused
+    /// step (SELECT, SUBSCRIBE) or a master that is not one (ROLE, READONLY, UNBLOCKED).
+    static func refusedAuth(_ failure: RedisConnection.Failure) -> Bool {
+        guard case .refused(let reason) = failure else { return false }
+        return reason.hasPrefix("AUTH:")
     }
 
     private func closeConnections() {

@@ -16,4 +16,12 @@ final class RedisLinkSwitchTests: XCTestCase {
         XCTAssertTrue(RedisLink.switchNeeded(to: master, current: master, ready: false), "not up: the switch opens it")
         XCTAssertTrue(RedisLink.switchNeeded(to: master, current: nil, ready: true))
     }
+
+    func testOnlyARefusedAuthNamesThePasswordFile() {
+        XCTAssertTrue(RedisLink.refusedAuth(.refused("AUTH: WRONGPASS invalid username-password pair or user is disabled.")))
+        XCTAssertFalse(RedisLink.refusedAuth(.refused("the sentinels named a server whose ROLE is slave, not master")))
+        XCTAssertFalse(RedisLink.refusedAuth(.refused("the master became a replica (EVALSHA answered READONLY); asking the sentinels for the new master")))
+        XCTAssertFalse(RedisLink.refusedAuth(.refused("SELECT: ERR DB index is out of range")))
+        XCTAssertFalse(RedisLink.refusedAuth(.unreachable("connection refused")))
+    }
 }
