@@ -103,11 +103,18 @@ final class RedisLink {
         let endpoint = passwordFile?.endpoint(endpoint, logger: logger) ?? endpoint
         commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                    onReady: { [weak self] in self?.connectionUp() },
-                                   onEnded: { [weak self] in self?.lost($0) })
+                                   onEnded: { [weak self] in self?.connectionEnded($0) })
         listener = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                    subscribingTo: channel, onMessage: { [weak self] in self?.onMessage($0) },
                                    onReady: { [weak self] in self?.connectionUp() },
-                                   onEnded: { [weak self] in self?.lost($0) })
+                                   onEnded: { [weak self] in self?.connectionEnded($0) })
+    }
+
+    /// A connection to the server (or the master the sentinels named) ended. One that never
+    /// reached the master it was named: the next round asks another sentinel first.
+    private func connectionEnded(_ failure: RedisConnection.Failure) {
+        if case .unreachable = failure, !isReady { sentinels?.namedMasterUnusable() }
+        lost(failure)
     }
 
     private func openCluster() {
@@ -132,7 +139,10 @@ final class RedisLink {
             guard let self, self.commands === commands else { return }
             switch result.map(ServerRole.init) {
             case .success(.master): becomeReady()
-            case .success(.notMaster(let role)): lost(.refused("the sentinels named a server whose ROLE is \(role), not master"))
+            case .success(.notMaster(let role)):
+                // A stale sentinel's answer: the next round asks another first.
+                sentinels?.namedMasterUnusable()
+                lost(.refused("the sentinels named a server whose ROLE is \(role), not master"))
             case .success(.unreadable): lost(.refused("the server's answer to ROLE is not a role"))
             case .failure(let failure): lost(failure)
             }

@@ -24,4 +24,10 @@ final class RedisLinkSwitchTests: XCTestCase {
         XCTAssertFalse(RedisLink.refusedAuth(.refused("SELECT: ERR DB index is out of range")))
         XCTAssertFalse(RedisLink.refusedAuth(.unreachable("connection refused")))
     }
+
+    func testARoundAfterAnUnusableMasterStartsAtTheNextSentinel() {
+        XCTAssertEqual(SentinelWatch.firstAfterUnusable(0, count: 3), 1)
+        XCTAssertEqual(SentinelWatch.firstAfterUnusable(2, count: 3), 0)
+        XCTAssertEqual(SentinelWatch.firstAfterUnusable(0, count: 1), 0)
+    }
 }
