@@ -103,11 +103,18 @@ final class RedisLink {
         let endpoint = passwordFile?.endpoint(endpoint, logger: logger) ?? endpoint
         commands = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                    onReady: { [weak self] in self?.connectionUp() },
-                                   onEnded: { [weak self] in self?.lost($0) })
+                                   onEnded: { [weak self] in self?.connectionEnded($0) })
         listener = RedisConnection(loop: loop, endpoint: endpoint, timeoutMilliseconds: timeoutMilliseconds, tls: tls,
                                    subscribingTo: channel, onMessage: { [weak self] in self?.onMessage($0) },
                                    onReady: { [weak self] in self?.connectionUp() },
-                                   onEnded: { [weak self] in self?.lost($0) })
+                                   onEnded: { [weak self] in self?.connectionEnded($0) })
+    }
+
+    /// A connection to the server (or the master the sentinels named) ended. One that never
+    /// reached the master it was named: the next round asks another sentinel first.
+    private func connectionEnded(_ failure: RedisConnection.Failure) {
+        if case .unreachable = failure, !isReady { sentinels?.namedMasterUnusable() }
+        lost(failure)
     }
 
     private func openCluster() {
@@ -132,7 +139,10 @@ final class RedisLink {
             guard let self, self.commands === commands else { return }
             switch result.map(ServerRole.init) {
             case .success(.master): becomeReady()
-            case .success(.notMaster(let role)): lost(.refused("the sentinels named a server whose ROLE is \(role), not master"))
+            case .success(.notMaster(let role)):
+                // A stale sentinel's answer: the next round asks another first.
+                sentinels?.namedMasterUnusable()
+                lost(.refused("the sentinels named a server whose ROLE is \(role), not master"))
             case .success(.unreadable): lost(.refused("the server's answer to ROLE is not a role"))
             case .failure(let failure): lost(failure)
             }
@@ -157,7 +167,7 @@ final class RedisLink {
         if begins {
             var metadata = place.merging(["error": .string(failure.description)]) { $1 }
             // A refused AUTH: the password came from this file.
-            if case .refused = failure, let passwordFile { metadata["password_file"] = .string(passwordFile.path) }
+            if Self.refusedAuth(failure), let passwordFile { metadata["password_file"] = .string(passwordFile.path) }
             logger.warning("shared token store unavailable; each replica fetches its own tokens until it is back", metadata: metadata)
         }
         let timer = retryTimer ?? LoopTimer(loop: loop) { [unowned self] in
@@ -199,7 +209,7 @@ final class RedisLink {
     /// The sentinels promoted `endpoint`: the link moves to it now, whatever it was doing (a
     /// ready link is lost first, so fetches waiting on it go alone until the new one is up).
     private func masterSwitched(to endpoint: RedisEndpoint) {
-        guard !stopped else { return }
+        guard !stopped, Self.switchNeeded(to: endpoint, current: master, ready: isReady) else { return }
         logger.warning("shared token store: the sentinels promoted a new master; reconnecting to it",
                        metadata: place.merging(["new_master": .string("\(HostSyntax.bracketed(endpoint.host)):\(endpoint.port)")]) { $1 })
         let wasReady = isReady
@@ -213,6 +223,21 @@ final class RedisLink {
         if health.state == .down { health.reconnecting() }
         master = endpoint
         connect(to: endpoint)
+    }
+
+    /// Whether a `+switch-master` to `endpoint` moves the link: not when the link is up on it
+    /// already (the same switch heard again, through another sentinel first), which would tear
+    /// a healthy link down and send every waiter alone while the holder refreshes.
+    static func switchNeeded(to endpoint: RedisEndpoint, current: RedisEndpoint?, ready: Bool) -> Bool {
+        guard ready, let current else { return true }
+        return current.host != endpoint.host || current.port != endpoint.port
+    }
+
+    /// Whether `failure` is a refused AUTH (the password file's content), not another refused
+    /// step (SELECT, SUBSCRIBE) or a master that is not one (ROLE, READONLY, UNBLOCKED).
+    static func refusedAuth(_ failure: RedisConnection.Failure) -> Bool {
+        guard case .refused(let reason) = failure else { return false }
+        return reason.hasPrefix("AUTH:")
     }
 
     private func closeConnections() {

@@ -142,6 +142,17 @@ final class SentinelWatch {
         follow(next, round: asked.round, completion: asked.completion)
     }
 
+    /// The master the last answer named could not be used (unreachable, or not a master): that
+    /// sentinel may be stale, so the next round starts at the next one rather than at it forever.
+    func namedMasterUnusable() {
+        lastAnswered = Self.firstAfterUnusable(lastAnswered, count: topology.sentinels.count)
+    }
+
+    /// The sentinel a round starts at after the one at `answered` named an unusable master.
+    static func firstAfterUnusable(_ answered: Int, count: Int) -> Int {
+        (answered + 1) % count
+    }
+
     /// Drops the question under way, if any: its completion is never called.
     func cancelFindMaster() {
         question?.connection?.close()

@@ -26,9 +26,9 @@
 // Which refresh token to trust: a replica that obtained tokens alone (Redis was down) while the
 // shared entry stayed as it last saw it holds the newer refresh token (a rotating IdP revoked the
 // stored one), so it keeps its own until it has written; any entry written since by another
-// replica is newer and is taken. The same holds for a write no replica of the master confirmed
-// (Sentinel: `WAIT`): if a failover lost it, the new master holds the version it replaced, and
-// that one's refresh token is no longer trusted either.
+// replica is newer and is taken. The same holds for a write a failover may lose (Sentinel: every
+// write until a read shows it survived) and for a write whose answer never came: if it was lost,
+// the master holds the version it replaced, and that one's refresh token is no longer trusted.
 //
 // Writing them again (`reassert`): what this replica holds that Redis may lack is written as soon
 // as the link is (back) up — when the link comes back, or when a fetch that went alone ends on a
@@ -117,6 +117,15 @@ struct SharedFetch: Equatable {
         return knownVersion
     }
 
+    /// A reassert only over an entry this replica read or wrote. Over none (`.absent`, or
+    /// `.unknown`: compared as "") it would also land on an entry a logout removed while this
+    /// replica's link was down and the removal's message missed, and log the person back in on
+    /// every replica; the next refresh's write (after its acquire) shares the tokens then.
+    private var reassertIfSeen: Step {
+        guard case .known = reassertExpected else { return .nothing }
+        return .reassert
+    }
+
     var holdsLease: Bool { phase == .holding }
 
     var isWaiting: Bool {
@@ -144,7 +153,7 @@ struct SharedFetch: Equatable {
         case .awaitingLink:
             return look()
         case .idle:
-            return unshared == .none ? .nothing : .reassert
+            return unshared == .none ? .nothing : reassertIfSeen
         default:
             // A fetch under way writes when it ends.
             return .nothing
@@ -289,14 +298,27 @@ struct SharedFetch: Equatable {
             unshared = .fetchedAlone
         }
         // Gone alone while the link came back: write it now, not at the next refresh.
-        return linkReady ? .reassert : .nothing
+        return linkReady ? reassertIfSeen : .nothing
     }
 
     /// A write (or a reassert) that replaced `expected` was stored as `version`; `replicated`:
-    /// a replica confirmed it (always true without Sentinel, where no failover can lose it).
+    /// no failover can lose it (true without Sentinel). With Sentinel it stays `unreplicated`
+    /// until a read shows what the master holds: `WAIT`'s count proves nothing (another replica
+    /// than the one that has it may be promoted), while reading `expected` again can only mean
+    /// the write was lost (versions are random, never reused).
     mutating func written(version: String, over expected: EntryVersion, replicated: Bool = true) {
         knownVersion = .known(version)
         unshared = replicated ? .none : .unreplicated(previous: expected)
+    }
+
+    /// A write of `version` over `expected` was sent and no answer came (a timeout, a reset, a
+    /// failover): the server may have stored it. It counts as a write nobody confirmed, so that
+    /// reading `version` later (it was stored) is trusted as this replica's own, and reading
+    /// `expected` (it was not) is not — as `writeFailed` would have it, a later write again
+    /// over `expected` would find `version`, take it as another replica's, and trust its older
+    /// refresh token.
+    mutating func writeUnanswered(version: String, over expected: EntryVersion) {
+        written(version: version, over: expected, replicated: false)
     }
 
     /// The compare-and-set found `current` instead of the version it expected: another replica
@@ -308,7 +330,7 @@ struct SharedFetch: Equatable {
         if case .fetchedAloneAfterUnreplicated(let previous) = unshared, EntryVersion(current) == previous {
             unshared = .fetchedAlone
             knownVersion = previous
-            return phase == .idle ? .reassert : .nothing
+            return phase == .idle ? reassertIfSeen : .nothing
         }
         unshared = .none
         return .nothing

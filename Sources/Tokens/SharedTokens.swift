@@ -356,8 +356,8 @@ final class SharedTokens {
     }
 
     /// Stores what the holder obtained (or a reassert), if the entry is still `expected`. With
-    /// Sentinel, `WAIT` then asks whether a replica has it: a write no replica confirmed is
-    /// written again after a failover (SharedFetch, `unreplicated`).
+    /// Sentinel the write stays `unreplicated` until a read shows it survived (SharedFetch), and
+    /// is written again when the link comes back (after a failover).
     private func write(_ held: HeldTokens, for entry: SharedEntry, expected: EntryVersion) {
         let stored = StoredTokenClock.stored(held)
         let bytes: [UInt8]
@@ -370,7 +370,8 @@ final class SharedTokens {
             entry.fetch.writeFailed()
             return release(entry)
         }
-        let command = SharedEntryCommands.write(entry.keys, expected: expected, version: randomHex(), entry: bytes,
+        let version = randomHex()
+        let command = SharedEntryCommands.write(entry.keys, expected: expected, version: version, entry: bytes,
                                                 ttlMilliseconds: SharedEntryCommands.ttlMilliseconds(stored, now: Date().timeIntervalSince1970),
                                                 holder: holder)
         pendingCommands += 1
@@ -384,7 +385,7 @@ final class SharedTokens {
                     break
                 }
                 entry.fetch.written(version: version, over: expected, replicated: false)
-                confirmReplication(of: version, for: entry, over: expected)
+                waitForReplica()
             case .conflict(let current):
                 // A write written again may find itself (it survived the failover) or the version
                 // it replaced (then it goes again over that one, SharedFetch).
@@ -397,7 +398,15 @@ final class SharedTokens {
                 }
                 run(next, for: entry)
             case nil:
-                entry.fetch.writeFailed()
+                switch result {
+                case .failure(.timedOut), .failure(.closed):
+                    // Sent but no answer (a timeout, a reset, a failover): the server may have
+                    // stored it, as a write no replica confirmed (SharedFetch, `unreplicated`).
+                    entry.fetch.writeUnanswered(version: version, over: expected)
+                default:
+                    // An error reply (READONLY, ...) or none sent: not stored.
+                    entry.fetch.writeFailed()
+                }
             }
             stopIfDone()
         }
@@ -408,15 +417,14 @@ final class SharedTokens {
         }
     }
 
-    /// `WAIT 1`: the write of `version` is confirmed once a replica has it. No confirmation
-    /// within the wait leaves the write unreplicated, written again after the next failover.
-    private func confirmReplication(of version: String, for entry: SharedEntry, over expected: EntryVersion) {
+    /// `WAIT 1` after a write: its `UNBLOCKED` answer tells RedisLink at once that the master
+    /// was demoted (a failover under way). Its count decides nothing: a replica having the
+    /// write is no proof that the one promoted has it, so the write stays `unreplicated` until
+    /// a read shows what the master holds (SharedFetch.written).
+    private func waitForReplica() {
         pendingCommands += 1
-        let sent = link.send(SharedEntryCommands.waitForReplica(timeoutMilliseconds: settings.timeoutMilliseconds)) { [unowned self] result in
+        let sent = link.send(SharedEntryCommands.waitForReplica(timeoutMilliseconds: settings.timeoutMilliseconds)) { [unowned self] _ in
             pendingCommands -= 1
-            if case .success(.integer(let replicas)) = result, replicas >= 1, entry.fetch.knownVersion == .known(version) {
-                entry.fetch.written(version: version, over: expected, replicated: true)
-            }
             stopIfDone()
         }
         if !sent { pendingCommands -= 1 }

@@ -154,6 +154,7 @@ final class SharedFetchTests: XCTestCase {
 
     func testAnErrorReplySendsTheFetchAlone() {
         var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v1")
         _ = fetch.begin(link: .ready)
         XCTAssertEqual(fetch.operationFailed(), .alone)
         XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true), .reassert,
@@ -220,13 +221,84 @@ final class SharedFetchTests: XCTestCase {
         XCTAssertEqual(fetch.linkReady(), .nothing)
     }
 
-    func testAWriteNoReplicaConfirmedIsUnreplicatedUntilConfirmed() {
+    func testAWriteAFailoverMayLoseStaysUnreplicatedUntilAReadShowsIt() {
         var fetch = SharedFetch()
         _ = fetch.entryRead(version: "v1")
         fetch.written(version: "v2", over: .known("v1"), replicated: false)
         XCTAssertEqual(fetch.unshared, .unreplicated(previous: .known("v1")))
-        fetch.written(version: "v2", over: .known("v1"), replicated: true)
+        // WAIT's count no longer clears it: the replica promoted may not be the one that had v2.
+        XCTAssertEqual(fetch.linkReady(), .reassert, "after a failover: written again over v1")
+        XCTAssertFalse(fetch.entryRead(version: "v1"), "v1 again after v2 replaced it: v2 was lost")
+        XCTAssertEqual(fetch.unshared, .fetchedAlone)
+    }
+
+    // MARK: - A write whose answer never came (a timeout, a reset, a failover)
+
+    func testAWriteStoredButUnansweredKeepsTheNewestRefreshToken() {
+        // v1 written over v0; the server stored it, the answer was lost.
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v0")
+        fetch.writeUnanswered(version: "v1", over: .known("v0"))
+        // The link is down: the next refresh goes alone (R1 -> R2, R1 revoked by the rotation).
+        XCTAssertEqual(fetch.begin(link: .down), .alone)
+        XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: false), .nothing)
+        // Back: the reassert goes over v1 (it may be there), and lands.
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.reassertExpected, .known("v1"))
+        XCTAssertFalse(fetch.entryRead(version: "v1"), "v1 holds R1, older than R2: not trusted")
+        XCTAssertEqual(fetch.reassertExpected, .known("v1"))
+    }
+
+    func testAWriteUnansweredThatWasNotStoredGoesAgainOverTheOldEntry() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v0")
+        fetch.writeUnanswered(version: "v1", over: .known("v0"))
+        _ = fetch.begin(link: .down)
+        _ = fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: false)
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.writeConflicted(current: "v0"), .reassert, "v1 never landed: again, over v0")
+        XCTAssertEqual(fetch.reassertExpected, .known("v0"))
+        XCTAssertFalse(fetch.entryRead(version: "v0"))
+    }
+
+    func testAWriteUnansweredWrittenAgainFindsItself() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: "v0")
+        fetch.writeUnanswered(version: "v1", over: .known("v0"))
+        XCTAssertEqual(fetch.linkReady(), .reassert)
+        XCTAssertEqual(fetch.reassertExpected, .known("v0"))
+        XCTAssertEqual(fetch.writeConflicted(current: "v1"), .nothing, "its own write: nothing left to write")
+        XCTAssertEqual(fetch.knownVersion, .known("v1"))
         XCTAssertEqual(fetch.unshared, .none)
+        XCTAssertTrue(fetch.entryRead(version: "v1"))
+    }
+
+    // MARK: - No reassert over an entry never seen (a logout this replica missed)
+
+    func testTokensObtainedAloneOverNoEntryAreNotWrittenAgainWhenTheLinkComesBack() {
+        var unseen = SharedFetch()
+        XCTAssertEqual(unseen.begin(link: .down), .alone)
+        XCTAssertEqual(unseen.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true), .nothing,
+                       "never read: a reassert would compare with \"\" and land on a removed login")
+        XCTAssertEqual(unseen.linkReady(), .nothing)
+        var absent = SharedFetch()
+        _ = absent.entryRead(version: nil)
+        _ = absent.begin(link: .down)
+        XCTAssertEqual(absent.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: false), .nothing)
+        XCTAssertEqual(absent.linkReady(), .nothing)
+        XCTAssertTrue(absent.fetchedAlone, "the next refresh's write shares it")
+        XCTAssertEqual(absent.begin(link: .ready), .acquireIfUnchanged(.absent))
+    }
+
+    func testAFirstWriteAFailoverMayLoseIsNotWrittenAgainOverNoEntry() {
+        var fetch = SharedFetch()
+        _ = fetch.entryRead(version: nil)
+        fetch.written(version: "v1", over: .absent, replicated: false)
+        XCTAssertEqual(fetch.linkReady(), .nothing)
+        _ = fetch.begin(link: .down)
+        _ = fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: false)
+        XCTAssertEqual(fetch.linkReady(), .reassert, "over v1, which it wrote")
+        XCTAssertEqual(fetch.writeConflicted(current: nil), .nothing, "gone (a logout): not written again over nothing")
     }
 
     func testAWriteAFailoverLostIsWrittenAgainAndTheOlderEntryNotTrusted() {
