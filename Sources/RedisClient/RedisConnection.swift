@@ -116,7 +116,9 @@ public final class RedisConnection: ByteStreamDelegate {
             guard case .connecting = phase else { return }
             switch result {
             case .success(let addresses): connect(to: addresses[0])
-            case .failure(let error): end(.unreachable("cannot resolve \(endpoint.host): \(error)"))
+            // Never ended from inside the initialiser: a host libuv refuses at once (one over
+            // 255 bytes) fails before `resolve` returns.
+            case .failure(let error): endLater(.unreachable("cannot resolve \(endpoint.host): \(error)"))
             }
         }
     }

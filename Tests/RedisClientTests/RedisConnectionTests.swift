@@ -214,4 +214,20 @@ final class RedisConnectionTests: XCTestCase {
             guard case .failure(.closed) = result else { return XCTFail("got \(result)") }
         }
     }
+
+    func testAHostTheResolverRefusesAtOnceEndsTheConnectionAfterTheInitialiserReturned() throws {
+        // uv_getaddrinfo refuses a name over 255 bytes before it returns (rule 2: never inside init).
+        var constructed = false
+        var ended: RedisConnection.Failure?
+        var endedBeforeReturn = false
+        let connection = RedisConnection(loop: loop, endpoint: RedisEndpoint(host: String(repeating: "a", count: 300), port: 6379),
+                                         timeoutMilliseconds: 1000, onReady: { XCTFail("ready") },
+                                         onEnded: { endedBeforeReturn = !constructed; ended = $0 })
+        constructed = true
+        test.run(until: "the connection ended") { ended != nil }
+        XCTAssertFalse(endedBeforeReturn, "onEnded ran inside the initialiser")
+        guard case .unreachable(let reason) = ended else { return XCTFail("got \(String(describing: ended))") }
+        XCTAssertTrue(reason.hasPrefix("cannot resolve aaaa"), reason)
+        XCTAssertFalse(connection.isReady)
+    }
 }
