@@ -10,7 +10,8 @@ public struct ClusterSlotMap: Sendable, Equatable {
 
     /// From `CLUSTER SLOTS`' reply, asked of a node at `askedHost`: an array of
     /// `[first slot, last slot, [master host, port, id, …], replicas…]`. Nil for a reply of
-    /// another shape (an error: cluster support disabled) or one that assigns no slot.
+    /// another shape (an error: cluster support disabled), one that names a host that is not a
+    /// host name or address, or one that assigns no slot.
     public init?(slotsReply reply: RedisReply, askedHost: String) {
         guard let ranges = reply.elements else { return nil }
         for range in ranges {
@@ -18,7 +19,9 @@ public struct ClusterSlotMap: Sendable, Equatable {
                   let firstSlot = ClusterSlot(Int(first)), let lastSlot = ClusterSlot(Int(last)), firstSlot <= lastSlot,
                   let master = parts[2].elements, master.count >= 2, let host = master[0].text,
                   let port = master[1].integer, let port16 = UInt16(exactly: port), port16 > 0 else { return nil }
-            let node = ClusterNode(host: host.isEmpty || host == "?" ? askedHost : host, port: port16)
+            let named = host.isEmpty || host == "?" ? askedHost : host
+            guard ClusterNode.isValidHost(named) else { return nil }
+            let node = ClusterNode(host: named, port: port16)
             for number in firstSlot.number...lastSlot.number {
                 assign(ClusterSlot(number)!, to: node)
             }

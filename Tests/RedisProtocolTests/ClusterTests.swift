@@ -82,6 +82,17 @@ final class ClusterRedirectionTests: XCTestCase {
             XCTAssertNil(ClusterRedirection(reply, askedHost: "x"), "\(reply)")
         }
     }
+
+    /// A node names hosts the relay then resolves: one that is no host name or address (or longer
+    /// than a resolver takes) is no redirection.
+    func testARedirectionToAnInvalidHostIsNone() {
+        let long = String(repeating: "a", count: 300)
+        for text in ["MOVED 1 \(long):7000", "ASK 1 \(long):7000", "MOVED 1 bad/host:7000", "MOVED 1 a%b:7000", "MOVED 1 é.example:7000"] {
+            XCTAssertNil(ClusterRedirection(.error(text), askedHost: "x"), text)
+        }
+        XCTAssertEqual(ClusterRedirection(.error("MOVED 1 node_7.example:7000"), askedHost: "x"),
+                       .moved(ClusterSlot(1)!, ClusterNode(host: "node_7.example", port: 7000)))
+    }
 }
 
 final class ClusterSlotMapTests: XCTestCase {
@@ -118,6 +129,12 @@ final class ClusterSlotMapTests: XCTestCase {
                                   .array([range(10, 5, "a", 7000)]), .array([range(0, 16384, "a", 7000)]),
                                   .array([range(0, 1, "a", 0)]), .array([.array([.integer(0), .integer(1)])])] {
             XCTAssertNil(ClusterSlotMap(slotsReply: reply, askedHost: "x"), "\(reply)")
+        }
+    }
+
+    func testAMapNamingAnInvalidHostIsNone() {
+        for host in [String(repeating: "a", count: 300), "bad/host", "a%b", "a..b"] {
+            XCTAssertNil(ClusterSlotMap(slotsReply: .array([range(0, 99, "a", 7000), range(100, 16383, host, 7001)]), askedHost: "x"), host)
         }
     }
 }
