@@ -144,7 +144,8 @@ final class ClusterCommands {
                   let redirection = ClusterRedirection(reply, askedHost: node.host) else { return completion(result) }
             switch redirection {
             case .moved(let slot, let next) where redirections < Self.redirectionsAtMost:
-                map.assign(slot, to: next)
+                // A MOVED to one master too many is not followed: its error is the answer.
+                guard map.assign(slot, to: next) else { return completion(result) }
                 dispatch(command, to: next, asking: false, redirections: redirections + 1, sent: sent, completion: completion)
             case .ask(_, let next) where redirections < Self.redirectionsAtMost:
                 dispatch(command, to: next, asking: true, redirections: redirections + 1, sent: sent, completion: completion)

@@ -132,6 +132,21 @@ final class ClusterSlotMapTests: XCTestCase {
         }
     }
 
+    /// A slot's owner is counted in 16 bits: a reply naming more masters than there are slots
+    /// (each range may repeat slot 0) is refused, and so is a MOVED to one more.
+    func testMoreMastersThanSlotsAreRefused() throws {
+        let ranges = (0..<ClusterSlot.count).map { range(0, 0, "10.0.\($0 / 256).\($0 % 256)", 7000) }
+        var map = try XCTUnwrap(ClusterSlotMap(slotsReply: .array(ranges), askedHost: "x"))
+        XCTAssertEqual(map.masters.count, ClusterSlot.count)
+        XCTAssertFalse(map.assign(ClusterSlot(1)!, to: ClusterNode(host: "10.1.0.0", port: 7000)))
+        XCTAssertNil(map.node(for: ClusterSlot(1)!))
+        XCTAssertTrue(map.assign(ClusterSlot(1)!, to: ClusterNode(host: "10.0.0.9", port: 7000)), "a known master still takes slots")
+        XCTAssertNil(ClusterSlotMap(slotsReply: .array(ranges + [range(0, 0, "10.1.0.0", 7000)]), askedHost: "x"))
+        // 65,536 masters overflowed the 16-bit owner before the bound.
+        let hostile = (0..<65_536).map { range(0, 0, "10.\($0 / 65_536).\($0 / 256 % 256).\($0 % 256)", 7000) }
+        XCTAssertNil(ClusterSlotMap(slotsReply: .array(hostile), askedHost: "x"))
+    }
+
     func testAMapNamingAnInvalidHostIsNone() {
         for host in [String(repeating: "a", count: 300), "bad/host", "a%b", "a..b"] {
             XCTAssertNil(ClusterSlotMap(slotsReply: .array([range(0, 99, "a", 7000), range(100, 16383, host, 7001)]), askedHost: "x"), host)
