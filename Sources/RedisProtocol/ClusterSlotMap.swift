@@ -19,8 +19,9 @@ public struct ClusterSlotMap: Sendable, Equatable {
         for range in ranges {
             guard let parts = range.elements, parts.count >= 3, let first = parts[0].integer, let last = parts[1].integer,
                   let firstSlot = ClusterSlot(Int(first)), let lastSlot = ClusterSlot(Int(last)), firstSlot <= lastSlot,
-                  let master = parts[2].elements, master.count >= 2, let host = master[0].text,
+                  let master = parts[2].elements, master.count >= 2, let host = master[0] == .null ? "" : master[0].text,
                   let port = master[1].integer, let port16 = UInt16(exactly: port), port16 > 0 else { return nil }
+            // Empty, "?" or NULL (`cluster-preferred-endpoint-type unknown-endpoint`): the node asked.
             let named = host.isEmpty || host == "?" ? askedHost : host
             guard ClusterNode.isValidHost(named) else { return nil }
             let node = ClusterNode(host: named, port: port16)

@@ -111,6 +111,13 @@ final class ClusterSlotMapTests: XCTestCase {
         XCTAssertEqual(map.slotCount(of: ClusterNode(host: "127.0.0.1", port: 7000)), 5461)
     }
 
+    /// `cluster-preferred-endpoint-type unknown-endpoint` writes a NULL endpoint: the node asked.
+    func testANullEndpointIsTheNodeAsked() throws {
+        let unknown: RedisReply = .array([.integer(0), .integer(16383), .array([.null, .integer(7000), .bulk(Array("id".utf8))])])
+        let map = try XCTUnwrap(ClusterSlotMap(slotsReply: .array([unknown]), askedHost: "127.0.0.9"))
+        XCTAssertEqual(map.node(for: ClusterSlot(16383)!), ClusterNode(host: "127.0.0.9", port: 7000))
+    }
+
     func testMovedReassignsOneSlot() throws {
         var map = try XCTUnwrap(ClusterSlotMap(slotsReply: .array([range(0, 16383, "a", 7000)]), askedHost: "x"))
         map.assign(ClusterSlot(42)!, to: ClusterNode(host: "b", port: 7001))
