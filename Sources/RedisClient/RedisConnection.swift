@@ -95,7 +95,7 @@ public final class RedisConnection: ByteStreamDelegate {
     }
 
     /// Starts connecting, over TLS with `tls` (the endpoint is then `rediss://`), plain TCP
-    /// without. `onReady` is called once AUTH, SELECT and the SUBSCRIBE (when `channel` is given)
+    /// without; a `rediss://` endpoint without `tls` ends unreachable. `onReady` is called once AUTH, SELECT and the SUBSCRIBE (when `channel` is given)
     /// succeeded; `onEnded` at most once, when the connection fails or ends other than by
     /// `close()`, never from inside this initialiser. With `channel`, the connection only
     /// listens: `onMessage` gets each message published on it, and `send` is not for it.
@@ -112,6 +112,11 @@ public final class RedisConnection: ByteStreamDelegate {
         openingDeadline = loop.nowMilliseconds + timeoutMilliseconds
         timer = LoopTimer(loop: loop) { [unowned self] in timerFired() }
         timer.start(afterMilliseconds: timeoutMilliseconds)
+        guard tls != nil || !endpoint.usesTLS else {
+            // Never plain TCP for a TLS endpoint: the password and entries would go in clear.
+            endLater(.unreachable("\(endpoint.host):\(endpoint.port): rediss:// without a TLS configuration"))
+            return
+        }
         Resolver.resolve(on: loop, host: endpoint.host, port: endpoint.port) { [self] result in
             guard case .connecting = phase else { return }
             switch result {
@@ -217,7 +222,9 @@ public final class RedisConnection: ByteStreamDelegate {
                   let payload = parts[2].bytes else { return }
             subscription.onMessage(payload)
         } else {
-            end(.closed("a reply to no command (\(reply))"))
+            // A long array's description would flood the log: its start tells enough.
+            let shown = "\(reply)"
+            end(.closed("a reply to no command (\(shown.count > 200 ? String(shown.prefix(200)) + "…" : shown))"))
         }
     }
 

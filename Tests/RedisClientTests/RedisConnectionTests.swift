@@ -176,6 +176,35 @@ final class RedisConnectionTests: XCTestCase {
         listener.close()
     }
 
+    func testALongReplyToNoCommandIsShownShortened() throws {
+        var held: [TCPStream] = []
+        let (listener, port) = try answering("+PONG\r\n*100\r\n" + String(repeating: ":1\r\n", count: 100)) { held.append($0) }
+        var ended: RedisConnection.Failure?
+        let connection = RedisConnection(loop: loop, endpoint: endpoint(port), timeoutMilliseconds: 1000,
+                                         onReady: {}, onEnded: { ended = $0 })
+        test.run(until: "the connection ended") { ended != nil }
+        guard case .closed(let reason) = ended else { return XCTFail("got \(String(describing: ended))") }
+        XCTAssertEqual(reason, "a reply to no command ([" + String(repeating: ":1, ", count: 50).dropLast(1) + "…)")
+        XCTAssertFalse(connection.isReady)
+        held.forEach { $0.close() }
+        listener.close()
+    }
+
+    func testATLSEndpointWithoutATLSConfigurationNeverConnects() throws {
+        var accepted = 0
+        let listener = try TCPListener(loop: loop, address: SocketAddress(ip: "127.0.0.1", port: 0)!, reusePort: false) {
+            accepted += 1
+            $0.close()
+        }
+        let port = try XCTUnwrap(listener.localAddress?.port)
+        var tlsEndpoint = endpoint(port)
+        tlsEndpoint.usesTLS = true
+        let (_, outcome) = open(tlsEndpoint)
+        XCTAssertEqual(outcome.flatMap(failure), .unreachable("127.0.0.1:\(port): rediss:// without a TLS configuration"))
+        XCTAssertEqual(accepted, 0, "it connected in plain TCP")
+        listener.close()
+    }
+
     func testARefusedConnectionIsUnreachable() throws {
         let listener = try TCPListener(loop: loop, address: SocketAddress(ip: "127.0.0.1", port: 0)!, reusePort: false) { $0.close() }
         let port = try XCTUnwrap(listener.localAddress?.port)
