@@ -186,8 +186,11 @@ final class ClusterCommands {
         return opened
     }
 
+    /// Queues `retry` for the next round, `tryAgainMilliseconds` after the first retry queued
+    /// for it: later TRYAGAINs join the round, never postpone it.
     private func retryLater(_ retry: @escaping () -> Void) {
         retries.append(retry)
+        guard retries.count == 1 else { return }
         let timer = retryTimer ?? LoopTimer(loop: loop) { [unowned self] in
             let due = retries
             retries = []
