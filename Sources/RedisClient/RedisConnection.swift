@@ -145,11 +145,15 @@ public final class RedisConnection: ByteStreamDelegate {
         end(.closed("closed"))
     }
 
+    /// Probes for an idle connection (the listener's above all, which only reads): a server lost
+    /// without a reset (a NAT or load balancer's idle timeout) is found within a minute.
+    public static let keepAlive = TCPKeepAlive(idleSeconds: 30, intervalSeconds: 10, probes: 3)
+
     // MARK: - Opening
 
     private func connect(to address: SocketAddress) {
         do {
-            stream = try TLSStream.connect(on: loop, to: address, tls: tls, host: endpoint.host, delegate: self)
+            stream = try TLSStream.connect(on: loop, to: address, tls: tls, host: endpoint.host, keepAlive: Self.keepAlive, delegate: self)
         } catch {
             // Never reported from inside the initialiser (the resolver answers an IP at once).
             return endLater(.unreachable("\(endpoint.host):\(endpoint.port): \(error)"))

@@ -1,4 +1,5 @@
 import EventLoop
+import Foundation
 import OAuth2
 import RedisClient
 import RedisProtocol
@@ -203,6 +204,48 @@ final class RedisConnectionTests: XCTestCase {
         XCTAssertEqual(outcome.flatMap(failure), .unreachable("127.0.0.1:\(port): rediss:// without a TLS configuration"))
         XCTAssertEqual(accepted, 0, "it connected in plain TCP")
         listener.close()
+    }
+
+    /// The kernel's view of the connection (/proc/net/tcp): an idle connection to Redis runs the
+    /// keepalive timer (timer 2), due within its 30 s idle time, not libuv's default 60 s.
+    func testAnIdleConnectionProbesItsServerWithinThirtySeconds() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let (connection, opened) = open(endpoint(server.port))
+        XCTAssertNotNil(try opened?.get())
+        let ticksPerSecond = Int(sysconf(Int32(_SC_CLK_TCK)))
+        var timer: (kind: Int, dueTicks: Int)?
+        test.run(until: "the client's socket is idle with its keepalive timer") {
+            let rows = Self.procNetTCP().split(separator: "\n").dropFirst()
+            // local, remote 0100007F:<server port>, state 01 (established), queues, "timer:due".
+            timer = rows.map { $0.split(separator: " ") }
+                .first { $0.count > 5 && $0[2].hasSuffix(String(format: ":%04X", server.port)) && $0[3] == "01" }
+                .flatMap { fields in
+                    let parts = fields[5].split(separator: ":")
+                    return Int(parts[0], radix: 16).flatMap { kind in Int(parts[1], radix: 16).map { (kind, $0) } }
+                }
+            return timer?.kind == 2
+        }
+        let due = try XCTUnwrap(timer?.dueTicks)
+        XCTAssertLessThanOrEqual(due, 30 * ticksPerSecond)
+        XCTAssertGreaterThan(due, 20 * ticksPerSecond)
+        XCTAssertEqual(RedisConnection.keepAlive, TCPKeepAlive(idleSeconds: 30, intervalSeconds: 10, probes: 3))
+        connection.close()
+    }
+
+    /// /proc/net/tcp, read to its end (its size shows as 0, which Foundation's readers trust).
+    private static func procNetTCP() -> String {
+        let fd = Glibc.open("/proc/net/tcp", O_RDONLY)
+        guard fd >= 0 else { return "" }
+        defer { Glibc.close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     func testARefusedConnectionIsUnreachable() throws {
