@@ -53,6 +53,9 @@ public final class RedisConnection: ByteStreamDelegate {
     public let timeoutMilliseconds: UInt64
     /// True once the opening is done and until the connection ends: `send` works.
     public var isReady: Bool { if case .ready = phase { true } else { false } }
+    /// Commands sent and not answered yet, the opening's included; while `onEnded` runs, those
+    /// the ending will complete with a failure.
+    public var unansweredCount: Int { pending.count }
 
     private let tls: TLSConfiguration?
     private var phase = Phase.connecting
