@@ -98,10 +98,11 @@ public final class RedisConnection: ByteStreamDelegate {
     }
 
     /// Starts connecting, over TLS with `tls` (the endpoint is then `rediss://`), plain TCP
-    /// without; a `rediss://` endpoint without `tls` ends unreachable. `onReady` is called once AUTH, SELECT and the SUBSCRIBE (when `channel` is given)
-    /// succeeded; `onEnded` at most once, when the connection fails or ends other than by
-    /// `close()`, never from inside this initialiser. With `channel`, the connection only
-    /// listens: `onMessage` gets each message published on it, and `send` is not for it.
+    /// without; a `rediss://` endpoint without `tls` ends unreachable (never in clear). `onReady`
+    /// is called once AUTH, SELECT and the SUBSCRIBE (when `channel` is given) succeeded;
+    /// `onEnded` at most once, when the connection fails or ends other than by `close()`, never
+    /// from inside this initialiser. With `channel`, the connection only listens: `onMessage`
+    /// gets each message published on it, and `send` is not for it.
     public init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMilliseconds: UInt64, tls: TLSConfiguration? = nil,
                 subscribingTo channel: [UInt8]? = nil, onMessage: @escaping ([UInt8]) -> Void = { _ in },
                 onReady: @escaping () -> Void, onEnded: @escaping (Failure) -> Void) {
