@@ -128,8 +128,10 @@ public final class TCPStream: LoopHandle, ByteStream {
     }
 
     /// Starts connecting; the delegate hears `didConnectWith`. Writes issued before the connect
-    /// completes are queued and sent once it does.
-    public static func connect(on loop: EventLoop, to address: SocketAddress, delegate: any ByteStreamDelegate) throws(UVError) -> TCPStream {
+    /// completes are queued and sent once it does. With `keepAlive`, the socket probes an idle
+    /// peer (best effort: an option the system refuses leaves the connection without).
+    public static func connect(on loop: EventLoop, to address: SocketAddress, keepAlive: TCPKeepAlive? = nil,
+                               delegate: any ByteStreamDelegate) throws(UVError) -> TCPStream {
         let stream = try TCPStream(loop: loop, connected: false)
         stream.delegate = delegate
         let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
@@ -142,6 +144,8 @@ public final class TCPStream: LoopHandle, ByteStream {
             stream.close()
             throw UVError(rc)
         }
+        // The socket exists once the connect started (set earlier, libuv would use its own delay).
+        if let keepAlive { _ = stream.enableKeepAlive(keepAlive) }
         return stream
     }
 

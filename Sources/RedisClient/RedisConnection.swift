@@ -53,6 +53,9 @@ public final class RedisConnection: ByteStreamDelegate {
     public let timeoutMilliseconds: UInt64
     /// True once the opening is done and until the connection ends: `send` works.
     public var isReady: Bool { if case .ready = phase { true } else { false } }
+    /// Commands sent and not answered yet, the opening's included; while `onEnded` runs, those
+    /// the ending will complete with a failure.
+    public var unansweredCount: Int { pending.count }
 
     private let tls: TLSConfiguration?
     private var phase = Phase.connecting
@@ -95,10 +98,11 @@ public final class RedisConnection: ByteStreamDelegate {
     }
 
     /// Starts connecting, over TLS with `tls` (the endpoint is then `rediss://`), plain TCP
-    /// without. `onReady` is called once AUTH, SELECT and the SUBSCRIBE (when `channel` is given)
-    /// succeeded; `onEnded` at most once, when the connection fails or ends other than by
-    /// `close()`, never from inside this initialiser. With `channel`, the connection only
-    /// listens: `onMessage` gets each message published on it, and `send` is not for it.
+    /// without; a `rediss://` endpoint without `tls` ends unreachable (never in clear). `onReady`
+    /// is called once AUTH, SELECT and the SUBSCRIBE (when `channel` is given) succeeded;
+    /// `onEnded` at most once, when the connection fails or ends other than by `close()`, never
+    /// from inside this initialiser. With `channel`, the connection only listens: `onMessage`
+    /// gets each message published on it, and `send` is not for it.
     public init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMilliseconds: UInt64, tls: TLSConfiguration? = nil,
                 subscribingTo channel: [UInt8]? = nil, onMessage: @escaping ([UInt8]) -> Void = { _ in },
                 onReady: @escaping () -> Void, onEnded: @escaping (Failure) -> Void) {
@@ -112,11 +116,18 @@ public final class RedisConnection: ByteStreamDelegate {
         openingDeadline = loop.nowMilliseconds + timeoutMilliseconds
         timer = LoopTimer(loop: loop) { [unowned self] in timerFired() }
         timer.start(afterMilliseconds: timeoutMilliseconds)
+        guard tls != nil || !endpoint.usesTLS else {
+            // Never plain TCP for a TLS endpoint: the password and entries would go in clear.
+            endLater(.unreachable("\(endpoint.host):\(endpoint.port): rediss:// without a TLS configuration"))
+            return
+        }
         Resolver.resolve(on: loop, host: endpoint.host, port: endpoint.port) { [self] result in
             guard case .connecting = phase else { return }
             switch result {
             case .success(let addresses): connect(to: addresses[0])
-            case .failure(let error): end(.unreachable("cannot resolve \(endpoint.host): \(error)"))
+            // Never ended from inside the initialiser: a host libuv refuses at once (one over
+            // 255 bytes) fails before `resolve` returns.
+            case .failure(let error): endLater(.unreachable("cannot resolve \(endpoint.host): \(error)"))
             }
         }
     }
@@ -138,11 +149,15 @@ public final class RedisConnection: ByteStreamDelegate {
         end(.closed("closed"))
     }
 
+    /// Probes for an idle connection (the listener's above all, which only reads): a server lost
+    /// without a reset (a NAT or load balancer's idle timeout) is found within a minute.
+    public static let keepAlive = TCPKeepAlive(idleSeconds: 30, intervalSeconds: 10, probes: 3)
+
     // MARK: - Opening
 
     private func connect(to address: SocketAddress) {
         do {
-            stream = try TLSStream.connect(on: loop, to: address, tls: tls, host: endpoint.host, delegate: self)
+            stream = try TLSStream.connect(on: loop, to: address, tls: tls, host: endpoint.host, keepAlive: Self.keepAlive, delegate: self)
         } catch {
             // Never reported from inside the initialiser (the resolver answers an IP at once).
             return endLater(.unreachable("\(endpoint.host):\(endpoint.port): \(error)"))
@@ -215,7 +230,9 @@ public final class RedisConnection: ByteStreamDelegate {
                   let payload = parts[2].bytes else { return }
             subscription.onMessage(payload)
         } else {
-            end(.closed("a reply to no command (\(reply))"))
+            // A long array's description would flood the log: its start tells enough.
+            let shown = "\(reply)"
+            end(.closed("a reply to no command (\(shown.count > 200 ? String(shown.prefix(200)) + "…" : shown))"))
         }
     }
 

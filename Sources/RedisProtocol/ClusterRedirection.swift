@@ -25,7 +25,16 @@ public struct ClusterNode: Sendable, Hashable, CustomStringConvertible {
         guard let colon = text.lastIndex(of: ":"), let port = HostSyntax.port(text[text.index(after: colon)...]) else { return nil }
         var host = text[..<colon]
         if host.hasPrefix("[") && host.hasSuffix("]") { host = host.dropFirst().dropLast() }
-        self.init(host: host.isEmpty || host == "?" ? askedHost : String(host), port: port)
+        let named = host.isEmpty || host == "?" ? askedHost : String(host)
+        guard Self.isValidHost(named) else { return nil }
+        self.init(host: named, port: port)
+    }
+
+    /// A host a node may name in `CLUSTER SLOTS` or a redirection: a DNS name, an IPv4 or an IPv6
+    /// address, at most 253 bytes. Anything else from a server is refused before it reaches the
+    /// resolver (which fails a name over 255 bytes at once).
+    static func isValidHost(_ host: String) -> Bool {
+        host.utf8.count <= 253 && (HostSyntax.isHostName(Substring(host)) || HostSyntax.isIPv6(Substring(host)))
     }
 }
 
@@ -36,7 +45,7 @@ public enum ClusterRedirection: Sendable, Equatable {
     case tryAgain
 
     /// The redirection `reply` asks for; nil for any other reply (an answer, or an error that
-    /// is the command's own).
+    /// is the command's own) and for a redirection to no valid host (the error is then the answer).
     public init?(_ reply: RedisReply, askedHost: String) {
         guard case .error(let text) = reply else { return nil }
         let words = text.split(separator: " ")

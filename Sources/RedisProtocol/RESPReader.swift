@@ -21,13 +21,17 @@ public struct RESPReader: Sendable {
         public var maxDepth: Int
         /// Bytes of a `+`, `-`, `:`, `$` or `*` line, its type byte and CRLF excluded.
         public var maxLineLength: Int
+        /// Bytes of one whole reply, CRLFs included: nested arrays within the other limits could
+        /// otherwise stream without end (8 levels of 65,536 elements).
+        public var maxReplyBytes: Int
 
         public init(maxBulkLength: Int = 16 * 1024 * 1024, maxArrayCount: Int = 65_536, maxDepth: Int = 8,
-                    maxLineLength: Int = 64 * 1024) {
+                    maxLineLength: Int = 64 * 1024, maxReplyBytes: Int = 64 * 1024 * 1024) {
             self.maxBulkLength = maxBulkLength
             self.maxArrayCount = maxArrayCount
             self.maxDepth = maxDepth
             self.maxLineLength = maxLineLength
+            self.maxReplyBytes = maxReplyBytes
         }
     }
 
@@ -40,6 +44,8 @@ public struct RESPReader: Sendable {
     private var expecting = Expecting.line
     /// Arrays being filled, outermost first.
     private var open: [OpenArray] = []
+    /// Bytes the reply being read has consumed so far.
+    private var replyBytes = 0
     private var failure: RESPError?
 
     private enum Expecting: Sendable {
@@ -76,6 +82,7 @@ public struct RESPReader: Sendable {
         do throws(RESPError) {
             while let value = try readValue() {
                 if let reply = place(value) {
+                    replyBytes = 0
                     compact()
                     return reply
                 }
@@ -88,6 +95,7 @@ public struct RESPReader: Sendable {
             position = 0
             scanFrom = 0
             open = []
+            replyBytes = 0
             throw error
         }
     }
@@ -104,14 +112,14 @@ public struct RESPReader: Sendable {
                     throw RESPError.bulkNotTerminated
                 }
                 let bytes = Array(buffer[position..<(position + length)])
-                consume(upTo: position + length + 2)
+                try consume(upTo: position + length + 2)
                 expecting = .line
                 return .bulk(bytes)
             }
             guard let lineEnd = try findLineEnd() else { return nil }
             let type = buffer[position]
             let line = (position + 1)..<lineEnd
-            consume(upTo: lineEnd + 2)
+            try consume(upTo: lineEnd + 2)
             switch type {
             case UInt8(ascii: "+"):
                 return .status(String(decoding: buffer[line], as: UTF8.self))
@@ -122,6 +130,8 @@ public struct RESPReader: Sendable {
                 return .integer(value)
             case UInt8(ascii: "$"):
                 guard let length = try lengthValue(line, what: "bulk length", limit: limits.maxBulkLength) else { return .null }
+                // Refused before its body is buffered when it cannot fit.
+                guard replyBytes + length + 2 <= limits.maxReplyBytes else { throw Self.replyTooLarge(limits) }
                 expecting = .bulkBody(length)
             case UInt8(ascii: "*"):
                 guard let count = try lengthValue(line, what: "array count", limit: limits.maxArrayCount) else { return .null }
@@ -179,9 +189,16 @@ public struct RESPReader: Sendable {
         return Int(value)
     }
 
-    private mutating func consume(upTo index: Int) {
+    /// Consumes the reply's bytes up to `index`; past `maxReplyBytes` the reply is refused.
+    private mutating func consume(upTo index: Int) throws(RESPError) {
+        replyBytes += index - position
         position = index
         scanFrom = index
+        guard replyBytes <= limits.maxReplyBytes else { throw Self.replyTooLarge(limits) }
+    }
+
+    private static func replyTooLarge(_ limits: Limits) -> RESPError {
+        .overLimit("size in bytes", limit: limits.maxReplyBytes)
     }
 
     /// Drops consumed bytes once they are most of the buffer, so it does not grow with the

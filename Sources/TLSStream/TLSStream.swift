@@ -55,10 +55,10 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
     /// Connects to `address` and starts the handshake for `host` (SNI and the checked name,
     /// unless the configuration names another).
     public static func connect(on loop: EventLoop, to address: SocketAddress, configuration: TLSConfiguration,
-                               host: String, delegate: any ByteStreamDelegate) throws(UVError) -> TLSStream {
+                               host: String, keepAlive: TCPKeepAlive? = nil, delegate: any ByteStreamDelegate) throws(UVError) -> TLSStream {
         let stream = TLSStream(loop: loop, configuration: configuration, host: host)
         stream.delegate = delegate
-        stream.tcp = try TCPStream.connect(on: loop, to: address, delegate: stream)
+        stream.tcp = try TCPStream.connect(on: loop, to: address, keepAlive: keepAlive, delegate: stream)
         // The ClientHello waits in the TCP stream's queue until the connection is up.
         stream.flushOutgoing()
         return stream
@@ -67,10 +67,11 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
     /// Connects over TLS when `tls` is given, over plain TCP otherwise: the one place where the
     /// upstream pool and the HTTP client choose their transport. Either way the stream reports
     /// "connected" when it can carry the request, and a TLS failure in `failureReason`.
+    /// `keepAlive` is for the TCP connection underneath.
     public static func connect(on loop: EventLoop, to address: SocketAddress, tls: TLSConfiguration?, host: String,
-                               delegate: any ByteStreamDelegate) throws(UVError) -> any ByteStream {
-        guard let tls else { return try TCPStream.connect(on: loop, to: address, delegate: delegate) }
-        return try connect(on: loop, to: address, configuration: tls, host: host, delegate: delegate)
+                               keepAlive: TCPKeepAlive? = nil, delegate: any ByteStreamDelegate) throws(UVError) -> any ByteStream {
+        guard let tls else { return try TCPStream.connect(on: loop, to: address, keepAlive: keepAlive, delegate: delegate) }
+        return try connect(on: loop, to: address, configuration: tls, host: host, keepAlive: keepAlive, delegate: delegate)
     }
 
     // MARK: ByteStream

@@ -14,8 +14,10 @@
 //   at most `redirectionsAtMost` MOVED or ASK per command; past either bound the last reply is
 //   the answer (an error: the fetch goes on without Redis, as with any refused command)
 //
-// Any connection that fails or misses its deadline ends the whole: RedisLink reconnects after its
-// backoff and asks the seeds for a fresh map, exactly as with one server. Runs on the token loop.
+// Any connection that fails or misses its deadline with commands under way ends the whole, and so
+// does the map source's: RedisLink reconnects after its backoff and asks the seeds for a fresh map,
+// exactly as with one server. Another master's idle connection that ends is only forgotten: the
+// next command for it opens a new one. Runs on the token loop.
 
 import EventLoop
 import RedisClient
@@ -41,6 +43,8 @@ final class ClusterCommands {
     /// The node whose slot map is in use: the listener subscribes there.
     private(set) var mapSource: RedisEndpoint?
     private(set) var isReady = false
+    /// Nodes with a connection, open or opening.
+    var connectedNodes: Int { nodes.count }
     private var ended = false
     /// Commands answered TRYAGAIN, sent again when `retryTimer` fires.
     private var retries: [() -> Void] = []
@@ -144,7 +148,8 @@ final class ClusterCommands {
                   let redirection = ClusterRedirection(reply, askedHost: node.host) else { return completion(result) }
             switch redirection {
             case .moved(let slot, let next) where redirections < Self.redirectionsAtMost:
-                map.assign(slot, to: next)
+                // A MOVED to one master too many is not followed: its error is the answer.
+                guard map.assign(slot, to: next) else { return completion(result) }
                 dispatch(command, to: next, asking: false, redirections: redirections + 1, sent: sent, completion: completion)
             case .ask(_, let next) where redirections < Self.redirectionsAtMost:
                 dispatch(command, to: next, asking: true, redirections: redirections + 1, sent: sent, completion: completion)
@@ -185,8 +190,11 @@ final class ClusterCommands {
         return opened
     }
 
+    /// Queues `retry` for the next round, `tryAgainMilliseconds` after the first retry queued
+    /// for it: later TRYAGAINs join the round, never postpone it.
     private func retryLater(_ retry: @escaping () -> Void) {
         retries.append(retry)
+        guard retries.count == 1 else { return }
         let timer = retryTimer ?? LoopTimer(loop: loop) { [unowned self] in
             let due = retries
             retries = []
@@ -199,6 +207,14 @@ final class ClusterCommands {
     // MARK: - Ending
 
     private func connectionEnded(_ failure: RedisConnection.Failure, _ node: NodeConnection) {
+        if let key = nodes.first(where: { $0.value === node })?.key, isReady,
+           mapSource.map({ ClusterNode(host: $0.host, port: $0.port) }) != key,
+           node.waiting.isEmpty, node.connection.unansweredCount == 0 {
+            // An idle master's connection (a server or load balancer timing idle clients out): no
+            // command is lost, the next one for that master opens a new connection.
+            nodes[key] = nil
+            return
+        }
         let waiting = node.waiting
         node.waiting = []
         for (_, completion) in waiting { completion(.failure(failure)) }

@@ -19,12 +19,12 @@ private final class LoopbackConnection {
     /// Connects and waits until the connect finished and the server accepted. The server reads
     /// from the start when `serverReads`, and calls `serverOnRead` from its read callback.
     init(serverReads: Bool = true, serverOnRead: ((any ByteStream, UnsafeRawBufferPointer) -> Void)? = nil,
-         file: StaticString = #filePath, line: UInt = #line) throws {
+         keepAlive: TCPKeepAlive? = nil, file: StaticString = #filePath, line: UInt = #line) throws {
         test = try LeakCheckedLoop()
         let listening = try LoopbackServer(on: test.loop, startReading: serverReads, onRead: serverOnRead)
         listener = listening.listener
         let events = StreamRecorder()
-        client = try TCPStream.connect(on: test.loop, to: listening.address, delegate: events)
+        client = try TCPStream.connect(on: test.loop, to: listening.address, keepAlive: keepAlive, delegate: events)
         test.run(until: "the client connected and the server accepted", file: file, line: line) {
             events.connectResult != nil && !listening.accepted.isEmpty
         }
@@ -151,6 +151,28 @@ final class TCPStreamTests: XCTestCase {
         connection.test.run(until: "the client closed itself") { connection.clientEvents.isClosed }
         XCTAssertTrue(connection.client.isClosed)
         connection.closeAndCheckForLeaks()
+    }
+
+    /// The socket's keepalive options as the kernel holds them: on, idle, interval, probes.
+    private func keepAliveOptions(_ stream: TCPStream) throws -> [Int32] {
+        let fd = try XCTUnwrap(stream.socketDescriptor)
+        return [(SOL_SOCKET, SO_KEEPALIVE), (Int32(IPPROTO_TCP), TCP_KEEPIDLE), (Int32(IPPROTO_TCP), TCP_KEEPINTVL),
+                (Int32(IPPROTO_TCP), TCP_KEEPCNT)].map { level, option in
+            var value: Int32 = -1
+            var size = socklen_t(MemoryLayout<Int32>.size)
+            XCTAssertEqual(getsockopt(fd, level, option, &value, &size), 0)
+            return value
+        }
+    }
+
+    func testKeepAliveIsSetOnlyWhenAsked() throws {
+        let probing = try LoopbackConnection(keepAlive: TCPKeepAlive(idleSeconds: 30, intervalSeconds: 10, probes: 3))
+        XCTAssertEqual(try keepAliveOptions(probing.client), [1, 30, 10, 3])
+        XCTAssertEqual(try keepAliveOptions(probing.server).first, 0)
+        probing.closeAndCheckForLeaks()
+        let plain = try LoopbackConnection()
+        XCTAssertEqual(try keepAliveOptions(plain.client).first, 0)
+        plain.closeAndCheckForLeaks()
     }
 
     func testConnectToAClosedPortReportsConnectionRefused() throws {

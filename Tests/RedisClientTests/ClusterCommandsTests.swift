@@ -171,6 +171,35 @@ final class ClusterCommandsTests: XCTestCase {
         test.closeAndCheckForLeaks()
     }
 
+    /// A server (or a load balancer) dropping an idle connection to a master that is not the map's
+    /// source: forgotten, and the next command for it connects again; the link goes on.
+    func testAnIdleMastersConnectionEndingIsForgottenNotTheLinksEnd() throws {
+        let test = try LeakCheckedLoop()
+        var ended: RedisConnection.Failure?
+        var ready = false
+        let seed = cluster.nodes[0]
+        let commands = ClusterCommands(loop: test.loop, seeds: RedisClusterSeeds(seeds: [RedisEndpoint(host: "127.0.0.1", port: seed.port)]),
+                                       timeoutMilliseconds: 2000, onReady: { ready = true }, onEnded: { ended = $0 })
+        test.run(until: "the slot map is in") { ready || ended != nil }
+        // Keys on every master (b 3300, c 7365, foo 12182: one in each third of the slots).
+        for key in ["b", "c", "foo"] {
+            XCTAssertEqual(send(commands, test, ["SET", .text(key), "v"]), .status("OK"))
+        }
+        XCTAssertEqual(commands.connectedNodes, 3)
+        let key = try XCTUnwrap(["b", "c", "foo"].first { try cluster.owner(of: $0) !== seed })
+        XCTAssertEqual(try cluster.cli(try cluster.owner(of: key), "CLIENT", "KILL", "TYPE", "normal"), "1")
+        test.run(until: "the connection's end was seen") { ended != nil || commands.connectedNodes == 2 }
+        XCTAssertNil(ended)
+        XCTAssertTrue(commands.isReady)
+        XCTAssertEqual(send(commands, test, ["GET", .text(key)]), .bulk(Array("v".utf8)))
+        XCTAssertEqual(commands.connectedNodes, 3)
+        // The map source's connection is the link's: its end ends the whole.
+        XCTAssertEqual(try cluster.cli(seed, "CLIENT", "KILL", "TYPE", "normal"), "1")
+        test.run(until: "the link ended") { ended != nil }
+        commands.close()
+        test.closeAndCheckForLeaks()
+    }
+
     func testNoSeedAnsweringWithASlotMapEndsIt() throws {
         let plain = try RedisServer()
         defer { plain.stop() }

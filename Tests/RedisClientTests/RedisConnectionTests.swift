@@ -1,4 +1,5 @@
 import EventLoop
+import Foundation
 import OAuth2
 import RedisClient
 import RedisProtocol
@@ -176,6 +177,77 @@ final class RedisConnectionTests: XCTestCase {
         listener.close()
     }
 
+    func testALongReplyToNoCommandIsShownShortened() throws {
+        var held: [TCPStream] = []
+        let (listener, port) = try answering("+PONG\r\n*100\r\n" + String(repeating: ":1\r\n", count: 100)) { held.append($0) }
+        var ended: RedisConnection.Failure?
+        let connection = RedisConnection(loop: loop, endpoint: endpoint(port), timeoutMilliseconds: 1000,
+                                         onReady: {}, onEnded: { ended = $0 })
+        test.run(until: "the connection ended") { ended != nil }
+        guard case .closed(let reason) = ended else { return XCTFail("got \(String(describing: ended))") }
+        XCTAssertEqual(reason, "a reply to no command ([" + String(repeating: ":1, ", count: 50).dropLast(1) + "…)")
+        XCTAssertFalse(connection.isReady)
+        held.forEach { $0.close() }
+        listener.close()
+    }
+
+    func testATLSEndpointWithoutATLSConfigurationNeverConnects() throws {
+        var accepted = 0
+        let listener = try TCPListener(loop: loop, address: SocketAddress(ip: "127.0.0.1", port: 0)!, reusePort: false) {
+            accepted += 1
+            $0.close()
+        }
+        let port = try XCTUnwrap(listener.localAddress?.port)
+        var tlsEndpoint = endpoint(port)
+        tlsEndpoint.usesTLS = true
+        let (_, outcome) = open(tlsEndpoint)
+        XCTAssertEqual(outcome.flatMap(failure), .unreachable("127.0.0.1:\(port): rediss:// without a TLS configuration"))
+        XCTAssertEqual(accepted, 0, "it connected in plain TCP")
+        listener.close()
+    }
+
+    /// The kernel's view of the connection (/proc/net/tcp): an idle connection to Redis runs the
+    /// keepalive timer (timer 2), due within its 30 s idle time, not libuv's default 60 s.
+    func testAnIdleConnectionProbesItsServerWithinThirtySeconds() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let (connection, opened) = open(endpoint(server.port))
+        XCTAssertNotNil(try opened?.get())
+        let ticksPerSecond = Int(sysconf(Int32(_SC_CLK_TCK)))
+        var timer: (kind: Int, dueTicks: Int)?
+        test.run(until: "the client's socket is idle with its keepalive timer") {
+            let rows = Self.procNetTCP().split(separator: "\n").dropFirst()
+            // local, remote 0100007F:<server port>, state 01 (established), queues, "timer:due".
+            timer = rows.map { $0.split(separator: " ") }
+                .first { $0.count > 5 && $0[2].hasSuffix(String(format: ":%04X", server.port)) && $0[3] == "01" }
+                .flatMap { fields in
+                    let parts = fields[5].split(separator: ":")
+                    return Int(parts[0], radix: 16).flatMap { kind in Int(parts[1], radix: 16).map { (kind, $0) } }
+                }
+            return timer?.kind == 2
+        }
+        let due = try XCTUnwrap(timer?.dueTicks)
+        XCTAssertLessThanOrEqual(due, 30 * ticksPerSecond)
+        XCTAssertGreaterThan(due, 20 * ticksPerSecond)
+        XCTAssertEqual(RedisConnection.keepAlive, TCPKeepAlive(idleSeconds: 30, intervalSeconds: 10, probes: 3))
+        connection.close()
+    }
+
+    /// /proc/net/tcp, read to its end (its size shows as 0, which Foundation's readers trust).
+    private static func procNetTCP() -> String {
+        let fd = Glibc.open("/proc/net/tcp", O_RDONLY)
+        guard fd >= 0 else { return "" }
+        defer { Glibc.close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     func testARefusedConnectionIsUnreachable() throws {
         let listener = try TCPListener(loop: loop, address: SocketAddress(ip: "127.0.0.1", port: 0)!, reusePort: false) { $0.close() }
         let port = try XCTUnwrap(listener.localAddress?.port)
@@ -213,5 +285,21 @@ final class RedisConnectionTests: XCTestCase {
         for result in results {
             guard case .failure(.closed) = result else { return XCTFail("got \(result)") }
         }
+    }
+
+    func testAHostTheResolverRefusesAtOnceEndsTheConnectionAfterTheInitialiserReturned() throws {
+        // uv_getaddrinfo refuses a name over 255 bytes before it returns (rule 2: never inside init).
+        var constructed = false
+        var ended: RedisConnection.Failure?
+        var endedBeforeReturn = false
+        let connection = RedisConnection(loop: loop, endpoint: RedisEndpoint(host: String(repeating: "a", count: 300), port: 6379),
+                                         timeoutMilliseconds: 1000, onReady: { XCTFail("ready") },
+                                         onEnded: { endedBeforeReturn = !constructed; ended = $0 })
+        constructed = true
+        test.run(until: "the connection ended") { ended != nil }
+        XCTAssertFalse(endedBeforeReturn, "onEnded ran inside the initialiser")
+        guard case .unreachable(let reason) = ended else { return XCTFail("got \(String(describing: ended))") }
+        XCTAssertTrue(reason.hasPrefix("cannot resolve aaaa"), reason)
+        XCTAssertFalse(connection.isReady)
     }
 }

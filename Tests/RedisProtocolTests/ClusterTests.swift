@@ -82,6 +82,17 @@ final class ClusterRedirectionTests: XCTestCase {
             XCTAssertNil(ClusterRedirection(reply, askedHost: "x"), "\(reply)")
         }
     }
+
+    /// A node names hosts the relay then resolves: one that is no host name or address (or longer
+    /// than a resolver takes) is no redirection.
+    func testARedirectionToAnInvalidHostIsNone() {
+        let long = String(repeating: "a", count: 300)
+        for text in ["MOVED 1 \(long):7000", "ASK 1 \(long):7000", "MOVED 1 bad/host:7000", "MOVED 1 a%b:7000", "MOVED 1 é.example:7000"] {
+            XCTAssertNil(ClusterRedirection(.error(text), askedHost: "x"), text)
+        }
+        XCTAssertEqual(ClusterRedirection(.error("MOVED 1 node_7.example:7000"), askedHost: "x"),
+                       .moved(ClusterSlot(1)!, ClusterNode(host: "node_7.example", port: 7000)))
+    }
 }
 
 final class ClusterSlotMapTests: XCTestCase {
@@ -98,6 +109,13 @@ final class ClusterSlotMapTests: XCTestCase {
         XCTAssertEqual(map.node(for: ClusterSlot(16383)!), ClusterNode(host: "127.0.0.9", port: 7002), "an empty host is the node asked")
         XCTAssertEqual(map.masters.count, 3, "replicas are not masters")
         XCTAssertEqual(map.slotCount(of: ClusterNode(host: "127.0.0.1", port: 7000)), 5461)
+    }
+
+    /// `cluster-preferred-endpoint-type unknown-endpoint` writes a NULL endpoint: the node asked.
+    func testANullEndpointIsTheNodeAsked() throws {
+        let unknown: RedisReply = .array([.integer(0), .integer(16383), .array([.null, .integer(7000), .bulk(Array("id".utf8))])])
+        let map = try XCTUnwrap(ClusterSlotMap(slotsReply: .array([unknown]), askedHost: "127.0.0.9"))
+        XCTAssertEqual(map.node(for: ClusterSlot(16383)!), ClusterNode(host: "127.0.0.9", port: 7000))
     }
 
     func testMovedReassignsOneSlot() throws {
@@ -118,6 +136,27 @@ final class ClusterSlotMapTests: XCTestCase {
                                   .array([range(10, 5, "a", 7000)]), .array([range(0, 16384, "a", 7000)]),
                                   .array([range(0, 1, "a", 0)]), .array([.array([.integer(0), .integer(1)])])] {
             XCTAssertNil(ClusterSlotMap(slotsReply: reply, askedHost: "x"), "\(reply)")
+        }
+    }
+
+    /// A slot's owner is counted in 16 bits: a reply naming more masters than there are slots
+    /// (each range may repeat slot 0) is refused, and so is a MOVED to one more.
+    func testMoreMastersThanSlotsAreRefused() throws {
+        let ranges = (0..<ClusterSlot.count).map { range(0, 0, "10.0.\($0 / 256).\($0 % 256)", 7000) }
+        var map = try XCTUnwrap(ClusterSlotMap(slotsReply: .array(ranges), askedHost: "x"))
+        XCTAssertEqual(map.masters.count, ClusterSlot.count)
+        XCTAssertFalse(map.assign(ClusterSlot(1)!, to: ClusterNode(host: "10.1.0.0", port: 7000)))
+        XCTAssertNil(map.node(for: ClusterSlot(1)!))
+        XCTAssertTrue(map.assign(ClusterSlot(1)!, to: ClusterNode(host: "10.0.0.9", port: 7000)), "a known master still takes slots")
+        XCTAssertNil(ClusterSlotMap(slotsReply: .array(ranges + [range(0, 0, "10.1.0.0", 7000)]), askedHost: "x"))
+        // 65,536 masters overflowed the 16-bit owner before the bound.
+        let hostile = (0..<65_536).map { range(0, 0, "10.\($0 / 65_536).\($0 / 256 % 256).\($0 % 256)", 7000) }
+        XCTAssertNil(ClusterSlotMap(slotsReply: .array(hostile), askedHost: "x"))
+    }
+
+    func testAMapNamingAnInvalidHostIsNone() {
+        for host in [String(repeating: "a", count: 300), "bad/host", "a%b", "a..b"] {
+            XCTAssertNil(ClusterSlotMap(slotsReply: .array([range(0, 99, "a", 7000), range(100, 16383, host, 7001)]), askedHost: "x"), host)
         }
     }
 }

@@ -142,6 +142,11 @@ final class RESPReaderTests: XCTestCase {
         ("$3\r\nabcd\r\n", RESPReader.Limits(), .bulkNotTerminated, "a bulk string of a reply is not followed by CRLF"),
         ("+0123456789\r\n", RESPReader.Limits(maxLineLength: 8), .lineTooLong(limit: 8), "a reply line longer than 8 bytes"),
         ("+0123456789", RESPReader.Limits(maxLineLength: 8), .lineTooLong(limit: 8), "a reply line longer than 8 bytes"),
+        // The bulk string would end the reply at byte 16: refused at its length, before its body.
+        ("*2\r\n:1\r\n$2\r\nab\r\n", RESPReader.Limits(maxReplyBytes: 15), .overLimit("size in bytes", limit: 15),
+         "the size in bytes of a reply is over the limit of 15"),
+        ("*3\r\n:1\r\n:2\r\n:3\r\n", RESPReader.Limits(maxReplyBytes: 15), .overLimit("size in bytes", limit: 15),
+         "the size in bytes of a reply is over the limit of 15"),
     ]
 
     func testEachRefusalWithItsMessage() {
@@ -159,6 +164,32 @@ final class RESPReaderTests: XCTestCase {
                 XCTAssertEqual(thrown as? RESPError, error, text.debugDescription)
             }
         }
+    }
+
+    /// Nested arrays within every other limit stream `:1` without end: the whole reply is bounded,
+    /// each reply counted anew.
+    func testOneReplysBytesAreBoundedAndEachReplyCountsAnew() throws {
+        let limits = RESPReader.Limits(maxArrayCount: 4, maxDepth: 3, maxReplyBytes: 100)
+        var reader = RESPReader(limits: limits)
+        // 4 x 4 x 4 integers: 64 x 4 bytes of `:1\r\n` plus the headers, over 100.
+        reader.feed(Array("*4\r\n".utf8))
+        var refused: RESPError?
+        for _ in 0..<4 {
+            reader.feed(Array("*4\r\n".utf8))
+            for _ in 0..<4 { reader.feed(Array("*4\r\n".utf8) + Array(repeating: Array(":1\r\n".utf8), count: 4).flatMap { $0 }) }
+            do throws(RESPError) {
+                let reply = try reader.next()
+                XCTAssertNil(reply)
+            } catch {
+                refused = error
+                break
+            }
+        }
+        XCTAssertEqual(refused, .overLimit("size in bytes", limit: 100))
+        // Replies of 96 bytes each, one after the other, all fit.
+        let reply = "*4\r\n" + String(repeating: "$19\r\n0123456789012345678\r\n", count: 3) + ":12345678901\r\n"
+        XCTAssertEqual(Array(reply.utf8).count, 96)
+        XCTAssertEqual(try readAll([Array((reply + reply + reply).utf8)], limits: limits).count, 3)
     }
 
     func testAReplyAtTheLineLimitIsRead() throws {
