@@ -7,7 +7,8 @@ IdP):
   is taken up at the next reconnection without a reload, and a wrong one is an outage (each
   replica fetches alone) logged with the file's path, never the password;
 - a client-credentials identity's logout (`DELETE /identities/NAME/token`) on one replica makes
-  every replica drop its token and take a new one.
+  every replica drop its token and take a new one; so does `oauth-relay logout` run beside relays
+  without an admin listener (the command removes the shared entry and announces it itself).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 from admin_client import log_records, wait_for_log
 from deadlines import wait_until
 from idp_relay import bearer
-from processes import LOOPBACK
+from processes import LOOPBACK, run_cli
 from redis_server import RedisServer
 from test_fleet_redis import RESUMED, UNAVAILABLE, shared_store, start_fleet
 
@@ -110,3 +111,23 @@ def test_a_client_credentials_logout_on_one_replica_is_honoured_by_every_replica
     assert bearer(first.request("GET", "/echo/x")) == new, "the new token is shared too"
     assert len(django_idp.token_requests()) == 2
     assert len(log_records(first, "logged out through another replica")) == 0, "the replica that logged out heard its own"
+
+
+def test_a_client_credentials_logout_from_the_command_line_is_honoured_by_every_running_replica(
+        acl_redis, django_idp, upstream, start_relay, sensitive):
+    """`oauth-relay logout` with relays that have no admin listener: the command itself removes the
+    shared entry and announces it, and both running replicas drop the token and share a new one."""
+    first, second = start_fleet(start_relay, django_idp, upstream, acl_store(acl_redis), replicas=2)
+    old = bearer(first.request("GET", "/echo/x"))
+    assert bearer(second.request("GET", "/echo/x")) == old
+    assert len(django_idp.token_requests()) == 1
+    done = run_cli("logout", "--config", str(first.config_path), "orders")
+    sensitive.add_output("oauth-relay logout", done.stdout + done.stderr)
+    assert done.returncode == 0, done.stderr
+    assert "Logged out of identity orders" in done.stderr, done.stderr
+    for relay in (first, second):
+        wait_for_log(relay, "logged out through another replica", 1)
+    new = wait_until(lambda: (t := bearer(first.request("GET", "/echo/x"))) != old and t, 5,
+                     "a replica to use a new token")
+    assert bearer(second.request("GET", "/echo/x")) == new, "the new token is shared too"
+    assert len(django_idp.token_requests()) == 2
