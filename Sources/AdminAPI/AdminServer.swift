@@ -5,15 +5,19 @@
 //   GET    /version                    the version and the git commit the binary was built from
 //   GET    /readyz                     200 once every non-interactive identity holds a valid
 //                                      token (the listeners are bound before this server
-//                                      starts); else 503 naming what is missing
-//   GET    /metrics                    Prometheus text format (see RelayMetrics)
+//                                      starts); else 503 naming what is missing. An identity
+//                                      with per-caller tokens holds none of its own: it counts
+//                                      once it knows its token endpoint
 //   GET    /identities                 each identity's grant, state, expiry and last error —
-//                                      never a token or a secret
-//   POST   /identities/NAME/refresh    fetch a new token now (202)
+//                                      never a token or a secret; for per-caller tokens, the
+//                                      callers' entries and their bound
+//   GET    /metrics                    Prometheus text format (see RelayMetrics)
+//   POST   /identities/NAME/refresh    fetch a new token now (202); 409 for per-caller tokens
 //   POST   /identities/NAME/login      start a person's login: 200 with the URL that starts a
 //                                      browser login, or 202 once a device login is starting
 //                                      (its code then shows in /identities)
-//   DELETE /identities/NAME/token      forget the token and refresh token (204), revoking the
+//   DELETE /identities/NAME/token      forget the token and refresh token (204; per-caller
+//                                      tokens: every caller's), revoking the
 //                                      refresh token at the IdP when it has a revocation endpoint;
 //                                      with a shared store, on every replica: answered once Redis
 //                                      removed the entry, 503 when it could not (the other replicas
@@ -117,6 +121,12 @@ public final class AdminServer {
         router.add("POST", "/reload") { [unowned self] _, _ in reloaded() }
         router.add("POST", "/identities/{name}/refresh") { [unowned self] request, parameters in
             withIdentity(parameters["name"]!, request) { tokens, identity in
+                if let grant = identity.identity.grant.callerGrant {
+                    return Self.problem(409, "per-caller-tokens", "Conflict",
+                                        "identity \(identity.identity.name) has no token of its own to refresh: it exchanges each caller's "
+                                            + "token (\(grant.configKey): \"caller\"); DELETE /identities/\(identity.identity.name)/token "
+                                            + "forgets every caller's")
+                }
                 tokens.refreshNow(identity)
                 return LocalResponse(status: 202, body: "{\"identity\":\(JSONText.quote(identity.identity.name)),\"refresh\":\"started\"}\n")
             }
@@ -179,7 +189,11 @@ public final class AdminServer {
     private func readiness() -> LocalResponse {
         let now = monotonicSeconds()
         let missing = (tokens?.identities ?? [])
-            .filter { !$0.identity.grant.isInteractive && !$0.status(at: now).hasValidToken }
+            .filter { tokens in
+                let status = tokens.status(at: now)
+                if tokens.callers != nil { return status.state == .failing }
+                return !tokens.identity.grant.isInteractive && !status.hasValidToken
+            }
             .map(\.identity.name)
         if missing.isEmpty { return LocalResponse(status: 200, body: "{\"status\":\"ready\"}\n") }
         return Self.problem(503, "not-ready", "Service Unavailable",
@@ -196,8 +210,15 @@ public final class AdminServer {
         guard let metrics else {
             return Self.problem(404, "not-found", "Not Found", "metrics are off (\"metrics\": false in the configuration)")
         }
+        let callerCaches = (tokens?.identities ?? []).compactMap { tokens in
+            tokens.callers.map { callers in
+                let counts = callers.counts
+                return CallerCacheSample(identity: tokens.identity.name, entries: counts.entries, hits: counts.hits, misses: counts.misses,
+                                         waits: counts.waits, evictions: counts.evictions)
+            }
+        }
         return LocalResponse(status: 200, contentType: RelayMetrics.contentType,
-                             body: String(decoding: metrics.exposition(), as: UTF8.self))
+                             body: String(decoding: metrics.exposition(callerCaches: callerCaches), as: UTF8.self))
     }
 
     private func reloaded() -> LocalResponse {
@@ -230,6 +251,9 @@ public final class AdminServer {
             "\"hasRefreshToken\":\(status.hasRefreshToken)",
             "\"consecutiveFailures\":\(status.consecutiveFailures)",
         ]
+        if let callers = identity.callers {
+            fields.append("\"callers\":{\"entries\":\(callers.counts.entries),\"maxCallers\":\(callers.capacity)}")
+        }
         if let seconds = status.expiresInSeconds { fields.append("\"expiresInSeconds\":\(Int(seconds.rounded(.down)))") }
         if let scope = status.scope { fields.append("\"scope\":\(JSONText.quote(scope))") }
         if let who = status.loggedInAs { fields.append("\"loggedInAs\":\(JSONText.quote(who))") }

@@ -20,6 +20,7 @@ struct IdentityDecoding {
         "allowRemoteUse", "authorizationParams",
         "dpop", "serviceAccountKeyFile", "serviceAccountSubject", "selfSignedJwt", "clientAssertionFile",
         "appId", "installationId", "githubApiUrl", "repositories", "repositoryIds", "permissions",
+        "subjectTokenFrom", "assertionFrom", "maxCallers",
     ]
 
     /// The keys naming files whose credential the token thread reads again when they change
@@ -123,10 +124,12 @@ struct IdentityDecoding {
         identity.authorizationParams = object.field("authorizationParams").flatMap {
             decodeAuthorizationParams($0, identity: object)
         } ?? [:]
+        let callerGrants = CallerGrantDecoding(context: context)
         // A GitHub App's JWT is its client authentication (the grant carries it); the keys of the
         // OAuth methods and DPoP are reported unused (`GitHubAppDecoding`), not read.
         if gitHub == nil {
             identity.dpop = object.field("dpop").flatMap(DPoPDecoding(context: context).decodeDPoP)
+            callerGrants.checkDPoP(object)
             checkDPoPMappings(responseFields?.dpopMappings ?? [], dpop: object.field("dpop"))
         }
         let serviceAccount = ServiceAccountDecoding(context: context)
@@ -137,6 +140,7 @@ struct IdentityDecoding {
                                                    audience: identity.audience)
             identity.grant = grant ?? identity.grant
             usable = grant != nil
+            callerGrants.checkServiceAccount(object)
         } else {
             serviceAccount.checkKeysWithoutKeyFile(object)
             if gitHub == nil {
@@ -149,9 +153,14 @@ struct IdentityDecoding {
                                         extensionFields: ExtensionFields(assertion: assertion, subject: subject, actor: actor),
                                         installation: installation)
             if let grant {
+                // The caller's token as the subject or assertion (`subjectTokenFrom`, `assertionFrom`).
+                if let caller = callerGrants.decodeCallerGrant(object, grant: grant, subjectTokenType: subject.type, actor: actor) {
+                    identity.grant = .caller(caller)
+                }
                 IdentityKeyChecks(context: context).checkGrantRequirements(grant, object: object)
             }
         }
+        identity.maxCallers = callerGrants.decodeMaxCallers(object, isCaller: identity.grant.callerGrant != nil) ?? identity.maxCallers
         IdentityKeyChecks(context: context).checkInteractiveKeys(identity, object: object)
         identity.credentialFiles = Self.credentialFileKeys.compactMap { key, role in
             guard identity.holdsCredential(role), let path = object.filePath(key) else { return nil }

@@ -72,8 +72,11 @@ struct IdentityKeyChecks {
             (.tokenExchange, "subjectToken", "subject_token"), (.tokenExchange, "subjectTokenType", "subject_token_type"),
             (.jwtBearer, "assertion", "assertion"),
         ]
+        // The caller's token is the subject or the assertion (CallerGrantDecoding).
+        let fromCaller: [GrantType: String] = [.tokenExchange: "subjectTokenFrom", .jwtBearer: "assertionFrom"]
         for (needingGrant, key, field) in required
-        where grant == needingGrant && !object.has(key) && !hasParam(field) && !missing.contains(where: { $0.key == key }) {
+        where grant == needingGrant && !object.has(key) && !hasParam(field) && !missing.contains(where: { $0.key == key })
+            && object.field(fromCaller[needingGrant] ?? "") == nil {
             missing.append((key, "required for the \(grant) grant (or params.\(field))"))
         }
         for (key, message) in missing {

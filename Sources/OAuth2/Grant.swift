@@ -32,6 +32,9 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
     /// A Google service account (`serviceAccountKeyFile`): the jwt-bearer grant with an assertion
     /// its key signs for each request, or a self-signed JWT as the token (`ServiceAccountGrant`).
     case serviceAccount(ServiceAccountGrant)
+    /// The caller's own token is the subject (`CallerGrant`): one token per caller, none of
+    /// the identity's own.
+    case caller(CallerGrant)
 
     /// The grant's name, without its values.
     public var type: GrantType {
@@ -47,6 +50,7 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
         case .gitHubAppInstallation: .gitHubAppInstallation
         // A self-signed token is no grant at all; it is named for the JWT bearer it is.
         case .serviceAccount: .jwtBearer
+        case .caller(let grant): grant.type
         }
     }
 
@@ -67,6 +71,12 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
     /// The service account, for a `serviceAccountKeyFile` identity.
     public var serviceAccount: ServiceAccountGrant? {
         if case .serviceAccount(let account) = self { account } else { nil }
+    }
+
+    /// The grant exchanges each caller's token, for that caller alone (nil: the identity's
+    /// tokens are its own).
+    public var callerGrant: CallerGrant? {
+        if case .caller(let grant) = self { grant } else { nil }
     }
 
     /// The identity's own key signs its access tokens: no token endpoint is asked.

@@ -114,6 +114,8 @@ extension Identity {
             identity.grant = .tokenExchange(subject: ExchangedToken(token: secret, type: subject.type), actor: actor)
         case (.actorToken, .tokenExchange(let subject, let actor), _):
             identity.grant = .tokenExchange(subject: subject, actor: ExchangedToken(token: secret, type: actor.type))
+        case (.actorToken, .caller(.tokenExchange(let subjectTokenType, let actor)), _):
+            identity.grant = .caller(.tokenExchange(subjectTokenType: subjectTokenType, actor: ExchangedToken(token: secret, type: actor.type)))
         case (.assertion, .extension(let uri, var fields), _):
             fields.assertion = secret
             identity.grant = .extension(uri: uri, fields: fields)
@@ -139,6 +141,7 @@ extension Identity {
         case (.assertion, .jwtBearer(let assertion), _): assertion
         case (.subjectToken, .tokenExchange(let subject, _), _): subject.token
         case (.actorToken, .tokenExchange(_, let actor), _): actor.token
+        case (.actorToken, .caller(.tokenExchange(_, let actor)), _): actor.token
         case (.assertion, .extension(_, let fields), _): fields.assertion
         case (.subjectToken, .extension(_, let fields), _): fields.subject.token
         case (.actorToken, .extension(_, let fields), _): fields.actor.token

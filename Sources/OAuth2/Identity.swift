@@ -70,6 +70,12 @@ public struct Identity: Sendable, Equatable {
     /// change (a rotated Kubernetes Secret or projected token): `withCredential` takes a new
     /// content, `TokenRequest.rebuilt` makes a request with it.
     public var credentialFiles: [CredentialFile] = []
+    /// For a grant on behalf of the caller (`Grant.caller`): how many callers' tokens are kept
+    /// at most (a bounded LRU; `maxCallers`).
+    public var maxCallers = Identity.defaultMaxCallers
+
+    /// `maxCallers` when the config does not set it.
+    public static let defaultMaxCallers = 10_000
 
     public init(name: String, tokenUrl: HTTPURL?, grant: Grant = .clientCredentials, clientAuth: ClientAuth = .unidentified,
                 scope: String? = nil, audience: String? = nil, resource: [String] = [], params: [String: String] = [:],

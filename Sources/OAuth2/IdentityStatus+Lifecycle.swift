@@ -17,6 +17,8 @@ extension IdentityStatus {
 
     private static func state(of lifecycle: TokenLifecycle, tokenValid valid: Bool) -> State {
         let fetchTaken = lifecycle.activity.isFetchTaken
+        // Its tokens are its callers': only discovery is the identity's own, and can fail.
+        if lifecycle.identity.grant.callerGrant != nil { return lifecycle.discoveryFailing ? .failing : .perCaller }
         // A callback's code waiting for (or in) its exchange is a login finishing, even while an
         // earlier login's token is valid: requests wait for the new one.
         if lifecycle.loginFinishing || (!valid && lifecycle.login.device?.isUnderWay == true) { return .loginPending }

@@ -15,6 +15,9 @@ public struct IdentityStatus: Sendable, Equatable, CustomStringConvertible {
         case loginPending = "login-pending"
         /// No token yet (or it expired or was invalidated), a fetch is due.
         case pending
+        /// A grant on behalf of the caller: no token of its own, one per caller
+        /// (`subjectTokenFrom`/`assertionFrom: "caller"`).
+        case perCaller = "per-caller"
     }
 
     public var identity: String

@@ -20,7 +20,9 @@ public enum TokenDecision: Sendable, Equatable, CustomStringConvertible {
 
 /// Why an identity has no token for a request, as the relay answers it (DESIGN.md error
 /// model): 502 when the token endpoint refused (`oauthError` tells how), 503 with
-/// `Retry-After` when it is unreachable, slow or overloaded, 401 when a person must log in.
+/// `Retry-After` when it is unreachable, slow or overloaded, 401 when a person must log in; for
+/// a grant on behalf of the caller, 401 or 403 when the token endpoint refused that caller
+/// (`CallerRefusal`).
 public struct TokenUnavailable: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Reason: String, Sendable, Equatable {
         /// The token endpoint refused the grant or answered nonsense: 502.
@@ -29,6 +31,10 @@ public struct TokenUnavailable: Error, Sendable, Equatable, CustomStringConverti
         case unavailable
         /// An interactive identity without a token or refresh token: 401.
         case needsLogin
+        /// The token endpoint refused the caller's own token (`CallerRefusal`): 401.
+        case callerUnauthorized
+        /// The token endpoint would not issue a token on behalf of this caller: 403.
+        case callerForbidden
     }
 
     public var identity: String
@@ -60,7 +66,8 @@ public struct TokenUnavailable: Error, Sendable, Equatable, CustomStringConverti
         switch reason {
         case .refused: 502
         case .unavailable: 503
-        case .needsLogin: 401
+        case .needsLogin, .callerUnauthorized: 401
+        case .callerForbidden: 403
         }
     }
 

@@ -11,6 +11,13 @@ extension TokenLifecycle {
         endpoints == nil && consecutiveFailures > 0
     }
 
+    /// While discovery fails: what a request is answered (503 with `Retry-After`); nil once the
+    /// endpoints are known or while discovery is still under way for the first time.
+    public func discoveryProblem(at now: Double) -> TokenUnavailable? {
+        guard discoveryFailing else { return nil }
+        return failures.problem(identity: identity.name, discoveryFailing: true, at: now)
+    }
+
     /// The discovery request is under way.
     public var isDiscovering: Bool { activity.isDiscovering }
 

@@ -98,7 +98,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     var nextPurpose: TokenRequest.Purpose? {
         if login.waitingCode != nil { return .grant(.authorizationCode) }
         if held.refreshToken != nil { return .refresh }
-        return identity.grant.isInteractive ? nil : .grant(identity.grant.type)
+        // A grant on behalf of the caller fetches only for a caller (`TokenRequest.exchange`).
+        return identity.grant.isInteractive || identity.grant.callerGrant != nil ? nil : .grant(identity.grant.type)
     }
 
     public var isFetching: Bool { activity.fetch != nil }
@@ -138,6 +139,11 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
 
     /// What a request does about its token now.
     public func decision(at now: Double) -> TokenDecision {
+        if let grant = identity.grant.callerGrant {
+            return .fail(TokenUnavailable(identity: identity.name, reason: .refused,
+                                          detail: "identity \(identity.name) has no token of its own: it exchanges each caller's "
+                                              + "token (\(grant.configKey): \"caller\"), one token per caller"))
+        }
         if let token, token.isValid(at: now) {
             // A person just logged in again (another tab, maybe as someone else): requests wait
             // for that login's token rather than carry the previous one.

@@ -95,7 +95,8 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
 
     /// The request for the identity's own grant to `tokenEndpoint` (configured or discovered);
     /// nil for an interactive grant (`authorization_code`, `device_code`), which needs a person
-    /// first (`authorizationCode(...)`, `deviceCodePoll(...)`).
+    /// first (`authorizationCode(...)`, `deviceCodePoll(...)`), and for a grant on behalf of the
+    /// caller, which needs the caller's token (`exchange(for:callerToken:at:)`).
     public static func grant(for identity: Identity, at tokenEndpoint: HTTPURL) -> TokenRequest? {
         guard !identity.grant.isInteractive else { return nil }
         if case .gitHubAppInstallation(let installation) = identity.grant {
@@ -117,14 +118,12 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         case .serviceAccount(let account):
             // Its scope goes in the assertion: none of the fields below.
             return serviceAccount(account, for: identity, at: tokenEndpoint)
+        case .caller:
+            return nil
         case .clientCredentials, .authorizationCode, .deviceCode, .gitHubAppInstallation:
             break
         }
-        form.add("scope", identity.scope)
-        form.add("audience", identity.audience)
-        for resource in identity.resource {
-            form.add("resource", resource)
-        }
+        form.addTarget(of: identity)
         return TokenRequest(purpose: .grant(identity.grant.type), form: form, identity: identity, url: tokenEndpoint)
     }
 
@@ -309,6 +308,15 @@ struct TokenForm: Sendable {
 
     mutating func add(_ name: String, _ value: String?) {
         if let value { fields.append((name, value)) }
+    }
+
+    /// What the token is asked for: the identity's `scope`, `audience` and `resource`s.
+    mutating func addTarget(of identity: Identity) {
+        add("scope", identity.scope)
+        add("audience", identity.audience)
+        for resource in identity.resource {
+            add("resource", resource)
+        }
     }
 
     /// An extension grant's own fields, in the order RFC 7523 and RFC 8693 list them.

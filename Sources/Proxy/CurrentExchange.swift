@@ -17,6 +17,8 @@ struct CurrentExchange {
     var request = ExchangeRequest()
     /// The route identity's token for this request.
     var credential = RequestCredential.none
+    /// The caller's own token, on a route whose identity exchanges it (`Grant.caller`).
+    var caller: CallerToken?
     /// The response half: how far the upstream's answer got, and what it decides.
     var response = ExchangeResponse()
     /// The route of the exchange (nil before the head, when none matched, or once the

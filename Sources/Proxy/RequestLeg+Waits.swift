@@ -20,7 +20,8 @@ extension RequestLeg {
         let connection = self.connection
         guard connection.exchange.phase == .exchanging, connection.exchange.isWaitingForToken,
               let identity = connection.exchange.current.plan?.identity, let tokens = connection.worker.tokens else { return }
-        let action = connection.exchange.tokenLookedUp(tokens.lookup(identity, startsDeviceLogin: connection.exchange.current.startsLogin))
+        let action = connection.exchange.tokenLookedUp(tokens.lookup(identity, caller: connection.exchange.current.caller,
+                                                                     startsDeviceLogin: connection.exchange.current.startsLogin))
         if case .keepWaiting = action {
             // Not this identity's result, or a new fetch began: wait on, to the same deadline.
             tokens.park(self)

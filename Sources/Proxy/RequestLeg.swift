@@ -80,7 +80,15 @@ final class RequestLeg: HTTP1ParserDelegate {
             guard let identity = plan.identity, let tokens = connection.worker.tokens else {
                 return connection.exchange.routed(plan, upgrade: upgrade, token: nil)
             }
-            return connection.exchange.routed(plan, upgrade: upgrade, token: tokens.lookup(identity, startsDeviceLogin: startsLogin))
+            if identity.callers != nil {
+                // The identity exchanges the caller's own token: none, no request (RFC 6750 §3.1).
+                guard let caller = connection.exchange.current.caller ?? CallerToken(bearerIn: head) else {
+                    return connection.exchange.refused(.callerTokenMissing(route: plan.route.name), closing: false)
+                }
+                connection.exchange.current.caller = caller
+            }
+            return connection.exchange.routed(plan, upgrade: upgrade, token: tokens.lookup(identity, caller: connection.exchange.current.caller,
+                                                                                          startsDeviceLogin: startsLogin))
         case .loginPage(let request):
             return connection.exchange.refused(Problem(connection.settings.logins!.answer(request, at: monotonicSeconds())), closing: false)
         case .answer(let problem, let closing, let refusal):

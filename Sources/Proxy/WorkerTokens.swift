@@ -45,8 +45,8 @@ final class WorkerTokens {
     let service: TokenService
     /// This worker's DPoP proof writers and upstream nonces.
     let proofs = WorkerProofs()
-    private let loop: EventLoop
-    private var wakeup: LoopWakeup?
+    let loop: EventLoop
+    private(set) var wakeup: LoopWakeup?
     private var cache: [CachedToken?]
     /// Connections waiting for a token, in arrival order.
     private var parked: [RequestLeg] = []
@@ -59,8 +59,10 @@ final class WorkerTokens {
     }
 
     /// `startsDeviceLogin`: a device identity with no login may start one for this request
-    /// (not for a HEAD or a part of a page: `BrowserRequest.loginStartRefusal`).
-    func lookup(_ tokens: IdentityTokens, startsDeviceLogin: Bool) -> Lookup {
+    /// (not for a HEAD or a part of a page: `BrowserRequest.loginStartRefusal`). `caller`: the
+    /// request's own token, for an identity that exchanges it (WorkerTokens+Callers.swift).
+    func lookup(_ tokens: IdentityTokens, caller: CallerToken?, startsDeviceLogin: Bool) -> Lookup {
+        if let callers = tokens.callers { return lookup(callers, of: tokens, caller: caller) }
         let slot = tokens.slot
         let generation = tokens.generation
         let now = loop.nowMilliseconds
@@ -99,8 +101,12 @@ final class WorkerTokens {
 
     /// An upstream refused `token` on a route whose `minTokenAgeForRetrySeconds` is
     /// `minimumAge`: the identity fetches anew unless the token is kept (see
-    /// `TokenLifecycle.refused`).
-    func refused(_ tokens: IdentityTokens, token: CachedToken, minimumAge: Double) -> TokenLifecycle.Refusal {
+    /// `TokenLifecycle.refused`); for an identity with per-caller tokens, only `caller`'s.
+    func refused(_ tokens: IdentityTokens, token: CachedToken, caller: CallerToken?, minimumAge: Double) -> TokenLifecycle.Refusal {
+        if tokens.callers != nil {
+            guard let caller else { return .superseded }
+            return refused(tokens, token: token, caller: caller, minimumAge: minimumAge)
+        }
         let refusal = service.refused(tokens, token: token.value, at: Double(loop.nowMilliseconds) / 1000, minimumAge: minimumAge)
         if refusal != .kept, tokens.slot < cache.count { cache[tokens.slot] = nil }
         return refusal

@@ -23,6 +23,8 @@
 //   oauth_relay_token_store_operations_total{identity,operation,outcome}  counter (token thread)
 //   oauth_relay_dpop_nonce_retries_total{identity,server}           counter (token thread, workers)
 //   oauth_relay_store_operations_total{backend,outcome}             counter (token thread: file, redis)
+//   oauth_relay_caller_exchanges_total{identity,outcome}            counter (token thread; with the caller cache's
+//                                                                   series: CallerCacheMetrics.swift)
 //   oauth_relay_config_reloads_total{outcome}                       counter
 //   oauth_relay_config_last_reload_success_timestamp_seconds        gauge
 

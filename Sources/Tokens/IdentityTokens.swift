@@ -33,6 +33,9 @@ public final class IdentityTokens: Sendable {
     /// tokens do (a reload that keeps the identity keeps it). Nil without `dpop`; a failure when
     /// the key could not be generated (token requests then fail, saying why).
     public let dpop: Result<DPoPKey, DPoPKeyError>?
+    /// For an identity that exchanges its callers' tokens (`Grant.caller`): one token per caller,
+    /// in a bounded LRU of `maxCallers` (CallerTokens.swift). Nil for any other identity.
+    public let callers: CallerTokens?
     private let state: Locked<State>
     private let generationCounter = Atomic<UInt64>(1)
 
@@ -47,6 +50,7 @@ public final class IdentityTokens: Sendable {
         self.slot = slot
         dpop = identity.dpop.map { binding in Result { () throws(DPoPKeyError) in try binding.makeKey() } }
         state = Locked(State(lifecycle: TokenLifecycle(identity: identity)))
+        callers = identity.grant.callerGrant == nil ? nil : CallerTokens(identity: identity)
     }
 
     public var generation: UInt64 { generationCounter.load(ordering: .acquiring) }
@@ -75,7 +79,8 @@ public final class IdentityTokens: Sendable {
         state.withLock { $0.lifecycle.status(at: now) }
     }
 
-    var hasWaiters: Bool { state.withLock { !$0.waiting.isEmpty } }
+    /// Requests wait for this identity's token, or for a caller's.
+    var hasWaiters: Bool { state.withLock { !$0.waiting.isEmpty } || callers?.hasWaiters == true }
 
     /// Reads or changes the lifecycle where no request needs to hear of it (starting a fetch,
     /// scheduling, an operator's refresh).

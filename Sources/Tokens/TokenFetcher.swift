@@ -11,6 +11,7 @@
 //   EndpointDiscovery     the provider metadata read
 //   DeviceAuthorizations  a device login's first step
 //   Logouts               store entries forgotten and refresh tokens revoked
+//   CallerExchanges       callers' tokens exchanged on their behalf, one token per caller
 
 import EventLoop
 import FoundationEssentials
@@ -54,6 +55,7 @@ final class TokenFetcher: FetchSchedule {
                                               schedule: self)
     private lazy var devices = DeviceAuthorizations(idp: idp, logger: logger, observer: observer, schedule: self)
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
+    private lazy var callerExchanges = CallerExchanges(idp: idp, logger: logger, observer: observer)
     /// The fetch strategies (TokenFetchStrategy.swift): each identity goes one of these ways.
     private lazy var directFetch = DirectFetch(requests: requests, schedule: self)
     private lazy var selfSignedFetch = SelfSignedFetch(requests: requests, idp: idp)
@@ -89,6 +91,7 @@ final class TokenFetcher: FetchSchedule {
             guard !tokens.hasWaiters, !idp.hasRequest(slot: tokens.slot), !tokens.update({ $0.isFetching }) else { return false }
             idp.retire(slot: tokens.slot)
             idTokens.forget(slot: tokens.slot)
+            callerExchanges.forget(slot: tokens.slot)
             return true
         }
     }
@@ -99,8 +102,11 @@ final class TokenFetcher: FetchSchedule {
         case .adopt(let update):
             adopt(update)
         case .needToken(let tokens):
-            if !isInForce(tokens) && !retired.contains(where: { $0 === tokens }) { retired.append(tokens) }
+            keepIfRetired(tokens)
             runNextAction(tokens)
+        case .exchangeForCaller(let tokens, let exchange):
+            keepIfRetired(tokens)
+            callerExchanges.exchange(exchange, for: tokens)
         case .reconsider(let tokens):
             runNextAction(tokens)
         case .fetchEnded(let tokens, let outcome):
@@ -110,6 +116,12 @@ final class TokenFetcher: FetchSchedule {
         case .stop:
             stop()
         }
+    }
+
+    /// Requests wait for `tokens`: an identity a reload retired since they began is kept until
+    /// nothing waits for it.
+    private func keepIfRetired(_ tokens: IdentityTokens) {
+        if !isInForce(tokens) && !retired.contains(where: { $0 === tokens }) { retired.append(tokens) }
     }
 
     /// How a fetch goes without Redis.
@@ -173,6 +185,8 @@ final class TokenFetcher: FetchSchedule {
         // A retired identity fetches only for requests that still wait for it.
         guard isInForce(tokens) || tokens.hasWaiters else { return }
         let now = monotonicSeconds()
+        // Discovery may just have ended: callers' exchanges waiting for the token endpoint go.
+        defer { callerExchanges.endpointsMayBeKnown(tokens) }
         switch tokens.update({ $0.nextAction(at: now) }) {
         case .fetch(let request):
             timers[tokens.slot]?.stop()

@@ -42,6 +42,8 @@ public protocol TokenObserver: Sendable {
     /// `failed`, `timed_out`; for `redis` also `conflict` (a write refused because another
     /// replica wrote first) and `skipped` (Redis unavailable: the fetch went without it).
     func storeOperation(backend: String, outcome: String)
+    /// An exchange of a caller's token ended (token thread).
+    func callerExchangeEnded(identity: String, outcome: CallerExchangeOutcome)
 }
 
 /// A step of an interactive login, as counted by `oauth_relay_logins_total{kind,outcome}`.
@@ -68,4 +70,5 @@ extension TokenObserver {
     public func tokenStoreOperation(identity: String, operation: String, outcome: String) {}
     public func dpopNonceRetried(identity: String, server: String) {}
     public func storeOperation(backend: String, outcome: String) {}
+    public func callerExchangeEnded(identity: String, outcome: CallerExchangeOutcome) {}
 }

@@ -141,6 +141,13 @@ public final class TokenService: Sendable {
         inbox.post(.needToken(tokens))
     }
 
+    /// A worker's lookup of a caller's token began its exchange (`CallerTokens.Lookup.wait`
+    /// with `exchange`): the token thread sends it and publishes the outcome into the identity's
+    /// per-caller cache. Thread-safe.
+    public func exchangeForCaller(_ tokens: IdentityTokens, _ exchange: CallerExchange) {
+        inbox.post(.exchangeForCaller(tokens, exchange))
+    }
+
     /// An upstream refused `token` (a `retryOnStatus` status) at `now` on a route whose
     /// `minTokenAgeForRetrySeconds` is `minimumAge`: drop it if it is still the current one and
     /// may be dropped, and fetch anew (see `TokenLifecycle.refused`). Thread-safe.
@@ -160,6 +167,16 @@ public final class TokenService: Sendable {
         case .superseded:
             break
         }
+        return refusal
+    }
+
+    /// An upstream refused `token`, issued on behalf of the caller whose token has `key`, at
+    /// `now` on a route whose `minTokenAgeForRetrySeconds` is `minimumAge`: that caller's entry is
+    /// dropped unless kept (`CallerCache.refused`). Thread-safe.
+    public func refusedCallerToken(_ tokens: IdentityTokens, key: CallerKey, token: String, at now: Double,
+                                   minimumAge: Double) -> TokenLifecycle.Refusal {
+        let refusal = tokens.callers?.refused(key, token: token, at: now, minimumAge: minimumAge) ?? .superseded
+        if refusal != .superseded { observer?.upstreamRefusedToken(identity: tokens.identity.name, refetch: refusal == .dropped) }
         return refusal
     }
 
@@ -188,6 +205,8 @@ public final class TokenService: Sendable {
             return true
         }
         logins.cancel(identity: tokens.identity.name)
+        // An identity on behalf of its callers forgets their tokens.
+        tokens.callers?.removeAll()
         observer?.tokenExpiryChanged(identity: tokens.identity.name, unixTime: nil)
         // Before the reconsider: the fetch it starts must not read the forgotten entry back.
         inbox.post(.logout(tokens, refreshToken: refreshToken, completion: listener))

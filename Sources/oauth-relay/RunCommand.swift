@@ -309,4 +309,8 @@ struct TokenMetrics: TokenObserver {
     func storeOperation(backend: String, outcome: String) {
         metrics.storeOperation(backend: backend, outcome: outcome)
     }
+
+    func callerExchangeEnded(identity: String, outcome: CallerExchangeOutcome) {
+        metrics.callerExchangeEnded(identity: identity, outcome: outcome.rawValue)
+    }
 }

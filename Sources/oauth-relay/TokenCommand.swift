@@ -20,6 +20,13 @@ struct TokenCommand: ParsableCommand {
         let (loaded, _) = try options.load(command: "token")
         let (name, config) = (options.name, options.config)
         let relayConfig = loaded.config
+        if let grant = relayConfig.identities[name]?.grant.callerGrant {
+            // Asked for nothing: the token endpoint would want a caller's token.
+            FileHandleOutput.standardError("oauth-relay token: identity \(name) has no token of its own: it exchanges each "
+                                           + "caller's token (\(grant.configKey): \"caller\") for a token of that caller, "
+                                           + "when the caller's request arrives on one of its routes\n")
+            throw ExitCode(1)
+        }
         let logger = Logger(label: "oauth-relay")
         let service = try startTokenService(relayConfig, tls: loaded.tls, logger: logger)
         defer { service.stop() }
