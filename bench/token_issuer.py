@@ -1,7 +1,7 @@
 """A token endpoint for benchmarks only: answers every POST with a fresh opaque token whose
 lifetime is the `ttl` query parameter (seconds, default 3600) and whose token_type is the `type`
 query parameter (default Bearer; `DPoP` for a DPoP-bound token: the proof the relay sends is not
-checked), and counts the requests (GET /count). Loopback only; not an authorization server.
+checked), padded to the `bytes` query parameter's length when given, and counts the requests (GET /count). Loopback only; not an authorization server.
 
     python3 bench/token_issuer.py PORT
 """
@@ -35,7 +35,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         ttl = int(query.get("ttl", ["3600"])[0])
         with lock:
             issued["count"] += 1
-        self.reply(json.dumps({"access_token": "bench-" + secrets.token_urlsafe(24), "token_type": query.get("type", ["Bearer"])[0],
+        token = "bench-" + secrets.token_urlsafe(24)
+        token += "p" * max(0, int(query.get("bytes", ["0"])[0]) - len(token))
+        self.reply(json.dumps({"access_token": token, "token_type": query.get("type", ["Bearer"])[0],
                                "expires_in": ttl}).encode())
 
     def do_GET(self):

@@ -6,6 +6,6 @@ public enum SHA256 {
     public static let byteCount = 32
 
     public static func hash(_ data: some Collection<UInt8>) -> [UInt8] {
-        MessageDigest.hash(data, algorithm: EVP_sha256(), byteCount: byteCount, name: "SHA-256")
+        MessageDigest.hash(data, algorithm: MessageDigest.sha256, byteCount: byteCount, name: "SHA-256")
     }
 }

@@ -21,7 +21,8 @@ extension RequestLeg {
         guard connection.exchange.phase == .exchanging, connection.exchange.isWaitingForToken,
               let identity = connection.exchange.current.plan?.identity, let tokens = connection.worker.tokens else { return }
         let action = connection.exchange.tokenLookedUp(tokens.lookup(identity, caller: connection.exchange.current.caller,
-                                                                     startsDeviceLogin: connection.exchange.current.startsLogin))
+                                                                     startsDeviceLogin: connection.exchange.current.startsLogin,
+                                                                     firstLookup: false))
         if case .keepWaiting = action {
             // Not this identity's result, or a new fetch began: wait on, to the same deadline.
             tokens.park(self)

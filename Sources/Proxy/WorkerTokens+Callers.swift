@@ -8,25 +8,30 @@
 // parks the request like any token wait (this worker's wake-up registered in the same step) and,
 // for the lookup that began it, has the token thread send the exchange.
 
-import FoundationEssentials
 import OAuth2
 import SafeText
 import Tokens
 
 extension WorkerTokens {
-    /// The token of `caller` for `tokens`, an identity with per-caller tokens.
-    func lookup(_ callers: CallerTokens, of tokens: IdentityTokens, caller: CallerToken?) -> Lookup {
-        guard let caller else { return .fail(Self.noCallerToken(identity: tokens.identity.name)) }
+    /// The token of `caller` for `tokens`, an identity with per-caller tokens. `firstLookup`: not
+    /// a parked request asking again (which the cache's counts leave out).
+    func lookup(_ callers: CallerTokens, of tokens: IdentityTokens, caller: CallerToken?, firstLookup: Bool) -> Lookup {
+        guard let caller, let key = caller.key else { return .fail(Self.noCallerToken(identity: tokens.identity.name)) }
         guard let wakeup else { return .wait }
-        let key = caller.key
-        switch callers.lookup(key, at: Double(loop.nowMilliseconds) / 1000, wakingOnResult: wakeup) {
+        switch callers.lookup(key, at: Double(loop.nowMilliseconds) / 1000, wakingOnResult: wakeup, counted: firstLookup) {
         case .hit(let token):
             return .inject(CachedToken(value: token.value, bytes: token.bytes, generation: 0,
                                        expiresAtMilliseconds: UInt64(max(0, token.reuseUntil * 1000))))
         case .wait(let exchange):
-            if exchange {
-                service.exchangeForCaller(tokens, CallerExchange(key: key, token: Secret(caller.value), expiresAt: caller.expiresAt))
+            guard exchange else { return .wait }
+            // A token seen for the first time: its syntax is checked before it goes anywhere, and a
+            // malformed one's refusal is remembered like the token endpoint's.
+            guard caller.isWellFormed else {
+                let problem = Self.malformedCallerToken(identity: tokens.identity.name)
+                callers.refuse(key, problem, at: Double(loop.nowMilliseconds) / 1000)
+                return .fail(problem)
             }
+            service.exchangeForCaller(tokens, CallerExchange(key: key, token: Secret(caller.value), expiresAt: caller.expiresAt))
             return .wait
         case .fail(let problem):
             return .fail(problem)
@@ -36,8 +41,16 @@ extension WorkerTokens {
     /// An upstream refused `token`, the one `caller` carried: that caller's entry is dropped
     /// (its next request exchanges again) unless it is kept (see `CallerCache.refused`).
     func refused(_ tokens: IdentityTokens, token: CachedToken, caller: CallerToken, minimumAge: Double) -> TokenLifecycle.Refusal {
-        service.refusedCallerToken(tokens, key: caller.key, token: token.value, at: Double(loop.nowMilliseconds) / 1000,
-                                   minimumAge: minimumAge)
+        guard let key = caller.key else { return .superseded }
+        return service.refusedCallerToken(tokens, key: key, token: token.value, at: Double(loop.nowMilliseconds) / 1000,
+                                          minimumAge: minimumAge)
+    }
+
+    /// A bearer token that is not an RFC 6750 b64token: 401 `invalid_token` (RFC 6750 §3.1: the
+    /// token is malformed), before any exchange.
+    static func malformedCallerToken(identity: String) -> TokenUnavailable {
+        TokenUnavailable(identity: identity, reason: .callerUnauthorized,
+                         detail: "the request's bearer token is malformed (RFC 6750 §2.1: letters, digits, -._~+/ and trailing =)")
     }
 
     /// A request without the caller's token reached the lookup (the head's placement answers it

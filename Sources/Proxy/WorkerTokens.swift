@@ -60,9 +60,10 @@ final class WorkerTokens {
 
     /// `startsDeviceLogin`: a device identity with no login may start one for this request
     /// (not for a HEAD or a part of a page: `BrowserRequest.loginStartRefusal`). `caller`: the
-    /// request's own token, for an identity that exchanges it (WorkerTokens+Callers.swift).
-    func lookup(_ tokens: IdentityTokens, caller: CallerToken?, startsDeviceLogin: Bool) -> Lookup {
-        if let callers = tokens.callers { return lookup(callers, of: tokens, caller: caller) }
+    /// request's own token, for an identity that exchanges it (WorkerTokens+Callers.swift);
+    /// `firstLookup`: false for a parked request asking again.
+    func lookup(_ tokens: IdentityTokens, caller: CallerToken?, startsDeviceLogin: Bool, firstLookup: Bool = true) -> Lookup {
+        if let callers = tokens.callers { return lookup(callers, of: tokens, caller: caller, firstLookup: firstLookup) }
         let slot = tokens.slot
         let generation = tokens.generation
         let now = loop.nowMilliseconds

@@ -15,11 +15,11 @@ import Prometheus
 public struct CallerCacheSample: Sendable, Equatable {
     public var identity: String
     public var entries: Int
-    /// Lookups that found the caller's token (or its remembered refusal).
+    /// Requests that found the caller's token (or its remembered refusal) at once.
     public var hits: Int
-    /// Lookups that started an exchange.
+    /// Lookups that began an exchange.
     public var misses: Int
-    /// Lookups that joined an exchange in flight.
+    /// Requests that joined an exchange in flight.
     public var waits: Int
     public var evictions: Int
 
@@ -41,8 +41,8 @@ extension RelayMetrics.Series {
     }
     static var callerCacheLookups: MetricNameDescriptor {
         MetricNameDescriptor(namespace: "oauth_relay", metricName: "caller_cache_lookups", unitName: "total",
-                             helpText: "Lookups of a caller's token in the identity's per-caller cache, by result: hit (found), "
-                                + "miss (an exchange started), wait (joined the caller's exchange in flight).")
+                             helpText: "Lookups of a caller's token in the identity's per-caller cache, by result: hit (a request "
+                                + "found it at once), miss (an exchange began), wait (a request joined the caller's exchange in flight).")
     }
     static var callerCacheEvictions: MetricNameDescriptor {
         MetricNameDescriptor(namespace: "oauth_relay", metricName: "caller_cache_evictions", unitName: "total",

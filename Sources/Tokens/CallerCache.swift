@@ -103,8 +103,9 @@ struct CallerCache<Waiter: AnyObject> {
     var count: Int { index.count }
 
     /// What a request of the caller whose token has `key` does at `now`; a wait registers `waiter`
-    /// in the same step.
-    mutating func lookup(_ key: CallerKey, at now: Double, waiter: Waiter) -> Lookup {
+    /// in the same step. `counted`: the request's first lookup, counted as a hit or a wait (a
+    /// parked request asking again is not); a lookup that begins an exchange is always a miss.
+    mutating func lookup(_ key: CallerKey, at now: Double, waiter: Waiter, counted: Bool = true) -> Lookup {
         guard let found = index[key] else {
             guard makeSlot(for: key, state: .fetching(waiters: [waiter], afterRefusal: false)) else { return .full }
             counts.misses += 1
@@ -115,13 +116,13 @@ struct CallerCache<Waiter: AnyObject> {
         moveToFront(slot)
         switch slots[slot].state {
         case .issued(let token) where now < token.reuseUntil:
-            counts.hits += 1
+            if counted { counts.hits += 1 }
             return .hit(token)
         case .refused(let refusal) where now < refusal.until:
-            counts.hits += 1
+            if counted { counts.hits += 1 }
             return .refused(refusal.refusal.problem)
         case .fetching(var waiters, let afterRefusal):
-            counts.waits += 1
+            if counted { counts.waits += 1 }
             if !waiters.contains(where: { $0 === waiter }) {
                 // The state is taken out first: the array is then uniquely held and grows in place.
                 slots[slot].state = .dropped

@@ -113,31 +113,41 @@ final class CallerExchanges {
     private func send(_ exchange: CallerExchange, to endpoint: HTTPURL, for tokens: IdentityTokens) {
         guard let request = TokenRequest.exchange(for: tokens.identity, callerToken: exchange.token, at: endpoint) else { return }
         let started = monotonicSeconds()
-        // The caller token's expiry in the monotonic clock: its lifetime left, counted from now.
-        let callerExpiry = (exchange.expiresAt.map(Double.init) ?? CallerGrant.unverifiedExpiry(ofCallerToken: exchange.token.value))
-            .map { started + $0 - Date().timeIntervalSince1970 }
+        let callerExpiry = exchange.expiresAt.map(Double.init) ?? CallerGrant.unverifiedExpiry(ofCallerToken: exchange.token.value)
+        let unixTime = Date().timeIntervalSince1970
         idp.requestToken(request, for: tokens) { [self] outcome in
-            ended(outcome, of: exchange, startedAt: started, callerExpiry: callerExpiry, for: tokens)
+            ended(outcome, of: exchange, startedAt: started, callerExpiry: callerExpiry, unixTime: unixTime, for: tokens)
         }
     }
 
+    /// When a token issued on behalf of a caller expires, and until when it is handed out: its
+    /// own lifetime (`expiresIn` from `issuedAt`, monotonic seconds) cut to the caller token's
+    /// (`callerExpiry`, seconds since 1970, when known; `unixTime` is the wall clock at
+    /// `issuedAt`), reused until shortly before the earlier of the two (`RefreshSchedule`'s margin
+    /// with the identity's `skew`), never past it.
+    static func lifetime(issuedAt: Double, expiresIn: Double, callerExpiry: Double?, unixTime: Double,
+                         skew: Double) -> (expiresAt: Double, reuseUntil: Double) {
+        let issuedExpiry = issuedAt + expiresIn
+        let expiresAt = min(issuedExpiry, callerExpiry.map { issuedAt + $0 - unixTime } ?? issuedExpiry)
+        let reuseUntil = min(expiresAt, RefreshSchedule.refreshAt(issuedAt: issuedAt, lifetime: expiresAt - issuedAt, skew: skew))
+        return (expiresAt, reuseUntil)
+    }
+
     private func ended(_ outcome: Result<TokenResponse, TokenEndpointError>, of exchange: CallerExchange, startedAt started: Double,
-                       callerExpiry: Double?, for tokens: IdentityTokens) {
+                       callerExpiry: Double?, unixTime: Double, for tokens: IdentityTokens) {
         let name = tokens.identity.name
         let now = monotonicSeconds()
         switch outcome {
         case .success(let response):
-            let issuedExpiry = started + response.expiresIn
-            let expiresAt = min(issuedExpiry, callerExpiry ?? issuedExpiry)
+            let (expiresAt, reuseUntil) = Self.lifetime(issuedAt: started, expiresIn: response.expiresIn, callerExpiry: callerExpiry,
+                                                        unixTime: unixTime, skew: tokens.identity.refreshSkewSeconds)
             guard expiresAt > now else {
-                let callerExpired = (callerExpiry ?? .infinity) <= now
+                let callerExpired = callerExpiry.map { $0 <= unixTime + now - started } ?? false
                 let problem = TokenUnavailable(identity: name, reason: callerExpired ? .callerUnauthorized : .refused,
                                                detail: callerExpired ? "the caller's token has expired"
                                                    : "the token identity \(name) was issued for the caller expired before it arrived")
                 return fail(exchange, problem, for: tokens, seconds: CallerRefusal.refusalSeconds)
             }
-            let reuseUntil = min(expiresAt, RefreshSchedule.refreshAt(issuedAt: started, lifetime: expiresAt - started,
-                                                                      skew: tokens.identity.refreshSkewSeconds))
             tokens.callers?.publish(exchange.key, .issued(value: response.accessToken.value, issuedAt: started, expiresAt: expiresAt,
                                                           reuseUntil: reuseUntil))
             observer?.callerExchangeEnded(identity: name, outcome: .issued)

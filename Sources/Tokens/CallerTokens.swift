@@ -40,8 +40,10 @@ public final class CallerTokens: Sendable {
     }
 
     /// What a request of the caller whose token has `key` does at `now` (monotonic seconds).
-    public func lookup(_ key: CallerKey, at now: Double, wakingOnResult wake: LoopWakeup) -> Lookup {
-        let found = cache.withLock { $0.lookup(key, at: now, waiter: wake) }
+    /// `counted`: the request's first lookup (a parked request asking again is not counted as a
+    /// hit or a wait).
+    public func lookup(_ key: CallerKey, at now: Double, wakingOnResult wake: LoopWakeup, counted: Bool = true) -> Lookup {
+        let found = cache.withLock { $0.lookup(key, at: now, waiter: wake, counted: counted) }
         switch found {
         case .hit(let token): return .hit(token)
         case .refused(let problem): return .fail(problem)
@@ -60,6 +62,14 @@ public final class CallerTokens: Sendable {
     func publish(_ key: CallerKey, _ outcome: CallerCache<LoopWakeup>.Outcome) {
         let waiters = cache.withLock { $0.publish(key, outcome) }
         for wakeup in waiters { wakeup.wake() }
+    }
+
+    /// The exchange `key`'s lookup began is not sent: `problem` answers that caller's requests
+    /// for `CallerRefusal.refusalSeconds` from `now` (a malformed token, which no token endpoint
+    /// need see).
+    public func refuse(_ key: CallerKey, _ problem: TokenUnavailable, at now: Double) {
+        let refusal = CallerRefusal(problem: problem, seconds: CallerRefusal.refusalSeconds)
+        publish(key, .refused(refusal, until: now + refusal.seconds))
     }
 
     /// Exchanges are in flight, with requests waiting for them.
@@ -90,11 +100,12 @@ public final class CallerTokens: Sendable {
 public struct CallerTokenCounts: Sendable, Equatable {
     /// Entries held now (at most `maxCallers`).
     public var entries: Int
-    /// Lookups that found the caller's token (or its remembered refusal).
+    /// Requests that found the caller's token (or its remembered refusal) at once.
     public var hits: Int
-    /// Lookups that started an exchange.
+    /// Lookups that began an exchange (a request's first, or a replay's after an upstream refused
+    /// the caller's token).
     public var misses: Int
-    /// Lookups that joined an exchange in flight.
+    /// Requests that joined an exchange in flight.
     public var waits: Int
     /// Entries dropped for a new caller.
     public var evictions: Int
