@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from admin_client import AdminClient, start_with_admin
-from deadlines import scaled
+from deadlines import scaled, wait_until
 from http_client import RawConnection, assert_problem, build_request
 from idp_processes import HERE, _IdP, tricky_secret
 from idp_relay import bearer, bearer_in_echo, oauth_route, run_token_command, token_command_config
@@ -226,6 +226,7 @@ def test_three_hundred_concurrent_requests_of_a_new_caller_make_one_exchange(exc
         # Every request looked its caller's token up: one began the exchange, the others joined it.
         admin.wait_for(lambda m: m.by(LOOKUPS, "result", identity="orders") == {"hit": 0, "miss": 1, "wait": 299},
                        "300 requests parked on one exchange", timeout=20)
+        wait_until(lambda: exchange_idp.state()["held"] == 1, 10, "the exchange held at the stub")
         state = exchange_idp.state()
         assert state["exchanges"] == 1 and state["held"] == 1, state
         exchange_idp.release()
