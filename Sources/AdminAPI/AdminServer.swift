@@ -8,10 +8,10 @@
 //                                      starts); else 503 naming what is missing. An identity
 //                                      with per-caller tokens holds none of its own: it counts
 //                                      once it knows its token endpoint
+//   GET    /metrics                    Prometheus text format (see RelayMetrics)
 //   GET    /identities                 each identity's grant, state, expiry and last error —
 //                                      never a token or a secret; for per-caller tokens, the
 //                                      callers' entries and their bound
-//   GET    /metrics                    Prometheus text format (see RelayMetrics)
 //   POST   /identities/NAME/refresh    fetch a new token now (202); 409 for per-caller tokens
 //   POST   /identities/NAME/login      start a person's login: 200 with the URL that starts a
 //                                      browser login, or 202 once a device login is starting
