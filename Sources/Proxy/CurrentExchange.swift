@@ -1,6 +1,7 @@
 // The state of the request under way on a client connection, and the parts it is made of: what
 // its head said and how far its body got (`ExchangeRequest`), its response (`ExchangeResponse`),
-// its token, its route and what the metrics and the access log keep of it.
+// its caller's token, its identity's token, its route and what the metrics and the access log keep
+// of it.
 //
 // A parsed head replaces it whole (`Exchange.headParsed`), so nothing of one request carries
 // over to the next. What outlives a request stays on `Exchange`: the connection's phase, the
@@ -15,6 +16,8 @@
 struct CurrentExchange {
     /// The request half: what the head said, how far the body got, what of it is kept.
     var request = ExchangeRequest()
+    /// The caller's token, on a route with `inbound` (CallerCheck.swift).
+    var caller = CallerCheck.notRequired
     /// The route identity's token for this request.
     var credential = RequestCredential.none
     /// The response half: how far the upstream's answer got, and what it decides.

@@ -11,6 +11,7 @@
 //   EndpointDiscovery     the provider metadata read
 //   DeviceAuthorizations  a device login's first step
 //   Logouts               store entries forgotten and refresh tokens revoked
+//   InboundKeyFetches     the signing keys of routes' inbound issuers read
 
 import EventLoop
 import FoundationEssentials
@@ -54,6 +55,7 @@ final class TokenFetcher: FetchSchedule {
                                               schedule: self)
     private lazy var devices = DeviceAuthorizations(idp: idp, logger: logger, observer: observer, schedule: self)
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
+    private lazy var inboundKeys = InboundKeyFetches(idp: idp, logger: logger, observer: observer)
     /// The fetch strategies (TokenFetchStrategy.swift): each identity goes one of these ways.
     private lazy var directFetch = DirectFetch(requests: requests, schedule: self)
     private lazy var selfSignedFetch = SelfSignedFetch(requests: requests, idp: idp)
@@ -105,6 +107,8 @@ final class TokenFetcher: FetchSchedule {
             runNextAction(tokens)
         case .fetchEnded(let tokens, let outcome):
             requests.record(outcome, for: tokens)
+        case .needKeys(let keys):
+            inboundKeys.fetch(keys)
         case .logout(let tokens, let refreshToken, let completion):
             logouts.logout(tokens, refreshToken: refreshToken, completion: completion)
         case .stop:

@@ -26,6 +26,8 @@ enum TokenMessage: Sendable {
     /// An operator forgot the identity's tokens (a logout): remove the store entries and revoke the refresh token (the one held when
     /// the logout began, or else the entry's) at the IdP; tell `completion` how each went.
     case logout(IdentityTokens, refreshToken: Secret?, completion: LogoutListener?)
+    /// Requests need an inbound issuer's keys, and InboundKeyState decided to fetch them.
+    case needKeys(InboundKeys)
     /// A token request ended (posted by the token loop itself).
     case fetchEnded(IdentityTokens, Result<TokenResponse, TokenEndpointError>)
     /// Stop: abandon token requests under way and let the loop end.
@@ -77,7 +79,7 @@ extension TokenMessage {
     fileprivate var coalescingIdentity: IdentityTokens? {
         switch self {
         case .needToken(let tokens), .reconsider(let tokens): tokens
-        case .adopt, .fetchEnded, .logout, .stop: nil
+        case .adopt, .fetchEnded, .logout, .needKeys, .stop: nil
         }
     }
 

@@ -309,4 +309,8 @@ struct TokenMetrics: TokenObserver {
     func storeOperation(backend: String, outcome: String) {
         metrics.storeOperation(backend: backend, outcome: outcome)
     }
+
+    func jwksFetched(issuer: String, outcome: String) {
+        metrics.jwksFetched(issuer: issuer, outcome: outcome)
+    }
 }
