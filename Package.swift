@@ -146,6 +146,8 @@ let package = Package(
                                                         "FileTestSupport", "CertificateTestSupport"]),
         .testTarget(name: "ProxyTests", dependencies: ["SafeText", "Proxy", "BrowserSafety", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2",
                                                        "Tokens", "JOSE", "TLS", "HTTPClient",
+                                                       // InboundCheckTests: keys that sign the tokens checked.
+                                                       "Crypto", "JSON",
                                                        // HeldResponseTests: a recording client stream; ProxyWorkerLeakTests: a worker
                                                        // on the leak-checked loop.
                                                        "EventLoop", "ByteBuffers", "LoopTestSupport",

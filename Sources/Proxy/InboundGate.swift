@@ -13,52 +13,7 @@ import Config
 import Crypto
 import EventLoop
 import JOSE
-import Locking
 import Tokens
-
-/// A verified caller's token as the route keeps it.
-final class CheckedCaller: Sendable {
-    enum Standing: Equatable {
-        case admitted
-        /// Verified, but without these of the route's required scopes.
-        case lacksScopes([String])
-    }
-
-    let token: CallerToken
-    let standing: Standing
-    /// The `claimHeaders` lines for the upstream (empty without any).
-    let claimLines: [UInt8]
-    /// Seconds since 1970 from which the entry is no longer used: `exp` plus the clock skew.
-    let validUntil: Int64
-
-    init(token: CallerToken, standing: Standing, claimLines: [UInt8], validUntil: Int64) {
-        self.token = token
-        self.standing = standing
-        self.claimLines = claimLines
-        self.validUntil = validUntil
-    }
-}
-
-/// The SHA-256 of a token, as four words: the cache's key, hashed and compared without touching
-/// an array.
-struct TokenDigest: Hashable, Sendable {
-    let words: (UInt64, UInt64, UInt64, UInt64)
-
-    init(_ digest: [UInt8]) {
-        precondition(digest.count == SHA256.byteCount)
-        func word(_ at: Int) -> UInt64 { digest[at..<at + 8].reduce(0) { $0 << 8 | UInt64($1) } }
-        words = (word(0), word(8), word(16), word(24))
-    }
-
-    static func == (a: TokenDigest, b: TokenDigest) -> Bool { a.words == b.words }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(words.0)
-        hasher.combine(words.1)
-        hasher.combine(words.2)
-        hasher.combine(words.3)
-    }
-}
 
 final class InboundGate: Sendable {
     /// What became of a caller's token.
@@ -75,13 +30,13 @@ final class InboundGate: Sendable {
     private let check: InboundCheck
     /// The issuer's keys; nil without a token thread (then nothing can be verified).
     let keys: InboundKeys?
-    private let cache: Locked<BoundedLRU<TokenDigest, CheckedCaller>>
+    private let callers: CheckedCallers
 
     init(rules: InboundRules, keys: InboundKeys?) {
         self.rules = rules
         self.keys = keys
         check = InboundCheck(rules: rules)
-        cache = Locked(BoundedLRU(capacity: rules.maxTokens))
+        callers = CheckedCallers(capacity: rules.maxTokens)
     }
 
     /// Checks `token` at `unixTime` (seconds since 1970); `monotonic`: the loop's clock, in seconds,
@@ -89,7 +44,7 @@ final class InboundGate: Sendable {
     func admit(_ token: String, unixTime: Int64, monotonic: Double, wake: LoopWakeup?) -> Outcome {
         let digest = SHA256.hash(token.utf8)
         let key = TokenDigest(digest)
-        if let known = cached(key, at: unixTime) {
+        if let known = callers.caller(key, at: unixTime) {
             switch known.standing {
             case .admitted: return .admitted(known, fresh: false, withheld: [])
             case .lacksScopes(let missing): return .refused(.insufficientScope(missing: missing, required: rules.requiredScopes))
@@ -105,12 +60,12 @@ final class InboundGate: Sendable {
             switch check.verdict(token, keys: snapshot.keys, now: unixTime) {
             case .valid(let caller):
                 let rendered = ClaimHeaderLines.render(caller.claims, as: rules.claimHeaders)
-                let checked = CheckedCaller(token: CallerToken(value: token, digest: digest, expiresAt: caller.expiresAt),
-                                            standing: .admitted, claimLines: rendered.lines, validUntil: validUntil(caller.expiresAt))
-                remember(checked, under: key)
-                return .admitted(checked, fresh: true, withheld: rendered.withheld)
+                let admitted = CheckedCaller(token: CallerToken(value: token, digest: digest, expiresAt: caller.expiresAt),
+                                             standing: .admitted, claimLines: rendered.lines, validUntil: validUntil(caller.expiresAt))
+                callers.remember(admitted, under: key)
+                return .admitted(admitted, fresh: true, withheld: rendered.withheld)
             case .insufficientScope(let missing, let expiresAt):
-                remember(CheckedCaller(token: CallerToken(value: token, digest: digest, expiresAt: expiresAt), standing: .lacksScopes(missing),
+                callers.remember(CheckedCaller(token: CallerToken(value: token, digest: digest, expiresAt: expiresAt), standing: .lacksScopes(missing),
                                        claimLines: [], validUntil: validUntil(expiresAt)), under: key)
                 return .refused(.insufficientScope(missing: missing, required: rules.requiredScopes))
             case .invalid(let reason):
@@ -128,24 +83,7 @@ final class InboundGate: Sendable {
     }
 
     /// How many checked tokens the route keeps now.
-    var cachedCount: Int { cache.withLock { $0.count } }
-
-    private func cached(_ key: TokenDigest, at unixTime: Int64) -> CheckedCaller? {
-        cache.withLock { lru in
-            guard let known = lru.value(for: key) else { return nil }
-            guard unixTime < known.validUntil else {
-                lru.remove(key)
-                return nil
-            }
-            return known
-        }
-    }
-
-    private func remember(_ checked: CheckedCaller, under key: TokenDigest) {
-        // The entry goes out of the lock with the one it evicted, if any: released outside it.
-        let evicted = cache.withLock { $0.set(checked, for: key) }
-        _ = evicted
-    }
+    var cachedCount: Int { callers.count }
 
     private func validUntil(_ expiresAt: Int64) -> Int64 {
         let (sum, overflow) = expiresAt.addingReportingOverflow(Int64(rules.clockSkewSeconds))

@@ -1,0 +1,56 @@
+@testable import Proxy
+import XCTest
+
+/// What a request's `Authorization` says of its caller (RFC 6750 §2.1).
+final class InboundCredentialTests: XCTestCase {
+    private func parse(_ value: String) -> InboundCredential {
+        Array(value.utf8).withUnsafeBytes { InboundCredential.parse($0) }
+    }
+
+    func testTheAuthorizationValueTable() {
+        let table: [(String, InboundCredential)] = [
+            ("Bearer abc.DEF-ghi_jkl~mno+pq/rs==", .bearer("abc.DEF-ghi_jkl~mno+pq/rs==")),
+            ("bearer abc", .bearer("abc")),
+            ("BEARER abc", .bearer("abc")),
+            ("Bearer   abc  ", .bearer("abc")),
+            ("  Bearer\tabc", .bearer("abc")),
+            ("Basic dXNlcjpwYXNz", .otherScheme),
+            ("DPoP abc", .otherScheme),
+            ("Bearerabc", .otherScheme),
+            ("Bearer", .malformed("the Bearer credentials are not one token68 (RFC 6750 §2.1)")),
+            ("Bearer ", .malformed("the Bearer credentials are not one token68 (RFC 6750 §2.1)")),
+            ("Bearer a b", .malformed("the Bearer credentials are not one token68 (RFC 6750 §2.1)")),
+            ("Bearer a,b", .malformed("the Bearer credentials are not one token68 (RFC 6750 §2.1)")),
+            ("Bearer =abc", .malformed("the Bearer credentials are not one token68 (RFC 6750 §2.1)")),
+            ("Bearer ab=c", .malformed("the Bearer credentials are not one token68 (RFC 6750 §2.1)")),
+            ("Bearer \"abc\"", .malformed("the Bearer credentials are not one token68 (RFC 6750 §2.1)")),
+            ("Bearer/abc", .malformed("the Bearer scheme is not followed by a space")),
+            ("", .malformed("the Authorization field has no authentication scheme")),
+            ("   ", .malformed("the Authorization field has no authentication scheme")),
+        ]
+        for (value, expected) in table {
+            XCTAssertEqual(parse(value), expected, value)
+        }
+    }
+
+    func testFieldCountsDecideBeforeTheValue() {
+        XCTAssertEqual(credential(of: head("GET / HTTP/1.1", "Host: a")), .absent)
+        XCTAssertEqual(credential(of: head("GET / HTTP/1.1", "Host: a", "Authorization: Bearer t1")), .bearer("t1"))
+        XCTAssertEqual(credential(of: head("GET / HTTP/1.1", "Host: a", "authorization: Bearer t1", "Authorization: Bearer t1")),
+                       .malformed("the request has more than one Authorization field"))
+        XCTAssertEqual(credential(of: head("GET / HTTP/1.1", "Host: a", "Authorization: Basic x", "Authorization: Bearer t1")),
+                       .malformed("the request has more than one Authorization field"))
+        XCTAssertEqual(credential(of: head("GET / HTTP/1.1", "Host: a", "Proxy-Authorization: Bearer t1")), .absent)
+    }
+
+    func testEachRefusalIsTheRightAnswer() {
+        XCTAssertEqual(InboundCredential.absent.refusal, .noToken)
+        XCTAssertEqual(InboundCredential.otherScheme.refusal, .noToken)
+        XCTAssertEqual(InboundCredential.malformed("x").refusal, .malformedRequest("x"))
+        XCTAssertNil(InboundCredential.bearer("t").refusal)
+    }
+
+    private func credential(of text: String) -> InboundCredential {
+        InboundCredential.read(parsedHead(text))
+    }
+}
