@@ -2,7 +2,11 @@
 // counts of `oauth_relay_inbound_validations_total`, and the log line for a claim withheld (its
 // name, never its value).
 
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 extension ProxyWorker {
     /// `token` checked by `gate` for `route`'s request, counted by outcome.
