@@ -44,7 +44,10 @@ public enum IntrospectionResponse: Sendable, Equatable {
         }
         switch value["active"] {
         case .bool(true)?:
-            self = .active(try IntrospectedToken(members: members))
+            // Read once more as claims (no name repeats, so nothing is lost): building them member
+            // by member would cost a search of those already set for each.
+            guard let claims = try? JWTClaims(payload: body) else { throw Invalid(reason: "the body is not a JSON object") }
+            self = .active(try IntrospectedToken(claims: claims))
         case .bool(false)?:
             self = .inactive
         case nil:
@@ -89,9 +92,7 @@ public struct IntrospectedToken: Sendable, Equatable, CustomStringConvertible, C
     /// Every member of the answer, in order: what `claimHeaders` may pass on (`email`, `groups`).
     public let claims: JWTClaims
 
-    init(members: [JSONMember]) throws(IntrospectionResponse.Invalid) {
-        var claims = JWTClaims()
-        for member in members { claims[member.name] = member.value }
+    init(claims: JWTClaims) throws(IntrospectionResponse.Invalid) {
         func present(_ name: String) -> JSONValue? {
             guard let value = claims[name], value != .null else { return nil }
             return value

@@ -65,7 +65,8 @@ final class Introspections {
         case .joined:
             return
         case .overloaded:
-            logger.warning("introspection not sent: too many under way",
+            // Debug only: a flood of made-up tokens must not flood the log as well.
+            logger.debug("introspection not sent: too many under way",
                            metadata: ["identity": .string(tokens.identity.name), "in_flight": .stringConvertible(flights.count)])
             return completion(.overloaded)
         case .first:
