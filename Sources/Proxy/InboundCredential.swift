@@ -15,8 +15,18 @@ enum InboundCredential: Equatable {
     case otherScheme
     /// Why the request is malformed (no token text in it).
     case malformed(String)
-    /// The bearer token, exactly as sent.
-    case bearer(String)
+    /// The bearer token, exactly as sent: a view of the head's bytes, valid while the head is (no
+    /// copy: a token checked before is found by the digest of these bytes alone).
+    case bearer(UnsafeRawBufferPointer)
+
+    static func == (a: InboundCredential, b: InboundCredential) -> Bool {
+        switch (a, b) {
+        case (.absent, .absent), (.otherScheme, .otherScheme): true
+        case (.malformed(let x), .malformed(let y)): x == y
+        case (.bearer(let x), .bearer(let y)): x.elementsEqual(y)
+        default: false
+        }
+    }
 
     /// The request's `Authorization` fields, read.
     static func read(_ head: HTTPHead) -> InboundCredential {
@@ -47,7 +57,7 @@ enum InboundCredential: Equatable {
         guard tokenStart > schemeEnd || tokenStart == end else { return .malformed("the Bearer scheme is not followed by a space") }
         let token = UnsafeRawBufferPointer(rebasing: value[tokenStart..<end])
         guard isToken68(token) else { return .malformed("the Bearer credentials are not one token68 (RFC 6750 §2.1)") }
-        return .bearer(String(decoding: token, as: UTF8.self))
+        return .bearer(token)
     }
 
     /// `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.

@@ -39,10 +39,11 @@ final class InboundGate: Sendable {
         callers = CheckedCallers(capacity: rules.maxTokens)
     }
 
-    /// Checks `token` at `unixTime` (seconds since 1970); `monotonic`: the loop's clock, in seconds,
-    /// for the keys' rate limit. A request that must wait for keys registers `wake`.
-    func admit(_ token: String, unixTime: Int64, monotonic: Double, wake: LoopWakeup?) -> Outcome {
-        let digest = SHA256.hash(token.utf8)
+    /// Checks the token `bytes` at `unixTime` (seconds since 1970); `monotonic`: the loop's clock,
+    /// in seconds, for the keys' rate limit. A request that must wait for keys registers `wake`.
+    /// A token checked before costs its digest and a look-up: no copy of it is made.
+    func admit(_ bytes: UnsafeRawBufferPointer, unixTime: Int64, monotonic: Double, wake: LoopWakeup?) -> Outcome {
+        let digest = SHA256.hash(bytes)
         let key = TokenDigest(digest)
         if let known = callers.caller(key, at: unixTime) {
             switch known.standing {
@@ -50,6 +51,7 @@ final class InboundGate: Sendable {
             case .lacksScopes(let missing): return .refused(.insufficientScope(missing: missing, required: rules.requiredScopes))
             }
         }
+        let token = String(decoding: bytes, as: UTF8.self)
         guard let keys else {
             return .refused(.keysUnavailable(reason: "the relay has no token thread to read the issuer's keys", retryAfterSeconds: 1))
         }

@@ -9,8 +9,8 @@ import Darwin
 #endif
 
 extension ProxyWorker {
-    /// `token` checked by `gate` for `route`'s request, counted by outcome.
-    func checkCaller(_ token: String, at gate: InboundGate, route: RoutePlan) -> InboundGate.Outcome {
+    /// The token `bytes` checked by `gate` for `route`'s request, counted by outcome.
+    func checkCaller(_ token: UnsafeRawBufferPointer, at gate: InboundGate, route: RoutePlan) -> InboundGate.Outcome {
         let outcome = gate.admit(token, unixTime: Int64(time(nil)), monotonic: Double(loop.nowMilliseconds) / 1000,
                                  wake: tokens?.parkedRequestsWakeup)
         switch outcome {

@@ -20,7 +20,8 @@ extension RequestLeg {
             connection.exchange.callerAdmitted(caller)
             return nil
         case .wait:
-            return connection.exchange.callerWaitsForKeys(token, on: plan, upgrade: upgrade)
+            // The head's bytes may be gone when the keys come: the parked request keeps a copy.
+            return connection.exchange.callerWaitsForKeys(String(decoding: token, as: UTF8.self), on: plan, upgrade: upgrade)
         case .refused(let refusal):
             return connection.exchange.callerRefused(.inbound(refusal, route: plan.route.name), on: plan)
         }
@@ -31,7 +32,9 @@ extension RequestLeg {
     func callerKeysMayBeReady(_ token: String) {
         let connection = self.connection
         guard let plan = connection.exchange.current.plan, let gate = plan.inbound else { return }
-        switch connection.worker.checkCaller(token, at: gate, route: plan) {
+        var token = token
+        let outcome = token.withUTF8 { connection.worker.checkCaller(UnsafeRawBufferPointer($0), at: gate, route: plan) }
+        switch outcome {
         case .wait:
             connection.worker.tokens?.park(self)
         case .refused(let refusal):

@@ -1,33 +1,46 @@
 /// A map of at most `capacity` entries that forgets the least recently used one to make room:
 /// the bound on what the relay keeps per caller (validated tokens; tokens exchanged for a caller).
 /// Not thread-safe: a shared one sits behind a lock, and every operation is O(1) without
-/// allocating once the storage has grown to `capacity`.
+/// allocating once the storage has grown to `capacity`. Inlinable, so that other modules get it
+/// specialized for their key and value (it is on the request path).
 ///
 /// Entries live in one array and are chained most recently used first by index, so a lookup moves
 /// an entry to the front without touching the allocator; a removed entry's slot is reused.
 public struct BoundedLRU<Key: Hashable, Value> {
-    fileprivate struct Node {
-        var key: Key
-        var value: Value
-        var newer: Int
-        var older: Int
+    @usableFromInline
+    struct Node {
+        @usableFromInline var key: Key
+        @usableFromInline var value: Value
+        @usableFromInline var newer: Int
+        @usableFromInline var older: Int
+
+        @inlinable
+        init(key: Key, value: Value, newer: Int, older: Int) {
+            self.key = key
+            self.value = value
+            self.newer = newer
+            self.older = older
+        }
     }
 
     public let capacity: Int
-    private var slots: [Key: Int] = [:]
-    private var nodes: [Node?] = []
-    private var free: [Int] = []
-    private var newest = -1
-    private var oldest = -1
+    @usableFromInline var slots: [Key: Int] = [:]
+    @usableFromInline var nodes: [Node?] = []
+    @usableFromInline var free: [Int] = []
+    @usableFromInline var newest = -1
+    @usableFromInline var oldest = -1
 
+    @inlinable
     public init(capacity: Int) {
         precondition(capacity > 0, "a bounded LRU holds at least one entry")
         self.capacity = capacity
     }
 
+    @inlinable
     public var count: Int { slots.count }
 
     /// The value under `key`, which becomes the most recently used.
+    @inlinable
     public mutating func value(for key: Key) -> Value? {
         guard let slot = slots[key] else { return nil }
         moveToFront(slot)
@@ -35,13 +48,14 @@ public struct BoundedLRU<Key: Hashable, Value> {
     }
 
     /// The value under `key`, without changing the order.
+    @inlinable
     public func peek(_ key: Key) -> Value? {
         slots[key].map { nodes[$0]!.value }
     }
 
     /// Sets `key` to `value` as the most recently used entry; returns the entry forgotten to make
     /// room, if any.
-    @discardableResult
+    @inlinable @discardableResult
     public mutating func set(_ value: Value, for key: Key) -> (key: Key, value: Value)? {
         if let slot = slots[key] {
             nodes[slot]!.value = value
@@ -70,7 +84,7 @@ public struct BoundedLRU<Key: Hashable, Value> {
     }
 
     /// Forgets `key`; returns its value.
-    @discardableResult
+    @inlinable @discardableResult
     public mutating func remove(_ key: Key) -> Value? {
         guard let slot = slots.removeValue(forKey: key) else { return nil }
         unlink(slot)
@@ -91,7 +105,8 @@ public struct BoundedLRU<Key: Hashable, Value> {
         return keys
     }
 
-    private mutating func moveToFront(_ slot: Int) {
+    @inlinable
+    mutating func moveToFront(_ slot: Int) {
         guard slot != newest else { return }
         unlink(slot)
         nodes[slot]!.older = newest
@@ -101,7 +116,8 @@ public struct BoundedLRU<Key: Hashable, Value> {
         if oldest < 0 { oldest = slot }
     }
 
-    private mutating func unlink(_ slot: Int) {
+    @inlinable
+    mutating func unlink(_ slot: Int) {
         let node = nodes[slot]!
         if node.newer >= 0 { nodes[node.newer]!.older = node.older } else { newest = node.older }
         if node.older >= 0 { nodes[node.older]!.newer = node.newer } else { oldest = node.newer }
