@@ -20,8 +20,6 @@ public final class InboundKeys: Sendable {
     public let jwksUrl: HTTPURL?
     /// The settings the fetches connect with (what makes two routes' keys the same).
     public let tlsSettings: TLSSettings?
-    /// Built from `tlsSettings`, for https fetches.
-    let tls: TLSConfiguration?
     private let inbox: TokenInbox
     private let state: Locked<State>
 
@@ -31,6 +29,9 @@ public final class InboundKeys: Sendable {
         var waiting: [LoopWakeup] = []
         /// The `jwks_uri` the issuer's metadata named (token loop), until a fetch from it fails.
         var discoveredJWKSURL: HTTPURL?
+        /// Built from `tlsSettings` by the configuration in force, for https fetches (a reload
+        /// after a CA or client certificate file changed brings a new one).
+        var tls: TLSConfiguration?
     }
 
     /// The keys a request checks a token with, and their generation.
@@ -54,9 +55,14 @@ public final class InboundKeys: Sendable {
         self.issuer = issuer
         self.jwksUrl = jwksUrl
         self.tlsSettings = tlsSettings
-        self.tls = tls
         self.inbox = inbox
-        state = Locked(State())
+        state = Locked(State(tls: tls))
+    }
+
+    /// The TLS configuration of the fetches from now on.
+    var tls: TLSConfiguration? {
+        get { state.withLock { $0.tls } }
+        set { state.withLock { $0.tls = newValue } }
     }
 
     /// The keys now (`now`: monotonic seconds). Keys an hour old are fetched again meanwhile.

@@ -198,15 +198,16 @@ public final class TokenService: Sendable {
     }
 
     /// The keys of inbound issuer `issuer` (its JWKS at `jwksUrl`, or discovered), fetched with
-    /// `tlsSettings` (built as `tls`): the one routes with the same three already use, else new.
-    /// The keys are read on first need, then again when a token names a key they lack (at most
-    /// once per `InboundKeyState.minimumRefetchSeconds`). Thread-safe.
+    /// `tlsSettings` (built as `tls`, which is used from now on): the one routes with the same
+    /// three already use, else new. The keys are read on first need, then again when a token names
+    /// a key they lack (at most once per `InboundKeyState.minimumRefetchSeconds`). Thread-safe.
     public func inboundKeys(issuer: String, jwksUrl: HTTPURL?, tlsSettings: TLSSettings?, tls: TLSConfiguration?) -> InboundKeys {
         inboundKeySets.withLock { sets in
             sets.removeAll { $0.keys == nil }
             if let held = sets.lazy.compactMap(\.keys).first(where: {
                 $0.issuer == issuer && $0.jwksUrl == jwksUrl && $0.tlsSettings == tlsSettings
             }) {
+                held.tls = tls
                 return held
             }
             let keys = InboundKeys(issuer: issuer, jwksUrl: jwksUrl, tlsSettings: tlsSettings, tls: tls, inbox: inbox)
