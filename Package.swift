@@ -70,7 +70,8 @@ let package = Package(
         // The TLS engine over memory buffers; from Crypto only OpenSSL's error queue.
         .target(name: "TLS", dependencies: ["COpenSSL", "Crypto", "ByteBuffers", "Locking"]),
         // Pure Swift; the crypto it needs (keys, signatures, digests) comes from Crypto, which holds OpenSSL.
-        .target(name: "JOSE", dependencies: ["Crypto", "JSON"]),
+        // Endpoints for a DPoP proof's `htu`, read and normalized as the relay reads every URL.
+        .target(name: "JOSE", dependencies: ["Crypto", "JSON", "Endpoints"]),
         // JOSE and Crypto for client assertions (private_key_jwt, client_secret_jwt): signing is no I/O.
         // Endpoints for reading URLs an IdP publishes (discovery, device verification URIs).
         .target(name: "OAuth2", dependencies: ["SafeText", "HTTPFields", "Endpoints", "JOSE", "JSON", "Crypto"], swiftSettings: hotPath),
@@ -146,6 +147,8 @@ let package = Package(
                                                         "FileTestSupport", "CertificateTestSupport"]),
         .testTarget(name: "ProxyTests", dependencies: ["SafeText", "Proxy", "BrowserSafety", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2",
                                                        "Tokens", "JOSE", "TLS", "HTTPClient",
+                                                       // InboundCheckTests: keys that sign the tokens checked.
+                                                       "Crypto", "JSON",
                                                        // HeldResponseTests: a recording client stream; ProxyWorkerLeakTests: a worker
                                                        // on the leak-checked loop.
                                                        "EventLoop", "ByteBuffers", "LoopTestSupport",
@@ -162,7 +165,7 @@ let package = Package(
                                                         "CertificateTestSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CertificateTestSupport"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
-        .testTarget(name: "JOSETests", dependencies: ["JOSE", "Crypto", "CertificateTestSupport"]),
+        .testTarget(name: "JOSETests", dependencies: ["JOSE", "Crypto", "Endpoints", "CertificateTestSupport"]),
         // Fixtures: reference symbols made by segno (PyPI), read from the source tree.
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"], exclude: ["Fixtures"]),
         // swift-prometheus itself: the relay's own per-request series must read exactly like the library's.

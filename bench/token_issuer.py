@@ -1,9 +1,13 @@
 """A token endpoint for benchmarks only: answers every POST with a fresh opaque token whose
 lifetime is the `ttl` query parameter (seconds, default 3600) and whose token_type is the `type`
 query parameter (default Bearer; `DPoP` for a DPoP-bound token: the proof the relay sends is not
-checked), padded to the `bytes` query parameter's length when given, and counts the requests (GET /count). Loopback only; not an authorization server.
+checked), padded to the `bytes` query parameter's length when given, and counts the requests
+(GET /count). With `--jwks FILE` it also serves that JWK Set at
+GET /jwks (bench/caller_tokens.py writes one): a token-exchange request is answered like any other,
+so a route whose identity exchanges each caller's token can be measured. Loopback only; not an
+authorization server.
 
-    python3 bench/token_issuer.py PORT
+    python3 bench/token_issuer.py PORT [--jwks FILE]
 """
 import http.server
 import json
@@ -41,8 +45,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                "expires_in": ttl}).encode())
 
     def do_GET(self):
+        if self.path == "/jwks" and jwks is not None:
+            return self.reply(jwks)
         with lock:
             self.reply(json.dumps(issued).encode())
 
 
+jwks = open(sys.argv[3], "rb").read() if len(sys.argv) > 3 and sys.argv[2] == "--jwks" else None
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()

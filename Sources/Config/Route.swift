@@ -38,6 +38,8 @@ public struct Route: Sendable, Equatable {
     /// The web pages of other origins that may call this route through a browser (CORS); nil:
     /// none, so a route with a credential refuses cross-site browser requests.
     public var browser: BrowserAccess?
+    /// The caller's bearer token the route requires, and what of it goes on (nil: none required).
+    public var inbound: InboundRules?
 
     public init(index: Int = 0, name: String? = nil, match: RouteMatch = RouteMatch(), upstream: UpstreamURL,
                 identity: String? = nil, stripPrefix: Bool = false, inject: Injection = .header(),

@@ -8,7 +8,7 @@ struct RouteDecoding {
     let context: DecodingContext
 
     static let routeKeys = ["name", "match", "upstream", "identity", "stripPrefix", "inject", "setHeaders", "tls", "retryOnStatus",
-                            "minTokenAgeForRetrySeconds", "upgrade", "certificateBoundUpstream", "browser"]
+                            "minTokenAgeForRetrySeconds", "upgrade", "certificateBoundUpstream", "browser", "inbound"]
 
     /// The `routes` array. `identityNames` are the keys of `identities` (valid or not), so a
     /// route naming a broken identity gets no second error.
@@ -74,6 +74,11 @@ struct RouteDecoding {
         route.upgrade = object.field("upgrade").flatMap(decodeUpgradeProtocols) ?? route.upgrade
         route.certificateBoundUpstream = object.bool("certificateBoundUpstream") ?? false
         route.browser = object.field("browser").flatMap(BrowserAccessDecoding(context: context).decodeBrowserAccess)
+        if let field = object.field("inbound") {
+            let inbound = InboundDecoding(context: context)
+            route.inbound = inbound.decodeInbound(field)
+            if let rules = route.inbound { inbound.checkClaimHeaders(of: rules, on: route, at: field) }
+        }
         return upstream == nil ? nil : route
     }
 

@@ -7,6 +7,6 @@ public enum SHA1 {
     public static let byteCount = 20
 
     public static func hash(_ data: some Collection<UInt8>) -> [UInt8] {
-        MessageDigest.hash(data, algorithm: MessageDigest.sha1, byteCount: byteCount, name: "SHA-1")
+        MessageDigest.hash(data, algorithm: EVP_sha1(), byteCount: byteCount, name: "SHA-1")
     }
 }

@@ -28,7 +28,8 @@ public struct JWK: Sendable, Hashable {
         }
     }
 
-    private static let privateMembers = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"]
+    /// Members only a private or symmetric key has (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2).
+    static let privateMembers = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"]
 
     /// Reads a JWK from its JSON text.
     public init(json: [UInt8]) throws(JOSEError) {

@@ -258,7 +258,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
         case .refresh: return held.refreshToken.map { TokenRequest.refresh(for: identity, refreshToken: $0, at: tokenEndpoint) }
         case .grant(.authorizationCode): return login.waitingCode?.request
         case .grant: return TokenRequest.grant(for: identity, at: tokenEndpoint)
-        case .deviceAuthorization, .revocation: return nil  // Not fetches of a lifecycle.
+        case .deviceAuthorization, .revocation, .introspection: return nil  // Not fetches of a lifecycle.
         }
     }
 

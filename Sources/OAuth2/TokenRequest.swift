@@ -33,6 +33,8 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         case deviceAuthorization
         /// RFC 7009, to the revocation endpoint: a logout.
         case revocation
+        /// RFC 7662, to the introspection endpoint: is a caller's token active?
+        case introspection
 
         public var description: String {
             switch self {
@@ -40,6 +42,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             case .refresh: "refresh"
             case .deviceAuthorization: "device authorization"
             case .revocation: "revocation"
+            case .introspection: "introspection"
             }
         }
 
@@ -47,7 +50,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
         public var isTokenRequest: Bool {
             switch self {
             case .grant, .refresh: true
-            case .deviceAuthorization, .revocation: false
+            case .deviceAuthorization, .revocation, .introspection: false
             }
         }
 
@@ -57,6 +60,7 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
             case .grant, .refresh: "the token endpoint"
             case .deviceAuthorization: "the device authorization endpoint"
             case .revocation: "the revocation endpoint"
+            case .introspection: "the introspection endpoint"
             }
         }
     }
@@ -251,12 +255,12 @@ public struct TokenRequest: Sendable, CustomStringConvertible, CustomDebugString
 
     /// Whether the identity's `params` go in a request for `purpose`: in its grant and in a
     /// device authorization (where an IdP such as Auth0 wants its extra fields), in a refresh
-    /// unless they are an extension grant's own fields, never in a revocation.
+    /// unless they are an extension grant's own fields, never in a revocation or an introspection.
     private static func sendsParams(_ purpose: Purpose, identity: Identity) -> Bool {
         switch purpose {
         case .grant, .deviceAuthorization: true
         case .refresh: !identity.grant.type.isExtension
-        case .revocation: false
+        case .revocation, .introspection: false
         }
     }
 

@@ -9,6 +9,8 @@ public struct ClientTLS: Sendable {
     public var routes: [Int: TLSConfiguration] = [:]
     /// By identity name (https token endpoints only).
     public var identities: [String: TLSConfiguration] = [:]
+    /// By route position: the discovery and JWKS fetches of routes with `inbound`.
+    public var inbound: [Int: TLSConfiguration] = [:]
     /// The TLS listener's certificate and key (`listenTls`).
     public var listener: TLSConfiguration?
     /// The shared token store's connections (`store.tls`, for a `rediss://` `store.redis`).
@@ -35,6 +37,10 @@ public struct ClientTLS: Sendable {
         }
         for (position, route) in config.routes.enumerated() where route.upstream.scheme == .https {
             tls.routes[position] = make(upstreamSettings(of: route, in: config), path: "$.routes[\(route.index)].tls")
+        }
+        for (position, route) in config.routes.enumerated() {
+            guard let rules = route.inbound else { continue }
+            tls.inbound[position] = make(rules.tls, path: "$.routes[\(route.index)].inbound.tls")
         }
         for name in config.identities.keys.sorted() where config.identities[name]!.mayUseHTTPS {
             tls.identities[name] = make(config.identities[name]!.tls, path: "$.identities.\(name).tls")

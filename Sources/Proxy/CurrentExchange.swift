@@ -1,6 +1,7 @@
 // The state of the request under way on a client connection, and the parts it is made of: what
 // its head said and how far its body got (`ExchangeRequest`), its response (`ExchangeResponse`),
-// its token, its route and what the metrics and the access log keep of it.
+// its caller's token, its identity's token, its route and what the metrics and the access log keep
+// of it.
 //
 // A parsed head replaces it whole (`Exchange.headParsed`), so nothing of one request carries
 // over to the next. What outlives a request stays on `Exchange`: the connection's phase, the
@@ -9,16 +10,22 @@
 // route let go), until the next head replaces it; a request the parser rejects before its head,
 // or whose head does not arrive in time, starts from an empty one.
 
+import Tokens
+
 /// Everything about one request and its response; changed only by the exchange's events.
 /// `headParsed` builds it with the memberwise initializer: a field added here starts from its
 /// default for every request.
 struct CurrentExchange {
     /// The request half: what the head said, how far the body got, what of it is kept.
     var request = ExchangeRequest()
+    /// The caller's token, on a route with `inbound` (CallerCheck.swift).
+    var caller = CallerCheck.notRequired
     /// The route identity's token for this request.
     var credential = RequestCredential.none
-    /// The caller's own token, on a route whose identity exchanges it (`Grant.caller`).
-    var caller: CallerToken?
+    /// On a route without `inbound` whose identity exchanges the caller's token (`Grant.caller`):
+    /// the request's bearer token taken as it is, for the token endpoint to judge
+    /// (RequestLeg+CallerToken.swift). On a route with `inbound`, `caller` holds the checked one.
+    var uncheckedCaller: CallerToken?
     /// The response half: how far the upstream's answer got, and what it decides.
     var response = ExchangeResponse()
     /// The route of the exchange (nil before the head, when none matched, or once the

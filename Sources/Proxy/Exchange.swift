@@ -126,7 +126,8 @@ struct Exchange {
     /// The token injected into the request (nil: none, or still waiting).
     var token: WorkerTokens.CachedToken? { current.credential.injected }
 
-    var isWaitingForToken: Bool { current.credential.isWaiting }
+    /// Parked: for the identity's token, or for the issuer's keys that check the caller's.
+    var isWaitingForToken: Bool { current.credential.isWaiting || current.caller.isWaitingForKeys }
 
     /// The request goes out again with a new token: the kept body follows its head.
     var isReplay: Bool { current.credential.isReplay }
@@ -150,6 +151,7 @@ struct Exchange {
 
     /// The request waited `tokenWaitSeconds` for its token: 503. Nil when it was not waiting.
     mutating func tokenWaitExpired(tokenWaitSeconds: Double) -> TokenWaitEnd? {
+        if current.caller.isWaitingForKeys { return callerKeysWaitExpired(tokenWaitSeconds: tokenWaitSeconds) }
         guard isWaitingForToken, let name = current.plan?.route.identity else { return nil }
         return tokenLookedUp(.fail(RequestCredential.waitExpired(identity: name, tokenWaitSeconds: tokenWaitSeconds)))
     }

@@ -34,10 +34,13 @@ enum ForwardedHead {
 
     /// `upgrade`: the `Upgrade` value to forward (`RoutePlan.allowedUpgrade`), nil for none.
     /// `proof`: the DPoP proof of a `DPoP` token, which then goes as `Authorization: DPoP`.
+    /// `claimLines`: the caller's claims as header lines (`inbound.claimHeaders`), written after
+    /// the route's own fields.
     static func writeRequest(_ head: HTTPHead, target: UnsafeRawBufferPointer, plan: RoutePlan,
                              framing: Framing, forwarding: Forwarding,
                              clientHost: UnsafeRawBufferPointer?, token: UnsafeRawBufferPointer?,
-                             proof: UnsafeRawBufferPointer? = nil, upgrade: [UInt8]? = nil, into out: inout ByteBuffer) {
+                             proof: UnsafeRawBufferPointer? = nil, upgrade: [UInt8]? = nil, claimLines: [UInt8]? = nil,
+                             into out: inout ByteBuffer) {
         out.appendRequestLine(method: head.methodName, target: target)
         if !plan.setsHost { out.append(plan.hostLine) }
         for field in head.fields {
@@ -100,6 +103,7 @@ enum ForwardedHead {
         }
         if !plan.setsVia { out.appendVia(versionMinor: head.versionMinor, suffix: forwarding.viaSuffix) }
         out.append(plan.setHeaderLines)
+        if let claimLines { out.append(claimLines) }
         if let token, let proof, let prefix = plan.dpopTokenHeaderPrefix {
             out.append(prefix)
             out.append(token)

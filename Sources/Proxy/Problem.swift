@@ -123,21 +123,14 @@ struct Problem {
         problem.oauthErrorDescription = reason.oauthErrorDescription
         problem.deviceLogin = reason.deviceLogin
         if let seconds = reason.retryAfterSeconds { problem.extraHeaders.append(("Retry-After", "\(seconds)")) }
-        // RFC 6750 §3.1: the caller's token was refused, or does not allow this.
-        if reason.reason == .callerUnauthorized { problem.extraHeaders.append(("WWW-Authenticate", bearerChallenge + ", error=\"invalid_token\"")) }
-        if reason.reason == .callerForbidden { problem.extraHeaders.append(("WWW-Authenticate", bearerChallenge + ", error=\"insufficient_scope\"")) }
+        // RFC 6750 §3.1: the token endpoint refused the caller's token, or this use of it.
+        if reason.reason == .callerUnauthorized {
+            problem.extraHeaders.append(("WWW-Authenticate", "Bearer realm=\"\(bearerRealm)\", error=\"invalid_token\""))
+        }
+        if reason.reason == .callerForbidden {
+            problem.extraHeaders.append(("WWW-Authenticate", "Bearer realm=\"\(bearerRealm)\", error=\"insufficient_scope\""))
+        }
         return problem
-    }
-
-    /// The challenge of a route whose identity exchanges the caller's token (RFC 6750 §3).
-    static let bearerChallenge = "Bearer realm=\"oauth-relay\""
-
-    /// A request without a bearer token on a route whose identity exchanges the caller's token:
-    /// the challenge without an error code (RFC 6750 §3.1: the request had no credential).
-    static func callerTokenMissing(route: String) -> Problem {
-        Problem(status: 401, slug: "caller-token-missing", title: "Unauthorized",
-                detail: "route \(route) exchanges the caller's token: send it as Authorization: Bearer <token>", route: route,
-                extraHeaders: [("WWW-Authenticate", bearerChallenge)])
     }
 
     /// What the client is told when the upstream failed before a response head went out.

@@ -68,7 +68,10 @@ public final class ProxySettings: Sendable {
         plans = config.routes.enumerated().map { position, route in
             RoutePlan(route: route, position: position, identity: route.identity.flatMap { identities?[$0] },
                       tls: tls.routes[position],
-                      interactiveIdentity: route.identity.flatMap { config.identities[$0]?.grant.isInteractive } ?? false)
+                      interactiveIdentity: route.identity.flatMap { config.identities[$0]?.grant.isInteractive } ?? false,
+                      inboundKeys: route.inbound.flatMap { rules in
+                          tokens?.inboundKeys(issuer: rules.issuer, jwksUrl: rules.jwksUrl, tlsSettings: rules.tls, tls: tls.inbound[position])
+                      })
         }
         headerLimits = HeaderLimits(maxHeadBytes: config.limits.maxHeaderBytes, maxFieldCount: config.limits.maxHeaderCount)
         responseHeaderLimits = HeaderLimits(maxHeadBytes: config.limits.maxResponseHeaderBytes,

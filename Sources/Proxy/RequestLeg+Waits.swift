@@ -1,5 +1,6 @@
 // A request's two waits, each with its deadline on the connection's timer: for the route
-// identity's token (parked in WorkerTokens, at most `tokenWaitSeconds`), and for the request body
+// identity's token or the issuer's keys that check the caller's (parked in WorkerTokens, at most
+// `tokenWaitSeconds`), and for the request body
 // (`requestBodyTimeoutSeconds`, extended by every byte received). The exchange decides; this file
 // arms the timer and parks the request.
 
@@ -18,9 +19,11 @@ extension RequestLeg {
     /// The token thread ended a fetch this parked request waited for: ask again.
     func tokenMayBeReady() {
         let connection = self.connection
-        guard connection.exchange.phase == .exchanging, connection.exchange.isWaitingForToken,
+        guard connection.exchange.phase == .exchanging else { return }
+        if case .waitingForKeys(let token, _) = connection.exchange.current.caller { return callerKeysMayBeReady(token) }
+        guard connection.exchange.isWaitingForToken,
               let identity = connection.exchange.current.plan?.identity, let tokens = connection.worker.tokens else { return }
-        let action = connection.exchange.tokenLookedUp(tokens.lookup(identity, caller: connection.exchange.current.caller,
+        let action = connection.exchange.tokenLookedUp(tokens.lookup(identity, caller: connection.exchange.callerToken,
                                                                      startsDeviceLogin: connection.exchange.current.startsLogin,
                                                                      firstLookup: false))
         if case .keepWaiting = action {
@@ -40,7 +43,7 @@ extension RequestLeg {
     }
 
     /// Ends a wait for the token: the request goes out with it, or is answered locally.
-    private func endTokenWait(_ action: Exchange.TokenWaitEnd) {
+    func endTokenWait(_ action: Exchange.TokenWaitEnd) {
         let connection = self.connection
         connection.timer.disarm()
         let resumeParser: Bool

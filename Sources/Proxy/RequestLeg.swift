@@ -1,6 +1,7 @@
 // RequestLeg: the client connection's request as it arrives, parsed. It is the request parser's
-// delegate: at a head it finds where the request goes (`RequestPlacement`, the identity's token)
-// and has it forwarded, parked until the token is ready, or answered locally; the body's bytes,
+// delegate: at a head it finds where the request goes (`RequestPlacement`, the caller's token on a
+// route with `inbound`: RequestLeg+Caller.swift, the identity's token) and has it forwarded, parked
+// until the token (or the issuer's keys) is ready, or answered locally; the body's bytes,
 // its chunks and the message's end go on to the upstream through the `UpstreamLeg`. It owns the
 // request's two waits (RequestLeg+Waits.swift): for the token and for the body. `ClientConnection`
 // keeps the socket, the timer, the workspace and the feeding of the parser (pipelining included),
@@ -77,17 +78,12 @@ final class RequestLeg: HTTP1ParserDelegate {
         case .route(let plan, let upgrade, let cors, let startsLogin):
             connection.exchange.current.cors = cors
             connection.exchange.current.startsLogin = startsLogin
+            if let gate = plan.inbound, let action = checkCaller(head, at: gate, plan: plan, upgrade: upgrade) { return action }
             guard let identity = plan.identity, let tokens = connection.worker.tokens else {
                 return connection.exchange.routed(plan, upgrade: upgrade, token: nil)
             }
-            if identity.callers != nil {
-                // The identity exchanges the caller's own token: none, no request (RFC 6750 §3.1).
-                guard let caller = connection.exchange.current.caller ?? CallerToken(bearerIn: head) else {
-                    return connection.exchange.refused(.callerTokenMissing(route: plan.route.name), closing: false)
-                }
-                connection.exchange.current.caller = caller
-            }
-            return connection.exchange.routed(plan, upgrade: upgrade, token: tokens.lookup(identity, caller: connection.exchange.current.caller,
+            if identity.callers != nil, plan.inbound == nil, let action = takeCallerToken(head, plan: plan) { return action }
+            return connection.exchange.routed(plan, upgrade: upgrade, token: tokens.lookup(identity, caller: connection.exchange.callerToken,
                                                                                           startsDeviceLogin: startsLogin))
         case .loginPage(let request):
             return connection.exchange.refused(Problem(connection.settings.logins!.answer(request, at: monotonicSeconds())), closing: false)

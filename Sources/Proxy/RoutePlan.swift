@@ -63,15 +63,24 @@ public final class RoutePlan: Sendable {
     /// The browser's own `/favicon.ico` is not forwarded: the route's identity is a person's
     /// and its prefix does not name the icon.
     let withholdsFavicon: Bool
+    /// The check of the caller's bearer token (`inbound`); nil: the route takes any caller.
+    let inbound: InboundGate?
 
-    /// `interactiveIdentity`: the route's identity logs a person in.
+    /// `interactiveIdentity`: the route's identity logs a person in. `inboundKeys`: the keys of
+    /// the route's `inbound` issuer (nil: none, or no token thread to read them).
     public init(route: Route, position: Int = 0, identity: IdentityTokens? = nil, tls: TLSConfiguration? = nil,
-                interactiveIdentity: Bool = false) {
+                interactiveIdentity: Bool = false, inboundKeys: InboundKeys? = nil) {
         self.route = route
         self.position = position
         self.tls = tls
         self.identity = route.identity == nil ? nil : identity
         var replaced = route.setHeaders.map { Array($0.name.lowercased().utf8) }
+        inbound = route.inbound.map { InboundGate(rules: $0, keys: inboundKeys) }
+        if let rules = route.inbound {
+            // A client's own copy of a claim header never reaches the upstream, claim or not.
+            replaced += rules.claimHeaders.map { Array($0.header.lowercased().utf8) }
+            if rules.stripAuthorization { replaced.append(Array("authorization".utf8)) }
+        }
         switch route.inject {
         case .header(let name, let prefix) where self.identity != nil:
             tokenHeaderPrefix = Array((prefix.isEmpty ? "\(name): " : "\(name): \(prefix) ").utf8)

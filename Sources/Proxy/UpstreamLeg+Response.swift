@@ -47,7 +47,7 @@ extension UpstreamLeg: UpstreamExchangeOwner {
     private func tokenRefusalKept(_ token: WorkerTokens.CachedToken) -> Bool {
         let worker = connection.worker
         guard let plan = connection.exchange.current.plan, let identity = plan.identity, let tokens = worker.tokens else { return true }
-        let refusal = tokens.refused(identity, token: token, caller: connection.exchange.current.caller,
+        let refusal = tokens.refused(identity, token: token, caller: connection.exchange.callerToken,
                                      minimumAge: plan.route.minTokenAgeForRetrySeconds)
         guard refusal == .kept else { return false }
         worker.logger.debug("upstream refused a token fetched after an earlier refusal; passing its answer through",

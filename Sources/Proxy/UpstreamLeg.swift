@@ -76,7 +76,8 @@ final class UpstreamLeg {
         let connection = self.connection
         switch UpstreamRequestHead.write(for: plan, token: connection.exchange.token, framing: connection.exchange.current.request.framing,
                                          upgrade: connection.exchange.current.request.upgrade, forwarding: connection.forwarding,
-                                         proofs: plan.usesDPoP ? connection.worker.tokens?.proofs : nil, in: connection.work) {
+                                         proofs: plan.usesDPoP ? connection.worker.tokens?.proofs : nil,
+                                         claimLines: connection.exchange.caller?.claimLines, in: connection.work) {
         case .written:
             return true
         case .unreadableTarget:

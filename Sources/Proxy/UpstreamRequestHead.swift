@@ -1,6 +1,7 @@
 // UpstreamRequestHead: the request head as the upstream receives it, written into the
 // workspace's `scratch`: the target chosen (the client's verbatim, or rewritten for the route),
-// the route's token, and for a `DPoP` token the proof signed for that very target (RFC 9449).
+// the route's token, the caller's claim headers (`inbound`), and for a `DPoP` token the proof signed
+// for that very target (RFC 9449).
 // The connection decides when a head goes out; this decides what it says.
 
 import HTTP1
@@ -24,7 +25,8 @@ enum UpstreamRequestHead {
     /// DPoP route: copying the request and looking the proofs up cost 100 instructions a request.
     @inline(__always)
     static func write(for plan: RoutePlan, token: WorkerTokens.CachedToken?, framing: ForwardedHead.Framing, upgrade: [UInt8]?,
-                      forwarding: ForwardedHead.Forwarding, proofs: WorkerProofs?, in work: ExchangeWorkspace) -> Outcome {
+                      forwarding: ForwardedHead.Forwarding, proofs: WorkerProofs?, claimLines: [UInt8]? = nil,
+                      in work: ExchangeWorkspace) -> Outcome {
         let head = work.parser.head
         guard let target = RequestTarget(head.target) else { return .unreadableTarget }
         work.scratch.clear()
@@ -34,7 +36,7 @@ enum UpstreamRequestHead {
         let failure = withOptionalBytes(token?.bytes) { tokenBytes -> JOSEError? in
             if let verbatim {
                 return write(head, target: verbatim, requestTarget: target, plan: plan, token: tokenBytes, proofing: proofing, proofs: proofs,
-                             framing: framing, upgrade: upgrade, forwarding: forwarding, into: work)
+                             framing: framing, upgrade: upgrade, forwarding: forwarding, claimLines: claimLines, into: work)
             }
             work.normalizedPath.withUnsafeBytes {
                 plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
@@ -42,7 +44,7 @@ enum UpstreamRequestHead {
             }
             return work.rewrittenTarget.withUnsafeBytes { rewritten in
                 write(head, target: rewritten, requestTarget: target, plan: plan, token: tokenBytes, proofing: proofing, proofs: proofs,
-                      framing: framing, upgrade: upgrade, forwarding: forwarding, into: work)
+                      framing: framing, upgrade: upgrade, forwarding: forwarding, claimLines: claimLines, into: work)
             }
         }
         guard let failure else { return .written }
@@ -56,11 +58,12 @@ enum UpstreamRequestHead {
     private static func write(_ head: HTTPHead, target: UnsafeRawBufferPointer, requestTarget: RequestTarget, plan: RoutePlan,
                               token: UnsafeRawBufferPointer?, proofing: DPoPProofing?, proofs: WorkerProofs?,
                               framing: ForwardedHead.Framing, upgrade: [UInt8]?, forwarding: ForwardedHead.Forwarding,
-                              into work: ExchangeWorkspace) -> JOSEError? {
+                              claimLines: [UInt8]?, into work: ExchangeWorkspace) -> JOSEError? {
         let clientHost = requestTarget.authority ?? head.host
         guard let proofing, let proofs else {
             ForwardedHead.writeRequest(head, target: target, plan: plan, framing: framing, forwarding: forwarding,
-                                       clientHost: clientHost, token: token, upgrade: upgrade, into: &work.scratch)
+                                       clientHost: clientHost, token: token, upgrade: upgrade, claimLines: claimLines,
+                                       into: &work.scratch)
             return nil
         }
         // The asterisk-form's target URI has no path (RFC 9110 §7.1).
@@ -69,7 +72,7 @@ enum UpstreamRequestHead {
             try proofs.withProof(proofing, method: head.methodName, plan: plan, target: path) { proof in
                 ForwardedHead.writeRequest(head, target: target, plan: plan, framing: framing, forwarding: forwarding,
                                            clientHost: clientHost, token: token, proof: proof, upgrade: upgrade,
-                                           into: &work.scratch)
+                                           claimLines: claimLines, into: &work.scratch)
             }
             return nil
         } catch {

@@ -2,8 +2,8 @@
 // (`Grant.caller`): the per-caller cache (Tokens' `CallerTokens`) looked up with the caller's
 // token, and the answer in the form the rest of the request path knows (`WorkerTokens.Lookup`).
 //
-// A hit costs the SHA-256 of the caller's token (made once per request, by `CallerToken`) and one
-// dictionary lookup under the cache's lock; the token is handed on as a `CachedToken`, so its
+// A hit costs the SHA-256 of the caller's token (made once per request, when the head is read) and
+// one dictionary lookup under the cache's lock; the token is handed on as a `CachedToken`, so its
 // header is written, and an upstream's refusal replays the request, as for any token. A miss
 // parks the request like any token wait (this worker's wake-up registered in the same step) and,
 // for the lookup that began it, has the token thread send the exchange.
@@ -23,15 +23,9 @@ extension WorkerTokens {
             return .inject(CachedToken(value: token.value, bytes: token.bytes, generation: 0,
                                        expiresAtMilliseconds: UInt64(max(0, token.reuseUntil * 1000))))
         case .wait(let exchange):
-            guard exchange else { return .wait }
-            // A token seen for the first time: its syntax is checked before it goes anywhere, and a
-            // malformed one's refusal is remembered like the token endpoint's.
-            guard caller.isWellFormed else {
-                let problem = Self.malformedCallerToken(identity: tokens.identity.name)
-                callers.refuse(key, problem, at: Double(loop.nowMilliseconds) / 1000)
-                return .fail(problem)
+            if exchange {
+                service.exchangeForCaller(tokens, CallerExchange(key: key, token: Secret(caller.value), expiresAt: caller.expiresAt))
             }
-            service.exchangeForCaller(tokens, CallerExchange(key: key, token: Secret(caller.value), expiresAt: caller.expiresAt))
             return .wait
         case .fail(let problem):
             return .fail(problem)
@@ -46,15 +40,8 @@ extension WorkerTokens {
                                           minimumAge: minimumAge)
     }
 
-    /// A bearer token that is not an RFC 6750 b64token: 401 `invalid_token` (RFC 6750 §3.1: the
-    /// token is malformed), before any exchange.
-    static func malformedCallerToken(identity: String) -> TokenUnavailable {
-        TokenUnavailable(identity: identity, reason: .callerUnauthorized,
-                         detail: "the request's bearer token is malformed (RFC 6750 §2.1: letters, digits, -._~+/ and trailing =)")
-    }
-
     /// A request without the caller's token reached the lookup (the head's placement answers it
-    /// first: `Problem.callerTokenMissing`).
+    /// first: RequestLeg+CallerToken.swift).
     static func noCallerToken(identity: String) -> TokenUnavailable {
         TokenUnavailable(identity: identity, reason: .callerUnauthorized,
                          detail: "the request has no bearer token for identity \(identity) to exchange")

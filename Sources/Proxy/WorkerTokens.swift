@@ -92,6 +92,10 @@ final class WorkerTokens {
         }
     }
 
+    /// The wake-up of this worker's parked requests: registered with whatever they wait for (an
+    /// identity's result, an inbound issuer's keys).
+    var parkedRequestsWakeup: LoopWakeup? { wakeup }
+
     func park(_ request: RequestLeg) {
         parked.append(request)
     }

@@ -23,6 +23,8 @@
 //   oauth_relay_token_store_operations_total{identity,operation,outcome}  counter (token thread)
 //   oauth_relay_dpop_nonce_retries_total{identity,server}           counter (token thread, workers)
 //   oauth_relay_store_operations_total{backend,outcome}             counter (token thread: file, redis)
+//   oauth_relay_inbound_validations_total{route,outcome}            counter (workers: callers' tokens checked)
+//   oauth_relay_jwks_fetches_total{issuer,outcome}                  counter (token thread: inbound issuers' keys)
 //   oauth_relay_caller_exchanges_total{identity,outcome}            counter (token thread; with the caller cache's
 //                                                                   series: CallerCacheMetrics.swift)
 //   oauth_relay_config_reloads_total{outcome}                       counter
@@ -91,6 +93,16 @@ public final class RelayMetrics: Sendable {
             describe("store_operations", "total",
                      "Token store operations by backend (file, redis) and outcome (ok, failed, timed_out; redis also "
                         + "conflict: another replica wrote first, skipped: Redis unavailable, the fetch went without it).")
+        }
+        static var inboundValidations: MetricNameDescriptor {
+            describe("inbound_validations", "total",
+                     "Callers' bearer tokens checked on routes with inbound, by outcome: valid (signature checked), cache_hit "
+                        + "(checked before), invalid, insufficient_scope, keys_unavailable, missing (no bearer token).")
+        }
+        static var jwksFetches: MetricNameDescriptor {
+            describe("jwks_fetches", "total",
+                     "Reads of an inbound issuer's JWKS (with its discovery), by outcome: ok, refused (no usable document), "
+                        + "unavailable (unreachable, timed out, 5xx).")
         }
         static var reloads: MetricNameDescriptor {
             describe("config_reloads", "total", "Configuration reloads, by outcome (applied or rejected).")
@@ -190,6 +202,11 @@ public final class RelayMetrics: Sendable {
         registry.makeCounter(descriptor: Series.backendOperations, labels: [("backend", backend), ("outcome", outcome)]).increment()
     }
 
+    /// The token thread read an inbound issuer's JWKS, or could not.
+    public func jwksFetched(issuer: String, outcome: String) {
+        registry.makeCounter(descriptor: Series.jwksFetches, labels: [("issuer", issuer), ("outcome", outcome)]).increment()
+    }
+
     public func reloadEnded(applied: Bool) {
         registry.makeCounter(descriptor: Series.reloads, labels: [("outcome", applied ? "applied" : "rejected")]).increment()
         if applied { registry.makeGauge(descriptor: Series.lastReload).set(to: Self.unixTime()) }
@@ -207,6 +224,7 @@ public final class WorkerMetrics {
     private let upstreamConnections: Gauge
     private let upstreamQueued: Gauge
     private var routes: [String: RouteMetrics] = [:]
+    private var inboundValidations: [InboundSeriesKey: Counter] = [:]
     private let relay: RelayMetrics
 
     init(registry: PrometheusCollectorRegistry, routeSeries: RouteSeriesTable, worker: Int, relay: RelayMetrics) {
@@ -239,6 +257,22 @@ public final class WorkerMetrics {
     /// A request refused for `reason` (one of `RelayMetrics.refusalReasons`).
     public func countRefused(reason: String) {
         relay.countRefused(reason: reason)
+    }
+
+    /// A caller's token checked on `route`, with `outcome`. Each counter is made once per worker;
+    /// counting is then one atomic add.
+    public func countInboundValidation(route: String, outcome: String) {
+        let key = InboundSeriesKey(route: route, outcome: outcome)
+        if let counter = inboundValidations[key] { return counter.increment() }
+        let counter = registry.makeCounter(descriptor: RelayMetrics.Series.inboundValidations,
+                                           labels: [("route", route), ("outcome", outcome)])
+        inboundValidations[key] = counter
+        counter.increment()
+    }
+
+    private struct InboundSeriesKey: Hashable {
+        let route: String
+        let outcome: String
     }
 }
 

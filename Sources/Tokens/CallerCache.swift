@@ -22,14 +22,10 @@
 //   again, and the token it gets is marked as fetched after a refusal, which an upstream refusal
 //   younger than `minTokenAgeForRetrySeconds` does not drop again.
 //
-// The entries are a bounded LRU (`capacity`, the identity's `maxCallers`): each lookup moves its
+// The entries are a `BoundedLRU` of `capacity` (the identity's `maxCallers`): each lookup moves its
 // entry to the front, and a new caller takes the place of the least recently used entry that is
-// not fetching. A fetching entry is never evicted: its waiters would never be woken. When every
+// not fetching. A fetching entry is never forgotten: its waiters would never be woken. When every
 // entry is fetching, a new caller is answered `full`.
-//
-// Entries live in one array of slots linked in LRU order by index (no allocation per lookup, one
-// per new caller at most while the array grows to `capacity`), found through a dictionary from key
-// to slot.
 
 import OAuth2
 
@@ -71,50 +67,42 @@ struct CallerCache<Waiter: AnyObject> {
         case issued(CallerIssuedToken)
         case refused(RememberedRefusal)
         case dropped
+
+        var isFetching: Bool {
+            if case .fetching = self { return true }
+            return false
+        }
     }
 
-    struct Slot {
-        var key: CallerKey
-        var state: State
-        /// Towards the most recently used (`none` for the front).
-        var newer: Int32
-        /// Towards the least recently used (`none` for the back).
-        var older: Int32
-    }
-
-    private static var none: Int32 { -1 }
-
-    let capacity: Int
-    private var slots: [Slot] = []
-    private var index: [CallerKey: Int32] = [:]
-    /// Most and least recently used.
-    private var front = Self.none
-    private var back = Self.none
+    private var entries: BoundedLRU<CallerKey, State>
     /// Entries in `fetching`: while any, the identity has waiters.
     private(set) var fetchingCount = 0
     private(set) var counts = Counts()
 
     init(capacity: Int) {
-        precondition(capacity > 0, "a caller cache holds at least one entry")
-        self.capacity = capacity
+        entries = BoundedLRU(capacity: capacity)
     }
 
+    var capacity: Int { entries.capacity }
+
     /// Entries held.
-    var count: Int { index.count }
+    var count: Int { entries.count }
+
+    /// The keys from the most to the least recently used (for tests).
+    var keysByRecency: [CallerKey] { entries.keysByRecency }
 
     /// What a request of the caller whose token has `key` does at `now`; a wait registers `waiter`
     /// in the same step. `counted`: the request's first lookup, counted as a hit or a wait (a
     /// parked request asking again is not); a lookup that begins an exchange is always a miss.
     mutating func lookup(_ key: CallerKey, at now: Double, waiter: Waiter, counted: Bool = true) -> Lookup {
-        guard let found = index[key] else {
-            guard makeSlot(for: key, state: .fetching(waiters: [waiter], afterRefusal: false)) else { return .full }
-            counts.misses += 1
-            fetchingCount += 1
-            return .wait(exchange: true)
+        guard let state = entries.value(for: key) else {
+            let (stored, forgotten) = entries.set(.fetching(waiters: [waiter], afterRefusal: false), for: key,
+                                                  forgettingOnly: { !$0.isFetching })
+            guard stored else { return .full }
+            if forgotten != nil { counts.evictions += 1 }
+            return beganExchange()
         }
-        let slot = Int(found)
-        moveToFront(slot)
-        switch slots[slot].state {
+        switch state {
         case .issued(let token) where now < token.reuseUntil:
             if counted { counts.hits += 1 }
             return .hit(token)
@@ -124,35 +112,35 @@ struct CallerCache<Waiter: AnyObject> {
         case .fetching(var waiters, let afterRefusal):
             if counted { counts.waits += 1 }
             if !waiters.contains(where: { $0 === waiter }) {
-                // The state is taken out first: the array is then uniquely held and grows in place.
-                slots[slot].state = .dropped
                 waiters.append(waiter)
-                slots[slot].state = .fetching(waiters: waiters, afterRefusal: afterRefusal)
+                entries.set(.fetching(waiters: waiters, afterRefusal: afterRefusal), for: key)
             }
             return .wait(exchange: false)
         case .dropped:
-            counts.misses += 1
-            slots[slot].state = .fetching(waiters: [waiter], afterRefusal: true)
-            fetchingCount += 1
-            return .wait(exchange: true)
+            entries.set(.fetching(waiters: [waiter], afterRefusal: true), for: key)
+            return beganExchange()
         case .issued, .refused:
-            counts.misses += 1
-            slots[slot].state = .fetching(waiters: [waiter], afterRefusal: false)
-            fetchingCount += 1
-            return .wait(exchange: true)
+            entries.set(.fetching(waiters: [waiter], afterRefusal: false), for: key)
+            return beganExchange()
         }
+    }
+
+    private mutating func beganExchange() -> Lookup {
+        counts.misses += 1
+        fetchingCount += 1
+        return .wait(exchange: true)
     }
 
     /// The exchange for `key` ended: the entry takes `outcome`, and its waiters are returned (to
     /// be woken once the lock is released). Nothing when no exchange was in flight for it.
     mutating func publish(_ key: CallerKey, _ outcome: Outcome) -> [Waiter] {
-        guard let found = index[key], case .fetching(let waiters, let afterRefusal) = slots[Int(found)].state else { return [] }
+        guard case .fetching(let waiters, let afterRefusal)? = entries.peek(key) else { return [] }
         switch outcome {
         case .issued(let value, let issuedAt, let expiresAt, let reuseUntil):
-            slots[Int(found)].state = .issued(CallerIssuedToken(value: value, issuedAt: issuedAt, expiresAt: expiresAt,
-                                                                reuseUntil: reuseUntil, afterRefusal: afterRefusal))
+            entries.set(.issued(CallerIssuedToken(value: value, issuedAt: issuedAt, expiresAt: expiresAt, reuseUntil: reuseUntil,
+                                                  afterRefusal: afterRefusal)), for: key)
         case .refused(let refusal, let until):
-            slots[Int(found)].state = .refused(RememberedRefusal(refusal: refusal, until: until))
+            entries.set(.refused(RememberedRefusal(refusal: refusal, until: until)), for: key)
         }
         fetchingCount -= 1
         return waiters
@@ -164,87 +152,22 @@ struct CallerCache<Waiter: AnyObject> {
     /// upstream refuses for another reason, and exchanging again would not help); superseded when
     /// the entry no longer holds it.
     mutating func refused(_ key: CallerKey, token value: String, at now: Double, minimumAge: Double) -> TokenLifecycle.Refusal {
-        guard let found = index[key], case .issued(let token) = slots[Int(found)].state, token.value == value else { return .superseded }
+        guard case .issued(let token)? = entries.peek(key), token.value == value else { return .superseded }
         if token.afterRefusal && now - token.issuedAt < minimumAge { return .kept }
-        slots[Int(found)].state = .dropped
+        entries.set(.dropped, for: key)
         return .dropped
     }
 
     /// Forgets every entry but those fetching (their waiters are woken by their exchange's end).
     mutating func removeAll() {
-        let kept = slots.filter { if case .fetching = $0.state { true } else { false } }
-        slots = []
-        index = [:]
-        front = Self.none
-        back = Self.none
-        for slot in kept.reversed() { _ = makeSlot(for: slot.key, state: slot.state) }
-    }
-
-    // MARK: The LRU order
-
-    /// A slot for a new entry at the front: a new one while there is room, else the least
-    /// recently used one that is not fetching (evicted). False when every entry is fetching.
-    private mutating func makeSlot(for key: CallerKey, state: State) -> Bool {
-        if slots.count < capacity {
-            let slot = slots.count
-            slots.append(Slot(key: key, state: state, newer: Self.none, older: Self.none))
-            index[key] = Int32(slot)
-            linkAtFront(slot)
-            return true
+        for key in entries.keysByRecency where entries.peek(key)?.isFetching == false {
+            entries.remove(key)
         }
-        var candidate = back
-        while candidate != Self.none, case .fetching = slots[Int(candidate)].state {
-            candidate = slots[Int(candidate)].newer
-        }
-        guard candidate != Self.none else { return false }
-        let slot = Int(candidate)
-        unlink(slot)
-        index[slots[slot].key] = nil
-        counts.evictions += 1
-        slots[slot].key = key
-        slots[slot].state = state
-        index[key] = Int32(slot)
-        linkAtFront(slot)
-        return true
-    }
-
-    private mutating func moveToFront(_ slot: Int) {
-        guard Int32(slot) != front else { return }
-        unlink(slot)
-        linkAtFront(slot)
-    }
-
-    private mutating func linkAtFront(_ slot: Int) {
-        slots[slot].newer = Self.none
-        slots[slot].older = front
-        if front != Self.none { slots[Int(front)].newer = Int32(slot) }
-        front = Int32(slot)
-        if back == Self.none { back = Int32(slot) }
-    }
-
-    private mutating func unlink(_ slot: Int) {
-        let newer = slots[slot].newer, older = slots[slot].older
-        if newer != Self.none { slots[Int(newer)].older = older } else { front = older }
-        if older != Self.none { slots[Int(older)].newer = newer } else { back = newer }
-        slots[slot].newer = Self.none
-        slots[slot].older = Self.none
-    }
-
-    /// The keys from the most to the least recently used (for tests).
-    var keysByRecency: [CallerKey] {
-        var keys: [CallerKey] = []
-        var slot = front
-        while slot != Self.none {
-            keys.append(slots[Int(slot)].key)
-            slot = slots[Int(slot)].older
-        }
-        return keys
     }
 }
 
 extension CallerCache: Sendable where Waiter: Sendable {}
 extension CallerCache.State: Sendable where Waiter: Sendable {}
-extension CallerCache.Slot: Sendable where Waiter: Sendable {}
 
 /// A refusal an entry remembers, until when (monotonic seconds). A class: an entry's state
 /// stays two words whatever it holds.

@@ -27,6 +27,11 @@ public struct CallerKey: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "CallerKey(…)" }
 }
 
+extension CallerToken {
+    /// The per-caller caches' key of this caller (nil for a digest that is not a SHA-256's 32 bytes).
+    public var key: CallerKey? { CallerKey(digest: digest) }
+}
+
 /// A token the token endpoint issued on behalf of one caller, as the per-caller cache hands it
 /// out. Times are monotonic seconds (the lifecycle's clock). Immutable: shared by every worker that
 /// injects it.

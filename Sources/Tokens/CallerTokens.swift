@@ -64,14 +64,6 @@ public final class CallerTokens: Sendable {
         for wakeup in waiters { wakeup.wake() }
     }
 
-    /// The exchange `key`'s lookup began is not sent: `problem` answers that caller's requests
-    /// for `CallerRefusal.refusalSeconds` from `now` (a malformed token, which no token endpoint
-    /// need see).
-    public func refuse(_ key: CallerKey, _ problem: TokenUnavailable, at now: Double) {
-        let refusal = CallerRefusal(problem: problem, seconds: CallerRefusal.refusalSeconds)
-        publish(key, .refused(refusal, until: now + refusal.seconds))
-    }
-
     /// Exchanges are in flight, with requests waiting for them.
     var hasWaiters: Bool { cache.withLock { $0.fetchingCount > 0 } }
 

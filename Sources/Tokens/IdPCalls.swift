@@ -15,7 +15,8 @@ final class IdPCalls {
     }
 
     private struct Entry {
-        let slot: Int
+        /// The identity's slot; nil for a request of no identity (an inbound issuer's keys).
+        let slot: Int?
         let kind: Kind
         var call: HTTPClientCall?
     }
@@ -23,10 +24,10 @@ final class IdPCalls {
     private var entries: [UInt64: Entry] = [:]
     private var lastID: UInt64 = 0
 
-    /// Notes a request of `slot` about to be sent; `started` sends it and returns its call. The
+    /// Notes a request of `slot` (nil: of no identity) about to be sent; `started` sends it and returns its call. The
     /// request's completion must call `ended` with the id it is given (before or after `started`
     /// returns: a request can fail at once).
-    func track(slot: Int, kind: Kind, _ started: (_ id: UInt64) -> HTTPClientCall) {
+    func track(slot: Int?, kind: Kind, _ started: (_ id: UInt64) -> HTTPClientCall) {
         lastID += 1
         let id = lastID
         entries[id] = Entry(slot: slot, kind: kind)
@@ -49,7 +50,7 @@ final class IdPCalls {
     /// cancelled requests' completions run now (with `.cancelled`): a fetch one belonged to ends
     /// there and gives back what it held.
     func cancel(exceptTokenRequestsOf letFinish: (Int) -> Bool) {
-        let cancelled = entries.filter { !($0.value.kind == .tokenRequest && letFinish($0.value.slot)) }
+        let cancelled = entries.filter { !($0.value.kind == .tokenRequest && $0.value.slot.map(letFinish) == true) }
         for (id, entry) in cancelled.sorted(by: { $0.key < $1.key }) {
             entries[id] = nil
             entry.call?.cancel()

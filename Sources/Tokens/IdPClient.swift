@@ -147,20 +147,40 @@ final class IdPClient {
              completion: completion)
     }
 
-    /// One HTTP request to the identity's IdP, with the identity's TLS configuration; transport
-    /// failures as token endpoint errors. Tracked until it ends, so stopping can cancel it
-    /// (`kind`: see `IdPCalls.Kind`).
+    /// A GET of a JSON document of an IdP that is no identity's (a route's inbound issuer: its
+    /// metadata, its JWKS), with `tls` for an https URL. Cancelled by stopping like any other.
+    func getJSON(_ url: HTTPURL, tls: TLSConfiguration?, stopped: (() -> Void)? = nil,
+                 completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>) -> Void) {
+        guard phase == .running else {
+            stopped?()
+            return
+        }
+        call("GET", url, headers: [HTTPField(name: "Accept", value: "application/json")], body: [], slot: nil, tls: tls, kind: .other,
+             stopped: stopped, completion: completion)
+    }
+
+    /// One HTTP request to the identity's IdP, with the identity's TLS configuration.
     private func call(_ method: String, _ url: HTTPURL, headers: [HTTPField] = [], body: [UInt8] = [], for tokens: IdentityTokens,
                       kind: IdPCalls.Kind, stopped: (() -> Void)?,
                       completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>) -> Void) {
-        let tls = url.scheme == .https ? self.tls[tokens.slot] : nil
+        call(method, url, headers: headers, body: body, slot: tokens.slot, tls: tls[tokens.slot], kind: kind, stopped: stopped,
+             completion: completion)
+    }
+
+    /// One HTTP request to an IdP, with `configured` for an https URL; transport failures as token
+    /// endpoint errors. Tracked (under the identity's `slot`, if any) until it ends, so stopping
+    /// can cancel it (`kind`: see `IdPCalls.Kind`).
+    private func call(_ method: String, _ url: HTTPURL, headers: [HTTPField], body: [UInt8], slot: Int?, tls configured: TLSConfiguration?,
+                      kind: IdPCalls.Kind, stopped: (() -> Void)?,
+                      completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>) -> Void) {
+        let tls = url.scheme == .https ? configured : nil
         if url.scheme == .https && tls == nil {
             return completion(.failure(.unreachable(reason: "no TLS configuration for the https endpoint \(redactedURL(url))")))
         }
         let request = HTTPClientRequest(method: method, host: url.host, port: url.port, target: url.requestTarget,
                                         headers: headers, body: body, tls: tls)
         let started = monotonicSeconds()
-        calls.track(slot: tokens.slot, kind: kind) { id in
+        calls.track(slot: slot, kind: kind) { id in
             sendHTTPRequest(request, on: loop, limits: limits) { [self] result in
                 // A request stopping cancelled was dropped from `calls`; one let finish was not.
                 let letFinish = calls.ended(id)

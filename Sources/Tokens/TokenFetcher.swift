@@ -11,6 +11,7 @@
 //   EndpointDiscovery     the provider metadata read
 //   DeviceAuthorizations  a device login's first step
 //   Logouts               store entries forgotten and refresh tokens revoked
+//   InboundKeyFetches     the signing keys of routes' inbound issuers read
 //   CallerExchanges       callers' tokens exchanged on their behalf, one token per caller
 
 import EventLoop
@@ -55,6 +56,7 @@ final class TokenFetcher: FetchSchedule {
                                               schedule: self)
     private lazy var devices = DeviceAuthorizations(idp: idp, logger: logger, observer: observer, schedule: self)
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
+    private lazy var inboundKeys = InboundKeyFetches(idp: idp, logger: logger, observer: observer)
     private lazy var callerExchanges = CallerExchanges(idp: idp, logger: logger, observer: observer)
     /// The fetch strategies (TokenFetchStrategy.swift): each identity goes one of these ways.
     private lazy var directFetch = DirectFetch(requests: requests, schedule: self)
@@ -111,6 +113,8 @@ final class TokenFetcher: FetchSchedule {
             runNextAction(tokens)
         case .fetchEnded(let tokens, let outcome):
             requests.record(outcome, for: tokens)
+        case .needKeys(let keys):
+            inboundKeys.fetch(keys)
         case .logout(let tokens, let refreshToken, let completion):
             logouts.logout(tokens, refreshToken: refreshToken, completion: completion)
         case .stop:

@@ -26,6 +26,8 @@ enum TokenMessage: Sendable {
     /// An operator forgot the identity's tokens (a logout): remove the store entries and revoke the refresh token (the one held when
     /// the logout began, or else the entry's) at the IdP; tell `completion` how each went.
     case logout(IdentityTokens, refreshToken: Secret?, completion: LogoutListener?)
+    /// Requests need an inbound issuer's keys, and InboundKeyState decided to fetch them.
+    case needKeys(InboundKeys)
     /// A worker's lookup began an exchange of a caller's token for this identity's
     /// (`CallerTokens`): send it.
     case exchangeForCaller(IdentityTokens, CallerExchange)
@@ -80,7 +82,7 @@ extension TokenMessage {
     fileprivate var coalescingIdentity: IdentityTokens? {
         switch self {
         case .needToken(let tokens), .reconsider(let tokens): tokens
-        case .adopt, .fetchEnded, .logout, .exchangeForCaller, .stop: nil
+        case .adopt, .fetchEnded, .logout, .needKeys, .exchangeForCaller, .stop: nil
         }
     }
 

@@ -42,6 +42,9 @@ public protocol TokenObserver: Sendable {
     /// `failed`, `timed_out`; for `redis` also `conflict` (a write refused because another
     /// replica wrote first) and `skipped` (Redis unavailable: the fetch went without it).
     func storeOperation(backend: String, outcome: String)
+    /// The token thread read an inbound issuer's JWKS (`outcome` `ok`), or could not: `refused` (an
+    /// answer that is no usable JWKS or metadata), `unavailable` (unreachable, timed out, 5xx).
+    func jwksFetched(issuer: String, outcome: String)
     /// An exchange of a caller's token ended (token thread).
     func callerExchangeEnded(identity: String, outcome: CallerExchangeOutcome)
 }
@@ -70,5 +73,6 @@ extension TokenObserver {
     public func tokenStoreOperation(identity: String, operation: String, outcome: String) {}
     public func dpopNonceRetried(identity: String, server: String) {}
     public func storeOperation(backend: String, outcome: String) {}
+    public func jwksFetched(issuer: String, outcome: String) {}
     public func callerExchangeEnded(identity: String, outcome: CallerExchangeOutcome) {}
 }

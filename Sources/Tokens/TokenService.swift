@@ -10,6 +10,7 @@
 // removed identity is retired: it fetches only while requests that began before the reload
 // still wait for it, and its refresh timer stops.
 
+import Endpoints
 import EventLoop
 import HTTPClient
 import Logging
@@ -42,6 +43,8 @@ public final class TokenService: Sendable {
     public let logins: LoginDesk
     /// A token store keeps logins: a new interactive identity waits for its entry to be read.
     private let hasStore: Bool
+    /// The inbound issuers' keys routes use now, weakly: the settings that use them keep them.
+    private let inboundKeySets = Locked<[HeldInboundKeys]>([])
 
     /// Starts the token thread and, in the background, the first fetch of every identity that
     /// needs no person to log in.
@@ -213,10 +216,34 @@ public final class TokenService: Sendable {
         inbox.post(.reconsider(tokens))
     }
 
+    /// The keys of inbound issuer `issuer` (its JWKS at `jwksUrl`, or discovered), fetched with
+    /// `tlsSettings` (built as `tls`, which is used from now on): the one routes with the same
+    /// three already use, else new. The keys are read on first need, then again when a token names
+    /// a key they lack (at most once per `InboundKeyState.minimumRefetchSeconds`). Thread-safe.
+    public func inboundKeys(issuer: String, jwksUrl: HTTPURL?, tlsSettings: TLSSettings?, tls: TLSConfiguration?) -> InboundKeys {
+        inboundKeySets.withLock { sets in
+            sets.removeAll { $0.keys == nil }
+            if let held = sets.lazy.compactMap(\.keys).first(where: {
+                $0.issuer == issuer && $0.jwksUrl == jwksUrl && $0.tlsSettings == tlsSettings
+            }) {
+                held.tls = tls
+                return held
+            }
+            let keys = InboundKeys(issuer: issuer, jwksUrl: jwksUrl, tlsSettings: tlsSettings, tls: tls, inbox: inbox)
+            sets.append(HeldInboundKeys(keys: keys))
+            return keys
+        }
+    }
+
     /// Stops the token thread; token requests in flight are abandoned. Effective once.
     public func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         inbox.post(.stop)
         thread.join()
     }
+}
+
+/// An inbound issuer's keys as the token service lists them: held by the settings that use them.
+private struct HeldInboundKeys: Sendable {
+    weak let keys: InboundKeys?
 }

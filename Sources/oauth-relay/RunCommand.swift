@@ -310,6 +310,10 @@ struct TokenMetrics: TokenObserver {
         metrics.storeOperation(backend: backend, outcome: outcome)
     }
 
+    func jwksFetched(issuer: String, outcome: String) {
+        metrics.jwksFetched(issuer: issuer, outcome: outcome)
+    }
+
     func callerExchangeEnded(identity: String, outcome: CallerExchangeOutcome) {
         metrics.callerExchangeEnded(identity: identity, outcome: outcome.rawValue)
     }

@@ -214,11 +214,12 @@ DECODER_LOCATIONS = {
     "decodeRoute": ["$.routes[]"],
     "decodeRouteMatch": ["$.routes[].match"],
     "decodeInjection": ["$.routes[].inject"],
-    "decodeTLS": ["$.routes[].tls", "$.identities.*.tls", "$.store.tls"],
+    "decodeTLS": ["$.routes[].tls", "$.identities.*.tls", "$.store.tls", "$.routes[].inbound.tls"],
     "decodeIdentity": ["$.identities.*"],
     "decodeDPoP": ["$.identities.*.dpop"],
     "decodeResponseFields": ["$.identities.*.responseFields"],
     "decodeBrowserAccess": ["$.routes[].browser"],
+    "decodeInbound": ["$.routes[].inbound"],
 }
 
 
@@ -382,6 +383,8 @@ STORE = {"path": "token-store", "key": STORE_KEY}
 # `check` connects to nothing: any Redis address will do.
 REDIS_STORE = {"redis": "redis://relay:${REDIS_PASSWORD}@127.0.0.1:6379/1", "key": STORE_KEY}
 REDISS_STORE = {**REDIS_STORE, "redis": "rediss://relay:${REDIS_PASSWORD}@127.0.0.1:6380/1"}
+# A route's inbound block: the caller's bearer JWTs of this issuer, for this audience.
+INBOUND = {"issuer": "https://idp.example.test/realms/prod", "audiences": ["orders"]}
 # Keys the schema allows that this build refuses, each with the reason `check` must give (none today).
 REFUSED_BY_THIS_BUILD: dict[str, str] = {}
 
@@ -491,6 +494,18 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.routes[].browser.allowHeaders": routed(browser={"allowOrigins": ["http://localhost:3000"], "allowHeaders": ["Content-Type"]}),
     "$.routes[].browser.exposeHeaders": routed(browser={"allowOrigins": ["http://localhost:3000"], "exposeHeaders": ["X-Request-Id"]}),
     "$.routes[].browser.maxAgeSeconds": routed(browser={"allowOrigins": ["http://localhost:3000"], "maxAgeSeconds": 60}),
+    "$.routes[].inbound": route(inbound=INBOUND),
+    "$.routes[].inbound.issuer": route(inbound={**INBOUND, "issuer": "http://127.0.0.1:9002/realms/dev"}),
+    "$.routes[].inbound.audiences": route(inbound={**INBOUND, "audiences": ["orders", "api://orders"]}),
+    "$.routes[].inbound.jwksUrl": route(inbound={**INBOUND, "jwksUrl": "https://idp.example.test/jwks?v=2"}),
+    "$.routes[].inbound.algorithms": route(inbound={**INBOUND, "algorithms": ["ES256", "EdDSA"]}),
+    "$.routes[].inbound.requiredScopes": route(inbound={**INBOUND, "requiredScopes": ["orders.read", "api:write"]}),
+    "$.routes[].inbound.clockSkewSeconds": route(inbound={**INBOUND, "clockSkewSeconds": 0}),
+    "$.routes[].inbound.claimHeaders": route(inbound={**INBOUND, "claimHeaders": {"sub": "X-Forwarded-User", "groups": "X-Groups"}}),
+    "$.routes[].inbound.stripAuthorization": route(inbound={**INBOUND, "stripAuthorization": True}),
+    "$.routes[].inbound.maxTokens": route(inbound={**INBOUND, "maxTokens": 50}),
+    "$.routes[].inbound.tls": route(inbound={**INBOUND, "tls": {}}),
+    **{f"$.routes[].inbound.tls.{key}": route(inbound={**INBOUND, "tls": tls}) for key, tls in TLS_SAMPLES.items()},
     "$.routes[].certificateBoundUpstream": {
         **identity(tls={"clientCert": CERT_FILE, "clientKey": KEY_FILE}),
         "routes": [{"upstream": HTTPS_UPSTREAM, "identity": "svc", "certificateBoundUpstream": True}]},
@@ -826,6 +841,12 @@ REJECTED_BY_BOTH = [
     ("a DPoP algorithm that is not allowed", identity(dpop={"alg": "HS256"}), "$.identities.svc.dpop.alg"),
     ("dpop neither a boolean nor an object", identity(dpop="yes"), "$.identities.svc.dpop"),
     ("certificateBoundUpstream not a boolean", routed(certificateBoundUpstream="yes"), "$.routes[0].certificateBoundUpstream"),
+    ("an inbound issuer without audiences", route(inbound={"issuer": "https://idp.example.test"}), "$.routes[0].inbound.audiences"),
+    ("HS256 for inbound tokens", route(inbound={**INBOUND, "algorithms": ["HS256"]}), "$.routes[0].inbound.algorithms[0]"),
+    ("a plain-http inbound issuer off loopback", route(inbound={**INBOUND, "issuer": "http://idp.example.test"}),
+     "$.routes[0].inbound.issuer"),
+    ("an inbound clock skew of an hour", route(inbound={**INBOUND, "clockSkewSeconds": 3600}), "$.routes[0].inbound.clockSkewSeconds"),
+    ("zero remembered inbound tokens", route(inbound={**INBOUND, "maxTokens": 0}), "$.routes[0].inbound.maxTokens"),
     ("secret inline and as file", identity(clientSecret="s", clientSecretFile=SECRET_FILE),
      "$.identities.svc.clientSecretFile"),
     ("client_credentials without clientId", {"identities": {"svc": {"tokenUrl": TOKEN_URL}}},

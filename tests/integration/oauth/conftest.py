@@ -7,6 +7,10 @@
 - `stub_idp` / `start_stub_idp()`: the scripted token endpoint (idp_stub.py).
 - `start_glewlwyd(access_token_seconds=3600, dpop_nonce_counter=None, external_url=None)`: Glewlwyd (idp_glewlwyd.py), the real
   server for private_key_jwt, client_secret_jwt and DPoP.
+- `start_idpyoidc(users=("alice", "bob"), access_token_seconds=3600, exchange_audiences=...,
+  exchange_resources=..., exchange_scopes=...)`: idpyoidc (idp_idpyoidc.py), the real RFC 8693
+  token exchange server: callers' tokens by `caller_token(user)`, exchanges counted by
+  `exchange_count()`.
 - `dpop_rs`: the DPoP resource server (dpop_resource_server.py), an upstream that checks proofs.
 - `sensitive`: the values no relay log may contain; every IdP registers its secrets and issued
   tokens there, and tests add their own. After every test here (autouse), the stderr of every
@@ -19,6 +23,7 @@ from __future__ import annotations
 import pytest
 
 from idp_glewlwyd import GlewlwydIdP
+from idp_idpyoidc import IdpyoidcIdP
 from idp_processes import DjangoIdP, DPoPResourceServer, StubIdP
 from idp_relay import SensitiveValues, find_leaks, relay_logs
 
@@ -126,6 +131,29 @@ def start_glewlwyd(request, tmp_path):
 
     yield start
     for idp in started:
+        idp.kill()
+
+
+@pytest.fixture
+def start_idpyoidc(request, tmp_path, sensitive):
+    started: list[IdpyoidcIdP] = []
+
+    def start(**options) -> IdpyoidcIdP:
+        workdir = tmp_path / f"idpyoidc-{len(started)}"
+        workdir.mkdir()
+        idp = IdpyoidcIdP(workdir, **options)
+        started.append(idp)
+        request.node.stash.setdefault(_IDPS, []).append(idp)
+        sensitive.add_source(idp.sensitive_values)
+        return idp.start()
+
+    yield start
+    for idp in started:
+        if idp.running():
+            try:
+                idp.sensitive_values()  # the issued tokens, read while it still answers
+            except (OSError, AssertionError):
+                pass  # the tokens read at the last ask stand
         idp.kill()
 
 

@@ -1,0 +1,72 @@
+import Endpoints
+import JOSE
+
+/// `routes[].inbound`: the route takes only requests whose caller shows a bearer JWT access token
+/// of `issuer`, signed with one of the issuer's keys (its JWKS, at `jwksUrl` or found by
+/// discovery), addressed to one of `audiences`, unexpired and carrying every scope of
+/// `requiredScopes`. A request without one is answered 401 (403 for missing scopes) and never
+/// forwarded; one with it may pass the caller on to the upstream as headers (`claimHeaders`).
+public struct InboundRules: Sendable, Equatable {
+    /// The `iss` a token must carry, exactly; also where the JWKS is discovered without `jwksUrl`.
+    public var issuer: String
+    /// The token's `aud` must contain at least one of them.
+    public var audiences: [String]
+    /// The issuer's JWK Set; nil: its `jwks_uri`, read from the issuer's metadata (OpenID Connect
+    /// discovery, else RFC 8414).
+    public var jwksUrl: HTTPURL?
+    /// The signature algorithms a token may use; never HS256 (the JWKS publishes public keys) nor
+    /// `none`.
+    public var algorithms: [JWSAlgorithm]
+    /// Scopes the token must all carry (`scope`, space-separated, or an `scp` array).
+    public var requiredScopes: [String]
+    /// Clock skew tolerated on `exp`, `nbf` and `iat`, in seconds.
+    public var clockSkewSeconds: Int
+    /// The claims passed on to the upstream, each as a header field; in document order.
+    public var claimHeaders: [ClaimHeader]
+    /// The caller's `Authorization` does not reach the upstream.
+    public var stripAuthorization: Bool
+    /// How many validated tokens the route remembers (so each signature is checked once).
+    public var maxTokens: Int
+    /// TLS options for the issuer's discovery document and JWKS.
+    public var tls: TLSSettings?
+
+    public static let defaultAlgorithms: [JWSAlgorithm] = [.rs256, .ps256, .es256, .edDSA]
+    public static let defaultClockSkewSeconds = 60
+    public static let maxClockSkewSeconds = 300
+    public static let defaultMaxTokens = 10_000
+    public static let maxMaxTokens = 1_000_000
+
+    public init(issuer: String, audiences: [String], jwksUrl: HTTPURL? = nil, algorithms: [JWSAlgorithm] = Self.defaultAlgorithms,
+                requiredScopes: [String] = [], clockSkewSeconds: Int = Self.defaultClockSkewSeconds, claimHeaders: [ClaimHeader] = [],
+                stripAuthorization: Bool = false, maxTokens: Int = Self.defaultMaxTokens, tls: TLSSettings? = nil) {
+        self.issuer = issuer
+        self.audiences = audiences
+        self.jwksUrl = jwksUrl
+        self.algorithms = algorithms
+        self.requiredScopes = requiredScopes
+        self.clockSkewSeconds = clockSkewSeconds
+        self.claimHeaders = claimHeaders
+        self.stripAuthorization = stripAuthorization
+        self.maxTokens = maxTokens
+        self.tls = tls
+    }
+
+    /// Header names a claim may not be written to: hop-by-hop and framing fields, those the relay
+    /// writes itself (Host, Via, X-Forwarded-*, Forwarded), and the credentials of the request.
+    static let forbiddenClaimHeaders: Set<String> = HeaderRules.framingHeaders.union([
+        "host", "authorization", "proxy-authorization", "cookie", "dpop", "via", "forwarded", "x-forwarded-for",
+        "x-forwarded-proto", "x-forwarded-host", "max-forwards", "expect", "content-type", "content-encoding",
+    ])
+}
+
+/// One entry of `inbound.claimHeaders`: the token claim `claim` goes to the upstream as the header
+/// field `header` (client-sent fields of that name are always removed first).
+public struct ClaimHeader: Sendable, Equatable {
+    public var claim: String
+    public var header: String
+
+    public init(claim: String, header: String) {
+        self.claim = claim
+        self.header = header
+    }
+}

@@ -1,0 +1,104 @@
+// InboundCheck: the verdict on a caller's bearer token for a route with `inbound`, with no I/O:
+// the token, the issuer's keys at hand and the time in, an enum out. The signature is checked
+// first (JOSE: the key its `kid` names, only the route's algorithms, never HS256 with a public key
+// nor `none`), and only a verified token's claims are read: `iss` exactly the issuer, `aud`
+// holding one of the audiences, `exp` present and not past, `nbf` and `iat` not in the future
+// (each within `clockSkewSeconds`), then the required scopes.
+
+import Config
+import JOSE
+import JSON
+
+enum InboundVerdict: Equatable {
+    case valid(VerifiedCaller)
+    case invalid(InvalidToken)
+    /// Verified and addressed to the route, but without `missing` scopes; until `expiresAt`.
+    case insufficientScope(missing: [String], expiresAt: Int64)
+    /// The keys at hand cannot tell (none yet, or none with the token's `kid`): fetch them, maybe.
+    case needsKeys(keyID: String?)
+}
+
+/// A token whose signature and claims passed.
+struct VerifiedCaller: Equatable {
+    let claims: JWTClaims
+    /// `exp` (the check requires it).
+    let expiresAt: Int64
+}
+
+struct InboundCheck {
+    let rules: InboundRules
+    let algorithms: Set<JWSAlgorithm>
+
+    init(rules: InboundRules) {
+        self.rules = rules
+        algorithms = Set(rules.algorithms)
+    }
+
+    /// `token` checked against `keys` (nil: none read yet) at `now` (seconds since 1970).
+    func verdict(_ token: String, keys: JWKSet?, now: Int64) -> InboundVerdict {
+        let jws: JWS
+        do throws(JOSEError) {
+            jws = try JWS(compact: token)
+        } catch {
+            return .invalid(Self.reason(error))
+        }
+        guard algorithms.contains(jws.header.algorithm) else { return .invalid(.algorithmNotAllowed) }
+        guard let keys else { return .needsKeys(keyID: jws.header.keyID) }
+        do throws(JOSEError) {
+            try keys.verify(jws, allowing: algorithms)
+        } catch .keyNotFound {
+            return .needsKeys(keyID: jws.header.keyID)
+        } catch {
+            return .invalid(Self.reason(error))
+        }
+        let claims: JWTClaims
+        do throws(JOSEError) {
+            claims = try JWTClaims(payload: jws.payload)
+            try claims.validate(JWTValidationRules(issuer: rules.issuer, requiresExpiry: true), now: now,
+                                leeway: Int64(rules.clockSkewSeconds))
+        } catch .malformed {
+            return .invalid(.malformedClaims)
+        } catch {
+            return .invalid(Self.reason(error))
+        }
+        guard claims.audience.contains(where: rules.audiences.contains) else { return .invalid(.wrongAudience) }
+        guard let expiresAt = claims.expiry else { return .invalid(.missingExpiry) }
+        let missing = Self.missingScopes(rules.requiredScopes, of: claims)
+        guard missing.isEmpty else { return .insufficientScope(missing: missing, expiresAt: expiresAt) }
+        return .valid(VerifiedCaller(claims: claims, expiresAt: expiresAt))
+    }
+
+    /// The scopes of `required` the token does not carry: in `scope` (space-separated, RFC 8693
+    /// §4.2 and RFC 9068) or `scp` (an array, or a space-separated string, as some IdPs write it).
+    static func missingScopes(_ required: [String], of claims: JWTClaims) -> [String] {
+        guard !required.isEmpty else { return [] }
+        var granted = Set<Substring>()
+        for name in ["scope", "scp"] {
+            switch claims[name] {
+            case .string(let text)?: granted.formUnion(text.split(separator: " "))
+            case .array(let values)?: granted.formUnion(values.compactMap { $0.string.map { Substring($0) } })
+            default: break
+            }
+        }
+        return required.filter { !granted.contains(Substring($0)) }
+    }
+
+    private static func reason(_ error: JOSEError) -> InvalidToken {
+        switch error {
+        case .malformed, .unsupportedCriticalHeader: .notAJWT
+        case .unsupportedAlgorithm, .algorithmNotAllowed: .algorithmNotAllowed
+        case .keyNotFound: .unknownKey
+        case .invalidKey, .invalidSignature, .crypto: .badSignature
+        case .claimRejected(let problem):
+            switch problem {
+            case .expired: .expired
+            case .notYetValid: .notYetValid
+            case .issuedInTheFuture: .issuedInTheFuture
+            case .issuerMismatch: .wrongIssuer
+            case .audienceMismatch: .wrongAudience
+            case .missing("exp"): .missingExpiry
+            case .missing, .nonceMismatch: .malformedClaims
+            }
+        }
+    }
+}
