@@ -12,13 +12,13 @@
 //   the identity's callers' generation ──► the caller's entry name (CallerEntryName)
 //   (read once, kept until a logout)           │
 //                                              ▼
-//   read the entry ──► a token still reusable for the caller (CallerEntryLife): done
-//        │ none
+//   read the entry and, if there is none, take the lease (one script, one round trip)
+//        │ an entry: a token still reusable for the caller (CallerEntryLife)? done; else the lease
 //        ▼
-//   acquire the lease ──► taken: exchange, hand the token to every ask of the flight, then write
-//                         it (compare-and-set, TTL its remaining life) and release
-//                    ──► another replica's: wait for its write's message (or the lease's expiry),
-//                        then look again
+//   the lease ──► taken: exchange, hand the token to every ask of the flight, then write it
+//                 (compare-and-set, TTL its remaining life) and release
+//             ──► another replica's: wait for its write's message (or the lease's expiry), then
+//                 look again
 //
 // Asks for a caller whose flight is under way join it. Redis cannot help (down, slow, refusing,
 // the generation unreadable): the exchange runs alone, as every shared fetch does, counted as
@@ -95,7 +95,7 @@ final class SharedCallerTokens {
         let leaseMilliseconds: Int64
         let exchange: CallerTokenExchange
         var completions: [CallerTokenCompletion]
-        var fetch = SharedFetch()
+        var fetch = SharedFetch.expectingNoEntry
         var leaseTimer: LoopTimer?
         /// The entry's token that made the exchange needless.
         var found: StoredToken.Access?

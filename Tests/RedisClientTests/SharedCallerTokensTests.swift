@@ -111,18 +111,23 @@ final class SharedCallerTokensTests: XCTestCase {
         let test = try LeakCheckedLoop()
         let tokens = IdentityTokens(identity: identity, slot: 0)
         let driver = Driver()
-        let first = replica(test, port: server.port, driver: driver)
-        let second = replica(test, port: server.port, driver: driver)
+        let (firstCounts, secondCounts) = (Counts(), Counts())
+        let first = replica(test, port: server.port, driver: driver, observer: firstCounts)
+        let second = replica(test, port: server.port, driver: driver, observer: secondCounts)
         test.run(until: "both links are up") { first.link.isReady && second.link.isReady }
         let exchanges = Exchanges()
         let answers = Answers()
 
         ask(first, tokens, caller: "caller-x", exchanges: exchanges, answers: answers)
-        test.run(until: "the first replica's answer") { answers.tokens.count == 1 }
+        test.run(until: "the first replica's answer and write") { answers.tokens.count == 1 && firstCounts.operations["ok"] == 3 }
         ask(second, tokens, caller: "caller-x", exchanges: exchanges, answers: answers)
         test.run(until: "the second replica's answer") { answers.tokens.count == 2 }
         XCTAssertEqual(answers.tokens, ["exchanged-1", "exchanged-1"])
         XCTAssertEqual(exchanges.byCaller, ["caller-x": 1])
+        // Round trips: the generation (once per identity), the entry read with the lease taken in
+        // one step, the write; the other replica: the generation, the entry read.
+        XCTAssertEqual(firstCounts.operations, ["ok": 3])
+        XCTAssertEqual(secondCounts.operations, ["ok": 2])
 
         // Another caller is another entry; the same caller again is a hit on either replica.
         ask(second, tokens, caller: "caller-y", exchanges: exchanges, answers: answers)
