@@ -120,6 +120,8 @@ final class SharedCallerTokens {
 
     /// The fleet's token for the ask's caller, or the ask's exchange (see the top of the file).
     func token(_ ask: CallerTokenAsk) {
+        // Stopping: Redis is no longer waited for (and the IdP client refuses new requests).
+        guard !shared.stopping else { return ask.exchange(ask.completion) }
         let slot = ask.tokens.slot
         let identity = register(ask.tokens)
         switch generations.ask(slot: slot, waiter: ask, link: shared.link.health.link) {
