@@ -7,6 +7,9 @@
 //   channel PREFIX "written"             a write or a released lease publishes the entry's key; a
 //                                        removal (a logout) the key + ":removed:" + the remover's id
 //
+// and, for an identity whose tokens are exchanged per caller, its callers' entries and their
+// generation (SharedCallerEntries.swift).
+//
 // Against a Redis Cluster the entry's key is PREFIX "{" NAME ":" FINGERPRINT "}": the braces make
 // it the hash tag of the entry and the lease alike, so both are in one slot and each script's keys
 // on one node (the channel is no key: a PUBLISH reaches every node's subscribers). One server
@@ -142,15 +145,19 @@ enum SharedEntryCommands {
     /// A logout (`DELETE /identities/NAME/token`, `oauth-relay logout`): the entry goes, and the
     /// channel says so, so every replica holding the login drops it too (a missing entry alone
     /// would not tell them: an interactive identity reads the entry only when it hears of it).
-    /// The number of entries deleted (0 or 1).
+    /// The callers' generation goes in the same step (KEYS[2], in the entry's slot: a per-caller
+    /// identity's callers' entries become unreachable, SharedCallerEntries.swift; for any other
+    /// identity there is none). The number of entries deleted (0 or 1).
     static let removeScript = """
         local removed = redis.call('DEL', KEYS[1])
+        redis.call('DEL', KEYS[2])
         redis.call('PUBLISH', ARGV[1], ARGV[2])
         return removed
         """
 
     static func remove(_ keys: SharedEntryKeys, by remover: String) -> RedisCommand {
-        RedisCommand(["EVAL", .text(removeScript), "1", .bytes(keys.entry), .bytes(keys.channel), .bytes(keys.removal(by: remover))])
+        RedisCommand(["EVAL", .text(removeScript), "2", .bytes(keys.entry), .bytes(keys.callerGeneration), .bytes(keys.channel),
+                      .bytes(keys.removal(by: remover))])
     }
 
     static let ping = RedisCommand(["PING"])

@@ -101,6 +101,16 @@ struct SharedFetch: Equatable {
     /// A waiter looks again this long after the lease's expiry, so the holder's own expiry has passed.
     static let leaseMargin = 0.005
 
+    /// A fetch whose entry is seldom there yet and, when it is, seldom due (a caller's:
+    /// SharedCallerTokens): its first look reads the entry and takes the lease in one step if
+    /// there is none (`acquireIfUnchanged(.absent)`), one round trip where a read and an acquire
+    /// were two; an entry that is there comes back without the lease, as after any change.
+    static var expectingNoEntry: SharedFetch {
+        var fetch = SharedFetch()
+        fetch.knownVersion = .absent
+        return fetch
+    }
+
     private(set) var phase = Phase.idle
     /// Messages heard for this entry.
     private(set) var heard: UInt64 = 0

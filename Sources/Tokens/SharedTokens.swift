@@ -79,7 +79,7 @@ protocol SharedTokensDriver: AnyObject {
 /// Runs on the token loop only.
 final class SharedTokens {
     let settings: SharedStoreSettings
-    private let loop: EventLoop
+    let loop: EventLoop
     let link: RedisLink
     let logger: Logger
     private let observer: (any TokenObserver)?
@@ -95,9 +95,11 @@ final class SharedTokens {
     static let heartbeatMilliseconds: UInt64 = 1000
     /// Writes and releases under way (stopping waits for them).
     private var pendingCommands = 0
-    private var stopping = false
+    private(set) var stopping = false
     /// Logins read at start (SharedTokens+Logins.swift).
     lazy var loginReads = SharedLoginReads(shared: self, loop: loop, waitMilliseconds: settings.timeoutMilliseconds)
+    /// Per-caller identities' tokens (SharedCallerTokens.swift).
+    lazy var callers = SharedCallerTokens(shared: self)
 
     init(settings: SharedStoreSettings, loop: EventLoop, logger: Logger, observer: (any TokenObserver)?, driver: any SharedTokensDriver) {
         self.settings = settings
@@ -112,16 +114,24 @@ final class SharedTokens {
                          })
         link.onReady = { [unowned self] in
             each { $0.fetch.linkReady() }
+            // After the logins' removals waiting for the link: a callers' generation read then
+            // finds what a logout left.
             loginReads.linkReady()
+            callers.linkReady()
         }
         link.onLost = { [unowned self] in
             each { $0.fetch.linkLost() }
             loginReads.giveUp()
+            callers.linkLost()
         }
         link.onMessage = { [unowned self] key in
-            if let removed = identityToForget(message: key) { return driver.sharedLoginRemoved(removed) }
+            if let removed = identityToForget(message: key) {
+                callers.removed(removed, byAnotherReplica: true)
+                return driver.sharedLoginRemoved(removed)
+            }
             each(where: { $0.keys.entry == key }) { $0.fetch.messageHeard() }
             loginReads.entryWritten(key)
+            callers.messageHeard(key)
         }
         link.start()
     }
@@ -179,13 +189,16 @@ final class SharedTokens {
 
     /// `DELETE /identities/NAME/token`: the shared entry goes too, for every replica
     /// (SharedTokens+Logins.swift); `done` hears whether it went.
+    /// A per-caller identity's callers go with it (SharedCallerTokens.swift).
     func remove(_ tokens: IdentityTokens, done: @escaping (SharedStoreRemoval) -> Void) {
         loginReads.remove(tokens, done: done)
+        callers.removed(tokens, byAnotherReplica: false)
     }
 
     /// A reload retired the slot: forget it once its fetch is over.
     func forget(slot: Int) {
         loginReads.forget(slot: slot)
+        callers.retire(slot: slot)
         guard let entry = entries[slot] else { return }
         entry.retired = true
         settle(entry)
@@ -199,6 +212,7 @@ final class SharedTokens {
         return SharedRemovalNotice.identityToForget(message: message, holder: holder) { entry in
             loginReads.watchedIdentity(entry: entry)
                 ?? entries.values.first(where: { $0.keys.entry == entry && !$0.retired })?.tokens
+                ?? callers.identity(entry: entry)
         }
     }
 
@@ -214,6 +228,7 @@ final class SharedTokens {
         heartbeat?.close()
         heartbeat = nil
         loginReads.close()
+        callers.stop()
         stopIfDone()
     }
 
@@ -327,16 +342,20 @@ final class SharedTokens {
         }
         entry.leaseTimer = timer
         timer.start(afterMilliseconds: UInt64(max(0, (until - monotonicSeconds()) * 1000).rounded(.up)))
-        if !heartbeatRunning {
-            let beat = heartbeat ?? LoopTimer(loop: loop) { [unowned self] in beatWhileWaiting() }
-            heartbeat = beat
-            heartbeatRunning = true
-            beat.start(afterMilliseconds: Self.heartbeatMilliseconds, repeatMilliseconds: Self.heartbeatMilliseconds)
-        }
+        keepBeatingWhileWaiting()
+    }
+
+    /// Starts the heartbeat, unless it runs: a fetch (or a caller's flight) waits for a lease.
+    func keepBeatingWhileWaiting() {
+        guard !heartbeatRunning, !stopping else { return }
+        let beat = heartbeat ?? LoopTimer(loop: loop) { [unowned self] in beatWhileWaiting() }
+        heartbeat = beat
+        heartbeatRunning = true
+        beat.start(afterMilliseconds: Self.heartbeatMilliseconds, repeatMilliseconds: Self.heartbeatMilliseconds)
     }
 
     private func beatWhileWaiting() {
-        guard entries.values.contains(where: { $0.fetch.isWaiting }) else {
+        guard entries.values.contains(where: { $0.fetch.isWaiting }) || callers.isWaiting else {
             heartbeat?.stop()
             heartbeatRunning = false
             return
@@ -431,13 +450,27 @@ final class SharedTokens {
     }
 
     private func release(_ entry: SharedEntry) {
-        pendingCommands += 1
-        let sent = link.send(SharedEntryCommands.release(entry.keys, holder: holder)) { [unowned self] result in
-            pendingCommands -= 1
+        sendRelease(entry.keys)
+    }
+
+    /// Gives this replica's lease on `keys` back (if it still holds it).
+    func sendRelease(_ keys: SharedEntryKeys) {
+        _ = sendCounted(SharedEntryCommands.release(keys, holder: holder)) { [unowned self] result in
             _ = answer(result) { $0.integer }
+        }
+    }
+
+    /// Sends a command that stopping waits for (a lease asked for, a write, a release): the link
+    /// closes only once every such answer is in. False when not sent (`answered` is not called).
+    func sendCounted(_ command: RedisCommand, answered: @escaping (Result<RedisReply, RedisConnection.Failure>) -> Void) -> Bool {
+        pendingCommands += 1
+        let sent = link.send(command) { [unowned self] result in
+            pendingCommands -= 1
+            answered(result)
             stopIfDone()
         }
         if !sent { pendingCommands -= 1 }
+        return sent
     }
 
     /// Forgets a retired entry whose fetch is over.
@@ -475,8 +508,8 @@ final class SharedTokens {
     }
 }
 
-/// 16 random hex digits: lease holders and entry versions.
-private func randomHex() -> String {
+/// 16 random hex digits: lease holders, entry versions and (two of them) callers' generations.
+func randomHex() -> String {
     var random = SystemRandomNumberGenerator()
     let value = random.next() as UInt64
     let hex = String(value, radix: 16)

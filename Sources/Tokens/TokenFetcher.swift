@@ -62,7 +62,7 @@ final class TokenFetcher: FetchSchedule {
     private lazy var directFetch = DirectFetch(requests: requests, schedule: self)
     private lazy var selfSignedFetch = SelfSignedFetch(requests: requests, idp: idp)
     private lazy var fileLockedFetch = persistence.map { FileLockedFetch(persistence: $0, idp: idp, requests: requests, schedule: self) }
-    private lazy var sharedFetch = sharedSettings.map {
+    private(set) lazy var sharedFetch = sharedSettings.map {
         SharedStoreFetch(settings: $0, loop: loop, logger: logger, observer: observer, idp: idp, requests: requests,
                          local: localFetch, persistence: persistence, schedule: self)
     }

@@ -137,6 +137,16 @@ final class SharedEntryScriptTests: XCTestCase {
         XCTAssertEqual(SharedEntryRead(try run(SharedEntryCommands.read(keys))), SharedEntryRead(version: nil, entry: nil))
     }
 
+    /// A per-caller identity's callers' generation: set once by whoever reads it first, kept, and
+    /// deleted by a logout with the identity's entry (the next read sets a new one).
+    func testTheCallersGenerationIsSetOnceAndALogoutDeletesIt() throws {
+        XCTAssertEqual(try run(CallerGenerationCommands.read(keys, fresh: "g1")), .bulk(Array("g1".utf8)))
+        XCTAssertEqual(try run(CallerGenerationCommands.read(keys, fresh: "g2")), .bulk(Array("g1".utf8)), "the first one stays")
+        XCTAssertEqual(try run(SharedEntryCommands.remove(keys, by: "00000000000000aa")), .integer(0), "no entry of its own")
+        XCTAssertEqual(try run(CallerGenerationCommands.read(keys, fresh: "g3")), .bulk(Array("g3".utf8)))
+        XCTAssertEqual(try messagesSoFar().count, 1, "the removal's message, nothing for a generation")
+    }
+
     func testARemovalTellsEveryReplicaWhichEntryWentAndWhoRemovedIt() throws {
         _ = try write("a", expected: .absent, version: "v1", entry: "x")
         XCTAssertEqual(try run(SharedEntryCommands.remove(keys, by: "0123456789abcdef")), .integer(1))

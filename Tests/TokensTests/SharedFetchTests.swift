@@ -21,6 +21,35 @@ final class SharedFetchTests: XCTestCase {
         XCTAssertEqual(fetch.phase, .idle)
     }
 
+    /// A caller's entry: one step reads it and takes the lease when there is none; one that is
+    /// there comes back without the lease, and the lease is asked for only if it is not good enough.
+    func testAFetchExpectingNoEntryReadsAndLeasesInOneStep() {
+        var fetch = SharedFetch.expectingNoEntry
+        XCTAssertEqual(fetch.begin(link: .ready), .acquireIfUnchanged(.absent))
+        XCTAssertTrue(fetch.entryRead(version: nil))
+        XCTAssertEqual(fetch.acquireDone(lease: .taken, remainingMilliseconds: 10_000, satisfied: false, now: 100), .fetch)
+        XCTAssertEqual(fetch.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true), .write)
+        XCTAssertEqual(fetch.knownVersion, .absent, "written only over no entry")
+
+        var found = SharedFetch.expectingNoEntry
+        XCTAssertEqual(found.begin(link: .ready), .acquireIfUnchanged(.absent))
+        XCTAssertTrue(found.entryRead(version: "v1"))
+        XCTAssertEqual(found.acquireDone(lease: .entryChanged, remainingMilliseconds: -2, satisfied: true, now: 100), .done(releasing: false))
+
+        var due = SharedFetch.expectingNoEntry
+        _ = due.begin(link: .ready)
+        XCTAssertTrue(due.entryRead(version: "v1"))
+        XCTAssertEqual(due.acquireDone(lease: .entryChanged, remainingMilliseconds: -2, satisfied: false, now: 100), .acquire)
+        XCTAssertEqual(due.acquireDone(lease: .taken, remainingMilliseconds: 10_000, satisfied: false, now: 100), .fetch)
+        XCTAssertEqual(due.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true), .write)
+        XCTAssertEqual(due.knownVersion, .known("v1"))
+
+        var alone = SharedFetch.expectingNoEntry
+        XCTAssertEqual(alone.begin(link: .down), .alone)
+        XCTAssertEqual(alone.fetchEnded(obtained: true, refreshTokenDropped: false, linkReady: true), .nothing,
+                       "nothing written over an entry never seen")
+    }
+
     func testTheLeaseTakenMeansFetchingThenWriting() {
         var fetch = acquiringFetch()
         XCTAssertEqual(fetch.acquireDone(lease: .taken, remainingMilliseconds: 35_000, satisfied: false, now: 100), .fetch)
