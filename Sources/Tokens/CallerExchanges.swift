@@ -54,6 +54,8 @@ final class CallerExchanges {
     private let observer: (any TokenObserver)?
     /// Exchanges waiting for their identity's endpoints (discovery under way), by slot.
     private var awaitingEndpoints: [Int: [CallerExchange]] = [:]
+    /// The fleet's store (TokenFetcher.callerToken), when the token fetcher sets it.
+    var throughFleet: ((IdentityTokens, Secret, Double?, @escaping CallerTokenExchange, @escaping CallerTokenCompletion) -> Void)?
 
     init(idp: IdPClient, logger: Logger, observer: (any TokenObserver)?) {
         self.idp = idp
@@ -115,9 +117,14 @@ final class CallerExchanges {
         let started = monotonicSeconds()
         let callerExpiry = exchange.expiresAt.map(Double.init) ?? CallerGrant.unverifiedExpiry(ofCallerToken: exchange.token.value)
         let unixTime = Date().timeIntervalSince1970
-        idp.requestToken(request, for: tokens) { [self] outcome in
+        let atIdP: CallerTokenExchange = { [idp] done in idp.requestToken(request, for: tokens, completion: done) }
+        let heard: CallerTokenCompletion = { [self] outcome in
             ended(outcome, of: exchange, startedAt: started, callerExpiry: callerExpiry, unixTime: unixTime, for: tokens)
         }
+        // With `store.redis`, a replica's token for this caller, or the exchange under the fleet's
+        // single flight (TokenFetcher+CallerTokens); alone otherwise.
+        guard let throughFleet else { return atIdP(heard) }
+        throughFleet(tokens, exchange.token, callerExpiry, atIdP, heard)
     }
 
     /// When a token issued on behalf of a caller expires, and until when it is handed out: its
