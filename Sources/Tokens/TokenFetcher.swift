@@ -12,6 +12,7 @@
 //   DeviceAuthorizations  a device login's first step
 //   Logouts               store entries forgotten and refresh tokens revoked
 //   InboundKeyFetches     the signing keys of routes' inbound issuers read
+//   InboundIntrospections callers' opaque tokens asked about (RFC 7662)
 
 import EventLoop
 import FoundationEssentials
@@ -56,6 +57,7 @@ final class TokenFetcher: FetchSchedule {
     private lazy var devices = DeviceAuthorizations(idp: idp, logger: logger, observer: observer, schedule: self)
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
     private lazy var inboundKeys = InboundKeyFetches(idp: idp, logger: logger, observer: observer)
+    private lazy var inboundIntrospections = InboundIntrospections(idp: idp, logger: logger, observer: observer)
     /// The fetch strategies (TokenFetchStrategy.swift): each identity goes one of these ways.
     private lazy var directFetch = DirectFetch(requests: requests, schedule: self)
     private lazy var selfSignedFetch = SelfSignedFetch(requests: requests, idp: idp)
@@ -109,6 +111,8 @@ final class TokenFetcher: FetchSchedule {
             requests.record(outcome, for: tokens)
         case .needKeys(let keys):
             inboundKeys.fetch(keys)
+        case .introspect(let question):
+            inboundIntrospections.ask(question)
         case .logout(let tokens, let refreshToken, let completion):
             logouts.logout(tokens, refreshToken: refreshToken, completion: completion)
         case .stop:

@@ -28,6 +28,8 @@ enum TokenMessage: Sendable {
     case logout(IdentityTokens, refreshToken: Secret?, completion: LogoutListener?)
     /// Requests need an inbound issuer's keys, and InboundKeyState decided to fetch them.
     case needKeys(InboundKeys)
+    /// A worker asks about a caller's opaque token (InboundIntrospections).
+    case introspect(IntrospectionQuestion)
     /// A token request ended (posted by the token loop itself).
     case fetchEnded(IdentityTokens, Result<TokenResponse, TokenEndpointError>)
     /// Stop: abandon token requests under way and let the loop end.
@@ -79,7 +81,7 @@ extension TokenMessage {
     fileprivate var coalescingIdentity: IdentityTokens? {
         switch self {
         case .needToken(let tokens), .reconsider(let tokens): tokens
-        case .adopt, .fetchEnded, .logout, .needKeys, .stop: nil
+        case .adopt, .fetchEnded, .logout, .needKeys, .introspect, .stop: nil
         }
     }
 

@@ -45,6 +45,10 @@ public protocol TokenObserver: Sendable {
     /// The token thread read an inbound issuer's JWKS (`outcome` `ok`), or could not: `refused` (an
     /// answer that is no usable JWKS or metadata), `unavailable` (unreachable, timed out, 5xx).
     func jwksFetched(issuer: String, outcome: String)
+    /// The token thread asked an introspection endpoint about a caller's token as `identity`'s
+    /// client: `active`, `inactive`, `failed` (no usable answer), `overloaded` (not sent),
+    /// `stopped`.
+    func introspectionEnded(identity: String, outcome: String)
 }
 
 /// A step of an interactive login, as counted by `oauth_relay_logins_total{kind,outcome}`.
@@ -72,4 +76,5 @@ extension TokenObserver {
     public func dpopNonceRetried(identity: String, server: String) {}
     public func storeOperation(backend: String, outcome: String) {}
     public func jwksFetched(issuer: String, outcome: String) {}
+    public func introspectionEnded(identity: String, outcome: String) {}
 }

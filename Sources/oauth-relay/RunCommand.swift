@@ -313,4 +313,8 @@ struct TokenMetrics: TokenObserver {
     func jwksFetched(issuer: String, outcome: String) {
         metrics.jwksFetched(issuer: issuer, outcome: outcome)
     }
+
+    func introspectionEnded(identity: String, outcome: String) {
+        metrics.introspectionEnded(identity: identity, outcome: outcome)
+    }
 }
