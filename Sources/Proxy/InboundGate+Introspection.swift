@@ -11,12 +11,6 @@ import OAuth2
 import SafeText
 import Tokens
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 extension InboundGate {
     /// Different tokens asked about at once, at most, per route: past that a new one is answered
     /// 503 (a flood of made-up tokens holds no more).
@@ -41,7 +35,7 @@ extension InboundGate {
             let token = String(decoding: bytes, as: UTF8.self)
             let rules = rules, introspectionRules = source.rules
             source.ask(Secret(token)) { [self] outcome in
-                let now = Int64(time(nil))
+                let now = unixClock()
                 let landing = Self.landing(of: outcome, token: token, digest: digest, rules: rules, introspectionRules: introspectionRules, now: now)
                 if case .caller(let caller, _) = landing, caller.validUntil > now { callers.remember(caller, under: key) }
                 pending.withLock { _ = $0.removeValue(forKey: key) }

@@ -22,6 +22,12 @@ import Locking
 import OAuth2
 import Tokens
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 final class InboundGate: Sendable {
     /// How an admitted caller's token was judged now.
     enum Admission: Equatable {
@@ -58,9 +64,13 @@ final class InboundGate: Sendable {
     let proofRules: DPoPProofRules
     /// The proofs accepted within their windows, for every worker (a replay may reach another).
     let proofs: Locked<ProofReplayMemory>
+    /// Unix seconds now, when an introspection's answer lands on the token loop.
+    let unixClock: @Sendable () -> Int64
 
-    init(rules: InboundRules, keys: InboundKeys?, introspection: IntrospectionSource? = nil) {
+    init(rules: InboundRules, keys: InboundKeys?, introspection: IntrospectionSource? = nil,
+         unixClock: @escaping @Sendable () -> Int64 = { Int64(time(nil)) }) {
         self.rules = rules
+        self.unixClock = unixClock
         self.keys = keys
         self.introspection = introspection
         check = InboundCheck(rules: rules)
@@ -76,14 +86,15 @@ final class InboundGate: Sendable {
     /// A token checked before costs its digest and a look-up: no copy of it is made.
     func admit(_ bytes: UnsafeRawBufferPointer, presentedAs presentation: TokenPresentation = .bearer, unixTime: Int64, monotonic: Double,
                wake: LoopWakeup?, parkedOn parked: PendingIntrospection? = nil) -> Outcome {
-        let digest = SHA256.hash(bytes)
-        let key = TokenDigest(digest)
-        if let known = callers.caller(key, at: unixTime) { return judged(known, presentedAs: presentation, how: .cached, withheld: []) }
+        // A request parked on an introspection takes its answer (also when it may not be reused).
         if let parked {
             guard let wake else { return .refused(Self.noWakeup) }
             guard let landing = parked.landing(orWake: wake) else { return .wait(introspection: parked) }
             return landed(landing, presentedAs: presentation)
         }
+        let digest = SHA256.hash(bytes)
+        let key = TokenDigest(digest)
+        if let known = callers.caller(key, at: unixTime) { return judged(known, presentedAs: presentation, how: .cached, withheld: []) }
         if let introspection, !InboundCheck.isCompactJWS(bytes) {
             return introspect(bytes, digest: digest, key: key, at: introspection, presentedAs: presentation, wake: wake)
         }

@@ -72,7 +72,7 @@ final class InboundAnswerTests: XCTestCase {
     func testACallerWaitingForKeysIsParkedThenGoesOnToTheIdentitysToken() {
         var exchange = Exchange()
         start(&exchange, head("POST / HTTP/1.1", "Host: a", "Content-Length: 5"))
-        guard case .waitForToken(pauseParser: true) = exchange.callerWaitsForKeys("t", on: Self.plan(identity: "svc"), upgrade: nil) else {
+        guard case .waitForToken(pauseParser: true) = exchange.callerWaits(ParkedCaller(token: "t"), on: Self.plan(identity: "svc"), upgrade: nil) else {
             return XCTFail("parked, the body left unparsed")
         }
         XCTAssertTrue(exchange.isWaitingForToken, "the token wait's deadline runs")
@@ -90,7 +90,7 @@ final class InboundAnswerTests: XCTestCase {
     func testACallerAdmittedAfterWaitingOnARouteWithoutIdentityIsForwarded() {
         var exchange = Exchange()
         start(&exchange, head("GET / HTTP/1.1", "Host: a"))
-        _ = exchange.callerWaitsForKeys("t", on: Self.plan(), upgrade: nil)
+        _ = exchange.callerWaits(ParkedCaller(token: "t"), on: Self.plan(), upgrade: nil)
         guard case .forward(resumeParser: false) = exchange.callerAdmittedAfterWait(Self.caller(), token: nil) else {
             return XCTFail("forwarded")
         }
@@ -100,7 +100,7 @@ final class InboundAnswerTests: XCTestCase {
     func testAWaitForKeysEndsIn503AfterTokenWaitSeconds() {
         var exchange = Exchange()
         start(&exchange, head("POST / HTTP/1.1", "Host: a", "Content-Length: 5"))
-        _ = exchange.callerWaitsForKeys("t", on: Self.plan(identity: "svc"), upgrade: nil)
+        _ = exchange.callerWaits(ParkedCaller(token: "t"), on: Self.plan(identity: "svc"), upgrade: nil)
         guard case .answer(let problem, resumeParser: true)? = exchange.tokenWaitExpired(tokenWaitSeconds: 2) else {
             return XCTFail("answered, the parser resumed to read past the body")
         }
@@ -113,7 +113,7 @@ final class InboundAnswerTests: XCTestCase {
     func testARefusalAfterTheWaitIsAnswered() {
         var exchange = Exchange()
         start(&exchange, head("GET / HTTP/1.1", "Host: a"))
-        _ = exchange.callerWaitsForKeys("t", on: Self.plan(), upgrade: nil)
+        _ = exchange.callerWaits(ParkedCaller(token: "t"), on: Self.plan(), upgrade: nil)
         guard case .answer(let problem, resumeParser: false) = exchange.callerRefusedAfterWait(.inbound(.invalidToken(.unknownKey), route: "orders")) else {
             return XCTFail("answered")
         }

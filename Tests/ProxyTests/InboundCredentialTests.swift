@@ -10,7 +10,7 @@ final class InboundCredentialTests: XCTestCase {
     }
 
     enum Expected: Equatable {
-        case absent, otherScheme, malformed(String), bearer(String)
+        case absent, otherScheme, malformed(String), bearer(String), dpop(String)
 
         init(_ credential: InboundCredential) {
             switch credential {
@@ -18,6 +18,7 @@ final class InboundCredentialTests: XCTestCase {
             case .otherScheme: self = .otherScheme
             case .malformed(let why): self = .malformed(why)
             case .bearer(let bytes): self = .bearer(String(decoding: bytes, as: UTF8.self))
+            case .dpop(let bytes): self = .dpop(String(decoding: bytes, as: UTF8.self))
             }
         }
     }
@@ -30,7 +31,10 @@ final class InboundCredentialTests: XCTestCase {
             ("Bearer   abc  ", .bearer("abc")),
             ("  Bearer\tabc", .bearer("abc")),
             ("Basic dXNlcjpwYXNz", .otherScheme),
-            ("DPoP abc", .otherScheme),
+            ("DPoP abc", .dpop("abc")),
+            ("dpop abc.def", .dpop("abc.def")),
+            ("DPoP a b", .malformed("the DPoP credentials are not one token68 (RFC 9449 §7.1)")),
+            ("DPoPabc", .otherScheme),
             ("Bearerabc", .otherScheme),
             ("Bearer", .malformed("the Bearer credentials are not one token68 (RFC 6750 §2.1)")),
             ("Bearer ", .malformed("the Bearer credentials are not one token68 (RFC 6750 §2.1)")),

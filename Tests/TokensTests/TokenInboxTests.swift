@@ -19,6 +19,7 @@ final class TokenInboxTests: XCTestCase {
             case .fetchEnded(let tokens, _): "ended \(tokens.identity.name)"
             case .logout(let tokens, _, _): "logout \(tokens.identity.name)"
             case .needKeys(let keys): "keys \(keys.issuer)"
+            case .introspect(let question): "introspect \(question.source.issuer)"
             case .stop: "stop"
             }
         }
