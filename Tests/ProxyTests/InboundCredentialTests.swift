@@ -1,3 +1,4 @@
+import Config
 @testable import Proxy
 import XCTest
 
@@ -71,5 +72,41 @@ final class InboundCredentialTests: XCTestCase {
 
     private func credential(of text: String) -> Expected {
         Expected(InboundCredential.read(parsedHead(text)))
+    }
+
+    // MARK: Bearer or DPoP, as the route's `dpop` setting takes them
+
+    private func presentation(_ lines: [String], mode: InboundDPoP.Mode) -> String {
+        switch InboundPresentation.read(parsedHead(head(["GET /orders?page=2 HTTP/1.1", "Host: relay.test:8180"] + lines)), mode: mode) {
+        case .bearer(let token): "bearer \(String(decoding: token, as: UTF8.self))"
+        case .dpop(let token, let proof): "dpop \(String(decoding: token, as: UTF8.self)) \(String(decoding: proof, as: UTF8.self))"
+        case .refused(let refusal): "refused \(refusal)"
+        }
+    }
+
+    func testThePresentationTable() {
+        let table: [([String], InboundDPoP.Mode, String)] = [
+            (["Authorization: Bearer t"], .allowed, "bearer t"),
+            (["Authorization: Bearer t"], .refused, "bearer t"),
+            (["Authorization: Bearer t"], .required, "refused dpopRequired"),
+            (["Authorization: DPoP t", "DPoP: p.q.r"], .allowed, "dpop t p.q.r"),
+            (["Authorization: DPoP t", "dpop: p.q.r"], .required, "dpop t p.q.r"),
+            (["Authorization: DPoP t", "DPoP: p.q.r"], .refused, "refused noToken"),
+            (["Authorization: DPoP t"], .allowed, #"refused invalidProof("the request has no DPoP proof (one DPoP header field)")"#),
+            (["Authorization: DPoP t", "DPoP: a", "DPoP: b"], .allowed,
+             #"refused invalidProof("the request has more than one DPoP header field")"#),
+            ([], .required, "refused noToken"),
+        ]
+        for (lines, mode, expected) in table {
+            XCTAssertEqual(presentation(lines, mode: mode), expected, "\(lines) \(mode)")
+        }
+    }
+
+    func testTheURIAProofNames() {
+        let plain = parsedHead(head("GET /orders/%7E42?page=2 HTTP/1.1", "Host: Relay.Test:8180"))
+        XCTAssertEqual(InboundPresentation.requestURI(plain, overTLS: false)?.description, "http://relay.test:8180/orders/~42")
+        XCTAssertEqual(InboundPresentation.requestURI(plain, overTLS: true)?.description, "https://relay.test:8180/orders/~42")
+        let absolute = parsedHead(head("GET http://orders.test/a?b HTTP/1.1", "Host: orders.test"))
+        XCTAssertEqual(InboundPresentation.requestURI(absolute, overTLS: false)?.description, "http://orders.test/a")
     }
 }
