@@ -1,10 +1,11 @@
 import Endpoints
 import JOSE
 
-/// `routes[].inbound`: the route takes only requests whose caller shows a bearer JWT access token
-/// of `issuer`, signed with one of the issuer's keys (its JWKS, at `jwksUrl` or found by
+/// `routes[].inbound`: the route takes only requests whose caller shows a JWT access token of
+/// `issuer`, signed with one of the issuer's keys (its JWKS, at `jwksUrl` or found by
 /// discovery), addressed to one of `audiences`, unexpired and carrying every scope of
-/// `requiredScopes`. A request without one is answered 401 (403 for missing scopes) and never
+/// `requiredScopes` (with `introspection`, an opaque token the issuer calls active does too);
+/// as a bearer token, or DPoP-bound with a proof of its key (`dpop`). A request without one is answered 401 (403 for missing scopes) and never
 /// forwarded; one with it may pass the caller on to the upstream as headers (`claimHeaders`).
 public struct InboundRules: Sendable, Equatable {
     /// The `iss` a token must carry, exactly; also where the JWKS is discovered without `jwksUrl`.
@@ -29,6 +30,11 @@ public struct InboundRules: Sendable, Equatable {
     public var maxTokens: Int
     /// TLS options for the issuer's discovery document and JWKS.
     public var tls: TLSSettings?
+    /// Opaque tokens asked about at the issuer's introspection endpoint; nil: a token that is
+    /// not a JWT is refused.
+    public var introspection: InboundIntrospection?
+    /// DPoP-bound presentations (`Authorization: DPoP` with a proof).
+    public var dpop: InboundDPoP
 
     public static let defaultAlgorithms: [JWSAlgorithm] = [.rs256, .ps256, .es256, .edDSA]
     public static let defaultClockSkewSeconds = 60
@@ -38,7 +44,8 @@ public struct InboundRules: Sendable, Equatable {
 
     public init(issuer: String, audiences: [String], jwksUrl: HTTPURL? = nil, algorithms: [JWSAlgorithm] = Self.defaultAlgorithms,
                 requiredScopes: [String] = [], clockSkewSeconds: Int = Self.defaultClockSkewSeconds, claimHeaders: [ClaimHeader] = [],
-                stripAuthorization: Bool = false, maxTokens: Int = Self.defaultMaxTokens, tls: TLSSettings? = nil) {
+                stripAuthorization: Bool = false, maxTokens: Int = Self.defaultMaxTokens, tls: TLSSettings? = nil,
+                introspection: InboundIntrospection? = nil, dpop: InboundDPoP = InboundDPoP()) {
         self.issuer = issuer
         self.audiences = audiences
         self.jwksUrl = jwksUrl
@@ -49,6 +56,8 @@ public struct InboundRules: Sendable, Equatable {
         self.stripAuthorization = stripAuthorization
         self.maxTokens = maxTokens
         self.tls = tls
+        self.introspection = introspection
+        self.dpop = dpop
     }
 
     /// Header names a claim may not be written to: hop-by-hop and framing fields, those the relay

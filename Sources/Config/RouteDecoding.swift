@@ -76,7 +76,7 @@ struct RouteDecoding {
         route.browser = object.field("browser").flatMap(BrowserAccessDecoding(context: context).decodeBrowserAccess)
         if let field = object.field("inbound") {
             let inbound = InboundDecoding(context: context)
-            route.inbound = inbound.decodeInbound(field)
+            route.inbound = inbound.decodeInbound(field, routeIdentity: route.identity, identityNames: identityNames)
             if let rules = route.inbound { inbound.checkClaimHeaders(of: rules, on: route, at: field) }
         }
         return upstream == nil ? nil : route

@@ -10,6 +10,8 @@ import OAuth2
 /// - An identity with `dpop` sends its `DPoP` tokens as `Authorization: DPoP …` with a `DPoP`
 ///   proof (RFC 9449 §7.1): its routes inject into `Authorization`, not another header or the
 ///   query, and do not set `DPoP` themselves.
+/// - `inbound.introspectionIdentity` (or the route's identity) asks the introspection endpoint
+///   as a client that authenticates.
 struct RouteIdentityChecks {
     let context: DecodingContext
 
@@ -25,6 +27,24 @@ struct RouteIdentityChecks {
             if let identity, identity.dpop != nil {
                 checkDPoPInjection(route, identity: identity, routeObject: object)
             }
+            if let introspection = route.inbound?.introspection, let client = identities[introspection.identity],
+               let inbound = object.field("inbound") {
+                checkIntrospectionClient(client, inbound: inbound)
+            }
+        }
+    }
+
+    /// RFC 7662 §2.1: the introspection endpoint answers authenticated clients only, so the
+    /// identity asked as must have a client id and a way to prove it.
+    private func checkIntrospectionClient(_ identity: Identity, inbound: Field) {
+        switch identity.clientAuth {
+        case .publicClient, .unidentified, .clientAssertion(id: nil, _):
+            guard let reader = ObjectReader(inbound, knownKeys: nil, in: context) else { return }
+            let field = reader.field("introspectionIdentity") ?? reader.field("introspectionUrl") ?? inbound
+            context.report("identity \(identity.name) cannot ask the introspection endpoint: it has no client id with a secret, key or "
+                           + "assertion to authenticate with (RFC 7662 §2.1)", at: field)
+        case .basic, .post, .privateKeyJWT, .clientSecretJWT, .clientAssertion:
+            break
         }
     }
 

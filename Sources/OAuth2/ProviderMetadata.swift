@@ -16,6 +16,9 @@ public struct ProviderMetadata: Sendable, Equatable {
     public let deviceAuthorizationEndpoint: HTTPURL?
     public let jwksUri: HTTPURL?
     public let revocationEndpoint: HTTPURL?
+    /// RFC 7662's endpoint (RFC 8414 §2 `introspection_endpoint`): where a route's inbound check
+    /// asks about callers' opaque tokens.
+    public let introspectionEndpoint: HTTPURL?
     /// Empty when not published (many IdPs support S256 without saying so).
     public let codeChallengeMethodsSupported: [String]
     public let idTokenSigningAlgValuesSupported: [String]
@@ -28,13 +31,15 @@ public struct ProviderMetadata: Sendable, Equatable {
     public init(issuer: String, tokenEndpoint: HTTPURL, authorizationEndpoint: HTTPURL? = nil,
                 deviceAuthorizationEndpoint: HTTPURL? = nil, jwksUri: HTTPURL? = nil, revocationEndpoint: HTTPURL? = nil,
                 codeChallengeMethodsSupported: [String] = [], idTokenSigningAlgValuesSupported: [String] = [],
-                dpopSigningAlgValuesSupported: [String]? = nil, authorizationResponseIssParameterSupported: Bool = false) {
+                dpopSigningAlgValuesSupported: [String]? = nil, authorizationResponseIssParameterSupported: Bool = false,
+                introspectionEndpoint: HTTPURL? = nil) {
         self.issuer = issuer
         self.tokenEndpoint = tokenEndpoint
         self.authorizationEndpoint = authorizationEndpoint
         self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
         self.jwksUri = jwksUri
         self.revocationEndpoint = revocationEndpoint
+        self.introspectionEndpoint = introspectionEndpoint
         self.codeChallengeMethodsSupported = codeChallengeMethodsSupported
         self.idTokenSigningAlgValuesSupported = idTokenSigningAlgValuesSupported
         self.dpopSigningAlgValuesSupported = dpopSigningAlgValuesSupported
@@ -95,7 +100,8 @@ public struct ProviderMetadata: Sendable, Equatable {
                   codeChallengeMethodsSupported: try reader.strings("code_challenge_methods_supported") ?? [],
                   idTokenSigningAlgValuesSupported: try reader.strings("id_token_signing_alg_values_supported") ?? [],
                   dpopSigningAlgValuesSupported: try reader.strings("dpop_signing_alg_values_supported"),
-                  authorizationResponseIssParameterSupported: try reader.flag("authorization_response_iss_parameter_supported"))
+                  authorizationResponseIssParameterSupported: try reader.flag("authorization_response_iss_parameter_supported"),
+                  introspectionEndpoint: try reader.endpoint("introspection_endpoint"))
     }
 }
 

@@ -1,17 +1,21 @@
 // CallerCheck: how far a request on a route with `inbound` got with its caller's token, from the
-// head to the token the request goes on with. A request whose token the issuer's keys at hand
-// cannot verify is parked until the keys are read (at most `tokenWaitSeconds`, as a token wait,
-// and woken the same way); then the route's identity token, if any, is looked up.
+// head to the token the request goes on with. A request whose JWT the issuer's keys at hand
+// cannot verify is parked until the keys are read, one whose opaque token is new until its
+// introspection lands (at most `tokenWaitSeconds` either way, as a token wait, and woken the same
+// way); then the route's identity token, if any, is looked up.
 //
 //   notRequired (no inbound)
-//   head's check → admitted(caller) ─────────────────────────────▶ identity token lookup
-//                → waitingForKeys ─(keys read)─▶ admitted(caller) ─▶ identity token lookup
-//                                 └─(refused, or tokenWaitSeconds)─▶ answered here
+//   head's check → admitted(caller) ────────────────────────────────────────▶ identity token lookup
+//                → waitingForCheck ─(keys read, introspection landed)─▶ admitted(caller) ─▶ identity token lookup
+//                                  └─(refused, or tokenWaitSeconds)─▶ answered here
+
+import OAuth2
 
 enum CallerCheck {
     case notRequired
-    /// Parked until the issuer's keys are read; `parserPausedAtHead`: a body follows, unparsed.
-    case waitingForKeys(token: String, parserPausedAtHead: Bool)
+    /// Parked until the issuer's keys are read or the token's introspection lands;
+    /// `parserPausedAtHead`: a body follows, unparsed.
+    case waitingForCheck(ParkedCaller, parserPausedAtHead: Bool)
     case admitted(CheckedCaller)
 
     /// The caller the route admitted (nil: none required, or not yet).
@@ -20,8 +24,17 @@ enum CallerCheck {
         return nil
     }
 
-    var isWaitingForKeys: Bool {
-        if case .waitingForKeys = self { return true }
+    var isWaitingForCheck: Bool {
+        if case .waitingForCheck = self { return true }
         return false
     }
+}
+
+/// What a parked request keeps of its caller to check it again when woken: the token (a copy:
+/// the head's bytes may be gone by then), how it came (its DPoP proof was checked at the head),
+/// and the introspection it waits for, if that is what it waits for.
+struct ParkedCaller {
+    let token: String
+    var presentation: TokenPresentation = .bearer
+    var introspection: PendingIntrospection?
 }

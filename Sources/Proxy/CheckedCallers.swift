@@ -19,14 +19,19 @@ final class CheckedCaller: Sendable {
     let standing: Standing
     /// The `claimHeaders` lines for the upstream (empty without any).
     let claimLines: [UInt8]
-    /// Seconds since 1970 from which the entry is no longer used: `exp` plus the clock skew.
+    /// Seconds since 1970 from which the entry is no longer used: a JWT's `exp` plus the clock
+    /// skew; an introspection answer's reuse (`introspectionCacheSeconds`, before its `exp`).
     let validUntil: Int64
+    /// The token's `cnf.jkt` (RFC 9449 §6): it is taken only with a DPoP proof of that key,
+    /// judged per request (`TokenPresentation.mismatch`).
+    let boundKeyThumbprint: String?
 
-    init(token: CallerToken, standing: Standing, claimLines: [UInt8], validUntil: Int64) {
+    init(token: CallerToken, standing: Standing, claimLines: [UInt8], validUntil: Int64, boundKeyThumbprint: String? = nil) {
         self.token = token
         self.standing = standing
         self.claimLines = claimLines
         self.validUntil = validUntil
+        self.boundKeyThumbprint = boundKeyThumbprint
     }
 }
 

@@ -1,6 +1,6 @@
 // The exchange's decisions on the caller's token of a route with `inbound` (CallerCheck.swift):
-// the head's check admitted it, refused it, or parked the request for the issuer's keys; a parked
-// request's check ends later, and an admitted one goes on to the identity's token.
+// the head's check admitted it, refused it, or parked the request for the issuer's keys or the
+// token's introspection; a parked request's check ends later, and an admitted one goes on to the identity's token.
 
 import OAuth2
 import Tokens
@@ -25,19 +25,19 @@ extension Exchange {
         return .answer(answeringLocally(problem))
     }
 
-    /// The head's check waits for the issuer's keys: the request is parked, and with a body its
-    /// parser stops after the head (as for a token wait).
-    mutating func callerWaitsForKeys(_ token: String, on plan: RoutePlan, upgrade: consuming [UInt8]?) -> HeadAction {
+    /// The head's check waits for the issuer's keys or an introspection: the request is parked,
+    /// and with a body its parser stops after the head (as for a token wait).
+    mutating func callerWaits(_ parked: ParkedCaller, on plan: RoutePlan, upgrade: consuming [UInt8]?) -> HeadAction {
         current.plan = plan
         current.request.upgrade = upgrade
-        current.caller = .waitingForKeys(token: token, parserPausedAtHead: current.request.hasBody)
+        current.caller = .waitingForCheck(parked, parserPausedAtHead: current.request.hasBody)
         return .waitForToken(pauseParser: current.request.hasBody)
     }
 
     /// A parked request's check admitted the caller; `token`: the identity's token looked up (nil:
     /// the route has no identity). It goes out, waits on for that token, or is answered.
     mutating func callerAdmittedAfterWait(_ caller: CheckedCaller, token: consuming WorkerTokens.Lookup?) -> TokenWaitEnd {
-        guard case .waitingForKeys(_, let paused) = current.caller else { return .keepWaiting }
+        guard case .waitingForCheck(_, let paused) = current.caller else { return .keepWaiting }
         current.caller = .admitted(caller)
         guard let token, let plan = current.plan else { return .forward(resumeParser: paused) }
         current.request.keepsBodyForReplay(on: plan)
@@ -55,14 +55,19 @@ extension Exchange {
 
     /// A parked request's check refused the caller (`problem`).
     mutating func callerRefusedAfterWait(_ problem: Problem) -> TokenWaitEnd {
-        guard case .waitingForKeys(_, let paused) = current.caller else { return .keepWaiting }
+        guard case .waitingForCheck(_, let paused) = current.caller else { return .keepWaiting }
         current.caller = .notRequired
         return .answer(answeringLocally(problem), resumeParser: paused)
     }
 
-    /// The request waited `tokenWaitSeconds` for the issuer's keys: 503.
-    mutating func callerKeysWaitExpired(tokenWaitSeconds: Double) -> TokenWaitEnd {
-        let reason = "the issuer's keys were not read within tokenWaitSeconds (\(SecondsText.format(tokenWaitSeconds)) s)"
-        return callerRefusedAfterWait(.inbound(.keysUnavailable(reason: reason, retryAfterSeconds: 1), route: current.plan?.route.name))
+    /// The request waited `tokenWaitSeconds` for the issuer's keys or the introspection: 503.
+    mutating func callerCheckWaitExpired(tokenWaitSeconds: Double) -> TokenWaitEnd {
+        let seconds = "within tokenWaitSeconds (\(SecondsText.format(tokenWaitSeconds)) s)"
+        let refusal: InboundRefusal = if case .waitingForCheck(let parked, _) = current.caller, parked.introspection != nil {
+            .introspectionUnavailable(reason: "the introspection endpoint did not answer \(seconds)", retryAfterSeconds: 1)
+        } else {
+            .keysUnavailable(reason: "the issuer's keys were not read \(seconds)", retryAfterSeconds: 1)
+        }
+        return callerRefusedAfterWait(.inbound(refusal, route: current.plan?.route.name))
     }
 }

@@ -127,7 +127,7 @@ struct Exchange {
     var token: WorkerTokens.CachedToken? { current.credential.injected }
 
     /// Parked: for the identity's token, or for the issuer's keys that check the caller's.
-    var isWaitingForToken: Bool { current.credential.isWaiting || current.caller.isWaitingForKeys }
+    var isWaitingForToken: Bool { current.credential.isWaiting || current.caller.isWaitingForCheck }
 
     /// The request goes out again with a new token: the kept body follows its head.
     var isReplay: Bool { current.credential.isReplay }
@@ -151,7 +151,7 @@ struct Exchange {
 
     /// The request waited `tokenWaitSeconds` for its token: 503. Nil when it was not waiting.
     mutating func tokenWaitExpired(tokenWaitSeconds: Double) -> TokenWaitEnd? {
-        if current.caller.isWaitingForKeys { return callerKeysWaitExpired(tokenWaitSeconds: tokenWaitSeconds) }
+        if current.caller.isWaitingForCheck { return callerCheckWaitExpired(tokenWaitSeconds: tokenWaitSeconds) }
         guard isWaitingForToken, let name = current.plan?.route.identity else { return nil }
         return tokenLookedUp(.fail(RequestCredential.waitExpired(identity: name, tokenWaitSeconds: tokenWaitSeconds)))
     }

@@ -13,7 +13,7 @@ enum InboundVerdict: Equatable {
     case valid(VerifiedCaller)
     case invalid(InvalidToken)
     /// Verified and addressed to the route, but without `missing` scopes; until `expiresAt`.
-    case insufficientScope(missing: [String], expiresAt: Int64)
+    case insufficientScope(missing: [String], expiresAt: Int64, boundKeyThumbprint: String? = nil)
     /// The keys at hand cannot tell (none yet, or none with the token's `kid`): fetch them, maybe.
     case needsKeys(keyID: String?)
 }
@@ -64,8 +64,37 @@ struct InboundCheck {
         guard claims.audience.contains(where: rules.audiences.contains) else { return .invalid(.wrongAudience) }
         guard let expiresAt = claims.expiry else { return .invalid(.missingExpiry) }
         let missing = Self.missingScopes(rules.requiredScopes, of: claims)
-        guard missing.isEmpty else { return .insufficientScope(missing: missing, expiresAt: expiresAt) }
+        guard missing.isEmpty else {
+            return .insufficientScope(missing: missing, expiresAt: expiresAt, boundKeyThumbprint: Self.boundKeyThumbprint(of: claims))
+        }
         return .valid(VerifiedCaller(claims: claims, expiresAt: expiresAt))
+    }
+
+    /// The token's `cnf.jkt` (RFC 9449 §6.1): the thumbprint of the DPoP key it is bound to.
+    static func boundKeyThumbprint(of claims: JWTClaims) -> String? {
+        guard case .object(let confirmation)? = claims["cnf"] else { return nil }
+        return confirmation.last { $0.name == "jkt" }?.value.string
+    }
+
+    /// Whether `bytes` has the shape of a compact JWS: three base64url segments (the first two not
+    /// empty). A token of another shape is opaque: for introspection, where the route has it.
+    @inline(__always)
+    static func isCompactJWS(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var dots = 0, segmentLength = 0
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "."):
+                guard dots < 2, segmentLength > 0 else { return false }
+                dots += 1
+                segmentLength = 0
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"):
+                segmentLength += 1
+            default:
+                return false
+            }
+        }
+        return dots == 2
     }
 
     /// The scopes of `required` the token does not carry: in `scope` (space-separated, RFC 8693

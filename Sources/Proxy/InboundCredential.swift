@@ -2,9 +2,10 @@
 // `inbound` (RFC 6750 §2.1, RFC 9110 §11.6.2). Pure, over bytes: tested without a socket.
 //
 //   no Authorization                       → absent          (401, no error code: §3.1)
-//   one, another scheme (Basic, DPoP, ...) → otherScheme     (401, no error code)
+//   one, another scheme (Basic, ...)       → otherScheme     (401, no error code)
 //   one, `Bearer` + one token68            → bearer(token)
-//   one, `Bearer` without a valid token68  → malformed       (400 invalid_request)
+//   one, `DPoP` + one token68              → dpop(token)     (RFC 9449 §7.1: its proof is read apart)
+//   one, `Bearer`/`DPoP` without a token68 → malformed       (400 invalid_request)
 //   two or more                            → malformed       (400 invalid_request: which one counts?)
 
 import HTTP1
@@ -18,12 +19,14 @@ enum InboundCredential: Equatable {
     /// The bearer token, exactly as sent: a view of the head's bytes, valid while the head is (no
     /// copy: a token checked before is found by the digest of these bytes alone).
     case bearer(UnsafeRawBufferPointer)
+    /// A DPoP-bound token (`Authorization: DPoP`), a view of the head's bytes as for `bearer`.
+    case dpop(UnsafeRawBufferPointer)
 
     static func == (a: InboundCredential, b: InboundCredential) -> Bool {
         switch (a, b) {
         case (.absent, .absent), (.otherScheme, .otherScheme): true
         case (.malformed(let x), .malformed(let y)): x == y
-        case (.bearer(let x), .bearer(let y)): x.elementsEqual(y)
+        case (.bearer(let x), .bearer(let y)), (.dpop(let x), .dpop(let y)): x.elementsEqual(y)
         default: false
         }
     }
@@ -48,16 +51,20 @@ enum InboundCredential: Equatable {
         var schemeEnd = start
         while schemeEnd < end && ASCII.isTokenCharacter(value[schemeEnd]) { schemeEnd += 1 }
         let scheme = UnsafeRawBufferPointer(rebasing: value[start..<schemeEnd])
-        guard ASCII.equalsIgnoringCase(scheme, bearerScheme) else {
+        let isBearer = ASCII.equalsIgnoringCase(scheme, bearerScheme)
+        guard isBearer || ASCII.equalsIgnoringCase(scheme, dpopScheme) else {
             return schemeEnd > start ? .otherScheme : .malformed("the Authorization field has no authentication scheme")
         }
+        let name = isBearer ? "Bearer" : "DPoP"
         var tokenStart = schemeEnd
         while tokenStart < end && isSpace(value[tokenStart]) { tokenStart += 1 }
         // The scheme ends at a space, or at the end (no credentials: refused below).
-        guard tokenStart > schemeEnd || tokenStart == end else { return .malformed("the Bearer scheme is not followed by a space") }
+        guard tokenStart > schemeEnd || tokenStart == end else { return .malformed("the \(name) scheme is not followed by a space") }
         let token = UnsafeRawBufferPointer(rebasing: value[tokenStart..<end])
-        guard isToken68(token) else { return .malformed("the Bearer credentials are not one token68 (RFC 6750 §2.1)") }
-        return .bearer(token)
+        guard isToken68(token) else {
+            return .malformed("the \(name) credentials are not one token68 (" + (isBearer ? "RFC 6750 §2.1)" : "RFC 9449 §7.1)"))
+        }
+        return isBearer ? .bearer(token) : .dpop(token)
     }
 
     /// `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
@@ -84,13 +91,14 @@ enum InboundCredential: Equatable {
     private static func isSpace(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
 
     private static let bearerScheme = Array("bearer".utf8)
+    private static let dpopScheme = Array("dpop".utf8)
 
-    /// What the route answers a request without a usable bearer token (nil: it has one).
+    /// What the route answers a request without a usable token (nil: it has one).
     var refusal: InboundRefusal? {
         switch self {
         case .absent, .otherScheme: .noToken
         case .malformed(let why): .malformedRequest(why)
-        case .bearer: nil
+        case .bearer, .dpop: nil
         }
     }
 }

@@ -1,3 +1,5 @@
+import OAuth2
+
 /// Why a route with `inbound` did not take a request, as the caller is told (RFC 6750 §3.1). The
 /// descriptions are fixed sentences: no part of the token, nor anything its sender chose (a `kid`,
 /// an `iss`), ever reaches a response or a log line.
@@ -12,14 +14,42 @@ enum InboundRefusal: Equatable {
     case insufficientScope(missing: [String], required: [String])
     /// The issuer's keys could not be read: 503 with `Retry-After`.
     case keysUnavailable(reason: String, retryAfterSeconds: Int)
+    /// The introspection endpoint gave no usable answer (or too many tokens are being asked
+    /// about): 503 with `Retry-After`.
+    case introspectionUnavailable(reason: String, retryAfterSeconds: Int)
+    /// The DPoP proof is missing, not one, or refused (`why`: a fixed sentence naming the rule):
+    /// 401 `invalid_dpop_proof` (RFC 9449 §7.1).
+    case invalidProof(String)
+    /// The proof's `jti` was seen before within its window: 401 `invalid_dpop_proof`.
+    case replayedProof
+    /// Too many proofs are remembered to tell a replay (`ProofReplayMemory.full`): 503.
+    case proofMemoryFull(retryAfterSeconds: Int)
+    /// The token's binding does not fit how it came (a `cnf.jkt`-bound token as Bearer, a proof
+    /// of another key, a proof with an unbound token): 401 `invalid_token` (RFC 9449 §7.2).
+    case bindingMismatch(TokenBindingMismatch)
+    /// A Bearer token on a route with `dpop: "required"`: 401 `invalid_token`, DPoP challenge.
+    case dpopRequired
 
     /// The label of `oauth_relay_inbound_validations_total{outcome}`.
     var metricOutcome: String {
         switch self {
         case .noToken, .malformedRequest: "missing"
+        case .invalidToken(.inactive): "inactive"
         case .invalidToken: "invalid"
         case .insufficientScope: "insufficient_scope"
         case .keysUnavailable: "keys_unavailable"
+        case .introspectionUnavailable: "introspection_unavailable"
+        case .invalidProof, .proofMemoryFull, .bindingMismatch, .dpopRequired: "dpop_refused"
+        case .replayedProof: "replayed"
+        }
+    }
+
+    /// Whether the refusal is about DPoP whatever the scheme the caller used: it is answered
+    /// with a `DPoP` challenge.
+    var concernsDPoP: Bool {
+        switch self {
+        case .invalidProof, .replayedProof, .bindingMismatch, .dpopRequired: true
+        default: false
         }
     }
 }
@@ -38,4 +68,20 @@ enum InvalidToken: String, Equatable {
     case wrongAudience = "the token is not meant for this service (aud)"
     case missingExpiry = "the token has no expiry (exp)"
     case malformedClaims = "the token's claims are malformed"
+    /// Introspection: the issuer says the token is not active (expired, revoked, unknown).
+    case inactive = "the token is not active"
+
+    /// An introspected token's refusal, in these fixed words.
+    init(_ refusal: IntrospectionRefusal) {
+        switch refusal {
+        case .inactive: self = .inactive
+        case .expired: self = .expired
+        case .notYetValid: self = .notYetValid
+        case .issuedInTheFuture: self = .issuedInTheFuture
+        case .issuerMismatch: self = .wrongIssuer
+        case .audienceMismatch: self = .wrongAudience
+        // The gate judges the binding itself, per request: an answer is judged without it.
+        case .binding: self = .malformedClaims
+        }
+    }
 }

@@ -2,6 +2,7 @@ import BrowserSafety
 import Config
 import HTTP1
 import LoginPages
+import OAuth2
 import Routing
 import TLS
 import Tokens
@@ -71,6 +72,9 @@ public final class ProxySettings: Sendable {
                       interactiveIdentity: route.identity.flatMap { config.identities[$0]?.grant.isInteractive } ?? false,
                       inboundKeys: route.inbound.flatMap { rules in
                           tokens?.inboundKeys(issuer: rules.issuer, jwksUrl: rules.jwksUrl, tlsSettings: rules.tls, tls: tls.inbound[position])
+                      },
+                      introspection: route.inbound.flatMap { rules in
+                          Self.introspectionSource(rules, tokens: tokens, identities: identities, tls: tls.inbound[position])
                       })
         }
         headerLimits = HeaderLimits(maxHeadBytes: config.limits.maxHeaderBytes, maxFieldCount: config.limits.maxHeaderCount)
@@ -100,6 +104,17 @@ public final class ProxySettings: Sendable {
         tlsHosts = config.listenTls.map { ListenerHosts(address: $0.address, listenerHosts: $0.hosts, config: config) }
             ?? ListenerHosts(servesAnyName: true)
         adminHosts = config.admin.map { ListenerHosts(address: $0, listenerHosts: nil, config: config) } ?? ListenerHosts(servesAnyName: true)
+    }
+
+    /// Where a route with `inbound.introspection` asks about opaque tokens: as its identity's
+    /// client, with the route's issuer, audiences, scopes and clock skew.
+    private static func introspectionSource(_ rules: InboundRules, tokens: TokenService?, identities: TokenSet?,
+                                            tls: TLSConfiguration?) -> IntrospectionSource? {
+        guard let introspection = rules.introspection, let tokens, let client = identities?[introspection.identity] else { return nil }
+        let judged = IntrospectionRules(issuer: rules.issuer, audiences: rules.audiences, requiredScopes: rules.requiredScopes,
+                                        clockSkewSeconds: Int64(rules.clockSkewSeconds))
+        return tokens.introspectionSource(issuer: rules.issuer, endpoint: introspection.url, tokens: client, rules: judged,
+                                          maximumReuseSeconds: Int64(introspection.cacheSeconds), discoveryTLS: tls)
     }
 
     /// The plan of the route that takes this request, or nil (404).

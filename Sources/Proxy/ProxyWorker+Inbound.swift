@@ -7,15 +7,18 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import OAuth2
 
 extension ProxyWorker {
-    /// The token `bytes` checked by `gate` for `route`'s request, counted by outcome.
-    func checkCaller(_ token: UnsafeRawBufferPointer, at gate: InboundGate, route: RoutePlan) -> InboundGate.Outcome {
-        let outcome = gate.admit(token, unixTime: Int64(time(nil)), monotonic: Double(loop.nowMilliseconds) / 1000,
-                                 wake: tokens?.parkedRequestsWakeup)
+    /// The token `bytes`, presented as `presentation`, checked by `gate` for `route`'s request,
+    /// counted by outcome; `parkedOn`: the introspection a woken request waited for.
+    func checkCaller(_ token: UnsafeRawBufferPointer, presentedAs presentation: TokenPresentation, at gate: InboundGate, route: RoutePlan,
+                     parkedOn parked: PendingIntrospection? = nil) -> InboundGate.Outcome {
+        let outcome = gate.admit(token, presentedAs: presentation, unixTime: Int64(time(nil)), monotonic: Double(loop.nowMilliseconds) / 1000,
+                                 wake: tokens?.parkedRequestsWakeup, parkedOn: parked)
         switch outcome {
-        case .admitted(_, let fresh, let withheld):
-            countInbound(fresh ? "valid" : "cache_hit", route: route)
+        case .admitted(_, let how, let withheld):
+            countInbound(how == .checked ? "valid" : how == .introspected ? "introspected" : "cache_hit", route: route)
             for (claim, why) in withheld {
                 logger.warning(why == .controlCharacter ? "claim not passed on: its value holds a control character"
                                    : "claim not passed on: it is not a string, a number, a boolean or an array of strings",
@@ -33,4 +36,7 @@ extension ProxyWorker {
     func countInbound(_ outcome: String, route: RoutePlan) {
         metrics?.countInboundValidation(route: route.route.name, outcome: outcome)
     }
+
+    /// Unix seconds now, for a DPoP proof's `iat`.
+    var unixTime: Int64 { Int64(time(nil)) }
 }

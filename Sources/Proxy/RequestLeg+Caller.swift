@@ -1,44 +1,77 @@
-// The caller's token on a route with `inbound`: read from the head, checked by the route's
-// InboundGate, and the request admitted, refused, or parked until the issuer's keys are read (in
-// WorkerTokens, woken like a token wait); a parked one is checked again when the keys come.
+// The caller's token on a route with `inbound`: read from the head with how it came (Bearer, or
+// DPoP with a proof checked here, per request), checked by the route's InboundGate, and the
+// request admitted, refused, or parked until the issuer's keys are read or the token's
+// introspection lands (in WorkerTokens, woken like a token wait); a parked one is checked again
+// when woken.
 
 import HTTP1
+import JOSE
+import OAuth2
 import Tokens
 
 extension RequestLeg {
     /// Checks the head's caller for `plan`'s route; nil: admitted, the identity's token comes next.
     func checkCaller(_ head: HTTPHead, at gate: InboundGate, plan: RoutePlan, upgrade: [UInt8]?) -> Exchange.HeadAction? {
         let connection = self.connection
-        let credential = InboundCredential.read(head)
-        guard case .bearer(let token) = credential else {
-            let refusal = credential.refusal ?? .noToken
-            connection.worker.countInbound(refusal.metricOutcome, route: plan)
-            return connection.exchange.callerRefused(.inbound(refusal, route: plan.route.name), on: plan)
+        let worker = connection.worker
+        let token: UnsafeRawBufferPointer
+        let presentation: TokenPresentation
+        switch InboundPresentation.read(head, mode: gate.rules.dpop.mode) {
+        case .refused(let refusal):
+            worker.countInbound(refusal.metricOutcome, route: plan)
+            return connection.exchange.callerRefused(.inbound(refusal, route: plan.route.name, challenges: gate.challenges), on: plan)
+        case .bearer(let bearer):
+            token = bearer
+            presentation = .bearer
+        case .dpop(let bound, let proof):
+            guard let uri = InboundPresentation.requestURI(head, overTLS: connection.forwarding.overTLS) else {
+                let refusal = InboundRefusal.malformedRequest("the request's URI (Host and path) cannot be what a DPoP proof names")
+                worker.countInbound(refusal.metricOutcome, route: plan)
+                return connection.exchange.callerRefused(.inbound(refusal, route: plan.route.name, challenges: gate.challenges,
+                                                                  presentedAsDPoP: true), on: plan)
+            }
+            let request = DPoPProofRequest(method: String(decoding: head.methodName, as: UTF8.self), uri: uri,
+                                           accessToken: String(decoding: bound, as: UTF8.self))
+            switch gate.acceptProof(proof, for: request, now: worker.unixTime) {
+            case .refused(let refusal):
+                worker.countInbound(refusal.metricOutcome, route: plan)
+                return connection.exchange.callerRefused(.inbound(refusal, route: plan.route.name, challenges: gate.challenges,
+                                                                  presentedAsDPoP: true), on: plan)
+            case .accepted(let thumbprint):
+                token = bound
+                presentation = .dpop(proofKeyThumbprint: thumbprint)
+            }
         }
-        switch connection.worker.checkCaller(token, at: gate, route: plan) {
+        switch worker.checkCaller(token, presentedAs: presentation, at: gate, route: plan) {
         case .admitted(let caller, _, _):
             connection.exchange.callerAdmitted(caller)
             return nil
-        case .wait:
-            // The head's bytes may be gone when the keys come: the parked request keeps a copy.
-            return connection.exchange.callerWaitsForKeys(String(decoding: token, as: UTF8.self), on: plan, upgrade: upgrade)
+        case .wait(let introspection):
+            // The head's bytes may be gone when woken: the parked request keeps a copy.
+            let parked = ParkedCaller(token: String(decoding: token, as: UTF8.self), presentation: presentation, introspection: introspection)
+            return connection.exchange.callerWaits(parked, on: plan, upgrade: upgrade)
         case .refused(let refusal):
-            return connection.exchange.callerRefused(.inbound(refusal, route: plan.route.name), on: plan)
+            return connection.exchange.callerRefused(.inbound(refusal, route: plan.route.name, challenges: gate.challenges,
+                                                              presentedAsDPoP: presentation != .bearer), on: plan)
         }
     }
 
-    /// The issuer's keys this parked request waited for may be in: check its caller again, then
-    /// look the identity's token up.
-    func callerKeysMayBeReady(_ token: String) {
+    /// What this parked request waited for (the issuer's keys, its token's introspection) may be
+    /// in: check its caller again, then look the identity's token up.
+    func callerCheckMayBeReady(_ parked: ParkedCaller) {
         let connection = self.connection
         guard let plan = connection.exchange.current.plan, let gate = plan.inbound else { return }
-        var token = token
-        let outcome = token.withUTF8 { connection.worker.checkCaller(UnsafeRawBufferPointer($0), at: gate, route: plan) }
+        var token = parked.token
+        let outcome = token.withUTF8 {
+            connection.worker.checkCaller(UnsafeRawBufferPointer($0), presentedAs: parked.presentation, at: gate, route: plan,
+                                          parkedOn: parked.introspection)
+        }
         switch outcome {
         case .wait:
             connection.worker.tokens?.park(self)
         case .refused(let refusal):
-            endTokenWait(connection.exchange.callerRefusedAfterWait(.inbound(refusal, route: plan.route.name)))
+            endTokenWait(connection.exchange.callerRefusedAfterWait(.inbound(refusal, route: plan.route.name, challenges: gate.challenges,
+                                                                              presentedAsDPoP: parked.presentation != .bearer)))
         case .admitted(let caller, _, _):
             var lookup: WorkerTokens.Lookup?
             if let identity = plan.identity, let tokens = connection.worker.tokens {

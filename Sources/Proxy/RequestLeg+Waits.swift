@@ -1,5 +1,5 @@
 // A request's two waits, each with its deadline on the connection's timer: for the route
-// identity's token or the issuer's keys that check the caller's (parked in WorkerTokens, at most
+// identity's token or what checks the caller's (the issuer's keys, an introspection) (parked in WorkerTokens, at most
 // `tokenWaitSeconds`), and for the request body
 // (`requestBodyTimeoutSeconds`, extended by every byte received). The exchange decides; this file
 // arms the timer and parks the request.
@@ -20,7 +20,7 @@ extension RequestLeg {
     func tokenMayBeReady() {
         let connection = self.connection
         guard connection.exchange.phase == .exchanging else { return }
-        if case .waitingForKeys(let token, _) = connection.exchange.current.caller { return callerKeysMayBeReady(token) }
+        if case .waitingForCheck(let parked, _) = connection.exchange.current.caller { return callerCheckMayBeReady(parked) }
         guard connection.exchange.isWaitingForToken,
               let identity = connection.exchange.current.plan?.identity, let tokens = connection.worker.tokens else { return }
         let action = connection.exchange.tokenLookedUp(tokens.lookup(identity, caller: connection.exchange.callerToken,

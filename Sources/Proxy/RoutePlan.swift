@@ -67,19 +67,23 @@ public final class RoutePlan: Sendable {
     let inbound: InboundGate?
 
     /// `interactiveIdentity`: the route's identity logs a person in. `inboundKeys`: the keys of
-    /// the route's `inbound` issuer (nil: none, or no token thread to read them).
+    /// the route's `inbound` issuer (nil: none, or no token thread to read them);
+    /// `introspection`: where its opaque tokens are asked about (nil: they are refused).
     public init(route: Route, position: Int = 0, identity: IdentityTokens? = nil, tls: TLSConfiguration? = nil,
-                interactiveIdentity: Bool = false, inboundKeys: InboundKeys? = nil) {
+                interactiveIdentity: Bool = false, inboundKeys: InboundKeys? = nil, introspection: IntrospectionSource? = nil) {
         self.route = route
         self.position = position
         self.tls = tls
         self.identity = route.identity == nil ? nil : identity
         var replaced = route.setHeaders.map { Array($0.name.lowercased().utf8) }
-        inbound = route.inbound.map { InboundGate(rules: $0, keys: inboundKeys) }
+        inbound = route.inbound.map { InboundGate(rules: $0, keys: inboundKeys, introspection: introspection) }
         if let rules = route.inbound {
             // A client's own copy of a claim header never reaches the upstream, claim or not.
             replaced += rules.claimHeaders.map { Array($0.header.lowercased().utf8) }
             if rules.stripAuthorization { replaced.append(Array("authorization".utf8)) }
+            // The caller's DPoP proof is for the relay (its htu names the relay); the route's own
+            // identity may add its own.
+            replaced.append(Array("dpop".utf8))
         }
         switch route.inject {
         case .header(let name, let prefix) where self.identity != nil:
@@ -101,7 +105,7 @@ public final class RoutePlan: Sendable {
         if usesDPoP, case .header(let name, _) = route.inject, name.lowercased() == "authorization" {
             dpopTokenHeaderPrefix = Array("Authorization: DPoP ".utf8)
             // The client's own proof never reaches the upstream beside the relay's.
-            replaced.append(Array("dpop".utf8))
+            if route.inbound == nil { replaced.append(Array("dpop".utf8)) }
         } else {
             dpopTokenHeaderPrefix = nil
         }

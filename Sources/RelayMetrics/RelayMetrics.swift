@@ -27,6 +27,7 @@
 //   oauth_relay_jwks_fetches_total{issuer,outcome}                  counter (token thread: inbound issuers' keys)
 //   oauth_relay_caller_exchanges_total{identity,outcome}            counter (token thread; with the caller cache's
 //                                                                   series: CallerCacheMetrics.swift)
+//   oauth_relay_inbound_introspections_total{identity,outcome}      counter (token thread: callers' opaque tokens asked about)
 //   oauth_relay_config_reloads_total{outcome}                       counter
 //   oauth_relay_config_last_reload_success_timestamp_seconds        gauge
 
@@ -96,13 +97,21 @@ public final class RelayMetrics: Sendable {
         }
         static var inboundValidations: MetricNameDescriptor {
             describe("inbound_validations", "total",
-                     "Callers' bearer tokens checked on routes with inbound, by outcome: valid (signature checked), cache_hit "
-                        + "(checked before), invalid, insufficient_scope, keys_unavailable, missing (no bearer token).")
+                     "Callers' tokens checked on routes with inbound, by outcome: valid (signature checked), introspected "
+                        + "(active at the introspection endpoint), cache_hit (checked before), invalid, inactive (introspection: "
+                        + "not active), insufficient_scope, keys_unavailable, introspection_unavailable, missing (no token), "
+                        + "dpop_refused (no valid DPoP proof, or a presentation the route does not take), replayed (a DPoP proof "
+                        + "used before).")
         }
         static var jwksFetches: MetricNameDescriptor {
             describe("jwks_fetches", "total",
                      "Reads of an inbound issuer's JWKS (with its discovery), by outcome: ok, refused (no usable document), "
                         + "unavailable (unreachable, timed out, 5xx).")
+        }
+        static var introspections: MetricNameDescriptor {
+            describe("inbound_introspections", "total",
+                     "Questions to an introspection endpoint about callers' opaque tokens, by the identity asking and outcome: "
+                        + "active, inactive, failed (no usable answer), overloaded (too many under way: not sent), stopped.")
         }
         static var reloads: MetricNameDescriptor {
             describe("config_reloads", "total", "Configuration reloads, by outcome (applied or rejected).")
@@ -205,6 +214,11 @@ public final class RelayMetrics: Sendable {
     /// The token thread read an inbound issuer's JWKS, or could not.
     public func jwksFetched(issuer: String, outcome: String) {
         registry.makeCounter(descriptor: Series.jwksFetches, labels: [("issuer", issuer), ("outcome", outcome)]).increment()
+    }
+
+    /// The token thread asked an introspection endpoint about a caller's token.
+    public func introspectionEnded(identity: String, outcome: String) {
+        registry.makeCounter(descriptor: Series.introspections, labels: [("identity", identity), ("outcome", outcome)]).increment()
     }
 
     public func reloadEnded(applied: Bool) {

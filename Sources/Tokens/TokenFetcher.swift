@@ -13,6 +13,7 @@
 //   Logouts               store entries forgotten and refresh tokens revoked
 //   InboundKeyFetches     the signing keys of routes' inbound issuers read
 //   CallerExchanges       callers' tokens exchanged on their behalf, one token per caller
+//   InboundIntrospections callers' opaque tokens asked about (RFC 7662)
 
 import EventLoop
 import FoundationEssentials
@@ -58,6 +59,7 @@ final class TokenFetcher: FetchSchedule {
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
     private lazy var inboundKeys = InboundKeyFetches(idp: idp, logger: logger, observer: observer)
     private lazy var callerExchanges = CallerExchanges(idp: idp, logger: logger, observer: observer)
+    private lazy var inboundIntrospections = InboundIntrospections(idp: idp, logger: logger, observer: observer)
     /// The fetch strategies (TokenFetchStrategy.swift): each identity goes one of these ways.
     private lazy var directFetch = DirectFetch(requests: requests, schedule: self)
     private lazy var selfSignedFetch = SelfSignedFetch(requests: requests, idp: idp)
@@ -119,6 +121,8 @@ final class TokenFetcher: FetchSchedule {
             requests.record(outcome, for: tokens)
         case .needKeys(let keys):
             inboundKeys.fetch(keys)
+        case .introspect(let question):
+            inboundIntrospections.ask(question)
         case .logout(let tokens, let refreshToken, let completion):
             logouts.logout(tokens, refreshToken: refreshToken, completion: completion)
         case .stop:

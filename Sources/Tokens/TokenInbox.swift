@@ -31,6 +31,8 @@ enum TokenMessage: Sendable {
     /// A worker's lookup began an exchange of a caller's token for this identity's
     /// (`CallerTokens`): send it.
     case exchangeForCaller(IdentityTokens, CallerExchange)
+    /// A worker asks about a caller's opaque token (InboundIntrospections).
+    case introspect(IntrospectionQuestion)
     /// A token request ended (posted by the token loop itself).
     case fetchEnded(IdentityTokens, Result<TokenResponse, TokenEndpointError>)
     /// Stop: abandon token requests under way and let the loop end.
@@ -82,7 +84,7 @@ extension TokenMessage {
     fileprivate var coalescingIdentity: IdentityTokens? {
         switch self {
         case .needToken(let tokens), .reconsider(let tokens): tokens
-        case .adopt, .fetchEnded, .logout, .needKeys, .exchangeForCaller, .stop: nil
+        case .adopt, .fetchEnded, .logout, .needKeys, .exchangeForCaller, .introspect, .stop: nil
         }
     }
 

@@ -47,6 +47,10 @@ public protocol TokenObserver: Sendable {
     func jwksFetched(issuer: String, outcome: String)
     /// An exchange of a caller's token ended (token thread).
     func callerExchangeEnded(identity: String, outcome: CallerExchangeOutcome)
+    /// The token thread asked an introspection endpoint about a caller's token as `identity`'s
+    /// client: `active`, `inactive`, `failed` (no usable answer), `overloaded` (not sent),
+    /// `stopped`.
+    func introspectionEnded(identity: String, outcome: String)
 }
 
 /// A step of an interactive login, as counted by `oauth_relay_logins_total{kind,outcome}`.
@@ -75,4 +79,5 @@ extension TokenObserver {
     public func storeOperation(backend: String, outcome: String) {}
     public func jwksFetched(issuer: String, outcome: String) {}
     public func callerExchangeEnded(identity: String, outcome: CallerExchangeOutcome) {}
+    public func introspectionEnded(identity: String, outcome: String) {}
 }

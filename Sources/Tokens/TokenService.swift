@@ -235,6 +235,15 @@ public final class TokenService: Sendable {
         }
     }
 
+    /// Where and as `tokens`' client a route asks about callers' opaque tokens: at `endpoint`, or
+    /// at the `introspection_endpoint` of `issuer`'s metadata (read with `discoveryTLS`).
+    /// Thread-safe.
+    public func introspectionSource(issuer: String, endpoint: HTTPURL?, tokens: IdentityTokens, rules: IntrospectionRules,
+                                    maximumReuseSeconds: Int64, discoveryTLS: TLSConfiguration?) -> IntrospectionSource {
+        IntrospectionSource(issuer: issuer, configuredEndpoint: endpoint, tokens: tokens, rules: rules, maximumReuseSeconds: maximumReuseSeconds,
+                            discoveryTLS: discoveryTLS, inbox: inbox)
+    }
+
     /// Stops the token thread; token requests in flight are abandoned. Effective once.
     public func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }

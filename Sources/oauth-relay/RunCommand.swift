@@ -317,4 +317,8 @@ struct TokenMetrics: TokenObserver {
     func callerExchangeEnded(identity: String, outcome: CallerExchangeOutcome) {
         metrics.callerExchangeEnded(identity: identity, outcome: outcome.rawValue)
     }
+
+    func introspectionEnded(identity: String, outcome: String) {
+        metrics.introspectionEnded(identity: identity, outcome: outcome)
+    }
 }

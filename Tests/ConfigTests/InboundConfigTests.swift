@@ -128,4 +128,62 @@ final class InboundConfigTests: XCTestCase {
         XCTAssertEqual(describe(configErrors(json)),
                        [#"$.routes[0].inbound.claimHeaders.sub: "x-token" carries the injected token and cannot also carry a claim"#])
     }
+
+    // MARK: Opaque tokens and DPoP
+
+    private func withIdentities(_ inbound: String, routeIdentity: String? = "svc") -> String {
+        #"""
+        { "identities": { "svc": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecret": "s" },
+                          "other": { "tokenUrl": "https://idp/token", "clientId": "o", "clientSecret": "s" },
+                          "public": { "tokenUrl": "https://idp/token", "clientId": "p", "clientAuth": "none" } },
+          "routes": [ { "upstream": "http://127.0.0.1:9001"\#(routeIdentity.map { #", "identity": "\#($0)""# } ?? ""),
+                        "inbound": { \#(minimal), \#(inbound) } } ] }
+        """#
+    }
+
+    func testIntrospectionAndDPoPKeysAndTheirDefaults() throws {
+        let rules = try XCTUnwrap(inbound(minimal))
+        XCTAssertNil(rules.introspection)
+        XCTAssertEqual(rules.dpop, InboundDPoP(mode: .allowed, windowSeconds: 60, algorithms: [.es256, .rs256, .ps256, .edDSA]))
+        let asRoute = try XCTUnwrap(decodeConfig(withIdentities(#""introspectionUrl": "https://idp.example.test/introspect""#)).routes.first?.inbound)
+        XCTAssertEqual(asRoute.introspection, InboundIntrospection(url: try HTTPURL(absolute: "https://idp.example.test/introspect"),
+                                                                    identity: "svc", cacheSeconds: 300))
+        let named = try XCTUnwrap(decodeConfig(withIdentities(#"""
+            "introspectionIdentity": "other", "introspectionCacheSeconds": 0, "dpop": "required", "dpopWindowSeconds": 5,
+            "dpopAlgorithms": ["EdDSA", "ES256"]
+            """#, routeIdentity: nil)).routes.first?.inbound)
+        XCTAssertEqual(named.introspection, InboundIntrospection(url: nil, identity: "other", cacheSeconds: 0), "discovered endpoint")
+        XCTAssertEqual(named.dpop, InboundDPoP(mode: .required, windowSeconds: 5, algorithms: [.edDSA, .es256]))
+        XCTAssertEqual(try XCTUnwrap(inbound(minimal + #", "dpop": "refused""#)).dpop.mode, .refused)
+    }
+
+    func testIntrospectionAndDPoPRefusals() {
+        let table: [(inbound: String, routeIdentity: String?, expected: [String])] = [
+            (#""introspectionUrl": "https://idp.example.test/introspect""#, nil,
+             [#"$.routes[0].inbound.introspectionUrl: introspection asks as an identity's client: set introspectionIdentity, or give the route an identity"#]),
+            (#""introspectionUrl": "http://idp.example.test/introspect""#, "svc",
+             [#"$.routes[0].inbound.introspectionUrl: the introspection URL must be https:// (plain http:// only to a loopback host, for a local IdP), got "http://idp.example.test/introspect""#]),
+            (#""introspectionIdentity": "nobody""#, "svc", [#"$.routes[0].inbound.introspectionIdentity: unknown identity "nobody""#]),
+            (#""introspectionIdentity": """#, "svc", ["$.routes[0].inbound.introspectionIdentity: must not be empty"]),
+            (#""introspectionIdentity": "public""#, "svc",
+             ["$.routes[0].inbound.introspectionIdentity: identity public cannot ask the introspection endpoint: it has no client id with a secret, key or assertion to authenticate with (RFC 7662 §2.1)"]),
+            (#""introspectionCacheSeconds": 60"#, "svc",
+             ["$.routes[0].inbound.introspectionCacheSeconds: introspectionCacheSeconds needs introspectionUrl or introspectionIdentity (introspection is off)"]),
+            (#""introspectionIdentity": "svc", "introspectionCacheSeconds": 86401"#, "svc",
+             ["$.routes[0].inbound.introspectionCacheSeconds: must be a number of seconds from 0 to 86400, got 86401"]),
+            (#""dpop": "optional""#, "svc", [#"$.routes[0].inbound.dpop: expected one of "allowed", "required", "refused", got "optional""#]),
+            (#""dpop": true"#, "svc", ["$.routes[0].inbound.dpop: expected a string, got boolean"]),
+            (#""dpopWindowSeconds": 0"#, "svc", ["$.routes[0].inbound.dpopWindowSeconds: must be a number of seconds from 1 to 300, got 0"]),
+            (#""dpopWindowSeconds": 301"#, "svc", ["$.routes[0].inbound.dpopWindowSeconds: must be a number of seconds from 1 to 300, got 301"]),
+            (#""dpopAlgorithms": ["HS256"]"#, "svc",
+             ["$.routes[0].inbound.dpopAlgorithms[0]: HS256 is refused: a DPoP proof is signed with the public key in its own header, and a shared secret there proves nothing"]),
+            (#""dpopAlgorithms": ["none"]"#, "svc", [#"$.routes[0].inbound.dpopAlgorithms[0]: "none" (an unsigned token) is never accepted"#]),
+            (#""dpopAlgorithms": []"#, "svc",
+             ["$.routes[0].inbound.dpopAlgorithms: must list at least one algorithm (leave the key out for RS256, PS256, ES256 and EdDSA)"]),
+            (#""dpopWindow": 30"#, "svc", [#"$.routes[0].inbound.dpopWindow: unknown key "dpopWindow""#]),
+        ]
+        for (body, routeIdentity, expected) in table {
+            XCTAssertEqual(describe(configErrors(withIdentities(body, routeIdentity: routeIdentity))), expected, body)
+        }
+    }
 }

@@ -37,6 +37,38 @@ final class InboundAnswerTests: XCTestCase {
                        + #""detail":"the token's signature does not verify","route":"orders"}"#)
     }
 
+    func testTheDPoPChallenges() {
+        let allowed = InboundChallenges(InboundDPoP())
+        let required = InboundChallenges(InboundDPoP(mode: .required, algorithms: [.es256]))
+        let refused = InboundChallenges(InboundDPoP(mode: .refused))
+        func challenges(_ refusal: InboundRefusal, _ offered: InboundChallenges, dpop: Bool = false) -> [String] {
+            Problem.inbound(refusal, route: "orders", challenges: offered, presentedAsDPoP: dpop).extraHeaders
+                .filter { $0.0 == "WWW-Authenticate" }.map(\.1)
+        }
+        XCTAssertEqual(challenges(.noToken, allowed), [#"Bearer realm="oauth-relay""#, #"DPoP algs="ES256 RS256 PS256 EdDSA""#])
+        XCTAssertEqual(challenges(.noToken, required), [#"DPoP algs="ES256""#])
+        XCTAssertEqual(challenges(.noToken, refused), [#"Bearer realm="oauth-relay""#])
+        XCTAssertEqual(challenges(.invalidProof("the DPoP proof's htu does not match the request URI"), allowed),
+                       [#"DPoP error="invalid_dpop_proof", error_description="the DPoP proof's htu does not match the request URI", algs="ES256 RS256 PS256 EdDSA""#])
+        XCTAssertEqual(challenges(.replayedProof, required),
+                       [#"DPoP error="invalid_dpop_proof", error_description="the DPoP proof was used before (jti)", algs="ES256""#])
+        XCTAssertEqual(challenges(.invalidToken(.expired), required, dpop: true),
+                       [#"DPoP error="invalid_token", error_description="the token has expired", algs="ES256""#])
+        XCTAssertEqual(challenges(.invalidToken(.expired), allowed),
+                       [#"Bearer realm="oauth-relay", error="invalid_token", error_description="the token has expired""#])
+        XCTAssertEqual(challenges(.bindingMismatch(.boundTokenAsBearer), allowed),
+                       [#"DPoP error="invalid_token", error_description="the token is DPoP-bound but came without a DPoP proof", algs="ES256 RS256 PS256 EdDSA""#])
+        XCTAssertEqual(challenges(.bindingMismatch(.boundTokenAsBearer), refused),
+                       [#"Bearer realm="oauth-relay", error="invalid_token", error_description="the token is DPoP-bound but came without a DPoP proof""#])
+        let full = Problem.inbound(.proofMemoryFull(retryAfterSeconds: 60), route: "orders", challenges: allowed)
+        XCTAssertEqual(full.status, 503)
+        XCTAssertEqual(header(full, "Retry-After"), "60")
+        let unavailable = Problem.inbound(.introspectionUnavailable(reason: "the introspection endpoint answered HTTP 500", retryAfterSeconds: 3),
+                                          route: "orders")
+        XCTAssertEqual(unavailable.status, 503)
+        XCTAssertEqual(header(unavailable, "Retry-After"), "3")
+    }
+
     // MARK: The exchange
 
     private static let upstream = UpstreamURL(parsing: "http://orders.internal:8080")!
@@ -72,7 +104,7 @@ final class InboundAnswerTests: XCTestCase {
     func testACallerWaitingForKeysIsParkedThenGoesOnToTheIdentitysToken() {
         var exchange = Exchange()
         start(&exchange, head("POST / HTTP/1.1", "Host: a", "Content-Length: 5"))
-        guard case .waitForToken(pauseParser: true) = exchange.callerWaitsForKeys("t", on: Self.plan(identity: "svc"), upgrade: nil) else {
+        guard case .waitForToken(pauseParser: true) = exchange.callerWaits(ParkedCaller(token: "t"), on: Self.plan(identity: "svc"), upgrade: nil) else {
             return XCTFail("parked, the body left unparsed")
         }
         XCTAssertTrue(exchange.isWaitingForToken, "the token wait's deadline runs")
@@ -90,7 +122,7 @@ final class InboundAnswerTests: XCTestCase {
     func testACallerAdmittedAfterWaitingOnARouteWithoutIdentityIsForwarded() {
         var exchange = Exchange()
         start(&exchange, head("GET / HTTP/1.1", "Host: a"))
-        _ = exchange.callerWaitsForKeys("t", on: Self.plan(), upgrade: nil)
+        _ = exchange.callerWaits(ParkedCaller(token: "t"), on: Self.plan(), upgrade: nil)
         guard case .forward(resumeParser: false) = exchange.callerAdmittedAfterWait(Self.caller(), token: nil) else {
             return XCTFail("forwarded")
         }
@@ -100,7 +132,7 @@ final class InboundAnswerTests: XCTestCase {
     func testAWaitForKeysEndsIn503AfterTokenWaitSeconds() {
         var exchange = Exchange()
         start(&exchange, head("POST / HTTP/1.1", "Host: a", "Content-Length: 5"))
-        _ = exchange.callerWaitsForKeys("t", on: Self.plan(identity: "svc"), upgrade: nil)
+        _ = exchange.callerWaits(ParkedCaller(token: "t"), on: Self.plan(identity: "svc"), upgrade: nil)
         guard case .answer(let problem, resumeParser: true)? = exchange.tokenWaitExpired(tokenWaitSeconds: 2) else {
             return XCTFail("answered, the parser resumed to read past the body")
         }
@@ -113,7 +145,7 @@ final class InboundAnswerTests: XCTestCase {
     func testARefusalAfterTheWaitIsAnswered() {
         var exchange = Exchange()
         start(&exchange, head("GET / HTTP/1.1", "Host: a"))
-        _ = exchange.callerWaitsForKeys("t", on: Self.plan(), upgrade: nil)
+        _ = exchange.callerWaits(ParkedCaller(token: "t"), on: Self.plan(), upgrade: nil)
         guard case .answer(let problem, resumeParser: false) = exchange.callerRefusedAfterWait(.inbound(.invalidToken(.unknownKey), route: "orders")) else {
             return XCTFail("answered")
         }

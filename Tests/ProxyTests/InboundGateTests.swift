@@ -48,11 +48,11 @@ final class InboundGateTests: XCTestCase {
         for _ in 0..<5 { loop.runOnce(wait: false) }
         XCTAssertEqual(fetchesPosted, 1)
         fetched(gate)
-        guard case .admitted(let first, fresh: true, _) = admit(gate, token) else { return XCTFail("verified") }
+        guard case .admitted(let first, how: .checked, _) = admit(gate, token) else { return XCTFail("verified") }
         XCTAssertEqual(first.token.value, token)
         XCTAssertEqual(first.token.expiresAt, InboundCheckTests.now + 300)
         XCTAssertEqual(String(decoding: first.claimLines, as: UTF8.self), "X-Forwarded-User: alice\r\n")
-        guard case .admitted(let again, fresh: false, _) = admit(gate, token) else { return XCTFail("from the cache") }
+        guard case .admitted(let again, how: .cached, _) = admit(gate, token) else { return XCTFail("from the cache") }
         XCTAssertTrue(again === first)
         XCTAssertEqual(gate.cachedCount, 1)
         // Past exp plus the clock skew (60 s) the entry is gone and the token is checked anew: expired.

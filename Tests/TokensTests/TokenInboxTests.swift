@@ -20,6 +20,7 @@ final class TokenInboxTests: XCTestCase {
             case .logout(let tokens, _, _): "logout \(tokens.identity.name)"
             case .needKeys(let keys): "keys \(keys.issuer)"
             case .exchangeForCaller(let tokens, _): "exchange for a caller of \(tokens.identity.name)"
+            case .introspect(let question): "introspect \(question.source.issuer)"
             case .stop: "stop"
             }
         }

@@ -505,6 +505,14 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.routes[].inbound.stripAuthorization": route(inbound={**INBOUND, "stripAuthorization": True}),
     "$.routes[].inbound.maxTokens": route(inbound={**INBOUND, "maxTokens": 50}),
     "$.routes[].inbound.tls": route(inbound={**INBOUND, "tls": {}}),
+    "$.routes[].inbound.introspectionUrl": {**identity(clientSecret="s3cret"), "routes": [
+        {"upstream": HTTP_UPSTREAM, "identity": "svc", "inbound": {**INBOUND, "introspectionUrl": "https://idp.example.test/introspect"}}]},
+    "$.routes[].inbound.introspectionIdentity": {**identity(clientSecret="s3cret"), **route(inbound={**INBOUND, "introspectionIdentity": "svc"})},
+    "$.routes[].inbound.introspectionCacheSeconds": {**identity(clientSecret="s3cret"), **route(
+        inbound={**INBOUND, "introspectionIdentity": "svc", "introspectionCacheSeconds": 60})},
+    "$.routes[].inbound.dpop": route(inbound={**INBOUND, "dpop": "required"}),
+    "$.routes[].inbound.dpopWindowSeconds": route(inbound={**INBOUND, "dpopWindowSeconds": 30}),
+    "$.routes[].inbound.dpopAlgorithms": route(inbound={**INBOUND, "dpopAlgorithms": ["ES256", "EdDSA"]}),
     **{f"$.routes[].inbound.tls.{key}": route(inbound={**INBOUND, "tls": tls}) for key, tls in TLS_SAMPLES.items()},
     "$.routes[].certificateBoundUpstream": {
         **identity(tls={"clientCert": CERT_FILE, "clientKey": KEY_FILE}),
