@@ -175,6 +175,20 @@ final class InboundAnswerTests: XCTestCase {
                             "X-Forwarded-Proto: http", "Via: 1.1 oauth-relay", "X-Forwarded-User: alice"))
     }
 
+    func testClaimHeadersSpelledWithUnderscoresNeverReachTheUpstreamInTheHeadNorInTrailers() {
+        // A CGI-style upstream reads X_Forwarded_User as HTTP_X_FORWARDED_USER, the claim header's variable.
+        let plan = Self.plan(inbound: InboundRules(issuer: "https://idp", audiences: ["a"], claimHeaders: [
+            ClaimHeader(claim: "sub", header: "X-Forwarded-User"),
+        ]))
+        let request = ["GET / HTTP/1.1", "Host: a", "X_Forwarded_User: admin", "x-forwarded_USER: admin", "X_Forwarded_Userx: kept"]
+        XCTAssertEqual(forwarded(request, plan: plan, claimLines: "X-Forwarded-User: alice\r\n"),
+                       head("GET / HTTP/1.1", "Host: orders.internal:8080", "X_Forwarded_Userx: kept", "X-Forwarded-For: 192.0.2.7",
+                            "X-Forwarded-Proto: http", "Via: 1.1 oauth-relay", "X-Forwarded-User: alice"))
+        let chunked = parsedHead(head("POST / HTTP/1.1", "Host: a", "Transfer-Encoding: chunked")
+                                 + "1\r\nx\r\n0\r\nX_Forwarded_User: admin\r\nX-Checksum: abc\r\n\r\n")
+        XCTAssertEqual(written { ForwardedHead.writeLastChunk(trailersOf: chunked, plan: plan, into: &$0) }, "0\r\nX-Checksum: abc\r\n\r\n")
+    }
+
     func testStripAuthorizationKeepsTheCallersTokenFromTheUpstream() {
         let plan = Self.plan(inbound: InboundRules(issuer: "https://idp", audiences: ["a"], stripAuthorization: true))
         XCTAssertEqual(forwarded(["GET / HTTP/1.1", "Host: a", "Authorization: Bearer t"], plan: plan, claimLines: nil),
