@@ -20,9 +20,7 @@ extension ProxyWorker {
         case .admitted(_, let how, let withheld):
             countInbound(how == .checked ? "valid" : how == .introspected ? "introspected" : "cache_hit", route: route)
             for (claim, why) in withheld {
-                logger.warning(why == .controlCharacter ? "claim not passed on: its value holds a control character"
-                                   : "claim not passed on: it is not a string, a number, a boolean or an array of strings",
-                               metadata: ["route": .string(route.route.name), "claim": .string(claim)])
+                logger.warning("claim not passed on: \(why.description)", metadata: ["route": .string(route.route.name), "claim": .string(claim)])
             }
         case .wait:
             break
