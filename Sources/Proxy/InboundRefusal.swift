@@ -68,6 +68,8 @@ enum InvalidToken: String, Equatable {
     case wrongAudience = "the token is not meant for this service (aud)"
     case missingExpiry = "the token has no expiry (exp)"
     case malformedClaims = "the token's claims are malformed"
+    /// `cnf` without a string `jkt`: bound by a means the relay cannot check (RFC 7800).
+    case uncheckableBinding = "the token is bound (cnf) to a key or certificate the relay cannot check"
     /// Introspection: the issuer says the token is not active (expired, revoked, unknown).
     case inactive = "the token is not active"
 
@@ -80,6 +82,7 @@ enum InvalidToken: String, Equatable {
         case .issuedInTheFuture: self = .issuedInTheFuture
         case .issuerMismatch: self = .wrongIssuer
         case .audienceMismatch: self = .wrongAudience
+        case .uncheckableBinding: self = .uncheckableBinding
         // The gate judges the binding itself, per request: an answer is judged without it.
         case .binding: self = .malformedClaims
         }
