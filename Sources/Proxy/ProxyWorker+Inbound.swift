@@ -11,11 +11,12 @@ import OAuth2
 
 extension ProxyWorker {
     /// The token `bytes`, presented as `presentation`, checked by `gate` for `route`'s request,
-    /// counted by outcome; `parkedOn`: the introspection a woken request waited for.
+    /// counted by outcome; `parkedOn`: the introspection a woken request waited for; `firstAsk`:
+    /// false for a woken request (`InboundGate.admit`).
     func checkCaller(_ token: UnsafeRawBufferPointer, presentedAs presentation: TokenPresentation, at gate: InboundGate, route: RoutePlan,
-                     parkedOn parked: PendingIntrospection? = nil) -> InboundGate.Outcome {
+                     parkedOn parked: PendingIntrospection? = nil, firstAsk: Bool = true) -> InboundGate.Outcome {
         let outcome = gate.admit(token, presentedAs: presentation, unixTime: Int64(time(nil)), monotonic: Double(loop.nowMilliseconds) / 1000,
-                                 wake: tokens?.parkedRequestsWakeup, parkedOn: parked)
+                                 wake: tokens?.parkedRequestsWakeup, parkedOn: parked, firstAsk: firstAsk)
         switch outcome {
         case .admitted(_, let how, let withheld):
             countInbound(how == .checked ? "valid" : how == .introspected ? "introspected" : "cache_hit", route: route)

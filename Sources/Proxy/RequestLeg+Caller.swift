@@ -64,7 +64,7 @@ extension RequestLeg {
         var token = parked.token
         let outcome = token.withUTF8 {
             connection.worker.checkCaller(UnsafeRawBufferPointer($0), presentedAs: parked.presentation, at: gate, route: plan,
-                                          parkedOn: parked.introspection)
+                                          parkedOn: parked.introspection, firstAsk: false)
         }
         switch outcome {
         case .wait:

@@ -10,8 +10,9 @@
 // A fetch starts at most once per `minimumRefetchSeconds`, whatever the tokens say: tokens naming
 // random `kid`s make at most one JWKS request per interval, and within it a kid the keys lack is
 // a key the issuer does not have. While a fetch is under way, the requests that need it wait (at
-// most `maxWaitingRequests` of them; more are told to come back); after a failure, requests that
-// need new keys are answered "unavailable" until the interval is over.
+// most `maxWaitingRequests` of them, each counted once however often its worker wakes it; more
+// are told to come back); after a failure, requests that need new keys are answered
+// "unavailable" until the interval is over.
 
 import JOSE
 
@@ -59,9 +60,12 @@ public struct InboundKeyState: Sendable {
     public var isFetching: Bool { fetch == .inFlight }
 
     /// A token cannot be verified with `keys` (there are none, or none with its kid), at `now`.
-    public mutating func needKeys(at now: Double) -> InboundKeyNeed {
+    /// `firstAsk`: false for a parked request asking again when its worker wakes (it was counted
+    /// among the waiting when it first asked; a wake-up is not another request).
+    public mutating func needKeys(at now: Double, firstAsk: Bool = true) -> InboundKeyNeed {
         switch fetch {
         case .inFlight:
+            guard firstAsk else { return .wait }
             guard waiting < Self.maxWaitingRequests else {
                 return .unavailable(reason: "too many requests are waiting for the issuer's keys", retryAfterSeconds: 1)
             }

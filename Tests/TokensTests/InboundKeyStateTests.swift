@@ -84,6 +84,18 @@ final class InboundKeyStateTests: XCTestCase {
         XCTAssertEqual(state.needKeys(at: 120), .wait)
     }
 
+    /// A parked request asks again each time its worker wakes (any token published wakes it):
+    /// those asks are not more requests, so they do not fill the waiting room.
+    func testAParkedRequestAskingAgainIsCountedOnce() {
+        var state = InboundKeyState()
+        XCTAssertEqual(state.needKeys(at: 100), .fetchAndWait)
+        for _ in 0..<(2 * InboundKeyState.maxWaitingRequests) { XCTAssertEqual(state.needKeys(at: 100, firstAsk: false), .wait) }
+        for _ in 1..<InboundKeyState.maxWaitingRequests { XCTAssertEqual(state.needKeys(at: 100), .wait) }
+        XCTAssertEqual(state.needKeys(at: 100),
+                       .unavailable(reason: "too many requests are waiting for the issuer's keys", retryAfterSeconds: 1))
+        XCTAssertEqual(state.needKeys(at: 100, firstAsk: false), .wait, "one already waiting keeps waiting")
+    }
+
     func testKeysAnHourOldAreReadAgainInTheBackground() {
         var state = InboundKeyState()
         _ = state.needKeys(at: 0)
