@@ -12,7 +12,9 @@ enum InboundRefusal: Equatable {
     case invalidToken(InvalidToken)
     /// 403 `insufficient_scope`: the token lacks `missing` of the route's `required` scopes.
     case insufficientScope(missing: [String], required: [String])
-    /// The issuer's keys could not be read: 503 with `Retry-After`.
+    /// The issuer's keys could not be read: 503 with `Retry-After`. `reason` (here and for
+    /// introspection) is one of the relay's fixed sentences, never the IdP's words: the answer
+    /// goes to a caller the relay has not authenticated.
     case keysUnavailable(reason: String, retryAfterSeconds: Int)
     /// The introspection endpoint gave no usable answer (or too many tokens are being asked
     /// about): 503 with `Retry-After`.

@@ -37,6 +37,10 @@ public struct InboundKeyState: Sendable {
     public static let maximumKeyAgeSeconds = 3600.0
     /// Requests that may wait for one fetch; more are answered "unavailable".
     public static let maxWaitingRequests = 1000
+    /// What a request is told after a failed fetch. The failure itself (a URL, the IdP's status
+    /// or words) is logged by the token thread and kept in `failure`, never sent to a caller the
+    /// relay has not authenticated.
+    public static let keysNotRead = "the issuer's keys could not be read lately"
 
     private enum Fetch: Sendable {
         case idle
@@ -48,7 +52,8 @@ public struct InboundKeyState: Sendable {
     /// Moves on with every fetch that ends, so a request can tell whether the keys it used are
     /// still the latest.
     public private(set) var generation: UInt64 = 0
-    /// Why the last fetch failed (nil when it did not).
+    /// Why the last fetch failed (nil when it did not), for the log and tests: a caller is told
+    /// `keysNotRead` only.
     public private(set) var failure: String?
     private var fetch = Fetch.idle
     private var lastStart: Double?
@@ -74,7 +79,7 @@ public struct InboundKeyState: Sendable {
         case .idle:
             if let lastStart, now - lastStart < Self.minimumRefetchSeconds {
                 let retryAfter = max(1, Int((Self.minimumRefetchSeconds - (now - lastStart)).rounded(.up)))
-                if let failure { return .unavailable(reason: failure, retryAfterSeconds: retryAfter) }
+                if failure != nil { return .unavailable(reason: Self.keysNotRead, retryAfterSeconds: retryAfter) }
                 if keys != nil { return .noSuchKey }
             }
             start(at: now)

@@ -48,6 +48,9 @@ final class InboundAnswerTests: XCTestCase {
         XCTAssertEqual(challenges(.noToken, allowed), [#"Bearer realm="oauth-relay""#, #"DPoP algs="ES256 RS256 PS256 EdDSA""#])
         XCTAssertEqual(challenges(.noToken, required), [#"DPoP algs="ES256""#])
         XCTAssertEqual(challenges(.noToken, refused), [#"Bearer realm="oauth-relay""#])
+        // A route that takes no Bearer never offers it, not even to a malformed request.
+        XCTAssertEqual(challenges(.malformedRequest("the request has more than one Authorization field"), required),
+                       [#"DPoP error="invalid_request", error_description="the request has more than one Authorization field", algs="ES256""#])
         XCTAssertEqual(challenges(.invalidProof("the DPoP proof's htu does not match the request URI"), allowed),
                        [#"DPoP error="invalid_dpop_proof", error_description="the DPoP proof's htu does not match the request URI", algs="ES256 RS256 PS256 EdDSA""#])
         XCTAssertEqual(challenges(.replayedProof, required),

@@ -106,10 +106,11 @@ final class InboundGateOpaqueTests: XCTestCase {
             return XCTFail("403")
         }
         guard case .wait(let failing?) = admit(gate, "down") else { return XCTFail("asked about") }
-        questions()[0].completion(.failed(.unexpectedStatus(status: 503, contentType: nil, excerpt: nil, retryAfter: 7)))
-        guard case .refused(.introspectionUnavailable(_, retryAfterSeconds: 7)) = admit(gate, "down", parkedOn: failing) else {
+        questions()[0].completion(.failed(.unexpectedStatus(status: 503, contentType: nil, excerpt: "internal-idp.corp: db down", retryAfter: 7)))
+        guard case .refused(.introspectionUnavailable(let reason, retryAfterSeconds: 7)) = admit(gate, "down", parkedOn: failing) else {
             return XCTFail("503 with the endpoint's Retry-After")
         }
+        XCTAssertEqual(reason, "the introspection endpoint gave no usable answer", "the endpoint's words stay in the log")
     }
 
     func testWithoutIntrospectionAnOpaqueTokenIsNotAJWT() {
