@@ -7,16 +7,20 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import JOSE
 import OAuth2
 
 extension ProxyWorker {
     /// The token `bytes`, presented as `presentation`, checked by `gate` for `route`'s request,
-    /// counted by outcome; `parkedOn`: the introspection a woken request waited for; `firstAsk`:
+    /// counted by outcome; `proof`: the verified DPoP proof it came with, remembered if the token
+    /// is admitted (a replay is refused then); `parkedOn`: the introspection a woken request waited for; `firstAsk`:
     /// false for a woken request (`InboundGate.admit`).
-    func checkCaller(_ token: UnsafeRawBufferPointer, presentedAs presentation: TokenPresentation, at gate: InboundGate, route: RoutePlan,
-                     parkedOn parked: PendingIntrospection? = nil, firstAsk: Bool = true) -> InboundGate.Outcome {
-        let outcome = gate.admit(token, presentedAs: presentation, unixTime: Int64(time(nil)), monotonic: Double(loop.nowMilliseconds) / 1000,
+    func checkCaller(_ token: UnsafeRawBufferPointer, presentedAs presentation: TokenPresentation, proof: DPoPAcceptedProof? = nil,
+                     at gate: InboundGate, route: RoutePlan, parkedOn parked: PendingIntrospection? = nil, firstAsk: Bool = true) -> InboundGate.Outcome {
+        let now = unixTime
+        let checked = gate.admit(token, presentedAs: presentation, unixTime: now, monotonic: Double(loop.nowMilliseconds) / 1000,
                                  wake: tokens?.parkedRequestsWakeup, parkedOn: parked, firstAsk: firstAsk)
+        let outcome = gate.recordingProof(proof, of: checked, now: now)
         switch outcome {
         case .admitted(_, let how, let withheld):
             countInbound(how == .checked ? "valid" : how == .introspected ? "introspected" : "cache_hit", route: route)
