@@ -4,7 +4,7 @@ import JSON
 /// Reads the top level of a config file into a `RelayConfig`, handing each section to its
 /// decoder (`ListenerDecoding`, `StoreDecoding`, `LimitsDecoding`, `IdentityDecoding`,
 /// `RouteDecoding`) and then running the checks across sections (`RouteIdentityChecks`,
-/// `InteractiveIdentityChecks`), in the order their problems have always been reported.
+/// `InboundDPoPHostChecks`, `InteractiveIdentityChecks`), in the order their problems have always been reported.
 struct RelayConfigDecoding {
     let context: DecodingContext
 
@@ -49,6 +49,7 @@ struct RelayConfigDecoding {
         if let field = object.field("routes") {
             config.routes = RouteDecoding(context: context).decodeRoutes(field, identityNames: identityNames)
             RouteIdentityChecks(context: context).checkRouteIdentities(field, routes: config.routes, identities: config.identities)
+            InboundDPoPHostChecks(context: context).checkDPoPHosts(config, routesField: field)
         }
         if let field = object.field("identities") {
             InteractiveIdentityChecks(context: context)

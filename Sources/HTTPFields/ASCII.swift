@@ -87,6 +87,18 @@ public enum ASCII {
         return true
     }
 
+    /// Whether `bytes` spells `lowercase` (already lower case) ignoring ASCII case and reading
+    /// each `_` of `bytes` as `-`: servers that map names CGI-style (`HTTP_X_FORWARDED_USER`)
+    /// take `X_Forwarded_User` for `X-Forwarded-User` (as `KnownHeader.underscoredLookalike`).
+    @inlinable
+    public static func equalsIgnoringCaseReadingUnderscoreAsHyphen(_ bytes: UnsafeRawBufferPointer, _ lowercase: [UInt8]) -> Bool {
+        guard bytes.count == lowercase.count else { return false }
+        for i in 0..<bytes.count where lowercased(bytes[i]) != lowercase[i] {
+            guard bytes[i] == UInt8(ascii: "_") && lowercase[i] == UInt8(ascii: "-") else { return false }
+        }
+        return true
+    }
+
     /// Whether `bytes` starts with `lowercasePrefix` (already lower case), ignoring ASCII case.
     @inlinable
     public static func startsIgnoringCase(_ bytes: UnsafeRawBufferPointer, with lowercasePrefix: [UInt8]) -> Bool {

@@ -89,6 +89,9 @@ public struct IntrospectedToken: Sendable, Equatable, CustomStringConvertible, C
     public let jwtID: String?
     /// `cnf.jkt` (RFC 9449 §6.2): the thumbprint of the DPoP key the token is bound to.
     public let boundKeyThumbprint: String?
+    /// `cnf` is there without a `jkt` (`{"x5t#S256": ...}`, RFC 8705): the token is bound by a
+    /// means the relay cannot check, so it is refused (`IntrospectionRefusal.uncheckableBinding`).
+    public let hasUncheckableBinding: Bool
     /// Every member of the answer, in order: what `claimHeaders` may pass on (`email`, `groups`).
     public let claims: JWTClaims
 
@@ -127,12 +130,14 @@ public struct IntrospectedToken: Sendable, Equatable, CustomStringConvertible, C
         switch present("cnf") {
         case nil:
             boundKeyThumbprint = nil
+            hasUncheckableBinding = false
         case .object(let confirmation)?:
             let jkt = confirmation.last { $0.name == "jkt" }?.value
             guard jkt == nil || jkt == .null || jkt?.string != nil else {
                 throw IntrospectionResponse.Invalid(reason: "cnf.jkt is not a string")
             }
             boundKeyThumbprint = jkt?.string
+            hasUncheckableBinding = boundKeyThumbprint == nil
         case _?:
             throw IntrospectionResponse.Invalid(reason: "cnf is not an object")
         }

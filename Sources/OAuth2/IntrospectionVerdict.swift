@@ -38,6 +38,8 @@ public enum IntrospectionRefusal: Sendable, Equatable, CustomStringConvertible {
     case issuerMismatch(expected: String)
     case audienceMismatch
     case binding(TokenBindingMismatch)
+    /// `cnf` without a string `jkt` (`x5t#S256`, RFC 8705): a binding the relay cannot check.
+    case uncheckableBinding
 
     public var description: String {
         switch self {
@@ -48,6 +50,7 @@ public enum IntrospectionRefusal: Sendable, Equatable, CustomStringConvertible {
         case .issuerMismatch(let expected): "the token's issuer is not \"\(expected)\""
         case .audienceMismatch: "the token's audience names none of the route's audiences"
         case .binding(let mismatch): mismatch.description
+        case .uncheckableBinding: "the token is bound (cnf) to a key or certificate the relay cannot check"
         }
     }
 }
@@ -69,6 +72,8 @@ extension IntrospectionResponse {
         if !rules.audiences.isEmpty, !token.audience.contains(where: rules.audiences.contains) {
             return .invalidToken(.audienceMismatch)
         }
+        // Checked before how it came: such a token is no bearer token, nor one the proof's key can hold.
+        if token.hasUncheckableBinding { return .invalidToken(.uncheckableBinding) }
         if let mismatch = presentation.mismatch(withTokenBoundTo: token.boundKeyThumbprint) {
             return .invalidToken(.binding(mismatch))
         }

@@ -9,6 +9,7 @@
 //                → waitingForCheck ─(keys read, introspection landed)─▶ admitted(caller) ─▶ identity token lookup
 //                                  └─(refused, or tokenWaitSeconds)─▶ answered here
 
+import JOSE
 import OAuth2
 
 enum CallerCheck {
@@ -31,10 +32,13 @@ enum CallerCheck {
 }
 
 /// What a parked request keeps of its caller to check it again when woken: the token (a copy:
-/// the head's bytes may be gone by then), how it came (its DPoP proof was checked at the head),
-/// and the introspection it waits for, if that is what it waits for.
+/// the head's bytes may be gone by then), how it came (its DPoP proof was checked at the head,
+/// and is remembered against replays once the token is admitted), and the introspection it
+/// waits for, if that is what it waits for.
 struct ParkedCaller {
     let token: String
     var presentation: TokenPresentation = .bearer
+    /// The proof the request came with (nil: Bearer), verified but not yet remembered.
+    var proof: DPoPAcceptedProof?
     var introspection: PendingIntrospection?
 }

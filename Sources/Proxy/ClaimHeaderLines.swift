@@ -13,6 +13,25 @@ enum ClaimHeaderLines {
         case controlCharacter
         /// An object, `null`, or an array holding other than strings.
         case notRepresentable
+        /// Empty (an empty string or array, or an empty item of an array): a field without a
+        /// value reads as no claim to some upstreams and as a claim to others.
+        case empty
+        /// Space or tab at the start or end (of the value or of an array item): a parser drops
+        /// them (RFC 9110 §5.5), so the upstream would see another value than the token's.
+        case surroundingWhitespace
+        /// An array item holding `,`: joined with `, `, it would read as two items.
+        case commaInArrayItem
+
+        /// Why, for the log line (never the value).
+        var description: String {
+            switch self {
+            case .controlCharacter: "its value holds a control character"
+            case .notRepresentable: "it is not a string, a number, a boolean or an array of strings"
+            case .empty: "its value (or an item of it) is empty"
+            case .surroundingWhitespace: "its value (or an item of it) starts or ends with a space or tab"
+            case .commaInArrayItem: "an item of its array holds a comma"
+            }
+        }
     }
 
     struct Rendered: Equatable {
@@ -43,20 +62,38 @@ enum ClaimHeaderLines {
     }
 
     /// A claim's value as header text: a string as it is, a number or boolean as JSON writes it, an
-    /// array of strings joined with ", ".
+    /// array of strings joined with ", ". Withheld: a value a header line would carry otherwise
+    /// than the token does (control characters, nothing, spaces a parser trims, an item that
+    /// reads as two).
     static func text(of value: JSONValue) -> Result<String, WithheldValue> {
         let text: String
         switch value {
-        case .string(let string): text = string
+        case .string(let string):
+            if let why = withholding(string) { return .failure(WithheldValue(why)) }
+            text = string
         case .integer, .number, .bool: text = value.serialized
         case .array(let values):
             guard let strings = value.strings, strings.count == values.count else { return .failure(WithheldValue(.notRepresentable)) }
+            guard !strings.isEmpty else { return .failure(WithheldValue(.empty)) }
+            for item in strings {
+                if let why = withholding(item) { return .failure(WithheldValue(why)) }
+                if item.utf8.contains(UInt8(ascii: ",")) { return .failure(WithheldValue(.commaInArrayItem)) }
+            }
             text = strings.joined(separator: ", ")
         case .object, .null:
             return .failure(WithheldValue(.notRepresentable))
         }
-        guard text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else { return .failure(WithheldValue(.controlCharacter)) }
         return .success(text)
+    }
+
+    /// Why one string (a value or an array item) cannot be sent as it is; nil: it can.
+    private static func withholding(_ string: String) -> Withholding? {
+        let bytes = string.utf8
+        guard bytes.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else { return .controlCharacter }
+        guard let first = bytes.first, let last = bytes.last else { return .empty }
+        // Tabs are control characters, refused above: only spaces are left to look for.
+        guard first != 0x20 && last != 0x20 else { return .surroundingWhitespace }
+        return nil
     }
 
     struct WithheldValue: Error, Equatable {

@@ -63,6 +63,9 @@ struct InboundCheck {
         }
         guard claims.audience.contains(where: rules.audiences.contains) else { return .invalid(.wrongAudience) }
         guard let expiresAt = claims.expiry else { return .invalid(.missingExpiry) }
+        // A binding the relay cannot check (`x5t#S256`, a `jkt` that is not a string) must not
+        // pass as a bearer token: whoever holds the token could use it without the key.
+        guard !Self.hasUncheckableBinding(claims) else { return .invalid(.uncheckableBinding) }
         let missing = Self.missingScopes(rules.requiredScopes, of: claims)
         guard missing.isEmpty else {
             return .insufficientScope(missing: missing, expiresAt: expiresAt, boundKeyThumbprint: Self.boundKeyThumbprint(of: claims))
@@ -74,6 +77,15 @@ struct InboundCheck {
     static func boundKeyThumbprint(of claims: JWTClaims) -> String? {
         guard case .object(let confirmation)? = claims["cnf"] else { return nil }
         return confirmation.last { $0.name == "jkt" }?.value.string
+    }
+
+    /// Whether the token has a `cnf` (not `null`) without a string `jkt`: bound to something
+    /// (RFC 7800: a certificate, another key) the relay cannot check.
+    static func hasUncheckableBinding(_ claims: JWTClaims) -> Bool {
+        switch claims["cnf"] {
+        case nil, .null?: false
+        default: boundKeyThumbprint(of: claims) == nil
+        }
     }
 
     /// Whether `bytes` has the shape of a compact JWS: three base64url segments (the first two not

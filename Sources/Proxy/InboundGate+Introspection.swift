@@ -15,6 +15,8 @@ extension InboundGate {
     /// Different tokens asked about at once, at most, per route: past that a new one is answered
     /// 503 (a flood of made-up tokens holds no more).
     static let maximumPendingIntrospections = 1024
+    /// What a caller is told when the introspection endpoint gave no usable answer.
+    static let introspectionFailed = "the introspection endpoint gave no usable answer"
 
     func introspect(_ bytes: UnsafeRawBufferPointer, digest: [UInt8], key: TokenDigest, at source: IntrospectionSource,
                     presentedAs presentation: TokenPresentation, wake: LoopWakeup?) -> Outcome {
@@ -80,7 +82,9 @@ extension InboundGate {
             }
         case .failed(let error):
             let retryAfter = error.retryAfter.map { max(1, Int($0.rounded(.up))) } ?? 1
-            return .refused(.introspectionUnavailable(reason: error.description(endpoint: "the introspection endpoint"), retryAfterSeconds: retryAfter))
+            // The error's words (the endpoint's URL, status, error code, an excerpt of its
+            // answer) are logged on the token thread (`Introspections`), not sent to the caller.
+            return .refused(.introspectionUnavailable(reason: Self.introspectionFailed, retryAfterSeconds: retryAfter))
         case .overloaded:
             return .refused(.introspectionUnavailable(reason: "too many tokens are being introspected", retryAfterSeconds: 1))
         case .stopped:

@@ -82,10 +82,11 @@ final class InboundGate: Sendable {
 
     /// Checks the token `bytes`, presented as `presentation`, at `unixTime` (seconds since 1970);
     /// `monotonic`: the loop's clock, in seconds, for the keys' rate limit. A request that must
-    /// wait registers `wake`; one woken from a wait for an introspection passes it as `parkedOn`.
+    /// wait registers `wake`; one woken from a wait for an introspection passes it as `parkedOn`,
+    /// one woken from a wait for keys `firstAsk: false` (it is counted among those waiting once).
     /// A token checked before costs its digest and a look-up: no copy of it is made.
     func admit(_ bytes: UnsafeRawBufferPointer, presentedAs presentation: TokenPresentation = .bearer, unixTime: Int64, monotonic: Double,
-               wake: LoopWakeup?, parkedOn parked: PendingIntrospection? = nil) -> Outcome {
+               wake: LoopWakeup?, parkedOn parked: PendingIntrospection? = nil, firstAsk: Bool = true) -> Outcome {
         // A request parked on an introspection takes its answer (also when it may not be reused).
         if let parked {
             guard let wake else { return .refused(Self.noWakeup) }
@@ -122,7 +123,7 @@ final class InboundGate: Sendable {
             case .invalid(let reason):
                 return .refused(.invalidToken(reason))
             case .needsKeys:
-                switch keys.need(after: snapshot, at: monotonic, wakingOnResult: wake) {
+                switch keys.need(after: snapshot, at: monotonic, wakingOnResult: wake, firstAsk: firstAsk) {
                 case .retry(let newer): snapshot = newer
                 case .wait: return .wait(introspection: nil)
                 case .noSuchKey: return .refused(.invalidToken(.unknownKey))

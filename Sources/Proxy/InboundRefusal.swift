@@ -12,7 +12,9 @@ enum InboundRefusal: Equatable {
     case invalidToken(InvalidToken)
     /// 403 `insufficient_scope`: the token lacks `missing` of the route's `required` scopes.
     case insufficientScope(missing: [String], required: [String])
-    /// The issuer's keys could not be read: 503 with `Retry-After`.
+    /// The issuer's keys could not be read: 503 with `Retry-After`. `reason` (here and for
+    /// introspection) is one of the relay's fixed sentences, never the IdP's words: the answer
+    /// goes to a caller the relay has not authenticated.
     case keysUnavailable(reason: String, retryAfterSeconds: Int)
     /// The introspection endpoint gave no usable answer (or too many tokens are being asked
     /// about): 503 with `Retry-After`.
@@ -68,6 +70,8 @@ enum InvalidToken: String, Equatable {
     case wrongAudience = "the token is not meant for this service (aud)"
     case missingExpiry = "the token has no expiry (exp)"
     case malformedClaims = "the token's claims are malformed"
+    /// `cnf` without a string `jkt`: bound by a means the relay cannot check (RFC 7800).
+    case uncheckableBinding = "the token is bound (cnf) to a key or certificate the relay cannot check"
     /// Introspection: the issuer says the token is not active (expired, revoked, unknown).
     case inactive = "the token is not active"
 
@@ -80,6 +84,7 @@ enum InvalidToken: String, Equatable {
         case .issuedInTheFuture: self = .issuedInTheFuture
         case .issuerMismatch: self = .wrongIssuer
         case .audienceMismatch: self = .wrongAudience
+        case .uncheckableBinding: self = .uncheckableBinding
         // The gate judges the binding itself, per request: an answer is judged without it.
         case .binding: self = .malformedClaims
         }

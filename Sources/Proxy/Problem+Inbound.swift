@@ -15,8 +15,9 @@ extension Problem {
 
     static func inbound(_ refusal: InboundRefusal, route: String?, challenges: InboundChallenges = .bearerOnly,
                         presentedAsDPoP: Bool = false) -> Problem {
-        // A route that refuses DPoP challenges with Bearer only, whatever came.
-        let dpop = (presentedAsDPoP || refusal.concernsDPoP) ? challenges.dpopAlgorithms : nil
+        // A route that refuses DPoP challenges with Bearer only, whatever came; one that takes no
+        // Bearer (`dpop: "required"`) with DPoP only, whatever came (a malformed request too).
+        let dpop = (presentedAsDPoP || refusal.concernsDPoP || !challenges.takesBearer) ? challenges.dpopAlgorithms : nil
         func challenge(_ error: String, _ description: String, extra: String = "") -> String {
             let safe = String(description.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F && $0 != "\"" && $0 != "\\" })
             if let dpop { return "DPoP error=\"\(error)\", error_description=\"\(safe)\"\(extra), algs=\"\(dpop)\"" }

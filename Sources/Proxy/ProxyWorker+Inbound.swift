@@ -7,22 +7,25 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import JOSE
 import OAuth2
 
 extension ProxyWorker {
     /// The token `bytes`, presented as `presentation`, checked by `gate` for `route`'s request,
-    /// counted by outcome; `parkedOn`: the introspection a woken request waited for.
-    func checkCaller(_ token: UnsafeRawBufferPointer, presentedAs presentation: TokenPresentation, at gate: InboundGate, route: RoutePlan,
-                     parkedOn parked: PendingIntrospection? = nil) -> InboundGate.Outcome {
-        let outcome = gate.admit(token, presentedAs: presentation, unixTime: Int64(time(nil)), monotonic: Double(loop.nowMilliseconds) / 1000,
-                                 wake: tokens?.parkedRequestsWakeup, parkedOn: parked)
+    /// counted by outcome; `proof`: the verified DPoP proof it came with, remembered if the token
+    /// is admitted (a replay is refused then); `parkedOn`: the introspection a woken request waited for; `firstAsk`:
+    /// false for a woken request (`InboundGate.admit`).
+    func checkCaller(_ token: UnsafeRawBufferPointer, presentedAs presentation: TokenPresentation, proof: DPoPAcceptedProof? = nil,
+                     at gate: InboundGate, route: RoutePlan, parkedOn parked: PendingIntrospection? = nil, firstAsk: Bool = true) -> InboundGate.Outcome {
+        let now = unixTime
+        let checked = gate.admit(token, presentedAs: presentation, unixTime: now, monotonic: Double(loop.nowMilliseconds) / 1000,
+                                 wake: tokens?.parkedRequestsWakeup, parkedOn: parked, firstAsk: firstAsk)
+        let outcome = gate.recordingProof(proof, of: checked, now: now)
         switch outcome {
         case .admitted(_, let how, let withheld):
             countInbound(how == .checked ? "valid" : how == .introspected ? "introspected" : "cache_hit", route: route)
             for (claim, why) in withheld {
-                logger.warning(why == .controlCharacter ? "claim not passed on: its value holds a control character"
-                                   : "claim not passed on: it is not a string, a number, a boolean or an array of strings",
-                               metadata: ["route": .string(route.route.name), "claim": .string(claim)])
+                logger.warning("claim not passed on: \(why.description)", metadata: ["route": .string(route.route.name), "claim": .string(claim)])
             }
         case .wait:
             break

@@ -2,7 +2,8 @@
 // DPoP with a proof checked here, per request), checked by the route's InboundGate, and the
 // request admitted, refused, or parked until the issuer's keys are read or the token's
 // introspection lands (in WorkerTokens, woken like a token wait); a parked one is checked again
-// when woken.
+// when woken. A proof's `jti` is remembered when its request is admitted, not before
+// (InboundGate+DPoP.swift): a parked request keeps its proof until then.
 
 import HTTP1
 import JOSE
@@ -16,6 +17,7 @@ extension RequestLeg {
         let worker = connection.worker
         let token: UnsafeRawBufferPointer
         let presentation: TokenPresentation
+        let proof: DPoPAcceptedProof?
         switch InboundPresentation.read(head, mode: gate.rules.dpop.mode) {
         case .refused(let refusal):
             worker.countInbound(refusal.metricOutcome, route: plan)
@@ -23,7 +25,8 @@ extension RequestLeg {
         case .bearer(let bearer):
             token = bearer
             presentation = .bearer
-        case .dpop(let bound, let proof):
+            proof = nil
+        case .dpop(let bound, let proofBytes):
             guard let uri = InboundPresentation.requestURI(head, overTLS: connection.forwarding.overTLS) else {
                 let refusal = InboundRefusal.malformedRequest("the request's URI (Host and path) cannot be what a DPoP proof names")
                 worker.countInbound(refusal.metricOutcome, route: plan)
@@ -32,23 +35,25 @@ extension RequestLeg {
             }
             let request = DPoPProofRequest(method: String(decoding: head.methodName, as: UTF8.self), uri: uri,
                                            accessToken: String(decoding: bound, as: UTF8.self))
-            switch gate.acceptProof(proof, for: request, now: worker.unixTime) {
+            switch gate.verifyProof(proofBytes, for: request, now: worker.unixTime) {
             case .refused(let refusal):
                 worker.countInbound(refusal.metricOutcome, route: plan)
                 return connection.exchange.callerRefused(.inbound(refusal, route: plan.route.name, challenges: gate.challenges,
                                                                   presentedAsDPoP: true), on: plan)
-            case .accepted(let thumbprint):
+            case .verified(let accepted):
                 token = bound
-                presentation = .dpop(proofKeyThumbprint: thumbprint)
+                presentation = .dpop(proofKeyThumbprint: accepted.keyThumbprint)
+                proof = accepted
             }
         }
-        switch worker.checkCaller(token, presentedAs: presentation, at: gate, route: plan) {
+        switch worker.checkCaller(token, presentedAs: presentation, proof: proof, at: gate, route: plan) {
         case .admitted(let caller, _, _):
             connection.exchange.callerAdmitted(caller)
             return nil
         case .wait(let introspection):
             // The head's bytes may be gone when woken: the parked request keeps a copy.
-            let parked = ParkedCaller(token: String(decoding: token, as: UTF8.self), presentation: presentation, introspection: introspection)
+            let parked = ParkedCaller(token: String(decoding: token, as: UTF8.self), presentation: presentation, proof: proof,
+                                      introspection: introspection)
             return connection.exchange.callerWaits(parked, on: plan, upgrade: upgrade)
         case .refused(let refusal):
             return connection.exchange.callerRefused(.inbound(refusal, route: plan.route.name, challenges: gate.challenges,
@@ -63,8 +68,8 @@ extension RequestLeg {
         guard let plan = connection.exchange.current.plan, let gate = plan.inbound else { return }
         var token = parked.token
         let outcome = token.withUTF8 {
-            connection.worker.checkCaller(UnsafeRawBufferPointer($0), presentedAs: parked.presentation, at: gate, route: plan,
-                                          parkedOn: parked.introspection)
+            connection.worker.checkCaller(UnsafeRawBufferPointer($0), presentedAs: parked.presentation, proof: parked.proof, at: gate, route: plan,
+                                          parkedOn: parked.introspection, firstAsk: false)
         }
         switch outcome {
         case .wait:

@@ -20,7 +20,7 @@ public final class RoutePlan: Sendable {
     /// `Name: value\r\n` for each `setHeaders` entry.
     let setHeaderLines: [UInt8]
     /// Lower-cased names of the headers this route writes itself; a client's fields with these
-    /// names are dropped.
+    /// names, or spelling them with `_` for `-`, are dropped (`replaces`).
     let replacedNames: [[UInt8]]
     /// Generated fields the route's `setHeaders` replace (the route's value wins).
     let setsHost: Bool
@@ -195,9 +195,12 @@ public final class RoutePlan: Sendable {
         return allowed.isEmpty ? nil : allowed
     }
 
+    /// Whether a client's field `name` (head or trailer) is one the route writes itself, in any
+    /// case or with `_` for `-`: a CGI-style upstream reads `X_Forwarded_User` as the
+    /// `X-Forwarded-User` a claim header sets, so the client's copy could stand for the caller's.
     @inline(__always)
     func replaces(_ name: UnsafeRawBufferPointer) -> Bool {
-        for replaced in replacedNames where ASCII.equalsIgnoringCase(name, replaced) { return true }
+        for replaced in replacedNames where ASCII.equalsIgnoringCaseReadingUnderscoreAsHyphen(name, replaced) { return true }
         return false
     }
 }

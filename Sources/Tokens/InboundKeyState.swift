@@ -10,8 +10,9 @@
 // A fetch starts at most once per `minimumRefetchSeconds`, whatever the tokens say: tokens naming
 // random `kid`s make at most one JWKS request per interval, and within it a kid the keys lack is
 // a key the issuer does not have. While a fetch is under way, the requests that need it wait (at
-// most `maxWaitingRequests` of them; more are told to come back); after a failure, requests that
-// need new keys are answered "unavailable" until the interval is over.
+// most `maxWaitingRequests` of them, each counted once however often its worker wakes it; more
+// are told to come back); after a failure, requests that need new keys are answered
+// "unavailable" until the interval is over.
 
 import JOSE
 
@@ -36,6 +37,10 @@ public struct InboundKeyState: Sendable {
     public static let maximumKeyAgeSeconds = 3600.0
     /// Requests that may wait for one fetch; more are answered "unavailable".
     public static let maxWaitingRequests = 1000
+    /// What a request is told after a failed fetch. The failure itself (a URL, the IdP's status
+    /// or words) is logged by the token thread and kept in `failure`, never sent to a caller the
+    /// relay has not authenticated.
+    public static let keysNotRead = "the issuer's keys could not be read lately"
 
     private enum Fetch: Sendable {
         case idle
@@ -47,7 +52,8 @@ public struct InboundKeyState: Sendable {
     /// Moves on with every fetch that ends, so a request can tell whether the keys it used are
     /// still the latest.
     public private(set) var generation: UInt64 = 0
-    /// Why the last fetch failed (nil when it did not).
+    /// Why the last fetch failed (nil when it did not), for the log and tests: a caller is told
+    /// `keysNotRead` only.
     public private(set) var failure: String?
     private var fetch = Fetch.idle
     private var lastStart: Double?
@@ -59,9 +65,12 @@ public struct InboundKeyState: Sendable {
     public var isFetching: Bool { fetch == .inFlight }
 
     /// A token cannot be verified with `keys` (there are none, or none with its kid), at `now`.
-    public mutating func needKeys(at now: Double) -> InboundKeyNeed {
+    /// `firstAsk`: false for a parked request asking again when its worker wakes (it was counted
+    /// among the waiting when it first asked; a wake-up is not another request).
+    public mutating func needKeys(at now: Double, firstAsk: Bool = true) -> InboundKeyNeed {
         switch fetch {
         case .inFlight:
+            guard firstAsk else { return .wait }
             guard waiting < Self.maxWaitingRequests else {
                 return .unavailable(reason: "too many requests are waiting for the issuer's keys", retryAfterSeconds: 1)
             }
@@ -70,7 +79,7 @@ public struct InboundKeyState: Sendable {
         case .idle:
             if let lastStart, now - lastStart < Self.minimumRefetchSeconds {
                 let retryAfter = max(1, Int((Self.minimumRefetchSeconds - (now - lastStart)).rounded(.up)))
-                if let failure { return .unavailable(reason: failure, retryAfterSeconds: retryAfter) }
+                if failure != nil { return .unavailable(reason: Self.keysNotRead, retryAfterSeconds: retryAfter) }
                 if keys != nil { return .noSuchKey }
             }
             start(at: now)

@@ -75,13 +75,13 @@ public final class InboundKeys: Sendable {
     }
 
     /// `snapshot`'s keys cannot verify a token: what now. A decision to wait registers `wake`,
-    /// woken when the fetch ends.
-    public func need(after snapshot: Snapshot, at now: Double, wakingOnResult wake: LoopWakeup?) -> Need {
+    /// woken when the fetch ends. `firstAsk`: false for a parked request asking again.
+    public func need(after snapshot: Snapshot, at now: Double, wakingOnResult wake: LoopWakeup?, firstAsk: Bool = true) -> Need {
         let (need, post) = state.withLock { state -> (Need, Bool) in
             guard state.keys.generation == snapshot.generation else {
                 return (.retry(Snapshot(keys: state.keys.keys, generation: state.keys.generation)), false)
             }
-            let decision = state.keys.needKeys(at: now)
+            let decision = state.keys.needKeys(at: now, firstAsk: firstAsk)
             switch decision {
             case .fetchAndWait, .wait:
                 guard let wake else {

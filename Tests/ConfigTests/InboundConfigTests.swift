@@ -186,4 +186,23 @@ final class InboundConfigTests: XCTestCase {
             XCTAssertEqual(describe(configErrors(withIdentities(body, routeIdentity: routeIdentity))), expected, body)
         }
     }
+
+    /// A proof's `htu` is checked against the Host the client sent: a route taking DPoP on a
+    /// listener that serves any Host name would take a proof made for another server.
+    func testDPoPOnAListenerThatServesAnyHostNeedsHostsOrMatchHost() throws {
+        func config(_ top: String, route: String = "", dpop: String = "") -> String {
+            #"{ \#(top) "routes": [ { "upstream": "http://127.0.0.1:9001"\#(route), "inbound": { \#(minimal)\#(dpop) } } ] }"#
+        }
+        XCTAssertEqual(describe(configErrors(config(#""listen": "0.0.0.0:8080","#))), [
+            #"$.routes[0].inbound: route routes[0] takes DPoP proofs (dpop "allowed") and listen 0.0.0.0:8080 serves it under any Host name: a proof names the URI it is for by the Host the client sends, so a proof made for another server could be used here. Set "hosts" to the names clients use, or the route's match.host, or "dpop": "refused""#,
+        ])
+        XCTAssertEqual(describe(configErrors(config(#""listen": "[::]:8080","#, dpop: #", "dpop": "required""#))), [
+            #"$.routes[0].inbound.dpop: route routes[0] takes DPoP proofs (dpop "required") and listen [::]:8080 serves it under any Host name: a proof names the URI it is for by the Host the client sends, so a proof made for another server could be used here. Set "hosts" to the names clients use, or the route's match.host, or "dpop": "refused""#,
+        ])
+        // Each of these names the Host a proof may be for, or takes no proof.
+        XCTAssertNoThrow(try decodeConfig(config(#""listen": "0.0.0.0:8080", "hosts": ["orders.example.test"],"#)))
+        XCTAssertNoThrow(try decodeConfig(config(#""listen": "0.0.0.0:8080","#, route: #", "match": { "host": "orders.example.test" }"#)))
+        XCTAssertNoThrow(try decodeConfig(config(#""listen": "0.0.0.0:8080","#, dpop: #", "dpop": "refused""#)))
+        XCTAssertNoThrow(try decodeConfig(config(#""listen": "127.0.0.1:8080","#)))
+    }
 }

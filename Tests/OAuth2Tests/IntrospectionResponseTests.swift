@@ -73,6 +73,10 @@ final class IntrospectionResponseTests: XCTestCase {
         XCTAssertEqual(try active(#"{"active":true,"token_type":"DPoP","cnf":{"jkt":"0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}"#)
                         .boundKeyThumbprint, "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I")
         XCTAssertNil(try active(#"{"active":true,"cnf":{"x5t#S256":"abc"}}"#).boundKeyThumbprint)
+        XCTAssertTrue(try active(#"{"active":true,"cnf":{"x5t#S256":"abc"}}"#).hasUncheckableBinding)
+        XCTAssertTrue(try active(#"{"active":true,"cnf":{"jkt":null}}"#).hasUncheckableBinding)
+        XCTAssertFalse(try active(#"{"active":true,"cnf":{"jkt":"abc"}}"#).hasUncheckableBinding)
+        XCTAssertFalse(try active(#"{"active":true,"cnf":null}"#).hasUncheckableBinding)
     }
 
     func testNullCountsAsAbsent() throws {

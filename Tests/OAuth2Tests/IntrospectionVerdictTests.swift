@@ -107,6 +107,14 @@ final class IntrospectionVerdictTests: XCTestCase {
         XCTAssertTrue(isAccepted(try verdict(good)))
     }
 
+    /// A token bound to a certificate (RFC 8705) is refused however it came: the relay cannot
+    /// check that binding, and it must not pass as a bearer token.
+    func testABindingTheRelayCannotCheckIsRefused() throws {
+        let bound = good + #","cnf":{"x5t#S256":"bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}"#
+        XCTAssertEqual(try verdict(bound), .invalidToken(.uncheckableBinding))
+        XCTAssertEqual(try verdict(bound, presentedAs: .dpop(proofKeyThumbprint: jkt)), .invalidToken(.uncheckableBinding))
+    }
+
     func testTheBindingRuleAlone() {
         XCTAssertNil(TokenPresentation.bearer.mismatch(withTokenBoundTo: nil))
         XCTAssertEqual(TokenPresentation.bearer.mismatch(withTokenBoundTo: jkt), .boundTokenAsBearer)

@@ -48,6 +48,9 @@ final class InboundAnswerTests: XCTestCase {
         XCTAssertEqual(challenges(.noToken, allowed), [#"Bearer realm="oauth-relay""#, #"DPoP algs="ES256 RS256 PS256 EdDSA""#])
         XCTAssertEqual(challenges(.noToken, required), [#"DPoP algs="ES256""#])
         XCTAssertEqual(challenges(.noToken, refused), [#"Bearer realm="oauth-relay""#])
+        // A route that takes no Bearer never offers it, not even to a malformed request.
+        XCTAssertEqual(challenges(.malformedRequest("the request has more than one Authorization field"), required),
+                       [#"DPoP error="invalid_request", error_description="the request has more than one Authorization field", algs="ES256""#])
         XCTAssertEqual(challenges(.invalidProof("the DPoP proof's htu does not match the request URI"), allowed),
                        [#"DPoP error="invalid_dpop_proof", error_description="the DPoP proof's htu does not match the request URI", algs="ES256 RS256 PS256 EdDSA""#])
         XCTAssertEqual(challenges(.replayedProof, required),
@@ -173,6 +176,20 @@ final class InboundAnswerTests: XCTestCase {
         XCTAssertEqual(forwarded(request, plan: plan, claimLines: "X-Forwarded-User: alice\r\n"),
                        head("GET / HTTP/1.1", "Host: orders.internal:8080", "Authorization: Bearer t", "X-Forwarded-For: 192.0.2.7",
                             "X-Forwarded-Proto: http", "Via: 1.1 oauth-relay", "X-Forwarded-User: alice"))
+    }
+
+    func testClaimHeadersSpelledWithUnderscoresNeverReachTheUpstreamInTheHeadNorInTrailers() {
+        // A CGI-style upstream reads X_Forwarded_User as HTTP_X_FORWARDED_USER, the claim header's variable.
+        let plan = Self.plan(inbound: InboundRules(issuer: "https://idp", audiences: ["a"], claimHeaders: [
+            ClaimHeader(claim: "sub", header: "X-Forwarded-User"),
+        ]))
+        let request = ["GET / HTTP/1.1", "Host: a", "X_Forwarded_User: admin", "x-forwarded_USER: admin", "X_Forwarded_Userx: kept"]
+        XCTAssertEqual(forwarded(request, plan: plan, claimLines: "X-Forwarded-User: alice\r\n"),
+                       head("GET / HTTP/1.1", "Host: orders.internal:8080", "X_Forwarded_Userx: kept", "X-Forwarded-For: 192.0.2.7",
+                            "X-Forwarded-Proto: http", "Via: 1.1 oauth-relay", "X-Forwarded-User: alice"))
+        let chunked = parsedHead(head("POST / HTTP/1.1", "Host: a", "Transfer-Encoding: chunked")
+                                 + "1\r\nx\r\n0\r\nX_Forwarded_User: admin\r\nX-Checksum: abc\r\n\r\n")
+        XCTAssertEqual(written { ForwardedHead.writeLastChunk(trailersOf: chunked, plan: plan, into: &$0) }, "0\r\nX-Checksum: abc\r\n\r\n")
     }
 
     func testStripAuthorizationKeepsTheCallersTokenFromTheUpstream() {

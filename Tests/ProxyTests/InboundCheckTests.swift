@@ -140,9 +140,22 @@ final class InboundCheckTests: XCTestCase {
                        .insufficientScope(missing: ["orders.read"], expiresAt: Self.now + 300))
     }
 
+    /// A token bound by something the relay cannot check (a certificate's `x5t#S256`, RFC 8705;
+    /// a `jkt` that is no string) is no bearer token: refused, not passed as one.
+    func testABindingTheRelayCannotCheckIsRefused() {
+        for cnf: JSONValue in [.object([JSONMember("x5t#S256", .string("bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"))]),
+                               .object([JSONMember("jkt", .integer(1))]), .object([]), .string("jkt"), .array([])] {
+            XCTAssertEqual(verdict(Self.token(Self.claims(["cnf": cnf]))), .invalid(.uncheckableBinding), "\(cnf)")
+        }
+        guard case .valid = verdict(Self.token(Self.claims(["cnf": .null]))) else { return XCTFail("cnf null is no binding") }
+        guard case .valid = verdict(Self.token(Self.claims(["cnf": .object([JSONMember("jkt", .string("thumbprint"))])]))) else {
+            return XCTFail("cnf.jkt is a binding the gate judges")
+        }
+    }
+
     func testTheReasonsAreFitForErrorDescription() {
         for reason in [InvalidToken.notAJWT, .algorithmNotAllowed, .unknownKey, .badSignature, .expired, .notYetValid, .issuedInTheFuture,
-                       .wrongIssuer, .wrongAudience, .missingExpiry, .malformedClaims] {
+                       .wrongIssuer, .wrongAudience, .missingExpiry, .malformedClaims, .uncheckableBinding] {
             XCTAssertTrue(reason.rawValue.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") },
                           reason.rawValue)
         }

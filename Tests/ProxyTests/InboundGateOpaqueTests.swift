@@ -106,10 +106,11 @@ final class InboundGateOpaqueTests: XCTestCase {
             return XCTFail("403")
         }
         guard case .wait(let failing?) = admit(gate, "down") else { return XCTFail("asked about") }
-        questions()[0].completion(.failed(.unexpectedStatus(status: 503, contentType: nil, excerpt: nil, retryAfter: 7)))
-        guard case .refused(.introspectionUnavailable(_, retryAfterSeconds: 7)) = admit(gate, "down", parkedOn: failing) else {
+        questions()[0].completion(.failed(.unexpectedStatus(status: 503, contentType: nil, excerpt: "internal-idp.corp: db down", retryAfter: 7)))
+        guard case .refused(.introspectionUnavailable(let reason, retryAfterSeconds: 7)) = admit(gate, "down", parkedOn: failing) else {
             return XCTFail("503 with the endpoint's Retry-After")
         }
+        XCTAssertEqual(reason, "the introspection endpoint gave no usable answer", "the endpoint's words stay in the log")
     }
 
     func testWithoutIntrospectionAnOpaqueTokenIsNotAJWT() {
@@ -138,22 +139,49 @@ final class InboundGateOpaqueTests: XCTestCase {
         return try! builder.proof(method: "GET", url: url, accessToken: token, now: now, random: &random)
     }
 
-    private func acceptProof(_ gate: InboundGate, _ proof: String, token: String) -> InboundGate.ProofAnswer {
+    private func verifyProof(_ gate: InboundGate, _ proof: String, token: String) -> InboundGate.ProofAnswer {
         Array(proof.utf8).withUnsafeBytes {
-            gate.acceptProof($0, for: DPoPProofRequest(method: "GET", uri: Self.uri, accessToken: token), now: Self.now)
+            gate.verifyProof($0, for: DPoPProofRequest(method: "GET", uri: Self.uri, accessToken: token), now: Self.now)
         }
     }
 
-    func testAProofIsAcceptedOnceAndOnlyForItsRequest() {
+    private func verified(_ answer: InboundGate.ProofAnswer) -> DPoPAcceptedProof? {
+        if case .verified(let proof) = answer { return proof }
+        return nil
+    }
+
+    func testAProofIsVerifiedOnlyForItsRequest() {
         let gate = gate()
         let token = "bound-token"
-        let proof = Self.proof(token: token)
-        XCTAssertEqual(acceptProof(gate, proof, token: token), .accepted(keyThumbprint: Self.thumbprint(Self.proofKey)))
-        XCTAssertEqual(acceptProof(gate, proof, token: token), .refused(.replayedProof))
-        XCTAssertEqual(acceptProof(gate, Self.proof(url: "http://127.0.0.1:8180/orders/43", token: token), token: token),
+        XCTAssertEqual(verified(verifyProof(gate, Self.proof(token: token), token: token))?.keyThumbprint, Self.thumbprint(Self.proofKey))
+        XCTAssertEqual(verifyProof(gate, Self.proof(url: "http://127.0.0.1:8180/orders/43", token: token), token: token),
                        .refused(.invalidProof(DPoPProofRefusal.targetMismatch.description)))
-        XCTAssertEqual(acceptProof(gate, Self.proof(token: "another-token"), token: token),
+        XCTAssertEqual(verifyProof(gate, Self.proof(token: "another-token"), token: token),
                        .refused(.invalidProof(DPoPProofRefusal.accessTokenHashMismatch.description)))
+    }
+
+    /// Anyone can make proofs of a key of their own: one is remembered (and a replay refused) only
+    /// once the route admits its token, bound to that key, so made-up proofs never fill the memory.
+    func testAProofIsRememberedOnlyOnceItsTokenIsAdmitted() throws {
+        let gate = gate(requiredScopes: [])
+        let bound = Self.thumbprint(Self.proofKey)
+        let token = InboundCheckTests.token(InboundCheckTests.claims(["cnf": .object([JSONMember("jkt", .string(bound))])]))
+        let proof = try XCTUnwrap(verified(verifyProof(gate, Self.proof(token: token), token: token)))
+        XCTAssertNotNil(verified(verifyProof(gate, Self.proof(token: token), token: token)))
+        XCTAssertEqual(gate.proofs.withLock { $0.count }, 0, "verifying remembers nothing")
+        for refused in [admit(gate, InboundCheckTests.token(key: InboundCheckTests.otherKey), as: .dpop(proofKeyThumbprint: bound)),
+                        admit(gate, InboundCheckTests.token(), as: .dpop(proofKeyThumbprint: bound))] {
+            guard case .refused = gate.recordingProof(proof, of: refused, now: Self.now) else { return XCTFail("refused stays refused") }
+        }
+        XCTAssertEqual(gate.proofs.withLock { $0.count }, 0, "a token the route refuses leaves no proof behind")
+        guard case .admitted = gate.recordingProof(proof, of: admit(gate, token, as: .dpop(proofKeyThumbprint: bound)), now: Self.now) else {
+            return XCTFail("admitted with a fresh proof")
+        }
+        XCTAssertEqual(gate.proofs.withLock { $0.count }, 1)
+        guard case .refused(.replayedProof) = gate.recordingProof(proof, of: admit(gate, token, as: .dpop(proofKeyThumbprint: bound)),
+                                                                  now: Self.now) else {
+            return XCTFail("the same proof again is a replay")
+        }
     }
 
     func testABoundTokenGoesOnlyWithAProofOfItsKey() {

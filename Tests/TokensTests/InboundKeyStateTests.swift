@@ -55,8 +55,9 @@ final class InboundKeyStateTests: XCTestCase {
         _ = state.needKeys(at: 100)
         state.fetchFailed("the JWKS answered HTTP 500")
         XCTAssertEqual(state.failure, "the JWKS answered HTTP 500")
-        XCTAssertEqual(state.needKeys(at: 103.5), .unavailable(reason: "the JWKS answered HTTP 500", retryAfterSeconds: 7))
-        XCTAssertEqual(state.needKeys(at: 109.99), .unavailable(reason: "the JWKS answered HTTP 500", retryAfterSeconds: 1))
+        // The IdP's words stay in the log: a caller hears a fixed sentence.
+        XCTAssertEqual(state.needKeys(at: 103.5), .unavailable(reason: "the issuer's keys could not be read lately", retryAfterSeconds: 7))
+        XCTAssertEqual(state.needKeys(at: 109.99), .unavailable(reason: InboundKeyState.keysNotRead, retryAfterSeconds: 1))
         XCTAssertEqual(state.needKeys(at: 110), .fetchAndWait)
         state.fetched(Self.keys, at: 110.1)
         XCTAssertNil(state.failure)
@@ -69,7 +70,7 @@ final class InboundKeyStateTests: XCTestCase {
         XCTAssertEqual(state.needKeys(at: 120), .fetchAndWait)
         state.fetchFailed("unreachable")
         XCTAssertEqual(state.keys, Self.keys, "tokens of the keys held still verify")
-        XCTAssertEqual(state.needKeys(at: 121), .unavailable(reason: "unreachable", retryAfterSeconds: 9),
+        XCTAssertEqual(state.needKeys(at: 121), .unavailable(reason: InboundKeyState.keysNotRead, retryAfterSeconds: 9),
                        "a new kid may be genuine: not refused as unknown while the IdP cannot say")
     }
 
@@ -82,6 +83,18 @@ final class InboundKeyStateTests: XCTestCase {
         state.fetched(Self.keys, at: 100.1)
         XCTAssertEqual(state.needKeys(at: 120), .fetchAndWait, "the count starts afresh with each fetch")
         XCTAssertEqual(state.needKeys(at: 120), .wait)
+    }
+
+    /// A parked request asks again each time its worker wakes (any token published wakes it):
+    /// those asks are not more requests, so they do not fill the waiting room.
+    func testAParkedRequestAskingAgainIsCountedOnce() {
+        var state = InboundKeyState()
+        XCTAssertEqual(state.needKeys(at: 100), .fetchAndWait)
+        for _ in 0..<(2 * InboundKeyState.maxWaitingRequests) { XCTAssertEqual(state.needKeys(at: 100, firstAsk: false), .wait) }
+        for _ in 1..<InboundKeyState.maxWaitingRequests { XCTAssertEqual(state.needKeys(at: 100), .wait) }
+        XCTAssertEqual(state.needKeys(at: 100),
+                       .unavailable(reason: "too many requests are waiting for the issuer's keys", retryAfterSeconds: 1))
+        XCTAssertEqual(state.needKeys(at: 100, firstAsk: false), .wait, "one already waiting keeps waiting")
     }
 
     func testKeysAnHourOldAreReadAgainInTheBackground() {
