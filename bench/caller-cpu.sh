@@ -83,25 +83,17 @@ request = function()
   return wrk.format("GET", "/x", { ["Authorization"] = tokens[n] })
 end
 LUA
-wrk_run() { TOKENS=$W/tokens.txt wrk -t1 -c"$C" -d"$1" -s $W/callers.lua "http://127.0.0.1:$2/x"; }
-for name in plain validated exchanged; do wrk_run 1s ${PORT[$name]} >/dev/null; done  # warm-up: every caller seen
+export TOKENS=$W/tokens.txt  # read by callers.lua
+for name in plain validated exchanged; do  # warm-up: every caller seen
+  wrk -t1 -c"$C" -d1s -s $W/callers.lua "http://127.0.0.1:${PORT[$name]}/x" >/dev/null
+done
 
-HZ=$(getconf CLK_TCK)
-ticks() { awk '{print $14, $15}' /proc/$1/stat; }  # user system
+. bench/cpu-round.sh
 order=(plain validated exchanged)
 echo "oauth-relay per-caller routes vs a plain token route: ${D}s runs, $C connections, $ROUNDS rounds, $CALLERS callers, wrk -t1, relay workers $WORKERS, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq "$ROUNDS"); do
   for name in "${order[@]}"; do
-    read -r user0 system0 < <(ticks ${PID[$name]})
-    out=$(wrk_run "${D}s" ${PORT[$name]})
-    read -r user1 system1 < <(ticks ${PID[$name]})
-    requests=$(awk '/requests in/{print $1}' <<<"$out"); rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
-    non2xx=$(awk '/Non-2xx/{print $NF}' <<<"$out")
-    [ -z "$non2xx" ] || echo "  $name: $non2xx non-2xx answers" >&2
-    read -r us user_us < <(awk -v u=$((user1 - user0)) -v s=$((system1 - system0)) -v hz=$HZ -v n=$requests \
-        'BEGIN { printf "%.1f %.1f\n", (u + s) / hz * 1e6 / n, u / hz * 1e6 / n }')
-    echo "$us $rps $user_us" >>$W/$name.txt
-    echo "  round $round $name: $us us CPU/request ($user_us user), $rps req/s"
+    cpu_round "$round" "$name" "${PID[$name]}" -t1 -c"$C" -d"${D}s" -s $W/callers.lua "http://127.0.0.1:${PORT[$name]}/x"
   done
   order=("${order[@]:1}" "${order[0]}")
 done

@@ -53,23 +53,13 @@ curl -fsS "http://127.0.0.1:$BEARER/check" | grep -Eq '^Bearer bench-[^ ]+ $' ||
 curl -fsS "http://127.0.0.1:$DPOP/check" | grep -Eq '^DPoP bench-[^ ]+ ey[^.]+\.[^.]+\.[^.]+$' || { echo "the DPoP relay sends no proof" >&2; exit 1; }
 for port in $BEARER $DPOP; do wrk -t1 -c4 -d1s "http://127.0.0.1:$port/" >/dev/null; done  # warm-up
 
-HZ=$(getconf CLK_TCK)
-ticks() { awk '{print $14, $15}' /proc/$1/stat; }  # user system
+. bench/cpu-round.sh
 declare -A PID=([bearer]=$BEARER_PID [dpop]=$DPOP_PID) PORT=([bearer]=$BEARER [dpop]=$DPOP)
 order=(bearer dpop)
 echo "oauth-relay DPoP vs Bearer: ${D}s runs, $C connections, $ROUNDS rounds, wrk -t1, relay workers $WORKERS, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq "$ROUNDS"); do
   for name in "${order[@]}"; do
-    read -r user0 system0 < <(ticks ${PID[$name]})
-    out=$(wrk -t1 -c"$C" -d"${D}s" "http://127.0.0.1:${PORT[$name]}/x")
-    read -r user1 system1 < <(ticks ${PID[$name]})
-    requests=$(awk '/requests in/{print $1}' <<<"$out"); rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
-    non2xx=$(awk '/Non-2xx/{print $NF}' <<<"$out")
-    [ -z "$non2xx" ] || echo "  $name: $non2xx non-2xx answers" >&2
-    read -r us user_us < <(awk -v u=$((user1 - user0)) -v s=$((system1 - system0)) -v hz=$HZ -v n=$requests \
-        'BEGIN { printf "%.1f %.1f\n", (u + s) / hz * 1e6 / n, u / hz * 1e6 / n }')
-    echo "$us $rps $user_us" >>$W/$name.txt
-    echo "  round $round $name: $us us CPU/request ($user_us user), $rps req/s"
+    cpu_round "$round" "$name" "${PID[$name]}" -t1 -c"$C" -d"${D}s" "http://127.0.0.1:${PORT[$name]}/x"
   done
   order=("${order[1]}" "${order[0]}")
 done
