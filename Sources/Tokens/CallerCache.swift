@@ -63,10 +63,12 @@ struct CallerCache<Waiter: AnyObject> {
     }
 
     enum State {
-        case fetching(waiters: [Waiter], afterRefusal: Bool)
+        /// `refused`: the token an upstream refused, which this exchange replaces (nil: not after
+        /// a refusal).
+        case fetching(waiters: [Waiter], refused: RefusedToken?)
         case issued(CallerIssuedToken)
         case refused(RememberedRefusal)
-        case dropped
+        case dropped(RefusedToken)
 
         var isFetching: Bool {
             if case .fetching = self { return true }
@@ -96,7 +98,7 @@ struct CallerCache<Waiter: AnyObject> {
     /// parked request asking again is not); a lookup that begins an exchange is always a miss.
     mutating func lookup(_ key: CallerKey, at now: Double, waiter: Waiter, counted: Bool = true) -> Lookup {
         guard let state = entries.value(for: key) else {
-            let (stored, forgotten) = entries.set(.fetching(waiters: [waiter], afterRefusal: false), for: key,
+            let (stored, forgotten) = entries.set(.fetching(waiters: [waiter], refused: nil), for: key,
                                                   forgettingOnly: { !$0.isFetching })
             guard stored else { return .full }
             if forgotten != nil { counts.evictions += 1 }
@@ -109,18 +111,18 @@ struct CallerCache<Waiter: AnyObject> {
         case .refused(let refusal) where now < refusal.until:
             if counted { counts.hits += 1 }
             return .refused(refusal.refusal.problem)
-        case .fetching(var waiters, let afterRefusal):
+        case .fetching(var waiters, let refused):
             if counted { counts.waits += 1 }
             if !waiters.contains(where: { $0 === waiter }) {
                 waiters.append(waiter)
-                entries.set(.fetching(waiters: waiters, afterRefusal: afterRefusal), for: key)
+                entries.set(.fetching(waiters: waiters, refused: refused), for: key)
             }
             return .wait(exchange: false)
-        case .dropped:
-            entries.set(.fetching(waiters: [waiter], afterRefusal: true), for: key)
+        case .dropped(let refused):
+            entries.set(.fetching(waiters: [waiter], refused: refused), for: key)
             return beganExchange()
         case .issued, .refused:
-            entries.set(.fetching(waiters: [waiter], afterRefusal: false), for: key)
+            entries.set(.fetching(waiters: [waiter], refused: nil), for: key)
             return beganExchange()
         }
     }
@@ -134,11 +136,11 @@ struct CallerCache<Waiter: AnyObject> {
     /// The exchange for `key` ended: the entry takes `outcome`, and its waiters are returned (to
     /// be woken once the lock is released). Nothing when no exchange was in flight for it.
     mutating func publish(_ key: CallerKey, _ outcome: Outcome) -> [Waiter] {
-        guard case .fetching(let waiters, let afterRefusal)? = entries.peek(key) else { return [] }
+        guard case .fetching(let waiters, let refused)? = entries.peek(key) else { return [] }
         switch outcome {
         case .issued(let value, let issuedAt, let expiresAt, let reuseUntil):
             entries.set(.issued(CallerIssuedToken(value: value, issuedAt: issuedAt, expiresAt: expiresAt, reuseUntil: reuseUntil,
-                                                  afterRefusal: afterRefusal)), for: key)
+                                                  afterRefusal: refused != nil)), for: key)
         case .refused(let refusal, let until):
             entries.set(.refused(RememberedRefusal(refusal: refusal, until: until)), for: key)
         }
@@ -154,8 +156,16 @@ struct CallerCache<Waiter: AnyObject> {
     mutating func refused(_ key: CallerKey, token value: String, at now: Double, minimumAge: Double) -> TokenLifecycle.Refusal {
         guard case .issued(let token)? = entries.peek(key), token.value == value else { return .superseded }
         if token.afterRefusal && now - token.issuedAt < minimumAge { return .kept }
-        entries.set(.dropped, for: key)
+        entries.set(.dropped(RefusedToken(value)), for: key)
         return .dropped
+    }
+
+    /// The token an upstream refused that the exchange in flight for `key` replaces: another
+    /// replica's copy of it in the shared store is no answer (SharedCallerTokens). Nil when the
+    /// exchange is not one after a refusal, or none is in flight.
+    func refusedToken(_ key: CallerKey) -> String? {
+        guard case .fetching(_, let refused?)? = entries.peek(key) else { return nil }
+        return refused.value
     }
 
     /// Forgets every entry but those fetching (their waiters are woken by their exchange's end).
@@ -168,6 +178,16 @@ struct CallerCache<Waiter: AnyObject> {
 
 extension CallerCache: Sendable where Waiter: Sendable {}
 extension CallerCache.State: Sendable where Waiter: Sendable {}
+
+/// The token an upstream refused, which the caller's next exchange replaces. A class, like
+/// `RememberedRefusal`.
+final class RefusedToken: Sendable {
+    let value: String
+
+    init(_ value: String) {
+        self.value = value
+    }
+}
 
 /// A refusal an entry remembers, until when (monotonic seconds). A class: an entry's state
 /// stays two words whatever it holds.

@@ -55,7 +55,9 @@ final class CallerExchanges {
     /// Exchanges waiting for their identity's endpoints (discovery under way), by slot.
     private var awaitingEndpoints: [Int: [CallerExchange]] = [:]
     /// The fleet's store (TokenFetcher.callerToken), when the token fetcher sets it.
-    var throughFleet: ((IdentityTokens, Secret, Double?, @escaping CallerTokenExchange, @escaping CallerTokenCompletion) -> Void)?
+    /// Its arguments: the identity, the caller's token, its expiry, the token an upstream refused
+    /// that this exchange replaces (nil: none), the exchange and what hears its outcome.
+    var throughFleet: ((IdentityTokens, Secret, Double?, Secret?, @escaping CallerTokenExchange, @escaping CallerTokenCompletion) -> Void)?
 
     init(idp: IdPClient, logger: Logger, observer: (any TokenObserver)?) {
         self.idp = idp
@@ -123,8 +125,9 @@ final class CallerExchanges {
         }
         // With `store.redis`, a replica's token for this caller, or the exchange under the fleet's
         // single flight (TokenFetcher+CallerTokens); alone otherwise.
+        // After an upstream refused the caller's token, that token in Redis is no answer.
         guard let throughFleet else { return atIdP(heard) }
-        throughFleet(tokens, exchange.token, callerExpiry, atIdP, heard)
+        throughFleet(tokens, exchange.token, callerExpiry, tokens.callers?.refusedToken(exchange.key).map(Secret.init), atIdP, heard)
     }
 
     /// When a token issued on behalf of a caller expires, and until when it is handed out: its

@@ -74,6 +74,8 @@ final class SharedCallerTokens {
         /// The store key the name was derived under: the entry is written with it too.
         let storeKey: SymmetricKey
         let callerExpiresAt: Double?
+        /// The token an upstream refused: an entry holding it is no answer.
+        let refused: Secret?
         let leaseMilliseconds: Int64
         let exchange: CallerTokenExchange
         var completions: [CallerTokenCompletion]
@@ -92,6 +94,7 @@ final class SharedCallerTokens {
             self.name = name
             self.storeKey = storeKey
             callerExpiresAt = ask.callerExpiresAt
+            refused = ask.refused
             leaseMilliseconds = ask.leaseMilliseconds
             exchange = ask.exchange
             completions = [ask.completion]
@@ -158,6 +161,8 @@ final class SharedCallerTokens {
         let keys = SharedEntryKeys(prefix: shared.settings.keyPrefix, identity: ask.tokens.identity.name, caller: name,
                                    hashTagged: shared.settings.topology.isCluster)
         if let flight = flights[keys.entry] {
+            // An ask after a refusal joins no flight that may answer with the refused token.
+            guard ask.refused == nil || ask.refused == flight.refused else { return alone(ask) }
             flight.completions.append(ask.completion)
             return
         }
@@ -287,13 +292,15 @@ final class SharedCallerTokens {
 
     /// True when the entry read holds a token still reusable for the flight's caller (kept in
     /// `found`). An entry that does not open (another store key, damage, another caller's copied
-    /// here) is no token: the exchange's write replaces it.
+    /// here) is no token, nor is the token an upstream refused (the flight's `refused`): the
+    /// exchange's write replaces it (compare-and-set against the version read).
     private func offer(_ read: SharedEntryRead, to flight: Flight) -> Bool {
         _ = flight.fetch.entryRead(version: read.version)
         guard let bytes = read.entry,
               let stored = try? StoreEntry.decode(bytes, identity: flight.tokens.identity.name, fingerprint: flight.name.entryFingerprint,
                                                   keys: shared.settings.keys.snapshot),
               let access = stored.access,
+              access.value != flight.refused,
               CallerEntryLife.isReusable(issuedAt: access.issuedAt, tokenExpiresAt: access.expiresAt, callerExpiresAt: flight.callerExpiresAt,
                                          skew: flight.tokens.identity.refreshSkewSeconds, now: Date().timeIntervalSince1970)
         else { return false }

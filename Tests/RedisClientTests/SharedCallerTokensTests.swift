@@ -84,8 +84,9 @@ final class SharedCallerTokensTests: XCTestCase {
     }
 
     private func ask(_ shared: SharedTokens, _ tokens: IdentityTokens, caller: String, exchanges: Exchanges, answers: Answers,
-                     callerExpiresAt: Double? = nil) {
-        shared.callerToken(for: tokens, caller: Secret(caller), callerExpiresAt: callerExpiresAt, leaseMilliseconds: 10_000,
+                     callerExpiresAt: Double? = nil, refused: String? = nil) {
+        shared.callerToken(for: tokens, caller: Secret(caller), callerExpiresAt: callerExpiresAt, refused: refused.map(Secret.init),
+                           leaseMilliseconds: 10_000,
                            exchange: exchanges.exchange(for: caller), completion: answers.record)
     }
 
@@ -134,6 +135,39 @@ final class SharedCallerTokensTests: XCTestCase {
         ask(first, tokens, caller: "caller-x", exchanges: exchanges, answers: answers)
         test.run(until: "both answers") { answers.tokens.count == 4 }
         XCTAssertEqual(exchanges.byCaller, ["caller-x": 1, "caller-y": 1])
+
+        first.stop()
+        second.stop()
+        test.closeAndCheckForLeaks()
+    }
+
+    /// An upstream refused the caller's token that one replica wrote: the other replica's
+    /// exchange after that refusal does not take the same token back from Redis; it exchanges
+    /// and overwrites the entry, which then serves the first replica.
+    func testAnExchangeAfterARefusalReplacesTheRefusedTokenInRedis() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let test = try LeakCheckedLoop()
+        let tokens = IdentityTokens(identity: identity, slot: 0)
+        let driver = Driver()
+        let firstCounts = Counts()
+        let first = replica(test, port: server.port, driver: driver, observer: firstCounts)
+        let second = replica(test, port: server.port, driver: driver)
+        test.run(until: "both links are up") { first.link.isReady && second.link.isReady }
+        let exchanges = Exchanges()
+        let answers = Answers()
+
+        ask(first, tokens, caller: "caller-x", exchanges: exchanges, answers: answers)
+        test.run(until: "the first replica's answer and write") { answers.tokens.count == 1 && firstCounts.operations["ok"] == 3 }
+        ask(second, tokens, caller: "caller-x", exchanges: exchanges, answers: answers, refused: "exchanged-1")
+        test.run(until: "the second replica's answer") { answers.tokens.count == 2 }
+        XCTAssertEqual(answers.tokens, ["exchanged-1", "exchanged-2"])
+        XCTAssertEqual(exchanges.byCaller, ["caller-x": 2])
+        // A refusal of a token other than the entry's leaves the entry's token the answer.
+        ask(first, tokens, caller: "caller-x", exchanges: exchanges, answers: answers, refused: "exchanged-1")
+        test.run(until: "the first replica's answer from the new entry") { answers.tokens.count == 3 }
+        XCTAssertEqual(answers.tokens.last, "exchanged-2")
+        XCTAssertEqual(exchanges.byCaller, ["caller-x": 2])
 
         first.stop()
         second.stop()

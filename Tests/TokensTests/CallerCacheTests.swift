@@ -173,6 +173,20 @@ final class CallerCacheTests: XCTestCase {
         XCTAssertEqual(token(cache.lookup(key(2), at: 1, waiter: first)), "token-1")
     }
 
+    func testTheExchangeAfterARefusalKnowsTheRefusedToken() {
+        var cache = self.cache(holding: [key(1), key(2)])
+        XCTAssertNil(cache.refusedToken(key(1)), "not in flight")
+        XCTAssertEqual(cache.refused(key(1), token: "token-0", at: 1, minimumAge: 30), .dropped)
+        assertWaits(cache.lookup(key(1), at: 1, waiter: first), exchange: true)
+        XCTAssertEqual(cache.refusedToken(key(1)), "token-0")
+        assertWaits(cache.lookup(key(1), at: 1, waiter: second), exchange: false)
+        XCTAssertEqual(cache.refusedToken(key(1)), "token-0", "a waiter joining keeps it")
+        _ = cache.publish(key(1), issued("again", at: 2))
+        XCTAssertNil(cache.refusedToken(key(1)))
+        _ = cache.lookup(key(2), at: 400, waiter: first)
+        XCTAssertNil(cache.refusedToken(key(2)), "an exchange past reuse is not after a refusal")
+    }
+
     func testATokenExchangedAfterARefusalIsKeptUntilItIsOldEnough() {
         var cache = self.cache(holding: [key(1)])
         XCTAssertEqual(cache.refused(key(1), token: "token-0", at: 1, minimumAge: 30), .dropped)
