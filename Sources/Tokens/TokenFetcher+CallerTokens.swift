@@ -19,7 +19,7 @@ extension TokenFetcher {
                      exchange: @escaping CallerTokenExchange, completion: @escaping CallerTokenCompletion) {
         guard let shared = sharedStore(for: tokens) else { return exchange(completion) }
         shared.callerToken(for: tokens, caller: caller, callerExpiresAt: callerExpiresAt, refused: refused,
-                           leaseMilliseconds: LeaseDuration.milliseconds(of: tokens.identity, limits: idp.limits),
+                           leaseMilliseconds: LeaseDuration.milliseconds(of: tokens.identity, limits: idp.limits), inForce: isInForce(tokens),
                            exchange: exchange, completion: completion)
     }
 

@@ -174,6 +174,41 @@ final class SharedCallerTokensTests: XCTestCase {
         test.closeAndCheckForLeaks()
     }
 
+    /// A reload retired the identity: a late exchange for it runs alone and registers nothing
+    /// (its slot would stay for good); a new slot with the same name and settings shares the
+    /// entry, and retiring the old one leaves the new one what a removal's message resolves to.
+    func testARetiredSlotIsNeverRegisteredAgainAndSlotsSharingAnEntryStayApart() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let test = try LeakCheckedLoop()
+        let old = IdentityTokens(identity: identity, slot: 0)
+        let new = IdentityTokens(identity: identity, slot: 1)
+        let entry = SharedEntryKeys(prefix: "test:", identity: identity.name, fingerprint: SettingsFingerprint(identity), hashTagged: false).entry
+        let shared = replica(test, port: server.port, driver: Driver())
+        test.run(until: "the link is up") { shared.link.isReady }
+        let exchanges = Exchanges()
+        let answers = Answers()
+        ask(shared, old, caller: "caller-x", exchanges: exchanges, answers: answers)
+        test.run(until: "the first answer") { answers.tokens.count == 1 }
+        ask(shared, new, caller: "caller-y", exchanges: exchanges, answers: answers)
+        test.run(until: "the new slot's answer") { answers.tokens.count == 2 }
+        XCTAssertEqual(shared.callers.registeredSlots, [0, 1])
+        XCTAssertTrue(shared.callers.identity(entry: entry) === new)
+        shared.callers.retire(slot: 0)
+        XCTAssertTrue(shared.callers.identity(entry: entry) === new, "the slot in force still answers a removal")
+
+        shared.callerToken(for: old, caller: Secret("caller-z"), callerExpiresAt: nil, leaseMilliseconds: 10_000, inForce: false,
+                           exchange: exchanges.exchange(for: "caller-z"), completion: answers.record)
+        test.run(until: "the retired slot's late answer") { answers.tokens.count == 3 }
+        XCTAssertEqual(shared.callers.registeredSlots, [1], "the retired slot stays gone")
+        shared.callers.retire(slot: 1)
+        XCTAssertEqual(shared.callers.registeredSlots, [])
+        XCTAssertNil(shared.callers.identity(entry: entry))
+
+        shared.stop()
+        test.closeAndCheckForLeaks()
+    }
+
     /// A new caller's requests reach both replicas at once while the exchange takes its time:
     /// one replica exchanges, the other waits for its write, and every ask gets that one token.
     func testConcurrentAsksOfANewCallerOnTwoReplicasMakeOneExchange() throws {
