@@ -160,8 +160,9 @@ final class SharedCallerTokens {
 
     private func fly(_ ask: CallerTokenAsk, generation: String, identity: CallerIdentity) {
         let storeKey = shared.settings.keys.current
-        let name = CallerEntryName(storeKey: storeKey, identity: ask.tokens.identity.name, fingerprint: identity.fingerprint,
-                                   generation: generation, caller: ask.caller)
+        guard let name = CallerEntryName(storeKey: storeKey, identity: ask.tokens.identity.name, fingerprint: identity.fingerprint,
+                                         generation: generation, caller: ask.caller)
+        else { return alone(ask) }
         let keys = SharedEntryKeys(prefix: shared.settings.keyPrefix, identity: ask.tokens.identity.name, caller: name,
                                    hashTagged: shared.settings.topology.isCluster)
         if let flight = flights[keys.entry] {
