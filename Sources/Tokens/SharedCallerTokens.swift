@@ -180,7 +180,12 @@ final class SharedCallerTokens {
 
     func linkReady() {
         for (slot, read) in generations.linkReady() {
-            guard let identity = identities[slot] else { continue }
+            // A reload retired the slot meanwhile: its asks go without Redis (left, they would
+            // wait for good).
+            guard let identity = identities[slot] else {
+                generationRead(slot: slot, read: read, generation: nil)
+                continue
+            }
             readGeneration(of: identity, read: read)
         }
         each { $0.fetch.linkReady() }

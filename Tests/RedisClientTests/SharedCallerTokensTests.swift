@@ -209,6 +209,28 @@ final class SharedCallerTokensTests: XCTestCase {
         test.closeAndCheckForLeaks()
     }
 
+    /// A reload retires the identity while Redis's first connection is being made: the asks that
+    /// waited for it go without Redis once it is up, not never.
+    func testAsksOfASlotRetiredBeforeTheFirstConnectionGoAlone() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let test = try LeakCheckedLoop()
+        let tokens = IdentityTokens(identity: identity, slot: 0)
+        let counts = Counts()
+        let shared = replica(test, port: server.port, driver: Driver(), observer: counts)
+        let exchanges = Exchanges()
+        let answers = Answers()
+        XCTAssertFalse(shared.link.isReady)
+        ask(shared, tokens, caller: "caller-x", exchanges: exchanges, answers: answers)
+        shared.callers.retire(slot: 0)
+        test.run(until: "the ask's answer once the link is up") { answers.tokens.count == 1 }
+        XCTAssertEqual(exchanges.byCaller, ["caller-x": 1])
+        XCTAssertEqual(counts.operations["skipped"], 1)
+
+        shared.stop()
+        test.closeAndCheckForLeaks()
+    }
+
     /// A new caller's requests reach both replicas at once while the exchange takes its time:
     /// one replica exchanges, the other waits for its write, and every ask gets that one token.
     func testConcurrentAsksOfANewCallerOnTwoReplicasMakeOneExchange() throws {
