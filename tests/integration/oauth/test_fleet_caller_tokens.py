@@ -228,3 +228,20 @@ def test_a_logout_through_one_replica_makes_the_other_exchange_again(redis, stub
     # The replica that logged out takes the fleet's new token.
     assert bearer(as_caller(first, caller)) == after
     assert len(exchanges(stub_idp, caller)) == 2
+
+
+def test_an_upstream_refusal_of_the_fleets_token_replays_with_a_new_exchange(redis, stub_idp, upstream, start_relay, sensitive):
+    exchange_script(stub_idp)
+    first, second = start_fleet(start_relay, stub_idp, upstream, redis)
+    caller = new_caller(sensitive, "refused")
+    token = bearer(as_caller(first, caller))
+    wait_until(lambda: len(caller_entries(redis)) == 1, 5, "the caller's entry written")
+    # The second replica reads the first one's token from Redis; the upstream refuses it, so the
+    # replay must carry a token exchanged anew, not the refused one read from Redis again.
+    resp = as_caller(second, caller, target="/status/401")
+    assert resp.status == 401 and resp.json()["target"] == "/status/401"
+    first_record, second_record = exchanges(stub_idp, caller)
+    assert issued(first_record) == token != issued(second_record)
+    metrics = second.admin.scrape()
+    assert metrics.by("oauth_relay_caller_exchanges_total", "outcome", identity="obo") == {"shared": 1, "issued": 1}
+    assert first.admin.scrape().by("oauth_relay_caller_exchanges_total", "outcome", identity="obo") == {"issued": 1}
