@@ -55,12 +55,13 @@ def exchange_script(stub_idp, delay_ms: int = 0) -> None:
 
 def start_fleet(start_relay, stub_idp, upstream, redis, replicas: int = 2) -> list:
     """`replicas` relays alike, each with an admin listener (`relay.admin`): the per-caller identity
-    `obo` on /echo/, the shared store in `redis`."""
+    `obo` on /echo/ and /status/, the shared store in `redis`."""
     identity = stub_idp.identity(grant=TOKEN_EXCHANGE, subjectTokenFrom="caller", audience=AUDIENCE)
     store = {"redis": redis.url, "key": STORE_KEY, "timeoutMilliseconds": STORE_TIMEOUT_MS}
     fleet = []
     for _ in range(replicas):
-        relay, relay.admin = start_with_admin(start_relay, [oauth_route(upstream, "/echo/", "obo")],
+        relay, relay.admin = start_with_admin(start_relay, [oauth_route(upstream, "/echo/", "obo"),
+                                                            oauth_route(upstream, "/status/", "obo")],
                                               identities={"obo": identity}, store=store)
         fleet.append(relay)
     return fleet
