@@ -161,7 +161,8 @@ final class SharedCallerTokens {
     private func fly(_ ask: CallerTokenAsk, generation: String, identity: CallerIdentity) {
         let storeKey = shared.settings.keys.current
         guard let name = CallerEntryName(storeKey: storeKey, identity: ask.tokens.identity.name, fingerprint: identity.fingerprint,
-                                         generation: generation, caller: ask.caller)
+                                         generation: generation, caller: ask.caller,
+                                         actor: ask.tokens.identity.grant.callerGrant?.actorToken)
         else { return alone(ask) }
         let keys = SharedEntryKeys(prefix: shared.settings.keyPrefix, identity: ask.tokens.identity.name, caller: name,
                                    hashTagged: shared.settings.topology.isCluster)

@@ -33,6 +33,18 @@ final class CallerEntryNameTests: XCTestCase {
         XCTAssertEqual(name(), name())
     }
 
+    /// The identity's actor token (a secret, outside the fingerprint) keys the name too; without
+    /// one the name is the one computed above.
+    func testTheActorTokenChangesTheName() {
+        func named(actor: Secret?) -> CallerEntryName {
+            CallerEntryName(storeKey: storeKey, identity: "obo", fingerprint: fingerprint, generation: generation, caller: caller,
+                            actor: actor)!
+        }
+        XCTAssertEqual(named(actor: nil), name())
+        XCTAssertNotEqual(named(actor: Secret("actor-1")), name())
+        XCTAssertNotEqual(named(actor: Secret("actor-1")), named(actor: Secret("actor-2")))
+    }
+
     /// A MAC that fails makes no name, never a constant one that every caller would share.
     func testAFailingMACMakesNoName() {
         struct Failed: Error {}
