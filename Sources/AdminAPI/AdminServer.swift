@@ -186,13 +186,22 @@ public final class AdminServer {
         }
     }
 
+    /// Whether an identity lets `/readyz` answer ready: a per-caller identity once it knows its
+    /// token endpoint (configured, or discovered) and is not failing; an interactive one always
+    /// (a person logs in later); any other once it holds a valid token.
+    static func isReady(state: IdentityStatus.State, hasValidToken: Bool, perCaller: Bool, interactive: Bool,
+                        knowsTokenEndpoint: Bool) -> Bool {
+        if perCaller { return knowsTokenEndpoint && state != .failing }
+        return interactive || hasValidToken
+    }
+
     private func readiness() -> LocalResponse {
         let now = monotonicSeconds()
         let missing = (tokens?.identities ?? [])
             .filter { tokens in
                 let status = tokens.status(at: now)
-                if tokens.callers != nil { return status.state == .failing }
-                return !tokens.identity.grant.isInteractive && !status.hasValidToken
+                return !Self.isReady(state: status.state, hasValidToken: status.hasValidToken, perCaller: tokens.callers != nil,
+                                     interactive: tokens.identity.grant.isInteractive, knowsTokenEndpoint: tokens.knowsTokenEndpoint)
             }
             .map(\.identity.name)
         if missing.isEmpty { return LocalResponse(status: 200, body: "{\"status\":\"ready\"}\n") }

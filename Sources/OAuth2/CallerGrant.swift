@@ -1,3 +1,5 @@
+import SafeText
+
 /// A grant whose subject is the caller: each request's own bearer token (`subjectTokenFrom:
 /// "caller"`, `assertionFrom: "caller"`) is exchanged at the token endpoint for a token of this
 /// identity, one per caller. The identity has no token of its own: nothing is fetched at start-up
@@ -20,6 +22,11 @@ public enum CallerGrant: Sendable, Equatable, CustomStringConvertible {
         case .tokenExchange: .tokenExchange
         case .onBehalfOf: .jwtBearer
         }
+    }
+
+    /// The identity's actor token (RFC 8693 `actor_token`), if it sends one.
+    public var actorToken: Secret? {
+        if case .tokenExchange(_, let actor) = self { actor.token } else { nil }
     }
 
     /// The config key that made this grant take the caller's token.

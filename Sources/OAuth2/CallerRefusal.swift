@@ -6,10 +6,17 @@
 ///
 ///   invalid_grant, invalid_token, invalid_request,   the caller's token was refused          401
 ///   interaction_required, login_required
-///   invalid_scope, access_denied, unauthorized_client, the caller may not have this token    403
-///   invalid_target, insufficient_scope, consent_required
-///   any other answer (invalid_client, a bare 4xx, an  the relay's own request was refused    502
+///   invalid_scope, access_denied,                    the caller may not have this token    403
+///   insufficient_scope, consent_required
+///   unauthorized_client, invalid_target, any other   the relay's own request was refused    502
+///   answer (invalid_client, a bare 4xx, an
 ///   unreadable one, a redirect)
+///
+/// `unauthorized_client` (this client may not use the grant) and `invalid_target` (RFC 8693
+/// §2.2.2: no token for the `audience`/`resource` asked for) are about what the identity's
+/// configuration asks, the same for every caller: the relay's misconfiguration, logged as a
+/// warning. `invalid_scope` stays the caller's: a scope may exceed what the caller's resource
+/// owner granted (RFC 6749 §5.2).
 ///   unreachable, timed out, 5xx, 429, server_error,   the token endpoint cannot answer now   503 + Retry-After
 ///   temporarily_unavailable
 ///
@@ -32,7 +39,7 @@ public struct CallerRefusal: Sendable, Equatable {
         "invalid_grant", "invalid_token", "invalid_request", "interaction_required", "login_required",
     ]
     static let forbiddenCodes: Set<String> = [
-        "invalid_scope", "access_denied", "unauthorized_client", "invalid_target", "insufficient_scope", "consent_required",
+        "invalid_scope", "access_denied", "insufficient_scope", "consent_required",
     ]
 
     public init(problem: TokenUnavailable, seconds: Double) {

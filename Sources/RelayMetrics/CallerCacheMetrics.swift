@@ -2,7 +2,7 @@ import Prometheus
 
 // The series of identities that exchange their callers' tokens, one token per caller:
 //
-//   oauth_relay_caller_exchanges_total{identity,outcome}        counter (token thread: issued, refused, unavailable)
+//   oauth_relay_caller_exchanges_total{identity,outcome}        counter (token thread: issued, shared, refused, unavailable)
 //   oauth_relay_caller_cache_lookups_total{identity,result}     counter (hit, miss, wait)
 //   oauth_relay_caller_cache_evictions_total{identity}          counter
 //   oauth_relay_caller_cache_entries{identity}                  gauge (at most the identity's maxCallers)

@@ -67,6 +67,18 @@ public struct SettingsFingerprint: Sendable, Equatable, CustomStringConvertible 
         // The same for a token endpoint's client certificate (RFC 8705 certificate-bound tokens):
         // a renewed certificate costs a fresh token, not a token bound to the one it replaced.
         if let thumbprint = identity.tls?.clientCertThumbprint { parts.append(("clientCertThumbprint", thumbprint)) }
+        // A grant on behalf of the caller: the subject token's type, the actor token's type and
+        // the extra form parameters (`requested_token_type`…) decide what is issued. Added only for
+        // these grants, so other entries keep their fingerprint. The actor token itself is a
+        // secret: it enters the caller entries' names instead (CallerEntryName, a keyed MAC).
+        if case .caller(let grant) = identity.grant {
+            if case .tokenExchange(let subjectTokenType, let actor) = grant {
+                parts += [("subjectTokenType", subjectTokenType), ("actorTokenType", actor.type)]
+            }
+            for (name, value) in identity.params.sorted(by: { $0.key < $1.key }) {
+                parts += [("paramName", name), ("paramValue", value)]
+            }
+        }
         var encoding: [UInt8] = []
         for (label, value) in parts {
             Self.append(label, to: &encoding)

@@ -83,22 +83,13 @@ public struct BoundedLRU<Key: Hashable, Value> {
         return evicted
     }
 
-    /// Sets `key` to `value` as the most recently used entry, making room when full by forgetting
-    /// the least recently used entry whose value `mayForget` allows (the others keep their place:
-    /// an entry something still waits for). Returns whether `value` was stored (false, and nothing
-    /// changed, when full and no entry may go), and the entry forgotten, if any.
-    @inlinable
-    public mutating func set(_ value: Value, for key: Key,
-                             forgettingOnly mayForget: (Value) -> Bool) -> (stored: Bool, forgotten: (key: Key, value: Value)?) {
-        guard slots[key] == nil, slots.count >= capacity else { return (true, set(value, for: key)) }
-        var candidate = oldest
-        while candidate >= 0, !mayForget(nodes[candidate]!.value) { candidate = nodes[candidate]!.newer }
-        guard candidate >= 0 else { return (false, nil) }
-        let node = nodes[candidate]!
+    /// Forgets the least recently used entry, if any; returns it.
+    @inlinable @discardableResult
+    public mutating func removeOldest() -> (key: Key, value: Value)? {
+        guard oldest >= 0 else { return nil }
+        let node = nodes[oldest]!
         remove(node.key)
-        let evicted = set(value, for: key)
-        assert(evicted == nil, "room was made")
-        return (true, (node.key, node.value))
+        return (node.key, node.value)
     }
 
     /// Forgets `key`; returns its value.

@@ -22,10 +22,12 @@
 //   again, and the token it gets is marked as fetched after a refusal, which an upstream refusal
 //   younger than `minTokenAgeForRetrySeconds` does not drop again.
 //
-// The entries are a `BoundedLRU` of `capacity` (the identity's `maxCallers`): each lookup moves its
-// entry to the front, and a new caller takes the place of the least recently used entry that is
-// not fetching. A fetching entry is never forgotten: its waiters would never be woken. When every
-// entry is fetching, a new caller is answered `full`.
+// At most `capacity` entries (the identity's `maxCallers`), in two places: the fetching ones in a
+// dictionary of their own (never forgotten: their waiters would never be woken), the others in a
+// `BoundedLRU`, where each lookup moves its entry to the front. A new caller takes the place of
+// the least recently used of those, in O(1): no fetching entry is ever passed over to find it,
+// however many there are while the IdP stalls. When every entry is fetching, a new caller is
+// answered `full` at once.
 
 import OAuth2
 
@@ -62,22 +64,25 @@ struct CallerCache<Waiter: AnyObject> {
         var evictions = 0
     }
 
+    /// An entry no exchange is in flight for.
     enum State {
-        case fetching(waiters: [Waiter], afterRefusal: Bool)
         case issued(CallerIssuedToken)
         case refused(RememberedRefusal)
-        case dropped
+        case dropped(RefusedToken)
+    }
 
-        var isFetching: Bool {
-            if case .fetching = self { return true }
-            return false
-        }
+    /// An entry in `fetching`: its waiters, and `refused`, the token an upstream refused that
+    /// this exchange replaces (nil: not after a refusal).
+    struct Fetching {
+        var waiters: [Waiter]
+        let refused: RefusedToken?
     }
 
     private var entries: BoundedLRU<CallerKey, State>
-    /// Entries in `fetching`: while any, the identity has waiters.
-    private(set) var fetchingCount = 0
+    private var fetching: [CallerKey: Fetching] = [:]
     private(set) var counts = Counts()
+    /// Entries looked at to make room for new callers (each eviction looks at one: for tests).
+    private(set) var entriesLookedAtForRoom = 0
 
     init(capacity: Int) {
         entries = BoundedLRU(capacity: capacity)
@@ -85,22 +90,38 @@ struct CallerCache<Waiter: AnyObject> {
 
     var capacity: Int { entries.capacity }
 
-    /// Entries held.
-    var count: Int { entries.count }
+    /// Entries in `fetching`: while any, the identity has waiters.
+    var fetchingCount: Int { fetching.count }
 
-    /// The keys from the most to the least recently used (for tests).
+    /// Entries held.
+    var count: Int { entries.count + fetching.count }
+
+    /// The keys of the entries not fetching, from the most to the least recently used (for tests).
     var keysByRecency: [CallerKey] { entries.keysByRecency }
+
+    /// The keys of the entries fetching (for tests).
+    var fetchingKeys: Set<CallerKey> { Set(fetching.keys) }
 
     /// What a request of the caller whose token has `key` does at `now`; a wait registers `waiter`
     /// in the same step. `counted`: the request's first lookup, counted as a hit or a wait (a
     /// parked request asking again is not); a lookup that begins an exchange is always a miss.
     mutating func lookup(_ key: CallerKey, at now: Double, waiter: Waiter, counted: Bool = true) -> Lookup {
+        if var exchange = fetching[key] {
+            if counted { counts.waits += 1 }
+            if !exchange.waiters.contains(where: { $0 === waiter }) {
+                exchange.waiters.append(waiter)
+                fetching[key] = exchange
+            }
+            return .wait(exchange: false)
+        }
         guard let state = entries.value(for: key) else {
-            let (stored, forgotten) = entries.set(.fetching(waiters: [waiter], afterRefusal: false), for: key,
-                                                  forgettingOnly: { !$0.isFetching })
-            guard stored else { return .full }
-            if forgotten != nil { counts.evictions += 1 }
-            return beganExchange()
+            guard fetching.count < capacity else { return .full }
+            if count >= capacity {
+                entriesLookedAtForRoom += 1
+                entries.removeOldest()
+                counts.evictions += 1
+            }
+            return beganExchange(key, waiter: waiter, refused: nil)
         }
         switch state {
         case .issued(let token) where now < token.reuseUntil:
@@ -109,41 +130,35 @@ struct CallerCache<Waiter: AnyObject> {
         case .refused(let refusal) where now < refusal.until:
             if counted { counts.hits += 1 }
             return .refused(refusal.refusal.problem)
-        case .fetching(var waiters, let afterRefusal):
-            if counted { counts.waits += 1 }
-            if !waiters.contains(where: { $0 === waiter }) {
-                waiters.append(waiter)
-                entries.set(.fetching(waiters: waiters, afterRefusal: afterRefusal), for: key)
-            }
-            return .wait(exchange: false)
-        case .dropped:
-            entries.set(.fetching(waiters: [waiter], afterRefusal: true), for: key)
-            return beganExchange()
+        case .dropped(let refused):
+            entries.remove(key)
+            return beganExchange(key, waiter: waiter, refused: refused)
         case .issued, .refused:
-            entries.set(.fetching(waiters: [waiter], afterRefusal: false), for: key)
-            return beganExchange()
+            entries.remove(key)
+            return beganExchange(key, waiter: waiter, refused: nil)
         }
     }
 
-    private mutating func beganExchange() -> Lookup {
+    private mutating func beganExchange(_ key: CallerKey, waiter: Waiter, refused: RefusedToken?) -> Lookup {
+        fetching[key] = Fetching(waiters: [waiter], refused: refused)
         counts.misses += 1
-        fetchingCount += 1
         return .wait(exchange: true)
     }
 
     /// The exchange for `key` ended: the entry takes `outcome`, and its waiters are returned (to
     /// be woken once the lock is released). Nothing when no exchange was in flight for it.
     mutating func publish(_ key: CallerKey, _ outcome: Outcome) -> [Waiter] {
-        guard case .fetching(let waiters, let afterRefusal)? = entries.peek(key) else { return [] }
+        guard let exchange = fetching.removeValue(forKey: key) else { return [] }
+        // The entry leaves `fetching` for the LRU: the count stays within `capacity`, so nothing
+        // is forgotten to make room.
         switch outcome {
         case .issued(let value, let issuedAt, let expiresAt, let reuseUntil):
             entries.set(.issued(CallerIssuedToken(value: value, issuedAt: issuedAt, expiresAt: expiresAt, reuseUntil: reuseUntil,
-                                                  afterRefusal: afterRefusal)), for: key)
+                                                  afterRefusal: exchange.refused != nil)), for: key)
         case .refused(let refusal, let until):
             entries.set(.refused(RememberedRefusal(refusal: refusal, until: until)), for: key)
         }
-        fetchingCount -= 1
-        return waiters
+        return exchange.waiters
     }
 
     /// An upstream refused `value`, the token issued for `key`, at `now` on a route whose
@@ -154,20 +169,36 @@ struct CallerCache<Waiter: AnyObject> {
     mutating func refused(_ key: CallerKey, token value: String, at now: Double, minimumAge: Double) -> TokenLifecycle.Refusal {
         guard case .issued(let token)? = entries.peek(key), token.value == value else { return .superseded }
         if token.afterRefusal && now - token.issuedAt < minimumAge { return .kept }
-        entries.set(.dropped, for: key)
+        entries.set(.dropped(RefusedToken(value)), for: key)
         return .dropped
+    }
+
+    /// The token an upstream refused that the exchange in flight for `key` replaces: another
+    /// replica's copy of it in the shared store is no answer (SharedCallerTokens). Nil when the
+    /// exchange is not one after a refusal, or none is in flight.
+    func refusedToken(_ key: CallerKey) -> String? {
+        fetching[key]?.refused?.value
     }
 
     /// Forgets every entry but those fetching (their waiters are woken by their exchange's end).
     mutating func removeAll() {
-        for key in entries.keysByRecency where entries.peek(key)?.isFetching == false {
-            entries.remove(key)
-        }
+        entries = BoundedLRU(capacity: capacity)
     }
 }
 
 extension CallerCache: Sendable where Waiter: Sendable {}
 extension CallerCache.State: Sendable where Waiter: Sendable {}
+extension CallerCache.Fetching: Sendable where Waiter: Sendable {}
+
+/// The token an upstream refused, which the caller's next exchange replaces. A class, like
+/// `RememberedRefusal`.
+final class RefusedToken: Sendable {
+    let value: String
+
+    init(_ value: String) {
+        self.value = value
+    }
+}
 
 /// A refusal an entry remembers, until when (monotonic seconds). A class: an entry's state
 /// stays two words whatever it holds.

@@ -5,13 +5,16 @@
 //
 //   subkey = HMAC-SHA256(store key, "oauth-relay caller entry name v1")
 //   name   = HMAC-SHA256(subkey, "identity" ‖ name, "settings" ‖ fingerprint,
-//                                "generation" ‖ generation, "caller" ‖ caller token)
+//                                "generation" ‖ generation, "caller" ‖ caller token
+//                                [, "actor" ‖ the identity's actor token, when it sends one])
 //
 // each part length-prefixed, so no two inputs encode alike. The subkey keeps these MACs apart from
 // every other use of the store key (AES-256-GCM of the entries, the entries' key id).
 //
 // - The identity's name and settings fingerprint: another identity, or the same one with other
 //   settings (another client, audience, scope), never reads a caller's token meant for it.
+// - The actor token (a secret, so not in the fingerprint, which is stored in the clear): another
+//   actor never reads a token issued with this one. Without one the name is as before.
 // - The generation: a random value per identity in Redis (SharedCallerEntries.swift), replaced by
 //   a logout, so that every caller entry written before it becomes unreachable at once — per-caller
 //   entries cannot be listed in a Redis Cluster without a SCAN of every node — and expires by TTL.
@@ -33,20 +36,25 @@ struct CallerEntryName: Equatable {
     /// What the store key is used for here, and nowhere else.
     static let subkeyLabel = Array("oauth-relay caller entry name v1".utf8)
 
+    /// The MAC the name is made with: HMAC-SHA256 (a parameter for tests).
+    typealias MAC = ([UInt8], SymmetricKey) throws -> [UInt8]
+
     /// The name of `caller`'s entry for `identity` with `fingerprint` and the identity's callers'
-    /// `generation`, under `storeKey`.
-    init(storeKey: SymmetricKey, identity: String, fingerprint: SettingsFingerprint, generation: String, caller: Secret) {
+    /// `generation`, under `storeKey` (and the identity's `actor` token, if any); nil when a MAC fails (the store key is never empty, so only
+    /// when OpenSSL cannot allocate): the exchange then runs without the shared store. Never a
+    /// constant name, which would be every caller's and hand one caller's token to another.
+    init?(storeKey: SymmetricKey, identity: String, fingerprint: SettingsFingerprint, generation: String, caller: Secret,
+          actor: Secret? = nil, mac: MAC = { try HMACSHA256.authenticationCode(for: $0, key: $1) }) {
         var message: [UInt8] = []
         for (label, value) in [("identity", Array(identity.utf8)), ("settings", fingerprint.bytes), ("generation", Array(generation.utf8)),
-                               ("caller", Array(caller.value.utf8))] {
+                               ("caller", Array(caller.value.utf8))] + (actor.map { [("actor", Array($0.value.utf8))] } ?? []) {
             Self.append(Array(label.utf8), to: &message)
             Self.append(value, to: &message)
         }
-        // The store key is never empty (StoreKeys holds 32-byte keys), so HMAC fails only when
-        // OpenSSL cannot allocate; a name of zeros then still names no caller's token.
-        let subkey = (try? HMACSHA256.authenticationCode(for: Self.subkeyLabel, key: storeKey)) ?? []
-        bytes = (try? HMACSHA256.authenticationCode(for: message, key: SymmetricKey(subkey)))
-            ?? [UInt8](repeating: 0, count: Self.byteCount)
+        guard let subkey = try? mac(Self.subkeyLabel, storeKey), subkey.count == Self.byteCount,
+              let name = try? mac(message, SymmetricKey(subkey)), name.count == Self.byteCount
+        else { return nil }
+        bytes = name
     }
 
     /// The name in lower-case hex: 64 digits.

@@ -35,7 +35,10 @@ public struct CallerExchange: Sendable {
 
 /// How a caller's exchange ended, as `oauth_relay_caller_exchanges_total{outcome}` counts it.
 public enum CallerExchangeOutcome: String, Sendable {
+    /// The token endpoint issued the token.
     case issued
+    /// Another replica's token for the caller, read from the shared store: no exchange here.
+    case shared
     /// The token endpoint refused (the caller's token, or the relay's request).
     case refused
     /// The token endpoint could not answer now.
@@ -55,7 +58,9 @@ final class CallerExchanges {
     /// Exchanges waiting for their identity's endpoints (discovery under way), by slot.
     private var awaitingEndpoints: [Int: [CallerExchange]] = [:]
     /// The fleet's store (TokenFetcher.callerToken), when the token fetcher sets it.
-    var throughFleet: ((IdentityTokens, Secret, Double?, @escaping CallerTokenExchange, @escaping CallerTokenCompletion) -> Void)?
+    /// Its arguments: the identity, the caller's token, its expiry, the token an upstream refused
+    /// that this exchange replaces (nil: none), the exchange and what hears its outcome.
+    var throughFleet: ((IdentityTokens, Secret, Double?, Secret?, @escaping CallerTokenExchange, @escaping CallerTokenCompletion) -> Void)?
 
     init(idp: IdPClient, logger: Logger, observer: (any TokenObserver)?) {
         self.idp = idp
@@ -117,14 +122,20 @@ final class CallerExchanges {
         let started = monotonicSeconds()
         let callerExpiry = exchange.expiresAt.map(Double.init) ?? CallerGrant.unverifiedExpiry(ofCallerToken: exchange.token.value)
         let unixTime = Date().timeIntervalSince1970
-        let atIdP: CallerTokenExchange = { [idp] done in idp.requestToken(request, for: tokens, completion: done) }
+        // The fleet's store calls `atIdP` only when no replica's token serves.
+        let asked = AskedTheIdP()
+        let atIdP: CallerTokenExchange = { [idp] done in
+            asked.value = true
+            idp.requestToken(request, for: tokens, completion: done)
+        }
         let heard: CallerTokenCompletion = { [self] outcome in
-            ended(outcome, of: exchange, startedAt: started, callerExpiry: callerExpiry, unixTime: unixTime, for: tokens)
+            ended(outcome, of: exchange, startedAt: started, callerExpiry: callerExpiry, unixTime: unixTime, shared: !asked.value, for: tokens)
         }
         // With `store.redis`, a replica's token for this caller, or the exchange under the fleet's
         // single flight (TokenFetcher+CallerTokens); alone otherwise.
+        // After an upstream refused the caller's token, that token in Redis is no answer.
         guard let throughFleet else { return atIdP(heard) }
-        throughFleet(tokens, exchange.token, callerExpiry, atIdP, heard)
+        throughFleet(tokens, exchange.token, callerExpiry, tokens.callers?.refusedToken(exchange.key).map(Secret.init), atIdP, heard)
     }
 
     /// When a token issued on behalf of a caller expires, and until when it is handed out: its
@@ -140,8 +151,9 @@ final class CallerExchanges {
         return (expiresAt, reuseUntil)
     }
 
+    /// `shared`: the token is another replica's, read from the shared store (no exchange here).
     private func ended(_ outcome: Result<TokenResponse, TokenEndpointError>, of exchange: CallerExchange, startedAt started: Double,
-                       callerExpiry: Double?, unixTime: Double, for tokens: IdentityTokens) {
+                       callerExpiry: Double?, unixTime: Double, shared: Bool, for tokens: IdentityTokens) {
         let name = tokens.identity.name
         let now = monotonicSeconds()
         switch outcome {
@@ -157,7 +169,7 @@ final class CallerExchanges {
             }
             tokens.callers?.publish(exchange.key, .issued(value: response.accessToken.value, issuedAt: started, expiresAt: expiresAt,
                                                           reuseUntil: reuseUntil))
-            observer?.callerExchangeEnded(identity: name, outcome: .issued)
+            observer?.callerExchangeEnded(identity: name, outcome: shared ? .shared : .issued)
             logger.debug("caller token exchanged", metadata: ["identity": .string(name),
                                                                "expires_in": .stringConvertible(Int(expiresAt - now))])
         case .failure(let error):
@@ -188,4 +200,9 @@ final class CallerExchanges {
             logger.warning("token endpoint refused the relay's exchange of a caller's token", metadata: metadata)
         }
     }
+}
+
+/// Whether an exchange's request went to the token endpoint (token loop only).
+private final class AskedTheIdP {
+    var value = false
 }

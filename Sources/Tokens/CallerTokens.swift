@@ -64,6 +64,11 @@ public final class CallerTokens: Sendable {
         for wakeup in waiters { wakeup.wake() }
     }
 
+    /// The token an upstream refused that the exchange in flight for `key` replaces, if any.
+    func refusedToken(_ key: CallerKey) -> String? {
+        cache.withLock { $0.refusedToken(key) }
+    }
+
     /// Exchanges are in flight, with requests waiting for them.
     var hasWaiters: Bool { cache.withLock { $0.fetchingCount > 0 } }
 

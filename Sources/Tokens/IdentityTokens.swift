@@ -79,6 +79,9 @@ public final class IdentityTokens: Sendable {
         state.withLock { $0.lifecycle.status(at: now) }
     }
 
+    /// The identity's token endpoint is known: configured, or found by discovery.
+    public var knowsTokenEndpoint: Bool { state.withLock { $0.lifecycle.endpoints?.token != nil } }
+
     /// Requests wait for this identity's token, or for a caller's.
     var hasWaiters: Bool { state.withLock { !$0.waiting.isEmpty } || callers?.hasWaiters == true }
 

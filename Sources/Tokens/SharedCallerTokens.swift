@@ -44,10 +44,11 @@ import TokenStore
 final class SharedCallerTokens {
     private unowned let shared: SharedTokens
     private var generations = CallerGenerations<CallerTokenAsk>()
-    /// The per-caller identities asked for, by slot, and their slots by their own entry's key (a
-    /// removal's message names that key).
+    /// The per-caller identities in force asked for, by slot, and their slots by their own
+    /// entry's key (a removal's message names that key; a reload that kept the identity's name
+    /// and settings under a new slot shares it).
     private var identities: [Int: CallerIdentity] = [:]
-    private var slotsByEntry: [[UInt8]: Int] = [:]
+    private var slotsByEntry: [[UInt8]: Set<Int>] = [:]
     /// The flights under way, by their caller entry's key.
     private var flights: [[UInt8]: Flight] = [:]
     /// Another replica (or `oauth-relay logout`) logged the identity out: the caller side drops
@@ -74,6 +75,8 @@ final class SharedCallerTokens {
         /// The store key the name was derived under: the entry is written with it too.
         let storeKey: SymmetricKey
         let callerExpiresAt: Double?
+        /// The token an upstream refused: an entry holding it is no answer.
+        let refused: Secret?
         let leaseMilliseconds: Int64
         let exchange: CallerTokenExchange
         var completions: [CallerTokenCompletion]
@@ -92,6 +95,7 @@ final class SharedCallerTokens {
             self.name = name
             self.storeKey = storeKey
             callerExpiresAt = ask.callerExpiresAt
+            refused = ask.refused
             leaseMilliseconds = ask.leaseMilliseconds
             exchange = ask.exchange
             completions = [ask.completion]
@@ -104,6 +108,9 @@ final class SharedCallerTokens {
     func token(_ ask: CallerTokenAsk) {
         // Stopping: Redis is no longer waited for (and the IdP client refuses new requests).
         guard !shared.stopping else { return ask.exchange(ask.completion) }
+        // A late exchange of an identity a reload retired registers nothing (its slot would stay
+        // for good): it runs alone.
+        guard ask.inForce else { return alone(ask) }
         let slot = ask.tokens.slot
         let identity = register(ask.tokens)
         switch generations.ask(slot: slot, waiter: ask, link: shared.link.health.link) {
@@ -121,7 +128,7 @@ final class SharedCallerTokens {
                                    hashTagged: shared.settings.topology.isCluster)
         let identity = CallerIdentity(tokens: tokens, fingerprint: fingerprint, keys: keys)
         identities[tokens.slot] = identity
-        slotsByEntry[keys.entry] = tokens.slot
+        slotsByEntry[keys.entry, default: []].insert(tokens.slot)
         return identity
     }
 
@@ -153,11 +160,15 @@ final class SharedCallerTokens {
 
     private func fly(_ ask: CallerTokenAsk, generation: String, identity: CallerIdentity) {
         let storeKey = shared.settings.keys.current
-        let name = CallerEntryName(storeKey: storeKey, identity: ask.tokens.identity.name, fingerprint: identity.fingerprint,
-                                   generation: generation, caller: ask.caller)
+        guard let name = CallerEntryName(storeKey: storeKey, identity: ask.tokens.identity.name, fingerprint: identity.fingerprint,
+                                         generation: generation, caller: ask.caller,
+                                         actor: ask.tokens.identity.grant.callerGrant?.actorToken)
+        else { return alone(ask) }
         let keys = SharedEntryKeys(prefix: shared.settings.keyPrefix, identity: ask.tokens.identity.name, caller: name,
                                    hashTagged: shared.settings.topology.isCluster)
         if let flight = flights[keys.entry] {
+            // An ask after a refusal joins no flight that may answer with the refused token.
+            guard ask.refused == nil || ask.refused == flight.refused else { return alone(ask) }
             flight.completions.append(ask.completion)
             return
         }
@@ -170,7 +181,12 @@ final class SharedCallerTokens {
 
     func linkReady() {
         for (slot, read) in generations.linkReady() {
-            guard let identity = identities[slot] else { continue }
+            // A reload retired the slot meanwhile: its asks go without Redis (left, they would
+            // wait for good).
+            guard let identity = identities[slot] else {
+                generationRead(slot: slot, read: read, generation: nil)
+                continue
+            }
             readGeneration(of: identity, read: read)
         }
         each { $0.fetch.linkReady() }
@@ -192,23 +208,33 @@ final class SharedCallerTokens {
         flights.values.contains { $0.fetch.isWaiting }
     }
 
-    /// The per-caller identity whose own entry is `entry` (a removal's message names it).
+    /// The per-caller identity whose own entry is `entry` (a removal's message names it); the
+    /// newest slot when several share it.
     func identity(entry: [UInt8]) -> IdentityTokens? {
-        slotsByEntry[entry].flatMap { identities[$0]?.tokens }
+        slotsByEntry[entry]?.max().flatMap { identities[$0]?.tokens }
     }
 
     /// The identity was logged out (its generation deleted): by this replica, once the removal
-    /// is sent (a generation read sent after it finds the new one), or by another one, heard.
+    /// is sent (a generation read sent after it finds the new one), or by another one, heard —
+    /// then for every slot sharing its entry.
     func removed(_ tokens: IdentityTokens, byAnotherReplica: Bool) {
-        for ask in generations.forget(slot: tokens.slot) { token(ask) }
-        if byAnotherReplica, identities[tokens.slot] != nil { forgotten(tokens) }
+        let slots = identities[tokens.slot].flatMap { slotsByEntry[$0.keys.entry] } ?? [tokens.slot]
+        for slot in slots.sorted() {
+            for ask in generations.forget(slot: slot) { token(ask) }
+            if byAnotherReplica, let identity = identities[slot] { forgotten(identity.tokens) }
+        }
     }
 
     /// A reload retired the slot.
     func retire(slot: Int) {
         generations.retire(slot: slot)
-        if let identity = identities.removeValue(forKey: slot) { slotsByEntry[identity.keys.entry] = nil }
+        guard let identity = identities.removeValue(forKey: slot) else { return }
+        slotsByEntry[identity.keys.entry]?.remove(slot)
+        if slotsByEntry[identity.keys.entry]?.isEmpty == true { slotsByEntry[identity.keys.entry] = nil }
     }
+
+    /// The slots registered (for tests).
+    var registeredSlots: [Int] { identities.keys.sorted() }
 
     /// The token loop stops: flights waiting on Redis are dropped, leases held are given back at
     /// once (an exchange under way still answers its asks; nothing is written).
@@ -287,13 +313,15 @@ final class SharedCallerTokens {
 
     /// True when the entry read holds a token still reusable for the flight's caller (kept in
     /// `found`). An entry that does not open (another store key, damage, another caller's copied
-    /// here) is no token: the exchange's write replaces it.
+    /// here) is no token, nor is the token an upstream refused (the flight's `refused`): the
+    /// exchange's write replaces it (compare-and-set against the version read).
     private func offer(_ read: SharedEntryRead, to flight: Flight) -> Bool {
         _ = flight.fetch.entryRead(version: read.version)
         guard let bytes = read.entry,
               let stored = try? StoreEntry.decode(bytes, identity: flight.tokens.identity.name, fingerprint: flight.name.entryFingerprint,
                                                   keys: shared.settings.keys.snapshot),
               let access = stored.access,
+              access.value != flight.refused,
               CallerEntryLife.isReusable(issuedAt: access.issuedAt, tokenExpiresAt: access.expiresAt, callerExpiresAt: flight.callerExpiresAt,
                                          skew: flight.tokens.identity.refreshSkewSeconds, now: Date().timeIntervalSince1970)
         else { return false }

@@ -17,7 +17,12 @@ struct CallerTokenAsk {
     let caller: Secret
     /// When the caller's token expires (Unix seconds, its `exp`), if known.
     let callerExpiresAt: Double?
+    /// The token an upstream refused that this exchange replaces: an entry holding it is no
+    /// answer (the flight takes the lease, exchanges and overwrites it).
+    let refused: Secret?
     let leaseMilliseconds: Int64
+    /// The identity is in force (false: a reload retired it while this exchange was asked for).
+    let inForce: Bool
     let exchange: CallerTokenExchange
     let completion: CallerTokenCompletion
 }
@@ -28,12 +33,14 @@ extension SharedTokens {
     /// flight for this caller — and its token is shared; `completion` gets the outcome, on the
     /// token loop. Degraded (Redis down or slow): `exchange` runs alone, as every shared fetch does.
     /// `callerExpiresAt`: the caller's token's expiry (Unix seconds), when known; `leaseMilliseconds`:
-    /// how long this replica's lease lasts while it exchanges (LeaseDuration).
+    /// how long this replica's lease lasts while it exchanges (LeaseDuration); `refused`: the
+    /// token an upstream refused for this caller, never an answer however fresh its entry;
+    /// `inForce`: false for an identity a reload retired (its exchange runs alone).
     ///
     /// A token read from the store comes as a `TokenResponse` whose `expiresIn` counts from now.
-    func callerToken(for tokens: IdentityTokens, caller: Secret, callerExpiresAt: Double?, leaseMilliseconds: Int64,
-                     exchange: @escaping CallerTokenExchange, completion: @escaping CallerTokenCompletion) {
-        callers.token(CallerTokenAsk(tokens: tokens, caller: caller, callerExpiresAt: callerExpiresAt, leaseMilliseconds: leaseMilliseconds,
-                                     exchange: exchange, completion: completion))
+    func callerToken(for tokens: IdentityTokens, caller: Secret, callerExpiresAt: Double?, refused: Secret? = nil,
+                     leaseMilliseconds: Int64, inForce: Bool = true, exchange: @escaping CallerTokenExchange, completion: @escaping CallerTokenCompletion) {
+        callers.token(CallerTokenAsk(tokens: tokens, caller: caller, callerExpiresAt: callerExpiresAt, refused: refused,
+                                     leaseMilliseconds: leaseMilliseconds, inForce: inForce, exchange: exchange, completion: completion))
     }
 }

@@ -13,12 +13,13 @@ extension TokenFetcher {
     /// (SharedTokens.callerToken: a replica's token for this caller, else `exchange` under the
     /// fleet's single flight, shared once obtained); without it, or for an identity whose tokens
     /// stay on this replica (a DPoP key generated here), `exchange` alone.
-    /// `callerExpiresAt`: the caller's token's `exp` (Unix seconds), when known.
-    func callerToken(for tokens: IdentityTokens, caller: Secret, callerExpiresAt: Double?,
+    /// `callerExpiresAt`: the caller's token's `exp` (Unix seconds), when known; `refused`: the
+    /// token an upstream refused that this exchange replaces, if any.
+    func callerToken(for tokens: IdentityTokens, caller: Secret, callerExpiresAt: Double?, refused: Secret?,
                      exchange: @escaping CallerTokenExchange, completion: @escaping CallerTokenCompletion) {
         guard let shared = sharedStore(for: tokens) else { return exchange(completion) }
-        shared.callerToken(for: tokens, caller: caller, callerExpiresAt: callerExpiresAt,
-                           leaseMilliseconds: LeaseDuration.milliseconds(of: tokens.identity, limits: idp.limits),
+        shared.callerToken(for: tokens, caller: caller, callerExpiresAt: callerExpiresAt, refused: refused,
+                           leaseMilliseconds: LeaseDuration.milliseconds(of: tokens.identity, limits: idp.limits), inForce: isInForce(tokens),
                            exchange: exchange, completion: completion)
     }
 

@@ -85,8 +85,8 @@ final class TokenFetcher: FetchSchedule {
         delivery.fetcher = self
         // The link to Redis starts connecting now, as the token loop starts.
         _ = sharedFetch
-        callerExchanges.throughFleet = { [unowned self] tokens, caller, expiry, exchange, completion in
-            callerToken(for: tokens, caller: caller, callerExpiresAt: expiry, exchange: exchange, completion: completion)
+        callerExchanges.throughFleet = { [unowned self] tokens, caller, expiry, refused, exchange, completion in
+            callerToken(for: tokens, caller: caller, callerExpiresAt: expiry, refused: refused, exchange: exchange, completion: completion)
         }
         whenSharedCallersForgotten { $0.callers?.removeAll() }
     }

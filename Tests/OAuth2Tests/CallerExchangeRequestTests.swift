@@ -110,7 +110,8 @@ final class CallerExchangeRequestTests: XCTestCase {
             ("invalid_grant", 401, .callerUnauthorized), ("invalid_token", 401, .callerUnauthorized),
             ("invalid_request", 401, .callerUnauthorized), ("interaction_required", 401, .callerUnauthorized),
             ("invalid_scope", 403, .callerForbidden), ("access_denied", 403, .callerForbidden),
-            ("unauthorized_client", 403, .callerForbidden), ("invalid_target", 403, .callerForbidden),
+            ("insufficient_scope", 403, .callerForbidden), ("consent_required", 403, .callerForbidden),
+            ("unauthorized_client", 502, .refused), ("invalid_target", 502, .refused),
             ("invalid_client", 502, .refused), ("unsupported_grant_type", 502, .refused), ("something_else", 502, .refused),
         ]
         for (code, status, reason) in table {

@@ -84,8 +84,9 @@ final class SharedCallerTokensTests: XCTestCase {
     }
 
     private func ask(_ shared: SharedTokens, _ tokens: IdentityTokens, caller: String, exchanges: Exchanges, answers: Answers,
-                     callerExpiresAt: Double? = nil) {
-        shared.callerToken(for: tokens, caller: Secret(caller), callerExpiresAt: callerExpiresAt, leaseMilliseconds: 10_000,
+                     callerExpiresAt: Double? = nil, refused: String? = nil) {
+        shared.callerToken(for: tokens, caller: Secret(caller), callerExpiresAt: callerExpiresAt, refused: refused.map(Secret.init),
+                           leaseMilliseconds: 10_000,
                            exchange: exchanges.exchange(for: caller), completion: answers.record)
     }
 
@@ -137,6 +138,96 @@ final class SharedCallerTokensTests: XCTestCase {
 
         first.stop()
         second.stop()
+        test.closeAndCheckForLeaks()
+    }
+
+    /// An upstream refused the caller's token that one replica wrote: the other replica's
+    /// exchange after that refusal does not take the same token back from Redis; it exchanges
+    /// and overwrites the entry, which then serves the first replica.
+    func testAnExchangeAfterARefusalReplacesTheRefusedTokenInRedis() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let test = try LeakCheckedLoop()
+        let tokens = IdentityTokens(identity: identity, slot: 0)
+        let driver = Driver()
+        let firstCounts = Counts()
+        let first = replica(test, port: server.port, driver: driver, observer: firstCounts)
+        let second = replica(test, port: server.port, driver: driver)
+        test.run(until: "both links are up") { first.link.isReady && second.link.isReady }
+        let exchanges = Exchanges()
+        let answers = Answers()
+
+        ask(first, tokens, caller: "caller-x", exchanges: exchanges, answers: answers)
+        test.run(until: "the first replica's answer and write") { answers.tokens.count == 1 && firstCounts.operations["ok"] == 3 }
+        ask(second, tokens, caller: "caller-x", exchanges: exchanges, answers: answers, refused: "exchanged-1")
+        test.run(until: "the second replica's answer") { answers.tokens.count == 2 }
+        XCTAssertEqual(answers.tokens, ["exchanged-1", "exchanged-2"])
+        XCTAssertEqual(exchanges.byCaller, ["caller-x": 2])
+        // A refusal of a token other than the entry's leaves the entry's token the answer.
+        ask(first, tokens, caller: "caller-x", exchanges: exchanges, answers: answers, refused: "exchanged-1")
+        test.run(until: "the first replica's answer from the new entry") { answers.tokens.count == 3 }
+        XCTAssertEqual(answers.tokens.last, "exchanged-2")
+        XCTAssertEqual(exchanges.byCaller, ["caller-x": 2])
+
+        first.stop()
+        second.stop()
+        test.closeAndCheckForLeaks()
+    }
+
+    /// A reload retired the identity: a late exchange for it runs alone and registers nothing
+    /// (its slot would stay for good); a new slot with the same name and settings shares the
+    /// entry, and retiring the old one leaves the new one what a removal's message resolves to.
+    func testARetiredSlotIsNeverRegisteredAgainAndSlotsSharingAnEntryStayApart() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let test = try LeakCheckedLoop()
+        let old = IdentityTokens(identity: identity, slot: 0)
+        let new = IdentityTokens(identity: identity, slot: 1)
+        let entry = SharedEntryKeys(prefix: "test:", identity: identity.name, fingerprint: SettingsFingerprint(identity), hashTagged: false).entry
+        let shared = replica(test, port: server.port, driver: Driver())
+        test.run(until: "the link is up") { shared.link.isReady }
+        let exchanges = Exchanges()
+        let answers = Answers()
+        ask(shared, old, caller: "caller-x", exchanges: exchanges, answers: answers)
+        test.run(until: "the first answer") { answers.tokens.count == 1 }
+        ask(shared, new, caller: "caller-y", exchanges: exchanges, answers: answers)
+        test.run(until: "the new slot's answer") { answers.tokens.count == 2 }
+        XCTAssertEqual(shared.callers.registeredSlots, [0, 1])
+        XCTAssertTrue(shared.callers.identity(entry: entry) === new)
+        shared.callers.retire(slot: 0)
+        XCTAssertTrue(shared.callers.identity(entry: entry) === new, "the slot in force still answers a removal")
+
+        shared.callerToken(for: old, caller: Secret("caller-z"), callerExpiresAt: nil, leaseMilliseconds: 10_000, inForce: false,
+                           exchange: exchanges.exchange(for: "caller-z"), completion: answers.record)
+        test.run(until: "the retired slot's late answer") { answers.tokens.count == 3 }
+        XCTAssertEqual(shared.callers.registeredSlots, [1], "the retired slot stays gone")
+        shared.callers.retire(slot: 1)
+        XCTAssertEqual(shared.callers.registeredSlots, [])
+        XCTAssertNil(shared.callers.identity(entry: entry))
+
+        shared.stop()
+        test.closeAndCheckForLeaks()
+    }
+
+    /// A reload retires the identity while Redis's first connection is being made: the asks that
+    /// waited for it go without Redis once it is up, not never.
+    func testAsksOfASlotRetiredBeforeTheFirstConnectionGoAlone() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let test = try LeakCheckedLoop()
+        let tokens = IdentityTokens(identity: identity, slot: 0)
+        let counts = Counts()
+        let shared = replica(test, port: server.port, driver: Driver(), observer: counts)
+        let exchanges = Exchanges()
+        let answers = Answers()
+        XCTAssertFalse(shared.link.isReady)
+        ask(shared, tokens, caller: "caller-x", exchanges: exchanges, answers: answers)
+        shared.callers.retire(slot: 0)
+        test.run(until: "the ask's answer once the link is up") { answers.tokens.count == 1 }
+        XCTAssertEqual(exchanges.byCaller, ["caller-x": 1])
+        XCTAssertEqual(counts.operations["skipped"], 1)
+
+        shared.stop()
         test.closeAndCheckForLeaks()
     }
 

@@ -39,6 +39,29 @@ final class SettingsFingerprintTests: XCTestCase {
         }
     }
 
+    /// A grant on behalf of the caller: its subject and actor token types and its extra
+    /// parameters are settings; the actor token is a secret and stays out (CallerEntryName keys
+    /// the caller entries' names with it). Other grants' parameters stay out as before.
+    func testACallerGrantsTokenTypesAndParamsChangeItButNotItsActorToken() {
+        func caller(_ subjectType: String = CallerGrant.accessTokenType, actor: ExchangedToken = ExchangedToken(),
+                    params: [String: String] = [:]) -> SettingsFingerprint {
+            var changed = identity()
+            changed.grant = .caller(.tokenExchange(subjectTokenType: subjectType, actor: actor))
+            changed.params = params
+            return SettingsFingerprint(changed)
+        }
+        let base = caller()
+        XCTAssertNotEqual(caller("urn:ietf:params:oauth:token-type:jwt"), base, "subject token type")
+        XCTAssertNotEqual(caller(actor: ExchangedToken(type: "urn:ietf:params:oauth:token-type:jwt")), base, "actor token type")
+        XCTAssertNotEqual(caller(params: ["requested_token_type": "urn:ietf:params:oauth:token-type:jwt"]), base, "a parameter")
+        XCTAssertNotEqual(caller(params: ["requested_token_type": "a"]), caller(params: ["requested_token_type": "b"]), "its value")
+        XCTAssertEqual(caller(actor: ExchangedToken(token: Secret("actor-1"))), caller(actor: ExchangedToken(token: Secret("actor-2"))),
+                       "the actor token is a secret")
+        var withParams = identity()
+        withParams.params = ["requested_token_type": "x"]
+        XCTAssertEqual(SettingsFingerprint(withParams), SettingsFingerprint(identity()), "another grant's encoding is unchanged")
+    }
+
     /// Secrets are left out: a rotated secret keeps the token, and the clear-text fingerprint
     /// gives nothing to guess a password against.
     func testSecretsDoNotEnterIt() {

@@ -30,21 +30,17 @@ final class BoundedLRUTests: XCTestCase {
         XCTAssertEqual(lru.keysByRecency, ["a", "b"], "peek changes no order")
     }
 
-    func testOnlyEntriesThePredicateAllowsAreForgottenToMakeRoom() {
+    func testRemoveOldestForgetsTheLeastRecentlyUsedEntry() {
         var lru = BoundedLRU<String, Int>(capacity: 3)
-        for (value, key) in [(-1, "a"), (2, "b"), (-3, "c")] { lru.set(value, for: key) }
-        // Negative values stand for entries something waits for: never forgotten.
-        let made = lru.set(4, for: "d", forgettingOnly: { $0 >= 0 })
-        XCTAssertTrue(made.stored)
-        XCTAssertEqual(made.forgotten?.key, "b", "a is older, but may not go")
-        XCTAssertEqual(lru.keysByRecency, ["d", "c", "a"])
-        let refused = lru.set(5, for: "e", forgettingOnly: { $0 > 100 })
-        XCTAssertFalse(refused.stored)
-        XCTAssertNil(refused.forgotten)
-        XCTAssertEqual(lru.keysByRecency, ["d", "c", "a"], "nothing changed")
-        let known = lru.set(-10, for: "a", forgettingOnly: { _ in false })
-        XCTAssertTrue(known.stored, "a key held needs no room")
-        XCTAssertEqual(lru.keysByRecency, ["a", "d", "c"])
+        XCTAssertNil(lru.removeOldest(), "nothing held")
+        for (value, key) in [(1, "a"), (2, "b"), (3, "c")] { lru.set(value, for: key) }
+        _ = lru.value(for: "a")
+        let removed = lru.removeOldest()
+        XCTAssertEqual(removed?.key, "b")
+        XCTAssertEqual(removed?.value, 2)
+        XCTAssertEqual(lru.keysByRecency, ["a", "c"])
+        XCTAssertNil(lru.set(4, for: "d"), "room without eviction")
+        XCTAssertEqual(lru.keysByRecency, ["d", "a", "c"])
     }
 
     func testRemovalFreesASlotForTheNextEntry() {

@@ -97,11 +97,15 @@ final class CallerCacheTests: XCTestCase {
         var cache = self.cache(capacity: 3, holding: [key(1), key(2), key(3)])
         _ = cache.lookup(key(1), at: 0, waiter: first)  // 1 is now the most recent; 2 the least
         assertWaits(cache.lookup(key(4), at: 0, waiter: first), exchange: true)
-        XCTAssertEqual(cache.keysByRecency, [key(4), key(1), key(3)])
+        XCTAssertEqual(cache.keysByRecency, [key(1), key(3)])
+        XCTAssertEqual(cache.fetchingKeys, [key(4)])
         XCTAssertEqual(cache.count, 3)
         XCTAssertEqual(cache.counts.evictions, 1)
         assertWaits(cache.lookup(key(2), at: 0, waiter: first), exchange: true)
-        XCTAssertEqual(cache.keysByRecency, [key(2), key(4), key(1)], "3 was the least recently used")
+        XCTAssertEqual(cache.keysByRecency, [key(1)], "3 was the least recently used")
+        XCTAssertEqual(cache.fetchingKeys, [key(4), key(2)])
+        _ = cache.publish(key(4), issued("t4"))
+        XCTAssertEqual(cache.keysByRecency, [key(4), key(1)], "an exchange's end makes its entry the most recent")
     }
 
     func testEvictionNeverDropsAnEntryWithWaiters() {
@@ -110,12 +114,44 @@ final class CallerCacheTests: XCTestCase {
         _ = cache.lookup(key(2), at: 0, waiter: first)
         _ = cache.publish(key(2), issued("t2"))
         assertWaits(cache.lookup(key(3), at: 0, waiter: second), exchange: true)
-        XCTAssertEqual(cache.keysByRecency, [key(3), key(1)], "the issued entry went, not the fetching one")
+        XCTAssertEqual(cache.fetchingKeys, [key(3), key(1)], "the issued entry went, not the fetching one")
+        XCTAssertEqual(cache.keysByRecency, [])
         guard case .full = cache.lookup(key(4), at: 0, waiter: second) else { return XCTFail("expected no room") }
         XCTAssertEqual(cache.count, 2)
         XCTAssertEqual(cache.publish(key(1), issued("t1")).count, 1, "the waiter of the oldest entry is still woken")
         assertWaits(cache.lookup(key(4), at: 0, waiter: second), exchange: true)
-        XCTAssertEqual(cache.keysByRecency, [key(4), key(3)])
+        XCTAssertEqual(cache.fetchingKeys, [key(4), key(3)])
+        XCTAssertEqual(cache.keysByRecency, [])
+    }
+
+    /// Making room never passes over the entries whose exchange is under way: with all but one of
+    /// 5000 callers mid-exchange (the IdP stalls), each new caller costs one entry looked at, and
+    /// one more when every entry is fetching costs none (`full` at once).
+    func testMakingRoomLooksAtOneEntryHoweverManyAreFetching() {
+        let capacity = 5000
+        var cache = CallerCache<Waiter>(capacity: capacity)
+        func numbered(_ number: Int) -> CallerKey {
+            var digest = [UInt8](repeating: 0xee, count: 32)
+            digest[0] = UInt8(number & 0xff)
+            digest[1] = UInt8(number >> 8 & 0xff)
+            digest[2] = UInt8(number >> 16 & 0xff)
+            return CallerKey(digest: digest)!
+        }
+        for number in 0..<capacity { _ = cache.lookup(numbered(number), at: 0, waiter: first) }
+        guard case .full = cache.lookup(numbered(capacity), at: 0, waiter: first) else { return XCTFail("expected no room") }
+        XCTAssertEqual(cache.entriesLookedAtForRoom, 0, "full is answered without looking")
+        // One exchange ends at a time (the newest first, so the fetching entries are the oldest);
+        // a new caller takes its place.
+        var newest = capacity - 1
+        for round in 1...200 {
+            _ = cache.publish(numbered(newest), issued("t"))
+            newest = capacity + round
+            assertWaits(cache.lookup(numbered(newest), at: 0, waiter: first), exchange: true)
+            guard case .full = cache.lookup(numbered(newest + 100_000), at: 0, waiter: first) else { return XCTFail("expected no room") }
+        }
+        XCTAssertEqual(cache.counts.evictions, 200)
+        XCTAssertLessThanOrEqual(cache.entriesLookedAtForRoom, 200)
+        XCTAssertEqual(cache.count, capacity)
     }
 
     func testManyCallersStayWithinTheBound() {
@@ -137,7 +173,8 @@ final class CallerCacheTests: XCTestCase {
         var cache = self.cache(holding: [key(1), key(2)])
         assertWaits(cache.lookup(key(3), at: 0, waiter: second), exchange: true)
         cache.removeAll()
-        XCTAssertEqual(cache.keysByRecency, [key(3)])
+        XCTAssertEqual(cache.keysByRecency, [])
+        XCTAssertEqual(cache.fetchingKeys, [key(3)])
         XCTAssertEqual(cache.publish(key(3), issued("t3")).count, 1)
         assertWaits(cache.lookup(key(1), at: 0, waiter: first), exchange: true)
     }
@@ -171,6 +208,20 @@ final class CallerCacheTests: XCTestCase {
         XCTAssertEqual(cache.refused(key(1), token: "token-0", at: 1, minimumAge: 30), .superseded, "a burst of refusals drops it once")
         assertWaits(cache.lookup(key(1), at: 1, waiter: first), exchange: true)
         XCTAssertEqual(token(cache.lookup(key(2), at: 1, waiter: first)), "token-1")
+    }
+
+    func testTheExchangeAfterARefusalKnowsTheRefusedToken() {
+        var cache = self.cache(holding: [key(1), key(2)])
+        XCTAssertNil(cache.refusedToken(key(1)), "not in flight")
+        XCTAssertEqual(cache.refused(key(1), token: "token-0", at: 1, minimumAge: 30), .dropped)
+        assertWaits(cache.lookup(key(1), at: 1, waiter: first), exchange: true)
+        XCTAssertEqual(cache.refusedToken(key(1)), "token-0")
+        assertWaits(cache.lookup(key(1), at: 1, waiter: second), exchange: false)
+        XCTAssertEqual(cache.refusedToken(key(1)), "token-0", "a waiter joining keeps it")
+        _ = cache.publish(key(1), issued("again", at: 2))
+        XCTAssertNil(cache.refusedToken(key(1)))
+        _ = cache.lookup(key(2), at: 400, waiter: first)
+        XCTAssertNil(cache.refusedToken(key(2)), "an exchange past reuse is not after a refusal")
     }
 
     func testATokenExchangedAfterARefusalIsKeptUntilItIsOldEnough() {

@@ -17,7 +17,7 @@ final class CallerEntryNameTests: XCTestCase {
     private func name(storeKey: SymmetricKey? = nil, identity: String = "obo", fingerprint: SettingsFingerprint? = nil,
                       generation: String? = nil, caller: Secret? = nil) -> CallerEntryName {
         CallerEntryName(storeKey: storeKey ?? self.storeKey, identity: identity, fingerprint: fingerprint ?? self.fingerprint,
-                        generation: generation ?? self.generation, caller: caller ?? self.caller)
+                        generation: generation ?? self.generation, caller: caller ?? self.caller)!
     }
 
     private func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
@@ -31,6 +31,36 @@ final class CallerEntryNameTests: XCTestCase {
     func testTheNameIsAKeyedMACStableAcrossProcesses() {
         XCTAssertEqual(text(name().hex), "7dff12ac0a005e28d5fea26bdc8c30ca8f6a0d75a22d0adc1b96ce68a40770eb")
         XCTAssertEqual(name(), name())
+    }
+
+    /// The identity's actor token (a secret, outside the fingerprint) keys the name too; without
+    /// one the name is the one computed above.
+    func testTheActorTokenChangesTheName() {
+        func named(actor: Secret?) -> CallerEntryName {
+            CallerEntryName(storeKey: storeKey, identity: "obo", fingerprint: fingerprint, generation: generation, caller: caller,
+                            actor: actor)!
+        }
+        XCTAssertEqual(named(actor: nil), name())
+        XCTAssertNotEqual(named(actor: Secret("actor-1")), name())
+        XCTAssertNotEqual(named(actor: Secret("actor-1")), named(actor: Secret("actor-2")))
+    }
+
+    /// A MAC that fails makes no name, never a constant one that every caller would share.
+    func testAFailingMACMakesNoName() {
+        struct Failed: Error {}
+        for failing in [0, 1] {
+            var calls = 0
+            let made = CallerEntryName(storeKey: storeKey, identity: "obo", fingerprint: fingerprint, generation: generation, caller: caller,
+                                       mac: { message, key in
+                                           defer { calls += 1 }
+                                           if calls == failing { throw Failed() }
+                                           return try HMACSHA256.authenticationCode(for: message, key: key)
+                                       })
+            XCTAssertNil(made, "the MAC failing at step \(failing)")
+        }
+        let short = CallerEntryName(storeKey: storeKey, identity: "obo", fingerprint: fingerprint, generation: generation, caller: caller,
+                                    mac: { _, _ in [] })
+        XCTAssertNil(short, "an empty MAC is no name either")
     }
 
     func testTheNameDiffersPerIdentitySettingsGenerationCallerAndStoreKey() {

@@ -55,12 +55,13 @@ def exchange_script(stub_idp, delay_ms: int = 0) -> None:
 
 def start_fleet(start_relay, stub_idp, upstream, redis, replicas: int = 2) -> list:
     """`replicas` relays alike, each with an admin listener (`relay.admin`): the per-caller identity
-    `obo` on /echo/, the shared store in `redis`."""
+    `obo` on /echo/ and /status/, the shared store in `redis`."""
     identity = stub_idp.identity(grant=TOKEN_EXCHANGE, subjectTokenFrom="caller", audience=AUDIENCE)
     store = {"redis": redis.url, "key": STORE_KEY, "timeoutMilliseconds": STORE_TIMEOUT_MS}
     fleet = []
     for _ in range(replicas):
-        relay, relay.admin = start_with_admin(start_relay, [oauth_route(upstream, "/echo/", "obo")],
+        relay, relay.admin = start_with_admin(start_relay, [oauth_route(upstream, "/echo/", "obo"),
+                                                            oauth_route(upstream, "/status/", "obo")],
                                               identities={"obo": identity}, store=store)
         fleet.append(relay)
     return fleet
@@ -228,3 +229,20 @@ def test_a_logout_through_one_replica_makes_the_other_exchange_again(redis, stub
     # The replica that logged out takes the fleet's new token.
     assert bearer(as_caller(first, caller)) == after
     assert len(exchanges(stub_idp, caller)) == 2
+
+
+def test_an_upstream_refusal_of_the_fleets_token_replays_with_a_new_exchange(redis, stub_idp, upstream, start_relay, sensitive):
+    exchange_script(stub_idp)
+    first, second = start_fleet(start_relay, stub_idp, upstream, redis)
+    caller = new_caller(sensitive, "refused")
+    token = bearer(as_caller(first, caller))
+    wait_until(lambda: len(caller_entries(redis)) == 1, 5, "the caller's entry written")
+    # The second replica reads the first one's token from Redis; the upstream refuses it, so the
+    # replay must carry a token exchanged anew, not the refused one read from Redis again.
+    resp = as_caller(second, caller, target="/status/401")
+    assert resp.status == 401 and resp.json()["target"] == "/status/401"
+    first_record, second_record = exchanges(stub_idp, caller)
+    assert issued(first_record) == token != issued(second_record)
+    metrics = second.admin.scrape()
+    assert metrics.by("oauth_relay_caller_exchanges_total", "outcome", identity="obo") == {"shared": 1, "issued": 1}
+    assert first.admin.scrape().by("oauth_relay_caller_exchanges_total", "outcome", identity="obo") == {"issued": 1}
