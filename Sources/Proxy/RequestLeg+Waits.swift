@@ -1,6 +1,6 @@
 // A request's two waits, each with its deadline on the connection's timer: for the route
-// identity's token or what checks the caller's (the issuer's keys, an introspection) (parked in WorkerTokens, at most
-// `tokenWaitSeconds`), and for the request body
+// identity's token, or for what checks the caller's token (the issuer's keys, an introspection),
+// parked in WorkerTokens for `tokenWaitSeconds` at most; and for the request body
 // (`requestBodyTimeoutSeconds`, extended by every byte received). The exchange decides; this file
 // arms the timer and parks the request.
 
