@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import select
+import selectors
 import socket
 import threading
 import time
@@ -226,8 +227,12 @@ class RawUpstream:
             with self._lock:
                 socks = [self._listener] + [c.sock for c in self.connections if not c.eof]
             try:
-                readable, _, _ = select.select(socks, [], [], 0.05)
-            except (OSError, ValueError):
+                # epoll, not select(): the test process may hold descriptors numbered past 1,024.
+                with selectors.DefaultSelector() as selector:
+                    for sock in socks:
+                        selector.register(sock, selectors.EVENT_READ)
+                    readable = [key.fileobj for key, _ in selector.select(0.05)]
+            except (OSError, ValueError, KeyError):
                 continue
             for s in readable:
                 if s is self._listener:
