@@ -19,7 +19,7 @@ extension ProxyWorker {
                      at gate: InboundGate, route: RoutePlan, parkedOn parked: PendingIntrospection? = nil, firstAsk: Bool = true) -> InboundGate.Outcome {
         let now = unixTime
         let checked = gate.admit(token, presentedAs: presentation, unixTime: now, monotonic: Double(loop.nowMilliseconds) / 1000,
-                                 wake: tokens?.parkedRequestsWakeup, parkedOn: parked, firstAsk: firstAsk)
+                                 wake: tokens?.wakeup, parkedOn: parked, firstAsk: firstAsk)
         let outcome = gate.recordingProof(proof, of: checked, now: now)
         switch outcome {
         case .admitted(_, let how, let withheld):

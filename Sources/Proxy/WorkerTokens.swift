@@ -46,6 +46,8 @@ final class WorkerTokens {
     /// This worker's DPoP proof writers and upstream nonces.
     let proofs = WorkerProofs()
     let loop: EventLoop
+    /// The wake-up of this worker's parked requests: registered with whatever they wait for (an
+    /// identity's result, a caller's exchange, an inbound issuer's keys or an introspection).
     private(set) var wakeup: LoopWakeup?
     private var cache: [CachedToken?]
     /// Connections waiting for a token, in arrival order.
@@ -91,10 +93,6 @@ final class WorkerTokens {
             return .fail(problem)
         }
     }
-
-    /// The wake-up of this worker's parked requests: registered with whatever they wait for (an
-    /// identity's result, an inbound issuer's keys).
-    var parkedRequestsWakeup: LoopWakeup? { wakeup }
 
     func park(_ request: RequestLeg) {
         parked.append(request)
