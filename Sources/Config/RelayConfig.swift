@@ -32,6 +32,8 @@ public struct RelayConfig: Sendable, Equatable {
     public var admin: HostPort?
     /// A second, TLS listener (browsers speaking https to the relay); nil when not configured.
     public var listenTls: TLSListener?
+    /// The forward-proxy listener (`HTTPS_PROXY`); nil when not configured.
+    public var forward: ForwardListener?
     /// `hosts`: the Host names the listeners serve besides the loopback names (and the hosts the
     /// routes and redirect URIs name); nil when not set, which on a non-loopback listener means
     /// any name.
