@@ -87,6 +87,8 @@ public final class TCPStream: LoopHandle, ByteStream {
     private var reading = false
     private var shutdownAfterWrites = false
     private var lingering = false
+    /// `finishWriting`: FIN once the queue is empty, reading goes on.
+    private var finishingWrites = false
     /// Listed in the loop's batch, waiting for `flushBatchedWrites`.
     private var batched = false
     private var lingerMilliseconds: UInt64 = 0
@@ -281,6 +283,7 @@ public final class TCPStream: LoopHandle, ByteStream {
             delegate?.streamDidDrain(self)
         }
         if shutdownAfterWrites && queuedBytes == 0 { beginShutdown() }
+        if finishingWrites && queuedBytes == 0 { sendFIN() }
     }
 
     private func failWrite(_ error: UVError) {
@@ -327,6 +330,27 @@ public final class TCPStream: LoopHandle, ByteStream {
         lingerTimer?.start(afterMilliseconds: stallMilliseconds)
         if connected && queuedBytes == 0 { beginShutdown() }
         // Otherwise the write in flight, or the batch flush, ends in `queueDidShrink`.
+    }
+
+    /// Half-closes: sends FIN once the queued bytes are written, and keeps delivering what the
+    /// peer sends until it ends too (a tunnel whose other side ended). Nothing may be written
+    /// after it.
+    public func finishWriting() {
+        guard !isClosed, !shutdownAfterWrites, !finishingWrites else { return }
+        finishingWrites = true
+        if connected && queuedBytes == 0 { sendFIN() }
+    }
+
+    private func sendFIN() {
+        guard shutdownRequest == nil, !isClosed else { return }
+        let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        request.pointee.data = handle.pointee.data
+        shutdownRequest = request
+        if uv_shutdown(request, streamHandle, onShutdown) < 0 {
+            shutdownRequest = nil
+            request.deallocate()
+            close()
+        }
     }
 
     private func beginShutdown() {

@@ -50,10 +50,14 @@ final class ClientConnection: ByteStreamDelegate {
     var requestLeg: RequestLeg?
     /// The parser stopped at the end of a request (or an upgrade) and must be resumed.
     var parserPaused = false
+    /// On the forward-proxy listener, or inside an intercepted `CONNECT` (ClientConnection+Forward.swift);
+    /// nil on the reverse listeners.
+    var forwardSide: ForwardSide?
 
-    init(worker: ProxyWorker, stream: any ByteStream, overTLS: Bool = false) {
+    init(worker: ProxyWorker, stream: any ByteStream, overTLS: Bool = false, forwardRole: ForwardSide.Role? = nil) {
         self.worker = worker
         self.stream = stream
+        forwardSide = forwardRole.map { ForwardSide(role: $0) }
         settings = worker.currentSettings
         let address = stream.peerAddress()?.ipString ?? "unknown"
         forwarding = ForwardedHead.Forwarding(clientAddress: worker.sharedClientAddress(Array(address.utf8)),
@@ -150,7 +154,13 @@ final class ClientConnection: ByteStreamDelegate {
             break
         case .paused(let consumed), .upgraded(let consumed):
             parserPaused = true
-            if case .upgraded = result { stream.stopReading() }
+            if case .upgraded = result {
+                stream.stopReading()
+                if let taken = forwardSide?.taken {
+                    handOff(taken, received: UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
+                    return
+                }
+            }
             if consumed < bytes.count {
                 work.leftover.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
             }

@@ -37,6 +37,9 @@ struct Exchange {
         /// unparsed until then.
         case waitForToken(pauseParser: Bool)
         case answer(Problem)
+        /// A `CONNECT` the forward proxy took: the socket goes to its tunnel (or to TLS, for an
+        /// intercepted host) once the parser stops after the head.
+        case handOff
     }
 
     /// What to do once a token wait ends.
@@ -98,6 +101,15 @@ struct Exchange {
     mutating func refused(_ problem: Problem, closing: Bool) -> HeadAction {
         if closing { keepAlive = false }
         return .answer(answeringLocally(problem))
+    }
+
+    /// The forward proxy took a `CONNECT`: nothing is forwarded or recorded here, and the
+    /// connection ends as an HTTP connection once its socket is handed on.
+    mutating func connectTaken() -> HeadAction {
+        current.response.progress = .answeredLocally
+        current.record.startedAt = 0
+        keepAlive = false
+        return .handOff
     }
 
     /// The head is on `plan`'s route; `upgrade`: the protocols the route allows of those asked

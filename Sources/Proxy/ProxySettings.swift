@@ -56,10 +56,14 @@ public final class ProxySettings: Sendable {
     let plainHosts: ListenerHosts
     let tlsHosts: ListenerHosts
     public let adminHosts: ListenerHosts
+    /// The forward-proxy listener's (`forward`); nil without one.
+    let forward: ForwardSettings?
 
     /// `identities`: the token service's identities for this config (what `replace` returned);
-    /// by default those in force.
-    public init(config: RelayConfig, tokens: TokenService? = nil, identities: TokenSet? = nil, tls: ClientTLS = ClientTLS()) {
+    /// by default those in force. `forward`: the forward listener's leaves and credentials
+    /// (unused without `config.forward`).
+    public init(config: RelayConfig, tokens: TokenService? = nil, identities: TokenSet? = nil, tls: ClientTLS = ClientTLS(),
+                forward: ForwardInputs = ForwardInputs()) {
         self.config = config
         self.tokens = tokens
         listenerTLS = tls.listener
@@ -104,6 +108,7 @@ public final class ProxySettings: Sendable {
         tlsHosts = config.listenTls.map { ListenerHosts(address: $0.address, listenerHosts: $0.hosts, config: config) }
             ?? ListenerHosts(servesAnyName: true)
         adminHosts = config.admin.map { ListenerHosts(address: $0, listenerHosts: nil, config: config) } ?? ListenerHosts(servesAnyName: true)
+        self.forward = config.forward.map { ForwardSettings(listener: $0, interceptedHosts: config.interceptedHosts, inputs: forward) }
     }
 
     /// Where a route with `inbound.introspection` asks about opaque tokens: as its identity's

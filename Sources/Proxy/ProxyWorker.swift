@@ -45,9 +45,12 @@ final class ProxyWorker {
     private let startNanoseconds = EventLoop.monotonicNanoseconds()
 
     private var tlsListener: TCPListener?
+    /// The forward-proxy listener (`forward.listen`), and the tunnels its `CONNECT`s opened.
+    private var forwardListener: TCPListener?
+    private var tunnels: [ObjectIdentifier: ConnectTunnel] = [:]
 
     init(loop: EventLoop, mailbox: SettingsMailbox, budget: ConnectionBudget, address: SocketAddress,
-         tlsAddress: SocketAddress?, logger: Logger, metrics: WorkerMetrics?) throws(UVError) {
+         tlsAddress: SocketAddress?, forwardAddress: SocketAddress? = nil, logger: Logger, metrics: WorkerMetrics?) throws(UVError) {
         self.loop = loop
         self.mailbox = mailbox
         self.budget = budget
@@ -72,6 +75,18 @@ final class ProxyWorker {
                 throw error
             }
         }
+        if let forwardAddress, settings.forward != nil {
+            do throws(UVError) {
+                forwardListener = try TCPListener(loop: loop, address: forwardAddress, reusePort: true) { [unowned self] tcp in
+                    guard self.admit() else { return tcp.close() }
+                    self.accept(tcp, forwardRole: .listener)
+                }
+            } catch {
+                listener?.close()
+                tlsListener?.close()
+                throw error
+            }
+        }
         stopWakeup = LoopWakeup(loop: loop) { [unowned self] in self.beginDrain() }
         tokens = settings.tokens.map { WorkerTokens(service: $0, loop: loop) }
     }
@@ -81,6 +96,7 @@ final class ProxyWorker {
 
     var boundAddress: SocketAddress? { listener?.localAddress }
     var boundTLSAddress: SocketAddress? { tlsListener?.localAddress }
+    var boundForwardAddress: SocketAddress? { forwardListener?.localAddress }
 
     /// Whether a new client connection fits `limits.maxConnections` (then it is counted).
     private func admit() -> Bool {
@@ -99,8 +115,8 @@ final class ProxyWorker {
     private var refusedConnections = 0
     private var nextRefusalLog: UInt64 = 0
 
-    private func accept(_ stream: any ByteStream, overTLS: Bool = false) {
-        let connection = ClientConnection(worker: self, stream: stream, overTLS: overTLS)
+    private func accept(_ stream: any ByteStream, overTLS: Bool = false, forwardRole: ForwardSide.Role? = nil) {
+        let connection = ClientConnection(worker: self, stream: stream, overTLS: overTLS, forwardRole: forwardRole)
         clients[ObjectIdentifier(connection)] = connection
         metrics?.clientConnectionOpened()
     }
@@ -118,7 +134,34 @@ final class ProxyWorker {
         clients.removeValue(forKey: ObjectIdentifier(connection))
         budget.release()
         metrics?.clientConnectionClosed()
-        if isDraining && clients.isEmpty { finishDrain() }
+        if isDraining && clients.isEmpty && tunnels.isEmpty { finishDrain() }
+    }
+
+    // MARK: The forward proxy's CONNECTs
+
+    /// A connection handed its socket to a tunnel or to TLS (ClientConnection+Forward.swift):
+    /// forgotten, its place in the budget and the metrics kept for what took the socket.
+    func connectionHandedOff(_ connection: ClientConnection) {
+        clients.removeValue(forKey: ObjectIdentifier(connection))
+    }
+
+    func openTunnel(client: TCPStream, to target: ForwardPlacement.ConnectTarget, pipelined: [UInt8]) {
+        let tunnel = ConnectTunnel(worker: self, client: client, target: target, pipelined: pipelined, settings: currentSettings)
+        tunnels[ObjectIdentifier(tunnel)] = tunnel
+    }
+
+    /// The TLS of an intercepted `CONNECT`: its requests are a client connection's, for the
+    /// `CONNECT`'s host only.
+    func acceptIntercepted(_ stream: TLSStream, target: ForwardPlacement.ConnectTarget) {
+        let connection = ClientConnection(worker: self, stream: stream, overTLS: true, forwardRole: .intercepting(target))
+        clients[ObjectIdentifier(connection)] = connection
+    }
+
+    func tunnelDidClose(_ tunnel: ConnectTunnel) {
+        tunnels.removeValue(forKey: ObjectIdentifier(tunnel))
+        budget.release()
+        metrics?.clientConnectionClosed()
+        if isDraining && clients.isEmpty && tunnels.isEmpty { finishDrain() }
     }
 
     // MARK: Settings and reloads
@@ -181,15 +224,19 @@ final class ProxyWorker {
         listener = nil
         tlsListener?.close()
         tlsListener = nil
+        forwardListener?.close()
+        forwardListener = nil
         for pool in pools.values { pool.closeIdle() }
         for connection in Array(clients.values) { connection.drain() }
-        if clients.isEmpty {
+        if clients.isEmpty && tunnels.isEmpty {
             finishDrain()
             return
         }
         graceTimer = LoopTimer(loop: loop) { [unowned self] in
-            self.logger.warning("shutdown grace period over; closing busy connections", metadata: ["connections": "\(self.clients.count)"])
+            self.logger.warning("shutdown grace period over; closing busy connections",
+                                metadata: ["connections": "\(self.clients.count)", "tunnels": "\(self.tunnels.count)"])
             for connection in Array(self.clients.values) { connection.close() }
+            for tunnel in Array(self.tunnels.values) { tunnel.close() }
         }
         graceTimer?.start(afterMilliseconds: settings.shutdownGraceMilliseconds)
     }

@@ -35,6 +35,8 @@ public final class RelayServer: Sendable {
     public let boundAddress: String
     /// The TLS listener's bound address, when there is one.
     public let boundTLSAddress: String?
+    /// The forward-proxy listener's bound address, when there is one.
+    public let boundForwardAddress: String?
 
     /// Binds and starts `count` workers; returns once all listen, or throws if any could not.
     /// `metrics`: where the workers count requests (nil: not counted).
@@ -53,27 +55,36 @@ public final class RelayServer: Sendable {
             }
             tlsAddress = parsed
         }
+        var forwardAddress: SocketAddress? = nil
+        if let forward = settings.config.forward {
+            guard let parsed = SocketAddress(binding: forward.address) else {
+                throw .badListenAddress(forward.address.description)
+            }
+            forwardAddress = parsed
+        }
         var started: [Worker] = []
         var bound = address.description
         var boundTLS = tlsAddress?.description
+        var boundForward = forwardAddress?.description
         for index in 0..<count {
             let bindTo = address
             let bindTLSTo = tlsAddress
+            let bindForwardTo = forwardAddress
             var workerLogger = logger
             workerLogger[metadataKey: "worker"] = "\(index)"
             let finalLogger = workerLogger
-            let (thread, outcome) = WorkerThread.start { (report: (Result<(LoopWakeup, SocketAddress?, SocketAddress?), any Error>) -> Void) in
+            let (thread, outcome) = WorkerThread.start { (report: (Result<(LoopWakeup, [SocketAddress?]), any Error>) -> Void) in
                 let loop: EventLoop
                 let worker: ProxyWorker
                 do {
                     loop = try EventLoop()
                     worker = try ProxyWorker(loop: loop, mailbox: mailbox, budget: budget, address: bindTo, tlsAddress: bindTLSTo,
-                                             logger: finalLogger, metrics: metrics?.worker(index))
+                                             forwardAddress: bindForwardTo, logger: finalLogger, metrics: metrics?.worker(index))
                 } catch {
                     report(.failure(error))
                     return
                 }
-                report(.success((worker.stopSignal, worker.boundAddress, worker.boundTLSAddress)))
+                report(.success((worker.stopSignal, [worker.boundAddress, worker.boundTLSAddress, worker.boundForwardAddress])))
                 loop.run()
                 do {
                     try loop.close()
@@ -83,7 +94,8 @@ public final class RelayServer: Sendable {
                 _ = worker
             }
             switch outcome {
-            case .success(let (wakeup, boundAddress, boundTLSAddress)):
+            case .success(let (wakeup, addresses)):
+                let (boundAddress, boundTLSAddress, boundForwardAddress) = (addresses[0], addresses[1], addresses[2])
                 started.append(Worker(thread: thread, stop: wakeup))
                 // Port 0 picks a port for the first worker; the others join that one.
                 if index == 0, let boundAddress {
@@ -94,6 +106,10 @@ public final class RelayServer: Sendable {
                     tlsAddress = boundTLSAddress
                     boundTLS = boundTLSAddress.description
                 }
+                if index == 0, let boundForwardAddress {
+                    forwardAddress = boundForwardAddress
+                    boundForward = boundForwardAddress.description
+                }
             case .failure(let error):
                 thread.join()
                 for worker in started { worker.stop.wake() }
@@ -101,14 +117,17 @@ public final class RelayServer: Sendable {
                 throw .bindFailed(address.description, error as! UVError)
             }
         }
-        return RelayServer(workers: started, mailbox: mailbox, boundAddress: bound, boundTLSAddress: boundTLS)
+        return RelayServer(workers: started, mailbox: mailbox, boundAddress: bound, boundTLSAddress: boundTLS,
+                           boundForwardAddress: boundForward)
     }
 
-    private init(workers: [Worker], mailbox: SettingsMailbox, boundAddress: String, boundTLSAddress: String?) {
+    private init(workers: [Worker], mailbox: SettingsMailbox, boundAddress: String, boundTLSAddress: String?,
+                 boundForwardAddress: String?) {
         self.workers = workers
         self.mailbox = mailbox
         self.boundAddress = boundAddress
         self.boundTLSAddress = boundTLSAddress
+        self.boundForwardAddress = boundForwardAddress
     }
 
     /// Puts `settings` in force: every request whose head arrives after this returns uses them;

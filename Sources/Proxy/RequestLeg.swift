@@ -62,6 +62,9 @@ final class RequestLeg: HTTP1ParserDelegate {
         case .answer(let problem):
             connection.answerLocally(problem)
             return .framed
+        case .handOff:
+            // The CONNECT's socket goes to its tunnel once the parser stops after the head.
+            return .framed
         }
     }
 
@@ -72,7 +75,9 @@ final class RequestLeg: HTTP1ParserDelegate {
         let connection = self.connection
         let logging = connection.settings.accessLog
         if logging { connection.exchange.current.record.method = String(decoding: head.methodName, as: UTF8.self) }
-        let placement = RequestPlacement(settings: connection.settings, overTLS: connection.forwarding.overTLS)
+        if let side = connection.forwardSide, let action = placeOnForwardProxy(head, side: side) { return action }
+        let placement = RequestPlacement(settings: connection.settings, overTLS: connection.forwarding.overTLS,
+                                         hostVouched: connection.forwardSide != nil)
             .place(head, normalizedPath: &connection.work.normalizedPath, record: &connection.exchange.current.record, logging: logging)
         switch placement {
         case .route(let plan, let upgrade, let cors, let startsLogin):

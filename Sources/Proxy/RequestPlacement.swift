@@ -5,7 +5,7 @@
 //   1. methods the relay never forwards: CONNECT and TRACE (405), OPTIONS at Max-Forwards 0
 //   2. the request-target and path (400; a target it cannot read closes the connection)
 //   3. the Host: its syntax (400, closing), then whether this listener serves it (421, closing:
-//      DNS rebinding, `ListenerHosts`)
+//      DNS rebinding, `ListenerHosts`; on the forward proxy `ForwardPlacement` checked it)
 //   4. the relay's login pages (answered by `LoginEndpoints`)
 //   5. the route (404 without one), the browser's `/favicon.ico` on a person's route (404)
 //   6. the browser policy: a cross-site browser request on a route with a credential (403), a
@@ -37,8 +37,11 @@ struct RequestPlacement {
     }
 
     let settings: ProxySettings
-    /// The request came to the TLS listener.
+    /// The request came to the TLS listener (or through an intercepted `CONNECT`).
     let overTLS: Bool
+    /// The forward proxy checked the host already (`ForwardPlacement`): no listener's Host
+    /// check, and no login pages (they are the reverse listener's).
+    var hostVouched = false
 
     private static let options = Array("options".utf8)
 
@@ -67,13 +70,13 @@ struct RequestPlacement {
             return .answer(.badRequest("the Host header is not a host[:port]"), closing: true, refusal: nil)
         }
         let host = target.authority ?? head.host ?? UnsafeRawBufferPointer(start: nil, count: 0)
-        guard (overTLS ? settings.tlsHosts : settings.plainHosts).serves(host) else {
+        guard hostVouched || (overTLS ? settings.tlsHosts : settings.plainHosts).serves(host) else {
             let name = String(decoding: host, as: UTF8.self)
             let loginPage = settings.logins?.serves(path: normalizedPath) ?? false
             return .answer(loginPage ? Problem(LoginEndpoints.wrongHost(name)) : .misdirected(host: name, overTLS: overTLS), closing: true,
                            refusal: .host)
         }
-        if let logins = settings.logins, logins.serves(path: normalizedPath) {
+        if let logins = settings.logins, !hostVouched, logins.serves(path: normalizedPath) {
             return .loginPage(normalizedPath.withUnsafeBytes {
                 LoginRequest(head: head, path: $0, queryWithMark: target.queryWithMark, authority: target.authority, overTLS: overTLS)
             })

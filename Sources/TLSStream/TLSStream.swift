@@ -29,6 +29,9 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
 
     /// The relay's side of a TLS listener (a server engine), not a connection it opened.
     private let accepted: Bool
+    /// Ciphertext fed before the owner started reading (bytes that came with a `CONNECT` head),
+    /// decrypted at the first `startReading`.
+    private var fedBeforeReading = false
 
     private init(loop: EventLoop, configuration: TLSConfiguration, host: String) {
         self.loop = loop
@@ -49,6 +52,18 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
     public static func accept(_ tcp: TCPStream, configuration: TLSConfiguration) -> TLSStream {
         let stream = TLSStream(accepting: tcp, configuration: configuration)
         tcp.delegate = stream
+        return stream
+    }
+
+    /// Serves TLS on a connection whose first bytes were read already (the forward proxy's
+    /// `CONNECT`: what the client sent after its head is the start of its handshake). They are
+    /// decrypted, and handed on, once the owner starts reading.
+    public static func accept(_ tcp: TCPStream, configuration: TLSConfiguration, receivedBytes: UnsafeRawBufferPointer) -> TLSStream {
+        let stream = accept(tcp, configuration: configuration)
+        if !receivedBytes.isEmpty {
+            stream.engine.feed(receivedBytes)
+            stream.fedBeforeReading = true
+        }
         return stream
     }
 
@@ -79,7 +94,13 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
     public var isClosed: Bool { tcp.isClosed }
     public var queuedBytes: Int { tcp.queuedBytes }
     public var isAboveHighWater: Bool { tcp.isAboveHighWater }
-    public func startReading() { tcp.startReading() }
+    public func startReading() {
+        tcp.startReading()
+        if fedBeforeReading {
+            fedBeforeReading = false
+            deliverPlaintext()
+        }
+    }
     public func stopReading() { tcp.stopReading() }
     public func peerAddress() -> SocketAddress? { tcp.peerAddress() }
     public func close() { tcp.close() }
