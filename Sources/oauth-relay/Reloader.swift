@@ -93,7 +93,8 @@ final class Reloader {
         rotateStoreKey(to: loaded.config.store)
         let change = tokens.replace(identities: loaded.config.identities, tls: loaded.tls.identities,
                                     limits: tokenClientLimits(loaded.config))
-        server.reload(ProxySettings(config: loaded.config, tokens: tokens, identities: change.set, tls: loaded.tls))
+        server.reload(ProxySettings(config: loaded.config, tokens: tokens, identities: change.set, tls: loaded.tls,
+                                    forward: loaded.forward))
         config = loaded.config
         text = loaded.text
         metrics?.reloadEnded(applied: true)
