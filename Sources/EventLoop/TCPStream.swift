@@ -354,8 +354,13 @@ public final class TCPStream: LoopHandle, ByteStream {
     }
 
     private func beginShutdown() {
-        guard shutdownRequest == nil, !isClosed else { return }
+        guard shutdownRequest == nil || finishingWrites, !isClosed else { return }
         lingerTimer?.start(afterMilliseconds: lingerMilliseconds)
+        // After `finishWriting` the FIN is sent (or goes once the queue is empty): linger only.
+        if finishingWrites {
+            startReading()
+            return
+        }
         let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
         request.pointee.data = handle.pointee.data
         shutdownRequest = request

@@ -75,9 +75,11 @@ final class RequestLeg: HTTP1ParserDelegate {
         let connection = self.connection
         let logging = connection.settings.accessLog
         if logging { connection.exchange.current.record.method = String(decoding: head.methodName, as: UTF8.self) }
-        if let side = connection.forwardSide, let action = placeOnForwardProxy(head, side: side) { return action }
+        // The reverse listeners' requests pay one test of an optional for the forward proxy.
+        let forwardSide = connection.forwardSide
+        if let forwardSide, let action = placeOnForwardProxy(head, side: forwardSide) { return action }
         let placement = RequestPlacement(settings: connection.settings, overTLS: connection.forwarding.overTLS,
-                                         hostVouched: connection.forwardSide != nil)
+                                         hostVouched: forwardSide != nil)
             .place(head, normalizedPath: &connection.work.normalizedPath, record: &connection.exchange.current.record, logging: logging)
         switch placement {
         case .route(let plan, let upgrade, let cors, let startsLogin):
