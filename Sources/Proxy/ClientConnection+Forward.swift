@@ -9,8 +9,9 @@ import HTTP1
 import TLS
 import TLSStream
 
-/// What a client connection of the forward proxy knows beyond an HTTP connection's state.
-struct ForwardSide {
+/// What a client connection of the forward proxy knows beyond an HTTP connection's state. A
+/// class: the reverse listeners' connections test one reference for nil, and nothing is copied.
+final class ForwardSide {
     enum Role {
         /// On the forward listener: absolute-form requests and `CONNECT`.
         case listener
@@ -26,6 +27,10 @@ struct ForwardSide {
 
     let role: Role
     var taken: Taken?
+
+    init(role: Role) {
+        self.role = role
+    }
 }
 
 extension RequestLeg {

@@ -52,7 +52,7 @@ final class ClientConnection: ByteStreamDelegate {
     var parserPaused = false
     /// On the forward-proxy listener, or inside an intercepted `CONNECT` (ClientConnection+Forward.swift);
     /// nil on the reverse listeners.
-    var forwardSide: ForwardSide?
+    let forwardSide: ForwardSide?
 
     init(worker: ProxyWorker, stream: any ByteStream, overTLS: Bool = false, forwardRole: ForwardSide.Role? = nil) {
         self.worker = worker
