@@ -154,6 +154,59 @@ final class ForwardInterceptionTests: XCTestCase {
         XCTAssertTrue(output.contains("\r\n\r\nHTTP/1.1 404 "), output)
     }
 
+    /// A client that sends its TLS ClientHello in the same write as the CONNECT head, without
+    /// waiting for the 200 (python's ssl over memory BIOs): the bytes after the head start the
+    /// handshake.
+    static let pipelinedClient = #"""
+        import socket, ssl, sys
+        proxy_host, proxy_port, host, ca = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = ssl.create_default_context(cafile=ca).wrap_bio(incoming, outgoing, server_hostname=host)
+        try:
+            tls.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        sock = socket.create_connection((proxy_host, proxy_port), timeout=10)
+        sock.sendall(b"CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (host.encode(), host.encode()) + outgoing.read())
+        received = b""
+        while b"\r\n\r\n" not in received:
+            received += sock.recv(65536)
+        head, rest = received.split(b"\r\n\r\n", 1)
+        print(head.decode())
+        incoming.write(rest)
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                sock.sendall(outgoing.read())
+                incoming.write(sock.recv(65536))
+        tls.write(b"GET /v1/pipelined HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host.encode())
+        sock.sendall(outgoing.read())
+        response = b""
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                break
+            incoming.write(data)
+            try:
+                while chunk := tls.read(65536):
+                    response += chunk
+            except (ssl.SSLWantReadError, ssl.SSLZeroReturnError):
+                pass
+        print(response.decode())
+        """#
+
+    func testAClientHelloSentWithTheConnectHeadStartsTheHandshake() throws {
+        let proxy = try startRelay(leaves: try leaves())
+        try Self.pipelinedClient.write(toFile: directory + "/pipelined.py", atomically: true, encoding: .utf8)
+        let colon = try XCTUnwrap(proxy.lastIndex(of: ":"))
+        let output = try shell("python3 pipelined.py \(proxy[..<colon]) \(proxy[proxy.index(after: colon)...]) \(Self.host) ca.pem")
+        XCTAssertTrue(output.hasPrefix("HTTP/1.1 200 Connection established\n"), output)
+        XCTAssertTrue(output.contains("HTTP/1.1 200 OK"), output)
+        XCTAssertTrue(output.contains("\"target\": \"/v1/pipelined\"") || output.contains("\"target\":\"/v1/pipelined\""), output)
+    }
+
     func testAHostWithoutALeafIsA502BeforeAnyTunnel() throws {
         let proxy = try startRelay(leaves: nil)
         let (status, output) = try curl(proxy, "https://\(Self.host)/v1/x")

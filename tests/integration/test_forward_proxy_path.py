@@ -248,7 +248,7 @@ def test_a_client_that_vanishes_mid_tunnel_leaves_no_descriptor(start_relay, ups
     for _ in range(5):
         conn = connect(relay, b"127.0.0.1:%d" % upstream.port)
         assert conn.read_until(b"\r\n\r\n").startswith(b"HTTP/1.1 200")
-        conn.send(b"GET /slow?ms=5000 HTTP/1.1\r\nHost: upstream\r\n\r\n")
+        conn.send(b"GET /slow?ms=30000 HTTP/1.1\r\nHost: upstream\r\n\r\n")
         # An abortive close (RST), as a killed client's.
         conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         conn.close()
