@@ -252,7 +252,14 @@ def _descriptors(pid):
 
 
 def test_a_client_that_vanishes_mid_tunnel_leaves_no_descriptor(start_relay, upstream, tmp_path):
-    relay = start_forward_relay(start_relay, upstream, tmp_path, connectPorts=[upstream.port])
+    # A reset the relay reads closes both sides at once; one it reads as an end of stream (the
+    # kernel reports either) half-closes the tunnel, which then ends with the upstream or after
+    # limits.idleTimeoutSeconds without a byte.
+    port = free_port()
+    relay = start_relay([route(upstream, prefix="/")], limits={"idleTimeoutSeconds": 1},
+                        forward={"listen": f"127.0.0.1:{port}", "connectPorts": [upstream.port]})
+    relay.forward_port = port
+    wait_until(lambda: _connects(port), 10, "the forward listener")
     baseline = _descriptors(relay.pid)
     for _ in range(5):
         conn = connect(relay, b"127.0.0.1:%d" % upstream.port)
