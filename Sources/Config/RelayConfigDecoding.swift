@@ -10,7 +10,7 @@ struct RelayConfigDecoding {
 
     static let topLevelKeys = [
         "$schema", "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "metrics",
-        "trustForwardedHeaders", "via", "listenTls", "store", "hosts", "forward",
+        "trustForwardedHeaders", "via", "listenTls", "store", "hosts",
     ]
 
     func decodeRelayConfig(_ root: JSONNode) -> RelayConfig? {
@@ -23,7 +23,6 @@ struct RelayConfigDecoding {
         let listeners = ListenerDecoding(context: context)
         config.listenTls = object.field("listenTls").flatMap(listeners.decodeTLSListener)
         config.hosts = object.field("hosts").flatMap(listeners.decodeHostNames)
-        config.forward = object.field("forward").flatMap(ForwardListenerDecoding(context: context).decodeForwardListener)
         if let field = object.field("store"), case .null = field.value.kind {
             config.defaultStoreAllowed = false
         } else {
