@@ -1064,3 +1064,25 @@ def test_the_examples_show_what_their_names_say():
     assert "https://" in dev_route["upstream"] and dev_route["tls"] and dev_route.get("identity")
     for name, config in files.items():
         assert config.get("$schema") == SCHEMA_PATH.name, f"{name}: name the schema for editors"
+    forward = files["forward-proxy.json"]
+    assert forward["forward"]["listen"].endswith("127.0.0.1:8181}")
+    assert any(route.get("identity") and route.get("match", {}).get("host") for route in forward["routes"]), (
+        "a route the forward proxy intercepts: a host and an identity")
+
+
+def test_check_names_the_forward_listener_and_warns_of_routes_it_leaves_out(workdir):
+    """`check` sums up the forward listener with the hosts it intercepts, and warns (exit 0) of a
+    route with an identity on an IP address and of a forward proxy that intercepts nothing."""
+    config = {"forward": FORWARD, **identity(clientSecret="s3cret"), "routes": [
+        {"match": {"host": "api.example.test"}, "upstream": HTTPS_UPSTREAM, "identity": "svc"},
+        {"match": {"host": "*.example.test"}, "upstream": HTTPS_UPSTREAM, "identity": "svc"},
+        {"match": {"host": "10.0.0.5"}, "upstream": "https://10.0.0.5", "identity": "svc"}]}
+    result = check_config(workdir, config)
+    assert result.returncode == 0, output(result)
+    assert "listen 127.0.0.1:8180, forward 127.0.0.1:18181 intercepting 2 hosts)" in result.stdout, output(result)
+    assert result.stderr.count("WARNING") == 1, output(result)
+    assert "$.routes[2].match.host: 10.0.0.5 is not intercepted by the forward proxy" in result.stderr, output(result)
+    nothing = check_config(workdir, {"forward": FORWARD, **route()})
+    assert nothing.returncode == 0, output(nothing)
+    assert "$.forward: the forward proxy intercepts nothing: no route names match.host" in nothing.stderr, output(nothing)
+    assert "forward 127.0.0.1:18181 intercepting 0 hosts" in nothing.stdout, output(nothing)
