@@ -172,7 +172,7 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CertificateTestSupport"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Crypto"]),
         // COpenSSL: the certificates read back and verified by OpenSSL itself, not by the code under test.
-        .testTarget(name: "LocalCATests", dependencies: ["LocalCA", "Crypto", "TLS", "Routing", "COpenSSL", "FileTestSupport"]),
+        .testTarget(name: "LocalCATests", dependencies: ["LocalCA", "Crypto", "TLS", "Routing", "COpenSSL", "ByteBuffers", "FileTestSupport"]),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "Crypto", "Endpoints", "CertificateTestSupport"]),
         // Fixtures: reference symbols made by segno (PyPI), read from the source tree.
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"], exclude: ["Fixtures"]),

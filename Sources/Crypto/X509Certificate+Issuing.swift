@@ -5,14 +5,16 @@ extension X509Certificate {
     /// key `issuerKey` (SHA-256), or self-signed by `issuerKey` when `issuer` is nil (then
     /// `subjectKey` must be `issuerKey`'s public half).
     ///
-    /// The certificate returned is read back from the DER just signed, so what it says is what
-    /// a peer receives.
+    /// Nothing reads the certificate's extensions before it is signed, so the data OpenSSL caches
+    /// from them (and the hash of the encoding, which `X509_cmp` and trust stores use) is
+    /// computed once, in `init(adopting:)`, from the signed certificate.
     public static func issue(_ fields: CertificateFields, subjectKey: PublicKey, issuer: X509Certificate?,
                              issuerKey: PrivateKey) throws(CryptoError) -> X509Certificate {
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
         guard let certificate = X509_new() else { throw .openSSL("X509_new") }
-        defer { X509_free(certificate) }
+        var owned = true
+        defer { if owned { X509_free(certificate) } }
         guard X509_set_version(certificate, Int(X509_VERSION_3)) == 1 else { throw .openSSL("setting the certificate's version") }
         try setSerialNumber(fields.serialNumber, of: certificate)
         try setValidity(fields, of: certificate)
@@ -43,7 +45,8 @@ extension X509Certificate {
             guard X509_add_ext(certificate, made, -1) == 1 else { throw .openSSL("adding the \(field.kind) extension") }
         }
         guard X509_sign(certificate, issuerKey.key.pointer, EVP_sha256()) > 0 else { throw .openSSL("signing the certificate") }
-        return try X509Certificate(der: try der(of: certificate))
+        owned = false
+        return try X509Certificate(adopting: certificate)
     }
 
     private static func setSerialNumber(_ bytes: [UInt8], of certificate: OpaquePointer) throws(CryptoError) {

@@ -22,7 +22,7 @@ public final class X509Certificate: @unchecked Sendable {
     public let permittedDNSNames: [String]
 
     /// Takes ownership of `pointer` (freed here when it cannot be read).
-    private init(adopting pointer: OpaquePointer) throws(CryptoError) {
+    init(adopting pointer: OpaquePointer) throws(CryptoError) {
         self.pointer = pointer
         // Fills OpenSSL's cache of the extensions (flags, key identifiers, constraints) now,
         // while one thread owns the certificate; -1 checks no purpose.

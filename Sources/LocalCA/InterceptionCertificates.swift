@@ -31,10 +31,12 @@ public final class InterceptionCertificates: Sendable {
         leaves = Locked(LeafCache(capacity: capacity, renewalMargin: Self.renewalMargin))
     }
 
-    /// The configuration to accept a client's TLS for `host` (lowercase, without a trailing dot),
+    /// The configuration to accept a client's TLS for `host` (any case, one trailing dot ignored),
     /// or nil when the CA may not sign for it (no route names it) — or, which only an exhausted
     /// OpenSSL makes happen, when the leaf cannot be minted: the caller must not intercept then.
     public func serverConfiguration(forHost host: String) -> TLSConfiguration? {
+        var host = host.lowercased()
+        if host.hasSuffix(".") { host.removeLast() }
         guard authority.constraints.permits(host) else { return nil }
         let now = clock()
         return leaves.withLock { cache in
