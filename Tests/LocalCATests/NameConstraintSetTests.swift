@@ -22,8 +22,9 @@ final class NameConstraintSetTests: XCTestCase {
             ([], .noHosts),
             ([.exact("10.0.0.7")], .notAHostName("10.0.0.7")),
             ([.exact("::1")], .notAHostName("[::1]")),
-            ([.exact("a,permitted;DNS:evil.com")], .notAHostName("a,permitted;DNS:evil.com")),
+            ([.exact("a,permitted;DNS:evil.com")], .notAHostName("[a,permitted;DNS:evil.com]")),
             ([.exact("a:b")], .notAHostName("[a:b]")),
+            ([.exact("a,b.test")], .notAHostName("a,b.test")),
             ([.exact("api.test"), .wildcard(suffix: "x..y")], .notAHostName("*.x..y")),
             ([.exact("")], .notAHostName("")),
         ]
