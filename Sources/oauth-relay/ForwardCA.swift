@@ -50,10 +50,8 @@ enum ForwardCA {
     /// host (then it only tunnels, and no CA is made). A CA made now, or made again because the
     /// hosts changed, is logged at notice level: clients must trust it (`oauth-relay ca`).
     static func open(config: RelayConfig, environment: [String: String], logger: Logger) throws(Failure) -> InterceptionCertificates? {
-        guard !config.interceptedHosts.isEmpty else {
-            _ = try directory(config: config, environment: environment)
-            return nil
-        }
+        guard config.forward != nil else { throw .noForwardListener }
+        guard !config.interceptedHosts.isEmpty else { return nil }
         let (authority, change) = try authority(config: config, environment: environment, now: Int64(time(nil)))
         let metadata: Logger.Metadata = [
             "certificate": .string(authority.certificatePath), "fingerprint": .string(authority.fingerprint),
