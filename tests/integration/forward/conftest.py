@@ -12,6 +12,9 @@ sensitive, and the autouse scan of every relay log for secrets and issued tokens
 - `nss_home`: a throw-away NSS database (certutil) in a HOME of its own; `nss_chromium(...)`:
   Chromium using it (nss_browser.py), quit after the test.
 - `ca_directory`: where the test's relay keeps its CA (tmp_path/forward-ca, created by the relay).
+- `start_api_relay(**options)` / `api_relay`: django-oauth-toolkit, the api.test site, and a
+  relay (`oauth-relay ca` run first) whose one route `match.host: api.test` goes to that site
+  with the token of DOT's `orders-cc` client (client_credentials); a forward_relay.ForwardRelay.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ sensitive = _oauth.sensitive
 no_secret_in_relay_logs = _oauth.no_secret_in_relay_logs
 pytest_runtest_makereport = _oauth.pytest_runtest_makereport
 
-from forward_pki import ForwardPKI  # noqa: E402
+from forward_pki import API_HOST, ForwardPKI  # noqa: E402
+from forward_relay import ForwardRelay, api_route, start_forward_relay  # noqa: E402
 from nss_browser import NSSDatabase, start_nss_chromium  # noqa: E402
 from tls_nginx import NginxTLS  # noqa: E402
 from tls_pki import CertKey  # noqa: E402
@@ -126,3 +130,21 @@ def nss_chromium(tmp_path, nss_home):
     for i, driver in enumerate(drivers):
         driver.quit()
         shutil.rmtree(tmp_path / f"chromium-profile-{i}", ignore_errors=True)
+
+
+@pytest.fixture
+def start_api_relay(start_relay, django_idp, api_site, forward_pki, ca_directory):
+    """start_api_relay(connect_ports=(443,), forward_options=None, **route_options) -> ForwardRelay."""
+
+    def start(connect_ports=(443,), forward_options: dict | None = None, **route_options) -> ForwardRelay:
+        route = api_route(API_HOST, api_site.url(), forward_pki.api_ca.cert, identity="orders", name="api",
+                          **route_options)
+        return start_forward_relay(start_relay, [route], ca_directory, connect_ports, forward_options,
+                                   identities={"orders": django_idp.identity("orders-cc")})
+
+    return start
+
+
+@pytest.fixture
+def api_relay(start_api_relay) -> ForwardRelay:
+    return start_api_relay()

@@ -18,13 +18,15 @@ import ssl
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from deadlines import scaled, wait_until
 from http_client import IO_SECONDS, CurlResult, RawConnection, Response, curl
-from processes import LOOPBACK, RELAY_BIN, STARTUP_SECONDS, can_connect, free_port, relay_config, run_cli
+from processes import (LOOPBACK, RELAY_BIN, STARTUP_SECONDS, can_connect, free_port, relay_config, run_cli,
+                       write_config)
 
 FORWARD_CA_FILES = ("ca.pem", "ca.key")
 
@@ -75,7 +77,7 @@ def forward_listener_missing() -> str | None:
                         return None
                     return f"{RELAY_BIN} does not listen on forward.listen yet (issue 26)"
                 time.sleep(0.02)
-            return f"{RELAY_BIN} did not start on a forward config (exit {proc.poll()})"
+            return f"{RELAY_BIN} does not run a forward config yet (exit {proc.poll()}; issue 26)"
         finally:
             if proc.poll() is None:
                 proc.terminate()
@@ -96,8 +98,9 @@ def _listens_soon(port: int) -> bool:
 
 
 def needs_forward():
-    """skipif for tests that start the relay with a forward listener (issue 26's data path)."""
-    reason = forward_listener_missing()
+    """skipif for tests that start the relay with a forward listener (issue 26's data path; they
+    run `oauth-relay ca` first, as users do)."""
+    reason = ca_command_missing() or forward_listener_missing()
     return pytest.mark.skipif(reason is not None, reason=reason or "")
 
 
@@ -126,14 +129,34 @@ def api_route(host: str, upstream_url: str, ca_file: Path, identity: str | None 
     return r
 
 
-def start_forward_relay(start_relay, routes: list, ca_directory: Path, connect_ports=(443,), **top):
-    """start_relay with a `forward` listener on a free port; returns (relay, forward port) once
+@dataclass
+class ForwardRelay:
+    """A running relay with a forward listener: `relay` (its reverse listener and process),
+    `port` (the forward listener), `ca_pem` (the CA its clients trust)."""
+    relay: object
+    port: int
+    ca_pem: Path
+
+    @property
+    def proxy_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+
+def start_forward_relay(start_relay, routes: list, ca_directory: Path, connect_ports=(443,),
+                        forward_options: dict | None = None, **top) -> ForwardRelay:
+    """As a user does: `oauth-relay ca --config` first (it creates the CA and says where it is),
+    then the relay on the same config with a `forward` listener on a free port; returns once
     both listeners accept."""
-    forward_options = top.pop("forward_options", {})
     port = free_port()
-    relay = start_relay(routes, forward=forward_section(port, ca_directory, connect_ports, **forward_options), **top)
+    forward = forward_section(port, ca_directory, connect_ports, **(forward_options or {}))
+    ca_directory.parent.mkdir(parents=True, exist_ok=True)
+    config = write_config(ca_directory.parent / f"ca-config-{port}.json",
+                          relay_config(f"{LOOPBACK}:{free_port()}", routes, forward=forward, **top))
+    result = run_ca_command(config)
+    assert result.returncode == 0, f"oauth-relay ca failed ({result.returncode}): {result.stderr[-2000:]}"
+    relay = start_relay(routes, forward=forward, **top)
     wait_until(lambda: can_connect(LOOPBACK, port), STARTUP_SECONDS, f"the forward listener on port {port}")
-    return relay, port
+    return ForwardRelay(relay, port, ca_directory / "ca.pem")
 
 
 # ---------------------------------------------------------------------------------------------
