@@ -211,7 +211,9 @@ def peer_certificate_pem(conn: RawConnection) -> bytes:
 # ---------------------------------------------------------------------------------------------
 # `oauth-relay ca`.
 
-FINGERPRINT = re.compile(r"SHA256 Fingerprint=((?:[0-9A-F]{2}:){31}[0-9A-F]{2})")
+# The CA's fingerprint line, as `openssl x509 -fingerprint -sha256 -noout` prints it (a line of
+# its own: a fingerprint quoted inside another line, such as a previous CA's, is not it).
+FINGERPRINT = re.compile(r"^SHA256 Fingerprint=((?:[0-9A-F]{2}:){31}[0-9A-F]{2})$", re.MULTILINE)
 
 
 def run_ca_command(config_path: Path) -> subprocess.CompletedProcess:

@@ -21,6 +21,9 @@ pytestmark = needs_ca_command()
 TRUST_WORDS = ["--cacert", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "keytool",
                "certutil"]
 
+# How the output says the CA is not the one trusted before.
+NEW_CA = re.compile(r"\bnew\b|re-?issued|re-?trust", re.IGNORECASE)
+
 
 def ca_config(path: Path, hosts: list[str], ca_directory: Path | None) -> Path:
     routes = [{"match": {"host": h}, "upstream": "https://127.0.0.1:1", "name": f"r{i}"} for i, h in enumerate(hosts)]
@@ -58,6 +61,7 @@ def test_a_second_run_prints_the_same_ca_and_leaves_its_files_alone(tmp_path, ca
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in ca_directory.iterdir()}
     second = run_ok(config)
     assert printed_fingerprint(second) == first
+    assert not NEW_CA.search(second), f"the second run says the CA is new:\n{second}"
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in ca_directory.iterdir()} == before
 
 
@@ -66,7 +70,7 @@ def test_adding_a_route_host_issues_a_new_ca_and_says_so(tmp_path, ca_directory)
     output = run_ok(ca_config(tmp_path / "two.json", ["api.test", "*.corp.test"], ca_directory))
     second = printed_fingerprint(output)
     assert second != first and second == sha256_fingerprint(ca_directory / "ca.pem")
-    assert re.search(r"\bnew\b|re-?issued|re-?trust", output, re.IGNORECASE), \
+    assert NEW_CA.search(output), \
         f"the output does not say that the CA is a new one (to be trusted again):\n{output}"
     from cryptography import x509
     ca = x509.load_pem_x509_certificate((ca_directory / "ca.pem").read_bytes())
