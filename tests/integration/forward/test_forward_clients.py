@@ -37,10 +37,18 @@ def test_python_requests_without_the_relays_ca_refuses_the_intercepted_connectio
     assert api_site.access_records() == []
 
 
+def browser_relay(start_api_relay):
+    """The relay for a browser: Chromium sends its own background connections (its search
+    engine, Google's accounts and updates) to the proxy too; with `tunnelOthers: false` they are
+    refused at once, before the relay would resolve any name outside the test."""
+    return start_api_relay(forward_options={"tunnelOthers": False})
+
+
 def test_chromium_through_the_proxy_with_the_relays_ca_in_its_nss_database_gets_the_token(
-        api_relay, django_idp, nss_home, nss_chromium):
-    nss_home.trust(api_relay.ca_pem, "oauth-relay forward proxy CA")
-    driver = nss_chromium(proxy=api_relay.proxy_url)
+        start_api_relay, django_idp, nss_home, nss_chromium):
+    fwd = browser_relay(start_api_relay)
+    nss_home.trust(fwd.ca_pem, "oauth-relay forward proxy CA")
+    driver = nss_chromium(proxy=fwd.proxy_url)
     error, text = load(driver, f"https://{API_HOST}/from-the-browser")
     assert error is None, error
     answer = site_answer(text.encode())
@@ -49,7 +57,8 @@ def test_chromium_through_the_proxy_with_the_relays_ca_in_its_nss_database_gets_
 
 
 def test_chromium_without_the_relays_ca_shows_a_certificate_error_and_the_api_sees_nothing(
-        api_relay, api_site, nss_chromium):
-    error, _ = load(nss_chromium(proxy=api_relay.proxy_url), f"https://{API_HOST}/x")
+        start_api_relay, api_site, nss_chromium):
+    fwd = browser_relay(start_api_relay)
+    error, _ = load(nss_chromium(proxy=fwd.proxy_url), f"https://{API_HOST}/x")
     assert error == "ERR_CERT_AUTHORITY_INVALID", error
     assert api_site.access_records() == []
