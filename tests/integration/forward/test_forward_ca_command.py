@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 
 from forward_pki import sha256_fingerprint
 from forward_relay import mode_of, needs_ca_command, printed_fingerprint, run_ca_command

@@ -12,7 +12,7 @@ import pytest
 
 from forward_clients import presented_certificate, s_client, site_answer, token_sha256
 from forward_pki import OTHER_HOST, issuer_of, sha256_fingerprint, subject_of
-from forward_relay import needs_forward, open_tunnel, proxy_curl, start_forward_relay
+from forward_relay import needs_forward, open_tunnel, proxy_curl
 from http_client import assert_problem
 from processes import LOOPBACK
 
