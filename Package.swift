@@ -67,8 +67,12 @@ let package = Package(
         .target(name: "Routing", dependencies: ["HTTPFields", "Endpoints"], swiftSettings: hotPath),
         // Keys, signatures, SHA-256, HMAC, AES-256-GCM, random bytes: OpenSSL primitives, no I/O.
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
-        // The TLS engine over memory buffers; from Crypto only OpenSSL's error queue.
+        // The TLS engine over memory buffers; from Crypto OpenSSL's error queue, and the
+        // certificates and keys a server configuration is built from in memory.
         .target(name: "TLS", dependencies: ["COpenSSL", "Crypto", "ByteBuffers", "Locking"]),
+        // The forward proxy's CA (ca.pem, ca.key in a 0700 directory), name-constrained to the
+        // intercepted hosts, and the leaves it mints for them (TLS server configurations).
+        .target(name: "LocalCA", dependencies: ["Crypto", "TLS", "Routing", "Endpoints", "Locking"]),
         // Pure Swift; the crypto it needs (keys, signatures, digests) comes from Crypto, which holds OpenSSL.
         // Endpoints for a DPoP proof's `htu`, read and normalized as the relay reads every URL.
         .target(name: "JOSE", dependencies: ["Crypto", "JSON", "Endpoints"]),
@@ -127,6 +131,8 @@ let package = Package(
             "LocalHTTP", "HTTPFields", "RedisProtocol", "QRCode", "JSON", "WatchedFiles",
             // The admin listener, given the Host names it serves; the login URL for `login` and `token`.
             "AdminAPI", "BrowserSafety", "LoginPages",
+            // `oauth-relay ca`, and the forward proxy's CA opened at start.
+            "LocalCA",
             // The commit it was built from.
             "CRelayBuild",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -164,7 +170,9 @@ let package = Package(
         .testTarget(name: "OAuth2Tests", dependencies: ["SafeText", "OAuth2", "Endpoints", "HTTPFields", "Config", "JOSE", "Crypto",
                                                         "CertificateTestSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CertificateTestSupport"]),
-        .testTarget(name: "TLSTests", dependencies: ["TLS"]),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "Crypto"]),
+        // COpenSSL: the certificates read back and verified by OpenSSL itself, not by the code under test.
+        .testTarget(name: "LocalCATests", dependencies: ["LocalCA", "Crypto", "TLS", "Routing", "COpenSSL", "ByteBuffers", "FileTestSupport"]),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "Crypto", "Endpoints", "CertificateTestSupport"]),
         // Fixtures: reference symbols made by segno (PyPI), read from the source tree.
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"], exclude: ["Fixtures"]),

@@ -98,4 +98,23 @@ static inline int shim_EVP_PKEY_PUBLIC_KEY(void) {
     return EVP_PKEY_PUBLIC_KEY;
 }
 
+/// Adds `certificate` to the chain a server sends after its own certificate (the reference
+/// count is taken: the caller keeps its own).
+static inline long shim_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *certificate) {
+    return SSL_CTX_add1_chain_cert(ctx, certificate);
+}
+
+/// An extension context with no configuration database: extension values are given whole.
+static inline void shim_X509V3_set_ctx_nodb(X509V3_CTX *ctx) {
+    X509V3_set_ctx_nodb(ctx);
+}
+
+static inline int shim_sk_GENERAL_SUBTREE_num(const STACK_OF(GENERAL_SUBTREE) *subtrees) {
+    return sk_GENERAL_SUBTREE_num(subtrees);
+}
+
+static inline GENERAL_SUBTREE *shim_sk_GENERAL_SUBTREE_value(const STACK_OF(GENERAL_SUBTREE) *subtrees, int index) {
+    return sk_GENERAL_SUBTREE_value(subtrees, index);
+}
+
 #endif

@@ -14,6 +14,9 @@ public struct ForwardListener: Sendable, Equatable {
     /// `user:password` lines; when set, every request on the listener needs a matching
     /// `Proxy-Authorization: Basic` (required on a non-loopback listener).
     public var proxyAuthFile: String?
+    /// The pairs `proxyAuthFile` held when the configuration was loaded (a reload reads the file
+    /// again); nil without `proxyAuthFile`.
+    public var credentials: ProxyCredentials?
     /// The ports a `CONNECT` may name (default 443); an intercepted host's route port is allowed
     /// as well.
     public var connectPorts: [UInt16]
@@ -22,10 +25,11 @@ public struct ForwardListener: Sendable, Equatable {
     public var caDirectory: String?
 
     public init(address: HostPort, tunnelOthers: Bool = true, proxyAuthFile: String? = nil,
-                connectPorts: [UInt16] = [443], caDirectory: String? = nil) {
+                connectPorts: [UInt16] = [443], caDirectory: String? = nil, credentials: ProxyCredentials? = nil) {
         self.address = address
         self.tunnelOthers = tunnelOthers
         self.proxyAuthFile = proxyAuthFile
+        self.credentials = credentials
         self.connectPorts = connectPorts
         self.caDirectory = caDirectory
     }

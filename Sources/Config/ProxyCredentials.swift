@@ -22,7 +22,9 @@ public struct ProxyCredentials: Sendable, Equatable {
     public init(parsing text: String) throws(FormatError) {
         var digests: [[UInt8]] = []
         var users: [String] = []
-        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // "\r\n" is one Character, not a "\n": a file with Windows line ends splits on both.
+        let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+        for (number, rawLine) in lines.enumerated() {
             let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let colon = line.firstIndex(of: ":") else {

@@ -98,6 +98,8 @@ extension RelayConfig {
         }
         check("$.listen", listen.description, new.listen.description)
         check("$.listenTls.address", listenTls?.address.description ?? "none", new.listenTls?.address.description ?? "none")
+        // `forward`'s other keys, and the passwords `proxyAuthFile` holds, apply at a reload.
+        check("$.forward.listen", forward?.address.description ?? "none", new.forward?.address.description ?? "none")
         check("$.admin", admin?.description ?? "null", new.admin?.description ?? "null")
         check("$.workers", String(workers), String(new.workers))
         check("$.metrics", String(metrics), String(new.metrics))

@@ -2,15 +2,16 @@ import HTTPFields
 import JSON
 
 /// Reads the top level of a config file into a `RelayConfig`, handing each section to its
-/// decoder (`ListenerDecoding`, `StoreDecoding`, `LimitsDecoding`, `IdentityDecoding`,
-/// `RouteDecoding`) and then running the checks across sections (`RouteIdentityChecks`,
-/// `InboundDPoPHostChecks`, `InteractiveIdentityChecks`), in the order their problems have always been reported.
+/// decoder (`ListenerDecoding`, `ForwardDecoding`, `StoreDecoding`, `LimitsDecoding`,
+/// `IdentityDecoding`, `RouteDecoding`) and then running the checks across sections
+/// (`RouteIdentityChecks`, `InboundDPoPHostChecks`, `InteractiveIdentityChecks`, the forward
+/// listener's address against the others), in the order their problems have always been reported.
 struct RelayConfigDecoding {
     let context: DecodingContext
 
     static let topLevelKeys = [
         "$schema", "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "metrics",
-        "trustForwardedHeaders", "via", "listenTls", "store", "hosts",
+        "trustForwardedHeaders", "via", "listenTls", "store", "hosts", "forward",
     ]
 
     func decodeRelayConfig(_ root: JSONNode) -> RelayConfig? {
@@ -22,6 +23,8 @@ struct RelayConfigDecoding {
         config.listen = object.parsed("listen", HostPort.parse) ?? config.listen
         let listeners = ListenerDecoding(context: context)
         config.listenTls = object.field("listenTls").flatMap(listeners.decodeTLSListener)
+        let forwardDecoding = ForwardDecoding(context: context)
+        config.forward = object.field("forward").flatMap(forwardDecoding.decodeForward)
         config.hosts = object.field("hosts").flatMap(listeners.decodeHostNames)
         if let field = object.field("store"), case .null = field.value.kind {
             config.defaultStoreAllowed = false
@@ -64,6 +67,9 @@ struct RelayConfigDecoding {
             }
             return via
         } ?? config.via
+        if let forward = config.forward, let field = object.field("forward") {
+            forwardDecoding.checkAddress(of: forward, in: config, forwardField: field)
+        }
         return config
     }
 

@@ -41,7 +41,7 @@ public struct CertificateChain: Sendable, Equatable {
         var leafKey: EVPKey?
         while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
             defer { X509_free(certificate) }
-            certificates.append(try der(of: certificate))
+            certificates.append(try X509Certificate.der(of: certificate))
             if leafKey == nil {
                 guard let key = X509_get_pubkey(certificate) else {
                     throw .unreadableCertificate(reason: "the leaf certificate's public key (\(OpenSSLErrors.takeReason(fallback: "unknown reason")))")
@@ -62,16 +62,4 @@ public struct CertificateChain: Sendable, Equatable {
 
     /// The leaf certificate's DER.
     public var leafDER: [UInt8] { derCertificates[0] }
-
-    private static func der(of certificate: OpaquePointer) throws(CryptoError) -> [UInt8] {
-        let length = i2d_X509(certificate, nil)
-        guard length > 0 else { throw .openSSL("encoding a certificate as DER") }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        let written = der.withUnsafeMutableBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            return i2d_X509(certificate, &cursor)
-        }
-        guard written == length else { throw .openSSL("encoding a certificate as DER") }
-        return der
-    }
 }

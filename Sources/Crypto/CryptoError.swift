@@ -1,5 +1,6 @@
 // Crypto: the primitives the relay signs, hashes and encrypts with, and nothing of TLS. PEM
-// keys (RSA, EC P-256, Ed25519), X.509 certificates as DER (`CertificateChain`), signatures as
+// keys (RSA, EC P-256, Ed25519), X.509 certificates as DER (`CertificateChain`) and one at a time,
+// read or signed (`X509Certificate`, from `CertificateFields`: the forward proxy's CA), signatures as
 // JWS wants them (RS256, PS256, ES256 as r ‖ s, EdDSA), SHA-256 (and SHA-1, for `x5t` alone),
 // HMAC-SHA256, AES-256-GCM for the token store, random bytes, constant-time comparison.
 //

@@ -36,6 +36,10 @@ public struct PrivateKey: Sendable, CustomStringConvertible {
 
     public var description: String { "PrivateKey(\(kind), redacted)" }
 
+    /// The OpenSSL key, for TLS (`SSL_CTX_use_PrivateKey`, which takes a reference of its own);
+    /// valid while `self` lives. `package`: no module outside the relay reaches the key.
+    package var openSSLKey: OpaquePointer { key.pointer }
+
     /// OpenSSL keys (private or public) not yet freed, for leak checks in tests.
     public static var liveKeys: Int { EVPKey.live.load(ordering: .relaxed) }
 }

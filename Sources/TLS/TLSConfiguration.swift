@@ -1,5 +1,5 @@
 internal import COpenSSL
-internal import Crypto
+import Crypto
 
 /// What every TLS connection of one route, identity or listener shares: an `SSL_CTX` with its
 /// trust, certificates and protocol limits, the SPKI pins, and (clients) the session cache.
@@ -100,11 +100,43 @@ public final class TLSConfiguration: @unchecked Sendable {
     public static func server(certificateFile: String, keyFile: String,
                               clientCertificates: ClientCertificates = .notRequested)
         throws(TLSConfigurationError) -> TLSConfiguration {
+        try server(clientCertificates: clientCertificates) { context throws(TLSConfigurationError) in
+            try useIdentity(certificateFile: certificateFile, keyFile: keyFile, settings: ("certFile", "keyFile"), in: context)
+        }
+    }
+
+    /// A configuration for accepting TLS connections with a certificate made in memory (the
+    /// forward proxy's leaves): `certificateChain` leaf first, then what the server sends after
+    /// it; `key` is the leaf's. No client certificates are asked for.
+    public static func server(certificateChain: [X509Certificate], key: PrivateKey) throws(TLSConfigurationError) -> TLSConfiguration {
+        try server(clientCertificates: .notRequested) { context throws(TLSConfigurationError) in
+            guard let leaf = certificateChain.first else { throw TLSConfigurationError("certificate", "no certificate in the chain") }
+            guard SSL_CTX_use_certificate(context, leaf.pointer) == 1 else {
+                throw TLSConfigurationError("certificate", "cannot use the certificate: \(OpenSSLErrors.takeReason(fallback: "unknown reason"))")
+            }
+            for certificate in certificateChain.dropFirst() where shim_SSL_CTX_add1_chain_cert(context, certificate.pointer) != 1 {
+                throw TLSConfigurationError("certificate", "cannot add a chain certificate: \(OpenSSLErrors.takeReason(fallback: "unknown reason"))")
+            }
+            guard SSL_CTX_use_PrivateKey(context, key.openSSLKey) == 1 else {
+                throw TLSConfigurationError("key", "cannot use the private key: \(OpenSSLErrors.takeReason(fallback: "unknown reason"))")
+            }
+            guard SSL_CTX_check_private_key(context) == 1 else {
+                OpenSSLErrors.clear()
+                throw TLSConfigurationError("key", "the key is not the certificate's")
+            }
+        }
+    }
+
+    /// What every server configuration has: the context, its identity (`installIdentity`), the
+    /// client certificates asked for, the session id context and ALPN.
+    private static func server(clientCertificates: ClientCertificates,
+                               installIdentity: (OpaquePointer) throws(TLSConfigurationError) -> Void)
+        throws(TLSConfigurationError) -> TLSConfiguration {
         let verifies = if case .notRequested = clientCertificates { false } else { true }
         let configuration = TLSConfiguration(role: .server, context: try makeContext(TLS_server_method()),
                                              serverName: nil, verifiesPeer: verifies, pins: SPKIPins(digests: []))
         let context = configuration.context
-        try useIdentity(certificateFile: certificateFile, keyFile: keyFile, settings: ("certFile", "keyFile"), in: context)
+        try installIdentity(context)
         switch clientCertificates {
         case .notRequested:
             SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)

@@ -24,7 +24,7 @@
 
 import ByteBuffers
 internal import COpenSSL
-internal import Crypto
+import Crypto
 
 /// Where a connection stands, as returned by every engine call.
 public enum TLSStatus: Equatable, Sendable {

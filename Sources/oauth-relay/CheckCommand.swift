@@ -12,6 +12,11 @@ struct CheckCommand: ParsableCommand {
     func run() throws {
         let relayConfig = try loadConfig(path: config).config
         let identities = relayConfig.identities.count
-        FileHandleOutput.standardOutput("\(config): ok (\(relayConfig.routes.count) routes, \(identities) identities, listen \(relayConfig.listen))\n")
+        var listeners = "listen \(relayConfig.listen)"
+        if let forward = relayConfig.forward {
+            let hosts = relayConfig.interceptedHosts.count
+            listeners += ", forward \(forward.address) intercepting \(hosts) \(hosts == 1 ? "host" : "hosts")"
+        }
+        FileHandleOutput.standardOutput("\(config): ok (\(relayConfig.routes.count) routes, \(identities) identities, \(listeners))\n")
     }
 }

@@ -14,7 +14,7 @@ struct OAuthRelay: ParsableCommand {
         abstract: "A local HTTP reverse proxy that applies the OAuth2 bearer token of each route's identity.",
         // `oauth-relay --version`: the version and the commit the binary was built from.
         version: RelayBuild.current.versionLine,
-        subcommands: [RunCommand.self, CheckCommand.self, TokenCommand.self, LoginCommand.self, LogoutCommand.self, DemoCommand.self],
+        subcommands: [RunCommand.self, CheckCommand.self, TokenCommand.self, LoginCommand.self, LogoutCommand.self, CACommand.self, DemoCommand.self],
         defaultSubcommand: RunCommand.self
     )
 

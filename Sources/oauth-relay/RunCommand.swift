@@ -47,7 +47,7 @@ struct ConfigSource {
 
 /// Loads and validates a config file: the config, or every error with its JSON path. Warnings
 /// (verification switched off, plain-http token endpoints allowed, credential files holding an
-/// expired JWT) are logged and printed.
+/// expired JWT, routes the forward proxy does not intercept) are logged and printed.
 func validateConfig(path: String) -> Result<LoadedConfig, ConfigErrorLines> {
     do {
         return validateConfig(try ConfigLoader.read(path: path))
@@ -107,6 +107,10 @@ func validateConfig(_ text: ConfigText, storeKeys: StoreKeyRing? = nil,
     for warning in config.assertionWithoutClientIdWarnings where told {
         FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
         Logger(label: "oauth-relay").warning("client assertion sent without client_id", metadata: ["setting": .string(warning)])
+    }
+    for warning in config.forwardProxyWarnings where told {
+        FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
+        Logger(label: "oauth-relay").warning("forward proxy leaves routes out", metadata: ["setting": .string(warning)])
     }
     if !errors.isEmpty { return .failure(ConfigErrorLines(lines: errors)) }
     return .success(LoadedConfig(config: config, tls: tls, text: text, forward: forward))

@@ -56,6 +56,8 @@ JWT_FILE = "projected-token.jwt"
 # client_secret_jwt signs with HS256, whose key must be at least 32 bytes (RFC 7518 §3.2).
 JWT_SECRET = "sample-client-secret-of-32-bytes-or-more"
 JWT_SECRET_FILE = "jwt-secret.txt"
+# forward.proxyAuthFile: user:password lines, 0600 (the relay refuses a file group or others may open).
+PROXY_AUTH_FILE = "proxy-auth"
 # client_assertion_file: a JWT the platform wrote (unsigned here: the signature is the IdP's to check).
 ASSERTION_FILE = "assertion.jwt"
 ASSERTION = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJjbHVzdGVyIiwiZXhwIjo0MDAwMDAwMDAwfQ.c2lnbmF0dXJl"
@@ -74,6 +76,8 @@ def material(tmp_path_factory) -> Path:
     (directory / JWT_SECRET_FILE).write_text(JWT_SECRET + "\n")
     (directory / ASSERTION_FILE).write_text(ASSERTION + "\n")
     (directory / STORE_KEY_FILE).write_text(base64.b64encode(bytes(32)).decode() + "\n")
+    (directory / PROXY_AUTH_FILE).write_text("# tools on this machine\nci:sample-proxy-password\n")
+    (directory / PROXY_AUTH_FILE).chmod(0o600)
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-keyout", str(directory / KEY_FILE), "-out", str(directory / CERT_FILE), "-days", "2",
                     "-subj", "/CN=localhost"], check=True, capture_output=True, timeout=scaled(30))
@@ -96,8 +100,9 @@ def material(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def workdir(tmp_path, material) -> Path:
-    for name in (SECRET_FILE, JWT_SECRET_FILE, ASSERTION_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE, SA_KEY_FILE, APP_KEY_FILE):
-        shutil.copy(material / name, tmp_path / name)
+    for name in (SECRET_FILE, JWT_SECRET_FILE, ASSERTION_FILE, CERT_FILE, KEY_FILE, STORE_KEY_FILE, SA_KEY_FILE, APP_KEY_FILE,
+                 PROXY_AUTH_FILE):
+        shutil.copy(material / name, tmp_path / name)  # with its mode
     return tmp_path
 
 
@@ -210,6 +215,7 @@ DECODER_LOCATIONS = {
     "decodeRelayConfig": ["$"],
     "decodeLimits": ["$.limits"],
     "decodeTLSListener": ["$.listenTls"],
+    "decodeForward": ["$.forward"],
     "decodeStore": ["$.store"],
     "decodeRoute": ["$.routes[]"],
     "decodeRouteMatch": ["$.routes[].match"],
@@ -379,6 +385,7 @@ HTTP_UPSTREAM = "http://127.0.0.1:9001"
 HTTPS_UPSTREAM = "https://api.example.test"
 PIN = "sha256/" + base64.b64encode(bytes(range(32))).decode()
 LISTEN_TLS = {"address": "127.0.0.1:18443", "certFile": CERT_FILE, "keyFile": KEY_FILE}
+FORWARD = {"listen": "127.0.0.1:18181"}
 STORE = {"path": "token-store", "key": STORE_KEY}
 # `check` connects to nothing: any Redis address will do.
 REDIS_STORE = {"redis": "redis://relay:${REDIS_PASSWORD}@127.0.0.1:6379/1", "key": STORE_KEY}
@@ -460,6 +467,12 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.listenTls.clientCaFile": {"listenTls": {**LISTEN_TLS, "clientCaFile": CERT_FILE}},
     "$.listenTls.hosts": {"listenTls": {**LISTEN_TLS, "hosts": ["secure.example.test"]}},
     "$.hosts": {"hosts": ["orders.local", "*.dev.example.test", "[::1]"]},
+    "$.forward": {"forward": FORWARD},
+    "$.forward.listen": {"forward": {"listen": "[::1]:18181"}},
+    "$.forward.tunnelOthers": {"forward": {**FORWARD, "tunnelOthers": False}},
+    "$.forward.proxyAuthFile": {"forward": {"listen": "0.0.0.0:18181", "proxyAuthFile": PROXY_AUTH_FILE}},
+    "$.forward.connectPorts": {"forward": {**FORWARD, "connectPorts": [443, 8443]}},
+    "$.forward.caDirectory": {"forward": {**FORWARD, "caDirectory": "/var/lib/oauth-relay/forward-ca"}},
     "$.store": {"store": STORE},
     "$.store.path": {"store": {**STORE, "path": "state/tokens-not-yet-created"}},
     "$.store.key": {"store": STORE},
@@ -601,6 +614,11 @@ OTHER_SAMPLES: dict[str, tuple[dict, dict[str, str]]] = {
     "the smallest route": (route(), {}),
     "the smallest identity": (identity(), {}),
     "admin null (no admin listener)": ({"admin": None}, {}),
+    "forward null (no forward proxy)": ({"forward": None}, {}),
+    "a forward proxy on localhost, port 0, intercepting a route's host": (
+        {"forward": {"listen": "localhost:0"}, **routed(match={"host": "api.example.test"})}, {}),
+    "a forward proxy from the environment": ({"forward": {"listen": "${FORWARD_LISTEN}", "caDirectory": "${STATE}/forward-ca"}},
+                                             {"FORWARD_LISTEN": "127.0.0.1:18181", "STATE": "/var/lib/oauth-relay"}),
     "IPv6 listen": ({"listen": "[::1]:18180"}, {}),
     "listen on every address": ({"listen": "0.0.0.0:18180"}, {}),
     "scope as a string, resource as one URI": (identity(scope="a b", resource="urn:example:orders"), {}),
@@ -908,6 +926,15 @@ REJECTED_BY_BOTH = [
      "$.identities.svc.serviceAccountSubject"),
     ("listenTls without keyFile", {"listenTls": {"address": "127.0.0.1:18443", "certFile": CERT_FILE}},
      "$.listenTls.keyFile"),
+    ("a forward proxy without listen", {"forward": {"tunnelOthers": False}}, "$.forward.listen"),
+    ("a forward proxy as a string", {"forward": "127.0.0.1:18181"}, "$.forward"),
+    ("a forward proxy off loopback without proxyAuthFile", {"forward": {"listen": "0.0.0.0:18181"}}, "$.forward.proxyAuthFile"),
+    ("tunnelOthers not a boolean", {"forward": {**FORWARD, "tunnelOthers": "no"}}, "$.forward.tunnelOthers"),
+    ("no CONNECT port", {"forward": {**FORWARD, "connectPorts": []}}, "$.forward.connectPorts"),
+    ("a CONNECT port twice", {"forward": {**FORWARD, "connectPorts": [443, 443]}}, "$.forward.connectPorts[1]"),
+    ("a CONNECT port out of range", {"forward": {**FORWARD, "connectPorts": [70000]}}, "$.forward.connectPorts[0]"),
+    ("CONNECT port 0", {"forward": {**FORWARD, "connectPorts": [0]}}, "$.forward.connectPorts[0]"),
+    ("a relative CA directory", {"forward": {**FORWARD, "caDirectory": "forward-ca"}}, "$.forward.caDirectory"),
     ("a response member with an empty name", identity(responseFields={"token": "authed_user..access_token"}),
      "$.identities.svc.responseFields.token"),
     ("no response member path at all", identity(responseFields={"token": []}), "$.identities.svc.responseFields.token"),
@@ -1037,3 +1064,25 @@ def test_the_examples_show_what_their_names_say():
     assert "https://" in dev_route["upstream"] and dev_route["tls"] and dev_route.get("identity")
     for name, config in files.items():
         assert config.get("$schema") == SCHEMA_PATH.name, f"{name}: name the schema for editors"
+    forward = files["forward-proxy.json"]
+    assert forward["forward"]["listen"].endswith("127.0.0.1:8181}")
+    assert any(route.get("identity") and route.get("match", {}).get("host") for route in forward["routes"]), (
+        "a route the forward proxy intercepts: a host and an identity")
+
+
+def test_check_names_the_forward_listener_and_warns_of_routes_it_leaves_out(workdir):
+    """`check` sums up the forward listener with the hosts it intercepts, and warns (exit 0) of a
+    route with an identity on an IP address and of a forward proxy that intercepts nothing."""
+    config = {"forward": FORWARD, **identity(clientSecret="s3cret"), "routes": [
+        {"match": {"host": "api.example.test"}, "upstream": HTTPS_UPSTREAM, "identity": "svc"},
+        {"match": {"host": "*.example.test"}, "upstream": HTTPS_UPSTREAM, "identity": "svc"},
+        {"match": {"host": "10.0.0.5"}, "upstream": "https://10.0.0.5", "identity": "svc"}]}
+    result = check_config(workdir, config)
+    assert result.returncode == 0, output(result)
+    assert "listen 127.0.0.1:8180, forward 127.0.0.1:18181 intercepting 2 hosts)" in result.stdout, output(result)
+    assert result.stderr.count("WARNING") == 1, output(result)
+    assert "$.routes[2].match.host: 10.0.0.5 is not intercepted by the forward proxy" in result.stderr, output(result)
+    nothing = check_config(workdir, {"forward": FORWARD, **route()})
+    assert nothing.returncode == 0, output(nothing)
+    assert "$.forward: the forward proxy intercepts nothing: no route names match.host" in nothing.stderr, output(nothing)
+    assert "forward 127.0.0.1:18181 intercepting 0 hosts" in nothing.stdout, output(nothing)

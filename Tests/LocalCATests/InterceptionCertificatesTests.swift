@@ -1,0 +1,99 @@
+import ByteBuffers
+import Crypto
+@testable import LocalCA
+import TLS
+import XCTest
+
+/// The leaves the forward proxy completes intercepted connections with: only for the routes'
+/// hosts, one per host, renewed before they run out, and a bounded number kept.
+final class InterceptionCertificatesTests: CADirectoryTestCase {
+    private func certificates(capacity: Int = InterceptionCertificates.defaultCapacity,
+                              clock: TestClock = TestClock(testNow)) throws -> InterceptionCertificates {
+        InterceptionCertificates(authority: try authority().0, capacity: capacity, clock: clock.read)
+    }
+
+    func testHostsNoRouteNamesGetNoConfiguration() throws {
+        let leaves = try certificates()
+        for host in ["other.test", "example.com", "evil-example.com", "a.api.test", "127.0.0.1", "a,b.example.com", ""] {
+            XCTAssertNil(leaves.serverConfiguration(forHost: host), host)
+        }
+        XCTAssertEqual(leaves.cachedHostCount, 0)
+    }
+
+    func testAPermittedHostGetsOneConfigurationReusedAndCaseOrATrailingDotChangeNothing() throws {
+        let leaves = try certificates()
+        let first = try XCTUnwrap(leaves.serverConfiguration(forHost: "api.test"))
+        XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === first)
+        XCTAssertTrue(leaves.serverConfiguration(forHost: "API.Test.") === first)
+        XCTAssertNotNil(leaves.serverConfiguration(forHost: "a.example.com"))
+        XCTAssertEqual(leaves.cachedHostCount, 2)
+    }
+
+    func testALeafIsRenewedOnceLessThanAnHourIsLeft() throws {
+        let clock = TestClock(testNow)
+        let leaves = try certificates(clock: clock)
+        let first = try XCTUnwrap(leaves.serverConfiguration(forHost: "api.test"))
+        clock.set(testNow + 23 * 3_600 - 60)
+        XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === first)
+        clock.set(testNow + 23 * 3_600 + 60)
+        let renewed = try XCTUnwrap(leaves.serverConfiguration(forHost: "api.test"))
+        XCTAssertFalse(renewed === first)
+        XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === renewed)
+    }
+
+    func testPastTheCapacityTheLeastRecentlyUsedHostIsDropped() throws {
+        let leaves = try certificates(capacity: 2)
+        let a = try XCTUnwrap(leaves.serverConfiguration(forHost: "a.example.com"))
+        let b = try XCTUnwrap(leaves.serverConfiguration(forHost: "b.example.com"))
+        XCTAssertTrue(leaves.serverConfiguration(forHost: "a.example.com") === a)
+        _ = leaves.serverConfiguration(forHost: "c.example.com")
+        XCTAssertEqual(leaves.cachedHostCount, 2)
+        XCTAssertTrue(leaves.serverConfiguration(forHost: "a.example.com") === a)
+        XCTAssertFalse(leaves.serverConfiguration(forHost: "b.example.com") === b)
+    }
+
+    /// Also the figure for the report: what minting one leaf (key, signature, SSL_CTX) costs
+    /// with the lock held.
+    func testTheDefaultCapacityHolds1024HostsAndMintingIsWellUnderAMillisecond() throws {
+        let leaves = try certificates()
+        let clock = ContinuousClock()
+        let elapsed = clock.measure {
+            for index in 0...1_024 { _ = leaves.serverConfiguration(forHost: "h\(index).example.com") }
+        }
+        XCTAssertEqual(leaves.cachedHostCount, 1_024)
+        let perLeaf = elapsed / 1_025
+        print("minting one leaf (P-256 key, ECDSA signature, SSL_CTX): \(perLeaf)")
+        XCTAssertLessThan(perLeaf, .milliseconds(5))
+    }
+
+    /// A client that trusts only `ca.pem` completes TLS with the leaf for the host it named.
+    func testAClientTrustingTheCACompletesAHandshakeWithTheLeaf() throws {
+        let leaves = try certificates(clock: TestClock(Int64(Date().timeIntervalSince1970)))
+        let server = try XCTUnwrap(leaves.serverConfiguration(forHost: "a.example.com"))
+        let client = try TLSConfiguration.client(caFile: leaves.authority.certificatePath, trustSystemRoots: false)
+        let (clientEngine, serverEngine) = (TLSEngine(client: client, host: "a.example.com"), TLSEngine(server: server))
+        handshake(clientEngine, serverEngine)
+        XCTAssertEqual(clientEngine.state, .established)
+        XCTAssertEqual(serverEngine.state, .established)
+        XCTAssertEqual(clientEngine.negotiatedProtocol, "http/1.1")
+
+        let wrongName = TLSEngine(client: client, host: "b.example.com")
+        handshake(wrongName, TLSEngine(server: server))
+        XCTAssertEqual(wrongName.state, .failed(.nameMismatch(expected: "b.example.com")))
+    }
+
+    private func handshake(_ client: TLSEngine, _ server: TLSEngine) {
+        var plaintext = ByteBuffer()
+        var moved = true
+        while moved {
+            moved = false
+            for (from, to) in [(client, server), (server, client)] {
+                var bytes = ByteBuffer()
+                guard from.takeOutgoing(into: &bytes) > 0 else { continue }
+                to.feed(Array(bytes.readableBytes))
+                _ = to.read(into: &plaintext)
+                moved = true
+            }
+        }
+    }
+}

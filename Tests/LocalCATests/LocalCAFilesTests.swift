@@ -1,0 +1,128 @@
+import Crypto
+import Foundation
+@testable import LocalCA
+import XCTest
+
+/// Where the CA lives and what `loadOrCreate` does with what it finds: created with the right
+/// modes, reused, issued again when the hosts change, and left untouched when it cannot be read.
+final class LocalCAFilesTests: CADirectoryTestCase {
+    func testAMissingDirectoryIsCreated0700WithTheKey0600AndTheCertificate0644() throws {
+        let (ca, change) = try authority()
+        XCTAssertEqual(change, .created)
+        XCTAssertEqual(try mode(""), 0o700)
+        XCTAssertEqual(try mode("ca.key"), 0o600)
+        XCTAssertEqual(try mode("ca.pem"), 0o644)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: caDirectory).sorted(), ["ca.key", "ca.pem"])
+        XCTAssertEqual(ca.certificatePath, caDirectory + "/ca.pem")
+        XCTAssertEqual(try X509Certificate(pem: String(decoding: try bytes("ca.pem"), as: UTF8.self)).der, ca.certificate.der)
+        XCTAssertTrue(ca.certificate.isCertified(try PrivateKey(pem: String(decoding: try bytes("ca.key"), as: UTF8.self))))
+    }
+
+    func testTheFingerprintIsTheSHA256OfTheDERInOpenSSLsForm() throws {
+        let (ca, _) = try authority()
+        let expected = SHA256.hash(ca.certificate.der).map { String(format: "%02X", $0) }.joined(separator: ":")
+        XCTAssertEqual(ca.fingerprint, expected)
+        XCTAssertEqual(ca.fingerprint.count, 32 * 3 - 1)
+    }
+
+    func testASecondOpenWithTheSameHostsLoadsTheSameCA() throws {
+        let (first, _) = try authority()
+        let key = try bytes("ca.key")
+        let (second, change) = try authority(apiAndExample.reversed(), now: testNow + 86_400)
+        XCTAssertEqual(change, .loaded)
+        XCTAssertEqual(second.fingerprint, first.fingerprint)
+        XCTAssertEqual(try bytes("ca.key"), key)
+    }
+
+    func testOtherHostsIssueANewCANamingThePreviousFingerprint() throws {
+        let (first, _) = try authority()
+        let (second, change) = try authority([.exact("api.test")])
+        XCTAssertEqual(change, .reissued(previousFingerprint: first.fingerprint))
+        XCTAssertNotEqual(second.fingerprint, first.fingerprint)
+        XCTAssertEqual(second.certificate.permittedDNSNames, ["api.test"])
+        let (third, again) = try authority([.exact("api.test")])
+        XCTAssertEqual(again, .loaded)
+        XCTAssertEqual(third.fingerprint, second.fingerprint)
+    }
+
+    func testACAAboutToExpireIsIssuedAgain() throws {
+        let (first, _) = try authority()
+        let (_, change) = try authority(now: first.certificate.notAfter - 3_600)
+        XCTAssertEqual(change, .reissued(previousFingerprint: first.fingerprint))
+    }
+
+    func testNoHostsIsRefusedAndNothingIsCreated() throws {
+        XCTAssertThrowsError(try authority([])) { XCTAssertEqual($0 as? LocalCAError, .noHosts) }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: caDirectory))
+    }
+
+    func testACorruptKeyIsRefusedAndBothFilesAreLeftAsTheyWere() throws {
+        _ = try authority()
+        try scratch.write(Array("-----BEGIN PRIVATE KEY-----\nnot base64\n-----END PRIVATE KEY-----\n".utf8), to: "forward-ca/ca.key")
+        try chmod("ca.key", 0o600)
+        let (key, certificate) = (try bytes("ca.key"), try bytes("ca.pem"))
+        XCTAssertThrowsError(try authority([.exact("other.test")])) { error in
+            guard case .unreadable(let path, _)? = error as? LocalCAError else { return XCTFail("\(error)") }
+            XCTAssertEqual(path, caDirectory + "/ca.key")
+        }
+        XCTAssertEqual(try bytes("ca.key"), key)
+        XCTAssertEqual(try bytes("ca.pem"), certificate)
+    }
+
+    func testACorruptCertificateIsRefusedAndLeftAsItWas() throws {
+        _ = try authority()
+        try scratch.write(Array("garbage".utf8), to: "forward-ca/ca.pem")
+        XCTAssertThrowsError(try authority()) { error in
+            guard case .unreadable(let path, _)? = error as? LocalCAError else { return XCTFail("\(error)") }
+            XCTAssertEqual(path, caDirectory + "/ca.pem")
+        }
+        XCTAssertEqual(try bytes("ca.pem"), Array("garbage".utf8))
+    }
+
+    func testAKeyThatIsNotTheCertificatesIsRefused() throws {
+        _ = try authority()
+        try scratch.write(Array(try PrivateKey.generate(.ecP256).pemRepresentation().utf8), to: "forward-ca/ca.key")
+        try chmod("ca.key", 0o600)
+        XCTAssertThrowsError(try authority()) { error in
+            XCTAssertEqual(error as? LocalCAError, .keyMismatch(key: caDirectory + "/ca.key", certificate: caDirectory + "/ca.pem"))
+        }
+    }
+
+    func testOneFileWithoutTheOtherIsRefused() throws {
+        _ = try authority()
+        try FileManager.default.removeItem(atPath: caDirectory + "/ca.pem")
+        XCTAssertThrowsError(try authority()) { error in
+            XCTAssertEqual(error as? LocalCAError, .incomplete(present: caDirectory + "/ca.key", missing: caDirectory + "/ca.pem"))
+        }
+    }
+
+    func testADirectoryGroupOrOthersMayReadIsRefusedNamingItsMode() throws {
+        _ = try authority()
+        try chmod("", 0o750)
+        XCTAssertThrowsError(try authority()) { error in
+            XCTAssertEqual(error as? LocalCAError,
+                           .unsafeDirectory(path: caDirectory, reason: "open to group or others (mode 750; use chmod 700)"))
+            XCTAssertTrue("\(error)".contains(caDirectory))
+        }
+    }
+
+    func testAKeyFileGroupOrOthersMayReadIsRefusedNamingItsMode() throws {
+        _ = try authority()
+        try chmod("ca.key", 0o640)
+        XCTAssertThrowsError(try authority()) { error in
+            XCTAssertEqual(error as? LocalCAError,
+                           .unsafeKeyFile(path: caDirectory + "/ca.key", reason: "readable by group or others (mode 640; use chmod 600)"))
+        }
+    }
+
+    func testNoErrorTextHoldsTheKey() throws {
+        _ = try authority()
+        let key = String(decoding: try bytes("ca.key"), as: UTF8.self)
+        let body = key.split(separator: "\n").dropFirst().first.map(String.init) ?? ""
+        try scratch.write(Array((key + "trailing").utf8).dropLast(40) + Array("\n".utf8), to: "forward-ca/ca.key")
+        try chmod("ca.key", 0o600)
+        XCTAssertThrowsError(try authority()) { error in
+            XCTAssertFalse("\(error)".contains(body.prefix(20)), "\(error)")
+        }
+    }
+}

@@ -1,0 +1,117 @@
+"""curl through the forward proxy (issue 26): `curl -x http://127.0.0.1:PORT --cacert ca.pem
+https://api.test/...` reaches the API (nginx, its own CA, reached by the relay over verified TLS)
+with the token django-oauth-toolkit issued; `Proxy-Authorization` from `proxyAuthFile` guards the
+listener; the leaf the relay presents is the short-lived, single-name one the issue describes."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from forward_clients import site_answer
+from forward_pki import API_HOST, issuer_of, subject_of
+from forward_relay import intercepted_connection, needs_forward, open_tunnel, peer_certificate_pem, proxy_curl
+
+pytestmark = [pytest.mark.oauth, needs_forward()]
+
+
+def issued_token_sha256(idp) -> str:
+    [record] = idp.token_requests()
+    assert record["grant_type"] == "client_credentials" and record["status"] == 200, record
+    return record["access_token_sha256"]
+
+
+def test_curl_through_the_proxy_reaches_the_api_with_the_token_the_idp_issued(api_relay, api_site, django_idp):
+    resp = proxy_curl(api_relay.port, f"https://{API_HOST}/v1/orders?page=2", "--cacert", str(api_relay.ca_pem))
+    assert resp.returncode == 0 and resp.status == 200, resp.stderr
+    answer = site_answer(resp.body)
+    assert answer["request"] == "GET /v1/orders?page=2 HTTP/1.1"
+    assert answer["authorization_scheme"] == "Bearer"
+    assert answer["authorization_sha256"] == issued_token_sha256(django_idp)
+    # The relay's own TLS connection to the API: SNI api.test (the route's serverName).
+    assert answer["ssl_server_name"] == API_HOST
+    # And DOT accepts that token: it is a real one.
+    [record] = django_idp.token_requests()
+    assert record["access_token_sha256"] == answer["authorization_sha256"]
+
+
+def test_a_callers_own_authorization_is_replaced_by_the_token(api_relay, django_idp):
+    resp = proxy_curl(api_relay.port, f"https://{API_HOST}/x", "--cacert", str(api_relay.ca_pem),
+                      "-H", "Authorization: Bearer made-up-by-the-caller")
+    assert resp.status == 200, resp.stderr
+    assert site_answer(resp.body)["authorization_sha256"] == issued_token_sha256(django_idp)
+
+
+def test_keep_alive_requests_in_one_intercepted_connection_all_carry_the_token(api_relay, django_idp):
+    with intercepted_connection(api_relay.port, API_HOST, api_relay.ca_pem) as conn:
+        answers = [site_answer(conn.request("GET", f"/k/{i}", host=API_HOST).body) for i in range(3)]
+    token = issued_token_sha256(django_idp)
+    assert [a["authorization_sha256"] for a in answers] == [token] * 3
+    assert [a["request"] for a in answers] == [f"GET /k/{i} HTTP/1.1" for i in range(3)]
+
+
+def test_the_leaf_is_for_api_test_alone_from_the_relays_ca_short_lived_ecdsa_p256(api_relay):
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    with intercepted_connection(api_relay.port, API_HOST, api_relay.ca_pem) as conn:
+        assert conn.sock.selected_alpn_protocol() in (None, "http/1.1")
+        pem = peer_certificate_pem(conn)
+    assert issuer_of(pem) == subject_of(api_relay.ca_pem)
+    leaf = x509.load_pem_x509_certificate(pem)
+    san = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.DNSName) == [API_HOST] and not san.get_values_for_type(x509.IPAddress)
+    assert leaf.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value == \
+        x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH])
+    assert isinstance(leaf.public_key(), ec.EllipticCurvePublicKey) and leaf.public_key().curve.name == "secp256r1"
+    # Valid now and for a day at most from now (a notBefore set back for clocks a little behind
+    # lengthens no exposure).
+    now = datetime.datetime.now(datetime.timezone.utc)
+    assert leaf.not_valid_before_utc <= now < leaf.not_valid_after_utc
+    assert leaf.not_valid_after_utc - now <= datetime.timedelta(hours=24), leaf.not_valid_after_utc - now
+
+
+def test_absolute_form_http_requests_to_the_api_host_get_the_token_too(api_relay, django_idp):
+    # `HTTP_PROXY` clients send `GET http://api.test/... HTTP/1.1`: placed on the api.test route,
+    # forwarded over the route's TLS.
+    resp = proxy_curl(api_relay.port, f"http://{API_HOST}/plain")
+    assert resp.status == 200, (resp.status, resp.stderr, resp.body[:300])
+    answer = site_answer(resp.body)
+    assert answer["request"] == "GET /plain HTTP/1.1"
+    assert answer["authorization_sha256"] == issued_token_sha256(django_idp)
+
+
+@pytest.fixture
+def proxy_auth_file(tmp_path):
+    path = tmp_path / "proxy-auth"
+    path.touch(mode=0o600)
+    path.write_text("builder:s3cret-for-the-proxy\nother:another-pass\n")
+    return path
+
+
+def test_with_proxy_auth_file_a_client_without_credentials_gets_407_and_nothing_reaches_the_api(
+        start_api_relay, proxy_auth_file, api_site, sensitive):
+    sensitive.add("proxy password", "s3cret-for-the-proxy")
+    sensitive.add("other proxy password", "another-pass")
+    fwd = start_api_relay(forward_options={"proxyAuthFile": str(proxy_auth_file)})
+    for credentials in ([], ["--proxy-user", "builder:wrong-password"], ["--proxy-user", "nobody:s3cret-for-the-proxy"]):
+        resp = proxy_curl(fwd.port, f"https://{API_HOST}/x", "--cacert", str(fwd.ca_pem), *credentials)
+        assert resp.returncode != 0 and "407" in resp.stderr, (credentials[:1], resp.returncode, resp.stderr)
+    conn, answer = open_tunnel(fwd.port, f"{API_HOST}:443")
+    conn.close()
+    assert answer.status == 407 and (answer.header("proxy-authenticate") or "").lower().startswith("basic"), answer
+    resp = proxy_curl(fwd.port, f"http://{API_HOST}/plain")
+    assert resp.status == 407, resp.status
+    assert api_site.access_records() == []
+
+
+def test_with_proxy_auth_file_a_listed_user_gets_through_with_the_token(start_api_relay, proxy_auth_file, django_idp, sensitive):
+    sensitive.add("proxy password", "s3cret-for-the-proxy")
+    fwd = start_api_relay(forward_options={"proxyAuthFile": str(proxy_auth_file)})
+    resp = proxy_curl(fwd.port, f"https://{API_HOST}/x", "--cacert", str(fwd.ca_pem),
+                      "--proxy-user", "builder:s3cret-for-the-proxy")
+    assert resp.returncode == 0 and resp.status == 200, resp.stderr
+    answer = site_answer(resp.body)
+    assert answer["authorization_sha256"] == issued_token_sha256(django_idp)
