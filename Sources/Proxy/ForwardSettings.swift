@@ -11,7 +11,7 @@ struct ForwardSettings: Sendable {
     let tunnelOthers: Bool
     /// `forward.connectPorts`.
     let connectPorts: [UInt16]
-    /// `forward.proxyAuthFile`'s pairs; nil: the listener asks for none.
+    /// `forward.proxyAuthFile`'s pairs (read with the config); nil: the listener asks for none.
     let credentials: ProxyCredentials?
     /// The routes' host names (`RelayConfig.interceptedHosts`), looked up with raw bytes.
     let interceptedHosts: HostNameSet
@@ -19,13 +19,13 @@ struct ForwardSettings: Sendable {
     /// answered 502).
     let leaves: (any InterceptionLeaves)?
 
-    init(listener: ForwardListener, interceptedHosts: [HostPattern], inputs: ForwardInputs) {
+    init(listener: ForwardListener, interceptedHosts: [HostPattern], leaves: (any InterceptionLeaves)?) {
         address = listener.address
         tunnelOthers = listener.tunnelOthers
         connectPorts = listener.connectPorts
-        credentials = inputs.credentials
+        credentials = listener.credentials
         self.interceptedHosts = HostNameSet(interceptedHosts)
-        leaves = inputs.leaves
+        self.leaves = leaves
     }
 
     /// The port a tunnel or an interception may name: 443, or one `forward.connectPorts` lists.

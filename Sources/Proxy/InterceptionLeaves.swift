@@ -1,4 +1,3 @@
-import Config
 import TLS
 
 /// Where the forward proxy gets the certificate it completes an intercepted `CONNECT` with: a
@@ -9,17 +8,4 @@ public protocol InterceptionLeaves: Sendable {
     /// A server configuration presenting a leaf for `host` (lowercase, as the `CONNECT` named
     /// it); nil when none can be made (the client gets a 502).
     func serverConfiguration(forHost host: String) -> TLSConfiguration?
-}
-
-/// What the forward listener needs besides the config: the leaves of intercepted hosts and the
-/// `forward.proxyAuthFile` pairs, both read outside the proxy (files, the CA), at start and at
-/// each reload.
-public struct ForwardInputs: Sendable {
-    public var leaves: (any InterceptionLeaves)?
-    public var credentials: ProxyCredentials?
-
-    public init(leaves: (any InterceptionLeaves)? = nil, credentials: ProxyCredentials? = nil) {
-        self.leaves = leaves
-        self.credentials = credentials
-    }
 }

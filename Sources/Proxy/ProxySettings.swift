@@ -58,12 +58,14 @@ public final class ProxySettings: Sendable {
     public let adminHosts: ListenerHosts
     /// The forward-proxy listener's (`forward`); nil without one.
     let forward: ForwardSettings?
+    /// What the forward listener intercepts with, for a reload to keep.
+    public var interceptionLeaves: (any InterceptionLeaves)? { forward?.leaves }
 
     /// `identities`: the token service's identities for this config (what `replace` returned);
-    /// by default those in force. `forward`: the forward listener's leaves and credentials
-    /// (unused without `config.forward`).
+    /// by default those in force. `interceptionLeaves`: the certificates the forward listener
+    /// intercepts with (the forward proxy's CA; unused without `config.forward`).
     public init(config: RelayConfig, tokens: TokenService? = nil, identities: TokenSet? = nil, tls: ClientTLS = ClientTLS(),
-                forward: ForwardInputs = ForwardInputs()) {
+                interceptionLeaves: (any InterceptionLeaves)? = nil) {
         self.config = config
         self.tokens = tokens
         listenerTLS = tls.listener
@@ -108,7 +110,7 @@ public final class ProxySettings: Sendable {
         tlsHosts = config.listenTls.map { ListenerHosts(address: $0.address, listenerHosts: $0.hosts, config: config) }
             ?? ListenerHosts(servesAnyName: true)
         adminHosts = config.admin.map { ListenerHosts(address: $0, listenerHosts: nil, config: config) } ?? ListenerHosts(servesAnyName: true)
-        self.forward = config.forward.map { ForwardSettings(listener: $0, interceptedHosts: config.interceptedHosts, inputs: forward) }
+        forward = config.forward.map { ForwardSettings(listener: $0, interceptedHosts: config.interceptedHosts, leaves: interceptionLeaves) }
     }
 
     /// Where a route with `inbound.introspection` asks about opaque tokens: as its identity's

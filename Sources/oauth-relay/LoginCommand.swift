@@ -78,7 +78,7 @@ struct LoginCommand: ParsableCommand {
         let name = self.name
         FileHandleOutput.standardError("oauth-relay login: no relay is running with this configuration; serving it until the login ends\n")
         var started = false
-        try serve(loaded.config, tls: loaded.tls, forward: loaded.forward, logger: Logger(label: "oauth-relay"), until: { tokens in
+        try serve(loaded.config, tls: loaded.tls, logger: Logger(label: "oauth-relay"), until: { tokens in
             guard let identity = tokens.tokenSet[name] else { return true }
             if !started {
                 started = true

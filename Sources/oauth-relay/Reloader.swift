@@ -94,7 +94,7 @@ final class Reloader {
         let change = tokens.replace(identities: loaded.config.identities, tls: loaded.tls.identities,
                                     limits: tokenClientLimits(loaded.config))
         server.reload(ProxySettings(config: loaded.config, tokens: tokens, identities: change.set, tls: loaded.tls,
-                                    forward: loaded.forward))
+                                    interceptionLeaves: server.settings.interceptionLeaves))
         config = loaded.config
         text = loaded.text
         metrics?.reloadEnded(applied: true)

@@ -23,7 +23,7 @@ struct RunCommand: ParsableCommand {
     func run() throws {
         common.bootstrapLogging()
         let loaded = try loadConfig(path: config)
-        try serve(loaded.config, tls: loaded.tls, forward: loaded.forward, source: ConfigSource(path: config, text: loaded.text),
+        try serve(loaded.config, tls: loaded.tls, source: ConfigSource(path: config, text: loaded.text),
                   logger: Logger(label: "oauth-relay"))
     }
 }
@@ -34,8 +34,6 @@ struct LoadedConfig {
     var config: RelayConfig
     var tls: ClientTLS
     var text: ConfigText
-    /// The forward listener's credentials (and, once set, its leaves).
-    var forward = ForwardInputs()
 }
 
 /// Where the configuration in force came from: the file a reload reads, and the text the files
@@ -90,8 +88,6 @@ func validateConfig(_ text: ConfigText, storeKeys: StoreKeyRing? = nil,
     }
     let (tls, tlsErrors, tlsWarnings) = ClientTLS.build(for: config)
     errors += tlsErrors
-    let (forward, forwardErrors) = ForwardInputs.load(for: config)
-    errors += forwardErrors
     for warning in tlsWarnings where told {
         FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
         Logger(label: "oauth-relay").warning("TLS verification disabled", metadata: ["setting": .string(warning)])
@@ -113,7 +109,7 @@ func validateConfig(_ text: ConfigText, storeKeys: StoreKeyRing? = nil,
         Logger(label: "oauth-relay").warning("forward proxy leaves routes out", metadata: ["setting": .string(warning)])
     }
     if !errors.isEmpty { return .failure(ConfigErrorLines(lines: errors)) }
-    return .success(LoadedConfig(config: config, tls: tls, text: text, forward: forward))
+    return .success(LoadedConfig(config: config, tls: tls, text: text))
 }
 
 /// Whether `validateConfig` tells the configuration's warnings (stderr and the log).
@@ -169,7 +165,7 @@ func tokenClientLimits(_ config: RelayConfig) -> HTTPClientLimits {
 /// `whileServing` runs once the listeners are bound (the demo prints its instructions there).
 /// `until`, asked four times a second, stops the relay like a SIGTERM once it says so (`login`
 /// without a running relay serves until the person has logged in).
-func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), forward: ForwardInputs = ForwardInputs(), source: ConfigSource? = nil, logger: Logger,
+func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), source: ConfigSource? = nil, logger: Logger,
            whileServing: (RelayServer) -> Void = { _ in }, until: ((TokenService) -> Bool)? = nil) throws {
     SignalWatcher.ignoreBrokenPipe()
     // The signal watchers exist before any worker binds: a SIGTERM that arrives while the
@@ -207,7 +203,19 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), forward: Forward
     let storage = try TokenStorage.open(config, logger: logger)
     let tokens = try startTokenService(config, tls: tls, logger: logger, observer: metrics.map(TokenMetrics.init), storage: storage)
     defer { tokens.stop() }
-    let settings = ProxySettings(config: config, tokens: tokens, tls: tls, forward: forward)
+    // The forward listener's CA (loaded, or made for the routes' hosts) and its leaves.
+    var leaves: CALeaves?
+    if config.forward != nil {
+        do throws(ForwardCA.Failure) {
+            leaves = try ForwardCA.open(config: config, environment: ProcessInfo.processInfo.environment, logger: logger).map(CALeaves.init)
+        } catch {
+            logger.critical("cannot open the forward proxy CA", metadata: ["error": "\(error)"])
+            for watcher in running.watchers { watcher.close() }
+            try? loop.close()
+            throw ExitCode(1)
+        }
+    }
+    let settings = ProxySettings(config: config, tokens: tokens, tls: tls, interceptionLeaves: leaves)
     let workers = config.workers == 0 ? WorkerThread.processorCount : config.workers
     do {
         running.server = try RelayServer.start(settings: settings, workers: workers, logger: logger, metrics: metrics)

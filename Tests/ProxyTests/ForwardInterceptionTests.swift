@@ -93,7 +93,7 @@ final class ForwardInterceptionTests: XCTestCase {
             """
         var config = try ConfigLoader.decode(json: Data(json.utf8), baseDirectory: directory, environment: [:])
         config.forward = ForwardListener(address: HostPort(host: "127.0.0.1", port: 0))
-        let settings = ProxySettings(config: config, forward: ForwardInputs(leaves: leaves))
+        let settings = ProxySettings(config: config, interceptionLeaves: leaves)
         let server = try RelayServer.start(settings: settings, workers: 1, logger: Logger(label: "forward-interception-test"))
         self.server = server
         return try XCTUnwrap(server.boundForwardAddress)

@@ -19,8 +19,9 @@ final class ForwardPlacementTests: XCTestCase {
     static let interceptedHosts: [HostPattern] = [.exact("api.example"), .wildcard(suffix: "corp.example")]
 
     func forward(tunnelOthers: Bool = true, connectPorts: [UInt16] = [443, 8443], credentials: ProxyCredentials? = nil) -> ForwardSettings {
-        let listener = ForwardListener(address: HostPort(host: "127.0.0.1", port: 8181), tunnelOthers: tunnelOthers, connectPorts: connectPorts)
-        return ForwardSettings(listener: listener, interceptedHosts: Self.interceptedHosts, inputs: ForwardInputs(credentials: credentials))
+        let listener = ForwardListener(address: HostPort(host: "127.0.0.1", port: 8181), tunnelOthers: tunnelOthers, connectPorts: connectPorts,
+                                       credentials: credentials)
+        return ForwardSettings(listener: listener, interceptedHosts: Self.interceptedHosts, leaves: nil)
     }
 
     func outcome(_ decision: ForwardPlacement.Decision) -> Outcome {

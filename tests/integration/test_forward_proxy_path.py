@@ -178,6 +178,7 @@ def test_a_refused_connect_is_a_502_and_a_hanging_one_a_504(start_relay, upstrea
 
 def test_the_proxy_asks_for_credentials_when_a_file_lists_them(start_relay, upstream, tmp_path, origin):
     (tmp_path / "proxy-users").write_text("alice:wonderland\n")
+    (tmp_path / "proxy-users").chmod(0o600)
     relay = start_forward_relay(start_relay, upstream, tmp_path, connectPorts=[origin.port],
                                 proxyAuthFile=str(tmp_path / "proxy-users"))
     url = f"https://localhost:{origin.port}/with/auth"
@@ -208,6 +209,7 @@ def test_absolute_form_goes_on_the_routes_for_their_hosts_only(start_relay, upst
 
 def test_proxy_authorization_never_reaches_the_upstream(start_relay, upstream, tmp_path):
     (tmp_path / "proxy-users").write_text("alice:wonderland\n")
+    (tmp_path / "proxy-users").chmod(0o600)
     relay = start_forward_relay(start_relay, upstream, tmp_path, proxyAuthFile=str(tmp_path / "proxy-users"),
                                 routes=[route(upstream, prefix="/", host="api.forward.test")])
     code, out, err = proxied_curl("http://api.forward.test/x", relay.forward_port, "-U", "alice:wonderland")
