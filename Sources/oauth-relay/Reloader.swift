@@ -90,11 +90,20 @@ final class Reloader {
             metrics?.reloadEnded(applied: false)
             return .rejected(errors: restartOnly)
         }
+        let leaves: (any InterceptionLeaves)?
+        do throws(ForwardCA.Failure) {
+            leaves = try CALeaves.forReload(from: config, leaves: server.settings.interceptionLeaves, to: loaded.config, logger: logger)
+        } catch {
+            let errors = ["$.forward: cannot open the forward proxy CA: \(error)"]
+            if logRejection { return reject(errors, trigger: trigger) }
+            metrics?.reloadEnded(applied: false)
+            return .rejected(errors: errors)
+        }
         rotateStoreKey(to: loaded.config.store)
         let change = tokens.replace(identities: loaded.config.identities, tls: loaded.tls.identities,
                                     limits: tokenClientLimits(loaded.config))
         server.reload(ProxySettings(config: loaded.config, tokens: tokens, identities: change.set, tls: loaded.tls,
-                                    interceptionLeaves: server.settings.interceptionLeaves))
+                                    interceptionLeaves: leaves))
         config = loaded.config
         text = loaded.text
         metrics?.reloadEnded(applied: true)
