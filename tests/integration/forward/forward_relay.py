@@ -1,113 +1,22 @@
-"""The relay side of the forward-proxy tests (issue 26): whether the binary has the feature, the
-`forward` config, clients that speak through the proxy (curl with `-x`, a raw TLS connection over
-a `CONNECT` tunnel), and `oauth-relay ca`.
-
-The tests that need the forward listener or the CA command are marked with `needs_forward` /
-`needs_ca_command`: skipped while the binary under test lacks the feature (the check runs the
-binary once per session), run as soon as it has it. Nothing else is skipped.
-"""
+"""The relay side of the forward-proxy tests (issue 26): the `forward` config, clients that speak
+through the proxy (curl with `-x`, a raw TLS connection over a `CONNECT` tunnel), and
+`oauth-relay ca`."""
 
 from __future__ import annotations
 
-import functools
-import json
-import os
 import re
 import socket
 import ssl
 import subprocess
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from deadlines import scaled, wait_until
 from http_client import IO_SECONDS, CurlResult, RawConnection, Response, curl
-from processes import (LOOPBACK, RELAY_BIN, STARTUP_SECONDS, can_connect, free_port, relay_config, run_cli,
+from processes import (LOOPBACK, STARTUP_SECONDS, can_connect, free_port, relay_config, run_cli,
                        write_config)
 
 FORWARD_CA_FILES = ("ca.pem", "ca.key")
-
-
-# ---------------------------------------------------------------------------------------------
-# Is the feature in the binary under test?
-
-def _binary_present() -> bool:
-    return RELAY_BIN.is_file() and os.access(RELAY_BIN, os.X_OK)
-
-
-@functools.lru_cache(maxsize=None)
-def ca_command_missing() -> str | None:
-    """Why the `ca` tests cannot run yet (the binary has no `ca` subcommand), or None. A missing
-    binary is not a reason: those tests then fail on it like every other test."""
-    if not _binary_present():
-        return None
-    # Without the subcommand, `oauth-relay ca --help` is the default subcommand's (run) help.
-    proc = subprocess.run([str(RELAY_BIN), "ca", "--help"], capture_output=True, text=True, timeout=30,
-                          stdin=subprocess.DEVNULL)
-    if "oauth-relay ca" not in proc.stdout + proc.stderr:
-        return f"{RELAY_BIN} has no `ca` subcommand yet (issue 26)"
-    return None
-
-
-@functools.lru_cache(maxsize=None)
-def forward_listener_missing() -> str | None:
-    """Why the forward-proxy tests cannot run yet (the binary accepts a `forward` config but does
-    not listen on `forward.listen`), or None. Starts the binary once, on loopback."""
-    if not _binary_present():
-        return None
-    with tempfile.TemporaryDirectory(prefix="relay-forward-probe-") as tmp:
-        listen, forward = free_port(), free_port()
-        config = relay_config(f"{LOOPBACK}:{listen}", [{"match": {"host": "api.test"}, "upstream": "http://127.0.0.1:9"}],
-                              forward={"listen": f"{LOOPBACK}:{forward}", "caDirectory": f"{tmp}/forward-ca"})
-        path = Path(tmp, "relay.json")
-        path.write_text(json.dumps(config))
-        env = {**os.environ, "XDG_STATE_HOME": f"{tmp}/state"}
-        proc = subprocess.Popen([str(RELAY_BIN), "run", "--config", str(path)], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        try:
-            deadline = time.monotonic() + scaled(STARTUP_SECONDS)
-            while time.monotonic() < deadline and proc.poll() is None:
-                if can_connect(LOOPBACK, listen):
-                    # The listeners are opened together: the main one up and the forward one
-                    # not (after a last look) means there is none.
-                    if can_connect(LOOPBACK, forward) or _listens_soon(forward):
-                        return None
-                    return f"{RELAY_BIN} does not listen on forward.listen yet (issue 26)"
-                time.sleep(0.02)
-            return f"{RELAY_BIN} does not run a forward config yet (exit {proc.poll()}; issue 26)"
-        finally:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=scaled(10))
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-
-
-def _listens_soon(port: int) -> bool:
-    deadline = time.monotonic() + scaled(1)
-    while time.monotonic() < deadline:
-        if can_connect(LOOPBACK, port):
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def needs_forward():
-    """skipif for tests that start the relay with a forward listener (issue 26's data path; they
-    run `oauth-relay ca` first, as users do)."""
-    reason = ca_command_missing() or forward_listener_missing()
-    return pytest.mark.skipif(reason is not None, reason=reason or "")
-
-
-def needs_ca_command():
-    """skipif for tests of `oauth-relay ca`."""
-    reason = ca_command_missing()
-    return pytest.mark.skipif(reason is not None, reason=reason or "")
 
 
 # ---------------------------------------------------------------------------------------------

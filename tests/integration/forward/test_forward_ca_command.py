@@ -11,10 +11,9 @@ from pathlib import Path
 
 
 from forward_pki import sha256_fingerprint
-from forward_relay import mode_of, needs_ca_command, printed_fingerprint, run_ca_command
+from forward_relay import mode_of, printed_fingerprint, run_ca_command
 from processes import LOOPBACK, free_port, relay_config, write_config
 
-pytestmark = needs_ca_command()
 
 # The tools the issue names, each of which the output tells how to trust the CA.
 TRUST_WORDS = ["--cacert", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "keytool",

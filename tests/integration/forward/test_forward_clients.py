@@ -8,10 +8,9 @@ import pytest
 
 from forward_clients import python_requests, site_answer
 from forward_pki import API_HOST
-from forward_relay import needs_forward
 from nss_browser import load
 
-pytestmark = [pytest.mark.oauth, needs_forward()]
+pytestmark = pytest.mark.oauth
 
 
 def issued_token_sha256(idp) -> str:

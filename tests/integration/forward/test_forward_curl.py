@@ -11,9 +11,9 @@ import pytest
 
 from forward_clients import site_answer
 from forward_pki import API_HOST, issuer_of, subject_of
-from forward_relay import intercepted_connection, needs_forward, open_tunnel, peer_certificate_pem, proxy_curl
+from forward_relay import intercepted_connection, open_tunnel, peer_certificate_pem, proxy_curl
 
-pytestmark = [pytest.mark.oauth, needs_forward()]
+pytestmark = pytest.mark.oauth
 
 
 def issued_token_sha256(idp) -> str:

@@ -14,11 +14,10 @@ import pytest
 
 from constraint_checks import assert_constraint_holds, client_verdicts
 from forward_pki import API_HOST
-from forward_relay import needs_ca_command, run_ca_command
+from forward_relay import run_ca_command
 from processes import LOOPBACK, free_port, relay_config, write_config
 from tls_pki import CertKey
 
-pytestmark = needs_ca_command()
 
 
 @pytest.fixture

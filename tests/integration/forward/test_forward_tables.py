@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from forward_relay import intercepted_connection, needs_forward, start_forward_relay
+from forward_relay import intercepted_connection, start_forward_relay
 from http_client import assert_closed, assert_problem, build_request
 from idp_relay import oauth_route
 from processes import route
@@ -25,7 +25,6 @@ from test_smuggling import (HOST, IO_TIMEOUT, REQUEST_ROWS, check_answer, incomp
                             probe, raw_upstream, stop_relay_and_drain)
 from deadlines import wait_until
 
-pytestmark = needs_forward()
 
 __all__ = ["raw_upstream"]  # the fixture of test_smuggling.py, used here
 

@@ -12,11 +12,11 @@ import pytest
 
 from forward_clients import presented_certificate, s_client, site_answer, token_sha256
 from forward_pki import OTHER_HOST, issuer_of, sha256_fingerprint, subject_of
-from forward_relay import needs_forward, open_tunnel, proxy_curl
+from forward_relay import open_tunnel, proxy_curl
 from http_client import assert_problem
 from processes import LOOPBACK
 
-pytestmark = [pytest.mark.oauth, needs_forward()]
+pytestmark = pytest.mark.oauth
 
 
 def connect_to(site) -> list[str]:
