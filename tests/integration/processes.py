@@ -115,6 +115,11 @@ class _Process:
             self.signalled = True
             self.proc.kill()
             self.proc.wait(timeout=5)
+        # The pipe its LISTENING line came through: left open, each process a test started kept
+        # one descriptor of the pytest process until the session ended (over 1,000 late in the
+        # suite, past what select() can watch).
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
 
     @property
     def url(self) -> str:
