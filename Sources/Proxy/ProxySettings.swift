@@ -128,4 +128,11 @@ public final class ProxySettings: Sendable {
     func plan(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer) -> RoutePlan? {
         routes.matchIndex(host: host, path: path).map { plans[$0] }
     }
+
+    /// The forward proxy's `plan`: only a route whose `match.host` covers `host` takes the
+    /// request (a host-less route is the reverse listener's, its token never for a site the
+    /// client named).
+    func planNamingHost(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer) -> RoutePlan? {
+        routes.matchIndexNamingHost(host: host, path: path).map { plans[$0] }
+    }
 }

@@ -7,7 +7,8 @@
 //   3. the Host: its syntax (400, closing), then whether this listener serves it (421, closing:
 //      DNS rebinding, `ListenerHosts`; on the forward proxy `ForwardPlacement` checked it)
 //   4. the relay's login pages (answered by `LoginEndpoints`)
-//   5. the route (404 without one), the browser's `/favicon.ico` on a person's route (404)
+//   5. the route (404 without one; on the forward proxy, without one whose `match.host` covers
+//      the host), the browser's `/favicon.ico` on a person's route (404)
 //   6. the browser policy: a cross-site browser request on a route with a credential (403), a
 //      listed origin's preflight (answered here), CORS for listed origins (`BrowserPolicy`)
 //   7. whether the request may start a person's login (not a HEAD, not a part of a page)
@@ -81,7 +82,9 @@ struct RequestPlacement {
                 LoginRequest(head: head, path: $0, queryWithMark: target.queryWithMark, authority: target.authority, overTLS: overTLS)
             })
         }
-        let plan = normalizedPath.withUnsafeBytes { settings.plan(host: host, path: $0) }
+        let plan = normalizedPath.withUnsafeBytes {
+            hostVouched ? settings.planNamingHost(host: host, path: $0) : settings.plan(host: host, path: $0)
+        }
         guard let plan else { return .answer(.noRoute(), closing: false, refusal: nil) }
         if logging { record.routeName = plan.route.name }
         if plan.withholdsFavicon && normalizedPath == RoutePlan.faviconBytes {

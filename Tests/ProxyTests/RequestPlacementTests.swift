@@ -40,11 +40,12 @@ final class RequestPlacementTests: XCTestCase {
         return ProxySettings(config: config)
     }
 
-    func place(_ lines: [String], in settings: ProxySettings, overTLS: Bool = false) -> Outcome {
+    func place(_ lines: [String], in settings: ProxySettings, overTLS: Bool = false, hostVouched: Bool = false) -> Outcome {
         let head = parsedHead(head(lines))
         var path: [UInt8] = []
         var record = ExchangeRecord()
-        switch RequestPlacement(settings: settings, overTLS: overTLS).place(head, normalizedPath: &path, record: &record, logging: true) {
+        let placement = RequestPlacement(settings: settings, overTLS: overTLS, hostVouched: hostVouched)
+        switch placement.place(head, normalizedPath: &path, record: &record, logging: true) {
         case .route(let plan, _, let cors, let startsLogin): return .route(plan.route.name, cors: cors, startsLogin: startsLogin)
         case .loginPage: return .loginPage
         case .answer(let problem, let closing, let refusal): return .answer(problem.status, slug: problem.slug, closing: closing, refusal: refusal)
@@ -345,5 +346,20 @@ final class RequestPlacementTests: XCTestCase {
             (["GET /api/x HTTP/1.1", "Host: a b"], .answer(400, slug: "bad-request", closing: true)),
             (["GET /nowhere HTTP/1.1", "Host: 127.0.0.1"], .answer(404, slug: "no-route")),
         ], in: settings)
+    }
+
+    /// On the forward proxy (the host vouched for) a host-less route never takes a request: its
+    /// token is for the relay's own clients, not for whatever site a client names.
+    func testTheForwardProxyMatchesOnlyRoutesNamingTheHost() throws {
+        let settings = try settings(Self.devProxy)
+        XCTAssertEqual(place(["GET https://orders.local/api/x HTTP/1.1", "Host: orders.local"], in: settings, overTLS: true, hostVouched: true),
+                       .route("orders"))
+        XCTAssertEqual(place(["GET /api/x HTTP/1.1", "Host: orders.local"], in: settings, overTLS: true, hostVouched: true), .route("orders"))
+        XCTAssertEqual(place(["GET https://api.orders.test/api/x HTTP/1.1", "Host: api.orders.test"], in: settings, overTLS: true,
+                             hostVouched: true), .answer(404, slug: "no-route"))
+        XCTAssertEqual(place(["GET /api/x HTTP/1.1", "Host: 127.0.0.1"], in: settings, overTLS: true, hostVouched: true),
+                       .answer(404, slug: "no-route"))
+        // The reverse listener keeps its fallback to host-less routes.
+        XCTAssertEqual(place(["GET /api/x HTTP/1.1", "Host: 127.0.0.1"], in: settings), .route("api"))
     }
 }

@@ -207,6 +207,25 @@ def test_absolute_form_goes_on_the_routes_for_their_hosts_only(start_relay, upst
     assert "host-not-forwarded" in out
 
 
+def test_absolute_form_never_matches_a_route_without_a_host(start_relay, upstream, tmp_path):
+    # A host-less route is the reverse listener's: its credential is never for a site a proxy
+    # client names, even one a route names for other paths.
+    relay = start_forward_relay(start_relay, upstream, tmp_path, routes=[
+        route(upstream, prefix="/gh/", setHeaders={"Authorization": "Basic Z2g6c2VjcmV0"}),
+        route(upstream, prefix="/orders/", host="api.orders.test")])
+    served = upstream.stats()["requests_started"]
+    code, out, err = proxied_curl("http://api.orders.test/gh/user", relay.forward_port)
+    assert out.startswith("HTTP/1.1 404 "), out
+    assert "no-route" in out
+    code, out, err = proxied_curl("http://api.orders.test/orders/1", relay.forward_port)
+    assert code == 0 and json.loads(out.split("\r\n\r\n", 1)[1])["target"] == "/orders/1", out
+    # The reverse listener still takes the host-less route.
+    with RawConnection("127.0.0.1", relay.port) as conn:
+        conn.send(b"GET /gh/user HTTP/1.1\r\nHost: relay.test\r\n\r\n")
+        assert conn.read_response("GET").json()["target"] == "/gh/user"
+    assert upstream.stats()["requests_started"] == served + 2
+
+
 def test_proxy_authorization_never_reaches_the_upstream(start_relay, upstream, tmp_path):
     (tmp_path / "proxy-users").write_text("alice:wonderland\n")
     (tmp_path / "proxy-users").chmod(0o600)
