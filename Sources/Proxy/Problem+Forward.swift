@@ -1,3 +1,5 @@
+import Routing
+
 /// The forward-proxy listener's own answers (`ForwardPlacement`, `ConnectTunnel`): who may use
 /// it, which `CONNECT`s it takes, and what a request inside an intercepted one may name.
 extension Problem {
@@ -48,5 +50,21 @@ extension Problem {
 
     static func tunnelConnectTimedOut(_ target: ForwardPlacement.ConnectTarget) -> Problem {
         .gatewayTimeout("no connection to \(target) within upstreamConnectTimeoutSeconds", route: nil)
+    }
+
+    /// The forward proxy's answer to `http://` absolute-form on a route with a credential: the
+    /// same URL with `https://` (host, path and query as sent; the port dropped: an `http://`
+    /// port is not the site's TLS port), where a browser comes back through `CONNECT` and sends
+    /// Fetch Metadata, which the browser policy needs.
+    static func upgradeToHTTPS(authority: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer, queryWithMark: UnsafeRawBufferPointer,
+                               route: String) -> Problem {
+        let bounds = HostName.bounds(in: authority)
+        let host = String(decoding: authority[bounds], as: UTF8.self)
+        let hostPart = HostName.isIPv6Literal(authority, bounds) ? "[\(host)]" : host
+        let location = "https://" + hostPart + String(decoding: path, as: UTF8.self) + String(decoding: queryWithMark, as: UTF8.self)
+        return Problem(status: 308, slug: "https-required", title: "Permanent Redirect",
+                       detail: "route \(route) adds a credential: through this forward proxy it is reached over https only "
+                           + "(browsers send no Fetch Metadata to http:// URLs, which the browser policy needs)",
+                       route: route, extraHeaders: [("Location", location)])
     }
 }

@@ -9,9 +9,11 @@
 //   4. the relay's login pages (answered by `LoginEndpoints`)
 //   5. the route (404 without one; on the forward proxy, without one whose `match.host` covers
 //      the host), the browser's `/favicon.ico` on a person's route (404)
-//   6. the browser policy: a cross-site browser request on a route with a credential (403), a
+//   6. on the forward proxy, `http://` absolute-form on a route with a credential: 308 to
+//      `https://` (browsers send no Fetch Metadata to `http://` URLs; through `CONNECT` they do)
+//   7. the browser policy: a cross-site browser request on a route with a credential (403), a
 //      listed origin's preflight (answered here), CORS for listed origins (`BrowserPolicy`)
-//   7. whether the request may start a person's login (not a HEAD, not a part of a page)
+//   8. whether the request may start a person's login (not a HEAD, not a part of a page)
 //
 // The token is looked up by the connection afterwards, on the route's identity.
 
@@ -87,6 +89,10 @@ struct RequestPlacement {
         }
         guard let plan else { return .answer(.noRoute(), closing: false, refusal: nil) }
         if logging { record.routeName = plan.route.name }
+        if hostVouched && !overTLS && plan.guardsCredential, let authority = target.authority, Self.isPlainHTTP(head.target) {
+            return .answer(.upgradeToHTTPS(authority: authority, path: target.path, queryWithMark: target.queryWithMark, route: plan.route.name),
+                           closing: false, refusal: nil)
+        }
         if plan.withholdsFavicon && normalizedPath == RoutePlan.faviconBytes {
             return .answer(.faviconNotForwarded(route: plan.route.name), closing: false, refusal: nil)
         }
@@ -113,5 +119,10 @@ struct RequestPlacement {
         }
         let upgrade = head.isUpgrade ? plan.allowedUpgrade(head) : nil
         return .route(plan, upgrade: upgrade, cors: cors, startsLogin: startsLogin)
+    }
+
+    /// Whether an absolute-form target `RequestTarget` read is `http://…` (not `https://…`).
+    private static func isPlainHTTP(_ raw: UnsafeRawBufferPointer) -> Bool {
+        raw.count > 4 && raw[4] == UInt8(ascii: ":")
     }
 }

@@ -362,4 +362,32 @@ final class RequestPlacementTests: XCTestCase {
         // The reverse listener keeps its fallback to host-less routes.
         XCTAssertEqual(place(["GET /api/x HTTP/1.1", "Host: 127.0.0.1"], in: settings), .route("api"))
     }
+
+    /// `http://` absolute-form on the forward proxy: a route with a credential answers 308 to
+    /// the `https://` URL (browsers send Fetch Metadata only there); one without forwards.
+    func testPlainHTTPOnTheForwardProxyIsRedirectedToHTTPSForRoutesWithACredential() throws {
+        let json = Self.devProxy.replacingOccurrences(
+            of: "{ \"name\": \"pub\", \"match\": { \"pathPrefix\": \"/pub/\" }",
+            with: "{ \"name\": \"pub\", \"match\": { \"host\": \"orders.local\", \"pathPrefix\": \"/pub/\" }")
+        let settings = try settings(json)
+        var path: [UInt8] = []
+        var record = ExchangeRecord()
+        let head = parsedHead(head(["GET http://orders.local:8080/api/x?a=1&b=%2F HTTP/1.1", "Host: orders.local:8080"]))
+        guard case .answer(let problem, closing: false, refusal: nil) = RequestPlacement(settings: settings, overTLS: false, hostVouched: true)
+            .place(head, normalizedPath: &path, record: &record, logging: false) else { return XCTFail("not answered") }
+        XCTAssertEqual(problem.status, 308)
+        XCTAssertEqual(problem.slug, "https-required")
+        XCTAssertEqual(problem.extraHeaders.first { $0.0 == "Location" }?.1, "https://orders.local/api/x?a=1&b=%2F")
+        XCTAssertEqual(place(["GET http://orders.local?q HTTP/1.1", "Host: orders.local"], in: settings, hostVouched: true),
+                       .answer(308, slug: "https-required"))
+        XCTAssertEqual(place(["GET HTTP://ORDERS.LOCAL/x HTTP/1.1", "Host: orders.local"], in: settings, hostVouched: true),
+                       .answer(308, slug: "https-required"))
+        XCTAssertEqual(place(["GET http://orders.local/pub/a HTTP/1.1", "Host: orders.local"], in: settings, hostVouched: true), .route("pub"))
+        XCTAssertEqual(place(["GET http://orders.local/x HTTP/1.1", "Host: orders.local"], in: settings, hostVouched: true),
+                       .answer(308, slug: "https-required"))
+        // Over an intercepted CONNECT (TLS), and on the reverse listener, nothing changes.
+        XCTAssertEqual(place(["GET https://orders.local/x HTTP/1.1", "Host: orders.local"], in: settings, overTLS: true, hostVouched: true),
+                       .route("orders"))
+        XCTAssertEqual(place(["GET http://orders.local/x HTTP/1.1", "Host: orders.local"], in: settings), .route("orders"))
+    }
 }

@@ -1,9 +1,11 @@
-"""`forward`: the forward-proxy listener's data path. A CONNECT to a host no route names is
-tunnelled as bytes (the origin's own certificate reaches the client), refused when its port is
-not allowed; `forward.proxyAuthFile` asks every request for Proxy-Authorization; absolute-form
-http:// requests go on the routes only for the hosts the routes name. (Interception, which needs
-the forward proxy's CA, is tested in Tests/ProxyTests/ForwardInterceptionTests.swift with a test
-leaf.)"""
+"""`forward`: the forward-proxy listener's data path without its CA. A CONNECT to a host no route
+names is tunnelled as bytes (the origin's own certificate reaches the client), refused when its
+port is not allowed; `forward.proxyAuthFile` asks every request for Proxy-Authorization;
+absolute-form http:// requests go on the routes only for the hosts the routes name, only to a
+route whose `match.host` covers the host (never a host-less route), and to a route that adds a
+credential not at all: 308 to the https:// URL, where browsers send Fetch Metadata. (Interception
+through the relay's CA is tested with real clients in tests/integration/forward/, and in
+Tests/ProxyTests/ForwardInterceptionTests.swift with a test leaf.)"""
 
 import base64
 import json
@@ -205,6 +207,27 @@ def test_absolute_form_goes_on_the_routes_for_their_hosts_only(start_relay, upst
     code, out, err = proxied_curl("http://elsewhere.forward.test/x", relay.forward_port)
     assert out.startswith("HTTP/1.1 403 "), out
     assert "host-not-forwarded" in out
+
+
+def test_absolute_form_http_on_a_route_with_a_credential_is_redirected_to_https(start_relay, upstream, tmp_path):
+    # A page served over plain http could make a browser send `<img src="http://api.forward.test/...">`
+    # through the proxy without Fetch Metadata: the route's credential must not go with it.
+    relay = start_forward_relay(start_relay, upstream, tmp_path, routes=[
+        route(upstream, prefix="/", host="api.forward.test", setHeaders={"Authorization": "Basic YXBpOnNlY3JldA=="}),
+        route(upstream, prefix="/", host="public.forward.test")])
+    served = upstream.stats()["requests_started"]
+    with RawConnection("127.0.0.1", relay.forward_port) as conn:
+        conn.send(b"GET http://api.forward.test:80/v1/x?q=1&r=%2F HTTP/1.1\r\nHost: api.forward.test\r\n"
+                  b"Sec-Fetch-Site: same-origin\r\n\r\n")
+        status, resp, problem = problem_of(conn)
+        assert status == 308
+        assert resp.header("location") == "https://api.forward.test/v1/x?q=1&r=%2F"
+        assert problem["type"] == "urn:oauth-relay:problem:https-required"
+        assert "Fetch Metadata" in problem["detail"]
+        # The connection stays usable, and a route without a credential forwards as before.
+        conn.send(b"GET http://public.forward.test/p HTTP/1.1\r\nHost: public.forward.test\r\n\r\n")
+        assert conn.read_response("GET").json()["target"] == "/p"
+    assert upstream.stats()["requests_started"] == served + 1
 
 
 def test_absolute_form_never_matches_a_route_without_a_host(start_relay, upstream, tmp_path):
