@@ -38,14 +38,15 @@ extension RequestLeg {
     /// host vouched for).
     func placeOnForwardProxy(_ head: HTTPHead, side: ForwardSide) -> Exchange.HeadAction? {
         let connection = self.connection
+        // `forward` is restart-only: the settings of a forward listener always have it.
+        guard let forward = connection.settings.forward else { return connection.exchange.refused(.notAbsoluteForm(), closing: true) }
+        let placement = ForwardPlacement(forward: forward)
         let decision: ForwardPlacement.Decision
         switch side.role {
         case .intercepting(let target):
-            decision = ForwardPlacement.placeIntercepted(head, on: target)
+            decision = placement.placeIntercepted(head, on: target)
         case .listener:
-            // `forward` is restart-only: the settings of a forward listener always have it.
-            guard let forward = connection.settings.forward else { return connection.exchange.refused(.notAbsoluteForm(), closing: true) }
-            decision = ForwardPlacement(forward: forward).place(head)
+            decision = placement.place(head)
         }
         switch decision {
         case .routes:

@@ -40,6 +40,11 @@ extension Problem {
                 detail: "this connection was opened with CONNECT \(target): it carries requests for that host only")
     }
 
+    static func noLongerIntercepted(_ target: ForwardPlacement.ConnectTarget) -> Problem {
+        Problem(status: 421, slug: "misdirected-request", title: "Misdirected Request",
+                detail: "no route names \(target.host) since the configuration was reloaded: this connection is closed, CONNECT again")
+    }
+
     static func noInterceptionLeaf(_ target: ForwardPlacement.ConnectTarget) -> Problem {
         .badGateway("no certificate for \(target.host) could be made (the forward proxy's CA)", route: nil)
     }

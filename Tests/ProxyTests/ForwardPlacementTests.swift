@@ -152,7 +152,20 @@ final class ForwardPlacementTests: XCTestCase {
         ]
         for row in rows {
             let head = parsedHead(head(row.request))
-            XCTAssertEqual(outcome(ForwardPlacement.placeIntercepted(head, on: target)), row.expected, row.request.joined(separator: " | "))
+            XCTAssertEqual(outcome(ForwardPlacement(forward: forward()).placeIntercepted(head, on: target)), row.expected,
+                           row.request.joined(separator: " | "))
         }
+    }
+
+    /// After a reload that took the host off the routes, a connection intercepted before it is
+    /// misdirected (421, closing): the client's next CONNECT is placed under the new routes.
+    func testAnInterceptedConnectionStopsWhenItsHostIsNoLongerARoutesHost() {
+        let gone = parsedHead(head(["GET /v1 HTTP/1.1", "Host: gone.example"]))
+        let target = ForwardPlacement.ConnectTarget(host: "gone.example", port: 443)
+        XCTAssertEqual(outcome(ForwardPlacement(forward: forward()).placeIntercepted(gone, on: target)),
+                       .answer(421, slug: "misdirected-request", closing: true))
+        let wildcard = parsedHead(head(["GET /v1 HTTP/1.1", "Host: a.corp.example"]))
+        XCTAssertEqual(outcome(ForwardPlacement(forward: forward()).placeIntercepted(wildcard, on: .init(host: "a.corp.example", port: 443))),
+                       .routes)
     }
 }
