@@ -3,9 +3,9 @@
 //
 //   1. Proxy-Authorization, when `forward.proxyAuthFile` is set (407 with a Basic challenge)
 //   2. CONNECT: the target must be authority-form `host:port` (400, closing); a host a route
-//      names is intercepted (port 443 or one of `forward.connectPorts`), another is tunnelled
-//      (`forward.tunnelOthers`, a port of `forward.connectPorts`), or refused (403, the
-//      connection stays usable)
+//      names is intercepted (port 443, one of `forward.connectPorts`, or the upstream port of a
+//      route naming the host), another is tunnelled (`forward.tunnelOthers`; port 443 or one of
+//      `forward.connectPorts`), or refused (403, the connection stays usable)
 //   3. absolute-form `http://host/...`: on the routes when a route names the host (then
 //      `RequestPlacement` goes on, without the listener's Host check), 403 otherwise
 //   4. origin-form or `*`: 400 (this listener is a proxy, not a server)
@@ -77,7 +77,9 @@ struct ForwardPlacement {
         guard let target = Self.connectTarget(raw) else { return .answer(.badConnectTarget(), closing: true) }
         let intercepted = target.hostBytes.withUnsafeBytes { isIntercepted($0) }
         if intercepted {
-            guard forward.allowsInterception(port: target.port) else { return .answer(.connectPortRefused(target), closing: false) }
+            guard forward.allowsInterception(port: target.port, host: target.hostBytes) else {
+                return .answer(.connectPortRefused(target), closing: false)
+            }
             return .intercept(target)
         }
         guard forward.tunnelOthers else { return .answer(.tunnelRefused(target), closing: false) }

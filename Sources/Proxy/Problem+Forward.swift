@@ -23,7 +23,8 @@ extension Problem {
 
     static func connectPortRefused(_ target: ForwardPlacement.ConnectTarget) -> Problem {
         Problem(status: 403, slug: "connect-port-refused", title: "Forbidden",
-                detail: "CONNECT to \(target) is refused: port \(target.port) is not 443 or in forward.connectPorts")
+                detail: "CONNECT to \(target) is refused: port \(target.port) is not 443, in forward.connectPorts "
+                    + "or (for a host a route names) the port of its route's upstream")
     }
 
     static func hostNotForwarded(_ host: String) -> Problem {

@@ -110,7 +110,8 @@ public final class ProxySettings: Sendable {
         tlsHosts = config.listenTls.map { ListenerHosts(address: $0.address, listenerHosts: $0.hosts, config: config) }
             ?? ListenerHosts(servesAnyName: true)
         adminHosts = config.admin.map { ListenerHosts(address: $0, listenerHosts: nil, config: config) } ?? ListenerHosts(servesAnyName: true)
-        forward = config.forward.map { ForwardSettings(listener: $0, interceptedHosts: config.interceptedHosts, leaves: interceptionLeaves) }
+        forward = config.forward.map { ForwardSettings(listener: $0, routes: config.routes, interceptedHosts: config.interceptedHosts,
+                                                       leaves: interceptionLeaves) }
     }
 
     /// Where a route with `inbound.introspection` asks about opaque tokens: as its identity's
