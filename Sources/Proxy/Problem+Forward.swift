@@ -54,6 +54,16 @@ extension Problem {
         .badGateway("cannot connect to \(target): \(reason)", route: nil)
     }
 
+    static func tunnelLookupsBusy(_ target: ForwardPlacement.ConnectTarget) -> Problem {
+        Problem(status: 503, slug: "tunnel-lookups-busy", title: "Service Unavailable",
+                detail: "too many CONNECTs wait for their host name to resolve; \(target) was not tried", extraHeaders: [("Retry-After", "1")])
+    }
+
+    static func tunnelWorkerStopping(_ target: ForwardPlacement.ConnectTarget) -> Problem {
+        Problem(status: 503, slug: "shutting-down", title: "Service Unavailable",
+                detail: "the relay is stopping: CONNECT to \(target) was not completed")
+    }
+
     static func tunnelConnectTimedOut(_ target: ForwardPlacement.ConnectTarget) -> Problem {
         .gatewayTimeout("no connection to \(target) within upstreamConnectTimeoutSeconds", route: nil)
     }

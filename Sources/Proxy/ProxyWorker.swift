@@ -48,6 +48,8 @@ final class ProxyWorker {
     /// The forward-proxy listener (`forward.listen`), and the tunnels its `CONNECT`s opened.
     private var forwardListener: TCPListener?
     private var tunnels: [ObjectIdentifier: ConnectTunnel] = [:]
+    /// The tunnels' name lookups: a few at once, the rest in line, answers cached.
+    private(set) lazy var tunnelResolver = TunnelResolver(loop: loop)
 
     init(loop: EventLoop, mailbox: SettingsMailbox, budget: ConnectionBudget, address: SocketAddress,
          tlsAddress: SocketAddress?, forwardAddress: SocketAddress? = nil, logger: Logger, metrics: WorkerMetrics?) throws(UVError) {
@@ -145,16 +147,20 @@ final class ProxyWorker {
         clients.removeValue(forKey: ObjectIdentifier(connection))
     }
 
+    /// A tunnel for a `CONNECT` taken; while the worker drains it is refused at once (503).
     func openTunnel(client: TCPStream, to target: ForwardPlacement.ConnectTarget, pipelined: [UInt8]) {
         let tunnel = ConnectTunnel(worker: self, client: client, target: target, pipelined: pipelined, settings: currentSettings)
         tunnels[ObjectIdentifier(tunnel)] = tunnel
+        if isDraining { tunnel.drain() }
     }
 
     /// The TLS of an intercepted `CONNECT`: its requests are a client connection's, for the
-    /// `CONNECT`'s host only.
+    /// `CONNECT`'s host only. While the worker drains, the connection closes at once (it is
+    /// idle: no request read yet).
     func acceptIntercepted(_ stream: TLSStream, target: ForwardPlacement.ConnectTarget) {
         let connection = ClientConnection(worker: self, stream: stream, overTLS: true, forwardRole: .intercepting(target))
         clients[ObjectIdentifier(connection)] = connection
+        if isDraining { connection.drain() }
     }
 
     func tunnelDidClose(_ tunnel: ConnectTunnel) {
@@ -228,6 +234,7 @@ final class ProxyWorker {
         forwardListener = nil
         for pool in pools.values { pool.closeIdle() }
         for connection in Array(clients.values) { connection.drain() }
+        for tunnel in Array(tunnels.values) { tunnel.drain() }
         if clients.isEmpty && tunnels.isEmpty {
             finishDrain()
             return
