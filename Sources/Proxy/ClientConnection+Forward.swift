@@ -77,7 +77,10 @@ extension ClientConnection {
         withExtendedLifetime(self) {
             let pipelined = Array(received)
             retire()
-            guard let tcp = stream as? TCPStream else { return stream.close() }
+            // Only the forward listener's own connections take a `CONNECT`, and they are plain
+            // TCP: inside an intercepted one (TLS) `placeIntercepted` sends every head to the
+            // routes, which answer `CONNECT` 405. A TLS stream here would leak its budget place.
+            guard let tcp = stream as? TCPStream else { preconditionFailure("a CONNECT taken on a connection that is not plain TCP") }
             switch taken {
             case .tunnel(let target):
                 worker.openTunnel(client: tcp, to: target, pipelined: pipelined)

@@ -51,8 +51,14 @@ final class ProxyWorker {
     /// The tunnels' name lookups: a few at once, the rest in line, answers cached.
     private(set) lazy var tunnelResolver = TunnelResolver(loop: loop)
 
+    /// A listener of the worker could not be bound: `address` names which.
+    struct BindFailure: Error {
+        let address: SocketAddress
+        let error: UVError
+    }
+
     init(loop: EventLoop, mailbox: SettingsMailbox, budget: ConnectionBudget, address: SocketAddress,
-         tlsAddress: SocketAddress?, forwardAddress: SocketAddress? = nil, logger: Logger, metrics: WorkerMetrics?) throws(UVError) {
+         tlsAddress: SocketAddress?, forwardAddress: SocketAddress? = nil, logger: Logger, metrics: WorkerMetrics?) throws(BindFailure) {
         self.loop = loop
         self.mailbox = mailbox
         self.budget = budget
@@ -61,9 +67,13 @@ final class ProxyWorker {
         self.metrics = metrics
         poolByRoute = Array(repeating: nil, count: settings.plans.count)
         routeMetrics = Array(repeating: nil, count: settings.plans.count)
-        listener = try TCPListener(loop: loop, address: address, reusePort: true) { [unowned self] stream in
-            guard self.admit() else { return stream.close() }
-            self.accept(stream)
+        do throws(UVError) {
+            listener = try TCPListener(loop: loop, address: address, reusePort: true) { [unowned self] stream in
+                guard self.admit() else { return stream.close() }
+                self.accept(stream)
+            }
+        } catch {
+            throw BindFailure(address: address, error: error)
         }
         if let tlsAddress, settings.listenerTLS != nil {
             do throws(UVError) {
@@ -74,7 +84,7 @@ final class ProxyWorker {
                 }
             } catch {
                 listener?.close()
-                throw error
+                throw BindFailure(address: tlsAddress, error: error)
             }
         }
         if let forwardAddress, settings.forward != nil {
@@ -86,7 +96,7 @@ final class ProxyWorker {
             } catch {
                 listener?.close()
                 tlsListener?.close()
-                throw error
+                throw BindFailure(address: forwardAddress, error: error)
             }
         }
         stopWakeup = LoopWakeup(loop: loop) { [unowned self] in self.beginDrain() }
