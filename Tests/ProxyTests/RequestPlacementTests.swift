@@ -1,4 +1,5 @@
 import BrowserSafety
+import ByteBuffers
 import Config
 import Foundation
 import HTTP1
@@ -378,6 +379,14 @@ final class RequestPlacementTests: XCTestCase {
         XCTAssertEqual(problem.status, 308)
         XCTAssertEqual(problem.slug, "https-required")
         XCTAssertEqual(problem.extraHeaders.first { $0.0 == "Location" }?.1, "https://orders.local/api/x?a=1&b=%2F")
+        // The answer says why, as problem+json.
+        var written = ByteBuffer()
+        problem.write(keepAlive: true, viaSuffix: [], into: &written)
+        let text = String(decoding: written.readableBytes, as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 308 Permanent Redirect\r\n"), text)
+        XCTAssertTrue(text.contains("\r\nContent-Type: application/problem+json\r\n"), text)
+        XCTAssertTrue(text.contains("\r\nLocation: https://orders.local/api/x?a=1&b=%2F\r\n"), text)
+        XCTAssertTrue(text.hasSuffix("}") && text.contains("\"type\":\"urn:oauth-relay:problem:https-required\""), text)
         XCTAssertEqual(place(["GET http://orders.local?q HTTP/1.1", "Host: orders.local"], in: settings, hostVouched: true),
                        .answer(308, slug: "https-required"))
         XCTAssertEqual(place(["GET HTTP://ORDERS.LOCAL/x HTTP/1.1", "Host: orders.local"], in: settings, hostVouched: true),
