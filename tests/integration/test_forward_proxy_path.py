@@ -19,7 +19,7 @@ import pytest
 
 from deadlines import scaled, wait_until
 from http_client import RawConnection
-from processes import free_port, route
+from processes import Relay, RelayExited, free_port, relay_config, route
 
 
 def make_origin_certificate(directory):
@@ -315,3 +315,17 @@ def test_a_client_that_vanishes_mid_tunnel_leaves_no_descriptor(start_relay, ups
     # Both sockets of each tunnel closed (the upstream, still sleeping on /slow, did not end its side).
     wait_until(lambda: _descriptors(relay.pid) <= baseline, 10, "the relay's sockets back to the baseline")
     assert relay.running()
+
+
+def test_a_forward_listener_that_cannot_be_bound_is_named_in_the_error(upstream, tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        forward_port = taken.getsockname()[1]
+        port = free_port()
+        workdir = tmp_path / "relay"
+        workdir.mkdir()
+        relay = Relay(relay_config(f"127.0.0.1:{port}", [route(upstream, prefix="/")], forward={"listen": f"127.0.0.1:{forward_port}"}),
+                      workdir, "127.0.0.1", port)
+        with pytest.raises(RelayExited) as exited:
+            relay.start()
+    assert f"cannot listen on 127.0.0.1:{forward_port}" in str(exited.value)
+    assert f"cannot listen on 127.0.0.1:{port}" not in str(exited.value)
