@@ -192,7 +192,7 @@ public final class TCPStream: LoopHandle, ByteStream {
     /// Sends `bytes`, copying whatever the kernel does not take at once. Never blocks.
     /// During a read callback the bytes are gathered and sent when it returns (rule 6).
     public func write(_ bytes: UnsafeRawBufferPointer) {
-        guard !isClosed, !shutdownAfterWrites, bytes.count > 0 else { return }
+        guard !isClosed, !shutdownAfterWrites, !finishingWrites, bytes.count > 0 else { return }
         if loop.isBatchingWrites {
             if !batched {
                 batched = true
@@ -308,6 +308,7 @@ public final class TCPStream: LoopHandle, ByteStream {
         connected = true
         uv_tcp_nodelay(handle, 1)
         startWriteIfIdle()
+        if finishingWrites && queuedBytes == 0 { sendFIN() }
         if shutdownAfterWrites && queuedBytes == 0 { beginShutdown() }
         delegate?.stream(self, didConnectWith: nil)
     }
@@ -332,9 +333,9 @@ public final class TCPStream: LoopHandle, ByteStream {
         // Otherwise the write in flight, or the batch flush, ends in `queueDidShrink`.
     }
 
-    /// Half-closes: sends FIN once the queued bytes are written, and keeps delivering what the
-    /// peer sends until it ends too (a tunnel whose other side ended). Nothing may be written
-    /// after it.
+    /// Half-closes: sends FIN once the queued bytes are written (on a stream still connecting,
+    /// once connected), and keeps delivering what the peer sends until it ends too (a tunnel
+    /// whose other side ended). What is written after it is dropped.
     public func finishWriting() {
         guard !isClosed, !shutdownAfterWrites, !finishingWrites else { return }
         finishingWrites = true

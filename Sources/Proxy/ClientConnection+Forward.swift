@@ -38,14 +38,15 @@ extension RequestLeg {
     /// host vouched for).
     func placeOnForwardProxy(_ head: HTTPHead, side: ForwardSide) -> Exchange.HeadAction? {
         let connection = self.connection
+        // `forward` is restart-only: the settings of a forward listener always have it.
+        guard let forward = connection.settings.forward else { return connection.exchange.refused(.notAbsoluteForm(), closing: true) }
+        let placement = ForwardPlacement(forward: forward)
         let decision: ForwardPlacement.Decision
         switch side.role {
         case .intercepting(let target):
-            decision = ForwardPlacement.placeIntercepted(head, on: target)
+            decision = placement.placeIntercepted(head, on: target)
         case .listener:
-            // `forward` is restart-only: the settings of a forward listener always have it.
-            guard let forward = connection.settings.forward else { return connection.exchange.refused(.notAbsoluteForm(), closing: true) }
-            decision = ForwardPlacement(forward: forward).place(head)
+            decision = placement.place(head)
         }
         switch decision {
         case .routes:
@@ -76,7 +77,10 @@ extension ClientConnection {
         withExtendedLifetime(self) {
             let pipelined = Array(received)
             retire()
-            guard let tcp = stream as? TCPStream else { return stream.close() }
+            // Only the forward listener's own connections take a `CONNECT`, and they are plain
+            // TCP: inside an intercepted one (TLS) `placeIntercepted` sends every head to the
+            // routes, which answer `CONNECT` 405. A TLS stream here would leak its budget place.
+            guard let tcp = stream as? TCPStream else { preconditionFailure("a CONNECT taken on a connection that is not plain TCP") }
             switch taken {
             case .tunnel(let target):
                 worker.openTunnel(client: tcp, to: target, pipelined: pipelined)

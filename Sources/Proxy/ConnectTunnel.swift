@@ -1,13 +1,15 @@
-// ConnectTunnel: a `CONNECT` the forward proxy tunnels (a host no route names). It resolves and
-// connects to the target, answers `200 Connection established` only once connected (502 when
-// the connection fails, 504 when `upstreamConnectTimeoutSeconds` pass first), then moves bytes
-// both ways untouched:
+// ConnectTunnel: a `CONNECT` the forward proxy tunnels (a host no route names). It resolves the
+// target through the worker's `TunnelResolver` (a few lookups at once, the rest in line: 503
+// when the line is full), connects to its addresses in turn, and answers `200 Connection
+// established` only once connected (502 when every address fails, 504 when
+// `upstreamConnectTimeoutSeconds` pass first), then moves bytes both ways untouched:
 //
 // - backpressure: a side is not read while the other's write backlog is past its high-water
 //   mark, and is read again when it drains;
 // - half-close: when one side ends, the other gets FIN after what is queued for it, and the
-//   tunnel closes once both ended; an error on either side closes both;
-// - `limits.idleTimeoutSeconds` without a byte either way closes both.
+//   tunnel closes once both ended (each side as soon as what is queued for it is written); an
+//   error on either side closes both;
+// - `limits.idleTimeoutSeconds` without a byte read or written either way closes both.
 //
 // Nothing from inside the tunnel is looked at or logged: one line at its end names the target
 // and the byte counts.
@@ -35,9 +37,19 @@ final class ConnectTunnel: ByteStreamDelegate {
     private(set) var bytesFromClient = 0
     private(set) var bytesToClient = 0
     private var lastActivity: UInt64 = 0
+    /// Both sides' queued bytes when the idle clock last looked: a change is write progress.
+    private var lastQueuedBytes = 0
     private var wasOpened = false
-    private let idleMilliseconds: UInt64
+    private var reportedClose = false
+    private var idleMilliseconds: UInt64
     private let viaSuffix: [UInt8]
+    /// The lookup in the worker's `TunnelResolver` while it runs or waits.
+    private var lookup: Int?
+    /// The addresses not tried yet, in the resolver's order.
+    private var untried: ArraySlice<SocketAddress> = []
+
+    /// After a worker's drain starts, a tunnel quiet for this long closes.
+    static let drainQuietMilliseconds: UInt64 = 1000
 
     init(worker: ProxyWorker, client: TCPStream, target: ForwardPlacement.ConnectTarget, pipelined: [UInt8], settings: ProxySettings) {
         self.worker = worker
@@ -51,31 +63,60 @@ final class ConnectTunnel: ByteStreamDelegate {
         client.stopReading()
         timer.whenExpired { [unowned self] in self.timerFired() }
         timer.arm(afterMilliseconds: settings.connectTimeoutMilliseconds)
-        Resolver.resolve(on: client.loop, host: target.host, port: target.port) { [self] result in resolved(result) }
+        let outcome = worker.tunnelResolver.resolve(host: target.host, port: target.port, cacheMilliseconds: settings.dnsCacheMilliseconds) {
+            [weak self] result in self?.resolved(result)
+        }
+        switch outcome {
+        case .answered: break
+        case .pending(let ticket): if phase == .connecting { lookup = ticket }
+        case .refused: fail(.tunnelLookupsBusy(target), error: nil)
+        }
     }
 
     private func resolved(_ result: Result<[SocketAddress], UVError>) {
+        lookup = nil
         guard phase == .connecting, !clientClosed else { return }
         switch result {
         case .failure(let error):
             fail(.tunnelConnectFailed(target, reason: "the name does not resolve (\(error.name))"), error: error)
         case .success(let addresses):
+            untried = addresses[...]
+            connectNext(lastError: nil)
+        }
+    }
+
+    /// Connects to the next address not tried; when none is left, the last failure is the 502.
+    private func connectNext(lastError: UVError?) {
+        var lastError = lastError
+        while let address = untried.popFirst() {
             do throws(UVError) {
-                upstream = try TCPStream.connect(on: client.loop, to: addresses[0], delegate: self)
+                upstream = try TCPStream.connect(on: client.loop, to: address, delegate: self)
                 upstreamClosed = false
+                return
             } catch {
-                fail(.tunnelConnectFailed(target, reason: error.message), error: error)
+                // `connect` closed the stream it made: its close is not this tunnel's upstream's
+                // (`streamDidClose` ignores it).
+                lastError = error
             }
         }
+        fail(.tunnelConnectFailed(target, reason: lastError?.message ?? "the name has no address"), error: lastError)
+    }
+
+    /// The lookup is no longer wanted (a timeout, a failure, the client gone).
+    private func cancelLookup() {
+        guard let ticket = lookup else { return }
+        lookup = nil
+        worker.tunnelResolver.cancel(ticket)
     }
 
     /// The connection failed before the 200: the client gets `problem`, then the socket closes.
     private func fail(_ problem: Problem, error: UVError?) {
         phase = .ended
         timer.disarm()
+        cancelLookup()
         worker.logger.warning("tunnel connect failed", metadata: [
             "target": .string(target.description), "status": .stringConvertible(problem.status),
-            "error": .string(error?.name ?? "timeout"),
+            "error": .string(error?.name ?? problem.slug),
         ])
         var answer = ByteBuffer()
         problem.write(keepAlive: false, viaSuffix: viaSuffix, into: &answer)
@@ -90,10 +131,21 @@ final class ConnectTunnel: ByteStreamDelegate {
             fail(.tunnelConnectTimedOut(target), error: nil)
         case .open:
             let now = client.loop.nowMilliseconds
+            noteWriteProgress(now: now)
             if now >= lastActivity + idleMilliseconds { return closeBoth() }
             timer.arm(at: lastActivity + idleMilliseconds)
         case .ended:
             break
+        }
+    }
+
+    /// Bytes written since the clock last looked (what is queued shrank or changed) count as
+    /// activity: a slow reader still taking a large download is not idle.
+    private func noteWriteProgress(now: UInt64) {
+        let queued = client.queuedBytes + (upstream?.queuedBytes ?? 0)
+        if queued != lastQueuedBytes {
+            lastQueuedBytes = queued
+            lastActivity = now
         }
     }
 
@@ -115,6 +167,7 @@ final class ConnectTunnel: ByteStreamDelegate {
     private func closeBoth() {
         phase = .ended
         timer.disarm()
+        cancelLookup()
         client.close()
         upstream?.close()
     }
@@ -122,8 +175,17 @@ final class ConnectTunnel: ByteStreamDelegate {
     // MARK: ByteStreamDelegate (both sides)
 
     func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {
-        guard phase == .connecting, stream === upstream else { return }
-        if let error { return fail(.tunnelConnectFailed(target, reason: error.message), error: error) }
+        guard phase == .connecting, let upstream, stream === upstream else { return }
+        if let error {
+            guard !untried.isEmpty else { return fail(.tunnelConnectFailed(target, reason: error.message), error: error) }
+            // The next address, within the same connect deadline; the failed socket is not
+            // this tunnel's any more.
+            upstream.delegate = nil
+            upstream.close()
+            self.upstream = nil
+            upstreamClosed = true
+            return connectNext(lastError: error)
+        }
         opened()
     }
 
@@ -143,6 +205,7 @@ final class ConnectTunnel: ByteStreamDelegate {
 
     func streamDidDrain(_ stream: any ByteStream) {
         guard phase == .open else { return }
+        lastActivity = client.loop.nowMilliseconds
         if stream === upstream, !clientEnded { client.startReading() }
         if stream === client, !upstreamEnded { upstream?.startReading() }
     }
@@ -162,24 +225,34 @@ final class ConnectTunnel: ByteStreamDelegate {
             client.finishWriting()
         }
         if clientEnded && upstreamEnded {
+            // Both peers sent their FIN: nothing is left to read, so no linger; each side
+            // closes once what is queued for it is written.
             phase = .ended
             timer.disarm()
-            client.closeAfterWrites()
-            upstream.closeAfterWrites()
+            client.closeAfterWrites(lingerMilliseconds: 0)
+            upstream.closeAfterWrites(lingerMilliseconds: 0)
         }
     }
 
     func streamDidClose(_ stream: any ByteStream) {
         if stream === client {
+            guard !clientClosed else { return }
             clientClosed = true
-            upstream?.close()
-        } else {
+            // After both ends the upstream still writes what the client sent last: as for the
+            // upstream below, only a tunnel not yet ended ends with the client.
+            if phase != .ended { closeBoth() }
+        } else if let upstream, stream === upstream {
+            guard !upstreamClosed else { return }
             upstreamClosed = true
             // After a failed connect the client's socket carries the 502, and after both ends
             // what is queued for it: only an open tunnel ends with the upstream.
             if phase == .open { closeBoth() }
+        } else {
+            // A socket this tunnel let go of (a failed connect to an earlier address).
+            return
         }
-        guard clientClosed && upstreamClosed else { return }
+        guard clientClosed && upstreamClosed, !reportedClose else { return }
+        reportedClose = true
         phase = .ended
         timer.close()
         if wasOpened {
@@ -195,5 +268,23 @@ final class ConnectTunnel: ByteStreamDelegate {
     /// Closes both sides now (the worker's shutdown grace ran out).
     func close() {
         closeBoth()
+    }
+
+    /// The worker stops: a tunnel still connecting is answered 503, one quiet for
+    /// `drainQuietMilliseconds` closes now, and the others close once quiet that long (or when
+    /// the grace period ends).
+    func drain() {
+        switch phase {
+        case .connecting:
+            fail(.tunnelWorkerStopping(target), error: nil)
+        case .open:
+            let now = client.loop.nowMilliseconds
+            noteWriteProgress(now: now)
+            idleMilliseconds = min(idleMilliseconds, Self.drainQuietMilliseconds)
+            if now >= lastActivity + idleMilliseconds { return closeBoth() }
+            timer.arm(at: lastActivity + idleMilliseconds)
+        case .ended:
+            break
+        }
     }
 }

@@ -3,15 +3,16 @@
 //
 //   1. Proxy-Authorization, when `forward.proxyAuthFile` is set (407 with a Basic challenge)
 //   2. CONNECT: the target must be authority-form `host:port` (400, closing); a host a route
-//      names is intercepted (port 443 or one of `forward.connectPorts`), another is tunnelled
-//      (`forward.tunnelOthers`, a port of `forward.connectPorts`), or refused (403, the
-//      connection stays usable)
+//      names is intercepted (port 443, one of `forward.connectPorts`, or the upstream port of a
+//      route naming the host), another is tunnelled (`forward.tunnelOthers`; port 443 or one of
+//      `forward.connectPorts`), or refused (403, the connection stays usable)
 //   3. absolute-form `http://host/...`: on the routes when a route names the host (then
 //      `RequestPlacement` goes on, without the listener's Host check), 403 otherwise
 //   4. origin-form or `*`: 400 (this listener is a proxy, not a server)
 //
-// Inside an intercepted `CONNECT`, every request must name the host the `CONNECT` named
-// (`placeIntercepted`; 421, closing): that replaces the listener's Host check there.
+// Inside an intercepted `CONNECT`, every request must name the host the `CONNECT` named, and a
+// route must still name that host after a reload (`placeIntercepted`; 421, closing): that
+// replaces the listener's Host check there.
 
 import Config
 import HTTP1
@@ -24,6 +25,14 @@ struct ForwardPlacement {
     struct ConnectTarget: Equatable, Sendable, CustomStringConvertible {
         let host: String
         let port: UInt16
+        /// `host`'s bytes, kept for the checks each request inside an intercepted connection makes.
+        let hostBytes: [UInt8]
+
+        init(host: String, port: UInt16) {
+            self.host = host
+            self.port = port
+            hostBytes = Array(host.utf8)
+        }
 
         var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
@@ -66,9 +75,11 @@ struct ForwardPlacement {
 
     private func placeConnect(_ raw: UnsafeRawBufferPointer) -> Decision {
         guard let target = Self.connectTarget(raw) else { return .answer(.badConnectTarget(), closing: true) }
-        let intercepted = Array(target.host.utf8).withUnsafeBytes { isIntercepted($0) }
+        let intercepted = target.hostBytes.withUnsafeBytes { isIntercepted($0) }
         if intercepted {
-            guard forward.allowsInterception(port: target.port) else { return .answer(.connectPortRefused(target), closing: false) }
+            guard forward.allowsInterception(port: target.port, host: target.hostBytes) else {
+                return .answer(.connectPortRefused(target), closing: false)
+            }
             return .intercept(target)
         }
         guard forward.tunnelOthers else { return .answer(.tunnelRefused(target), closing: false) }
@@ -138,8 +149,13 @@ struct ForwardPlacement {
     // MARK: Inside an intercepted CONNECT
 
     /// A request on an intercepted connection goes on to the routes only when its absolute-form
-    /// authority, or else its Host, names the `CONNECT`'s host (and its port, when it gives one).
-    static func placeIntercepted(_ head: HTTPHead, on target: ConnectTarget) -> Decision {
+    /// authority, or else its Host, names the `CONNECT`'s host (and its port, when it gives one),
+    /// and a route still names that host under the settings in force (a reload may have removed
+    /// it: 421, closing, and the client's next `CONNECT` is placed anew).
+    func placeIntercepted(_ head: HTTPHead, on target: ConnectTarget) -> Decision {
+        guard target.hostBytes.withUnsafeBytes({ isIntercepted($0) }) else {
+            return .answer(.noLongerIntercepted(target), closing: true)
+        }
         let named: UnsafeRawBufferPointer
         if let authority = RequestTarget(head.target)?.authority {
             named = authority
@@ -148,7 +164,7 @@ struct ForwardPlacement {
         } else {
             return .answer(.badRequest("a request inside a CONNECT tunnel names its host in Host"), closing: true)
         }
-        guard names(target, named) else { return .answer(.misdirectedInTunnel(target), closing: true) }
+        guard Self.names(target, named) else { return .answer(.misdirectedInTunnel(target), closing: true) }
         return .routes
     }
 
@@ -157,8 +173,7 @@ struct ForwardPlacement {
         var hostEnd = authority.firstIndex(of: UInt8(ascii: ":")) ?? authority.count
         if hostEnd > 0 && authority[hostEnd - 1] == UInt8(ascii: ".") { hostEnd -= 1 }
         let host = UnsafeRawBufferPointer(rebasing: authority[..<hostEnd])
-        let expected = Array(target.host.utf8)
-        guard ASCII.equalsIgnoringCase(host, expected) else { return false }
+        guard ASCII.equalsIgnoringCase(host, target.hostBytes) else { return false }
         guard let colon = authority.firstIndex(of: UInt8(ascii: ":")), colon + 1 < authority.count else { return true }
         let digits = authority[(colon + 1)...]
         guard digits.count <= 5, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return false }

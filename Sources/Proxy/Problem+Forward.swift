@@ -1,3 +1,5 @@
+import Routing
+
 /// The forward-proxy listener's own answers (`ForwardPlacement`, `ConnectTunnel`): who may use
 /// it, which `CONNECT`s it takes, and what a request inside an intercepted one may name.
 extension Problem {
@@ -21,7 +23,8 @@ extension Problem {
 
     static func connectPortRefused(_ target: ForwardPlacement.ConnectTarget) -> Problem {
         Problem(status: 403, slug: "connect-port-refused", title: "Forbidden",
-                detail: "CONNECT to \(target) is refused: port \(target.port) is not 443 or in forward.connectPorts")
+                detail: "CONNECT to \(target) is refused: port \(target.port) is not 443, in forward.connectPorts "
+                    + "or (for a host a route names) the port of its route's upstream")
     }
 
     static func hostNotForwarded(_ host: String) -> Problem {
@@ -38,6 +41,11 @@ extension Problem {
                 detail: "this connection was opened with CONNECT \(target): it carries requests for that host only")
     }
 
+    static func noLongerIntercepted(_ target: ForwardPlacement.ConnectTarget) -> Problem {
+        Problem(status: 421, slug: "misdirected-request", title: "Misdirected Request",
+                detail: "no route names \(target.host) since the configuration was reloaded: this connection is closed, CONNECT again")
+    }
+
     static func noInterceptionLeaf(_ target: ForwardPlacement.ConnectTarget) -> Problem {
         .badGateway("no certificate for \(target.host) could be made (the forward proxy's CA)", route: nil)
     }
@@ -46,7 +54,33 @@ extension Problem {
         .badGateway("cannot connect to \(target): \(reason)", route: nil)
     }
 
+    static func tunnelLookupsBusy(_ target: ForwardPlacement.ConnectTarget) -> Problem {
+        Problem(status: 503, slug: "tunnel-lookups-busy", title: "Service Unavailable",
+                detail: "too many CONNECTs wait for their host name to resolve; \(target) was not tried", extraHeaders: [("Retry-After", "1")])
+    }
+
+    static func tunnelWorkerStopping(_ target: ForwardPlacement.ConnectTarget) -> Problem {
+        Problem(status: 503, slug: "shutting-down", title: "Service Unavailable",
+                detail: "the relay is stopping: CONNECT to \(target) was not completed")
+    }
+
     static func tunnelConnectTimedOut(_ target: ForwardPlacement.ConnectTarget) -> Problem {
         .gatewayTimeout("no connection to \(target) within upstreamConnectTimeoutSeconds", route: nil)
+    }
+
+    /// The forward proxy's answer to `http://` absolute-form on a route with a credential: the
+    /// same URL with `https://` (host, path and query as sent; the port dropped: an `http://`
+    /// port is not the site's TLS port), where a browser comes back through `CONNECT` and sends
+    /// Fetch Metadata, which the browser policy needs.
+    static func upgradeToHTTPS(authority: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer, queryWithMark: UnsafeRawBufferPointer,
+                               route: String) -> Problem {
+        let bounds = HostName.bounds(in: authority)
+        let host = String(decoding: authority[bounds], as: UTF8.self)
+        let hostPart = HostName.isIPv6Literal(authority, bounds) ? "[\(host)]" : host
+        let location = "https://" + hostPart + String(decoding: path, as: UTF8.self) + String(decoding: queryWithMark, as: UTF8.self)
+        return Problem(status: 308, slug: "https-required", title: "Permanent Redirect",
+                       detail: "route \(route) adds a credential: through this forward proxy it is reached over https only "
+                           + "(browsers send no Fetch Metadata to http:// URLs, which the browser policy needs)",
+                       route: route, extraHeaders: [("Location", location)])
     }
 }

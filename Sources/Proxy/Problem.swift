@@ -180,7 +180,10 @@ struct Problem {
     /// The whole response; `keepAlive` false adds `Connection: close`. To a HEAD request
     /// (`toHead`) the same head without the body (RFC 9110 §9.3.2).
     func write(keepAlive: Bool, viaSuffix: [UInt8], toHead: Bool = false, into out: inout ByteBuffer) {
-        let body = page?.html ?? (status < 400 ? "" : json())
+        // Below 400 no problem body, but for a redirect the relay explains (a slug: the forward
+        // proxy's 308 to https), not a login page's plain 302.
+        let explained = status >= 400 || (300..<400).contains(status) && !slug.isEmpty
+        let body = page?.html ?? (explained ? json() : "")
         out.appendStatusLine(status, reason: reasonPhrase)
         if !body.isEmpty { out.appendField("Content-Type", page == nil ? "application/problem+json" : "text/html; charset=utf-8") }
         // 204 and 304 have no body and no Content-Length (RFC 9110 §8.6).

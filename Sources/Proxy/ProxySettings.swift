@@ -110,7 +110,8 @@ public final class ProxySettings: Sendable {
         tlsHosts = config.listenTls.map { ListenerHosts(address: $0.address, listenerHosts: $0.hosts, config: config) }
             ?? ListenerHosts(servesAnyName: true)
         adminHosts = config.admin.map { ListenerHosts(address: $0, listenerHosts: nil, config: config) } ?? ListenerHosts(servesAnyName: true)
-        forward = config.forward.map { ForwardSettings(listener: $0, interceptedHosts: config.interceptedHosts, leaves: interceptionLeaves) }
+        forward = config.forward.map { ForwardSettings(listener: $0, routes: config.routes, interceptedHosts: config.interceptedHosts,
+                                                       leaves: interceptionLeaves) }
     }
 
     /// Where a route with `inbound.introspection` asks about opaque tokens: as its identity's
@@ -127,5 +128,12 @@ public final class ProxySettings: Sendable {
     /// The plan of the route that takes this request, or nil (404).
     func plan(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer) -> RoutePlan? {
         routes.matchIndex(host: host, path: path).map { plans[$0] }
+    }
+
+    /// The forward proxy's `plan`: only a route whose `match.host` covers `host` takes the
+    /// request (a host-less route is the reverse listener's, its token never for a site the
+    /// client named).
+    func planNamingHost(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer) -> RoutePlan? {
+        routes.matchIndexNamingHost(host: host, path: path).map { plans[$0] }
     }
 }

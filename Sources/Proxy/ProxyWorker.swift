@@ -48,9 +48,17 @@ final class ProxyWorker {
     /// The forward-proxy listener (`forward.listen`), and the tunnels its `CONNECT`s opened.
     private var forwardListener: TCPListener?
     private var tunnels: [ObjectIdentifier: ConnectTunnel] = [:]
+    /// The tunnels' name lookups: a few at once, the rest in line, answers cached.
+    private(set) lazy var tunnelResolver = TunnelResolver(loop: loop)
+
+    /// A listener of the worker could not be bound: `address` names which.
+    struct BindFailure: Error {
+        let address: SocketAddress
+        let error: UVError
+    }
 
     init(loop: EventLoop, mailbox: SettingsMailbox, budget: ConnectionBudget, address: SocketAddress,
-         tlsAddress: SocketAddress?, forwardAddress: SocketAddress? = nil, logger: Logger, metrics: WorkerMetrics?) throws(UVError) {
+         tlsAddress: SocketAddress?, forwardAddress: SocketAddress? = nil, logger: Logger, metrics: WorkerMetrics?) throws(BindFailure) {
         self.loop = loop
         self.mailbox = mailbox
         self.budget = budget
@@ -59,9 +67,13 @@ final class ProxyWorker {
         self.metrics = metrics
         poolByRoute = Array(repeating: nil, count: settings.plans.count)
         routeMetrics = Array(repeating: nil, count: settings.plans.count)
-        listener = try TCPListener(loop: loop, address: address, reusePort: true) { [unowned self] stream in
-            guard self.admit() else { return stream.close() }
-            self.accept(stream)
+        do throws(UVError) {
+            listener = try TCPListener(loop: loop, address: address, reusePort: true) { [unowned self] stream in
+                guard self.admit() else { return stream.close() }
+                self.accept(stream)
+            }
+        } catch {
+            throw BindFailure(address: address, error: error)
         }
         if let tlsAddress, settings.listenerTLS != nil {
             do throws(UVError) {
@@ -72,7 +84,7 @@ final class ProxyWorker {
                 }
             } catch {
                 listener?.close()
-                throw error
+                throw BindFailure(address: tlsAddress, error: error)
             }
         }
         if let forwardAddress, settings.forward != nil {
@@ -84,7 +96,7 @@ final class ProxyWorker {
             } catch {
                 listener?.close()
                 tlsListener?.close()
-                throw error
+                throw BindFailure(address: forwardAddress, error: error)
             }
         }
         stopWakeup = LoopWakeup(loop: loop) { [unowned self] in self.beginDrain() }
@@ -145,16 +157,20 @@ final class ProxyWorker {
         clients.removeValue(forKey: ObjectIdentifier(connection))
     }
 
+    /// A tunnel for a `CONNECT` taken; while the worker drains it is refused at once (503).
     func openTunnel(client: TCPStream, to target: ForwardPlacement.ConnectTarget, pipelined: [UInt8]) {
         let tunnel = ConnectTunnel(worker: self, client: client, target: target, pipelined: pipelined, settings: currentSettings)
         tunnels[ObjectIdentifier(tunnel)] = tunnel
+        if isDraining { tunnel.drain() }
     }
 
     /// The TLS of an intercepted `CONNECT`: its requests are a client connection's, for the
-    /// `CONNECT`'s host only.
+    /// `CONNECT`'s host only. While the worker drains, the connection closes at once (it is
+    /// idle: no request read yet).
     func acceptIntercepted(_ stream: TLSStream, target: ForwardPlacement.ConnectTarget) {
         let connection = ClientConnection(worker: self, stream: stream, overTLS: true, forwardRole: .intercepting(target))
         clients[ObjectIdentifier(connection)] = connection
+        if isDraining { connection.drain() }
     }
 
     func tunnelDidClose(_ tunnel: ConnectTunnel) {
@@ -228,6 +244,7 @@ final class ProxyWorker {
         forwardListener = nil
         for pool in pools.values { pool.closeIdle() }
         for connection in Array(clients.values) { connection.drain() }
+        for tunnel in Array(tunnels.values) { tunnel.drain() }
         if clients.isEmpty && tunnels.isEmpty {
             finishDrain()
             return

@@ -114,6 +114,7 @@ public final class RelayServer: Sendable {
                 thread.join()
                 for worker in started { worker.stop.wake() }
                 for worker in started { worker.thread.join() }
+                if let failure = error as? ProxyWorker.BindFailure { throw .bindFailed(failure.address.description, failure.error) }
                 throw .bindFailed(address.description, error as! UVError)
             }
         }

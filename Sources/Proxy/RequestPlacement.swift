@@ -7,10 +7,13 @@
 //   3. the Host: its syntax (400, closing), then whether this listener serves it (421, closing:
 //      DNS rebinding, `ListenerHosts`; on the forward proxy `ForwardPlacement` checked it)
 //   4. the relay's login pages (answered by `LoginEndpoints`)
-//   5. the route (404 without one), the browser's `/favicon.ico` on a person's route (404)
-//   6. the browser policy: a cross-site browser request on a route with a credential (403), a
+//   5. the route (404 without one; on the forward proxy, without one whose `match.host` covers
+//      the host), the browser's `/favicon.ico` on a person's route (404)
+//   6. on the forward proxy, `http://` absolute-form on a route with a credential: 308 to
+//      `https://` (browsers send no Fetch Metadata to `http://` URLs; through `CONNECT` they do)
+//   7. the browser policy: a cross-site browser request on a route with a credential (403), a
 //      listed origin's preflight (answered here), CORS for listed origins (`BrowserPolicy`)
-//   7. whether the request may start a person's login (not a HEAD, not a part of a page)
+//   8. whether the request may start a person's login (not a HEAD, not a part of a page)
 //
 // The token is looked up by the connection afterwards, on the route's identity.
 
@@ -81,9 +84,15 @@ struct RequestPlacement {
                 LoginRequest(head: head, path: $0, queryWithMark: target.queryWithMark, authority: target.authority, overTLS: overTLS)
             })
         }
-        let plan = normalizedPath.withUnsafeBytes { settings.plan(host: host, path: $0) }
+        let plan = normalizedPath.withUnsafeBytes {
+            hostVouched ? settings.planNamingHost(host: host, path: $0) : settings.plan(host: host, path: $0)
+        }
         guard let plan else { return .answer(.noRoute(), closing: false, refusal: nil) }
         if logging { record.routeName = plan.route.name }
+        if hostVouched && !overTLS && plan.guardsCredential, let authority = target.authority, Self.isPlainHTTP(head.target) {
+            return .answer(.upgradeToHTTPS(authority: authority, path: target.path, queryWithMark: target.queryWithMark, route: plan.route.name),
+                           closing: false, refusal: nil)
+        }
         if plan.withholdsFavicon && normalizedPath == RoutePlan.faviconBytes {
             return .answer(.faviconNotForwarded(route: plan.route.name), closing: false, refusal: nil)
         }
@@ -110,5 +119,10 @@ struct RequestPlacement {
         }
         let upgrade = head.isUpgrade ? plan.allowedUpgrade(head) : nil
         return .route(plan, upgrade: upgrade, cors: cors, startsLogin: startsLogin)
+    }
+
+    /// Whether an absolute-form target `RequestTarget` read is `http://…` (not `https://…`).
+    private static func isPlainHTTP(_ raw: UnsafeRawBufferPointer) -> Bool {
+        raw.count > 4 && raw[4] == UInt8(ascii: ":")
     }
 }

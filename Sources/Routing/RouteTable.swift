@@ -12,7 +12,8 @@
 /// host beats a wildcard (the longest wildcard suffix first: `*.b.example.com` before
 /// `*.example.com`), which beats a route without `host`; then the longest `pathPrefix` wins;
 /// then the lower position (file order). So a request for an exact host whose routes have no
-/// matching prefix still falls through to wildcard and host-less routes.
+/// matching prefix still falls through to wildcard and host-less routes (on the reverse
+/// listener; the forward proxy's `matchIndexNamingHost` stops before host-less routes).
 public struct RouteTable: Sendable {
     private let exactHosts: HostIndex
     private let wildcardSuffixes: HostIndex
@@ -78,6 +79,20 @@ public struct RouteTable: Sendable {
     ///   case is ignored, `[::1]:8180` is the IPv6 host `::1`, one trailing dot is ignored.
     /// - `path`: the request path as normalized by `RequestPath.normalize`, without query.
     public func matchIndex(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer) -> Int? {
+        lookup(host: host, path: path, fallsBackToAnyHost: true)
+    }
+
+    /// As `matchIndex(host:path:)`, but only routes whose `host` covers the request's host
+    /// (exact or wildcard) may match: a route without `host` never does. For the forward
+    /// proxy, where the host names a site on the internet, not this relay.
+    public func matchIndexNamingHost(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer) -> Int? {
+        lookup(host: host, path: path, fallsBackToAnyHost: false)
+    }
+
+    // Inlined into both entry points with `fallsBackToAnyHost` a constant: the reverse
+    // listener's lookup pays nothing for the forward proxy's mode.
+    @inline(__always)
+    private func lookup(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer, fallsBackToAnyHost: Bool) -> Int? {
         let bounds = HostIndex.hostBounds(in: host)
         if !bounds.isEmpty {
             if let group = exactHosts.lookup(host, bounds), let route = firstMatch(in: group, path: path) {
@@ -97,15 +112,18 @@ public struct RouteTable: Sendable {
                 }
             }
         }
+        guard fallsBackToAnyHost else { return nil }
         return anyHostGroup.flatMap { firstMatch(in: $0, path: path) }
     }
 
     /// Convenience for tests and tools (copies the strings); `path` must be normalized.
-    public func matchIndex(host: String, path: String) -> Int? {
+    /// `namingHost`: `matchIndexNamingHost`'s mode.
+    public func matchIndex(host: String, path: String, namingHost: Bool = false) -> Int? {
         var host = host, path = path
         return host.withUTF8 { hostBytes in
             path.withUTF8 { pathBytes in
-                matchIndex(host: UnsafeRawBufferPointer(hostBytes), path: UnsafeRawBufferPointer(pathBytes))
+                let (host, path) = (UnsafeRawBufferPointer(hostBytes), UnsafeRawBufferPointer(pathBytes))
+                return namingHost ? matchIndexNamingHost(host: host, path: path) : matchIndex(host: host, path: path)
             }
         }
     }

@@ -189,4 +189,42 @@ final class TCPStreamTests: XCTestCase {
         test.run(until: "the client closed") { events.isClosed }
         test.closeAndCheckForLeaks()
     }
+
+    /// `finishWriting` on a stream still connecting, with nothing written (no write completion
+    /// to send it after): the FIN goes once it is connected.
+    func testFinishWritingBeforeTheConnectCompletesSendsTheFINOnceConnected() throws {
+        let test = try LeakCheckedLoop()
+        let server = try LoopbackServer(on: test.loop)
+        let events = StreamRecorder()
+        let client = try TCPStream.connect(on: test.loop, to: server.address, delegate: events)
+        client.finishWriting()
+        test.run(until: "the server saw the FIN") { server.accepted.first?.recorder.endResult != nil }
+        let (accepted, recorder) = try XCTUnwrap(server.accepted.first)
+        XCTAssertEqual(recorder.endResult, .some(nil))
+        XCTAssertEqual(recorder.receivedText, "")
+        client.close()
+        accepted.close()
+        server.listener.close()
+        test.run(until: "both ends closed") { events.isClosed && recorder.isClosed }
+        test.closeAndCheckForLeaks()
+    }
+
+    /// What is written after `finishWriting` is dropped: the peer gets the bytes before it,
+    /// then the FIN, nothing after.
+    func testWritesAfterFinishWritingAreRefused() throws {
+        let connection = try LoopbackConnection()
+        connection.client.write("before")
+        connection.client.finishWriting()
+        connection.client.write("after")
+        XCTAssertEqual(connection.client.queuedBytes, 0)
+        XCTAssertFalse(connection.client.isClosed, "a write after the FIN broke the stream")
+        connection.test.run(until: "the server saw the FIN") { connection.serverEvents.endResult != nil }
+        XCTAssertEqual(connection.serverEvents.receivedText, "before")
+        // Half-closed: the client still reads what the server sends.
+        connection.client.startReading()
+        connection.server.write("reply")
+        connection.test.run(until: "the reply arrived") { connection.clientEvents.receivedText == "reply" || connection.clientEvents.isClosed }
+        XCTAssertEqual(connection.clientEvents.receivedText, "reply")
+        connection.closeAndCheckForLeaks()
+    }
 }

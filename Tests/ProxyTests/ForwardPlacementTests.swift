@@ -62,13 +62,29 @@ final class ForwardPlacementTests: XCTestCase {
         ], on: forward())
     }
 
-    func testInterceptionAllows443WhatEverTheConnectPortsSay() {
+    func testTunnelsAndInterceptionAllow443WhatEverTheConnectPortsSay() {
         check([
             (["CONNECT api.example:443 HTTP/1.1"], .intercept("api.example", 443)),
             (["CONNECT api.example:9443 HTTP/1.1"], .intercept("api.example", 9443)),
-            (["CONNECT github.com:443 HTTP/1.1"], Self.portRefused),
+            (["CONNECT github.com:443 HTTP/1.1"], .tunnel("github.com", 443)),
             (["CONNECT github.com:9443 HTTP/1.1"], .tunnel("github.com", 9443)),
+            (["CONNECT github.com:8443 HTTP/1.1"], Self.portRefused),
         ], on: forward(connectPorts: [9443]))
+    }
+
+    /// An intercepted host may also be reached on its route's upstream port (and only its own
+    /// route's): a tunnel may not.
+    func testInterceptionAllowsTheUpstreamPortOfTheHostsRoute() {
+        let listener = ForwardListener(address: HostPort(host: "127.0.0.1", port: 8181), tunnelOthers: true, connectPorts: [443], credentials: nil)
+        let forward = ForwardSettings(listener: listener, interceptedHosts: Self.interceptedHosts,
+                                      upstreams: [(.exact("api.example"), 8444), (.wildcard(suffix: "corp.example"), 9000)], leaves: nil)
+        check([
+            (["CONNECT api.example:8444 HTTP/1.1"], .intercept("api.example", 8444)),
+            (["CONNECT a.corp.example:9000 HTTP/1.1"], .intercept("a.corp.example", 9000)),
+            (["CONNECT api.example:9000 HTTP/1.1"], Self.portRefused),
+            (["CONNECT a.corp.example:8444 HTTP/1.1"], Self.portRefused),
+            (["CONNECT github.com:8444 HTTP/1.1"], Self.portRefused),
+        ], on: forward)
     }
 
     func testWithoutTunnelOthersOnlyRouteHostsAreTaken() {
@@ -152,7 +168,20 @@ final class ForwardPlacementTests: XCTestCase {
         ]
         for row in rows {
             let head = parsedHead(head(row.request))
-            XCTAssertEqual(outcome(ForwardPlacement.placeIntercepted(head, on: target)), row.expected, row.request.joined(separator: " | "))
+            XCTAssertEqual(outcome(ForwardPlacement(forward: forward()).placeIntercepted(head, on: target)), row.expected,
+                           row.request.joined(separator: " | "))
         }
+    }
+
+    /// After a reload that took the host off the routes, a connection intercepted before it is
+    /// misdirected (421, closing): the client's next CONNECT is placed under the new routes.
+    func testAnInterceptedConnectionStopsWhenItsHostIsNoLongerARoutesHost() {
+        let gone = parsedHead(head(["GET /v1 HTTP/1.1", "Host: gone.example"]))
+        let target = ForwardPlacement.ConnectTarget(host: "gone.example", port: 443)
+        XCTAssertEqual(outcome(ForwardPlacement(forward: forward()).placeIntercepted(gone, on: target)),
+                       .answer(421, slug: "misdirected-request", closing: true))
+        let wildcard = parsedHead(head(["GET /v1 HTTP/1.1", "Host: a.corp.example"]))
+        XCTAssertEqual(outcome(ForwardPlacement(forward: forward()).placeIntercepted(wildcard, on: .init(host: "a.corp.example", port: 443))),
+                       .routes)
     }
 }

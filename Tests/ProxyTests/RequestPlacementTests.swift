@@ -1,4 +1,5 @@
 import BrowserSafety
+import ByteBuffers
 import Config
 import Foundation
 import HTTP1
@@ -40,11 +41,12 @@ final class RequestPlacementTests: XCTestCase {
         return ProxySettings(config: config)
     }
 
-    func place(_ lines: [String], in settings: ProxySettings, overTLS: Bool = false) -> Outcome {
+    func place(_ lines: [String], in settings: ProxySettings, overTLS: Bool = false, hostVouched: Bool = false) -> Outcome {
         let head = parsedHead(head(lines))
         var path: [UInt8] = []
         var record = ExchangeRecord()
-        switch RequestPlacement(settings: settings, overTLS: overTLS).place(head, normalizedPath: &path, record: &record, logging: true) {
+        let placement = RequestPlacement(settings: settings, overTLS: overTLS, hostVouched: hostVouched)
+        switch placement.place(head, normalizedPath: &path, record: &record, logging: true) {
         case .route(let plan, _, let cors, let startsLogin): return .route(plan.route.name, cors: cors, startsLogin: startsLogin)
         case .loginPage: return .loginPage
         case .answer(let problem, let closing, let refusal): return .answer(problem.status, slug: problem.slug, closing: closing, refusal: refusal)
@@ -345,5 +347,56 @@ final class RequestPlacementTests: XCTestCase {
             (["GET /api/x HTTP/1.1", "Host: a b"], .answer(400, slug: "bad-request", closing: true)),
             (["GET /nowhere HTTP/1.1", "Host: 127.0.0.1"], .answer(404, slug: "no-route")),
         ], in: settings)
+    }
+
+    /// On the forward proxy (the host vouched for) a host-less route never takes a request: its
+    /// token is for the relay's own clients, not for whatever site a client names.
+    func testTheForwardProxyMatchesOnlyRoutesNamingTheHost() throws {
+        let settings = try settings(Self.devProxy)
+        XCTAssertEqual(place(["GET https://orders.local/api/x HTTP/1.1", "Host: orders.local"], in: settings, overTLS: true, hostVouched: true),
+                       .route("orders"))
+        XCTAssertEqual(place(["GET /api/x HTTP/1.1", "Host: orders.local"], in: settings, overTLS: true, hostVouched: true), .route("orders"))
+        XCTAssertEqual(place(["GET https://api.orders.test/api/x HTTP/1.1", "Host: api.orders.test"], in: settings, overTLS: true,
+                             hostVouched: true), .answer(404, slug: "no-route"))
+        XCTAssertEqual(place(["GET /api/x HTTP/1.1", "Host: 127.0.0.1"], in: settings, overTLS: true, hostVouched: true),
+                       .answer(404, slug: "no-route"))
+        // The reverse listener keeps its fallback to host-less routes.
+        XCTAssertEqual(place(["GET /api/x HTTP/1.1", "Host: 127.0.0.1"], in: settings), .route("api"))
+    }
+
+    /// `http://` absolute-form on the forward proxy: a route with a credential answers 308 to
+    /// the `https://` URL (browsers send Fetch Metadata only there); one without forwards.
+    func testPlainHTTPOnTheForwardProxyIsRedirectedToHTTPSForRoutesWithACredential() throws {
+        let json = Self.devProxy.replacingOccurrences(
+            of: "{ \"name\": \"pub\", \"match\": { \"pathPrefix\": \"/pub/\" }",
+            with: "{ \"name\": \"pub\", \"match\": { \"host\": \"orders.local\", \"pathPrefix\": \"/pub/\" }")
+        let settings = try settings(json)
+        var path: [UInt8] = []
+        var record = ExchangeRecord()
+        let head = parsedHead(head(["GET http://orders.local:8080/api/x?a=1&b=%2F HTTP/1.1", "Host: orders.local:8080"]))
+        guard case .answer(let problem, closing: false, refusal: nil) = RequestPlacement(settings: settings, overTLS: false, hostVouched: true)
+            .place(head, normalizedPath: &path, record: &record, logging: false) else { return XCTFail("not answered") }
+        XCTAssertEqual(problem.status, 308)
+        XCTAssertEqual(problem.slug, "https-required")
+        XCTAssertEqual(problem.extraHeaders.first { $0.0 == "Location" }?.1, "https://orders.local/api/x?a=1&b=%2F")
+        // The answer says why, as problem+json.
+        var written = ByteBuffer()
+        problem.write(keepAlive: true, viaSuffix: [], into: &written)
+        let text = String(decoding: written.readableBytes, as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 308 Permanent Redirect\r\n"), text)
+        XCTAssertTrue(text.contains("\r\nContent-Type: application/problem+json\r\n"), text)
+        XCTAssertTrue(text.contains("\r\nLocation: https://orders.local/api/x?a=1&b=%2F\r\n"), text)
+        XCTAssertTrue(text.hasSuffix("}") && text.contains("\"type\":\"urn:oauth-relay:problem:https-required\""), text)
+        XCTAssertEqual(place(["GET http://orders.local?q HTTP/1.1", "Host: orders.local"], in: settings, hostVouched: true),
+                       .answer(308, slug: "https-required"))
+        XCTAssertEqual(place(["GET HTTP://ORDERS.LOCAL/x HTTP/1.1", "Host: orders.local"], in: settings, hostVouched: true),
+                       .answer(308, slug: "https-required"))
+        XCTAssertEqual(place(["GET http://orders.local/pub/a HTTP/1.1", "Host: orders.local"], in: settings, hostVouched: true), .route("pub"))
+        XCTAssertEqual(place(["GET http://orders.local/x HTTP/1.1", "Host: orders.local"], in: settings, hostVouched: true),
+                       .answer(308, slug: "https-required"))
+        // Over an intercepted CONNECT (TLS), and on the reverse listener, nothing changes.
+        XCTAssertEqual(place(["GET https://orders.local/x HTTP/1.1", "Host: orders.local"], in: settings, overTLS: true, hostVouched: true),
+                       .route("orders"))
+        XCTAssertEqual(place(["GET http://orders.local/x HTTP/1.1", "Host: orders.local"], in: settings), .route("orders"))
     }
 }

@@ -112,4 +112,17 @@ final class RouteTableTests: XCTestCase {
         }
         XCTAssertEqual(index, 1)
     }
+
+    func testNamingHostModeNeverFallsBackToHostlessRoutes() {
+        let routes = table([(nil, "/gh/"), ("api.example.com", "/admin/"), ("*.example.com", "/public/")])
+        XCTAssertEqual(routes.matchIndex(host: "api.example.com", path: "/admin/x", namingHost: true), 1)
+        XCTAssertEqual(routes.matchIndex(host: "api.example.com", path: "/public/x", namingHost: true), 2)
+        XCTAssertEqual(routes.matchIndex(host: "web.example.com", path: "/public/x", namingHost: true), 2)
+        XCTAssertNil(routes.matchIndex(host: "api.example.com", path: "/gh/user", namingHost: true))
+        XCTAssertNil(routes.matchIndex(host: "api.orders.test", path: "/gh/user", namingHost: true))
+        XCTAssertNil(routes.matchIndex(host: "", path: "/gh/user", namingHost: true))
+        // The reverse listener's lookup still falls back.
+        XCTAssertEqual(routes.matchIndex(host: "api.orders.test", path: "/gh/user"), 0)
+        XCTAssertEqual(routes.matchIndex(host: "api.example.com", path: "/gh/user"), 0)
+    }
 }

@@ -1,9 +1,11 @@
-"""`forward`: the forward-proxy listener's data path. A CONNECT to a host no route names is
-tunnelled as bytes (the origin's own certificate reaches the client), refused when its port is
-not allowed; `forward.proxyAuthFile` asks every request for Proxy-Authorization; absolute-form
-http:// requests go on the routes only for the hosts the routes name. (Interception, which needs
-the forward proxy's CA, is tested in Tests/ProxyTests/ForwardInterceptionTests.swift with a test
-leaf.)"""
+"""`forward`: the forward-proxy listener's data path without its CA. A CONNECT to a host no route
+names is tunnelled as bytes (the origin's own certificate reaches the client), refused when its
+port is not allowed; `forward.proxyAuthFile` asks every request for Proxy-Authorization;
+absolute-form http:// requests go on the routes only for the hosts the routes name, only to a
+route whose `match.host` covers the host (never a host-less route), and to a route that adds a
+credential not at all: 308 to the https:// URL, where browsers send Fetch Metadata. (Interception
+through the relay's CA is tested with real clients in tests/integration/forward/, and in
+Tests/ProxyTests/ForwardInterceptionTests.swift with a test leaf.)"""
 
 import base64
 import json
@@ -17,7 +19,7 @@ import pytest
 
 from deadlines import scaled, wait_until
 from http_client import RawConnection
-from processes import free_port, route
+from processes import Relay, RelayExited, free_port, relay_config, route
 
 
 def make_origin_certificate(directory):
@@ -207,6 +209,46 @@ def test_absolute_form_goes_on_the_routes_for_their_hosts_only(start_relay, upst
     assert "host-not-forwarded" in out
 
 
+def test_absolute_form_http_on_a_route_with_a_credential_is_redirected_to_https(start_relay, upstream, tmp_path):
+    # A page served over plain http could make a browser send `<img src="http://api.forward.test/...">`
+    # through the proxy without Fetch Metadata: the route's credential must not go with it.
+    relay = start_forward_relay(start_relay, upstream, tmp_path, routes=[
+        route(upstream, prefix="/", host="api.forward.test", setHeaders={"Authorization": "Basic YXBpOnNlY3JldA=="}),
+        route(upstream, prefix="/", host="public.forward.test")])
+    served = upstream.stats()["requests_started"]
+    with RawConnection("127.0.0.1", relay.forward_port) as conn:
+        conn.send(b"GET http://api.forward.test:80/v1/x?q=1&r=%2F HTTP/1.1\r\nHost: api.forward.test\r\n"
+                  b"Sec-Fetch-Site: same-origin\r\n\r\n")
+        status, resp, problem = problem_of(conn)
+        assert status == 308
+        assert resp.header("location") == "https://api.forward.test/v1/x?q=1&r=%2F"
+        assert problem["type"] == "urn:oauth-relay:problem:https-required"
+        assert "Fetch Metadata" in problem["detail"]
+        # The connection stays usable, and a route without a credential forwards as before.
+        conn.send(b"GET http://public.forward.test/p HTTP/1.1\r\nHost: public.forward.test\r\n\r\n")
+        assert conn.read_response("GET").json()["target"] == "/p"
+    assert upstream.stats()["requests_started"] == served + 1
+
+
+def test_absolute_form_never_matches_a_route_without_a_host(start_relay, upstream, tmp_path):
+    # A host-less route is the reverse listener's: its credential is never for a site a proxy
+    # client names, even one a route names for other paths.
+    relay = start_forward_relay(start_relay, upstream, tmp_path, routes=[
+        route(upstream, prefix="/gh/", setHeaders={"Authorization": "Basic Z2g6c2VjcmV0"}),
+        route(upstream, prefix="/orders/", host="api.orders.test")])
+    served = upstream.stats()["requests_started"]
+    code, out, err = proxied_curl("http://api.orders.test/gh/user", relay.forward_port)
+    assert out.startswith("HTTP/1.1 404 "), out
+    assert "no-route" in out
+    code, out, err = proxied_curl("http://api.orders.test/orders/1", relay.forward_port)
+    assert code == 0 and json.loads(out.split("\r\n\r\n", 1)[1])["target"] == "/orders/1", out
+    # The reverse listener still takes the host-less route.
+    with RawConnection("127.0.0.1", relay.port) as conn:
+        conn.send(b"GET /gh/user HTTP/1.1\r\nHost: relay.test\r\n\r\n")
+        assert conn.read_response("GET").json()["target"] == "/gh/user"
+    assert upstream.stats()["requests_started"] == served + 2
+
+
 def test_proxy_authorization_never_reaches_the_upstream(start_relay, upstream, tmp_path):
     (tmp_path / "proxy-users").write_text("alice:wonderland\n")
     (tmp_path / "proxy-users").chmod(0o600)
@@ -273,3 +315,17 @@ def test_a_client_that_vanishes_mid_tunnel_leaves_no_descriptor(start_relay, ups
     # Both sockets of each tunnel closed (the upstream, still sleeping on /slow, did not end its side).
     wait_until(lambda: _descriptors(relay.pid) <= baseline, 10, "the relay's sockets back to the baseline")
     assert relay.running()
+
+
+def test_a_forward_listener_that_cannot_be_bound_is_named_in_the_error(upstream, tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        forward_port = taken.getsockname()[1]
+        port = free_port()
+        workdir = tmp_path / "relay"
+        workdir.mkdir()
+        relay = Relay(relay_config(f"127.0.0.1:{port}", [route(upstream, prefix="/")], forward={"listen": f"127.0.0.1:{forward_port}"}),
+                      workdir, "127.0.0.1", port)
+        with pytest.raises(RelayExited) as exited:
+            relay.start()
+    assert f"cannot listen on 127.0.0.1:{forward_port}" in str(exited.value)
+    assert f"cannot listen on 127.0.0.1:{port}" not in str(exited.value)

@@ -6,6 +6,7 @@ listener; the leaf the relay presents is the short-lived, single-name one the is
 from __future__ import annotations
 
 import datetime
+import json
 
 import pytest
 
@@ -73,13 +74,21 @@ def test_the_leaf_is_for_api_test_alone_from_the_relays_ca_short_lived_ecdsa_p25
     assert leaf.not_valid_after_utc - now <= datetime.timedelta(hours=24), leaf.not_valid_after_utc - now
 
 
-def test_absolute_form_http_requests_to_the_api_host_get_the_token_too(api_relay, django_idp):
-    # `HTTP_PROXY` clients send `GET http://api.test/... HTTP/1.1`: placed on the api.test route,
-    # forwarded over the route's TLS.
-    resp = proxy_curl(api_relay.port, f"http://{API_HOST}/plain")
-    assert resp.status == 200, (resp.status, resp.stderr, resp.body[:300])
+def test_absolute_form_http_to_the_api_host_is_redirected_to_https_then_gets_the_token(api_relay, api_site, django_idp):
+    # `HTTP_PROXY` clients send `GET http://api.test/... HTTP/1.1`. Browsers send no Fetch
+    # Metadata to http:// URLs, so the route (it adds a token) answers 308 to the https:// URL:
+    # nothing reaches the API.
+    resp = proxy_curl(api_relay.port, f"http://{API_HOST}/plain?page=2")
+    assert resp.status == 308, (resp.status, resp.stderr, resp.body[:300])
+    assert resp.header("location") == f"https://{API_HOST}/plain?page=2"
+    assert resp.header("content-type") == "application/problem+json"
+    assert json.loads(resp.body)["type"] == "urn:oauth-relay:problem:https-required"
+    assert api_site.access_records() == []
+    # Following it, the client comes back through CONNECT, where the token is added.
+    resp = proxy_curl(api_relay.port, f"http://{API_HOST}/plain?page=2", "-L", "--cacert", str(api_relay.ca_pem))
+    assert resp.returncode == 0 and resp.status == 200, (resp.status, resp.stderr, resp.body[:300])
     answer = site_answer(resp.body)
-    assert answer["request"] == "GET /plain HTTP/1.1"
+    assert answer["request"] == "GET /plain?page=2 HTTP/1.1"
     assert answer["authorization_sha256"] == issued_token_sha256(django_idp)
 
 

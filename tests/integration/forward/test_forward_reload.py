@@ -1,7 +1,7 @@
 """A reload and the forward proxy's CA (issue 26): a reload that keeps the routes' hosts keeps the
 CA and the leaves already made; one that names a new host issues a new CA (logged: clients must
 trust it again), and the new host is intercepted at once with a leaf of the new CA, which the old
-CA does not vouch for."""
+CA does not vouch for; one that removes a host stops the connections intercepted for it (421)."""
 
 from __future__ import annotations
 
@@ -64,3 +64,19 @@ def test_a_reload_that_names_a_new_host_issues_a_new_ca_and_intercepts_the_host(
     with pytest.raises(ssl.SSLCertVerificationError):
         client_context(old_ca).wrap_socket(conn.sock, server_hostname=API_HOST)
     conn.close()
+
+
+def test_a_reload_that_removes_the_host_stops_an_open_intercepted_connection(api_relay, api_site, forward_pki):
+    relay = api_relay.relay
+    with intercepted_connection(api_relay.port, API_HOST, api_relay.ca_pem) as conn:
+        assert conn.request("GET", "/before", host=API_HOST).status == 200
+        served = len(api_site.access_records())
+        other = api_route("other.test", api_site.url(), forward_pki.api_ca.cert, identity="orders", name="other")
+        rewrite(relay, routes=[other])
+        reload_and_wait(relay)
+        # The connection opened for api.test outlived its route: misdirected, and closed.
+        resp = conn.request("GET", "/after", host=API_HOST)
+        assert resp.status == 421, resp.status
+        assert resp.json()["type"] == "urn:oauth-relay:problem:misdirected-request"
+        assert conn.is_closed()
+    assert len(api_site.access_records()) == served
