@@ -64,12 +64,23 @@ public final class LocalCA: Sendable {
             guard let existing = try load(files, constraints: constraints) else {
                 return (try create(files, constraints: constraints, now: now), .created)
             }
-            let sameHosts = Set(existing.certificate.permittedDNSNames) == Set(constraints.permittedDNSNames)
-            if sameHosts && existing.certificate.notAfter - now > renewalMargin {
+            if try existing.hasProfile(of: constraints) && existing.certificate.notAfter - now > renewalMargin {
                 return (existing, .loaded)
             }
             return (try create(files, constraints: constraints, now: now), .reissued(previousFingerprint: existing.fingerprint))
         }
+    }
+
+    /// Whether the certificate limits the CA as one issued now for `constraints` would: the same
+    /// name constraints and extended key usage, byte for byte. A CA for other hosts, or one
+    /// issued before a limit was added, does not.
+    func hasProfile(of constraints: NameConstraintSet) throws(LocalCAError) -> Bool {
+        for limit in CertificateProfiles.authorityLimits(constraints) {
+            let expected: [UInt8]
+            do throws(CryptoError) { expected = try limit.der() } catch { throw .crypto(error) }
+            guard certificate.extensionDER(limit.kind) == expected else { return false }
+        }
+        return true
     }
 
     /// The CA in `files`, or nil when neither file exists.

@@ -6,7 +6,7 @@ import Routing
 ///
 /// `.exact("api.test")` permits the DNS subtree `api.test`, `.wildcard(suffix: "example.com")`
 /// the subtree `.example.com` (its subdomains, not `example.com` itself: OpenSSL's form, which
-/// browsers read the same way). Every IP address is excluded (`0.0.0.0/0`, `::/0`). A permitted
+/// browsers read the same way). E-mail addresses and URIs are confined to `.invalid`, every IP address is excluded (`0.0.0.0/0`, `::/0`). A permitted
 /// DNS subtree is wider than an exact pattern: X.509 cannot say "this name and none below it",
 /// so `api.test` also permits `a.api.test`. `permits` is the exact rule: the proxy mints leaves
 /// only for the names the routes match.
@@ -41,9 +41,12 @@ public struct NameConstraintSet: Sendable, Equatable {
         }
     }
 
-    /// The extension's value in OpenSSL's configuration syntax.
+    /// The extension's value in OpenSSL's configuration syntax. Besides the DNS names, the only
+    /// e-mail addresses and URIs permitted are under `.invalid` (RFC 6761: none exist), so that
+    /// the CA's key cannot sign an S/MIME or client certificate naming a real address.
     var extensionValue: String {
-        (["critical"] + permittedDNSNames.map { "permitted;DNS:" + $0 } + ["excluded;IP:0.0.0.0/0.0.0.0", "excluded;IP:::/::"])
+        (["critical"] + permittedDNSNames.sorted().map { "permitted;DNS:" + $0 }
+            + ["permitted;email:.invalid", "permitted;URI:.invalid", "excluded;IP:0.0.0.0/0.0.0.0", "excluded;IP:::/::"])
             .joined(separator: ",")
     }
 

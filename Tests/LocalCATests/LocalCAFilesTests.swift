@@ -45,6 +45,36 @@ final class LocalCAFilesTests: CADirectoryTestCase {
         XCTAssertEqual(third.fingerprint, second.fingerprint)
     }
 
+    /// A CA issued before the extended key usage and the e-mail and URI constraints were added
+    /// names the same hosts, yet is issued again: the whole profile is compared.
+    func testACAWithTheSameHostsButAnOlderProfileIsIssuedAgain() throws {
+        let constraints = try NameConstraintSet(hosts: apiAndExample)
+        let older = [
+            "critical,CA:TRUE,pathlen:0", "critical,keyCertSign,cRLSign", "hash",
+            "critical,permitted;DNS:.example.com,permitted;DNS:api.test,excluded;IP:0.0.0.0/0.0.0.0,excluded;IP:::/::",
+        ]
+        for (index, limits) in [[older[3]], [older[3], "serverAuth"], [constraints.extensionValue]].enumerated() {
+            let key = try PrivateKey.generate(.ecP256)
+            var extensions = [CertificateExtension(.basicConstraints, older[0]), CertificateExtension(.keyUsage, older[1]),
+                              CertificateExtension(.subjectKeyIdentifier, older[2])]
+            for limit in limits {
+                extensions.append(CertificateExtension(limit.hasPrefix("critical,perm") ? .nameConstraints : .extendedKeyUsage, limit))
+            }
+            let fields = CertificateFields(commonName: "older CA", serialNumber: [4], notBefore: testNow - 3_600,
+                                           notAfter: testNow + 10 * 86_400, extensions: extensions)
+            let certificate = try X509Certificate.issue(fields, subjectKey: key.publicKey, issuer: nil, issuerKey: key)
+            try FileManager.default.createDirectory(atPath: caDirectory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            try Data(try key.pemRepresentation().utf8).write(to: URL(fileURLWithPath: caDirectory + "/ca.key"))
+            try chmod("ca.key", 0o600)
+            try Data(try certificate.pemRepresentation().utf8).write(to: URL(fileURLWithPath: caDirectory + "/ca.pem"))
+            XCTAssertEqual(Set(certificate.permittedDNSNames), Set(constraints.permittedDNSNames))
+            let (ca, change) = try authority()
+            XCTAssertEqual(change, .reissued(previousFingerprint: LocalCA.fingerprintText(certificate.sha256Fingerprint)), "case \(index)")
+            XCTAssertTrue(try ca.hasProfile(of: constraints))
+        }
+    }
+
     func testACAAboutToExpireIsIssuedAgain() throws {
         let (first, _) = try authority()
         let (_, change) = try authority(now: first.certificate.notAfter - 3_600)
