@@ -35,13 +35,14 @@ enum CertificateProfiles {
         ]
     }
 
-    /// A TLS server certificate for `host` alone (a name `NameConstraintSet.permits`), living a
-    /// day but never past the CA. A name longer than a common name may be is in the SAN only,
-    /// which is then critical (the subject is empty).
+    /// A TLS server certificate for `host` alone (a name `NameConstraintSet.permits`), valid a
+    /// day in all (from its back-dated notBefore) but never past the CA. A name longer than a
+    /// common name may be is in the SAN only, which is then critical (the subject is empty).
     static func leaf(host: String, serialNumber: [UInt8], now: Int64, authorityNotAfter: Int64) -> CertificateFields {
         let fitsCommonName = host.utf8.count <= commonNameLimit
+        let notBefore = now - leafBackdating
         return CertificateFields(commonName: fitsCommonName ? host : nil, serialNumber: serialNumber,
-                                 notBefore: now - leafBackdating, notAfter: min(now + leafLifetime, authorityNotAfter),
+                                 notBefore: notBefore, notAfter: min(notBefore + leafLifetime, authorityNotAfter),
                                  extensions: [
                                      CertificateExtension(.basicConstraints, "critical,CA:FALSE"),
                                      CertificateExtension(.keyUsage, "critical,digitalSignature"),

@@ -33,9 +33,11 @@ final class InterceptionCertificatesTests: CADirectoryTestCase {
         let clock = TestClock(testNow)
         let leaves = try certificates(clock: clock)
         let first = try XCTUnwrap(leaves.serverConfiguration(forHost: "api.test"))
-        clock.set(testNow + 23 * 3_600 - 60)
+        // The leaf ends a day after its notBefore, five minutes before `testNow`.
+        let renewal = testNow - 300 + 86_400 - 3_600
+        clock.set(renewal - 60)
         XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === first)
-        clock.set(testNow + 23 * 3_600 + 60)
+        clock.set(renewal + 60)
         let renewed = try XCTUnwrap(leaves.serverConfiguration(forHost: "api.test"))
         XCTAssertFalse(renewed === first)
         XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === renewed)

@@ -66,11 +66,12 @@ def test_the_leaf_is_for_api_test_alone_from_the_relays_ca_short_lived_ecdsa_p25
     assert leaf.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value == \
         x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH])
     assert isinstance(leaf.public_key(), ec.EllipticCurvePublicKey) and leaf.public_key().curve.name == "secp256r1"
-    # Valid now and for a day at most from now (a notBefore set back for clocks a little behind
-    # lengthens no exposure).
+    # Valid now, and for a day at most in all (notBefore is set back for clocks a little behind,
+    # and notAfter counts from it).
     now = datetime.datetime.now(datetime.timezone.utc)
     assert leaf.not_valid_before_utc <= now < leaf.not_valid_after_utc
-    assert leaf.not_valid_after_utc - now <= datetime.timedelta(hours=24), leaf.not_valid_after_utc - now
+    span = leaf.not_valid_after_utc - leaf.not_valid_before_utc
+    assert span <= datetime.timedelta(seconds=86_400), span
 
 
 def test_absolute_form_http_requests_to_the_api_host_get_the_token_too(api_relay, django_idp):
