@@ -14,7 +14,7 @@ import Darwin
 struct CADirectory {
     let path: String
 
-    var certificatePath: String { path + "/ca.pem" }
+    var certificatePath: String { LocalCA.certificatePath(inDirectory: path) }
     var keyPath: String { path + "/ca.key" }
 
     /// Creates `path` (0700, and any missing parent 0700) unless it exists, then checks it.

@@ -44,6 +44,11 @@ public final class LocalCA: Sendable {
 
     public var hosts: [HostPattern] { constraints.hosts }
 
+    /// Where the CA in `directory` keeps its certificate (`ca.pem`).
+    public static func certificatePath(inDirectory directory: String) -> String {
+        directory + "/ca.pem"
+    }
+
     /// The SHA-256 fingerprint as `openssl x509 -fingerprint -sha256` prints it: `AA:BB:…`.
     public var fingerprint: String { Self.fingerprintText(certificate.sha256Fingerprint) }
 

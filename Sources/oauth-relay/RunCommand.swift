@@ -165,9 +165,12 @@ func tokenClientLimits(_ config: RelayConfig) -> HTTPClientLimits {
 /// `whileServing` runs once the listeners are bound (the demo prints its instructions there).
 /// `until`, asked four times a second, stops the relay like a SIGTERM once it says so (`login`
 /// without a running relay serves until the person has logged in).
-func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), source: ConfigSource? = nil, logger: Logger,
+func serve(_ loadedConfig: RelayConfig, tls: ClientTLS = ClientTLS(), source: ConfigSource? = nil, logger: Logger,
            whileServing: (RelayServer) -> Void = { _ in }, until: ((TokenService) -> Bool)? = nil) throws {
     SignalWatcher.ignoreBrokenPipe()
+    // The forward proxy's CA certificate is polled with the configuration's files (observed
+    // before the CA is read).
+    let config = ForwardCA.watchingCertificate(of: loadedConfig, environment: ProcessInfo.processInfo.environment)
     // The signal watchers exist before any worker binds: a SIGTERM that arrives while the
     // listeners start is queued by libuv and handled once the loop runs, instead of killing
     // a process that already accepts connections.
