@@ -107,11 +107,15 @@ struct CADirectory {
         return bytes
     }
 
-    /// Replaces `file` with `bytes`, mode `mode`: a temporary file in the directory, written and
-    /// fsynced, renamed over `file`, then the directory fsynced so that the rename survives a
-    /// power loss.
-    func replace(_ file: String, with bytes: [UInt8], mode: mode_t) throws(LocalCAError) {
-        let temporary = file + ".new"
+    /// Where `file`'s replacement is written before it is renamed over `file`.
+    static func pendingPath(_ file: String) -> String { file + ".new" }
+
+    /// Writes `bytes` to `file`'s pending replacement (`file.new`, mode `mode`), fsynced, and
+    /// returns its path; `commit` renames it over `file`. A CA's two files are both written so
+    /// before either is renamed: a process killed between the renames leaves `ca.pem.new`
+    /// matching the new `ca.key`, which `LocalCA` completes on the next load.
+    func writePending(_ file: String, with bytes: [UInt8], mode: mode_t) throws(LocalCAError) -> String {
+        let temporary = Self.pendingPath(file)
         unlink(temporary)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { throw .io(path: temporary, operation: "create", reason: errnoText()) }
@@ -124,13 +128,25 @@ struct CADirectory {
             failure = .io(path: temporary, operation: "fsync", reason: errnoText())
         }
         close(descriptor)
-        if failure == nil, rename(temporary, file) != 0 {
-            failure = .io(path: file, operation: "rename", reason: errnoText())
-        }
         if let failure {
             unlink(temporary)
             throw failure
         }
+        return temporary
+    }
+
+    /// Renames the pending replacement `pending` over `file`.
+    func commit(_ pending: String, to file: String) throws(LocalCAError) {
+        guard rename(pending, file) == 0 else { throw .io(path: file, operation: "rename", reason: errnoText()) }
+    }
+
+    /// Removes a pending replacement that will not be committed.
+    func discard(_ pending: String) {
+        unlink(pending)
+    }
+
+    /// fsyncs the directory, so that the renames in it survive a power loss.
+    func syncDirectory() throws(LocalCAError) {
         let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directory >= 0 else { throw .io(path: path, operation: "open", reason: errnoText()) }
         defer { close(directory) }

@@ -95,14 +95,14 @@ public final class LocalCA: Sendable {
         switch (keyBytes, certificateBytes) {
         case (nil, nil):
             return nil
-        case (_?, nil):
-            throw .incomplete(present: files.keyPath, missing: files.certificatePath)
         case (nil, _?):
             throw .incomplete(present: files.certificatePath, missing: files.keyPath)
-        case let (keyBytes?, certificateBytes?):
-            let certificate: X509Certificate
+        case let (keyBytes?, certificateBytes):
+            let certificate: X509Certificate?
             do throws(CryptoError) {
-                certificate = try X509Certificate(pem: String(decoding: certificateBytes, as: UTF8.self))
+                certificate = try certificateBytes.map { bytes throws(CryptoError) in
+                    try X509Certificate(pem: String(decoding: bytes, as: UTF8.self))
+                }
             } catch {
                 throw .unreadable(path: files.certificatePath, reason: "\(error)")
             }
@@ -113,13 +113,33 @@ public final class LocalCA: Sendable {
                 throw .unreadable(path: files.keyPath, reason: "\(error)")
             }
             guard key.kind == .ecP256 else { throw .unreadable(path: files.keyPath, reason: "not an EC P-256 key") }
-            guard certificate.isCertified(key) else { throw .keyMismatch(key: files.keyPath, certificate: files.certificatePath) }
-            return LocalCA(certificate: certificate, key: key, constraints: constraints, certificatePath: files.certificatePath)
+            if let certificate, certificate.isCertified(key) {
+                return LocalCA(certificate: certificate, key: key, constraints: constraints, certificatePath: files.certificatePath)
+            }
+            if let completed = try completeReplacement(files, key: key) {
+                return LocalCA(certificate: completed, key: key, constraints: constraints, certificatePath: files.certificatePath)
+            }
+            guard certificate != nil else { throw .incomplete(present: files.keyPath, missing: files.certificatePath) }
+            throw .keyMismatch(key: files.keyPath, certificate: files.certificatePath)
         }
     }
 
-    /// A new CA for `constraints`, written to `files`: the key first, so that a certificate on
-    /// disk never names a key that is not there.
+    /// A replacement cut short between its two renames (`create`): `ca.key` is the new key and
+    /// `ca.pem.new` its certificate, renamed over `ca.pem` now. Nil when `ca.pem.new` is missing,
+    /// unreadable, or not `key`'s certificate (then the pair is refused as before).
+    private static func completeReplacement(_ files: CADirectory, key: PrivateKey) throws(LocalCAError) -> X509Certificate? {
+        let pending = CADirectory.pendingPath(files.certificatePath)
+        guard let bytes = try files.contents(pending, privateToOwner: false),
+              let certificate = try? X509Certificate(pem: String(decoding: bytes, as: UTF8.self)),
+              certificate.isCertified(key) else { return nil }
+        try files.commit(pending, to: files.certificatePath)
+        try files.syncDirectory()
+        return certificate
+    }
+
+    /// A new CA for `constraints`, written to `files`: both files written and fsynced as `.new`
+    /// files, then renamed, the key first (a process killed between the renames leaves a key
+    /// whose certificate is `ca.pem.new`: `load` completes the replacement).
     private static func create(_ files: CADirectory, constraints: NameConstraintSet, now: Int64) throws(LocalCAError) -> LocalCA {
         let key: PrivateKey
         let certificate: X509Certificate
@@ -138,8 +158,17 @@ public final class LocalCA: Sendable {
         }
         var keyBytes = Array(keyPEM.utf8)
         defer { keyBytes.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
-        try files.replace(files.keyPath, with: keyBytes, mode: 0o600)
-        try files.replace(files.certificatePath, with: Array(certificatePEM.utf8), mode: 0o644)
+        let pendingKey = try files.writePending(files.keyPath, with: keyBytes, mode: 0o600)
+        let pendingCertificate: String
+        do throws(LocalCAError) {
+            pendingCertificate = try files.writePending(files.certificatePath, with: Array(certificatePEM.utf8), mode: 0o644)
+        } catch {
+            files.discard(pendingKey)
+            throw error
+        }
+        try files.commit(pendingKey, to: files.keyPath)
+        try files.commit(pendingCertificate, to: files.certificatePath)
+        try files.syncDirectory()
         return LocalCA(certificate: certificate, key: key, constraints: constraints, certificatePath: files.certificatePath)
     }
 

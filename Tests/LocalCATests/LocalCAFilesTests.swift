@@ -1,4 +1,5 @@
 import Crypto
+import FileTestSupport
 import Foundation
 @testable import LocalCA
 import XCTest
@@ -116,6 +117,43 @@ final class LocalCAFilesTests: CADirectoryTestCase {
         XCTAssertThrowsError(try authority()) { error in
             XCTAssertEqual(error as? LocalCAError, .keyMismatch(key: caDirectory + "/ca.key", certificate: caDirectory + "/ca.pem"))
         }
+    }
+
+    /// A reissue killed between its two renames leaves the new key in ca.key and its certificate
+    /// in ca.pem.new (beside the previous ca.pem, or none for a first CA): the next load renames
+    /// ca.pem.new over ca.pem and uses that CA. A ca.pem.new of another key changes nothing.
+    func testAReplacementCutShortBetweenItsRenamesIsCompletedOnLoad() throws {
+        for previous in ["ca.pem of the previous CA", "no ca.pem"] {
+            scratch.remove()
+            scratch = try TemporaryDirectory()
+            _ = try authority()
+            let next = try LocalCA.loadOrCreate(directory: scratch.path + "/next", hosts: [.exact("api.test")], now: testNow).0
+            let nextPEM = try scratch.bytes(of: "next/ca.pem")
+            try scratch.write(try scratch.bytes(of: "next/ca.key"), to: "forward-ca/ca.key")
+            try chmod("ca.key", 0o600)
+            try scratch.write(nextPEM, to: "forward-ca/ca.pem.new")
+            if previous == "no ca.pem" { try FileManager.default.removeItem(atPath: caDirectory + "/ca.pem") }
+            let (completed, change) = try authority([.exact("api.test")])
+            XCTAssertEqual(change, .loaded, previous)
+            XCTAssertEqual(completed.fingerprint, next.fingerprint, previous)
+            XCTAssertEqual(try bytes("ca.pem"), nextPEM, previous)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: caDirectory + "/ca.pem.new"), previous)
+        }
+        _ = try LocalCA.loadOrCreate(directory: scratch.path + "/other", hosts: [.exact("api.test")], now: testNow)
+        try scratch.write(try scratch.bytes(of: "other/ca.pem"), to: "forward-ca/ca.pem.new")
+        try scratch.write(Array(try PrivateKey.generate(.ecP256).pemRepresentation().utf8), to: "forward-ca/ca.key")
+        try chmod("ca.key", 0o600)
+        XCTAssertThrowsError(try authority([.exact("api.test")])) { error in
+            XCTAssertEqual(error as? LocalCAError, .keyMismatch(key: caDirectory + "/ca.key", certificate: caDirectory + "/ca.pem"))
+        }
+    }
+
+    /// A new CA leaves no `.new` file behind.
+    func testANewCALeavesNoPendingFile() throws {
+        _ = try authority()
+        _ = try authority([.exact("api.test")])
+        let names = try FileManager.default.contentsOfDirectory(atPath: caDirectory).sorted()
+        XCTAssertEqual(names, ["ca.key", "ca.pem"])
     }
 
     func testOneFileWithoutTheOtherIsRefused() throws {
