@@ -8,7 +8,8 @@ import Darwin
 #endif
 
 /// The TLS server configurations the forward proxy completes intercepted `CONNECT`s with: one per
-/// host, its leaf minted by the CA on first use, kept while it has more than an hour left, and at
+/// host, its leaf minted by the CA on first use, kept while it has more than an hour left (and has
+/// begun: a clock stepped back before its notBefore gets a new one), and at
 /// most `capacity` hosts kept (the least recently used dropped).
 ///
 /// Shared by every worker thread. Minting happens with the lock held: a P-256 key, one signature
@@ -41,8 +42,8 @@ public final class InterceptionCertificates: Sendable {
         let now = clock()
         return leaves.withLock { cache in
             if let configuration = cache.leaf(for: host, now: now) { return configuration }
-            guard let (configuration, notAfter) = try? mint(host, now: now) else { return nil }
-            cache.insert(configuration, for: host, notAfter: notAfter)
+            guard let (configuration, notBefore, notAfter) = try? mint(host, now: now) else { return nil }
+            cache.insert(configuration, for: host, notBefore: notBefore, notAfter: notAfter)
             return configuration
         }
     }
@@ -50,8 +51,8 @@ public final class InterceptionCertificates: Sendable {
     /// How many hosts have a leaf now.
     public var cachedHostCount: Int { leaves.withLock { $0.count } }
 
-    private func mint(_ host: String, now: Int64) throws -> (TLSConfiguration, notAfter: Int64) {
+    private func mint(_ host: String, now: Int64) throws -> (TLSConfiguration, notBefore: Int64, notAfter: Int64) {
         let (certificate, key) = try authority.issueLeaf(forHost: host, now: now)
-        return (try TLSConfiguration.server(certificateChain: [certificate], key: key), certificate.notAfter)
+        return (try TLSConfiguration.server(certificateChain: [certificate], key: key), certificate.notBefore, certificate.notAfter)
     }
 }

@@ -21,8 +21,9 @@ public final class LocalCA: Sendable {
         case loaded
         /// No CA was there: a new one.
         case created
-        /// The CA there was for other hosts (or about to expire): a new one replaced it, and
-        /// whoever trusted `previousFingerprint` must trust the new one instead.
+        /// The CA there was for other hosts (or about to expire, or not yet valid by the clock):
+        /// a new one replaced it, and whoever trusted `previousFingerprint` must trust the new
+        /// one instead.
         case reissued(previousFingerprint: String)
     }
 
@@ -69,7 +70,8 @@ public final class LocalCA: Sendable {
             guard let existing = try load(files, constraints: constraints) else {
                 return (try create(files, constraints: constraints, now: now), .created)
             }
-            if try existing.hasProfile(of: constraints) && existing.certificate.notAfter - now > renewalMargin {
+            if try existing.hasProfile(of: constraints), existing.certificate.notBefore <= now,
+               existing.certificate.notAfter - now > renewalMargin {
                 return (existing, .loaded)
             }
             return (try create(files, constraints: constraints, now: now), .reissued(previousFingerprint: existing.fingerprint))

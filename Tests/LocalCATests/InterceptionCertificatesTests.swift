@@ -43,6 +43,20 @@ final class InterceptionCertificatesTests: CADirectoryTestCase {
         XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === renewed)
     }
 
+    /// A clock stepped back past a cached leaf's notBefore: clients would refuse that leaf as not
+    /// yet valid, so a new one is minted (valid from the clock's new time).
+    func testALeafNotYetValidAfterTheClockSteppedBackIsMintedAgain() throws {
+        let clock = TestClock(testNow)
+        let leaves = try certificates(clock: clock)
+        let first = try XCTUnwrap(leaves.serverConfiguration(forHost: "api.test"))
+        clock.set(testNow - 300)
+        XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === first, "still valid at its notBefore")
+        clock.set(testNow - 3_600)
+        let again = try XCTUnwrap(leaves.serverConfiguration(forHost: "api.test"))
+        XCTAssertFalse(again === first)
+        XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === again)
+    }
+
     func testPastTheCapacityTheLeastRecentlyUsedHostIsDropped() throws {
         let leaves = try certificates(capacity: 2)
         let a = try XCTUnwrap(leaves.serverConfiguration(forHost: "a.example.com"))

@@ -76,6 +76,17 @@ final class LocalCAFilesTests: CADirectoryTestCase {
         }
     }
 
+    /// A clock stepped back before the CA's notBefore (more than its hour of back-dating): its
+    /// leaves would not be valid yet, so it is issued again.
+    func testACANotYetValidIsIssuedAgain() throws {
+        let (first, _) = try authority()
+        let (_, same) = try authority(now: first.certificate.notBefore)
+        XCTAssertEqual(same, .loaded)
+        let (second, change) = try authority(now: first.certificate.notBefore - 1)
+        XCTAssertEqual(change, .reissued(previousFingerprint: first.fingerprint))
+        XCTAssertEqual(second.certificate.notBefore, first.certificate.notBefore - 1 - 3_600)
+    }
+
     func testACAAboutToExpireIsIssuedAgain() throws {
         let (first, _) = try authority()
         let (_, change) = try authority(now: first.certificate.notAfter - 3_600)
