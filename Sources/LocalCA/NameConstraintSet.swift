@@ -14,17 +14,13 @@ public struct NameConstraintSet: Sendable, Equatable {
     /// The patterns, in the order given, without duplicates.
     public let hosts: [HostPattern]
 
-    /// Refuses an empty list and any pattern that is not a DNS name: the names go into an OpenSSL
-    /// configuration string, where `HostSyntax.isHostName` leaves no room for a comma or a colon.
+    /// Refuses an empty list and any pattern that is not a DNS name (`HostPattern.isDNSName`, the
+    /// rule `check` decides interception by): the names go into an OpenSSL configuration string,
+    /// where `HostSyntax.isHostName` leaves no room for a comma or a colon.
     public init(hosts: [HostPattern]) throws(LocalCAError) {
         var unique: [HostPattern] = []
         for host in hosts where !unique.contains(host) {
-            let name = switch host {
-            case .exact(let name): name
-            case .wildcard(let suffix): suffix
-            }
-            let isIPv4 = Array(name.utf8).withUnsafeBytes { HostSyntax.ipv4Octets($0, 0..<$0.count) != nil }
-            guard HostSyntax.isHostName(Substring(name)), !isIPv4 else { throw .notAHostName(host.description) }
+            guard host.isDNSName else { throw .notAHostName(host.description) }
             unique.append(host)
         }
         guard !unique.isEmpty else { throw .noHosts }

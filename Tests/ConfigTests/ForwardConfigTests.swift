@@ -266,6 +266,21 @@ final class ForwardConfigTests: XCTestCase {
         ])
     }
 
+    /// A wildcard over an IPv4 address is no name the CA can sign for (LocalCA refuses it): not
+    /// intercepted, and warned of like an address.
+    func testAWildcardOverAnIPv4AddressIsNotInterceptedAndWarnedOf() throws {
+        let config = try decode(forward: #"{ "listen": "127.0.0.1:8181" }"#, #"""
+            \#(identity), "routes": [
+              { "match": { "host": "api.test" }, "upstream": "https://api.test", "identity": "api" },
+              { "match": { "host": "*.10.0.0.1" }, "upstream": "https://10.0.0.1", "identity": "api" } ]
+            """#)
+        XCTAssertEqual(config.interceptedHosts, [.exact("api.test")])
+        XCTAssertEqual(config.forwardProxyWarnings, [
+            "$.routes[1].match.host: *.10.0.0.1 is not intercepted by the forward proxy: the CA signs for names only "
+                + "(route routes[1] is served on the other listeners)",
+        ])
+    }
+
     func testWithoutForwardOrWithRoutesNamingHostsThereIsNoWarning() throws {
         let routes = #"\#(identity), "routes": [ { "match": { "host": "10.0.0.5" }, "upstream": "https://10.0.0.5", "identity": "api" } ]"#
         XCTAssertEqual(try decodeConfig("{ \(routes) }").forwardProxyWarnings, [])
