@@ -70,12 +70,21 @@ struct CADirectory {
         return try body()
     }
 
-    /// The whole file, or nil when it does not exist. With `privateToOwner`, a file someone else
-    /// owns or may read is refused (checked on the open file, so a swap after the check is no hole).
+    /// The largest file `contents` reads: a CA's certificate or key is a few hundred bytes.
+    static let fileSizeLimit = 65_536
+
+    /// The whole file, or nil when it does not exist; refused when it is a symbolic link (named
+    /// so), not a regular file, or larger than `fileSizeLimit`. With `privateToOwner`, a file
+    /// someone else owns or may read is refused (checked on the open file, so a swap after the
+    /// check is no hole).
     func contents(_ file: String, privateToOwner: Bool) throws(LocalCAError) -> [UInt8]? {
-        let descriptor = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let descriptor = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
+            if errno == ELOOP {
+                let reason = "is a symbolic link (the CA's files must be regular files in its directory)"
+                throw privateToOwner ? .unsafeKeyFile(path: file, reason: reason) : .unreadable(path: file, reason: reason)
+            }
             throw .io(path: file, operation: "open", reason: errnoText())
         }
         defer { close(descriptor) }
@@ -94,7 +103,7 @@ struct CADirectory {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         // A CA certificate or key is a few hundred bytes; past 64 KiB it is no such file.
-        while bytes.count <= 65_536 {
+        while true {
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
@@ -102,6 +111,11 @@ struct CADirectory {
             }
             if count == 0 { break }
             bytes += chunk.prefix(count)
+            if bytes.count > Self.fileSizeLimit {
+                chunk.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
+                bytes.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
+                throw .unreadable(path: file, reason: "larger than \(Self.fileSizeLimit) bytes, so no CA certificate or key")
+            }
         }
         chunk.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
         return bytes

@@ -167,6 +167,30 @@ final class LocalCAFilesTests: CADirectoryTestCase {
         XCTAssertEqual(names, ["ca.key", "ca.pem"])
     }
 
+    /// A symlinked ca.key is refused in words, not with the system's "Too many levels of
+    /// symbolic links".
+    func testASymlinkedKeyIsRefusedAsASymbolicLink() throws {
+        _ = try authority()
+        try FileManager.default.moveItem(atPath: caDirectory + "/ca.key", toPath: scratch.path + "/elsewhere.key")
+        try FileManager.default.createSymbolicLink(atPath: caDirectory + "/ca.key", withDestinationPath: scratch.path + "/elsewhere.key")
+        XCTAssertThrowsError(try authority()) { error in
+            XCTAssertEqual(error as? LocalCAError, .unsafeKeyFile(
+                path: caDirectory + "/ca.key", reason: "is a symbolic link (the CA's files must be regular files in its directory)"))
+        }
+    }
+
+    /// A ca.pem past 64 KiB is refused, not read cut short (the certificate at its start would
+    /// load, and the rest go unseen).
+    func testACertificateFileLargerThan64KiBIsRefused() throws {
+        _ = try authority()
+        let padded = try bytes("ca.pem") + Array(String(repeating: "# padding\n", count: 7_000).utf8)
+        try scratch.write(padded, to: "forward-ca/ca.pem")
+        XCTAssertThrowsError(try authority()) { error in
+            XCTAssertEqual(error as? LocalCAError, .unreadable(
+                path: caDirectory + "/ca.pem", reason: "larger than 65536 bytes, so no CA certificate or key"))
+        }
+    }
+
     func testOneFileWithoutTheOtherIsRefused() throws {
         _ = try authority()
         try FileManager.default.removeItem(atPath: caDirectory + "/ca.pem")
