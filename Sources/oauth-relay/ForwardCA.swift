@@ -75,7 +75,10 @@ enum ForwardCA {
             logger.notice("forward proxy CA issued again for the routes' hosts; re-trust the CA: oauth-relay ca",
                           metadata: metadata.merging(["previousFingerprint": .string(previous)]) { new, _ in new })
         }
-        return InterceptionCertificates(authority: authority)
+        return InterceptionCertificates(authority: authority, mintingFailed: { host, reason in
+            logger.error("forward proxy cannot mint a leaf; the CONNECT is not intercepted",
+                         metadata: ["host": .string(host), "error": .string(reason)])
+        })
     }
 
     /// `config` with its CA certificate (`ca.pem`) among the files the relay polls, as it is now

@@ -2,6 +2,8 @@ import ByteBuffers
 import Crypto
 @testable import LocalCA
 import TLS
+import Dispatch
+import Synchronization
 import XCTest
 
 /// The leaves the forward proxy completes intercepted connections with: only for the routes'
@@ -55,6 +57,38 @@ final class InterceptionCertificatesTests: CADirectoryTestCase {
         let again = try XCTUnwrap(leaves.serverConfiguration(forHost: "api.test"))
         XCTAssertFalse(again === first)
         XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === again)
+    }
+
+    /// A leaf that cannot be minted (here: the CA has expired, so no validity fits in it) is
+    /// reported with the host and OpenSSL's reason, and the host gets no configuration.
+    func testALeafThatCannotBeMintedIsReported() throws {
+        let failures = Mutex<[String]>([])
+        let (authority, _) = try authority()
+        let leaves = InterceptionCertificates(authority: authority, clock: { authority.certificate.notAfter + 600 },
+                                              mintingFailed: { host, reason in failures.withLock { $0.append("\(host): \(reason)") } })
+        XCTAssertNil(leaves.serverConfiguration(forHost: "api.test"))
+        let reported = failures.withLock { $0 }
+        XCTAssertEqual(reported.count, 1)
+        XCTAssertTrue(reported.first?.hasPrefix("api.test: ") == true, "\(reported)")
+        XCTAssertFalse(reported.joined().contains("PRIVATE KEY"))
+        XCTAssertEqual(leaves.cachedHostCount, 0)
+    }
+
+    /// Many connections to a new host at once, each minting outside the lock: all get the same
+    /// leaf (the first inserted), and one is kept.
+    func testConcurrentRequestsForANewHostAllGetOneLeaf() throws {
+        let leaves = try certificates()
+        for round in 0..<20 {
+            let host = "h\(round).example.com"
+            let results = Mutex<[ObjectIdentifier]>([])
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                let configuration = leaves.serverConfiguration(forHost: host)!
+                results.withLock { $0.append(ObjectIdentifier(configuration)) }
+            }
+            XCTAssertEqual(Set(results.withLock { $0 }).count, 1, host)
+            XCTAssertTrue(leaves.serverConfiguration(forHost: host).map(ObjectIdentifier.init) == results.withLock { $0 }.first)
+        }
+        XCTAssertEqual(leaves.cachedHostCount, 20)
     }
 
     func testPastTheCapacityTheLeastRecentlyUsedHostIsDropped() throws {
