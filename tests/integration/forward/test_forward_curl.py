@@ -56,8 +56,16 @@ def test_the_leaf_is_for_api_test_alone_from_the_relays_ca_short_lived_ecdsa_p25
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID
 
-    with intercepted_connection(api_relay.port, API_HOST, api_relay.ca_pem) as conn:
-        assert conn.sock.selected_alpn_protocol() in (None, "http/1.1")
+    from forward_relay import client_context
+
+    # A client offering h2 first: the relay, which speaks HTTP/1.1 alone, picks http/1.1.
+    conn, answer = open_tunnel(api_relay.port, f"{API_HOST}:443")
+    assert answer.status == 200, answer.body[:300]
+    context = client_context(api_relay.ca_pem)
+    context.set_alpn_protocols(["h2", "http/1.1"])
+    conn.sock = context.wrap_socket(conn.sock, server_hostname=API_HOST)
+    with conn:
+        assert conn.sock.selected_alpn_protocol() == "http/1.1"
         pem = peer_certificate_pem(conn)
     assert issuer_of(pem) == subject_of(api_relay.ca_pem)
     leaf = x509.load_pem_x509_certificate(pem)
