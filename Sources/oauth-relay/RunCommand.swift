@@ -201,12 +201,8 @@ func serve(_ loadedConfig: RelayConfig, tls: ClientTLS = ClientTLS(), source: Co
         _ = running.reloader?.reload(trigger: "SIGHUP")
     })
 
-    // Metrics exist with the admin listener that serves them; without it nothing is counted.
-    let metrics = config.admin != nil && config.metrics ? RelayMetrics() : nil
-    let storage = try TokenStorage.open(config, logger: logger)
-    let tokens = try startTokenService(config, tls: tls, logger: logger, observer: metrics.map(TokenMetrics.init), storage: storage)
-    defer { tokens.stop() }
-    // The forward listener's CA (loaded, or made for the routes' hosts) and its leaves.
+    // The forward listener's CA (loaded, or made for the routes' hosts) and its leaves, before
+    // the token service starts: a CA that cannot be opened stops the relay at once.
     var leaves: CALeaves?
     if config.forward != nil {
         do throws(ForwardCA.Failure) {
@@ -218,6 +214,11 @@ func serve(_ loadedConfig: RelayConfig, tls: ClientTLS = ClientTLS(), source: Co
             throw ExitCode(1)
         }
     }
+    // Metrics exist with the admin listener that serves them; without it nothing is counted.
+    let metrics = config.admin != nil && config.metrics ? RelayMetrics() : nil
+    let storage = try TokenStorage.open(config, logger: logger)
+    let tokens = try startTokenService(config, tls: tls, logger: logger, observer: metrics.map(TokenMetrics.init), storage: storage)
+    defer { tokens.stop() }
     let settings = ProxySettings(config: config, tokens: tokens, tls: tls, interceptionLeaves: leaves)
     let workers = config.workers == 0 ? WorkerThread.processorCount : config.workers
     do {

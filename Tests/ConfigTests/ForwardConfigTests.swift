@@ -281,6 +281,19 @@ final class ForwardConfigTests: XCTestCase {
         ])
     }
 
+    func testAWildcardOverAOneLabelSuffixIsWarnedOf() throws {
+        let config = try decode(forward: #"{ "listen": "127.0.0.1:8181" }"#, #"""
+            \#(identity), "routes": [
+              { "match": { "host": "*.example.com" }, "upstream": "https://api.test", "identity": "api" },
+              { "name": "everything", "match": { "host": "*.com" }, "upstream": "https://api.test" } ]
+            """#)
+        XCTAssertEqual(config.interceptedHosts, [.wildcard(suffix: "com"), .wildcard(suffix: "example.com")])
+        XCTAssertEqual(config.forwardProxyWarnings, [
+            "$.routes[1].match.host: *.com lets the forward proxy's CA sign for every name under com (route everything); "
+                + "name the hosts, or a longer suffix",
+        ])
+    }
+
     func testWithoutForwardOrWithRoutesNamingHostsThereIsNoWarning() throws {
         let routes = #"\#(identity), "routes": [ { "match": { "host": "10.0.0.5" }, "upstream": "https://10.0.0.5", "identity": "api" } ]"#
         XCTAssertEqual(try decodeConfig("{ \(routes) }").forwardProxyWarnings, [])
