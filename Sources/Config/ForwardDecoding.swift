@@ -58,11 +58,17 @@ struct ForwardDecoding {
     private func readCredentials(_ field: Field) -> (path: String, credentials: ProxyCredentials)? {
         guard let path = context.files.existingFile(field) else { return nil }
         context.watch(field, path: path)
-        if let problem = PrivateFileMode.problem(ofFile: path) {
+        let bytes: [UInt8]
+        switch PrivateFileMode.contents(ofFile: path, limit: ReferencedFiles.fileSizeLimit) {
+        case .success(let read):
+            bytes = read
+        case .failure(.openToOthers(let problem)):
             context.report("\(problem): \(path)", at: field)
             return nil
+        case .failure(.unavailable(let unavailable)):
+            context.report("cannot read file (\(unavailable)): \(path)", at: field)
+            return nil
         }
-        guard let bytes = context.files.contents(of: path, at: field) else { return nil }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             context.report("file is not UTF-8 text: \(path)", at: field)
             return nil

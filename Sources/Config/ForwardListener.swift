@@ -53,14 +53,7 @@ extension RelayConfig {
 }
 
 extension HostPattern {
-    /// A DNS name or a wildcard over one, not an IP address.
-    public var isName: Bool {
-        switch self {
-        case .wildcard:
-            return true
-        case .exact(let host):
-            if host.contains(":") { return false }
-            return Array(host.utf8).withUnsafeBytes { HostSyntax.ipv4Octets($0, 0..<$0.count) == nil }
-        }
-    }
+    /// A DNS name or a wildcard over one, not an IP address nor a wildcard over an IPv4 address
+    /// (`isDNSName`, the rule the CA's name constraints follow).
+    public var isName: Bool { isDNSName }
 }

@@ -14,7 +14,7 @@ import Darwin
 struct CADirectory {
     let path: String
 
-    var certificatePath: String { path + "/ca.pem" }
+    var certificatePath: String { LocalCA.certificatePath(inDirectory: path) }
     var keyPath: String { path + "/ca.key" }
 
     /// Creates `path` (0700, and any missing parent 0700) unless it exists, then checks it.
@@ -70,12 +70,21 @@ struct CADirectory {
         return try body()
     }
 
-    /// The whole file, or nil when it does not exist. With `privateToOwner`, a file someone else
-    /// owns or may read is refused (checked on the open file, so a swap after the check is no hole).
+    /// The largest file `contents` reads: a CA's certificate or key is a few hundred bytes.
+    static let fileSizeLimit = 65_536
+
+    /// The whole file, or nil when it does not exist; refused when it is a symbolic link (named
+    /// so), not a regular file, or larger than `fileSizeLimit`. With `privateToOwner`, a file
+    /// someone else owns or may read is refused (checked on the open file, so a swap after the
+    /// check is no hole).
     func contents(_ file: String, privateToOwner: Bool) throws(LocalCAError) -> [UInt8]? {
-        let descriptor = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let descriptor = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
+            if errno == ELOOP {
+                let reason = "is a symbolic link (the CA's files must be regular files in its directory)"
+                throw privateToOwner ? .unsafeKeyFile(path: file, reason: reason) : .unreadable(path: file, reason: reason)
+            }
             throw .io(path: file, operation: "open", reason: errnoText())
         }
         defer { close(descriptor) }
@@ -94,7 +103,7 @@ struct CADirectory {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         // A CA certificate or key is a few hundred bytes; past 64 KiB it is no such file.
-        while bytes.count <= 65_536 {
+        while true {
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
@@ -102,16 +111,25 @@ struct CADirectory {
             }
             if count == 0 { break }
             bytes += chunk.prefix(count)
+            if bytes.count > Self.fileSizeLimit {
+                chunk.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
+                bytes.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
+                throw .unreadable(path: file, reason: "larger than \(Self.fileSizeLimit) bytes, so no CA certificate or key")
+            }
         }
         chunk.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
         return bytes
     }
 
-    /// Replaces `file` with `bytes`, mode `mode`: a temporary file in the directory, written and
-    /// fsynced, renamed over `file`, then the directory fsynced so that the rename survives a
-    /// power loss.
-    func replace(_ file: String, with bytes: [UInt8], mode: mode_t) throws(LocalCAError) {
-        let temporary = file + ".new"
+    /// Where `file`'s replacement is written before it is renamed over `file`.
+    static func pendingPath(_ file: String) -> String { file + ".new" }
+
+    /// Writes `bytes` to `file`'s pending replacement (`file.new`, mode `mode`), fsynced, and
+    /// returns its path; `commit` renames it over `file`. A CA's two files are both written so
+    /// before either is renamed: a process killed between the renames leaves `ca.pem.new`
+    /// matching the new `ca.key`, which `LocalCA` completes on the next load.
+    func writePending(_ file: String, with bytes: [UInt8], mode: mode_t) throws(LocalCAError) -> String {
+        let temporary = Self.pendingPath(file)
         unlink(temporary)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { throw .io(path: temporary, operation: "create", reason: errnoText()) }
@@ -124,13 +142,25 @@ struct CADirectory {
             failure = .io(path: temporary, operation: "fsync", reason: errnoText())
         }
         close(descriptor)
-        if failure == nil, rename(temporary, file) != 0 {
-            failure = .io(path: file, operation: "rename", reason: errnoText())
-        }
         if let failure {
             unlink(temporary)
             throw failure
         }
+        return temporary
+    }
+
+    /// Renames the pending replacement `pending` over `file`.
+    func commit(_ pending: String, to file: String) throws(LocalCAError) {
+        guard rename(pending, file) == 0 else { throw .io(path: file, operation: "rename", reason: errnoText()) }
+    }
+
+    /// Removes a pending replacement that will not be committed.
+    func discard(_ pending: String) {
+        unlink(pending)
+    }
+
+    /// fsyncs the directory, so that the renames in it survive a power loss.
+    func syncDirectory() throws(LocalCAError) {
         let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directory >= 0 else { throw .io(path: path, operation: "open", reason: errnoText()) }
         defer { close(directory) }

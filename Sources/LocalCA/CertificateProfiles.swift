@@ -12,7 +12,8 @@ enum CertificateProfiles {
     /// The longest common name X.509 admits (ub-common-name).
     static let commonNameLimit = 64
 
-    /// The CA: may sign end-entity certificates only (pathlen 0), for `constraints` only.
+    /// The CA: may sign end-entity certificates only (pathlen 0), TLS server certificates only
+    /// (extended key usage serverAuth), for `constraints` only.
     /// `label` tells CAs apart in a trust store's list (a few random hex digits).
     static func authority(constraints: NameConstraintSet, label: String, serialNumber: [UInt8], now: Int64) -> CertificateFields {
         CertificateFields(commonName: "oauth-relay forward proxy CA \(label)", serialNumber: serialNumber,
@@ -21,17 +22,27 @@ enum CertificateProfiles {
                               CertificateExtension(.basicConstraints, "critical,CA:TRUE,pathlen:0"),
                               CertificateExtension(.keyUsage, "critical,keyCertSign,cRLSign"),
                               CertificateExtension(.subjectKeyIdentifier, "hash"),
-                              CertificateExtension(.nameConstraints, constraints.extensionValue),
-                          ])
+                          ] + authorityLimits(constraints))
     }
 
-    /// A TLS server certificate for `host` alone (a name `NameConstraintSet.permits`), living a
-    /// day but never past the CA. A name longer than a common name may be is in the SAN only,
-    /// which is then critical (the subject is empty).
+    /// What the CA may sign for: the names (`constraints`) and the use (TLS servers). A CA on
+    /// disk whose extensions of these kinds differ from these (other hosts, or issued before a
+    /// limit was added) is issued again.
+    static func authorityLimits(_ constraints: NameConstraintSet) -> [CertificateExtension] {
+        [
+            CertificateExtension(.extendedKeyUsage, "serverAuth"),
+            CertificateExtension(.nameConstraints, constraints.extensionValue),
+        ]
+    }
+
+    /// A TLS server certificate for `host` alone (a name `NameConstraintSet.permits`), valid a
+    /// day in all (from its back-dated notBefore) but never past the CA. A name longer than a
+    /// common name may be is in the SAN only, which is then critical (the subject is empty).
     static func leaf(host: String, serialNumber: [UInt8], now: Int64, authorityNotAfter: Int64) -> CertificateFields {
         let fitsCommonName = host.utf8.count <= commonNameLimit
+        let notBefore = now - leafBackdating
         return CertificateFields(commonName: fitsCommonName ? host : nil, serialNumber: serialNumber,
-                                 notBefore: now - leafBackdating, notAfter: min(now + leafLifetime, authorityNotAfter),
+                                 notBefore: notBefore, notAfter: min(notBefore + leafLifetime, authorityNotAfter),
                                  extensions: [
                                      CertificateExtension(.basicConstraints, "critical,CA:FALSE"),
                                      CertificateExtension(.keyUsage, "critical,digitalSignature"),

@@ -21,8 +21,9 @@ public final class LocalCA: Sendable {
         case loaded
         /// No CA was there: a new one.
         case created
-        /// The CA there was for other hosts (or about to expire): a new one replaced it, and
-        /// whoever trusted `previousFingerprint` must trust the new one instead.
+        /// The CA there was for other hosts (or about to expire, or not yet valid by the clock):
+        /// a new one replaced it, and whoever trusted `previousFingerprint` must trust the new
+        /// one instead.
         case reissued(previousFingerprint: String)
     }
 
@@ -44,6 +45,11 @@ public final class LocalCA: Sendable {
 
     public var hosts: [HostPattern] { constraints.hosts }
 
+    /// Where the CA in `directory` keeps its certificate (`ca.pem`).
+    public static func certificatePath(inDirectory directory: String) -> String {
+        directory + "/ca.pem"
+    }
+
     /// The SHA-256 fingerprint as `openssl x509 -fingerprint -sha256` prints it: `AA:BB:…`.
     public var fingerprint: String { Self.fingerprintText(certificate.sha256Fingerprint) }
 
@@ -64,12 +70,24 @@ public final class LocalCA: Sendable {
             guard let existing = try load(files, constraints: constraints) else {
                 return (try create(files, constraints: constraints, now: now), .created)
             }
-            let sameHosts = Set(existing.certificate.permittedDNSNames) == Set(constraints.permittedDNSNames)
-            if sameHosts && existing.certificate.notAfter - now > renewalMargin {
+            if try existing.hasProfile(of: constraints), existing.certificate.notBefore <= now,
+               existing.certificate.notAfter - now > renewalMargin {
                 return (existing, .loaded)
             }
             return (try create(files, constraints: constraints, now: now), .reissued(previousFingerprint: existing.fingerprint))
         }
+    }
+
+    /// Whether the certificate limits the CA as one issued now for `constraints` would: the same
+    /// name constraints and extended key usage, byte for byte. A CA for other hosts, or one
+    /// issued before a limit was added, does not.
+    func hasProfile(of constraints: NameConstraintSet) throws(LocalCAError) -> Bool {
+        for limit in CertificateProfiles.authorityLimits(constraints) {
+            let expected: [UInt8]
+            do throws(CryptoError) { expected = try limit.der() } catch { throw .crypto(error) }
+            guard certificate.extensionDER(limit.kind) == expected else { return false }
+        }
+        return true
     }
 
     /// The CA in `files`, or nil when neither file exists.
@@ -79,14 +97,14 @@ public final class LocalCA: Sendable {
         switch (keyBytes, certificateBytes) {
         case (nil, nil):
             return nil
-        case (_?, nil):
-            throw .incomplete(present: files.keyPath, missing: files.certificatePath)
         case (nil, _?):
             throw .incomplete(present: files.certificatePath, missing: files.keyPath)
-        case let (keyBytes?, certificateBytes?):
-            let certificate: X509Certificate
+        case let (keyBytes?, certificateBytes):
+            let certificate: X509Certificate?
             do throws(CryptoError) {
-                certificate = try X509Certificate(pem: String(decoding: certificateBytes, as: UTF8.self))
+                certificate = try certificateBytes.map { bytes throws(CryptoError) in
+                    try X509Certificate(pem: String(decoding: bytes, as: UTF8.self))
+                }
             } catch {
                 throw .unreadable(path: files.certificatePath, reason: "\(error)")
             }
@@ -97,13 +115,33 @@ public final class LocalCA: Sendable {
                 throw .unreadable(path: files.keyPath, reason: "\(error)")
             }
             guard key.kind == .ecP256 else { throw .unreadable(path: files.keyPath, reason: "not an EC P-256 key") }
-            guard certificate.isCertified(key) else { throw .keyMismatch(key: files.keyPath, certificate: files.certificatePath) }
-            return LocalCA(certificate: certificate, key: key, constraints: constraints, certificatePath: files.certificatePath)
+            if let certificate, certificate.isCertified(key) {
+                return LocalCA(certificate: certificate, key: key, constraints: constraints, certificatePath: files.certificatePath)
+            }
+            if let completed = try completeReplacement(files, key: key) {
+                return LocalCA(certificate: completed, key: key, constraints: constraints, certificatePath: files.certificatePath)
+            }
+            guard certificate != nil else { throw .incomplete(present: files.keyPath, missing: files.certificatePath) }
+            throw .keyMismatch(key: files.keyPath, certificate: files.certificatePath)
         }
     }
 
-    /// A new CA for `constraints`, written to `files`: the key first, so that a certificate on
-    /// disk never names a key that is not there.
+    /// A replacement cut short between its two renames (`create`): `ca.key` is the new key and
+    /// `ca.pem.new` its certificate, renamed over `ca.pem` now. Nil when `ca.pem.new` is missing,
+    /// unreadable, or not `key`'s certificate (then the pair is refused as before).
+    private static func completeReplacement(_ files: CADirectory, key: PrivateKey) throws(LocalCAError) -> X509Certificate? {
+        let pending = CADirectory.pendingPath(files.certificatePath)
+        guard let bytes = try files.contents(pending, privateToOwner: false),
+              let certificate = try? X509Certificate(pem: String(decoding: bytes, as: UTF8.self)),
+              certificate.isCertified(key) else { return nil }
+        try files.commit(pending, to: files.certificatePath)
+        try files.syncDirectory()
+        return certificate
+    }
+
+    /// A new CA for `constraints`, written to `files`: both files written and fsynced as `.new`
+    /// files, then renamed, the key first (a process killed between the renames leaves a key
+    /// whose certificate is `ca.pem.new`: `load` completes the replacement).
     private static func create(_ files: CADirectory, constraints: NameConstraintSet, now: Int64) throws(LocalCAError) -> LocalCA {
         let key: PrivateKey
         let certificate: X509Certificate
@@ -122,8 +160,17 @@ public final class LocalCA: Sendable {
         }
         var keyBytes = Array(keyPEM.utf8)
         defer { keyBytes.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
-        try files.replace(files.keyPath, with: keyBytes, mode: 0o600)
-        try files.replace(files.certificatePath, with: Array(certificatePEM.utf8), mode: 0o644)
+        let pendingKey = try files.writePending(files.keyPath, with: keyBytes, mode: 0o600)
+        let pendingCertificate: String
+        do throws(LocalCAError) {
+            pendingCertificate = try files.writePending(files.certificatePath, with: Array(certificatePEM.utf8), mode: 0o644)
+        } catch {
+            files.discard(pendingKey)
+            throw error
+        }
+        try files.commit(pendingKey, to: files.keyPath)
+        try files.commit(pendingCertificate, to: files.certificatePath)
+        try files.syncDirectory()
         return LocalCA(certificate: certificate, key: key, constraints: constraints, certificatePath: files.certificatePath)
     }
 

@@ -6,7 +6,7 @@ import Routing
 ///
 /// `.exact("api.test")` permits the DNS subtree `api.test`, `.wildcard(suffix: "example.com")`
 /// the subtree `.example.com` (its subdomains, not `example.com` itself: OpenSSL's form, which
-/// browsers read the same way). Every IP address is excluded (`0.0.0.0/0`, `::/0`). A permitted
+/// browsers read the same way). E-mail addresses and URIs are confined to `.invalid`, every IP address is excluded (`0.0.0.0/0`, `::/0`). A permitted
 /// DNS subtree is wider than an exact pattern: X.509 cannot say "this name and none below it",
 /// so `api.test` also permits `a.api.test`. `permits` is the exact rule: the proxy mints leaves
 /// only for the names the routes match.
@@ -14,17 +14,13 @@ public struct NameConstraintSet: Sendable, Equatable {
     /// The patterns, in the order given, without duplicates.
     public let hosts: [HostPattern]
 
-    /// Refuses an empty list and any pattern that is not a DNS name: the names go into an OpenSSL
-    /// configuration string, where `HostSyntax.isHostName` leaves no room for a comma or a colon.
+    /// Refuses an empty list and any pattern that is not a DNS name (`HostPattern.isDNSName`, the
+    /// rule `check` decides interception by): the names go into an OpenSSL configuration string,
+    /// where `HostSyntax.isHostName` leaves no room for a comma or a colon.
     public init(hosts: [HostPattern]) throws(LocalCAError) {
         var unique: [HostPattern] = []
         for host in hosts where !unique.contains(host) {
-            let name = switch host {
-            case .exact(let name): name
-            case .wildcard(let suffix): suffix
-            }
-            let isIPv4 = Array(name.utf8).withUnsafeBytes { HostSyntax.ipv4Octets($0, 0..<$0.count) != nil }
-            guard HostSyntax.isHostName(Substring(name)), !isIPv4 else { throw .notAHostName(host.description) }
+            guard host.isDNSName else { throw .notAHostName(host.description) }
             unique.append(host)
         }
         guard !unique.isEmpty else { throw .noHosts }
@@ -41,9 +37,12 @@ public struct NameConstraintSet: Sendable, Equatable {
         }
     }
 
-    /// The extension's value in OpenSSL's configuration syntax.
+    /// The extension's value in OpenSSL's configuration syntax. Besides the DNS names, the only
+    /// e-mail addresses and URIs permitted are under `.invalid` (RFC 6761: none exist), so that
+    /// the CA's key cannot sign an S/MIME or client certificate naming a real address.
     var extensionValue: String {
-        (["critical"] + permittedDNSNames.map { "permitted;DNS:" + $0 } + ["excluded;IP:0.0.0.0/0.0.0.0", "excluded;IP:::/::"])
+        (["critical"] + permittedDNSNames.sorted().map { "permitted;DNS:" + $0 }
+            + ["permitted;email:.invalid", "permitted;URI:.invalid", "excluded;IP:0.0.0.0/0.0.0.0", "excluded;IP:::/::"])
             .joined(separator: ",")
     }
 

@@ -53,3 +53,23 @@ public enum HostPattern: Sendable, Equatable, Hashable, CustomStringConvertible 
         return .exact(String(host))
     }
 }
+
+extension HostPattern {
+    /// The DNS name the pattern is about: an exact host, or a wildcard's suffix.
+    public var name: String {
+        switch self {
+        case .exact(let host): host
+        case .wildcard(let suffix): suffix
+        }
+    }
+
+    /// A DNS name, or a wildcard over one: not an IP address (`10.0.0.5`, `::1`), nor a wildcard
+    /// over an IPv4 address (`*.10.0.0.1`). The one rule for what the forward proxy intercepts
+    /// (`RelayConfig.interceptedHosts`) and what its CA may be constrained to
+    /// (`NameConstraintSet`), so that `check` and `run` agree.
+    public var isDNSName: Bool {
+        let name = name
+        guard HostSyntax.isHostName(Substring(name)) else { return false }
+        return Array(name.utf8).withUnsafeBytes { HostSyntax.ipv4Octets($0, 0..<$0.count) == nil }
+    }
+}

@@ -16,18 +16,15 @@ struct CALeaves: InterceptionLeaves {
 }
 
 extension CALeaves {
-    /// The leaves for the configuration a reload puts in force: those in force while the CA's
-    /// directory and the routes' hosts stay the same (no file is read, no leaf minted again);
-    /// otherwise the CA opened again, which issues a new one for the new hosts and logs it.
-    static func forReload(from old: RelayConfig, leaves: (any InterceptionLeaves)?, to new: RelayConfig,
+    /// The leaves for the configuration a reload puts in force. The CA's files are read again
+    /// whatever changed: the leaves in force stay while the CA there is still theirs (same
+    /// fingerprint, same hosts); a CA replaced in the directory (`oauth-relay ca` run with another
+    /// configuration), or issued anew for new hosts, gets leaves of its own, and is logged.
+    static func forReload(leaves: (any InterceptionLeaves)?, to new: RelayConfig,
                           logger: Logger) throws(ForwardCA.Failure) -> (any InterceptionLeaves)? {
         guard new.forward != nil else { return nil }
-        let environment = ProcessInfo.processInfo.environment
-        if old.forward != nil, old.interceptedHosts == new.interceptedHosts,
-           (try? ForwardCA.directory(config: old, environment: environment))
-               == (try? ForwardCA.directory(config: new, environment: environment)) {
-            return leaves
-        }
-        return try ForwardCA.open(config: new, environment: environment, logger: logger).map(CALeaves.init)
+        let current = (leaves as? CALeaves)?.certificates
+        let opened = try ForwardCA.open(config: new, environment: ProcessInfo.processInfo.environment, logger: logger, keeping: current)
+        return opened.map(CALeaves.init)
     }
 }

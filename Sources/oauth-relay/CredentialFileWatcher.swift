@@ -1,7 +1,8 @@
 // CredentialFileWatcher: on the main thread's loop, every `limits.credentialFilePollSeconds`, looks
 // at (stats, never reads) the files the configuration in force names for long-lived objects — TLS
 // certificates, keys and CA bundles of the listener, the routes and the identities' token
-// endpoints, DPoP key files, the store's key file — and when one changed, re-applies that
+// endpoints, DPoP key files, the store's key file, the forward proxy's ca.pem (ForwardCA
+// .watchingCertificate) — and when one changed, re-applies that
 // configuration (Reloader.reapply), so a rotation needs neither a restart nor a SIGHUP.
 //
 // What counts as a change, decided with no I/O, is WatchedFiles' (`FileIdentity`: a Kubernetes

@@ -2,6 +2,7 @@ import Config
 import LocalCA
 import Logging
 import TokenStore
+import WatchedFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,13 +47,21 @@ enum ForwardCA {
         }
     }
 
-    /// For `run`: the leaves the forward listener intercepts with, or nil when no route names a
-    /// host (then it only tunnels, and no CA is made). A CA made now, or made again because the
-    /// hosts changed, is logged at notice level: clients must trust it (`oauth-relay ca`).
-    static func open(config: RelayConfig, environment: [String: String], logger: Logger) throws(Failure) -> InterceptionCertificates? {
+    /// For `run` and a reload: the leaves the forward listener intercepts with, or nil when no
+    /// route names a host (then it only tunnels, and no CA is made). The CA's files are read
+    /// every time: `current`'s leaves are kept only while the CA there is the one they come from
+    /// (so a CA another `oauth-relay ca` replaced is put in force, not the old one's leaves).
+    /// A CA made now, or made again because the hosts changed, is logged at notice level: clients
+    /// must trust it (`oauth-relay ca`).
+    static func open(config: RelayConfig, environment: [String: String], logger: Logger,
+                     keeping current: InterceptionCertificates? = nil) throws(Failure) -> InterceptionCertificates? {
         guard config.forward != nil else { throw .noForwardListener }
         guard !config.interceptedHosts.isEmpty else { return nil }
         let (authority, change) = try authority(config: config, environment: environment, now: Int64(time(nil)))
+        if let current, change == .loaded, current.authority.fingerprint == authority.fingerprint,
+           current.authority.hosts == authority.hosts {
+            return current
+        }
         let metadata: Logger.Metadata = [
             "certificate": .string(authority.certificatePath), "fingerprint": .string(authority.fingerprint),
             "hosts": .string(authority.hosts.map(\.description).joined(separator: " ")),
@@ -66,6 +75,22 @@ enum ForwardCA {
             logger.notice("forward proxy CA issued again for the routes' hosts; re-trust the CA: oauth-relay ca",
                           metadata: metadata.merging(["previousFingerprint": .string(previous)]) { new, _ in new })
         }
-        return InterceptionCertificates(authority: authority)
+        return InterceptionCertificates(authority: authority, mintingFailed: { host, reason in
+            logger.error("forward proxy cannot mint a leaf; the CONNECT is not intercepted",
+                         metadata: ["host": .string(host), "error": .string(reason)])
+        })
+    }
+
+    /// `config` with its CA certificate (`ca.pem`) among the files the relay polls, as it is now
+    /// (call it before the CA is read): a CA replaced there (`oauth-relay ca` with another
+    /// configuration) re-applies the configuration, which puts that CA in force.
+    static func watchingCertificate(of config: RelayConfig, environment: [String: String]) -> RelayConfig {
+        guard !config.interceptedHosts.isEmpty, let directory = try? directory(config: config, environment: environment) else {
+            return config
+        }
+        var watching = config
+        let path = LocalCA.certificatePath(inDirectory: directory)
+        watching.watchedFiles.append(WatchedFile(key: "$.forward.caDirectory", path: path, atLoad: FileIdentity.observe(path: path)))
+        return watching
     }
 }

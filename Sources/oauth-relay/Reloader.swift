@@ -26,6 +26,7 @@ import SafeText
 import TokenStore
 import Tokens
 import HTTPFields
+import FoundationEssentials
 
 final class Reloader {
     private let source: ConfigSource?
@@ -90,9 +91,11 @@ final class Reloader {
             metrics?.reloadEnded(applied: false)
             return .rejected(errors: restartOnly)
         }
+        // Its CA certificate is polled too (observed before the CA is read).
+        let inForce = ForwardCA.watchingCertificate(of: loaded.config, environment: ProcessInfo.processInfo.environment)
         let leaves: (any InterceptionLeaves)?
         do throws(ForwardCA.Failure) {
-            leaves = try CALeaves.forReload(from: config, leaves: server.settings.interceptionLeaves, to: loaded.config, logger: logger)
+            leaves = try CALeaves.forReload(leaves: server.settings.interceptionLeaves, to: inForce, logger: logger)
         } catch {
             let errors = ["$.forward: cannot open the forward proxy CA: \(error)"]
             if logRejection { return reject(errors, trigger: trigger) }
@@ -102,9 +105,9 @@ final class Reloader {
         rotateStoreKey(to: loaded.config.store)
         let change = tokens.replace(identities: loaded.config.identities, tls: loaded.tls.identities,
                                     limits: tokenClientLimits(loaded.config))
-        server.reload(ProxySettings(config: loaded.config, tokens: tokens, identities: change.set, tls: loaded.tls,
+        server.reload(ProxySettings(config: inForce, tokens: tokens, identities: change.set, tls: loaded.tls,
                                     interceptionLeaves: leaves))
-        config = loaded.config
+        config = inForce
         text = loaded.text
         metrics?.reloadEnded(applied: true)
         logger.info("configuration reloaded", metadata: [

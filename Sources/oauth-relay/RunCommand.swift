@@ -165,9 +165,12 @@ func tokenClientLimits(_ config: RelayConfig) -> HTTPClientLimits {
 /// `whileServing` runs once the listeners are bound (the demo prints its instructions there).
 /// `until`, asked four times a second, stops the relay like a SIGTERM once it says so (`login`
 /// without a running relay serves until the person has logged in).
-func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), source: ConfigSource? = nil, logger: Logger,
+func serve(_ loadedConfig: RelayConfig, tls: ClientTLS = ClientTLS(), source: ConfigSource? = nil, logger: Logger,
            whileServing: (RelayServer) -> Void = { _ in }, until: ((TokenService) -> Bool)? = nil) throws {
     SignalWatcher.ignoreBrokenPipe()
+    // The forward proxy's CA certificate is polled with the configuration's files (observed
+    // before the CA is read).
+    let config = ForwardCA.watchingCertificate(of: loadedConfig, environment: ProcessInfo.processInfo.environment)
     // The signal watchers exist before any worker binds: a SIGTERM that arrives while the
     // listeners start is queued by libuv and handled once the loop runs, instead of killing
     // a process that already accepts connections.
@@ -198,12 +201,8 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), source: ConfigSo
         _ = running.reloader?.reload(trigger: "SIGHUP")
     })
 
-    // Metrics exist with the admin listener that serves them; without it nothing is counted.
-    let metrics = config.admin != nil && config.metrics ? RelayMetrics() : nil
-    let storage = try TokenStorage.open(config, logger: logger)
-    let tokens = try startTokenService(config, tls: tls, logger: logger, observer: metrics.map(TokenMetrics.init), storage: storage)
-    defer { tokens.stop() }
-    // The forward listener's CA (loaded, or made for the routes' hosts) and its leaves.
+    // The forward listener's CA (loaded, or made for the routes' hosts) and its leaves, before
+    // the token service starts: a CA that cannot be opened stops the relay at once.
     var leaves: CALeaves?
     if config.forward != nil {
         do throws(ForwardCA.Failure) {
@@ -215,6 +214,11 @@ func serve(_ config: RelayConfig, tls: ClientTLS = ClientTLS(), source: ConfigSo
             throw ExitCode(1)
         }
     }
+    // Metrics exist with the admin listener that serves them; without it nothing is counted.
+    let metrics = config.admin != nil && config.metrics ? RelayMetrics() : nil
+    let storage = try TokenStorage.open(config, logger: logger)
+    let tokens = try startTokenService(config, tls: tls, logger: logger, observer: metrics.map(TokenMetrics.init), storage: storage)
+    defer { tokens.stop() }
     let settings = ProxySettings(config: config, tokens: tokens, tls: tls, interceptionLeaves: leaves)
     let workers = config.workers == 0 ? WorkerThread.processorCount : config.workers
     do {

@@ -266,6 +266,34 @@ final class ForwardConfigTests: XCTestCase {
         ])
     }
 
+    /// A wildcard over an IPv4 address is no name the CA can sign for (LocalCA refuses it): not
+    /// intercepted, and warned of like an address.
+    func testAWildcardOverAnIPv4AddressIsNotInterceptedAndWarnedOf() throws {
+        let config = try decode(forward: #"{ "listen": "127.0.0.1:8181" }"#, #"""
+            \#(identity), "routes": [
+              { "match": { "host": "api.test" }, "upstream": "https://api.test", "identity": "api" },
+              { "match": { "host": "*.10.0.0.1" }, "upstream": "https://10.0.0.1", "identity": "api" } ]
+            """#)
+        XCTAssertEqual(config.interceptedHosts, [.exact("api.test")])
+        XCTAssertEqual(config.forwardProxyWarnings, [
+            "$.routes[1].match.host: *.10.0.0.1 is not intercepted by the forward proxy: the CA signs for names only "
+                + "(route routes[1] is served on the other listeners)",
+        ])
+    }
+
+    func testAWildcardOverAOneLabelSuffixIsWarnedOf() throws {
+        let config = try decode(forward: #"{ "listen": "127.0.0.1:8181" }"#, #"""
+            \#(identity), "routes": [
+              { "match": { "host": "*.example.com" }, "upstream": "https://api.test", "identity": "api" },
+              { "name": "everything", "match": { "host": "*.com" }, "upstream": "https://api.test" } ]
+            """#)
+        XCTAssertEqual(config.interceptedHosts, [.wildcard(suffix: "com"), .wildcard(suffix: "example.com")])
+        XCTAssertEqual(config.forwardProxyWarnings, [
+            "$.routes[1].match.host: *.com lets the forward proxy's CA sign for every name under com (route everything); "
+                + "name the hosts, or a longer suffix",
+        ])
+    }
+
     func testWithoutForwardOrWithRoutesNamingHostsThereIsNoWarning() throws {
         let routes = #"\#(identity), "routes": [ { "match": { "host": "10.0.0.5" }, "upstream": "https://10.0.0.5", "identity": "api" } ]"#
         XCTAssertEqual(try decodeConfig("{ \(routes) }").forwardProxyWarnings, [])

@@ -2,6 +2,8 @@ import ByteBuffers
 import Crypto
 @testable import LocalCA
 import TLS
+import Dispatch
+import Synchronization
 import XCTest
 
 /// The leaves the forward proxy completes intercepted connections with: only for the routes'
@@ -33,12 +35,60 @@ final class InterceptionCertificatesTests: CADirectoryTestCase {
         let clock = TestClock(testNow)
         let leaves = try certificates(clock: clock)
         let first = try XCTUnwrap(leaves.serverConfiguration(forHost: "api.test"))
-        clock.set(testNow + 23 * 3_600 - 60)
+        // The leaf ends a day after its notBefore, five minutes before `testNow`.
+        let renewal = testNow - 300 + 86_400 - 3_600
+        clock.set(renewal - 60)
         XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === first)
-        clock.set(testNow + 23 * 3_600 + 60)
+        clock.set(renewal + 60)
         let renewed = try XCTUnwrap(leaves.serverConfiguration(forHost: "api.test"))
         XCTAssertFalse(renewed === first)
         XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === renewed)
+    }
+
+    /// A clock stepped back past a cached leaf's notBefore: clients would refuse that leaf as not
+    /// yet valid, so a new one is minted (valid from the clock's new time).
+    func testALeafNotYetValidAfterTheClockSteppedBackIsMintedAgain() throws {
+        let clock = TestClock(testNow)
+        let leaves = try certificates(clock: clock)
+        let first = try XCTUnwrap(leaves.serverConfiguration(forHost: "api.test"))
+        clock.set(testNow - 300)
+        XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === first, "still valid at its notBefore")
+        clock.set(testNow - 3_600)
+        let again = try XCTUnwrap(leaves.serverConfiguration(forHost: "api.test"))
+        XCTAssertFalse(again === first)
+        XCTAssertTrue(leaves.serverConfiguration(forHost: "api.test") === again)
+    }
+
+    /// A leaf that cannot be minted (here: the CA has expired, so no validity fits in it) is
+    /// reported with the host and OpenSSL's reason, and the host gets no configuration.
+    func testALeafThatCannotBeMintedIsReported() throws {
+        let failures = Mutex<[String]>([])
+        let (authority, _) = try authority()
+        let leaves = InterceptionCertificates(authority: authority, clock: { authority.certificate.notAfter + 600 },
+                                              mintingFailed: { host, reason in failures.withLock { $0.append("\(host): \(reason)") } })
+        XCTAssertNil(leaves.serverConfiguration(forHost: "api.test"))
+        let reported = failures.withLock { $0 }
+        XCTAssertEqual(reported.count, 1)
+        XCTAssertTrue(reported.first?.hasPrefix("api.test: ") == true, "\(reported)")
+        XCTAssertFalse(reported.joined().contains("PRIVATE KEY"))
+        XCTAssertEqual(leaves.cachedHostCount, 0)
+    }
+
+    /// Many connections to a new host at once, each minting outside the lock: all get the same
+    /// leaf (the first inserted), and one is kept.
+    func testConcurrentRequestsForANewHostAllGetOneLeaf() throws {
+        let leaves = try certificates()
+        for round in 0..<20 {
+            let host = "h\(round).example.com"
+            let results = Mutex<[ObjectIdentifier]>([])
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                let configuration = leaves.serverConfiguration(forHost: host)!
+                results.withLock { $0.append(ObjectIdentifier(configuration)) }
+            }
+            XCTAssertEqual(Set(results.withLock { $0 }).count, 1, host)
+            XCTAssertTrue(leaves.serverConfiguration(forHost: host).map(ObjectIdentifier.init) == results.withLock { $0 }.first)
+        }
+        XCTAssertEqual(leaves.cachedHostCount, 20)
     }
 
     func testPastTheCapacityTheLeastRecentlyUsedHostIsDropped() throws {
@@ -52,18 +102,18 @@ final class InterceptionCertificatesTests: CADirectoryTestCase {
         XCTAssertFalse(leaves.serverConfiguration(forHost: "b.example.com") === b)
     }
 
-    /// Also the figure for the report: what minting one leaf (key, signature, SSL_CTX) costs
-    /// with the lock held.
-    func testTheDefaultCapacityHolds1024HostsAndMintingIsWellUnderAMillisecond() throws {
+    /// Past the capacity, 1,024 hosts are kept, the first minted (the least recently used) dropped.
+    /// The time per leaf is printed for the record, not asserted: a bound fails under sanitizers.
+    func testTheDefaultCapacityHolds1024Hosts() throws {
         let leaves = try certificates()
         let clock = ContinuousClock()
+        let first = try XCTUnwrap(leaves.serverConfiguration(forHost: "h0.example.com"))
         let elapsed = clock.measure {
-            for index in 0...1_024 { _ = leaves.serverConfiguration(forHost: "h\(index).example.com") }
+            for index in 1...1_024 { _ = leaves.serverConfiguration(forHost: "h\(index).example.com") }
         }
         XCTAssertEqual(leaves.cachedHostCount, 1_024)
-        let perLeaf = elapsed / 1_025
-        print("minting one leaf (P-256 key, ECDSA signature, SSL_CTX): \(perLeaf)")
-        XCTAssertLessThan(perLeaf, .milliseconds(5))
+        XCTAssertFalse(leaves.serverConfiguration(forHost: "h0.example.com") === first)
+        print("minting one leaf (P-256 key, ECDSA signature, SSL_CTX): \(elapsed / 1_024)")
     }
 
     /// A client that trusts only `ca.pem` completes TLS with the leaf for the host it named.

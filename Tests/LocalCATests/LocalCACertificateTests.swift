@@ -17,7 +17,41 @@ final class LocalCACertificateTests: CADirectoryTestCase {
         XCTAssertEqual(X509_check_ca(certificate.pointer), 1)
         XCTAssertEqual(X509_get_pathlen(certificate.pointer), 0)
         XCTAssertEqual(X509_get_key_usage(certificate.pointer), UInt32(KU_KEY_CERT_SIGN | KU_CRL_SIGN))
-        XCTAssertEqual(certificate.permittedDNSNames, ["api.test", ".example.com"])
+        XCTAssertEqual(certificate.permittedDNSNames, [".example.com", "api.test"])
+    }
+
+    func testTheCAMaySignForTLSServersOnly() throws {
+        let (ca, _) = try authority()
+        XCTAssertEqual(OpenSSLChecks.isCritical(ca.certificate, NID_ext_key_usage), false)
+        XCTAssertEqual(X509_get_extended_key_usage(ca.certificate.pointer), UInt32(XKU_SSL_SERVER))
+    }
+
+    /// A stolen CA key cannot make an S/MIME or a TLS client certificate anyone accepts: the CA's
+    /// extended key usage refuses the purpose, and its name constraints any e-mail address or
+    /// URI outside `.invalid`, even in a server certificate for a permitted host.
+    func testLeavesForOtherUsesOrNamingAnAddressOrURISignedByTheCAKeyAreRefused() throws {
+        let (ca, _) = try authority()
+        func leaf(_ usage: String, _ names: String) throws -> X509Certificate {
+            let key = try PrivateKey.generate(.ecP256)
+            let fields = CertificateFields(commonName: "other use", serialNumber: [3], notBefore: testNow - 60, notAfter: testNow + 3_600,
+                                           extensions: [CertificateExtension(.basicConstraints, "critical,CA:FALSE"),
+                                                        CertificateExtension(.extendedKeyUsage, usage),
+                                                        CertificateExtension(.subjectAltName, names)])
+            return try X509Certificate.issue(fields, subjectKey: key.publicKey, issuer: ca.certificate, issuerKey: ca.key)
+        }
+        let smime = try leaf("emailProtection", "email:alice@example.com")
+        XCTAssertEqual(OpenSSLChecks.verify(smime, under: ca.certificate, host: nil, at: testNow, purpose: X509_PURPOSE_SMIME_SIGN),
+                       X509_V_ERR_INVALID_PURPOSE)
+        let client = try leaf("clientAuth", "DNS:api.test")
+        XCTAssertEqual(OpenSSLChecks.verify(client, under: ca.certificate, host: nil, at: testNow, purpose: X509_PURPOSE_SSL_CLIENT),
+                       X509_V_ERR_INVALID_PURPOSE)
+        for names in ["DNS:api.test,email:alice@example.com", "DNS:api.test,URI:https://www.example.org/"] {
+            let server = try leaf("serverAuth", names)
+            let result = OpenSSLChecks.verify(server, under: ca.certificate, host: "api.test", at: testNow)
+            XCTAssertEqual(result, X509_V_ERR_PERMITTED_VIOLATION, "\(names): \(OpenSSLChecks.text(result))")
+        }
+        let server = try leaf("serverAuth", "DNS:api.test")
+        XCTAssertEqual(OpenSSLChecks.verify(server, under: ca.certificate, host: "api.test", at: testNow), X509_V_OK)
     }
 
     func testTheCALivesTenYearsBackdatedAnHour() throws {
@@ -39,7 +73,7 @@ final class LocalCACertificateTests: CADirectoryTestCase {
         let (ca, _) = try authority()
         let leaf = try ca.issueLeaf(forHost: "api.test", now: testNow).certificate
         XCTAssertEqual(leaf.notBefore, testNow - 300)
-        XCTAssertEqual(leaf.notAfter, testNow + 86_400)
+        XCTAssertEqual(leaf.notAfter - leaf.notBefore, 86_400, "valid a day in all, back-dating included")
         XCTAssertEqual(OpenSSLChecks.isCritical(leaf, NID_basic_constraints), true)
         XCTAssertEqual(OpenSSLChecks.isCritical(leaf, NID_key_usage), true)
         XCTAssertEqual(OpenSSLChecks.isCritical(leaf, NID_ext_key_usage), false)
@@ -47,7 +81,7 @@ final class LocalCACertificateTests: CADirectoryTestCase {
         XCTAssertEqual(X509_check_ca(leaf.pointer), 0)
         XCTAssertEqual(X509_get_extended_key_usage(leaf.pointer), UInt32(XKU_SSL_SERVER))
         XCTAssertEqual(OpenSSLChecks.verify(leaf, under: ca.certificate, host: "a.api.test", at: testNow), X509_V_ERR_HOSTNAME_MISMATCH)
-        XCTAssertEqual(OpenSSLChecks.verify(leaf, under: ca.certificate, host: "api.test", at: testNow + 86_401), X509_V_ERR_CERT_HAS_EXPIRED)
+        XCTAssertEqual(OpenSSLChecks.verify(leaf, under: ca.certificate, host: "api.test", at: testNow + 86_101), X509_V_ERR_CERT_HAS_EXPIRED)
     }
 
     func testALeafNeverOutlivesTheCA() {

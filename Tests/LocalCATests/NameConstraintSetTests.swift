@@ -5,11 +5,14 @@ import XCTest
 /// The names the CA is constrained to, as the extension's configuration text, and the exact
 /// rule leaves are minted by.
 final class NameConstraintSetTests: XCTestCase {
+    /// The DNS subtrees sorted (the extension is the same whatever the routes' order), e-mail
+    /// addresses and URIs confined to `.invalid`.
     func testExactAndWildcardHostsMakePermittedDNSSubtreesAndEveryAddressIsExcluded() throws {
         let set = try NameConstraintSet(hosts: [.exact("api.test"), .wildcard(suffix: "example.com")])
         XCTAssertEqual(set.permittedDNSNames, ["api.test", ".example.com"])
         XCTAssertEqual(set.extensionValue,
-                       "critical,permitted;DNS:api.test,permitted;DNS:.example.com,excluded;IP:0.0.0.0/0.0.0.0,excluded;IP:::/::")
+                       "critical,permitted;DNS:.example.com,permitted;DNS:api.test,permitted;email:.invalid,permitted;URI:.invalid,"
+                           + "excluded;IP:0.0.0.0/0.0.0.0,excluded;IP:::/::")
     }
 
     func testDuplicatesAreKeptOnce() throws {

@@ -13,8 +13,9 @@ enum OpenSSLChecks {
     }
 
     /// `X509_V_OK`, or the `X509_V_ERR_…` code of verifying `leaf` with `authority` as the only
-    /// trust anchor, for a TLS server (purpose sslserver), named `host` when given, at `time`.
-    static func verify(_ leaf: X509Certificate, under authority: X509Certificate, host: String?, at time: Int64) -> Int32 {
+    /// trust anchor, for `purpose` (a TLS server unless told), named `host` when given, at `time`.
+    static func verify(_ leaf: X509Certificate, under authority: X509Certificate, host: String?, at time: Int64,
+                       purpose: Int32 = X509_PURPOSE_SSL_SERVER) -> Int32 {
         let store = X509_STORE_new()!
         defer { X509_STORE_free(store) }
         X509_STORE_add_cert(store, authority.pointer)
@@ -22,7 +23,7 @@ enum OpenSSLChecks {
         defer { X509_STORE_CTX_free(context) }
         X509_STORE_CTX_init(context, store, leaf.pointer, nil)
         let parameters = X509_STORE_CTX_get0_param(context)
-        X509_VERIFY_PARAM_set_purpose(parameters, X509_PURPOSE_SSL_SERVER)
+        X509_VERIFY_PARAM_set_purpose(parameters, purpose)
         X509_VERIFY_PARAM_set_time(parameters, time_t(time))
         if let host { X509_VERIFY_PARAM_set1_host(parameters, host, host.utf8.count) }
         let verified = X509_verify_cert(context) == 1

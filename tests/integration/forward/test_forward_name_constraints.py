@@ -42,10 +42,15 @@ def test_the_relays_ca_carries_the_issues_extensions(relay_ca):
     assert usage.critical and usage.value.key_cert_sign and usage.value.crl_sign and not usage.value.digital_signature
     constraints = ca.extensions.get_extension_for_class(x509.NameConstraints)
     assert constraints.critical
-    assert constraints.value.permitted_subtrees == [x509.DNSName(API_HOST)]
+    # DNS: the routes' hosts; e-mail addresses and URIs: none outside .invalid (so the key signs
+    # no S/MIME or client certificate naming a real address).
+    assert set(constraints.value.permitted_subtrees) == {x509.DNSName(API_HOST), x509.RFC822Name(".invalid"),
+                                                         x509.UniformResourceIdentifier(".invalid")}
     assert set(constraints.value.excluded_subtrees) == {x509.IPAddress(ipaddress.ip_network("0.0.0.0/0")),
                                                         x509.IPAddress(ipaddress.ip_network("::/0"))}
     assert isinstance(ca.public_key(), ec.EllipticCurvePublicKey) and ca.public_key().curve.name == "secp256r1"
+    eku = ca.extensions.get_extension_for_class(x509.ExtendedKeyUsage)
+    assert not eku.critical and list(eku.value) == [x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]
 
 
 def test_every_client_refuses_what_the_stolen_ca_key_signs_outside_the_routes_hosts(relay_ca, tmp_path, start_site,

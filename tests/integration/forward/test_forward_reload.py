@@ -13,7 +13,9 @@ from admin_client import RELOADED, log_records, rewrite, sighup
 from deadlines import wait_until
 from forward_clients import site_answer
 from forward_pki import API_HOST, sha256_fingerprint
-from forward_relay import api_route, client_context, intercepted_connection, open_tunnel
+from forward_relay import (api_route, client_context, forward_section, intercepted_connection, open_tunnel,
+                           printed_fingerprint, run_ca_command, start_forward_relay)
+from processes import LOOPBACK, free_port, relay_config, write_config
 
 pytestmark = pytest.mark.oauth
 
@@ -80,3 +82,44 @@ def test_a_reload_that_removes_the_host_stops_an_open_intercepted_connection(api
         assert resp.json()["type"] == "urn:oauth-relay:problem:misdirected-request"
         assert conn.is_closed()
     assert len(api_site.access_records()) == served
+
+
+def test_a_ca_replaced_by_oauth_relay_ca_with_another_config_is_put_in_force_without_a_sighup(
+        start_relay, django_idp, api_site, forward_pki, ca_directory, tmp_path):
+    """`oauth-relay ca` run with a configuration naming one more host replaces the CA in the
+    running relay's caDirectory: the relay polls ca.pem, reads the CA again, and from then on
+    presents leaves that verify under the ca.pem on disk, never again a leaf of the CA it started
+    with (which is gone from the directory)."""
+    route = api_route(API_HOST, api_site.url(), forward_pki.api_ca.cert, identity="orders", name="api")
+    identities = {"orders": django_idp.identity("orders-cc")}
+    api_relay = start_forward_relay(start_relay, [route], ca_directory, identities=identities,
+                                    limits={"credentialFilePollSeconds": 1})
+    started_with = sha256_fingerprint(api_relay.ca_pem)
+    with intercepted_connection(api_relay.port, API_HOST, api_relay.ca_pem) as conn:
+        assert conn.request("GET", "/before", host=API_HOST).status == 200
+
+    corp = api_route("*.corp.test", api_site.url(), forward_pki.api_ca.cert, identity="orders", name="corp")
+    corp["tls"]["serverName"] = API_HOST
+    other = write_config(tmp_path / "other-config.json", relay_config(
+        f"{LOOPBACK}:{free_port()}", [route, corp], forward=forward_section(free_port(), ca_directory), identities=identities))
+    result = run_ca_command(other)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert printed_fingerprint(result.stdout) != started_with
+
+    def leaf_verifies_under_the_ca_on_disk() -> bool:
+        ca_now = tmp_path / "ca-now.pem"
+        ca_now.write_bytes(api_relay.ca_pem.read_bytes())
+        conn, answer = open_tunnel(api_relay.port, f"{API_HOST}:443")
+        assert answer.status == 200
+        try:
+            client_context(ca_now).wrap_socket(conn.sock, server_hostname=API_HOST).close()
+            return True
+        except ssl.SSLCertVerificationError:
+            return False
+        finally:
+            conn.close()
+
+    wait_until(leaf_verifies_under_the_ca_on_disk, 15, "a leaf of the CA now in ca.pem")
+    assert sha256_fingerprint(api_relay.ca_pem) != started_with
+    with intercepted_connection(api_relay.port, API_HOST, api_relay.ca_pem) as conn:
+        assert site_answer(conn.request("GET", "/after", host=API_HOST).body)["authorization_scheme"] == "Bearer"
