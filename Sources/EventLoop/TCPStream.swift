@@ -362,16 +362,8 @@ public final class TCPStream: LoopHandle, ByteStream {
             startReading()
             return
         }
-        let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
-        request.pointee.data = handle.pointee.data
-        shutdownRequest = request
-        if uv_shutdown(request, streamHandle, onShutdown) < 0 {
-            shutdownRequest = nil
-            request.deallocate()
-            close()
-            return
-        }
-        startReading()
+        sendFIN()
+        if !isClosed { startReading() }
     }
 
     fileprivate func didShutdown() {

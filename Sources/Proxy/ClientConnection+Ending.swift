@@ -133,15 +133,21 @@ extension ClientConnection {
     }
 
     func streamDidClose(_ stream: any ByteStream) {
+        releaseExchangeParts()
+        worker.connectionDidClose(self)
+    }
+
+    /// Ends the connection's part in its exchange, whether its socket closed or went to a
+    /// forward-proxy tunnel: the timer, the legs (the upstream's state is unknown when the
+    /// exchange did not finish) and the workspace. The legs end together: this ends the cycles
+    /// of their strong `connection`.
+    func releaseExchangeParts() {
         exchange.closes()
         timer.close()
-        // The exchange did not finish: that connection's state is unknown.
         upstreamLeg?.abandon()
         if let requestLeg { worker.tokens?.unpark(requestLeg) }
         returnWorkspace()
-        // They end together: this ends the cycles of the legs' strong `connection`.
         upstreamLeg = nil
         requestLeg = nil
-        worker.connectionDidClose(self)
     }
 }

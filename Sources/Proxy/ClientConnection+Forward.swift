@@ -96,13 +96,7 @@ extension ClientConnection {
     /// go, and the worker forgets it (the connection's place in `limits.maxConnections` passes
     /// to what takes the socket).
     private func retire() {
-        exchange.closes()
-        timer.close()
-        upstreamLeg?.abandon()
-        if let requestLeg { worker.tokens?.unpark(requestLeg) }
-        returnWorkspace()
-        upstreamLeg = nil
-        requestLeg = nil
+        releaseExchangeParts()
         stream.delegate = nil
         worker.connectionHandedOff(self)
     }
