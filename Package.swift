@@ -152,7 +152,7 @@ let package = Package(
         .testTarget(name: "ConfigTests", dependencies: ["SafeText", "Config", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "Crypto", "RedisProtocol",
                                                         "FileTestSupport", "CertificateTestSupport"]),
         .testTarget(name: "ProxyTests", dependencies: ["SafeText", "Proxy", "BrowserSafety", "HTTP1", "HTTPFields", "Endpoints", "Routing", "Config", "OAuth2",
-                                                       "Tokens", "JOSE", "TLS", "HTTPClient",
+                                                       "Tokens", "JOSE", "TLS", "HTTPClient", "CertificateTestSupport",
                                                        // InboundCheckTests: keys that sign the tokens checked.
                                                        "Crypto", "JSON",
                                                        // HeldResponseTests: a recording client stream; ProxyWorkerLeakTests: a worker

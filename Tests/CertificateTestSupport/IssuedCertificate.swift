@@ -16,36 +16,14 @@ public struct IssuedCertificate: Sendable {
                                                 attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try keyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
-        _ = try shell("openssl req -new -x509 -key key.pem -out cert.pem -days 2 -subj '\(subject)'", in: directory)
+        _ = try TestShell.run("openssl req -new -x509 -key key.pem -out cert.pem -days 2 -subj '\(subject)'", in: directory)
         func thumbprint(_ digest: String) throws -> String {
-            let standard = try shell("openssl x509 -in cert.pem -outform der | openssl dgst -\(digest) -binary | openssl base64 -A",
+            let standard = try TestShell.run("openssl x509 -in cert.pem -outform der | openssl dgst -\(digest) -binary | openssl base64 -A",
                                      in: directory)
             return String(standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                 .trimmingCharacters(in: CharacterSet(charactersIn: "=\n")))
         }
         return IssuedCertificate(pem: try String(contentsOfFile: directory + "/cert.pem", encoding: .utf8),
                                  sha256Thumbprint: try thumbprint("sha256"), sha1Thumbprint: try thumbprint("sha1"))
-    }
-
-    struct CommandFailed: Error, CustomStringConvertible {
-        let command: String
-        let status: Int32
-        var description: String { "`\(command)` exited with \(status)" }
-    }
-
-    /// Runs `command` with /bin/sh in `directory`; its standard output.
-    private static func shell(_ command: String, in directory: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CommandFailed(command: command, status: process.terminationStatus) }
-        return String(decoding: data, as: UTF8.self)
     }
 }

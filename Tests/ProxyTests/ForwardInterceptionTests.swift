@@ -1,3 +1,4 @@
+import CertificateTestSupport
 import Config
 import Foundation
 import Logging
@@ -47,18 +48,7 @@ final class ForwardInterceptionTests: XCTestCase {
 
     @discardableResult
     private func shell(_ script: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "set -e\n" + script]
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0, script)
-        return String(decoding: data, as: UTF8.self)
+        try TestShell.run("set -e\n" + script, in: directory)
     }
 
     /// Starts the echo upstream (tests/integration/echo_upstream.py) and returns its port.
