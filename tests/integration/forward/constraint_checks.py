@@ -16,11 +16,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from forward_clients import direct_curl, python_requests, s_client
-from forward_pki import API_HOST, EVIL_HOST, openssl_verify, sign_leaf
+from forward_pki import API_HOST, EVIL_HOST, sign_leaf
 from forward_relay import tls_handshake_refused
 from nss_browser import load
 from processes import LOOPBACK
-from tls_pki import CertKey
+from tls_pki import CertKey, verify
 
 ADDRESS = "127.0.0.1"
 LEAF_NAMES = (EVIL_HOST, ADDRESS, API_HOST)
@@ -46,7 +46,7 @@ def client_verdicts(ca: CertKey, workdir: Path, start_site, nss_home, nss_chromi
         port = sites[name].port
         is_address = name == ADDRESS
         v: dict[str, str | None] = {}
-        ok, output = openssl_verify(leaves[name].cert, ca.cert, **({"ip": name} if is_address else {"name": name}))
+        ok, output = verify(leaves[name].cert, ca.cert, **({"ip": name} if is_address else {"name": name}))
         v["openssl verify"] = None if ok else output.strip()
         ok, output = s_client(f"{LOOPBACK}:{port}", name, ca.cert)
         v["openssl s_client"] = None if ok else _verify_lines(output)

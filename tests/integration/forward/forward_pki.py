@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -136,14 +135,3 @@ def sha256_fingerprint(cert: Path) -> str:
     """`openssl x509 -fingerprint -sha256 -noout`: `AA:BB:...` (upper-case hex pairs)."""
     out = openssl("x509", "-fingerprint", "-sha256", "-noout", "-in", str(cert)).decode().strip()
     return out.split("=", 1)[1]
-
-
-def openssl_verify(cert: Path, ca: Path, name: str | None = None, ip: str | None = None) -> tuple[bool, str]:
-    """`openssl verify -CAfile ca [-verify_hostname name | -verify_ip ip] cert`: (ok, output)."""
-    args = ["openssl", "verify", "-CAfile", str(ca), "-purpose", "sslserver"]
-    if name:
-        args += ["-verify_hostname", name]
-    if ip:
-        args += ["-verify_ip", ip]
-    proc = subprocess.run([*args, str(cert)], capture_output=True, text=True, timeout=30)
-    return proc.returncode == 0, proc.stdout + proc.stderr

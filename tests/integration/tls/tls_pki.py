@@ -234,5 +234,5 @@ def verify(cert: Path, ca: Path, name: str | None = None, ip: str | None = None,
         args += ["-verify_hostname", name]
     if ip:
         args += ["-verify_ip", ip]
-    proc = subprocess.run([*args, str(cert)], capture_output=True, text=True)
+    proc = subprocess.run([*args, str(cert)], capture_output=True, text=True, timeout=30)
     return proc.returncode == 0, proc.stdout + proc.stderr
