@@ -472,15 +472,22 @@ def test_request(start_relay, raw_upstream, case: Case):
     relay = start_relay(request_routes(upstream), limits=LIMITS)
     warm(relay)
     with relay.connect(timeout=IO_TIMEOUT) as conn:
-        conn.send(case.raw)
-        if case.half_close:
-            conn.sock.shutdown(1)  # SHUT_WR
-        for expected in case.answers:
-            check_answer(conn.read_final_response(), expected)
-        if case.close:
-            assert_closed(conn)
-        else:
-            probe(conn)
+        play_request_row(case, conn, relay, upstream)
+
+
+def play_request_row(case: Case, conn, relay, upstream) -> None:
+    """Sends `case`'s bytes on `conn` (a connection to `relay`, plain or through the forward
+    proxy's interception), checks the answers and whether the connection stays usable, then
+    what reached `upstream` once the relay has stopped."""
+    conn.send(case.raw)
+    if case.half_close:
+        conn.sock.shutdown(1)  # SHUT_WR
+    for expected in case.answers:
+        check_answer(conn.read_final_response(), expected)
+    if case.close:
+        assert_closed(conn)
+    else:
+        probe(conn)
     if case.up.partial is not None:
         # The relay closes an upstream connection that carries part of a request it rejected.
         wait_until(lambda: incomplete_connections_closed(upstream), IO_TIMEOUT,

@@ -15,15 +15,13 @@ from __future__ import annotations
 import pytest
 
 from forward_relay import intercepted_connection, start_forward_relay
-from http_client import assert_closed, assert_problem, build_request
+from http_client import assert_problem, build_request
 from idp_relay import oauth_route
 from processes import route
 from test_browser_safety import CROSS_SITE, FRONT_END, REFUSED, refusing_idp, served
 from test_limits import LIMITS as HEAD_LIMITS
 from test_smuggling import LIMITS as SMUGGLING_LIMITS
-from test_smuggling import (HOST, IO_TIMEOUT, REQUEST_ROWS, check_answer, incomplete_connections_closed, judge_upstream,
-                            probe, raw_upstream, stop_relay_and_drain)
-from deadlines import wait_until
+from test_smuggling import HOST, IO_TIMEOUT, REQUEST_ROWS, play_request_row, raw_upstream
 
 
 __all__ = ["raw_upstream"]  # the fixture of test_smuggling.py, used here
@@ -76,18 +74,7 @@ def test_smuggling_row_inside_an_intercepted_connection(start_relay, raw_upstrea
                               tables_ca_directory, limits=SMUGGLING_LIMITS)
     warm_intercepted(fwd)
     with intercepted_connection(fwd.port, INTERCEPTED, fwd.ca_pem, timeout=IO_TIMEOUT) as conn:
-        conn.send(case.raw)
-        for expected in case.answers:
-            check_answer(conn.read_final_response(), expected)
-        if case.close:
-            assert_closed(conn)
-        else:
-            probe(conn)
-    if case.up.partial is not None:
-        wait_until(lambda: incomplete_connections_closed(upstream), IO_TIMEOUT,
-                   "the relay to close the upstream connection holding the incomplete request")
-    stop_relay_and_drain(fwd.relay, upstream)
-    judge_upstream(upstream, case.up)
+        play_request_row(case, conn, fwd.relay, upstream)
 
 
 # ---------------------------------------------------------------------------------------------
