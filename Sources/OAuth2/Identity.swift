@@ -73,6 +73,10 @@ public struct Identity: Sendable, Equatable {
     /// For a grant on behalf of the caller (`Grant.caller`): how many callers' tokens are kept
     /// at most (a bounded LRU; `maxCallers`).
     public var maxCallers = Identity.defaultMaxCallers
+    /// An identity made for a route with `"identity": "auto"`: what it learns by itself starts
+    /// from here (`AutoResolution`). Its grant is `authorization_code` or `device_code`, and its
+    /// issuer, client and scope stay unset until `TokenLifecycle.resolved` fills them in.
+    public var auto: AutoSettings?
 
     /// `maxCallers` when the config does not set it.
     public static let defaultMaxCallers = 10_000

@@ -18,6 +18,10 @@ public struct IdentityStatus: Sendable, Equatable, CustomStringConvertible {
         /// A grant on behalf of the caller: no token of its own, one per caller
         /// (`subjectTokenFrom`/`assertionFrom: "caller"`).
         case perCaller = "per-caller"
+        /// An `auto` identity is learning its authorization server and client.
+        case resolving
+        /// An `auto` identity could not learn them, and only configuration can help.
+        case needsConfiguration = "needs-configuration"
     }
 
     public var identity: String
@@ -43,6 +47,10 @@ public struct IdentityStatus: Sendable, Equatable, CustomStringConvertible {
     public var loggedInAs: String?
     public var deviceLogin: DevicePrompt?
     public var lastLoginFailure: String?
+    /// An `auto` identity: what it learnt and from where (nil before, and for other identities).
+    public var auto: AutoFacts?
+    /// A step-up login the upstream asked for and that is pending (nil: none).
+    public var pendingStepUp: StepUp?
 
     public var description: String {
         var text = "\(identity): \(state.rawValue)"

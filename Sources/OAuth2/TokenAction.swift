@@ -6,6 +6,9 @@ public enum TokenAction: Sendable {
     /// Read the IdP's metadata (`issuer`) for the endpoints the configuration does not name;
     /// report it with `discovered` or `discoveryFailed`.
     case discover
+    /// An `auto` identity learns its authorization server and client (`AutoResolution`);
+    /// report with `resolved` or `resolutionFailed`.
+    case resolve
     /// Start a device login: send this request to the device authorization endpoint and
     /// report its answer with `deviceAuthorized` or `deviceAuthorizationFailed`.
     case authorizeDevice(TokenRequest)

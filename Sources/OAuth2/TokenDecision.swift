@@ -35,6 +35,9 @@ public struct TokenUnavailable: Error, Sendable, Equatable, CustomStringConverti
         case callerUnauthorized
         /// The token endpoint would not issue a token on behalf of this caller: 403.
         case callerForbidden
+        /// An `auto` identity could not learn how to get a token, and only configuration can
+        /// help (no resource metadata, no registration endpoint, no allowed issuer): 502.
+        case needsConfiguration
     }
 
     public var identity: String
@@ -64,7 +67,7 @@ public struct TokenUnavailable: Error, Sendable, Equatable, CustomStringConverti
     /// The status the relay answers with.
     public var status: Int {
         switch reason {
-        case .refused: 502
+        case .refused, .needsConfiguration: 502
         case .unavailable: 503
         case .needsLogin, .callerUnauthorized: 401
         case .callerForbidden: 403

@@ -52,7 +52,8 @@ import SafeText
 /// `DeviceLogin`), the tokens held (`HeldCredentials`, with its `RefusalMemory`) and the failures
 /// in a row (`FetchFailures`). This type says how events move them together.
 public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    public let identity: Identity
+    /// The identity as configured; an `auto` one as learnt once `resolved`.
+    public internal(set) var identity: Identity
     public var backoff: BackoffPolicy {
         get { failures.policy }
         set { failures.policy = newValue }

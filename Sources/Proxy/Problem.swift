@@ -116,6 +116,7 @@ struct Problem {
         case .needsLogin: (slug, title) = (loginRequiredSlug, "Unauthorized")
         case .callerUnauthorized: (slug, title) = ("caller-token-refused", "Unauthorized")
         case .callerForbidden: (slug, title) = ("caller-not-permitted", "Forbidden")
+        case .needsConfiguration: (slug, title) = ("needs-configuration", "Bad Gateway")
         }
         var problem = Problem(status: reason.status, slug: slug, title: title, detail: reason.detail, route: route)
         problem.identity = reason.identity

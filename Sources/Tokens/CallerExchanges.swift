@@ -196,7 +196,7 @@ final class CallerExchanges {
             logger.debug("token endpoint refused to exchange a caller's token", metadata: metadata)
         case .unavailable:
             logger.warning("caller token exchange failed: the token endpoint is unavailable", metadata: metadata)
-        case .refused, .needsLogin:
+        case .refused, .needsLogin, .needsConfiguration:
             logger.warning("token endpoint refused the relay's exchange of a caller's token", metadata: metadata)
         }
     }

@@ -24,7 +24,13 @@ import Locking
 import Synchronization
 
 public final class IdentityTokens: Sendable {
-    public let identity: Identity
+    /// The identity as the configuration gives it (what a reload compares).
+    public let configured: Identity
+    /// The identity in use: the configured one, or for an `auto` identity what it learnt
+    /// (`TokenLifecycle.resolved`), read under the lock.
+    public var identity: Identity {
+        configured.auto == nil ? configured : state.withLock { $0.lifecycle.identity }
+    }
     /// Unique for the life of the process (never reused after a reload), so per-worker tables
     /// indexed by it never mistake a replaced identity for its successor.
     public let slot: Int
@@ -46,7 +52,7 @@ public final class IdentityTokens: Sendable {
     }
 
     init(identity: Identity, slot: Int) {
-        self.identity = identity
+        configured = identity
         self.slot = slot
         dpop = identity.dpop.map { binding in Result { () throws(DPoPKeyError) in try binding.makeKey() } }
         state = Locked(State(lifecycle: TokenLifecycle(identity: identity)))
@@ -113,8 +119,8 @@ public struct TokenSet: Sendable {
     private let byName: [String: IdentityTokens]
 
     init(_ identities: [IdentityTokens]) {
-        self.identities = identities.sorted { $0.identity.name < $1.identity.name }
-        byName = Dictionary(uniqueKeysWithValues: identities.map { ($0.identity.name, $0) })
+        self.identities = identities.sorted { $0.configured.name < $1.configured.name }
+        byName = Dictionary(uniqueKeysWithValues: identities.map { ($0.configured.name, $0) })
     }
 
     public subscript(name: String) -> IdentityTokens? { byName[name] }

@@ -210,6 +210,9 @@ final class TokenFetcher: FetchSchedule {
         case .discover:
             timers[tokens.slot]?.stop()
             discovery.discover(tokens)
+        case .resolve:
+            timers[tokens.slot]?.stop()
+            fatalError("contract: the token-thread helper drives AutoResolution here")
         case .authorizeDevice(let request):
             timers[tokens.slot]?.stop()
             devices.authorize(tokens, request)

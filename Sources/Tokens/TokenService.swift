@@ -105,7 +105,7 @@ public final class TokenService: Sendable {
         var fresh: [IdentityTokens] = []
         for name in identities.keys.sorted() {
             let identity = identities[name]!
-            if let existing = old[name], existing.identity.hasSameSettings(as: identity) {
+            if let existing = old[name], existing.configured.hasSameSettings(as: identity) {
                 fresh.append(existing)
                 kept.append(name)
             } else {
@@ -115,13 +115,13 @@ public final class TokenService: Sendable {
                 started.append(name)
             }
         }
-        let removed = old.identities.map(\.identity.name).filter { identities[$0] == nil }
+        let removed = old.identities.map(\.configured.name).filter { identities[$0] == nil }
         // A changed identity's old token is no longer injected: its expiry reads 0 until the new one.
         let replaced = started.filter { old[$0] != nil }
         // Logins in flight for an identity removed, or changed in what they depend on, end before
         // the new set is published: no callback completes one against the new settings.
         for name in removed { logins.cancel(identity: name) }
-        for name in replaced where !PendingLogins.loginCarriesOver(from: old[name]!.identity, to: identities[name]!) {
+        for name in replaced where !PendingLogins.loginCarriesOver(from: old[name]!.configured, to: identities[name]!) {
             logins.cancel(identity: name)
         }
         let set = TokenSet(fresh)

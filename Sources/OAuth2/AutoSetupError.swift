@@ -1,0 +1,72 @@
+/// Why an `auto` identity could not learn what it needs. Messages name the URL and the member,
+/// quote at most 200 cleaned characters of what a server sent, and never a secret.
+public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The resource says nothing of its authorization: no metadata at the well-known URL and no
+    /// `resource_metadata` in its 401 (or no 401 at all). `tried` says what each URL answered.
+    /// Needs configuration: the route must name an identity.
+    case noResourceMetadata(resource: String, tried: [String])
+    /// RFC 9728 §3.3: the metadata's `resource` is not the upstream URL.
+    case resourceMismatch(url: String, expected: String, found: String)
+    /// A document that is not usable: a member missing, of the wrong type, a URL that is not https.
+    case invalidDocument(url: String, reason: String)
+    /// Plain http:// to a host that is not loopback (metadata, an issuer, a registration endpoint).
+    case insecureURL(what: String, url: String)
+    /// None of the resource's `authorization_servers` is allowed (`auto.allowedIssuers`).
+    case noAllowedIssuer(offered: [String], allowed: [String])
+    /// The authorization server's discovery failed (an issuer mismatch among them).
+    case discovery(DiscoveryError)
+    /// The server offers no `registration_endpoint` and no client is configured: needs configuration.
+    case registrationUnsupported(issuer: String)
+    /// None of the server's `token_endpoint_auth_methods_supported` is one the relay can register with `auto.clientAuth`.
+    case noUsableAuthMethod(issuer: String, supported: [String])
+    /// The registration endpoint refused (`invalid_client_metadata`, `invalid_redirect_uri`,
+    /// 401/403 without an initial access token, ...).
+    case registrationRefused(url: String, status: Int, oauthError: String?, description: String?)
+    /// A server could not be reached or was overloaded: tried again later with backoff.
+    case unavailable(url: String, reason: String, retryAfter: Double?)
+
+    /// True when trying again later may help without a config change.
+    public var isTemporary: Bool {
+        switch self {
+        case .unavailable: return true
+        case .discovery(let error): return error.isTemporary
+        default: return false
+        }
+    }
+
+    public var retryAfter: Double? {
+        switch self {
+        case .unavailable(_, _, let retryAfter): return retryAfter
+        case .discovery(let error): return error.retryAfter
+        default: return nil
+        }
+    }
+
+    /// Only the configuration can help (the `needs-configuration` problem).
+    public var needsConfiguration: Bool {
+        switch self {
+        case .noResourceMetadata, .registrationUnsupported, .noUsableAuthMethod, .noAllowedIssuer: return true
+        default: return false
+        }
+    }
+
+    /// A short code for logs, metrics and `/identities`.
+    public var code: String {
+        switch self {
+        case .noResourceMetadata: "no_resource_metadata"
+        case .resourceMismatch: "resource_mismatch"
+        case .invalidDocument: "invalid_resource_metadata"
+        case .insecureURL: "insecure_url"
+        case .noAllowedIssuer: "issuer_not_allowed"
+        case .discovery(let error): error.code
+        case .registrationUnsupported: "registration_unsupported"
+        case .noUsableAuthMethod: "no_usable_auth_method"
+        case .registrationRefused: "registration_refused"
+        case .unavailable: "unavailable"
+        }
+    }
+
+    public var description: String {
+        fatalError("contract: built by the OAuth2 helper")
+    }
+}
