@@ -71,7 +71,7 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
         case .noResourceMetadata(let resource, let tried):
             return "\(resource) says nothing of how to get a token for it (RFC 9728 protected resource metadata): "
                 + tried.joined(separator: "; ")
-                + ". Give the route an identity of its own (\"identity\": a name under \"identities\") instead of \"auto\""
+                + ". Only configuration can help: give the route an identity of its own (\"identity\": a name under \"identities\") instead of \"auto\""
         case .resourceMismatch(let url, let expected, let found):
             return "the protected resource metadata at \(url) is for the resource \"\(found)\", not the upstream \(expected) "
                 + "(they must be the same, RFC 9728 §3.3)"
