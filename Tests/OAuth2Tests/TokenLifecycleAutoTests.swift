@@ -1,0 +1,127 @@
+import Endpoints
+@testable import OAuth2
+import SafeText
+import XCTest
+
+/// An `auto` identity's lifecycle: resolution before anything else, one at a time; requests
+/// wait, get 503 on a temporary failure, 502 `needs-configuration` when only configuration can
+/// help; a client the server no longer knows sends it back to the start.
+final class TokenLifecycleAutoTests: XCTestCase {
+    private let issuer = "https://as.example.com"
+
+    private func learnt() -> AutoResolved {
+        var identity = autoIdentity()
+        identity.issuer = issuer
+        identity.clientAuth = .publicClient(id: "pub-1")
+        identity.scope = "mcp"
+        identity.resource = ["https://api.example.com/mcp"]
+        let key = RegistrationKey(identity: identity.name, issuer: issuer, redirectUri: identity.redirectUri?.description, clientAuth: .automatic)
+        let facts = AutoFacts(resource: "https://api.example.com/mcp", resourceMetadataURL: "https://api.example.com/.well-known/oauth-protected-resource/mcp",
+                              resourceMetadataSource: .wellKnown, authorizationServer: issuer, authorizationServerSource: .resourceMetadata,
+                              clientId: "pub-1", clientSource: .registration, tokenEndpointAuthMethod: "none", scope: "mcp",
+                              scopeSource: .resourceMetadata, registeredAt: 5)
+        return AutoResolved(identity: identity,
+                            endpoints: IdentityEndpoints(token: HTTPURL(scheme: .https, host: "as.example.com", path: "/token"),
+                                                         authorization: HTTPURL(scheme: .https, host: "as.example.com", path: "/authorize")),
+                            client: RegisteredClient(issuer: issuer, clientId: "pub-1", tokenEndpointAuthMethod: "none", registeredAt: 5),
+                            key: key, newlyRegistered: true, facts: facts)
+    }
+
+    private func isResolve(_ action: TokenAction) -> Bool {
+        if case .resolve = action { return true }
+        return false
+    }
+
+    func testResolutionComesFirstAndRunsOnceWhileRequestsWait() {
+        var lifecycle = makeLifecycle(autoIdentity())
+        XCTAssertTrue(lifecycle.needsResolution)
+        XCTAssertNil(lifecycle.autoFacts)
+        XCTAssertTrue(isResolve(lifecycle.nextAction(at: 0)), "resolution before discovery")
+        guard case .idle = lifecycle.nextAction(at: 0) else { return XCTFail("a second resolution started") }
+        guard case .wait = lifecycle.decision(at: 0) else { return XCTFail("requests wait for the first resolution") }
+        XCTAssertEqual(lifecycle.status(at: 0).state, .resolving)
+    }
+
+    func testResolvedPutsTheLearntIdentityAndEndpointsInForce() {
+        var lifecycle = makeLifecycle(autoIdentity())
+        _ = lifecycle.nextAction(at: 0)
+        let resolved = learnt()
+        lifecycle.resolved(resolved)
+        XCTAssertFalse(lifecycle.needsResolution)
+        XCTAssertEqual(lifecycle.identity, resolved.identity)
+        XCTAssertEqual(lifecycle.endpoints, resolved.endpoints)
+        XCTAssertEqual(lifecycle.autoFacts, resolved.facts)
+        XCTAssertEqual(lifecycle.status(at: 0).auto, resolved.facts)
+        XCTAssertEqual(lifecycle.status(at: 0).state, .needsLogin, "then it is a browser identity like any other")
+        guard case .fail(let problem) = lifecycle.decision(at: 0) else { return XCTFail("no login problem") }
+        XCTAssertEqual(problem.reason, .needsLogin)
+        guard case .idle = lifecycle.nextAction(at: 0) else { return XCTFail("nothing to do before a login") }
+    }
+
+    func testATemporaryFailureBacksOffWith503() {
+        var lifecycle = makeLifecycle(autoIdentity())
+        _ = lifecycle.nextAction(at: 0)
+        let error = AutoSetupError.unavailable(url: "https://api.example.com/.well-known/oauth-protected-resource/mcp",
+                                               reason: "it answered HTTP 503", retryAfter: 30)
+        lifecycle.resolutionFailed(error, at: 100)
+        guard case .fail(let problem) = lifecycle.decision(at: 100) else { return XCTFail("requests do not fail fast") }
+        XCTAssertEqual(problem.status, 503)
+        XCTAssertEqual(problem.retryAfterSeconds, 30)
+        XCTAssertTrue(problem.detail.contains(error.description), problem.detail)
+        XCTAssertEqual(lifecycle.status(at: 100).state, .failing)
+        XCTAssertEqual(lifecycle.status(at: 100).lastErrorCode, "unavailable")
+        guard case .sleep(let until) = lifecycle.nextAction(at: 100) else { return XCTFail("no backoff") }
+        XCTAssertEqual(until, 130)
+        XCTAssertTrue(isResolve(lifecycle.nextAction(at: 130)), "tried again after the backoff")
+        XCTAssertEqual(lifecycle.failure(at: 130)?.status, 503, "the streak lasts until a resolution succeeds: no request waits on it")
+    }
+
+    func testAServerSideFailureBacksOffWith502() {
+        var lifecycle = makeLifecycle(autoIdentity())
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.resolutionFailed(.resourceMismatch(url: "https://m", expected: "https://api.example.com/mcp", found: "https://x"), at: 0)
+        guard case .fail(let problem) = lifecycle.decision(at: 0) else { return XCTFail("requests do not fail fast") }
+        XCTAssertEqual(problem.reason, .refused)
+        XCTAssertEqual(lifecycle.status(at: 0).lastErrorCode, "resource_mismatch")
+        guard case .sleep = lifecycle.nextAction(at: 0) else { return XCTFail("tried again later: the servers may be fixed") }
+    }
+
+    func testOnlyConfigurationCanHelpAnswers502NeedsConfigurationAndStops() {
+        var lifecycle = makeLifecycle(autoIdentity())
+        _ = lifecycle.nextAction(at: 0)
+        let error = AutoSetupError.noResourceMetadata(resource: "https://api.example.com/mcp", tried: ["404"])
+        lifecycle.resolutionFailed(error, at: 0)
+        XCTAssertEqual(lifecycle.decision(at: 0),
+                       .fail(TokenUnavailable(identity: "auto-api.example.com-mcp", reason: .needsConfiguration, detail: error.description)))
+        XCTAssertEqual(lifecycle.status(at: 0).state, .needsConfiguration)
+        XCTAssertEqual(lifecycle.status(at: 0).lastErrorCode, "no_resource_metadata")
+        for now in [0.0, 3600, 86400] {
+            guard case .idle = lifecycle.nextAction(at: now) else { return XCTFail("resolution ran again without a new configuration") }
+        }
+    }
+
+    func testAnUnknownClientIsDroppedAndTheChainRunsAgain() throws {
+        var lifecycle = makeLifecycle(autoIdentity())
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.resolved(learnt())
+        lifecycle.fetchSucceeded(tokenResponse("t-1", expiresIn: 600, refreshToken: "r-1"), at: 0)
+        XCTAssertEqual(lifecycle.injected(at: 1), "t-1")
+        try lifecycle.fail(at: 600, with: refusedByIdP)
+        XCTAssertEqual(lifecycle.clientUnknown(at: 600), learnt().key)
+        XCTAssertTrue(lifecycle.needsResolution)
+        XCTAssertEqual(lifecycle.identity, autoIdentity(), "back to the identity as configured")
+        XCTAssertNil(lifecycle.endpoints)
+        XCTAssertNil(lifecycle.token)
+        XCTAssertNil(lifecycle.autoFacts)
+        XCTAssertTrue(isResolve(lifecycle.nextAction(at: 600)), "at once, not after the refusal's backoff")
+        XCTAssertNil(lifecycle.clientUnknown(at: 600), "no registration to drop any more")
+    }
+
+    func testOtherIdentitiesAreNeverResolved() {
+        var lifecycle = makeLifecycle()
+        XCTAssertFalse(lifecycle.needsResolution)
+        XCTAssertNil(lifecycle.autoFacts)
+        XCTAssertNil(lifecycle.clientUnknown(at: 0))
+        guard case .fetch = lifecycle.nextAction(at: 0) else { return XCTFail("a client-credentials identity fetches") }
+    }
+}
