@@ -40,7 +40,7 @@ struct AutoDecoding {
             context.report("redirectUri is only used by the authorization_code grant, not by the device_code grant auto.grant sets",
                            at: field)
         }
-        auto.loginTimeoutSeconds = object.seconds("loginTimeoutSeconds") ?? auto.loginTimeoutSeconds
+        auto.loginTimeoutSeconds = object.seconds("loginTimeoutSeconds")
         return auto
     }
 

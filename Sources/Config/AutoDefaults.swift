@@ -27,8 +27,8 @@ public struct AutoDefaults: Sendable, Equatable {
     /// `redirectUri`: the login callback (authorization code grant); nil: the default callback
     /// on the plain listener, as for any browser login.
     public var redirectUri: HTTPURL?
-    /// `loginTimeoutSeconds`: how long a started login may take.
-    public var loginTimeoutSeconds: Double = 600
+    /// `loginTimeoutSeconds`: how long a started login may take; nil: an identity's default.
+    public var loginTimeoutSeconds: Double?
 
     public init() {}
 
@@ -43,7 +43,7 @@ public struct AutoDefaults: Sendable, Equatable {
         var identity = Identity(name: name, tokenUrl: nil, grant: grant, clientAuth: .unidentified, scope: scope,
                                 resource: [upstream.description])
         identity.redirectUri = redirectUri
-        identity.loginTimeoutSeconds = loginTimeoutSeconds
+        identity.loginTimeoutSeconds = loginTimeoutSeconds ?? identity.loginTimeoutSeconds
         identity.allowRemoteUse = allowRemoteUse
         identity.credentialFiles = initialAccessTokenFile.map { [$0] } ?? []
         let resource = HTTPURL(scheme: upstream.scheme, host: upstream.host, port: upstream.port,

@@ -88,6 +88,17 @@ final class AutoConfigTests: XCTestCase {
         XCTAssertFalse(after.hasSameSettings(as: try XCTUnwrap(otherScope.identities["auto-api.example.com"])))
     }
 
+    func testAnExpiredInitialAccessTokenIsWarnedOfOnceAtItsKey() throws {
+        let expired = "eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjF9.c2ln"  // {"alg":"HS256"}.{"exp":1}
+        let routes = [Self.route, #"{ "match": { "pathPrefix": "/b/" }, "upstream": "https://other.example.com", "identity": "auto" }"#]
+        let decoded = try decodeConfig(config(auto: #""initialAccessTokenFile": "iat""#, routes: routes), besideFiles: ["iat": expired]).get()
+        XCTAssertEqual(decoded.identities.count, 2)
+        let warnings = decoded.expiredCredentialWarnings(at: 1_000_000)
+        XCTAssertEqual(warnings.count, 1, "\(warnings)")
+        XCTAssertTrue(warnings.first?.hasPrefix("$.auto.initialAccessTokenFile: ") ?? false, "\(warnings)")
+        XCTAssertFalse(warnings.joined().contains(expired))
+    }
+
     func testRoutesToOneUpstreamShareOneIdentity() throws {
         let routes = [Self.route, #"{ "match": { "pathPrefix": "/other/" }, "upstream": "https://API.example.com:443/", "identity": "auto" }"#]
         let decoded = try decodeConfig(config(routes: routes))
