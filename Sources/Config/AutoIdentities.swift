@@ -5,22 +5,26 @@ import OAuth2
 /// named for it (`AutoIdentityName`), from the `auto` object (`AutoDefaults.identity`). They are
 /// added to `identities` before the checks across sections run, so that a browser login's
 /// default redirect URI and the rule on listeners other machines reach apply to them as to any
-/// person's identity (`InteractiveIdentityChecks`). Refused: a configured identity named `auto`,
-/// or named as one made here; two upstreams that give one name; routes to one upstream with
+/// person's identity (`InteractiveIdentityChecks`). Refused: a configured identity named `auto`
+/// (`checkReservedName`), or named as one made here; two upstreams that give one name; routes to one upstream with
 /// different `tls` (the identity asks its resource with one).
 struct AutoIdentities {
     let context: DecodingContext
 
+    /// Refuses a configured identity named `auto`, routes or not: `"identity": "auto"` could not
+    /// name it.
+    func checkReservedName(_ identitiesField: Field) {
+        guard case .object(let members) = identitiesField.value.kind,
+              let reserved = members.first(where: { $0.key == AutoIdentityName.keyword }) else { return }
+        context.report("the identity name \"auto\" is reserved: a route with \"identity\": \"auto\" gets an identity made for "
+                       + "its upstream; rename this one", at: identitiesField.path.key(reserved.key), offset: reserved.keyOffset)
+    }
+
     /// Adds the identities to `config.identities` (each auto route's `identity` already names
     /// its own), and answers where each one's problems are reported. `configuredNames` are the
-    /// keys of `identities` (valid or not), in `identitiesField`.
+    /// keys of `identities` (valid or not).
     func addIdentities(to config: inout RelayConfig, autoRoutes: [AutoRoute], configuredNames: [String],
-                       identitiesField: Field?, autoField: Field?) -> [String: IdentityOrigin] {
-        if case .object(let members)? = identitiesField?.value.kind, let identitiesField,
-           let reserved = members.first(where: { $0.key == AutoIdentityName.keyword }) {
-            context.report("the identity name \"auto\" is reserved: a route with \"identity\": \"auto\" gets an identity made for "
-                           + "its upstream; rename this one", at: identitiesField.path.key(reserved.key), offset: reserved.keyOffset)
-        }
+                       autoField: Field?) -> [String: IdentityOrigin] {
         let defaults = config.auto ?? AutoDefaults()
         var firstByUpstream: [UpstreamURL: Route] = [:]
         var upstreamByName: [String: Route] = [:]

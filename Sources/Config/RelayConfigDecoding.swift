@@ -54,12 +54,13 @@ struct RelayConfigDecoding {
         let autoField = object.field("auto")
         config.auto = autoField.flatMap(AutoDecoding(context: context).decodeAuto)
         let autoIdentities = AutoIdentities(context: context)
+        object.field("identities").map(autoIdentities.checkReservedName)
         var autoOrigins: [String: IdentityOrigin] = [:]
         if let field = object.field("routes") {
             let (routes, autoRoutes) = RouteDecoding(context: context).decodeRoutes(field, identityNames: identityNames)
             config.routes = routes
             autoOrigins = autoIdentities.addIdentities(to: &config, autoRoutes: autoRoutes, configuredNames: identityNames,
-                                                       identitiesField: object.field("identities"), autoField: autoField)
+                                                       autoField: autoField)
             RouteIdentityChecks(context: context).checkRouteIdentities(field, routes: config.routes, identities: config.identities)
             InboundDPoPHostChecks(context: context).checkDPoPHosts(config, routesField: field)
         }

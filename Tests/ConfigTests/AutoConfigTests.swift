@@ -174,6 +174,8 @@ final class AutoConfigTests: XCTestCase {
              ["$.routes[1].identity: routes[0] has the same upstream with other tls settings; the identity made for an upstream asks it with one TLS configuration: give the routes the same tls"]),
             (config(routes: [Self.route], identities: #""auto": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecret": "s" }"#),
              [#"$.identities.auto: the identity name "auto" is reserved: a route with "identity": "auto" gets an identity made for its upstream; rename this one"#]),
+            (#"{ "identities": { "auto": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecret": "s" } } }"#,
+             [#"$.identities.auto: the identity name "auto" is reserved: a route with "identity": "auto" gets an identity made for its upstream; rename this one"#]),
             (config(routes: [#"{ "upstream": "https://api.example.com", "identity": "Auto" }"#]),
              [#"$.routes[0].identity: unknown identity "Auto" (did you mean "auto"?); no identities are defined"#]),
             (config(routes: [#"{ "upstream": "https://api.example.com", "identity": "auto", "certificateBoundUpstream": true }"#]),
