@@ -11,7 +11,8 @@
 //   `IdentityDecoding` with `ClientAuthDecoding`, `DPoPDecoding` and `IdentityKeyChecks`,
 //   `RouteDecoding` with `BrowserAccessDecoding`, and `TLSSettingsDecoding` and
 //   `HeaderFieldsDecoding` for both routes and identities), then runs the checks across
-//   sections (`RouteIdentityChecks`, `InteractiveIdentityChecks`). All of them report into one
+//   sections (`RouteIdentityChecks`, `InteractiveIdentityChecks`). Routes with `"identity": "auto"`
+//   get identities made for their upstreams (`AutoDecoding`, `AutoIdentities`) before those checks. All of them report into one
 //   `DecodingContext`, which holds what they share: the environment, the base directory (the
 //   files the config names are `ReferencedFiles`), the problems found and the readers of
 //   single values.
@@ -41,8 +42,13 @@ public struct RelayConfig: Sendable, Equatable {
     /// 0 means one worker per core.
     public var workers: Int
     public var limits: Limits
+    /// The configured identities, and those made for the routes with `"identity": "auto"`
+    /// (`Identity.auto` set, named `auto-…` for their upstream).
     public var identities: [String: Identity]
     public var routes: [Route]
+    /// The top-level `auto` object: what the identities of `"identity": "auto"` routes start from;
+    /// nil when the file has none (`AutoDefaults()` then applies).
+    public var auto: AutoDefaults?
     /// Log one line per request.
     public var accessLog: Bool
     /// Count requests, upstream errors, connections and token requests for `GET /metrics` on

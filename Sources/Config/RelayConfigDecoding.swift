@@ -6,12 +6,14 @@ import JSON
 /// `IdentityDecoding`, `RouteDecoding`) and then running the checks across sections
 /// (`RouteIdentityChecks`, `InboundDPoPHostChecks`, `InteractiveIdentityChecks`, the forward
 /// listener's address against the others), in the order their problems have always been reported.
+/// The identities of `"identity": "auto"` routes (`AutoIdentities`) join `identities` before
+/// those checks, which treat them as any person's identity.
 struct RelayConfigDecoding {
     let context: DecodingContext
 
     static let topLevelKeys = [
         "$schema", "listen", "admin", "workers", "limits", "identities", "routes", "accessLog", "metrics",
-        "trustForwardedHeaders", "via", "listenTls", "store", "hosts", "forward",
+        "trustForwardedHeaders", "via", "listenTls", "store", "hosts", "forward", "auto",
     ]
 
     func decodeRelayConfig(_ root: JSONNode) -> RelayConfig? {
@@ -49,14 +51,25 @@ struct RelayConfigDecoding {
                 identityNames = members.map(\.key)
             }
         }
+        let autoField = object.field("auto")
+        config.auto = autoField.flatMap(AutoDecoding(context: context).decodeAuto)
+        let autoIdentities = AutoIdentities(context: context)
+        object.field("identities").map(autoIdentities.checkReservedName)
+        var autoOrigins: [String: IdentityOrigin] = [:]
         if let field = object.field("routes") {
-            config.routes = RouteDecoding(context: context).decodeRoutes(field, identityNames: identityNames)
+            let (routes, autoRoutes) = RouteDecoding(context: context).decodeRoutes(field, identityNames: identityNames)
+            config.routes = routes
+            autoOrigins = autoIdentities.addIdentities(to: &config, autoRoutes: autoRoutes, configuredNames: identityNames,
+                                                       autoField: autoField)
             RouteIdentityChecks(context: context).checkRouteIdentities(field, routes: config.routes, identities: config.identities)
             InboundDPoPHostChecks(context: context).checkDPoPHosts(config, routesField: field)
         }
-        if let field = object.field("identities") {
+        if object.field("identities") != nil || !autoOrigins.isEmpty {
+            let identities = object.field("identities")
             InteractiveIdentityChecks(context: context)
-                .checkInteractiveIdentities(&config, identitiesPath: field.path, offset: field.value.offset)
+                .checkInteractiveIdentities(&config, identitiesPath: identities?.path ?? JSONPath.root.key("identities"),
+                                            offset: identities?.value.offset ?? 0, autoOrigins: autoOrigins)
+            autoIdentities.checkIssuersOnExposedListeners(config, origins: autoOrigins)
         }
         config.accessLog = object.bool("accessLog") ?? config.accessLog
         config.metrics = object.bool("metrics") ?? config.metrics

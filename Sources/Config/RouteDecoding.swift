@@ -10,15 +10,18 @@ struct RouteDecoding {
     static let routeKeys = ["name", "match", "upstream", "identity", "stripPrefix", "inject", "setHeaders", "tls", "retryOnStatus",
                             "minTokenAgeForRetrySeconds", "upgrade", "certificateBoundUpstream", "browser", "inbound"]
 
-    /// The `routes` array. `identityNames` are the keys of `identities` (valid or not), so a
-    /// route naming a broken identity gets no second error.
-    func decodeRoutes(_ field: Field, identityNames: [String]) -> [Route] {
-        guard let elements = context.elements(field) else { return [] }
+    /// The `routes` array, and those of its routes with `"identity": "auto"`, whose identity is
+    /// named for their upstream (`AutoIdentityName`) and made by `AutoIdentities`.
+    /// `identityNames` are the keys of `identities` (valid or not), so a route naming a broken
+    /// identity gets no second error.
+    func decodeRoutes(_ field: Field, identityNames: [String]) -> (routes: [Route], autoRoutes: [AutoRoute]) {
+        guard let elements = context.elements(field) else { return ([], []) }
         var routes: [Route] = []
+        var autoRoutes: [AutoRoute] = []
         var firstByName: [String: Route] = [:]
         var firstByMatch: [RouteMatch: Route] = [:]
         for (index, element) in elements.enumerated() {
-            guard let route = decodeRoute(element, index: index, identityNames: identityNames) else { continue }
+            guard let route = decodeRoute(element, index: index, identityNames: identityNames, autoRoutes: &autoRoutes) else { continue }
             if let other = firstByName[route.name] {
                 context.report("route name \"\(route.name)\" is already used by routes[\(other.index)]",
                                at: element.path.key("name"), offset: memberOffset("name", in: element))
@@ -31,7 +34,7 @@ struct RouteDecoding {
             firstByMatch[route.match] = firstByMatch[route.match] ?? route
             routes.append(route)
         }
-        return routes
+        return (routes, autoRoutes)
     }
 
     /// Where `key`'s value starts in an object, or where the object starts without it.
@@ -42,17 +45,22 @@ struct RouteDecoding {
         return member.value.offset
     }
 
-    private func decodeRoute(_ field: Field, index: Int, identityNames: [String]) -> Route? {
+    private func decodeRoute(_ field: Field, index: Int, identityNames: [String], autoRoutes: inout [AutoRoute]) -> Route? {
         guard let object = ObjectReader(field, knownKeys: Self.routeKeys, in: context) else { return nil }
         let upstream = object.required("upstream").flatMap { context.parsed($0, UpstreamURL.parse) }
         var route = Route(index: index, name: object.nonEmptyString("name"),
                           upstream: upstream ?? UpstreamURL(scheme: .http, host: ""))
         route.match = object.field("match").flatMap(decodeRouteMatch) ?? route.match
         if let field = object.field("identity"), let name = context.string(field) {
-            if identityNames.contains(name) {
+            if name == AutoIdentityName.keyword {
+                if let upstream {
+                    route.identity = AutoIdentityName.name(for: upstream)
+                    autoRoutes.append(AutoRoute(index: index, identityField: field))
+                }
+            } else if identityNames.contains(name) {
                 route.identity = name
             } else {
-                context.report("unknown identity \"\(name)\"" + didYouMean(name, among: identityNames)
+                context.report("unknown identity \"\(name)\"" + didYouMean(name, among: identityNames + [AutoIdentityName.keyword])
                                + (identityNames.isEmpty ? "; no identities are defined" : ""), at: field)
             }
         }

@@ -42,12 +42,15 @@ public enum CredentialRole: String, Sendable, Equatable, CaseIterable, CustomStr
     /// A Google service account's JSON key (`serviceAccountKeyFile`): its private key, key id and
     /// email sign the grant's assertion or the self-signed token.
     case serviceAccountKey
+    /// An `auto` identity's RFC 7591 initial access token (`auto.initialAccessTokenFile`), sent
+    /// with its registration (`AutoSettings.initialAccessToken`).
+    case initialAccessToken
 
     /// Whether the content is a token that may be a JWT, whose `exp` then says until when it may
     /// be sent (`Identity.expiredCredentials`).
     var mayBeJWT: Bool {
         switch self {
-        case .assertion, .subjectToken, .actorToken, .clientAssertion: true
+        case .assertion, .subjectToken, .actorToken, .clientAssertion, .initialAccessToken: true
         case .clientSecret, .password, .refreshToken, .clientKey, .clientCertificate, .serviceAccountKey: false
         }
     }

@@ -125,6 +125,8 @@ extension Identity {
         case (.actorToken, .extension(let uri, var fields), _):
             fields.actor.token = secret
             identity.grant = .extension(uri: uri, fields: fields)
+        case (.initialAccessToken, _, _) where auto?.initialAccessToken != nil:
+            identity.auto?.initialAccessToken = secret
         default:
             throw .notUsed(role)
         }
@@ -145,6 +147,7 @@ extension Identity {
         case (.assertion, .extension(_, let fields), _): fields.assertion
         case (.subjectToken, .extension(_, let fields), _): fields.subject.token
         case (.actorToken, .extension(_, let fields), _): fields.actor.token
+        case (.initialAccessToken, _, _): auto?.initialAccessToken
         default: nil
         }
     }

@@ -108,6 +108,10 @@ func validateConfig(_ text: ConfigText, storeKeys: StoreKeyRing? = nil,
         FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
         Logger(label: "oauth-relay").warning("forward proxy leaves routes out", metadata: ["setting": .string(warning)])
     }
+    for warning in config.unusedAutoWarnings where told {
+        FileHandleOutput.standardError("oauth-relay: WARNING: \(warning)\n")
+        Logger(label: "oauth-relay").warning("auto settings unused", metadata: ["setting": .string(warning)])
+    }
     if !errors.isEmpty { return .failure(ConfigErrorLines(lines: errors)) }
     return .success(LoadedConfig(config: config, tls: tls, text: text))
 }

@@ -226,6 +226,7 @@ DECODER_LOCATIONS = {
     "decodeResponseFields": ["$.identities.*.responseFields"],
     "decodeBrowserAccess": ["$.routes[].browser"],
     "decodeInbound": ["$.routes[].inbound"],
+    "decodeAuto": ["$.auto"],
 }
 
 
@@ -417,6 +418,11 @@ def routed(**route_keys) -> dict:
     return {**identity(), "routes": [{"upstream": HTTP_UPSTREAM, "identity": "svc", **route_keys}]}
 
 
+def auto(**keys) -> dict:
+    """A route with "identity": "auto" and the top-level auto object with `keys`."""
+    return {"auto": keys, "routes": [{"upstream": HTTPS_UPSTREAM, "identity": "auto"}]}
+
+
 def extension(grant: str, **keys) -> dict:
     return {"identities": {"svc": {"tokenUrl": TOKEN_URL, "grant": grant, **keys}}}
 
@@ -468,6 +474,17 @@ KEY_SAMPLES: dict[str, dict] = {
     "$.listenTls.hosts": {"listenTls": {**LISTEN_TLS, "hosts": ["secure.example.test"]}},
     "$.hosts": {"hosts": ["orders.local", "*.dev.example.test", "[::1]"]},
     "$.forward": {"forward": FORWARD},
+    "$.auto": auto(),
+    "$.auto.allowedIssuers": auto(allowedIssuers=["https://idp.example.test/realms/a", "http://127.0.0.1:9000"]),
+    "$.auto.clientName": auto(clientName="my relay"),
+    "$.auto.clientAuth": auto(clientAuth="private_key_jwt"),
+    "$.auto.initialAccessToken": auto(initialAccessToken="iat"),
+    "$.auto.initialAccessTokenFile": auto(initialAccessTokenFile=SECRET_FILE),
+    "$.auto.scope": auto(scope=["mcp.read", "mcp.write"]),
+    "$.auto.grant": auto(grant="device_code"),
+    "$.auto.allowRemoteUse": auto(allowRemoteUse=True),
+    "$.auto.redirectUri": auto(redirectUri="http://localhost:8180/back"),
+    "$.auto.loginTimeoutSeconds": auto(loginTimeoutSeconds=120),
     "$.forward.listen": {"forward": {"listen": "[::1]:18181"}},
     "$.forward.tunnelOthers": {"forward": {**FORWARD, "tunnelOthers": False}},
     "$.forward.proxyAuthFile": {"forward": {"listen": "0.0.0.0:18181", "proxyAuthFile": PROXY_AUTH_FILE}},
@@ -613,6 +630,7 @@ KEY_SAMPLES: dict[str, dict] = {
 OTHER_SAMPLES: dict[str, tuple[dict, dict[str, str]]] = {
     "the smallest route": (route(), {}),
     "the smallest identity": (identity(), {}),
+    "a route with identity auto and no auto object": (route(identity="auto"), {}),
     "admin null (no admin listener)": ({"admin": None}, {}),
     "forward null (no forward proxy)": ({"forward": None}, {}),
     "a forward proxy on localhost, port 0, intercepting a route's host": (
@@ -956,6 +974,12 @@ REJECTED_BY_BOTH = [
     ("audience in authorizationParams and as a key", identity(grant="authorization_code", authorizationUrl=AUTHORIZE_URL,
                                                               audience="a", authorizationParams={"audience": "b"}),
      "$.identities.svc.authorizationParams.audience"),
+    ("auto.grant not a person's login", auto(grant="client_credentials"), "$.auto.grant"),
+    ("auto.allowedIssuers http to a host not loopback", auto(allowedIssuers=["http://idp.example.test"]), "$.auto.allowedIssuers[0]"),
+    ("auto.allowedIssuers empty", auto(allowedIssuers=[]), "$.auto.allowedIssuers"),
+    ("auto.redirectUri with a device login", auto(grant="device_code", redirectUri="http://127.0.0.1:8180/cb"), "$.auto.redirectUri"),
+    ("auto.initialAccessToken and its file", auto(initialAccessToken="a", initialAccessTokenFile=SECRET_FILE), "$.auto.initialAccessTokenFile"),
+    ("an identity named auto", identity() | {"identities": {"auto": identity()["identities"]["svc"]}}, "$.identities.auto"),
 ]
 
 
