@@ -22,8 +22,6 @@ final class AutoResolver {
     private unowned let schedule: any FetchSchedule
     /// Reads the identity's login from the store(s) (TokenFetcher.readStoredLogin).
     private let readStoredLogin: (IdentityTokens) -> Void
-    /// Slots whose resolution is under way: a second `.resolve` meanwhile starts nothing.
-    private var underWay: Set<Int> = []
     /// The client each resolved identity uses, by slot (what `forgetClient` deletes when no store keeps it).
     private var held: [Int: RegisteredClient] = [:]
 
@@ -36,17 +34,15 @@ final class AutoResolver {
         self.readStoredLogin = readStoredLogin
     }
 
-    /// Starts the chain for `tokens` (an unresolved `auto` identity), unless it is under way.
+    /// Starts the chain for `tokens` (an unresolved `auto` identity; the lifecycle answers
+    /// `.resolve` once until the outcome is reported).
     func resolve(_ tokens: IdentityTokens, challenge: BearerChallenge? = nil) {
-        guard !underWay.contains(tokens.slot) else { return }
-        underWay.insert(tokens.slot)
         let resolution = AutoResolution(identity: tokens.configured, challenge: challenge)
         step(resolution.firstStep, of: resolution, for: tokens)
     }
 
     private func step(_ step: AutoResolution.Step, of resolution: AutoResolution, for tokens: IdentityTokens) {
-        // Once stopping, no answer comes: the request is cancelled (IdPClient), and the slot stays
-        // under way with the loop ending.
+        // Once stopping, no answer comes: the request is cancelled (IdPClient).
         let answered = { [self] (result: Result<TokenEndpointReply, TokenEndpointError>) in
             var resolution = resolution
             switch result {
@@ -61,8 +57,9 @@ final class AutoResolver {
         case .probe(let url):
             idp.send("GET", url, for: tokens, toResource: true, completion: answered)
         case .register(let request):
-            idp.send("POST", request.endpoint, headers: RegistrationBody.headers(of: request), body: RegistrationBody.json(of: request),
-                     for: tokens, toResource: false, completion: answered)
+            var headers = [HTTPField(name: "Content-Type", value: "application/json"), HTTPField(name: "Accept", value: "application/json")]
+            if let authorization = request.authorization { headers.append(HTTPField(name: "Authorization", value: authorization.value)) }
+            idp.send("POST", request.endpoint, headers: headers, body: request.body, for: tokens, toResource: false, completion: answered)
         case .loadClient(let key):
             clients.read(key) { [self] client in
                 var resolution = resolution
@@ -77,7 +74,6 @@ final class AutoResolver {
     }
 
     private func ended(_ outcome: Result<AutoResolved, AutoSetupError>, for tokens: IdentityTokens) {
-        underWay.remove(tokens.slot)
         let now = monotonicSeconds()
         let name = tokens.configured.name
         let interactive = tokens.configured.grant.isInteractive
@@ -153,7 +149,6 @@ final class AutoResolver {
 
     /// A reload retired the slot.
     func forget(slot: Int) {
-        underWay.remove(slot)
         held[slot] = nil
     }
 }
@@ -188,26 +183,5 @@ public enum ClientDeletion: Sendable, Equatable, CustomStringConvertible {
         case .notDeletable: "the server gave no registration_client_uri or access token: removed from the store only"
         case .failed(let reason): "not deleted at the authorization server (\(reason)); removed from the store"
         }
-    }
-}
-
-/// The RFC 7591 §2 request as sent: JSON members in a fixed order, and its headers.
-enum RegistrationBody {
-    static func json(of request: ClientRegistrationRequest) -> [UInt8] {
-        func list(_ values: [String]) -> String { "[" + values.map(JSONText.quote).joined(separator: ",") + "]" }
-        var members = ["\"client_name\":" + JSONText.quote(request.clientName)]
-        if !request.redirectURIs.isEmpty { members.append("\"redirect_uris\":" + list(request.redirectURIs)) }
-        members.append("\"grant_types\":" + list(request.grantTypes))
-        members.append("\"response_types\":" + list(request.responseTypes))
-        members.append("\"token_endpoint_auth_method\":" + JSONText.quote(request.tokenEndpointAuthMethod))
-        if let scope = request.scope { members.append("\"scope\":" + JSONText.quote(scope)) }
-        if let jwks = request.jwks { members.append("\"jwks\":" + jwks) }
-        return Array(("{" + members.joined(separator: ",") + "}").utf8)
-    }
-
-    static func headers(of request: ClientRegistrationRequest) -> [HTTPField] {
-        var headers = [HTTPField(name: "Content-Type", value: "application/json"), HTTPField(name: "Accept", value: "application/json")]
-        if let token = request.initialAccessToken { headers.append(HTTPField(name: "Authorization", value: "Bearer " + token.value)) }
-        return headers
     }
 }
