@@ -53,11 +53,14 @@ final class TokenFetcher: FetchSchedule {
     /// Each identity's IdP keys for ID tokens (IDTokenChecks.swift).
     let idTokens: IDTokenChecks
     private lazy var logouts = Logouts(idp: idp, logger: logger, persistence: persistence, schedule: self)
-    private lazy var requests = TokenRequests(idp: idp, idTokens: idTokens, logouts: logouts, logger: logger, observer: observer,
+    private lazy var requests: TokenRequests = TokenRequests(idp: idp, idTokens: idTokens, logouts: logouts, logger: logger, observer: observer,
                                               schedule: self) { [unowned self] in autoResolver.clientUnknown($0) }
     private lazy var devices = DeviceAuthorizations(idp: idp, logger: logger, observer: observer, schedule: self)
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
-    private(set) lazy var autoResolver = AutoResolver(idp: idp, clients: RegisteredClients(persistence: persistence, logger: logger),
+    private(set) lazy var autoResolver: AutoResolver = AutoResolver(idp: idp,
+                                                      clients: RegisteredClients(persistence: persistence, shared: { [unowned self] in
+                                                          sharedFetch?.shared
+                                                      }, logger: logger),
                                                       logger: logger, schedule: self) { [unowned self] in readStoredLogin($0) }
     private lazy var inboundKeys = InboundKeyFetches(idp: idp, logger: logger, observer: observer)
     private lazy var callerExchanges = CallerExchanges(idp: idp, logger: logger, observer: observer)
