@@ -5,6 +5,11 @@ import Locking
 import Logging
 import OAuth2
 import Tokens
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `oauth-relay logout --config FILE NAME`: forgets an identity's tokens, in the running relay
 /// (through its admin listener) and in the token store, and revokes the refresh token at the
@@ -55,8 +60,16 @@ struct LogoutCommand: ParsableCommand {
         if forgetClient { try forgetRegisteredClient(tokens, named: name, service: service) }
     }
 
-    /// Deletes the registered client at its server and in the store, from this process.
+    /// The longest the identity's resolution is waited for before its client is forgotten: the
+    /// chain's requests (metadata, discovery, a registration) each bounded by the token request timeouts.
+    static let resolutionWaitSeconds = 60.0
+
+    /// Deletes the registered client at its server and in the store, from this process. The
+    /// identity's resolution, which this process started, ends first: the client it loaded (or,
+    /// with none kept, registered) is the one deleted, and nothing registers behind the deletion.
     private func forgetRegisteredClient(_ tokens: IdentityTokens, named name: String, service: TokenService) throws {
+        let deadline = monotonicSeconds() + Self.resolutionWaitSeconds
+        while tokens.status(at: monotonicSeconds()).state == .resolving && monotonicSeconds() < deadline { usleep(20_000) }
         let done = DispatchSemaphore(value: 0)
         let outcome = Locked<ClientDeletion?>(nil)
         service.forgetClient(tokens) { deletion in
