@@ -18,6 +18,7 @@ import TokenStore
 final class AutoResolver {
     private let idp: IdPClient
     private let clients: RegisteredClients
+    private let logouts: Logouts
     private let logger: Logger
     private unowned let schedule: any FetchSchedule
     /// Reads the identity's login from the store(s) (TokenFetcher.readStoredLogin).
@@ -25,10 +26,11 @@ final class AutoResolver {
     /// The client each resolved identity uses, by slot (what `forgetClient` deletes when no store keeps it).
     private var held: [Int: RegisteredClient] = [:]
 
-    init(idp: IdPClient, clients: RegisteredClients, logger: Logger, schedule: any FetchSchedule,
+    init(idp: IdPClient, clients: RegisteredClients, logouts: Logouts, logger: Logger, schedule: any FetchSchedule,
          readStoredLogin: @escaping (IdentityTokens) -> Void) {
         self.idp = idp
         self.clients = clients
+        self.logouts = logouts
         self.logger = logger
         self.schedule = schedule
         self.readStoredLogin = readStoredLogin
@@ -103,6 +105,8 @@ final class AutoResolver {
                 "identity": .string(name), "code": .string(error.code), "error": .string(error.description),
             ])
         }
+        // A logout that came meanwhile revokes now, at the endpoints learnt (or says it could not).
+        logouts.revokeAfterDiscovery(tokens)
         schedule.runNextAction(tokens)
     }
 

@@ -61,7 +61,7 @@ final class TokenFetcher: FetchSchedule {
                                                       clients: RegisteredClients(persistence: persistence, shared: { [unowned self] in
                                                           sharedFetch?.shared
                                                       }, logger: logger),
-                                                      logger: logger, schedule: self) { [unowned self] in readStoredLogin($0) }
+                                                      logouts: logouts, logger: logger, schedule: self) { [unowned self] in readStoredLogin($0) }
     private lazy var inboundKeys = InboundKeyFetches(idp: idp, logger: logger, observer: observer)
     private lazy var callerExchanges = CallerExchanges(idp: idp, logger: logger, observer: observer)
     private lazy var inboundIntrospections = InboundIntrospections(idp: idp, logger: logger, observer: observer)

@@ -56,20 +56,28 @@ struct LogoutCommand: ParsableCommand {
         let service = try startTokenService(loaded.config, tls: loaded.tls, logger: Logger(label: "oauth-relay"))
         defer { service.stop() }
         guard let tokens = service.tokenSet[name] else { throw ExitCode(1) }
+        // An `auto` identity learns its endpoints and client first: its login's entry is the
+        // learnt client's, and its refresh token is revoked at the learnt server.
+        if identity.auto != nil { awaitResolution(tokens) }
         try logOut(tokens, named: name, service: service)
         if forgetClient { try forgetRegisteredClient(tokens, named: name, service: service) }
     }
 
-    /// The longest the identity's resolution is waited for before its client is forgotten: the
-    /// chain's requests (metadata, discovery, a registration) each bounded by the token request timeouts.
+    /// The longest the identity's resolution is waited for: the chain's requests (metadata,
+    /// discovery, a registration) each bounded by the token request timeouts.
     static let resolutionWaitSeconds = 60.0
 
-    /// Deletes the registered client at its server and in the store, from this process. The
-    /// identity's resolution, which this process started, ends first: the client it loaded (or,
-    /// with none kept, registered) is the one deleted, and nothing registers behind the deletion.
-    private func forgetRegisteredClient(_ tokens: IdentityTokens, named name: String, service: TokenService) throws {
+    /// Waits (bounded) until the identity's first resolution, which this process's token thread
+    /// started, has ended.
+    private func awaitResolution(_ tokens: IdentityTokens) {
         let deadline = monotonicSeconds() + Self.resolutionWaitSeconds
         while tokens.status(at: monotonicSeconds()).state == .resolving && monotonicSeconds() < deadline { usleep(20_000) }
+    }
+
+    /// Deletes the registered client at its server and in the store, from this process, once the
+    /// identity's resolution has ended (`awaitResolution`): the client it loaded (or, with none
+    /// kept, registered) is the one deleted, and nothing registers behind the deletion.
+    private func forgetRegisteredClient(_ tokens: IdentityTokens, named name: String, service: TokenService) throws {
         let done = DispatchSemaphore(value: 0)
         let outcome = Locked<ClientDeletion?>(nil)
         service.forgetClient(tokens) { deletion in

@@ -71,7 +71,7 @@ struct ResolveCheck {
                 }
             }
         } catch {
-            report.failure = "\(error)"
+            report.failure = "\(error.code): \(error)"
             return report
         }
     }
@@ -116,7 +116,7 @@ struct ResolveCheck {
                 return report
             case .failed(let error):
                 report.lines.append("resource: \(identity.auto!.resource)")
-                report.failure = error.description
+                report.failure = "\(error.code): \(error.description)"
                 return report
             }
         }

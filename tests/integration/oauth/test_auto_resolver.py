@@ -260,5 +260,5 @@ def test_check_resolve_exits_1_with_the_reason(auto_stub, tmp_path):
     status, out, _ = check_resolve(tmp_path, stub)
     assert status == 1, out
     assert f"  resource: {stub.resource}\n" in out, out
-    assert "  cannot resolve: the protected resource metadata at " in out and '"https://api.example.test/mcp"' in out, out
+    assert "  cannot resolve: resource_mismatch: the protected resource metadata at " in out and '"https://api.example.test/mcp"' in out, out
     assert_chain(stub, None, registers=None)
