@@ -16,6 +16,8 @@
 //   POST   /identities/NAME/login      start a person's login: 200 with the URL that starts a
 //                                      browser login, or 202 once a device login is starting
 //                                      (its code then shows in /identities)
+//   DELETE /identities/NAME/client     an `auto` identity: forget its registered client (RFC 7592
+//                                      deletion at its server, store), resolve again at next need
 //   DELETE /identities/NAME/token      forget the token and refresh token (204; per-caller
 //                                      tokens: every caller's), revoking the
 //                                      refresh token at the IdP when it has a revocation endpoint;
@@ -137,7 +139,44 @@ public final class AdminServer {
         router.add("DELETE", "/identities/{name}/token") { [unowned self] request, parameters in
             withIdentity(parameters["name"]!, request) { tokens, identity in logout(tokens, identity) }
         }
+        router.add("DELETE", "/identities/{name}/client") { [unowned self] request, parameters in
+            withIdentity(parameters["name"]!, request) { tokens, identity in forgetClient(tokens, identity) }
+        }
         return router
+    }
+
+    /// The longest `DELETE /identities/NAME/client` waits for the authorization server's answer
+    /// to the deletion (its request is bounded by the token request timeouts).
+    static let forgetClientWaitSeconds = 35.0
+
+    /// An `auto` identity's registered client forgotten: 200 with how its deletion at the
+    /// authorization server went (`deleted`, `already-gone`, `not-deletable`, `none`, `failed`).
+    private func forgetClient(_ tokens: TokenService, _ identity: IdentityTokens) -> LocalResponse {
+        let name = identity.configured.name
+        guard identity.configured.auto != nil else {
+            return Self.problem(409, "not-auto", "Conflict", "identity \(name) registers no client (it is not made by \"identity\": \"auto\")")
+        }
+        let heard = DispatchSemaphore(value: 0)
+        let outcome = Locked<ClientDeletion?>(nil)
+        tokens.forgetClient(identity) { deletion in
+            outcome.withLock { $0 = deletion }
+            heard.signal()
+        }
+        _ = heard.wait(timeout: .now() + Self.forgetClientWaitSeconds)
+        guard let deletion = outcome.withLock({ $0 }) else {
+            return Self.problem(504, "forget-client-timed-out", "Gateway Timeout",
+                                "identity \(name): the authorization server did not answer the deletion in time; the client is removed from the store")
+        }
+        let slug: String
+        switch deletion {
+        case .deleted: slug = "deleted"
+        case .alreadyGone: slug = "already-gone"
+        case .noRegistration: slug = "none"
+        case .notDeletable: slug = "not-deletable"
+        case .failed: slug = "failed"
+        }
+        return LocalResponse(status: 200, body: "{\"identity\":\(JSONText.quote(name)),\"client\":\(JSONText.quote(slug)),"
+                             + "\"detail\":\(JSONText.quote(deletion.description))}\n")
     }
 
     private func startLogin(_ tokens: TokenService, _ identity: IdentityTokens) -> LocalResponse {
@@ -272,7 +311,37 @@ public final class AdminServer {
             fields.append("\"lastError\":{\"code\":\(JSONText.quote(code))"
                           + (status.lastErrorDescription.map { ",\"description\":\(JSONText.quote($0))" } ?? "") + "}")
         }
+        if let facts = status.auto { fields.append("\"auto\":" + Self.json(facts)) }
+        if let stepUp = status.pendingStepUp { fields.append("\"pendingStepUp\":" + Self.json(stepUp)) }
         return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// What an `auto` identity learnt and where each value came from: never a secret (the
+    /// client's id, not its secret or registration access token).
+    static func json(_ facts: AutoFacts) -> String {
+        var members = [
+            "\"resource\":\(JSONText.quote(facts.resource))",
+            "\"resourceMetadataUrl\":\(JSONText.quote(facts.resourceMetadataURL))",
+            "\"resourceMetadataSource\":\(JSONText.quote(facts.resourceMetadataSource.rawValue))",
+            "\"authorizationServer\":\(JSONText.quote(facts.authorizationServer))",
+            "\"authorizationServerSource\":\(JSONText.quote(facts.authorizationServerSource.rawValue))",
+            "\"clientId\":\(JSONText.quote(facts.clientId))",
+            "\"clientIdSource\":\(JSONText.quote(facts.clientSource.rawValue))",
+            "\"tokenEndpointAuthMethod\":\(JSONText.quote(facts.tokenEndpointAuthMethod))",
+        ]
+        if let scope = facts.scope { members.append("\"scope\":\(JSONText.quote(scope))") }
+        if let source = facts.scopeSource { members.append("\"scopeSource\":\(JSONText.quote(source.rawValue))") }
+        // Unix seconds, as the registration's `client_id_issued_at` counts them.
+        members.append("\"registeredAt\":\(Int64(facts.registeredAt.rounded(.down)))")
+        return "{" + members.joined(separator: ",") + "}"
+    }
+
+    /// A step-up the identity's next login asks for.
+    static func json(_ stepUp: StepUp) -> String {
+        var members = ["\"scope\":[" + stepUp.scope.map(JSONText.quote).joined(separator: ",") + "]"]
+        if !stepUp.acrValues.isEmpty { members.append("\"acrValues\":[" + stepUp.acrValues.map(JSONText.quote).joined(separator: ",") + "]") }
+        if let maxAge = stepUp.maxAge { members.append("\"maxAge\":\(maxAge)") }
+        return "{" + members.joined(separator: ",") + "}"
     }
 
     /// An error as the relay's data listeners write theirs (Proxy's `Problem`): a problem

@@ -55,10 +55,11 @@ extension Identity {
     }
 
     /// True when a request to the IdP may use TLS: an endpoint configured as https, or one
-    /// discovery may give (an issuer that is not plain http).
+    /// discovery may give (an issuer that is not plain http), or an `auto` identity's learnt one.
     public var mayUseHTTPS: Bool {
         let configured = [tokenUrl, authorizationUrl, deviceAuthorizationUrl, jwksUrl, revocationUrl].compactMap { $0 }
         return configured.contains { $0.scheme == .https } || (issuer.map { !$0.lowercased().hasPrefix("http:") } ?? false)
+            || auto != nil
     }
 
     /// The endpoints as configured, when they are all the grant needs.

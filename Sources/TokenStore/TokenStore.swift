@@ -7,6 +7,7 @@
 //   .identity-NAME.token.tmp-…   a write in progress; ignored by readers (a leftover of a killed
 //                                process is harmless and removed by the next write of that entry)
 //   identity-NAME.token.corrupt-TIME   an entry that did not open, moved aside once
+//   client-NAME.registration     an `auto` identity's registered client (TokenStore+Clients.swift)
 //
 // Protocol for a fetch (driven by the token thread, Tokens/FileLockedFetch.swift): take the
 // entry's lock, read the entry, fetch only if it is still not good enough, write, release. So
@@ -224,7 +225,7 @@ public final class TokenStore: Sendable {
         return path + "/identity-\(identity).lock"
     }
 
-    private static func checkName(_ name: String) throws(StoreError) {
+    static func checkName(_ name: String) throws(StoreError) {
         let allowed = !name.isEmpty && name.utf8.count <= 200 && name.utf8.allSatisfy {
             ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d
         }
@@ -252,7 +253,7 @@ public final class TokenStore: Sendable {
         for name in names where name.hasPrefix(prefix) && name != current { unlink(path + "/" + name) }
     }
 
-    private func timestamp() -> String {
+    func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         return "\(now.tv_sec)\(String(now.tv_nsec / 1_000_000 + 1000).dropFirst())"

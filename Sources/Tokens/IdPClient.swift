@@ -39,6 +39,9 @@ final class IdPClient {
     private let observer: (any TokenObserver)?
     /// The TLS configuration of each identity's https endpoints, by slot.
     private var tls: [Int: TLSConfiguration] = [:]
+    /// The TLS configuration of each `auto` identity's https resource (its metadata, its
+    /// challenge), by slot.
+    private var resourceTLS: [Int: TLSConfiguration] = [:]
     /// The credential files of each identity that has some, by slot.
     private var credentialFiles: [Int: CredentialFileWatch] = [:]
     /// Every request to an IdP under way, so stopping can cancel them.
@@ -57,8 +60,10 @@ final class IdPClient {
     /// A configuration's identities, TLS configurations and limits. Retired identities keep the
     /// TLS configuration they fetched with and their credential files' watch (until `retire`); a
     /// kept identity keeps its watch, and the credentials read since it was loaded.
-    func adopt(_ identities: [IdentityTokens], tls: [Int: TLSConfiguration], limits: HTTPClientLimits) {
+    func adopt(_ identities: [IdentityTokens], tls: [Int: TLSConfiguration], resourceTLS: [Int: TLSConfiguration] = [:],
+               limits: HTTPClientLimits) {
         for (slot, configuration) in tls { self.tls[slot] = configuration }
+        for (slot, configuration) in resourceTLS { self.resourceTLS[slot] = configuration }
         for tokens in identities where credentialFiles[tokens.slot] == nil && !tokens.identity.credentialFiles.isEmpty {
             credentialFiles[tokens.slot] = CredentialFileWatch(identity: tokens.identity)
         }
@@ -68,6 +73,7 @@ final class IdPClient {
     /// A retired identity is gone: its TLS configuration and its credential files' watch go too.
     func retire(slot: Int) {
         tls[slot] = nil
+        resourceTLS[slot] = nil
         credentialFiles[slot] = nil
     }
 
@@ -145,6 +151,21 @@ final class IdPClient {
         }
         call("GET", url, headers: [HTTPField(name: "Accept", value: "application/json")], for: tokens, kind: .other, stopped: stopped,
              completion: completion)
+    }
+
+    /// A request of an `auto` identity's resolution (AutoResolver.swift): a GET of the resource's
+    /// metadata or of the resource itself, an authorization server's metadata, a registration (a
+    /// POST), its deletion (RFC 7592). `toResource`: with the resource's TLS configuration
+    /// (`AutoSettings.resourceTLS`), else the identity's. No redirect is followed.
+    func send(_ method: String, _ url: HTTPURL, headers: [HTTPField] = [], body: [UInt8] = [], for tokens: IdentityTokens,
+              toResource: Bool, stopped: (() -> Void)? = nil,
+              completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>) -> Void) {
+        guard phase == .running else {
+            stopped?()
+            return
+        }
+        call(method, url, headers: headers, body: body, slot: tokens.slot, tls: toResource ? resourceTLS[tokens.slot] : tls[tokens.slot],
+             kind: .other, stopped: stopped, completion: completion)
     }
 
     /// A GET of a JSON document of an IdP that is no identity's (a route's inbound issuer: its

@@ -56,7 +56,8 @@ final class Logouts {
             completion?(.nothingToRevoke)
             return
         }
-        let (endpoints, discovering) = tokens.update { ($0.endpoints, $0.isDiscovering) }
+        // An `auto` identity's first resolution learns its endpoints as discovery does.
+        let (endpoints, discovering) = tokens.update { ($0.endpoints, $0.isDiscovering || $0.status(at: monotonicSeconds()).state == .resolving) }
         if endpoints == nil && discovering {
             revocationsAwaitingDiscovery[tokens.slot, default: []].append(PendingRevocation(refreshToken: refreshToken, completion: completion))
             return
@@ -71,7 +72,8 @@ final class Logouts {
         revoke(refreshToken, of: tokens, at: endpoints, completion: nil)
     }
 
-    /// Discovery of `tokens` ended (found the endpoints or not): the logouts waiting for it revoke now.
+    /// Discovery (or an `auto` identity's resolution) of `tokens` ended (found the endpoints or
+    /// not): the logouts waiting for it revoke now.
     func revokeAfterDiscovery(_ tokens: IdentityTokens) {
         guard let waiting = revocationsAwaitingDiscovery.removeValue(forKey: tokens.slot) else { return }
         let endpoints = tokens.update { $0.endpoints }

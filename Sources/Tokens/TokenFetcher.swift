@@ -53,10 +53,15 @@ final class TokenFetcher: FetchSchedule {
     /// Each identity's IdP keys for ID tokens (IDTokenChecks.swift).
     let idTokens: IDTokenChecks
     private lazy var logouts = Logouts(idp: idp, logger: logger, persistence: persistence, schedule: self)
-    private lazy var requests = TokenRequests(idp: idp, idTokens: idTokens, logouts: logouts, logger: logger, observer: observer,
-                                              schedule: self)
+    private lazy var requests: TokenRequests = TokenRequests(idp: idp, idTokens: idTokens, logouts: logouts, logger: logger, observer: observer,
+                                              schedule: self) { [unowned self] in autoResolver.clientUnknown($0) }
     private lazy var devices = DeviceAuthorizations(idp: idp, logger: logger, observer: observer, schedule: self)
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
+    private(set) lazy var autoResolver: AutoResolver = AutoResolver(idp: idp,
+                                                      clients: RegisteredClients(persistence: persistence, shared: { [unowned self] in
+                                                          sharedFetch?.shared
+                                                      }, logger: logger),
+                                                      logouts: logouts, logger: logger, schedule: self) { [unowned self] in readStoredLogin($0) }
     private lazy var inboundKeys = InboundKeyFetches(idp: idp, logger: logger, observer: observer)
     private lazy var callerExchanges = CallerExchanges(idp: idp, logger: logger, observer: observer)
     private lazy var inboundIntrospections = InboundIntrospections(idp: idp, logger: logger, observer: observer)
@@ -125,6 +130,9 @@ final class TokenFetcher: FetchSchedule {
             inboundIntrospections.ask(question)
         case .logout(let tokens, let refreshToken, let completion):
             logouts.logout(tokens, refreshToken: refreshToken, completion: completion)
+        case .forgetClient(let tokens, let completion):
+            // It resolves (and registers) again at its next need, not now.
+            autoResolver.forgetClient(tokens, completion: completion)
         case .stop:
             stop()
         }
@@ -155,17 +163,19 @@ final class TokenFetcher: FetchSchedule {
         for tokens in identities where !inForce.contains(tokens.slot) {
             timers.removeValue(forKey: tokens.slot)?.close()
             requests.forget(slot: tokens.slot)
+            autoResolver.forget(slot: tokens.slot)
             idp.dpopNonces.forget(slot: tokens.slot)
             for strategy in strategies { strategy.forget(slot: tokens.slot) }
             retired.append(tokens)
         }
         for tokens in update.identities where timers[tokens.slot] == nil {
             timers[tokens.slot] = LoopTimer(loop: loop) { [unowned self] in self.runNextAction(tokens) }
-            if tokens.identity.grant.isInteractive { readStoredLogin(tokens) }
+            // An `auto` identity reads its login once resolved (AutoResolver).
+            if tokens.configured.grant.isInteractive && tokens.configured.auto == nil { readStoredLogin(tokens) }
         }
         // Retired identities keep the TLS configuration they fetched with, and kept ones their
         // credential files' watch.
-        idp.adopt(update.identities, tls: update.tls, limits: update.limits)
+        idp.adopt(update.identities, tls: update.tls, resourceTLS: update.resourceTLS, limits: update.limits)
         identities = update.identities
         // New identities fetch at once; kept ones go on as scheduled.
         for tokens in identities { runNextAction(tokens) }
@@ -212,7 +222,7 @@ final class TokenFetcher: FetchSchedule {
             discovery.discover(tokens)
         case .resolve:
             timers[tokens.slot]?.stop()
-            fatalError("contract: the token-thread helper drives AutoResolution here")
+            autoResolver.resolve(tokens)
         case .authorizeDevice(let request):
             timers[tokens.slot]?.stop()
             devices.authorize(tokens, request)
@@ -224,7 +234,7 @@ final class TokenFetcher: FetchSchedule {
     /// With replicas sharing tokens the shared entry is read first (a person logged in through
     /// another replica), then the file store's; the shared one again whenever another replica
     /// writes it.
-    private func readStoredLogin(_ tokens: IdentityTokens) {
+    func readStoredLogin(_ tokens: IdentityTokens) {
         guard let shared = sharedStore(for: tokens) else {
             return takeStoredLogin(persistence?.read(tokens), for: tokens, from: "store")
         }

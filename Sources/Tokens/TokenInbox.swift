@@ -23,6 +23,9 @@ enum TokenMessage: Sendable {
     /// Something changed that may make a fetch due (a token dropped or forgotten, an operator's
     /// refresh): look at this identity again.
     case reconsider(IdentityTokens)
+    /// An operator forgot an `auto` identity's registered client (`--forget-client`): delete it
+    /// at its server (RFC 7592) and from the stores; `completion` hears how, on the token thread.
+    case forgetClient(IdentityTokens, completion: @Sendable (ClientDeletion) -> Void)
     /// An operator forgot the identity's tokens (a logout): remove the store entries and revoke the refresh token (the one held when
     /// the logout began, or else the entry's) at the IdP; tell `completion` how each went.
     case logout(IdentityTokens, refreshToken: Secret?, completion: LogoutListener?)
@@ -40,10 +43,11 @@ enum TokenMessage: Sendable {
 }
 
 /// A new identity set for the token loop, with the TLS configuration of each https token
-/// endpoint by slot.
+/// endpoint by slot, and of each `auto` identity's https resource.
 struct FetcherUpdate: Sendable {
     let identities: [IdentityTokens]
     let tls: [Int: TLSConfiguration]
+    var resourceTLS: [Int: TLSConfiguration] = [:]
     let limits: HTTPClientLimits
 }
 
@@ -84,7 +88,7 @@ extension TokenMessage {
     fileprivate var coalescingIdentity: IdentityTokens? {
         switch self {
         case .needToken(let tokens), .reconsider(let tokens): tokens
-        case .adopt, .fetchEnded, .logout, .needKeys, .exchangeForCaller, .introspect, .stop: nil
+        case .adopt, .fetchEnded, .logout, .forgetClient, .needKeys, .exchangeForCaller, .introspect, .stop: nil
         }
     }
 

@@ -178,6 +178,12 @@ final class TokenPersistence {
         lockPolls.removeValue(forKey: slot)?.close()
     }
 
+    /// The identity of `slot` learnt another client (an `auto` identity resolved): its entry's
+    /// settings fingerprint is computed again.
+    func settingsChanged(slot: Int) {
+        fingerprints[slot] = nil
+    }
+
     /// Stops waiting for locks. Locks held stay held: their requests are let finish, and
     /// release them (TokenRequests: kept while stopping).
     func stop() {

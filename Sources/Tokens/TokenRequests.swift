@@ -18,10 +18,13 @@ final class TokenRequests {
     private let observer: (any TokenObserver)?
     private unowned let schedule: any FetchSchedule
     private var lifetimeWarnings = LifetimeWarningMemory()
+    /// An `auto` identity's registered client was refused with `invalid_client` (AutoResolver.clientUnknown).
+    private let clientUnknown: (IdentityTokens) -> Void
 
     init(idp: IdPClient, idTokens: IDTokenChecks, logouts: Logouts, logger: Logger, observer: (any TokenObserver)?,
-         schedule: any FetchSchedule) {
+         schedule: any FetchSchedule, clientUnknown: @escaping (IdentityTokens) -> Void = { _ in }) {
         self.idp = idp
+        self.clientUnknown = clientUnknown
         self.idTokens = idTokens
         self.logouts = logouts
         self.logger = logger
@@ -134,6 +137,8 @@ final class TokenRequests {
             logger.warning("token request failed", metadata: ["identity": .string(name),
                                                               "error": .string("\(error)")])
             observer?.tokenRequestEnded(identity: name, outcome: TokenRequestOutcome(error))
+            // A registered client the server no longer knows: dropped, and registered again.
+            if tokens.configured.auto != nil, error.oauthError?.code == .invalidClient { clientUnknown(tokens) }
         }
         schedule.runNextAction(tokens)
     }

@@ -48,9 +48,10 @@ public final class TokenService: Sendable {
 
     /// Starts the token thread and, in the background, the first fetch of every identity that
     /// needs no person to log in.
-    /// `tls`: the TLS configuration of each identity whose token endpoint is https.
+    /// `tls`: the TLS configuration of each identity whose token endpoint is https;
+    /// `resourceTLS`: of each `auto` identity whose resource is https.
     public static func start(identities: [String: Identity], tls: [String: TLSConfiguration] = [:],
-                             limits: HTTPClientLimits, logger: Logger,
+                             resourceTLS: [String: TLSConfiguration] = [:], limits: HTTPClientLimits, logger: Logger,
                              observer: (any TokenObserver)? = nil, store: TokenStore? = nil,
                              sharedStore: SharedStoreSettings? = nil) throws -> TokenService {
         let (thread, outcome) = WorkerThread.start { (report: (Result<TokenInbox, any Error>) -> Void) in
@@ -75,7 +76,7 @@ public final class TokenService: Sendable {
             thread.join()
             throw error
         }
-        service.replace(identities: identities, tls: tls, limits: limits)
+        service.replace(identities: identities, tls: tls, resourceTLS: resourceTLS, limits: limits)
         return service
     }
 
@@ -96,10 +97,11 @@ public final class TokenService: Sendable {
     /// equal those in force keeps its state (its token stays, no token request is made), even
     /// when a credential file it reads again by itself was rotated meanwhile
     /// (`Identity.hasSameSettings`); new and changed ones get a fresh state and fetch at once. `tls` and `limits` apply to every
-    /// token request from now on. Call from one thread at a time.
+    /// token request from now on; `resourceTLS` to the requests of `auto` identities to their
+    /// resource, by identity name. Call from one thread at a time.
     @discardableResult
     public func replace(identities: [String: Identity], tls: [String: TLSConfiguration],
-                        limits: HTTPClientLimits) -> TokenSetChange {
+                        resourceTLS: [String: TLSConfiguration] = [:], limits: HTTPClientLimits) -> TokenSetChange {
         let old = tokenSet
         var kept: [String] = [], started: [String] = []
         var fresh: [IdentityTokens] = []
@@ -110,7 +112,9 @@ public final class TokenService: Sendable {
                 kept.append(name)
             } else {
                 let tokens = IdentityTokens(identity: identity, slot: nextSlot.add(1, ordering: .relaxed).oldValue)
-                if hasStore && identity.grant.isInteractive { tokens.update { $0.awaitStoredLogin() } }
+                // An `auto` identity's entry is read once it has learnt its client (the entry's
+                // settings include it): AutoResolver.
+                if hasStore && identity.grant.isInteractive && identity.auto == nil { tokens.update { $0.awaitStoredLogin() } }
                 fresh.append(tokens)
                 started.append(name)
             }
@@ -125,11 +129,14 @@ public final class TokenService: Sendable {
             logins.cancel(identity: name)
         }
         let set = TokenSet(fresh)
-        var tlsBySlot: [Int: TLSConfiguration] = [:]
-        for tokens in fresh { tlsBySlot[tokens.slot] = tls[tokens.identity.name] }
+        var tlsBySlot: [Int: TLSConfiguration] = [:], resourceTLSBySlot: [Int: TLSConfiguration] = [:]
+        for tokens in fresh {
+            tlsBySlot[tokens.slot] = tls[tokens.configured.name]
+            resourceTLSBySlot[tokens.slot] = resourceTLS[tokens.configured.name]
+        }
         // The token loop adopts the set before it handles any message a worker posts for it:
         // the inbox keeps order, and the update is posted before the set is published.
-        inbox.post(.adopt(FetcherUpdate(identities: fresh, tls: tlsBySlot, limits: limits)))
+        inbox.post(.adopt(FetcherUpdate(identities: fresh, tls: tlsBySlot, resourceTLS: resourceTLSBySlot, limits: limits)))
         current.withLock { $0 = set }
         for name in replaced { observer?.tokenExpiryChanged(identity: name, unixTime: nil) }
         for name in removed { observer?.identityRemoved(name) }
@@ -214,6 +221,13 @@ public final class TokenService: Sendable {
         // Before the reconsider: the fetch it starts must not read the forgotten entry back.
         inbox.post(.logout(tokens, refreshToken: refreshToken, completion: listener))
         inbox.post(.reconsider(tokens))
+    }
+
+    /// Forgets the registered client of an `auto` identity: deleted at its authorization server
+    /// (RFC 7592) where it can be, removed from the token store; the identity registers again at
+    /// its next need. `completion` hears how the deletion went, on the token thread. Thread-safe.
+    public func forgetClient(_ tokens: IdentityTokens, completion: @escaping @Sendable (ClientDeletion) -> Void) {
+        inbox.post(.forgetClient(tokens, completion: completion))
     }
 
     /// The keys of inbound issuer `issuer` (its JWKS at `jwksUrl`, or discovered), fetched with

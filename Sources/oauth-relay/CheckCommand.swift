@@ -1,5 +1,7 @@
 import ArgumentParser
 import Config
+import FoundationEssentials
+import TokenStore
 
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -9,8 +11,12 @@ struct CheckCommand: ParsableCommand {
     @Option(name: .long, help: "The JSON configuration file.")
     var config: String
 
+    @Flag(name: .long, help: "Also run each identity's discovery and the auto chain (no registration) and print what they learn.")
+    var resolve = false
+
     func run() throws {
-        let relayConfig = try loadConfig(path: config).config
+        let loaded = try loadConfig(path: config)
+        let relayConfig = loaded.config
         let identities = relayConfig.identities.count
         var listeners = "listen \(relayConfig.listen)"
         if let forward = relayConfig.forward {
@@ -18,5 +24,32 @@ struct CheckCommand: ParsableCommand {
             listeners += ", forward \(forward.address) intercepting \(hosts) \(hosts == 1 ? "host" : "hosts")"
         }
         FileHandleOutput.standardOutput("\(config): ok (\(relayConfig.routes.count) routes, \(identities) identities, \(listeners))\n")
+        guard resolve else { return }
+        let check = ResolveCheck(config: relayConfig, tls: loaded.tls, limits: tokenClientLimits(relayConfig), store: existingStore(relayConfig))
+        var unresolved = 0
+        for (name, report) in check.run() {
+            var text = "identity \(name):\n" + report.lines.map { "  \($0)\n" }.joined()
+            if let failure = report.failure {
+                text += "  cannot resolve: \(failure)\n"
+                unresolved += 1
+            }
+            FileHandleOutput.standardOutput(text)
+        }
+        if unresolved > 0 {
+            FileHandleOutput.standardError("oauth-relay check: \(unresolved) \(unresolved == 1 ? "identity" : "identities") cannot resolve\n")
+            throw ExitCode(1)
+        }
+    }
+
+    /// The file store the relay would use, if it exists already (a check creates nothing).
+    private func existingStore(_ config: RelayConfig) -> TokenStore? {
+        if let settings = config.store {
+            guard let path = settings.path, FileManager.default.fileExists(atPath: path),
+                  let key = try? TokenStore.key(base64: settings.key.value) else { return nil }
+            return try? TokenStore(path: path, key: key)
+        }
+        guard config.defaultStoreAllowed, let directory = DefaultStore.directory(environment: ProcessInfo.processInfo.environment),
+              FileManager.default.fileExists(atPath: directory + "/store.key") else { return nil }
+        return try? DefaultStore.store(in: directory)
     }
 }

@@ -5,11 +5,18 @@ import Locking
 import Logging
 import OAuth2
 import Tokens
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `oauth-relay logout --config FILE NAME`: forgets an identity's tokens, in the running relay
 /// (through its admin listener) and in the token store, and revokes the refresh token at the
 /// IdP when it has a revocation endpoint (RFC 7009). Without a running relay it does the same
-/// from the store itself.
+/// from the store itself. With `--forget-client` (an `auto` identity), its registered client is
+/// then deleted at its authorization server (RFC 7592) and removed from the store: it registers
+/// again at its next need.
 struct LogoutCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logout",
@@ -17,9 +24,18 @@ struct LogoutCommand: ParsableCommand {
 
     @OptionGroup var options: IdentityCommandOptions
 
+    @Flag(name: .customLong("forget-client"),
+          help: "Also delete the identity's registered client (\"identity\": \"auto\") at its authorization server and in the store.")
+    var forgetClient = false
+
     func run() throws {
-        let (loaded, _) = try options.load(command: "logout")
+        let (loaded, identity) = try options.load(command: "logout")
         let name = options.name
+        if forgetClient && identity.auto == nil {
+            FileHandleOutput.standardError("oauth-relay logout: identity \(name) registers no client (--forget-client is for identities "
+                                           + "made by \"identity\": \"auto\")\n")
+            throw ExitCode(1)
+        }
         if let admin = loaded.config.admin, let answer = try AdminClient(address: admin).call("DELETE", "/identities/\(name)/token") {
             guard answer.status == 204 else {
                 let detail = answer.json["detail"]?.string.map { ": \($0)" } ?? ""
@@ -27,11 +43,55 @@ struct LogoutCommand: ParsableCommand {
                 throw ExitCode(1)
             }
             FileHandleOutput.standardError("Logged out of identity \(name).\n")
+            guard forgetClient else { return }
+            guard let forgot = try AdminClient(address: admin).call("DELETE", "/identities/\(name)/client"), forgot.status == 200 else {
+                FileHandleOutput.standardError("oauth-relay logout: the relay did not forget the registered client of identity \(name)\n")
+                throw ExitCode(1)
+            }
+            let detail = forgot.json["detail"]?.string ?? ""
+            FileHandleOutput.standardError("Registered client of identity \(name): \(detail).\n")
+            if forgot.json["client"]?.string == "failed" { throw ExitCode(1) }
             return
         }
         let service = try startTokenService(loaded.config, tls: loaded.tls, logger: Logger(label: "oauth-relay"))
         defer { service.stop() }
         guard let tokens = service.tokenSet[name] else { throw ExitCode(1) }
+        // An `auto` identity learns its endpoints and client first: its login's entry is the
+        // learnt client's, and its refresh token is revoked at the learnt server.
+        if identity.auto != nil { awaitResolution(tokens) }
+        try logOut(tokens, named: name, service: service)
+        if forgetClient { try forgetRegisteredClient(tokens, named: name, service: service) }
+    }
+
+    /// The longest the identity's resolution is waited for: the chain's requests (metadata,
+    /// discovery, a registration) each bounded by the token request timeouts.
+    static let resolutionWaitSeconds = 60.0
+
+    /// Waits (bounded) until the identity's first resolution, which this process's token thread
+    /// started, has ended.
+    private func awaitResolution(_ tokens: IdentityTokens) {
+        let deadline = monotonicSeconds() + Self.resolutionWaitSeconds
+        while tokens.status(at: monotonicSeconds()).state == .resolving && monotonicSeconds() < deadline { usleep(20_000) }
+    }
+
+    /// Deletes the registered client at its server and in the store, from this process, once the
+    /// identity's resolution has ended (`awaitResolution`): the client it loaded (or, with none
+    /// kept, registered) is the one deleted, and nothing registers behind the deletion.
+    private func forgetRegisteredClient(_ tokens: IdentityTokens, named name: String, service: TokenService) throws {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Locked<ClientDeletion?>(nil)
+        service.forgetClient(tokens) { deletion in
+            outcome.withLock { $0 = deletion }
+            done.signal()
+        }
+        done.wait()
+        guard let deletion = outcome.withLock({ $0 }) else { throw ExitCode(1) }
+        FileHandleOutput.standardError("Registered client of identity \(name): \(deletion).\n")
+        if case .failed = deletion { throw ExitCode(1) }
+    }
+
+    /// Forgets the tokens from this process (no relay running): store entries removed, refresh token revoked.
+    private func logOut(_ tokens: IdentityTokens, named name: String, service: TokenService) throws {
         // The token thread removes the store entries, revokes, and reports each: wait for both.
         let done = DispatchSemaphore(value: 0)
         let reported = Locked<(shared: SharedStoreRemoval?, revocation: LogoutOutcome?)>((nil, nil))

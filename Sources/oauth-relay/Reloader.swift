@@ -104,7 +104,7 @@ final class Reloader {
         }
         rotateStoreKey(to: loaded.config.store)
         let change = tokens.replace(identities: loaded.config.identities, tls: loaded.tls.identities,
-                                    limits: tokenClientLimits(loaded.config))
+                                    resourceTLS: resourceTLS(loaded.config, loaded.tls), limits: tokenClientLimits(loaded.config))
         server.reload(ProxySettings(config: inForce, tokens: tokens, identities: change.set, tls: loaded.tls,
                                     interceptionLeaves: leaves))
         config = inForce

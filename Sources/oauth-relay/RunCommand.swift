@@ -9,6 +9,7 @@ import HTTPClient
 import OAuth2
 import Proxy
 import RelayMetrics
+import TLS
 import Tokens
 import TokenStore
 
@@ -150,8 +151,26 @@ func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger, ob
         SignalWatcher.ignoreBrokenPipe()
         storage.shared?.tls = tls.redis
     }
-    return try TokenService.start(identities: config.identities, tls: tls.identities, limits: tokenClientLimits(config),
-                                  logger: logger, observer: observer, store: storage.store, sharedStore: storage.shared)
+    return try TokenService.start(identities: config.identities, tls: tls.identities, resourceTLS: resourceTLS(config, tls),
+                                  limits: tokenClientLimits(config), logger: logger, observer: observer, store: storage.store,
+                                  sharedStore: storage.shared)
+}
+
+/// The TLS configuration each `auto` identity's requests to its https resource use (its
+/// metadata, its challenge): that of the route whose upstream it is, built with the route's `tls`.
+func resourceTLS(_ config: RelayConfig, _ tls: ClientTLS) -> [String: TLSConfiguration] {
+    var byName: [String: TLSConfiguration] = [:]
+    for (name, identity) in config.identities {
+        guard let resource = identity.auto?.resource, resource.scheme == .https else { continue }
+        let serving = config.routes.indices.filter { position in
+            let upstream = config.routes[position].upstream
+            return upstream.scheme == resource.scheme && upstream.host == resource.host
+                && upstream.port == resource.port
+        }
+        let position = serving.first { config.routes[$0].identity == name } ?? serving.first
+        byName[name] = position.flatMap { tls.routes[$0] }
+    }
+    return byName
 }
 
 /// Token requests time out like upstream exchanges, but after 30 s at most, and as total

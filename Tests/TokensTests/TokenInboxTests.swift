@@ -18,6 +18,7 @@ final class TokenInboxTests: XCTestCase {
             case .reconsider(let tokens): "reconsider \(tokens.identity.name)"
             case .fetchEnded(let tokens, _): "ended \(tokens.identity.name)"
             case .logout(let tokens, _, _): "logout \(tokens.identity.name)"
+            case .forgetClient(let tokens, _): "forget the client of \(tokens.identity.name)"
             case .needKeys(let keys): "keys \(keys.issuer)"
             case .exchangeForCaller(let tokens, _): "exchange for a caller of \(tokens.identity.name)"
             case .introspect(let question): "introspect \(question.source.issuer)"

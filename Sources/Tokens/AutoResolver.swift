@@ -1,0 +1,191 @@
+// AutoResolver: drives each `auto` identity's AutoResolution (OAuth2/AutoResolution.swift) on
+// the token loop: its requests go through IdPClient (to the resource with the resource's TLS
+// configuration), its registration is read from and kept in the token store, and the outcome goes
+// to the lifecycle (`resolved`, `resolutionFailed`), after which the identity's next action
+// follows. Once resolved, the identity's login is read from the store: the entry's settings
+// include the client it learnt. It also forgets a client the authorization server no longer
+// knows (`clientUnknown`), and deletes one on an operator's logout (RFC 7592).
+
+import Endpoints
+import FoundationEssentials
+import HTTPFields
+import Logging
+import OAuth2
+import SafeText
+import TokenStore
+
+/// Runs on the token loop only.
+final class AutoResolver {
+    private let idp: IdPClient
+    private let clients: RegisteredClients
+    private let logouts: Logouts
+    private let logger: Logger
+    private unowned let schedule: any FetchSchedule
+    /// Reads the identity's login from the store(s) (TokenFetcher.readStoredLogin).
+    private let readStoredLogin: (IdentityTokens) -> Void
+    /// The client each resolved identity uses, by slot (what `forgetClient` deletes when no store keeps it).
+    private var held: [Int: RegisteredClient] = [:]
+
+    init(idp: IdPClient, clients: RegisteredClients, logouts: Logouts, logger: Logger, schedule: any FetchSchedule,
+         readStoredLogin: @escaping (IdentityTokens) -> Void) {
+        self.idp = idp
+        self.clients = clients
+        self.logouts = logouts
+        self.logger = logger
+        self.schedule = schedule
+        self.readStoredLogin = readStoredLogin
+    }
+
+    /// Starts the chain for `tokens` (an unresolved `auto` identity; the lifecycle answers
+    /// `.resolve` once until the outcome is reported).
+    func resolve(_ tokens: IdentityTokens, challenge: BearerChallenge? = nil) {
+        let resolution = AutoResolution(identity: tokens.configured, challenge: challenge)
+        step(resolution.firstStep, of: resolution, for: tokens)
+    }
+
+    private func step(_ step: AutoResolution.Step, of resolution: AutoResolution, for tokens: IdentityTokens) {
+        // Once stopping, no answer comes: the request is cancelled (IdPClient).
+        let answered = { [self] (result: Result<TokenEndpointReply, TokenEndpointError>) in
+            var resolution = resolution
+            switch result {
+            case .success(let reply): self.step(resolution.received(reply, unixTime: Date().timeIntervalSince1970), of: resolution, for: tokens)
+            case .failure(let error): self.step(resolution.failed(error), of: resolution, for: tokens)
+            }
+        }
+        switch step {
+        case .fetch(let url, let toResource):
+            idp.send("GET", url, headers: [HTTPField(name: "Accept", value: "application/json")], for: tokens, toResource: toResource,
+                     completion: answered)
+        case .probe(let url):
+            idp.send("GET", url, for: tokens, toResource: true, completion: answered)
+        case .register(let request):
+            var headers = [HTTPField(name: "Content-Type", value: "application/json"), HTTPField(name: "Accept", value: "application/json")]
+            if let authorization = request.authorization { headers.append(HTTPField(name: "Authorization", value: authorization.value)) }
+            idp.send("POST", request.endpoint, headers: headers, body: request.body, for: tokens, toResource: false, completion: answered)
+        case .loadClient(let key):
+            clients.read(key) { [self] client in
+                var resolution = resolution
+                self.step(resolution.loaded(client, unixTime: Date().timeIntervalSince1970), of: resolution, for: tokens)
+            }
+        case .resolved(let resolved):
+            if resolved.newlyRegistered { clients.write(resolved.client, for: resolved.key) }
+            ended(.success(resolved), for: tokens)
+        case .failed(let error):
+            ended(.failure(error), for: tokens)
+        }
+    }
+
+    private func ended(_ outcome: Result<AutoResolved, AutoSetupError>, for tokens: IdentityTokens) {
+        let now = monotonicSeconds()
+        let name = tokens.configured.name
+        let interactive = tokens.configured.grant.isInteractive
+        tokens.publish { lifecycle in
+            switch outcome {
+            case .success(let resolved):
+                lifecycle.resolved(resolved)
+                // Requests wait for the login kept for the learnt client rather than be told to log in.
+                if interactive && clients.hasStore { lifecycle.awaitStoredLogin() }
+            case .failure(let error):
+                lifecycle.resolutionFailed(error, at: now)
+            }
+            return true
+        }
+        switch outcome {
+        case .success(let resolved):
+            held[tokens.slot] = resolved.client
+            clients.settingsChanged(tokens)
+            logger.info("identity resolved", metadata: [
+                "identity": .string(name), "resource": .string(resolved.facts.resource),
+                "issuer": .string(resolved.facts.authorizationServer), "client_id": .string(resolved.facts.clientId),
+                "client_from": .string(resolved.facts.clientSource.rawValue),
+            ])
+            if interactive { readStoredLogin(tokens) }
+        case .failure(let error):
+            logger.warning("identity not resolved", metadata: [
+                "identity": .string(name), "code": .string(error.code), "error": .string(error.description),
+            ])
+        }
+        // A logout that came meanwhile revokes now, at the endpoints learnt (or says it could not).
+        logouts.revokeAfterDiscovery(tokens)
+        schedule.runNextAction(tokens)
+    }
+
+    /// The token endpoint answered `invalid_client` to the registered client of `tokens`: the
+    /// registration is dropped (lifecycle and stores), and the chain runs again at the next action.
+    func clientUnknown(_ tokens: IdentityTokens) {
+        let now = monotonicSeconds()
+        var dropped: RegistrationKey?
+        tokens.publish { lifecycle in
+            dropped = lifecycle.clientUnknown(at: now)
+            return dropped != nil
+        }
+        guard let dropped else { return }
+        held[tokens.slot] = nil
+        clients.remove(identity: dropped.identity)
+        logger.warning("the authorization server no longer knows the registered client; registering again", metadata: [
+            "identity": .string(tokens.configured.name), "issuer": .string(dropped.issuer),
+        ])
+    }
+
+    /// `--forget-client`: deletes the registration of `tokens` at its authorization server
+    /// (RFC 7592, with its registration access token), removes it from the stores, and makes the
+    /// identity resolve again at its next need. The client is the one in use, else the one kept
+    /// (an identity that has not resolved in this process). `completion` hears how it went.
+    func forgetClient(_ tokens: IdentityTokens, completion: @escaping (ClientDeletion) -> Void) {
+        let now = monotonicSeconds()
+        let name = tokens.configured.name
+        tokens.publish { lifecycle in lifecycle.clientUnknown(at: now) != nil }
+        let inUse = held.removeValue(forKey: tokens.slot)
+        guard let client = inUse ?? clients.readKept(identity: name) else { return completion(.noRegistration) }
+        clients.remove(identity: name)
+        guard let uri = client.registrationClientUri, let token = client.registrationAccessToken else {
+            return completion(.notDeletable)
+        }
+        idp.send("DELETE", uri, headers: [HTTPField(name: "Authorization", value: "Bearer " + token.value)], for: tokens,
+                 toResource: false, stopped: { completion(.failed("the relay is stopping")) }) { [self] result in
+            let deletion = ClientDeletion(result)
+            logger.info("registered client forgotten", metadata: [
+                "identity": .string(name), "client_id": .string(client.clientId), "outcome": .string(deletion.description),
+            ])
+            completion(deletion)
+        }
+    }
+
+    /// A reload retired the slot.
+    func forget(slot: Int) {
+        held[slot] = nil
+    }
+}
+
+/// How an RFC 7592 deletion of a registered client went.
+public enum ClientDeletion: Sendable, Equatable, CustomStringConvertible {
+    /// 200 or 204.
+    case deleted
+    /// 401 or 404: the registration is gone anyway (or its access token is).
+    case alreadyGone(status: Int)
+    /// No registration was held or kept.
+    case noRegistration
+    /// Kept without `registration_client_uri` or a registration access token: removed here only.
+    case notDeletable
+    /// The server refused otherwise, or could not be reached.
+    case failed(String)
+
+    init(_ result: Result<TokenEndpointReply, TokenEndpointError>) {
+        switch result {
+        case .success(let reply) where reply.status == 200 || reply.status == 204: self = .deleted
+        case .success(let reply) where reply.status == 401 || reply.status == 404: self = .alreadyGone(status: reply.status)
+        case .success(let reply): self = .failed("the registration endpoint answered \(reply.status)")
+        case .failure(let error): self = .failed("\(error)")
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .deleted: "deleted at the authorization server"
+        case .alreadyGone(let status): "the authorization server answered \(status): the registration is gone there already"
+        case .noRegistration: "no registered client was held"
+        case .notDeletable: "the server gave no registration_client_uri or access token: removed from the store only"
+        case .failed(let reason): "not deleted at the authorization server (\(reason)); removed from the store"
+        }
+    }
+}
