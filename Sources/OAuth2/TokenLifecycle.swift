@@ -98,7 +98,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// identity's own grant; nil when only a person logging in can help.
     var nextPurpose: TokenRequest.Purpose? {
         if login.waitingCode != nil { return .grant(.authorizationCode) }
-        if held.refreshToken != nil { return .refresh }
+        // A device login for a step-up polls the token endpoint: no refresh meanwhile.
+        if held.refreshToken != nil && login.device == nil { return .refresh }
         // A grant on behalf of the caller fetches only for a caller (`TokenRequest.exchange`).
         return identity.grant.isInteractive || identity.grant.callerGrant != nil ? nil : .grant(identity.grant.type)
     }
@@ -144,6 +145,12 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             return .fail(TokenUnavailable(identity: identity.name, reason: .refused,
                                           detail: "identity \(identity.name) has no token of its own: it exchanges each caller's "
                                               + "token (\(grant.configKey): \"caller\"), one token per caller"))
+        }
+        if let stepUp = login.stepUps.pending(at: now) {
+            // The token held does not do: requests wait for a login finishing, or are told to log in.
+            if loginFinishing || login.awaitingStoredLogin { return .wait }
+            if let device = login.device?.decision(identity: identity, holdsRefreshToken: false, at: now) { return device }
+            return .fail(stepUpProblem(stepUp))
         }
         if let token, token.isValid(at: now) {
             // A person just logged in again (another tab, maybe as someone else): requests wait
@@ -217,6 +224,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             return
         }
         held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity)
+        stepUpAnswered(by: fetch?.purpose, carried: fetch?.stepUp)
         login.tokenArrived(from: fetch)
         failures.streakEnded()
     }
@@ -275,6 +283,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// would bring the forgotten login back. A code waiting for its exchange is dropped.
     public mutating func forget() {
         held.forget()
+        login.stepUps.forget()
         login.forgotten()
         activity.abandonFetch()
     }
