@@ -1,4 +1,6 @@
+import Crypto
 import Endpoints
+import SafeText
 
 /// How an `auto` identity learns what it needs, as steps the token thread drives (no I/O here):
 ///
@@ -36,28 +38,293 @@ public struct AutoResolution: Sendable {
         case failed(AutoSetupError)
     }
 
-    /// `challenge`: the upstream's 401 that started this, when one did.
-    public init(identity: Identity, challenge: BearerChallenge? = nil) {
-        fatalError("contract: built by the OAuth2 helper")
+    /// The identity as configured (its `auto` settings, name, grant, callback, TLS).
+    private let identity: Identity
+    private let settings: AutoSettings
+    /// The `scope` of the challenge that started this, or of the probe's 401.
+    private var challengeScope: [String]
+    public let firstStep: Step
+    private var phase: Phase
+
+    /// Where the chain is: what the last step asked for, and what it has learnt so far.
+    private enum Phase {
+        /// The resource's metadata document was asked for at `url`.
+        case resourceMetadata(url: HTTPURL, source: AutoFacts.Source)
+        /// The well-known URL served none (`tried` says what it answered); the resource was probed.
+        case probe(tried: [String])
+        /// The authorization server's metadata is being discovered.
+        case discovery(ProviderDiscovery, Learnt)
+        /// The registration kept for `key` was asked for.
+        case loadingClient(Learnt, ProviderMetadata, RegistrationKey)
+        /// A registration was sent.
+        case registering(Learnt, ProviderMetadata, RegistrationKey, ClientRegistrationRequest, privateKeyPEM: Secret?)
+        /// A `resolved` or `failed` step was answered.
+        case ended
     }
 
-    public var firstStep: Step {
-        fatalError("contract: built by the OAuth2 helper")
+    /// What the chain has learnt before its client.
+    private struct Learnt {
+        var metadataURL: HTTPURL
+        var metadataSource: AutoFacts.Source
+        var issuer: String
+        var issuerSource: AutoFacts.Source
+        var scope: String?
+        var scopeSource: AutoFacts.Source?
+        /// The identity completed but for its client: issuer, scope, resource.
+        var identity: Identity
+        var endpoints: IdentityEndpoints?
+    }
+
+    /// `challenge`: the upstream's 401 that started this, when one did.
+    public init(identity: Identity, challenge: BearerChallenge? = nil) {
+        guard let settings = identity.auto else { preconditionFailure("AutoResolution is for an identity with auto settings") }
+        self.identity = identity
+        self.settings = settings
+        challengeScope = challenge?.scope ?? []
+        if let link = challenge?.resourceMetadata {
+            switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge") {
+            case .success(let url):
+                phase = .resourceMetadata(url: url, source: .challenge)
+                firstStep = .fetch(url, toResource: true)
+            case .failure(let error):
+                phase = .ended
+                firstStep = .failed(error)
+            }
+        } else {
+            let url = ResourceMetadata.wellKnownURL(for: settings.resource)
+            if url.scheme == .https || HostSyntax.isLoopback(url.host) {
+                phase = .resourceMetadata(url: url, source: .wellKnown)
+                firstStep = .fetch(url, toResource: true)
+            } else {
+                phase = .ended
+                firstStep = .failed(.insecureURL(what: "the resource's metadata URL", url: redactedURL(url)))
+            }
+        }
     }
 
     /// The answer to the request of the last `fetch`, `probe` or `register` step.
     public mutating func received(_ reply: TokenEndpointReply, unixTime: Double) -> Step {
-        fatalError("contract: built by the OAuth2 helper")
+        switch phase {
+        case .resourceMetadata(let url, let source):
+            return metadataReceived(reply, from: url, source: source, unixTime: unixTime)
+        case .probe(let tried):
+            return probeAnswered(reply, tried: tried, unixTime: unixTime)
+        case .discovery(var discovery, let learnt):
+            switch discovery.received(reply, unixTime: unixTime) {
+            case .fetch(let url):
+                phase = .discovery(discovery, learnt)
+                return .fetch(url, toResource: false)
+            case .found(let metadata):
+                return discovered(metadata, at: discovery.currentURL, learnt: learnt)
+            case .failed(let error):
+                return end(.failed(.discovery(error)))
+            }
+        case .registering(let learnt, let metadata, let key, let request, let privateKeyPEM):
+            do throws(AutoSetupError) {
+                let client = try RegisteredClient.parse(reply, to: request, issuer: learnt.issuer, privateKeyPEM: privateKeyPEM,
+                                                        unixTime: unixTime)
+                return resolved(learnt, metadata: metadata, client: client, key: key, newlyRegistered: true)
+            } catch {
+                return end(.failed(error))
+            }
+        case .loadingClient, .ended:
+            preconditionFailure("AutoResolution.received with no request under way")
+        }
     }
 
     /// The request of the last step got no answer (the HTTP client's `unreachable`/`timedOut`).
     public mutating func failed(_ error: TokenEndpointError) -> Step {
-        fatalError("contract: built by the OAuth2 helper")
+        let reason = switch error {
+        case .unreachable(let reason): "unreachable: \(reason)"
+        case .timedOut(let seconds): "no answer within \(SecondsText.format(seconds)) s"
+        default: error.code
+        }
+        switch phase {
+        case .resourceMetadata(let url, _):
+            return end(.failed(.unavailable(url: redactedURL(url), reason: reason, retryAfter: error.retryAfter)))
+        case .probe:
+            return end(.failed(.unavailable(url: redactedURL(settings.resource), reason: reason, retryAfter: error.retryAfter)))
+        case .discovery(var discovery, _):
+            guard case .failed(let failure) = discovery.failed(error) else { preconditionFailure("discovery goes on after a failure") }
+            return end(.failed(.discovery(failure)))
+        case .registering(_, _, _, let request, _):
+            return end(.failed(.unavailable(url: redactedURL(request.endpoint), reason: reason, retryAfter: error.retryAfter)))
+        case .loadingClient, .ended:
+            preconditionFailure("AutoResolution.failed with no request under way")
+        }
     }
 
     /// The registration kept for the `loadClient` step's key (nil: none, or unreadable).
     public mutating func loaded(_ client: RegisteredClient?, unixTime: Double) -> Step {
-        fatalError("contract: built by the OAuth2 helper")
+        guard case .loadingClient(let learnt, let metadata, let key) = phase else {
+            preconditionFailure("AutoResolution.loaded with no loadClient step under way")
+        }
+        if let client, client.isUsable(for: key, at: unixTime) {
+            return resolved(learnt, metadata: metadata, client: client, key: key, newlyRegistered: false)
+        }
+        guard let endpoint = metadata.registrationEndpoint else { return end(.failed(.registrationUnsupported(issuer: learnt.issuer))) }
+        guard endpoint.scheme == .https || HostSyntax.isLoopback(endpoint.host) else {
+            return end(.failed(.insecureURL(what: "the registration_endpoint of \"\(learnt.issuer)\"", url: redactedURL(endpoint))))
+        }
+        do throws(AutoSetupError) {
+            let method = try settings.clientAuth.registeredMethod(supported: metadata.tokenEndpointAuthMethodsSupported,
+                                                                  issuer: learnt.issuer)
+            var generated: GeneratedClientKey?
+            if method == "private_key_jwt" {
+                do throws(CryptoError) {
+                    generated = try GeneratedClientKey.make()
+                } catch {
+                    throw .unavailable(url: redactedURL(endpoint), reason: "the private_key_jwt key could not be generated: \(error)",
+                                       retryAfter: nil)
+                }
+            }
+            let request = ClientRegistrationRequest(identity: identity, settings: settings, endpoint: endpoint, method: method,
+                                                    scope: learnt.scope, jwks: generated?.jwks)
+            phase = .registering(learnt, metadata, key, request, privateKeyPEM: generated?.pem)
+            return .register(request)
+        } catch {
+            return end(.failed(error))
+        }
+    }
+
+    // MARK: - The chain's steps
+
+    private mutating func end(_ step: Step) -> Step {
+        phase = .ended
+        return step
+    }
+
+    /// `text` as the URL of a metadata document: absolute, and https (http only to loopback).
+    private static func metadataURL(_ text: String, what: String) -> Result<HTTPURL, AutoSetupError> {
+        let url: HTTPURL
+        do throws(HTTPURLSyntaxError) {
+            url = try HTTPURL(absolute: text)
+        } catch {
+            return .failure(.invalidDocument(url: ErrorText.clean(text, removing: []),
+                                             reason: "\(what) is not an absolute http(s) URL: \(ErrorText.clean(error.message, removing: []))"))
+        }
+        guard url.scheme == .https || HostSyntax.isLoopback(url.host) else {
+            return .failure(.insecureURL(what: what, url: redactedURL(url)))
+        }
+        return .success(url)
+    }
+
+    private mutating func metadataReceived(_ reply: TokenEndpointReply, from url: HTTPURL, source: AutoFacts.Source,
+                                           unixTime: Double) -> Step {
+        switch DocumentAnswer(reply, from: url, unixTime: unixTime) {
+        case .document(let members):
+            do throws(AutoSetupError) {
+                let metadata = try ResourceMetadata(members: members, from: redactedURL(url), expectedResource: settings.resource)
+                return chooseServer(metadata, metadataURL: url, source: source)
+            } catch {
+                return end(.failed(error))
+            }
+        case .notHere(let answer):
+            guard source == .wellKnown else {
+                return end(.failed(.noResourceMetadata(resource: settings.resource.description, tried: [answer])))
+            }
+            phase = .probe(tried: [answer])
+            return .probe(settings.resource)
+        case .failed(let error):
+            return end(.failed(Self.unavailable(error, url: url)))
+        }
+    }
+
+    /// The resource's answer without a token: a 401 whose challenge names its metadata.
+    private mutating func probeAnswered(_ reply: TokenEndpointReply, tried: [String], unixTime: Double) -> Step {
+        let resource = settings.resource
+        let status = reply.status
+        if status >= 500 || status == 429 || status == 408 {
+            let retryAfter = reply.header("Retry-After").flatMap { RetryAfter.seconds($0, unixTime: unixTime) }
+            return end(.failed(.unavailable(url: redactedURL(resource), reason: "it answered HTTP \(status)", retryAfter: retryAfter)))
+        }
+        let values = reply.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
+        let challenge = status == 401 ? BearerChallenge.parse(values) : nil
+        guard let challenge, let link = challenge.resourceMetadata else {
+            let what = status != 401 ? "without a token, \(redactedURL(resource)) answered HTTP \(status), not 401"
+                : challenge == nil ? "without a token, \(redactedURL(resource)) answered HTTP 401 without a Bearer challenge"
+                : "without a token, \(redactedURL(resource)) answered HTTP 401 with a Bearer challenge that has no resource_metadata"
+            return end(.failed(.noResourceMetadata(resource: resource.description, tried: tried + [what])))
+        }
+        if challengeScope.isEmpty { challengeScope = challenge.scope }
+        switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge") {
+        case .success(let url):
+            phase = .resourceMetadata(url: url, source: .challenge)
+            return .fetch(url, toResource: true)
+        case .failure(let error):
+            return end(.failed(error))
+        }
+    }
+
+    /// The authorization server: the first of the resource's that `allowedIssuers` admits, in
+    /// the order `allowedIssuers` prefers (any one when it is empty); then its discovery.
+    private mutating func chooseServer(_ metadata: ResourceMetadata, metadataURL: HTTPURL, source: AutoFacts.Source) -> Step {
+        let allowed = settings.allowedIssuers
+        let chosen = allowed.isEmpty ? metadata.authorizationServers.first
+            : allowed.first(where: metadata.authorizationServers.contains)
+        guard let issuer = chosen else {
+            return end(.failed(.noAllowedIssuer(offered: metadata.authorizationServers.map { ErrorText.clean($0, removing: []) },
+                                                allowed: allowed)))
+        }
+        let (scope, scopeSource): (String?, AutoFacts.Source?) =
+            if let scope = settings.scope { (scope, .configuration) }
+            else if !challengeScope.isEmpty { (challengeScope.joined(separator: " "), .challenge) }
+            else if !metadata.scopesSupported.isEmpty { (metadata.scopesSupported.joined(separator: " "), .resourceMetadata) }
+            else { (nil, nil) }
+        var learnt = identity
+        learnt.issuer = issuer
+        learnt.scope = scope
+        learnt.resource = [settings.resource.description]
+        let known = Learnt(metadataURL: metadataURL, metadataSource: source, issuer: issuer,
+                           issuerSource: allowed.isEmpty ? .resourceMetadata : .configuration, scope: scope, scopeSource: scopeSource,
+                           identity: learnt)
+        do throws(DiscoveryError) {
+            let discovery = try ProviderDiscovery(issuer: issuer)
+            phase = .discovery(discovery, known)
+            return .fetch(discovery.firstURL, toResource: false)
+        } catch {
+            return end(.failed(.discovery(error)))
+        }
+    }
+
+    /// The server's metadata: the identity's endpoints, then its client (`loadClient`).
+    private mutating func discovered(_ metadata: ProviderMetadata, at url: HTTPURL, learnt: Learnt) -> Step {
+        var learnt = learnt
+        do throws(DiscoveryError) {
+            learnt.endpoints = try IdentityEndpoints(identity: learnt.identity, metadata: metadata, documentURL: url.description)
+        } catch {
+            return end(.failed(.discovery(error)))
+        }
+        let key = RegistrationKey(identity: identity.name, issuer: learnt.issuer,
+                                  redirectUri: identity.grant.type == .authorizationCode ? identity.redirectUri?.description : nil,
+                                  clientAuth: settings.clientAuth)
+        phase = .loadingClient(learnt, metadata, key)
+        return .loadClient(key)
+    }
+
+    private mutating func resolved(_ learnt: Learnt, metadata: ProviderMetadata, client: RegisteredClient, key: RegistrationKey,
+                                   newlyRegistered: Bool) -> Step {
+        guard let clientAuth = client.clientAuth, let endpoints = learnt.endpoints else {
+            return end(.failed(.invalidDocument(url: redactedURL(metadata.registrationEndpoint ?? metadata.tokenEndpoint),
+                                                reason: "the client registered cannot authenticate with \(client.tokenEndpointAuthMethod)")))
+        }
+        var identity = learnt.identity
+        identity.clientAuth = clientAuth
+        let facts = AutoFacts(resource: settings.resource.description, resourceMetadataURL: redactedURL(learnt.metadataURL),
+                              resourceMetadataSource: learnt.metadataSource, authorizationServer: learnt.issuer,
+                              authorizationServerSource: learnt.issuerSource, clientId: client.clientId,
+                              clientSource: newlyRegistered ? .registration : .store,
+                              tokenEndpointAuthMethod: client.tokenEndpointAuthMethod, scope: learnt.scope,
+                              scopeSource: learnt.scopeSource, registeredAt: client.registeredAt)
+        return end(.resolved(AutoResolved(identity: identity, endpoints: endpoints, client: client, key: key,
+                                          newlyRegistered: newlyRegistered, facts: facts)))
+    }
+
+    private static func unavailable(_ error: DiscoveryError, url: HTTPURL) -> AutoSetupError {
+        if case .unavailable(_, let reason, let retryAfter) = error {
+            return .unavailable(url: redactedURL(url), reason: reason, retryAfter: retryAfter)
+        }
+        return .discovery(error)
     }
 }
 

@@ -67,6 +67,40 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     public var description: String {
-        fatalError("contract: built by the OAuth2 helper")
+        switch self {
+        case .noResourceMetadata(let resource, let tried):
+            return "\(resource) says nothing of how to get a token for it (RFC 9728 protected resource metadata): "
+                + tried.joined(separator: "; ")
+                + ". Only configuration can help: give the route an identity of its own (\"identity\": a name under \"identities\") instead of \"auto\""
+        case .resourceMismatch(let url, let expected, let found):
+            return "the protected resource metadata at \(url) is for the resource \"\(found)\", not the upstream \(expected) "
+                + "(they must be the same, RFC 9728 §3.3)"
+        case .invalidDocument(let url, let reason):
+            return "the document at \(url) is not usable: \(reason)"
+        case .insecureURL(let what, let url):
+            return "\(what) is plain http:// to a host that is not loopback (\(url)); only https is used"
+        case .noAllowedIssuer(let offered, let allowed):
+            let offeredText = offered.isEmpty ? "the resource names no authorization server"
+                : "the resource names the authorization servers " + offered.map { "\"\($0)\"" }.joined(separator: ", ")
+            let allowedText = allowed.isEmpty ? "" : ", and auto.allowedIssuers allows only "
+                + allowed.map { "\"\($0)\"" }.joined(separator: ", ")
+            return offeredText + allowedText + ": no authorization server to use (list one in auto.allowedIssuers, "
+                + "or give the route an identity of its own)"
+        case .discovery(let error):
+            return error.description
+        case .registrationUnsupported(let issuer):
+            return "the authorization server \"\(issuer)\" offers no registration_endpoint (RFC 7591), so the relay cannot "
+                + "register itself: register a client there and give the route an identity of its own with its clientId"
+        case .noUsableAuthMethod(let issuer, let supported):
+            return "the authorization server \"\(issuer)\" supports the token_endpoint_auth_methods "
+                + supported.map { "\"\($0)\"" }.joined(separator: ", ")
+                + ", none of which auto.clientAuth allows (set auto.clientAuth to one of them)"
+        case .registrationRefused(let url, let status, let oauthError, let description):
+            let error = oauthError.map { " with error \($0)" } ?? ""
+            let text = description.map { ": \"\($0)\"" } ?? ""
+            return "the registration endpoint \(url) refused the registration (HTTP \(status))\(error)\(text)"
+        case .unavailable(let url, let reason, let retryAfter):
+            return "\(url) failed: \(reason)" + (retryAfter.map { ", Retry-After \(SecondsText.format($0)) s" } ?? "")
+        }
     }
 }

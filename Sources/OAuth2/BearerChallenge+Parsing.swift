@@ -3,7 +3,204 @@ import HTTPFields
 extension BearerChallenge {
     /// The first `Bearer` or `DPoP` challenge in `values` (the `WWW-Authenticate` field values
     /// in order); nil when there is none or it cannot be read.
+    ///
+    /// A challenge that breaks RFC 7235 §4.1's syntax (a parameter without a value, an
+    /// unterminated quoted string, text where a comma should be, a `token68` where RFC 6750
+    /// wants parameters) is skipped whole, and the next one is read: an upstream's typo in one
+    /// scheme does not hide its other challenges. A parameter given twice keeps its first value.
     public static func parse(_ values: [String]) -> BearerChallenge? {
-        fatalError("contract: built by the OAuth2 helper")
+        for value in values {
+            for challenge in ChallengeList.challenges(in: value) {
+                let scheme = challenge.scheme.lowercased()
+                guard scheme == "bearer" || scheme == "dpop", !challenge.broken, challenge.token68 == nil else { continue }
+                return BearerChallenge(challenge)
+            }
+        }
+        return nil
+    }
+
+    private init(_ challenge: ChallengeList.Challenge) {
+        let parameters = challenge.parameters
+        func words(_ name: String) -> [String] {
+            parameters[name].map { $0.split(separator: " ").map(String.init) } ?? []
+        }
+        let maxAge = parameters["max_age"].flatMap { text in
+            text.utf8.allSatisfy(ASCII.isDigit) ? Int(text) : nil
+        }
+        self.init(scheme: challenge.scheme, realm: parameters["realm"], resourceMetadata: parameters["resource_metadata"],
+                  error: parameters["error"], errorDescription: parameters["error_description"], scope: words("scope"),
+                  acrValues: words("acr_values"), maxAge: maxAge)
+    }
+}
+
+/// RFC 7235 §4.1's `1#challenge`: the challenges of one `WWW-Authenticate` value, read as bytes.
+/// Commas separate both challenges and a challenge's parameters, so an item `name=value` belongs
+/// to the challenge before it, and any other token starts a new challenge.
+enum ChallengeList {
+    struct Challenge {
+        /// As sent.
+        var scheme: String
+        /// Names lowercased; values unquoted; the first of a name wins.
+        var parameters: [String: String] = [:]
+        var token68: String?
+        /// Something in it broke the syntax: it is not used.
+        var broken = false
+    }
+
+    static func challenges(in value: String) -> [Challenge] {
+        var reader = Reader(bytes: Array(value.utf8))
+        var challenges: [Challenge] = []
+        while true {
+            reader.skip { $0 == UInt8(ascii: ",") || isSpace($0) }
+            guard !reader.atEnd else { break }
+            let itemStart = reader.index
+            let name = reader.token()
+            guard !name.isEmpty else {
+                // Not a token: the current challenge is broken up to the next comma.
+                markBroken(&challenges)
+                reader.skipItem()
+                continue
+            }
+            let afterName = reader.index
+            reader.skip(isSpace)
+            if reader.peek == UInt8(ascii: "=") {
+                reader.index = itemStart
+                readParameter(&reader, into: &challenges)
+                continue
+            }
+            // A new challenge: its scheme, then a token68, parameters (the next items), or nothing.
+            challenges.append(Challenge(scheme: String(decoding: name, as: UTF8.self)))
+            guard reader.index > afterName, !reader.atEnd, reader.peek != UInt8(ascii: ",") else { continue }
+            let paramsStart = reader.index
+            if let token68 = reader.token68() {
+                challenges[challenges.count - 1].token68 = token68
+            } else {
+                reader.index = paramsStart
+                readParameter(&reader, into: &challenges)
+            }
+        }
+        return challenges
+    }
+
+    /// One `token BWS "=" BWS ( token / quoted-string )` item, for the last challenge; a broken
+    /// one breaks that challenge and is skipped to the next comma.
+    private static func readParameter(_ reader: inout Reader, into challenges: inout [Challenge]) {
+        let name = String(decoding: reader.token(), as: UTF8.self).lowercased()
+        reader.skip(isSpace)
+        guard !name.isEmpty, reader.take(UInt8(ascii: "=")) else {
+            markBroken(&challenges)
+            reader.skipItem()
+            return
+        }
+        reader.skip(isSpace)
+        let value: String?
+        if reader.peek == UInt8(ascii: "\"") {
+            value = reader.quotedString()
+        } else {
+            let token = reader.token()
+            value = token.isEmpty ? nil : String(decoding: token, as: UTF8.self)
+        }
+        reader.skip(isSpace)
+        guard let value, reader.atEnd || reader.peek == UInt8(ascii: ","), !challenges.isEmpty,
+              challenges[challenges.count - 1].token68 == nil else {
+            markBroken(&challenges)
+            reader.skipItem()
+            return
+        }
+        if challenges[challenges.count - 1].parameters[name] == nil {
+            challenges[challenges.count - 1].parameters[name] = value
+        }
+    }
+
+    private static func markBroken(_ challenges: inout [Challenge]) {
+        if !challenges.isEmpty { challenges[challenges.count - 1].broken = true }
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
+    }
+
+    /// RFC 9110 §11.2 `token68` characters, before the `=` padding.
+    static func isToken68Character(_ byte: UInt8) -> Bool {
+        ASCII.isAlphanumeric(byte) || "-._~+/".utf8.contains(byte)
+    }
+
+    private struct Reader {
+        let bytes: [UInt8]
+        var index = 0
+
+        var atEnd: Bool { index >= bytes.count }
+        var peek: UInt8? { atEnd ? nil : bytes[index] }
+
+        mutating func skip(_ predicate: (UInt8) -> Bool) {
+            while let byte = peek, predicate(byte) { index += 1 }
+        }
+
+        mutating func take(_ byte: UInt8) -> Bool {
+            guard peek == byte else { return false }
+            index += 1
+            return true
+        }
+
+        mutating func token() -> ArraySlice<UInt8> {
+            let start = index
+            skip(ASCII.isTokenCharacter)
+            return bytes[start..<index]
+        }
+
+        /// A `token68` that is the whole rest of the challenge (spaces, then a comma or the end,
+        /// after it); nil, with the position left anywhere, otherwise.
+        mutating func token68() -> String? {
+            let start = index
+            skip(ChallengeList.isToken68Character)
+            guard index > start else { return nil }
+            skip { $0 == UInt8(ascii: "=") }
+            let end = index
+            skip(ChallengeList.isSpace)
+            guard atEnd || peek == UInt8(ascii: ",") else { return nil }
+            return String(decoding: bytes[start..<end], as: UTF8.self)
+        }
+
+        /// A quoted string, unescaped; nil when it is not terminated or holds a control character.
+        mutating func quotedString() -> String? {
+            guard take(UInt8(ascii: "\"")) else { return nil }
+            var value: [UInt8] = []
+            while let byte = peek {
+                index += 1
+                switch byte {
+                case UInt8(ascii: "\""):
+                    return String(decoding: value, as: UTF8.self)
+                case UInt8(ascii: "\\"):
+                    guard let escaped = peek, Self.isQuotedText(escaped) else { return nil }
+                    value.append(escaped)
+                    index += 1
+                case _ where Self.isQuotedText(byte):
+                    value.append(byte)
+                default:
+                    return nil
+                }
+            }
+            return nil
+        }
+
+        /// RFC 9110 §5.6.4: HTAB, SP, visible ASCII and obs-text (bytes of UTF-8 text).
+        private static func isQuotedText(_ byte: UInt8) -> Bool {
+            byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
+        }
+
+        /// To the next comma outside a quoted string (or the end).
+        mutating func skipItem() {
+            var quoted = false
+            while let byte = peek {
+                if quoted {
+                    if byte == UInt8(ascii: "\\") { index += 1 } else if byte == UInt8(ascii: "\"") { quoted = false }
+                } else if byte == UInt8(ascii: "\"") {
+                    quoted = true
+                } else if byte == UInt8(ascii: ",") {
+                    return
+                }
+                index += 1
+            }
+        }
     }
 }

@@ -16,10 +16,13 @@ extension IdentityStatus {
                   lastErrorDescription: lifecycle.lastError?.description, loggedInAs: lifecycle.loggedInAs,
                   deviceLogin: lifecycle.login.device?.activeFlow?.prompt(at: now), lastLoginFailure: lifecycle.lastLoginFailure,
                   pendingStepUp: stepUp)
+        auto = lifecycle.autoFacts
     }
 
     private static func state(of lifecycle: TokenLifecycle, tokenValid valid: Bool, steppingUp: Bool) -> State {
         let fetchTaken = lifecycle.activity.isFetchTaken
+        // An `auto` identity that has not learnt its server and client can do nothing else yet.
+        if let state = lifecycle.resolutionState { return state }
         // Its tokens are its callers': only discovery is the identity's own, and can fail.
         if lifecycle.identity.grant.callerGrant != nil { return lifecycle.discoveryFailing ? .failing : .perCaller }
         // A callback's code waiting for (or in) its exchange is a login finishing, even while an

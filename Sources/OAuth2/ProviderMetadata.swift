@@ -27,12 +27,21 @@ public struct ProviderMetadata: Sendable, Equatable {
     /// RFC 9207: the IdP sends `iss` with every authorization response, so one without it is
     /// refused (`AuthorizationCallback.parse(query:issuer:issuerRequired:)`).
     public let authorizationResponseIssParameterSupported: Bool
+    /// RFC 7591's endpoint (RFC 8414 §2 `registration_endpoint`): where an `auto` identity
+    /// registers its client. Read as any URL; `AutoResolution` refuses plain http to a host that
+    /// is not loopback (an identity that does not register never fails for it).
+    public let registrationEndpoint: HTTPURL?
+    /// RFC 8414 §2 (empty when not published).
+    public let tokenEndpointAuthMethodsSupported: [String]
+    public let scopesSupported: [String]
+    public let grantTypesSupported: [String]
 
     public init(issuer: String, tokenEndpoint: HTTPURL, authorizationEndpoint: HTTPURL? = nil,
                 deviceAuthorizationEndpoint: HTTPURL? = nil, jwksUri: HTTPURL? = nil, revocationEndpoint: HTTPURL? = nil,
                 codeChallengeMethodsSupported: [String] = [], idTokenSigningAlgValuesSupported: [String] = [],
                 dpopSigningAlgValuesSupported: [String]? = nil, authorizationResponseIssParameterSupported: Bool = false,
-                introspectionEndpoint: HTTPURL? = nil) {
+                introspectionEndpoint: HTTPURL? = nil, registrationEndpoint: HTTPURL? = nil,
+                tokenEndpointAuthMethodsSupported: [String] = [], scopesSupported: [String] = [], grantTypesSupported: [String] = []) {
         self.issuer = issuer
         self.tokenEndpoint = tokenEndpoint
         self.authorizationEndpoint = authorizationEndpoint
@@ -44,6 +53,10 @@ public struct ProviderMetadata: Sendable, Equatable {
         self.idTokenSigningAlgValuesSupported = idTokenSigningAlgValuesSupported
         self.dpopSigningAlgValuesSupported = dpopSigningAlgValuesSupported
         self.authorizationResponseIssParameterSupported = authorizationResponseIssParameterSupported
+        self.registrationEndpoint = registrationEndpoint
+        self.tokenEndpointAuthMethodsSupported = tokenEndpointAuthMethodsSupported
+        self.scopesSupported = scopesSupported
+        self.grantTypesSupported = grantTypesSupported
     }
 
     /// The document URLs to try for `issuer`, in order: the OpenID Connect one (the issuer with
@@ -101,7 +114,11 @@ public struct ProviderMetadata: Sendable, Equatable {
                   idTokenSigningAlgValuesSupported: try reader.strings("id_token_signing_alg_values_supported") ?? [],
                   dpopSigningAlgValuesSupported: try reader.strings("dpop_signing_alg_values_supported"),
                   authorizationResponseIssParameterSupported: try reader.flag("authorization_response_iss_parameter_supported"),
-                  introspectionEndpoint: try reader.endpoint("introspection_endpoint"))
+                  introspectionEndpoint: try reader.endpoint("introspection_endpoint"),
+                  registrationEndpoint: try reader.absoluteURL("registration_endpoint"),
+                  tokenEndpointAuthMethodsSupported: try reader.strings("token_endpoint_auth_methods_supported") ?? [],
+                  scopesSupported: try reader.strings("scopes_supported") ?? [],
+                  grantTypesSupported: try reader.strings("grant_types_supported") ?? [])
     }
 }
 
@@ -130,15 +147,19 @@ private struct MemberReader {
         return flag
     }
 
-    /// An endpoint: an absolute URL, https unless its host is loopback or insecure http is allowed.
-    func endpoint(_ name: String) throws(DiscoveryError) -> HTTPURL? {
+    /// An absolute http(s) URL, whatever its scheme.
+    func absoluteURL(_ name: String) throws(DiscoveryError) -> HTTPURL? {
         guard let text = try string(name) else { return nil }
-        let endpoint: HTTPURL
         do throws(HTTPURLSyntaxError) {
-            endpoint = try HTTPURL(absolute: text)
+            return try HTTPURL(absolute: text)
         } catch {
             throw .invalidDocument(url: url, reason: "\(name) is not an absolute http(s) URL: \(ErrorText.clean(error.message, removing: []))")
         }
+    }
+
+    /// An endpoint: an absolute URL, https unless its host is loopback or insecure http is allowed.
+    func endpoint(_ name: String) throws(DiscoveryError) -> HTTPURL? {
+        guard let endpoint = try absoluteURL(name) else { return nil }
         guard endpoint.scheme == .https || allowInsecureHTTP || HostSyntax.isLoopback(endpoint.host) else {
             throw .invalidDocument(url: url, reason: "\(name) \(redactedURL(endpoint)) is plain http:// to a host that is not loopback")
         }

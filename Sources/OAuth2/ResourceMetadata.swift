@@ -27,11 +27,58 @@ extension ResourceMetadata {
     /// RFC 9728 §3.1: `/.well-known/oauth-protected-resource` inserted between the host and the
     /// resource's path (a trailing "/" of the path dropped), query and fragment dropped.
     public static func wellKnownURL(for resource: HTTPURL) -> HTTPURL {
-        fatalError("contract: built by the OAuth2 helper")
+        let path = resource.path.hasSuffix("/") ? String(resource.path.dropLast()) : resource.path
+        return HTTPURL(scheme: resource.scheme, host: resource.host, port: resource.port,
+                       path: "/.well-known/oauth-protected-resource" + path)
     }
 
     /// Reads the metadata document `members`, fetched from `url`, for `expectedResource`.
     public init(members: [String: JSONValue], from url: String, expectedResource: HTTPURL) throws(AutoSetupError) {
-        fatalError("contract: built by the OAuth2 helper")
+        func string(_ name: String) throws(AutoSetupError) -> String? {
+            guard let value = members[name], value != .null else { return nil }
+            guard let text = value.string else { throw .invalidDocument(url: url, reason: "\(name) is not a string") }
+            return text
+        }
+        func strings(_ name: String) throws(AutoSetupError) -> [String] {
+            guard let value = members[name], value != .null else { return [] }
+            guard let texts = value.strings else { throw .invalidDocument(url: url, reason: "\(name) is not an array of strings") }
+            return texts
+        }
+        guard let resource = try string("resource") else { throw .invalidDocument(url: url, reason: "it has no resource") }
+        guard ResourceIdentifier.matches(resource, expectedResource) else {
+            throw .resourceMismatch(url: url, expected: expectedResource.description, found: ErrorText.clean(resource, removing: []))
+        }
+        let servers = try strings("authorization_servers")
+        for server in servers {
+            let issuer: HTTPURL
+            do throws(HTTPURLSyntaxError) {
+                issuer = try HTTPURL(absolute: server, allowsQuery: false)
+            } catch {
+                throw .invalidDocument(url: url, reason: "authorization_servers holds \"\(ErrorText.clean(server, removing: []))\", "
+                                       + "which is not an issuer identifier: \(ErrorText.clean(error.message, removing: []))")
+            }
+            guard issuer.scheme == .https || HostSyntax.isLoopback(issuer.host) else {
+                throw .insecureURL(what: "the authorization server in authorization_servers of \(url)", url: redactedURL(issuer))
+            }
+        }
+        self.init(resource: resource, authorizationServers: servers, scopesSupported: try strings("scopes_supported"),
+                  bearerMethodsSupported: try strings("bearer_methods_supported"),
+                  resourceName: try string("resource_name").map { ErrorText.clean($0, removing: []) })
+    }
+}
+
+/// RFC 9728 §3.3's comparison of a metadata document's `resource` with the upstream URL: the
+/// scheme and host in any case, the default port written or not, an empty path the same as
+/// "/"; the rest of the path and the query exactly as written.
+enum ResourceIdentifier {
+    static func matches(_ text: String, _ expected: HTTPURL) -> Bool {
+        guard let found = try? HTTPURL(absolute: text) else { return false }
+        // The path as written (HTTPURL normalizes it like a request path: dot segments, escapes).
+        let afterScheme = text[text.firstRange(of: "://")!.upperBound...]
+        let pathAndQuery = afterScheme.drop { $0 != "/" && $0 != "?" }
+        let writtenPath = pathAndQuery.prefix { $0 != "?" }
+        let path = writtenPath.isEmpty ? "/" : String(writtenPath)
+        return found.scheme == expected.scheme && found.host == expected.host && found.port == expected.port
+            && path == expected.path && found.query == expected.query
     }
 }

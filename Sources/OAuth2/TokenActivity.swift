@@ -1,6 +1,7 @@
 /// What a `TokenLifecycle` has under way at its IdP: at most one thing at a time.
 ///
-/// Discovery and a fetch exclude each other (no fetch can be built before the endpoints are
+/// Resolution (an `auto` identity learning its server and client), discovery and a fetch
+/// exclude each other (no fetch can be built before the endpoints are
 /// known), and a fetch a logout abandoned is still under way for the token thread, which
 /// reports its answer, but that answer is dropped. A device login's own steps are
 /// `DeviceLogin`'s; its polls are fetches like any other.
@@ -9,6 +10,8 @@ enum TokenActivity: Sendable {
     case idle
     /// The discovery request (the IdP's metadata) is under way.
     case discovering
+    /// An `auto` identity's resolution (`AutoResolution`, on the token thread) is under way.
+    case resolving
     /// A fetch is under way; its answer will be taken.
     case fetching(FetchInFlight)
     /// A logout came while this fetch was under way: its answer is dropped, not taken.
@@ -18,12 +21,22 @@ enum TokenActivity: Sendable {
     var fetch: FetchInFlight? {
         switch self {
         case .fetching(let fetch), .abandoned(let fetch): fetch
-        case .idle, .discovering: nil
+        case .idle, .discovering, .resolving: nil
         }
     }
 
     var isDiscovering: Bool {
         if case .discovering = self { return true }
+        return false
+    }
+
+    var isResolving: Bool {
+        if case .resolving = self { return true }
+        return false
+    }
+
+    var isIdle: Bool {
+        if case .idle = self { return true }
         return false
     }
 
@@ -53,7 +66,7 @@ enum TokenActivity: Sendable {
         case .abandoned(let fetch):
             self = .idle
             return (fetch, true)
-        case .idle, .discovering:
+        case .idle, .discovering, .resolving:
             return nil
         }
     }
@@ -67,7 +80,7 @@ enum TokenActivity: Sendable {
         case .abandoned(var fetch):
             body(&fetch)
             self = .abandoned(fetch)
-        case .idle, .discovering:
+        case .idle, .discovering, .resolving:
             break
         }
     }
@@ -75,5 +88,10 @@ enum TokenActivity: Sendable {
     /// The discovery request was answered.
     mutating func endDiscovery() {
         if case .discovering = self { self = .idle }
+    }
+
+    /// The resolution ended (resolved or failed).
+    mutating func endResolution() {
+        if case .resolving = self { self = .idle }
     }
 }

@@ -38,6 +38,9 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
     /// A credential file holds a JWT past its `exp` (a projected service-account token the
     /// platform stopped rotating), so no request was sent: the IdP would refuse it.
     case expiredCredential(ExpiredCredential)
+    /// An `auto` identity could not learn its authorization server or client
+    /// (`AutoResolution`), so no token request can be made yet.
+    case autoSetup(AutoSetupError)
 
     /// The HTTP status the token endpoint answered with, if it answered.
     public var status: Int? {
@@ -47,7 +50,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             status
         case .gitHubAPI(let error, _):
             error.status
-        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed, .serviceAccountJWTFailed, .expiredCredential:
+        case .unreachable, .timedOut, .clientAssertionFailed, .discovery, .idToken, .dpopProofFailed, .serviceAccountJWTFailed, .expiredCredential,
+             .autoSetup:
             nil
         }
     }
@@ -57,6 +61,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         switch self {
         case .oauth(_, _, let retryAfter), .unexpectedStatus(_, _, _, let retryAfter), .gitHubAPI(_, let retryAfter): retryAfter
         case .discovery(let error): error.retryAfter
+        case .autoSetup(let error): error.retryAfter
         default: nil
         }
     }
@@ -82,6 +87,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .gitHubAPI(let error, _):
             return error.isRateLimit || Self.isTemporary(status: error.status)
         case .discovery(let error):
+            return error.isTemporary
+        case .autoSetup(let error):
             return error.isTemporary
         case .redirect, .invalidTokenResponse, .clientAssertionFailed, .idToken, .dpopProofFailed, .serviceAccountJWTFailed:
             return false
@@ -109,6 +116,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .dpopProofFailed: "dpop_proof_failed"
         case .serviceAccountJWTFailed: "service_account_jwt_failed"
         case .expiredCredential: "credential_expired"
+        case .autoSetup(let error): error.code
         }
     }
 
@@ -155,6 +163,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
             return "the service account's JWT could not be signed: \(reason)"
         case .expiredCredential(let expired):
             return "\(expired), so no request was sent to \(endpoint)"
+        case .autoSetup(let error):
+            return error.description
         }
     }
 

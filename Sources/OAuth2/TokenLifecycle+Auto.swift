@@ -4,26 +4,46 @@
 // `resolutionFailed`), fails like it (backoff; a failure only configuration can fix is
 // `needsConfiguration`, answered with the `needs-configuration` problem), and happens again when
 // the server no longer knows the client (`clientUnknown`).
+//
+// Requests wait while the first resolution is under way (and while one runs again after
+// `clientUnknown`); during a temporary failure's backoff they get 503 with `Retry-After`, during
+// another failure's (a resource mismatch, a refused registration: the servers may be fixed) 502,
+// and once only configuration can help, 502 `needs-configuration` until a new configuration.
 
 extension TokenLifecycle {
     /// An `auto` identity that has not learnt its server and client yet.
     public var needsResolution: Bool {
-        fatalError("contract: built by the OAuth2 helper")
+        guard identity.auto != nil else { return false }
+        if case .resolved = autoProgress { return false }
+        return true
     }
 
     /// What it learnt (nil before, and for any other identity).
     public var autoFacts: AutoFacts? {
-        fatalError("contract: built by the OAuth2 helper")
+        if case .resolved(let resolved, _) = autoProgress { return resolved.facts }
+        return nil
     }
 
     /// The chain completed: the identity as learnt and its endpoints are in force.
     public mutating func resolved(_ resolved: AutoResolved) {
-        fatalError("contract: built by the OAuth2 helper")
+        activity.endResolution()
+        let configured = if case .resolved(_, let configured) = autoProgress { configured } else { identity }
+        autoProgress = .resolved(resolved, configured: configured)
+        identity = resolved.identity
+        endpoints = resolved.endpoints
+        failures.streakEnded()
+        failures.last = nil
     }
 
     /// The chain failed: back off (a temporary failure) or wait for a new configuration.
     public mutating func resolutionFailed(_ error: AutoSetupError, at now: Double) {
-        fatalError("contract: built by the OAuth2 helper")
+        activity.endResolution()
+        if error.needsConfiguration {
+            autoProgress = .needsConfiguration(error)
+            failures.last = .autoSetup(error)
+            return
+        }
+        failures.record(.autoSetup(error), at: now)
     }
 
     /// The token endpoint answered `invalid_client` to the registered client: the registration
@@ -31,6 +51,42 @@ extension TokenLifecycle {
     /// and the chain runs again (a person logs in again). Returns the key of the registration
     /// dropped (nil when the identity is not `auto` or has none).
     public mutating func clientUnknown(at now: Double) -> RegistrationKey? {
-        fatalError("contract: built by the OAuth2 helper")
+        guard case .resolved(let resolved, let configured) = autoProgress else { return nil }
+        forget()
+        autoProgress = .unresolved
+        identity = configured
+        endpoints = nil
+        // The refusal that brought this here is no reason to wait: the chain runs at once. (No
+        // loop: the new client's first token needs a person's login.)
+        failures.streakEnded()
+        return resolved.key
+    }
+
+    // MARK: - Driven by nextAction, decision and status
+
+    /// `.resolve` when a resolution is due; nothing while one is under way or another request
+    /// is (a fetch a logout abandoned), or when only configuration can help.
+    mutating func nextResolutionAction(at now: Double) -> TokenAction {
+        guard case .unresolved = autoProgress, activity.isIdle else { return .idle }
+        if let retryAt, retryAt > now { return .sleep(until: retryAt) }
+        activity = .resolving
+        return .resolve
+    }
+
+    /// What a request is answered before the identity has learnt its server and client (nil
+    /// once it has, and for any other identity).
+    func resolutionDecision(at now: Double) -> TokenDecision? {
+        guard needsResolution else { return nil }
+        if case .needsConfiguration(let error) = autoProgress {
+            return .fail(TokenUnavailable(identity: identity.name, reason: .needsConfiguration, detail: error.description))
+        }
+        return failures.problem(identity: identity.name, discoveryFailing: false, at: now).map { .fail($0) } ?? .wait
+    }
+
+    /// The `/identities` state before the identity has learnt its server and client.
+    var resolutionState: IdentityStatus.State? {
+        guard needsResolution else { return nil }
+        if case .needsConfiguration = autoProgress { return .needsConfiguration }
+        return consecutiveFailures > 0 ? .failing : .resolving
     }
 }

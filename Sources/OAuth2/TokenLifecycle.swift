@@ -77,6 +77,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     public internal(set) var endpoints: IdentityEndpoints?
     /// A person's logins: a code waiting for its exchange, a device login, who logged in.
     var login = LoginState()
+    /// An `auto` identity's learning: not yet, only configuration can help, or learnt.
+    var autoProgress = AutoProgress.unresolved
     /// Who logged in, as the ID token names them (`preferred_username`, `email` or `sub`).
     public var loggedInAs: String? { login.loggedInAs }
     /// Why the last login ended without a token (for the login pages); nil after a success.
@@ -146,6 +148,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
                                           detail: "identity \(identity.name) has no token of its own: it exchanges each caller's "
                                               + "token (\(grant.configKey): \"caller\"), one token per caller"))
         }
+        if let answer = resolutionDecision(at: now) { return answer }
         if let stepUp = login.stepUps.pending(at: now) {
             // The token held does not do: requests wait for a login finishing, or are told to log in.
             if loginFinishing || login.awaitingStoredLogin { return .wait }
@@ -178,6 +181,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// What to do now: start the fetch that is due (marked in flight), or sleep until the next
     /// one is, or nothing until an event.
     public mutating func nextAction(at now: Double) -> TokenAction {
+        if needsResolution { return nextResolutionAction(at: now) }
         if endpoints == nil { return nextDiscoveryAction(at: now) }
         if let device = nextDeviceAction(at: now) { return device }
         if let request = startFetchIfDue(at: now) { return .fetch(request) }

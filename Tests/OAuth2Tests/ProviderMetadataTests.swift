@@ -57,6 +57,32 @@ final class ProviderMetadataTests: XCTestCase {
         ])
     }
 
+    func testRegistrationMembers() throws {
+        let metadata = try parse(document([
+            "registration_endpoint": #""https://idp.example.com/realms/acme/register""#,
+            "token_endpoint_auth_methods_supported": #"["none", "private_key_jwt"]"#,
+            "scopes_supported": #"["openid", "mcp"]"#, "grant_types_supported": #"["authorization_code"]"#,
+        ]))
+        XCTAssertEqual(metadata.registrationEndpoint, HTTPURL(scheme: .https, host: "idp.example.com", path: "/realms/acme/register"))
+        XCTAssertEqual(metadata.tokenEndpointAuthMethodsSupported, ["none", "private_key_jwt"])
+        XCTAssertEqual(metadata.scopesSupported, ["openid", "mcp"])
+        XCTAssertEqual(metadata.grantTypesSupported, ["authorization_code"])
+        let bare = try parse(document())
+        XCTAssertNil(bare.registrationEndpoint)
+        XCTAssertEqual(bare.tokenEndpointAuthMethodsSupported, [])
+        // A plain http registration endpoint does not fail discovery for identities that never
+        // register; AutoResolution refuses it (AutoResolutionTests).
+        XCTAssertEqual(try parse(document(["registration_endpoint": #""http://idp.example.com/register""#])).registrationEndpoint?.scheme, .http)
+        for (member, value, reason) in [
+            ("registration_endpoint", #""/register""#, #"registration_endpoint is not an absolute http(s) URL: "/register" is not an absolute URL (expected http://… or https://…)"#),
+            ("token_endpoint_auth_methods_supported", #""none""#, "token_endpoint_auth_methods_supported is not an array of strings"),
+            ("scopes_supported", "[1]", "scopes_supported is not an array of strings"),
+            ("grant_types_supported", "{}", "grant_types_supported is not an array of strings"),
+        ] {
+            XCTAssertEqual(error(document([member: value])), .invalidDocument(url: openIDURL.description, reason: reason), member)
+        }
+    }
+
     func testIssuerMustBeAnHTTPSURLWithoutQuery() {
         for bad in ["idp.example.com", "https://idp.example.com/?tenant=a", "https://idp.example.com/#x", "http://idp.example.com"] {
             XCTAssertThrowsError(try ProviderMetadata.documentURLs(issuer: bad), bad) {

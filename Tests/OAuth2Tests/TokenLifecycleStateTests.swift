@@ -41,6 +41,7 @@ final class TokenLifecycleStateTests: XCTestCase {
         switch activity {
         case .idle: "idle"
         case .discovering: "discovering"
+        case .resolving: "resolving"
         case .fetching: "fetching"
         case .abandoned: "abandoned"
         }
