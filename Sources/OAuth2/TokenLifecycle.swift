@@ -115,6 +115,10 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// The nonce the ID token of the code exchange in flight must carry.
     public var expectedNonce: Secret? { activity.fetch?.nonce }
 
+    /// The `max_age` the login of the code exchange in flight asked for (a step-up's): its ID
+    /// token's `auth_time` must be no older.
+    public var expectedMaxAge: Int? { activity.fetch?.stepUp?.maxAge }
+
     /// A callback's code waits for (or is in) its exchange: a login is finishing, and requests
     /// wait for its token rather than carry an earlier one.
     var loginFinishing: Bool {
@@ -243,6 +247,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             // callback brought meanwhile goes next). Not a backoff.
             failures.last = error
             login.exchangeFailed(error)
+            // A step-up login refused for good (its ID token too old for the max_age asked): asking
+            // again would send the person round the same login.
+            if let stepUp = ended?.fetch.stepUp, !error.isTemporary { stepUpDeclined(also: stepUp) }
             return
         }
         if purpose == .grant(.deviceCode) {

@@ -195,6 +195,18 @@ final class TokenLifecycleStepUpTests: XCTestCase {
         guard case .loginNeeded = lifecycle.stepUp(writeScope, at: 6) else { return XCTFail("declined ones are forgotten") }
     }
 
+    func testAStepUpLoginWhoseExchangeIsRefusedForGoodIsDeclinedAndItsMaxAgeIsWhatTheIDTokenMustMeet() {
+        var lifecycle = loggedIn(browserIdentity())
+        let fresher = StepUp(maxAge: 30)
+        _ = lifecycle.stepUp(fresher, at: 2)
+        XCTAssertTrue(lifecycle.codeReceived(Secret("code-2"), login: nextAuthorization(&lifecycle, at: 3).login))
+        _ = lifecycle.nextAction(at: 3)
+        XCTAssertEqual(lifecycle.expectedMaxAge, 30)
+        lifecycle.fetchFailed(.idToken(reason: "the person authenticated 600 s before"), at: 4)
+        XCTAssertEqual(lifecycle.stepUp(fresher, at: 5), .declined, "no second round of the same login")
+        XCTAssertEqual(lifecycle.injected(at: 5), "at-1")
+    }
+
     func testALoginFinishingMakesRequestsWaitInsteadOfLoggingInAgain() {
         var lifecycle = loggedIn(browserIdentity())
         _ = lifecycle.stepUp(writeScope, at: 2)
