@@ -291,10 +291,10 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// Forgets the token and the refresh token (`DELETE /identities/NAME/token`, the seeds'
     /// logout): the next request waits for a fetch with the identity's own grant (an
     /// interactive identity needs a login again). A fetch under way is abandoned: its answer
-    /// would bring the forgotten login back. A code waiting for its exchange is dropped.
+    /// would bring the forgotten login back. A code waiting for its exchange is dropped, and the
+    /// step-ups pending and declined are forgotten.
     public mutating func forget() {
         held.forget()
-        login.stepUps.forget()
         login.forgotten()
         activity.abandonFetch()
     }

@@ -5,7 +5,7 @@ relay does not pass that on as a refused token: the person's next login asks DOT
 identity's scope joined with `orders.write`, and until it completes requests get the login
 problem (a browser is sent to the login, as for a first login). Once the person consents, the
 request reaches the upstream with a token DOT granted `orders.write`. A person who declines the
-step-up at the consent page ends it: the upstream's 403 then goes to the client as it was sent,
+step-up (the IdP's `access_denied` redirect) ends it: the upstream's 403 then goes to the client as it was sent,
 and no new login starts.
 
 The upstream here is the test's own: it asks DOT (`/api/whoami`, DOT's own check of a bearer
@@ -17,15 +17,16 @@ from __future__ import annotations
 import json
 import re
 import threading
+from urllib.parse import urlencode
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from browser import chromium, consent, wait_for, wait_for_url  # noqa: F401 (chromium is a fixture)
+from browser import chromium, consent, login_at_dot, wait_for, wait_for_url  # noqa: F401 (chromium is a fixture)
 from http_client import assert_problem
 from idp_processes import sha256
-from login_relay import (CALLBACK_PATH, LOGIN_REQUIRED, callback_url, get, identity_view, log_in_at_dot, page_text,
-                         start_login_relay)
+from login_relay import (LOGIN_REQUIRED, at_dot_login_form, callback_url, get, identity_view, note_login_cookies, page_text,
+                         query_of, start_login_relay)
 from processes import LOOPBACK
 
 pytestmark = pytest.mark.oauth
@@ -101,10 +102,16 @@ def step_up_relay(start_relay, upstream, idp):
 
 def at_consent_for_step_up(chromium, idp, relay, sensitive, target: str) -> None:  # noqa: F811
     """The person's first login (for `orders.read`) completes; the upstream's 403 sends the browser
-    straight back to DOT's consent page, for the step-up."""
+    through the relay (no page of its own is shown) straight back to DOT's consent page, for the
+    step-up."""
     chromium.get(relay.url + target)
-    log_in_at_dot(chromium, idp, sensitive, relay.url)
-    wait_for(chromium, lambda d: d.find_elements("css selector", "form#authorizationForm"), "DOT's consent page for the step-up")
+    at_dot_login_form(chromium, idp, sensitive)
+    login_at_dot(chromium, idp.person.username, idp.person.password)
+    first = chromium.current_url
+    consent(chromium)
+    wait_for(chromium, lambda d: d.current_url.startswith(f"{idp.url}/o/authorize/") and d.current_url != first
+             and d.find_elements("css selector", "form#authorizationForm"), "DOT's consent page for the step-up")
+    note_login_cookies(chromium, sensitive)
 
 
 def scopes_asked(idp) -> list[list[str]]:
@@ -157,8 +164,12 @@ def test_a_declined_step_up_passes_the_upstreams_403_through_and_starts_no_new_l
         django_idp, scoped_upstream, start_relay, chromium, sensitive):  # noqa: F811
     relay, admin = step_up_relay(start_relay, scoped_upstream, django_idp)
     at_consent_for_step_up(chromium, django_idp, relay, sensitive, "/orders/7")
-    consent(chromium, allow=False)
-    wait_for_url(chromium, lambda url: url.startswith(relay.url + CALLBACK_PATH), "DOT's refusal back at the relay's callback")
+    # The person declines: the IdP's error redirect for this login (RFC 6749 §4.1.2.1, with RFC
+    # 9207's `iss`, which DOT's own Cancel leaves out although its metadata promises it, so the
+    # relay refuses that callback as not the IdP's).
+    state = sensitive.add("the step-up login's state", query_of(chromium.current_url)["state"])
+    chromium.get(callback_url(relay) + "?" + urlencode({"error": "access_denied", "state": state, "iss": django_idp.issuer}))
+    wait_for(chromium, lambda d: "access_denied" in page_text(d), "the relay's page on the declined login")
     asked = len(django_idp.authorizations())
     view = identity_view(admin, "me")
     assert "pendingStepUp" not in view and "access_denied" in view["lastLoginFailure"], view
