@@ -307,6 +307,12 @@ public final class AdminServer {
         if let who = status.loggedInAs { fields.append("\"loggedInAs\":\(JSONText.quote(who))") }
         if let device = status.deviceLogin { fields.append("\"deviceLogin\":{" + device.jsonMembers.dropFirst() + "}") }
         if let failure = status.lastLoginFailure { fields.append("\"lastLoginFailure\":\(JSONText.quote(failure))") }
+        if let stepUp = status.pendingStepUp {
+            var members = ["\"scope\":[" + stepUp.scope.map(JSONText.quote).joined(separator: ",") + "]"]
+            if !stepUp.acrValues.isEmpty { members.append("\"acrValues\":[" + stepUp.acrValues.map(JSONText.quote).joined(separator: ",") + "]") }
+            if let maxAge = stepUp.maxAge { members.append("\"maxAge\":\(maxAge)") }
+            fields.append("\"pendingStepUp\":{" + members.joined(separator: ",") + "}")
+        }
         if let code = status.lastErrorCode {
             fields.append("\"lastError\":{\"code\":\(JSONText.quote(code))"
                           + (status.lastErrorDescription.map { ",\"description\":\(JSONText.quote($0))" } ?? "") + "}")

@@ -11,6 +11,10 @@ import Endpoints
 /// fields of token requests, and an IdP may reject unknown parameters at the authorization
 /// endpoint or show them to the person.
 ///
+/// A login for a step-up (`LoginStart.stepUp`) asks for the identity's scope joined with the
+/// step-up's, and adds its `acr_values` and `max_age` (RFC 9470 §4): those replace any of the
+/// same name in `authorizationParams`, since they are what the upstream asked for.
+///
 /// An endpoint that already has a query keeps it (RFC 6749 §3.1), minus any parameter named
 /// like one of these, which would otherwise be sent twice, and minus a request object
 /// (`requestObjectParameters`).
@@ -39,14 +43,17 @@ public struct AuthorizationRequest: Sendable, CustomStringConvertible, CustomDeb
             ("client_id", identity.clientAuth.clientId ?? ""),
             ("redirect_uri", login.redirectUri),
         ]
-        if let scope = identity.scope { parameters.append(("scope", scope)) }
+        if let scope = login.stepUp.map({ $0.widening(identity.scope) }) ?? identity.scope { parameters.append(("scope", scope)) }
         parameters.append(("state", login.state.value))
         if let nonce = login.nonce { parameters.append(("nonce", nonce.value)) }
         parameters += [("code_challenge", login.pkce.challenge), ("code_challenge_method", PKCE.method)]
         if let audience = identity.audience { parameters.append(("audience", audience)) }
         parameters += identity.resource.map { ("resource", $0) }
+        let stepUpParameters = login.stepUp?.authenticationParameters ?? []
+        parameters += stepUpParameters
+        let setHere = Set(Self.relayParameters + Self.requestObjectParameters + stepUpParameters.map(\.name))
         parameters += identity.authorizationParams
-            .filter { !Self.relayParameters.contains($0.key) && !Self.requestObjectParameters.contains($0.key) }
+            .filter { !setHere.contains($0.key) }
             .sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
 
         let ours = Set(parameters.map(\.name) + Self.requestObjectParameters)

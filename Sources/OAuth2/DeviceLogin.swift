@@ -42,7 +42,7 @@ enum DeviceLogin: Sendable {
 
     /// The device login's next step; nil when it has none now (its authorization is under way,
     /// or a fetch is, which the authorization waits for).
-    mutating func nextStep(identity: Identity, endpoints: IdentityEndpoints, fetchUnderWay: Bool, at now: Double) -> Step? {
+    mutating func nextStep(identity: Identity, stepUp: StepUp? = nil, endpoints: IdentityEndpoints, fetchUnderWay: Bool, at now: Double) -> Step? {
         if case .polling(var flow) = self, !flow.isOver {
             let action = flow.nextAction(at: now)
             self = .polling(flow)
@@ -59,7 +59,7 @@ enum DeviceLogin: Sendable {
             return .ended(failure: "the IdP has no device authorization endpoint")
         }
         self = .authorizing
-        return .authorize(TokenRequest.deviceAuthorization(for: identity, at: device, tokenEndpoint: endpoints.token))
+        return .authorize(TokenRequest.deviceAuthorization(for: identity, at: device, tokenEndpoint: endpoints.token, stepUp: stepUp))
     }
 
     /// A poll did not produce a token: the flow's outcome (nil when no flow polls).

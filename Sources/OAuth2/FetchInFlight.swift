@@ -56,6 +56,12 @@ struct FetchInFlight: Sendable {
         return nil
     }
 
+    /// The step-up a code exchange's login asked for.
+    var stepUp: StepUp? {
+        if case .codeExchange(let exchange, _) = kind { return exchange.stepUp }
+        return nil
+    }
+
     /// A code exchange's checked subject.
     var subject: String? {
         if case .codeExchange(_, let subject) = kind { return subject }
@@ -73,4 +79,6 @@ struct FetchInFlight: Sendable {
 struct CodeExchange: Sendable {
     var request: TokenRequest
     var nonce: Secret?
+    /// The step-up the login asked for (`LoginStart.stepUp`), nil for a plain login.
+    var stepUp: StepUp? = nil
 }

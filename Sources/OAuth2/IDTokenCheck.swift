@@ -5,7 +5,10 @@ import SafeText
 /// §3.1.3.7), before the relay says who logged in: the signature against the IdP's JWKS (RS256,
 /// PS256 or ES256 only, never `none` or HS256), `iss` the issuer, `aud` containing the client
 /// id (and `azp` the client id when there are several audiences, or whenever it is present),
-/// `exp` and `iat` with a small leeway, and the login's `nonce`.
+/// `exp` and `iat` with a small leeway, and the login's `nonce`. A login for a step-up that asked
+/// for `max_age` (RFC 9470, OpenID Connect Core §3.1.2.1) must have an `auth_time`, when the ID
+/// token carries one, no older than that (with the leeway): an IdP that ignored it did not
+/// authenticate the person as fresh as the upstream asked.
 ///
 /// An ID token signed with a key the JWKS does not hold yet gives `.keyNotFound`: the IdP may
 /// have rotated its keys, so refetch the JWKS once and check again; a second `.keyNotFound` is
@@ -21,6 +24,8 @@ public struct IDTokenCheck: Sendable, Equatable {
     /// `supportedAlgorithms`, narrowed to those the IdP publishes when it publishes any.
     public let algorithms: Set<JWSAlgorithm>
     public let leewaySeconds: Int64
+    /// The `max_age` of the step-up the login asked for (nil: none).
+    public var maxAge: Int?
 
     /// `publishedAlgorithms` is the metadata's `id_token_signing_alg_values_supported`.
     public init(issuer: String, clientId: String, nonce: Secret?, publishedAlgorithms: [String] = [], leewaySeconds: Int64 = 60) {
@@ -52,6 +57,10 @@ public struct IDTokenCheck: Sendable, Equatable {
         }
         if let authorizedParty, authorizedParty != clientId {
             throw .rejected("the azp claim is not the client id \"\(clientId)\"")
+        }
+        if let maxAge, let authTime = claims["auth_time"]?.integer, unixTime - authTime > Int64(maxAge) + leewaySeconds {
+            throw .rejected("the person authenticated \(unixTime - authTime) s before, longer ago than the max_age of \(maxAge) s "
+                                + "the upstream asked for")
         }
         return LoginSubject(subject: subject, preferredUsername: claims["preferred_username"]?.string,
                             email: claims["email"]?.string, name: claims["name"]?.string)

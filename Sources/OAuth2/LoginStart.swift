@@ -30,11 +30,16 @@ public struct LoginStart: Sendable, CustomStringConvertible, CustomDebugStringCo
     public let browserOrigin: String?
     public let startedAt: Double
     public let expiresAt: Double
+    /// The step-up this login asks for (an upstream's challenge), nil for a plain login: its
+    /// scope joins the identity's in the authorization request, and is the identity's once the
+    /// login succeeds.
+    public let stepUp: StepUp?
 
     public var verifier: Secret { pkce.verifier }
 
     init(identity: String, redirectUri: String, returnTo: String?, browserOrigin: String?, wantsNonce: Bool, startedAt: Double,
-         expiresAt: Double, random: inout some RandomNumberGenerator) {
+         expiresAt: Double, stepUp: StepUp? = nil, random: inout some RandomNumberGenerator) {
+        self.stepUp = stepUp
         self.identity = identity
         self.state = Secret.random(using: &random)
         self.browserBinding = Secret.random(using: &random)
@@ -49,7 +54,7 @@ public struct LoginStart: Sendable, CustomStringConvertible, CustomDebugStringCo
 
     public var description: String {
         "login for identity \(identity) (started at \(SecondsText.format(startedAt)), expires at \(SecondsText.format(expiresAt))"
-            + (nonce == nil ? "" : ", with nonce") + ")"
+            + (nonce == nil ? "" : ", with nonce") + (stepUp.map { ", step-up \($0)" } ?? "") + ")"
     }
 
     public var debugDescription: String { description }

@@ -15,6 +15,8 @@ struct LoginState: Sendable {
     private(set) var loggedInAs: String?
     /// Why the last login ended without a token (for the login pages); nil after a success.
     var lastFailure: String?
+    /// The step-up an upstream asked for, and those declined.
+    var stepUps = StepUpMemory()
 
     /// A fetch brought a token: a code exchange's names who logged in (nil when no ID token
     /// said so), not the previous person, and a device login's poll ends it, approved.
@@ -45,10 +47,13 @@ struct LoginState: Sendable {
 
     /// The device login's next step (see `DeviceLogin.nextStep`); nil when it has none, or when
     /// it has just ended (why is then the last failure).
-    mutating func nextDeviceStep(identity: Identity, endpoints: IdentityEndpoints, fetchUnderWay: Bool, at now: Double) -> DeviceLogin.Step? {
-        let step = device?.nextStep(identity: identity, endpoints: endpoints, fetchUnderWay: fetchUnderWay, at: now)
+    mutating func nextDeviceStep(identity: Identity, stepUp: StepUp?, endpoints: IdentityEndpoints, fetchUnderWay: Bool,
+                                 at now: Double) -> DeviceLogin.Step? {
+        let step = device?.nextStep(identity: identity, stepUp: stepUp, endpoints: endpoints, fetchUnderWay: fetchUnderWay, at: now)
         guard case .ended(let failure)? = step else { return step }
         deviceEnded(failure: failure)
+        // The code expired unused: a step-up it was for counts as declined.
+        if failure != nil { stepUps.decline() }
         return nil
     }
 
@@ -69,6 +74,8 @@ struct LoginState: Sendable {
     mutating func devicePollFailed(_ error: TokenEndpointError, at now: Double) -> Bool {
         guard case .ended(let end)? = device?.pollFailed(error, at: now) else { return false }
         deviceEnded(failure: end.map { "the device login ended: \($0)" })
+        // Declined, expired or refused: a step-up it was for is not asked again.
+        if end != nil, end != .cancelled { stepUps.decline() }
         return true
     }
 
@@ -83,5 +90,6 @@ struct LoginState: Sendable {
         loggedInAs = nil
         waitingCode = nil
         device = nil
+        stepUps.forget()
     }
 }

@@ -60,10 +60,12 @@ public struct PendingLogins: Sendable, CustomStringConvertible, CustomDebugStrin
     /// the identity's scope has `openid`) nonce, expiring `timeoutSeconds` after `now`.
     /// `redirectUri` is the callback URL the authorization request names; `returnTo` is kept
     /// only when it is a path on the relay (`LoginReturn.path`); `browserOrigin` is where the
-    /// browser started it (and so where its cookie is). Throws `Full` when the identity has
+    /// browser started it (and so where its cookie is); `stepUp`: the step-up it asks for (pass
+    /// the identity with the step-up's scope joined, `TokenLifecycle.loginIdentity`, so its
+    /// nonce follows the scope asked for). Throws `Full` when the identity has
     /// `capacityPerIdentity` logins in flight.
     public mutating func start(identity: Identity, redirectUri: String, returnTo: String?, browserOrigin: String? = nil,
-                               timeoutSeconds: Double = PendingLogins.defaultTimeoutSeconds,
+                               timeoutSeconds: Double = PendingLogins.defaultTimeoutSeconds, stepUp: StepUp? = nil,
                                at now: Double, random: inout some RandomNumberGenerator) throws(Full) -> LoginStart {
         sweep(at: now)
         let mine = logins.values.filter { $0.login.identity == identity.name }
@@ -73,7 +75,7 @@ public struct PendingLogins: Sendable, CustomStringConvertible, CustomDebugStrin
         }
         let login = LoginStart(identity: identity.name, redirectUri: redirectUri, returnTo: returnTo, browserOrigin: browserOrigin,
                                wantsNonce: identity.requestsIDToken, startedAt: now,
-                               expiresAt: now + max(1, timeoutSeconds), random: &random)
+                               expiresAt: now + max(1, timeoutSeconds), stepUp: stepUp, random: &random)
         started += 1
         logins[login.state.value] = Entry(login: login, sequence: started)
         return login

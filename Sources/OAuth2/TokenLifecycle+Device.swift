@@ -10,17 +10,19 @@ extension TokenLifecycle {
     /// A person (or the first request) asks for a device login: true when one must start
     /// (none is under way, no valid token or refresh token is held, no backoff is running).
     public mutating func requestDeviceLogin(at now: Double) -> Bool {
-        guard case .deviceCode = identity.grant, !hasValidToken(at: now), held.refreshToken == nil, login.device == nil,
-              (retryAt ?? now) <= now else { return false }
+        guard case .deviceCode = identity.grant, login.device == nil, (retryAt ?? now) <= now else { return false }
+        // A step-up needs a login whatever token is held.
+        guard login.stepUps.pending(at: now) != nil || (!hasValidToken(at: now) && held.refreshToken == nil) else { return false }
         login.device = .requested
         return true
     }
 
     /// The device login's next step, when it has one.
     mutating func nextDeviceAction(at now: Double) -> TokenAction? {
-        guard case .deviceCode = identity.grant, let endpoints,
-              let step = login.nextDeviceStep(identity: identity, endpoints: endpoints, fetchUnderWay: activity.fetch != nil, at: now)
-        else { return nil }
+        guard case .deviceCode = identity.grant, let endpoints else { return nil }
+        let asked = loginIdentity(at: now)
+        guard let step = login.nextDeviceStep(identity: asked.identity, stepUp: asked.stepUp, endpoints: endpoints,
+                                              fetchUnderWay: activity.fetch != nil, at: now) else { return nil }
         switch step {
         case .authorize(let request):
             return .authorizeDevice(request)
@@ -44,6 +46,8 @@ extension TokenLifecycle {
     /// The device authorization failed: the login ends, and the next one waits for the backoff.
     public mutating func deviceAuthorizationFailed(_ error: TokenEndpointError, at now: Double) {
         login.deviceEnded(failure: "the IdP did not start a device login: \(error)")
+        // The IdP will not start a login for this step-up (`invalid_scope`): asking again would loop.
+        if !error.isTemporary { stepUpDeclined() }
         failures.record(error, at: now)
     }
 }

@@ -19,7 +19,7 @@ extension TokenLifecycle {
         // `login` here is the login the code is for; `self.login` the identity's logins.
         self.login.waitingCode = CodeExchange(request: TokenRequest.authorizationCode(for: identity, code: code, verifier: login.verifier,
                                                                                       redirectUri: login.redirectUri, at: tokenEndpoint),
-                                              nonce: login.nonce)
+                                              nonce: login.nonce, stepUp: login.stepUp)
         return true
     }
 

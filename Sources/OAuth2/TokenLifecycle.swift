@@ -100,7 +100,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// identity's own grant; nil when only a person logging in can help.
     var nextPurpose: TokenRequest.Purpose? {
         if login.waitingCode != nil { return .grant(.authorizationCode) }
-        if held.refreshToken != nil { return .refresh }
+        // A device login for a step-up polls the token endpoint: no refresh meanwhile.
+        if held.refreshToken != nil && login.device == nil { return .refresh }
         // A grant on behalf of the caller fetches only for a caller (`TokenRequest.exchange`).
         return identity.grant.isInteractive || identity.grant.callerGrant != nil ? nil : .grant(identity.grant.type)
     }
@@ -113,6 +114,10 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
 
     /// The nonce the ID token of the code exchange in flight must carry.
     public var expectedNonce: Secret? { activity.fetch?.nonce }
+
+    /// The `max_age` the login of the code exchange in flight asked for (a step-up's): its ID
+    /// token's `auth_time` must be no older.
+    public var expectedMaxAge: Int? { activity.fetch?.stepUp?.maxAge }
 
     /// A callback's code waits for (or is in) its exchange: a login is finishing, and requests
     /// wait for its token rather than carry an earlier one.
@@ -148,6 +153,12 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
                                               + "token (\(grant.configKey): \"caller\"), one token per caller"))
         }
         if let answer = resolutionDecision(at: now) { return answer }
+        if let stepUp = login.stepUps.pending(at: now) {
+            // The token held does not do: requests wait for a login finishing, or are told to log in.
+            if loginFinishing || login.awaitingStoredLogin { return .wait }
+            if let device = login.device?.decision(identity: identity, holdsRefreshToken: false, at: now) { return device }
+            return .fail(stepUpProblem(stepUp))
+        }
         if let token, token.isValid(at: now) {
             // A person just logged in again (another tab, maybe as someone else): requests wait
             // for that login's token rather than carry the previous one.
@@ -221,6 +232,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             return
         }
         held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity)
+        stepUpAnswered(by: fetch?.purpose, carried: fetch?.stepUp)
         login.tokenArrived(from: fetch)
         failures.streakEnded()
     }
@@ -235,6 +247,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             // callback brought meanwhile goes next). Not a backoff.
             failures.last = error
             login.exchangeFailed(error)
+            // A step-up login refused for good (its ID token too old for the max_age asked): asking
+            // again would send the person round the same login.
+            if let stepUp = ended?.fetch.stepUp, !error.isTemporary { stepUpDeclined(also: stepUp) }
             return
         }
         if purpose == .grant(.deviceCode) {
@@ -276,7 +291,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// Forgets the token and the refresh token (`DELETE /identities/NAME/token`, the seeds'
     /// logout): the next request waits for a fetch with the identity's own grant (an
     /// interactive identity needs a login again). A fetch under way is abandoned: its answer
-    /// would bring the forgotten login back. A code waiting for its exchange is dropped.
+    /// would bring the forgotten login back. A code waiting for its exchange is dropped, and the
+    /// step-ups pending and declined are forgotten.
     public mutating func forget() {
         held.forget()
         login.forgotten()

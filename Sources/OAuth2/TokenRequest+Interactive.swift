@@ -34,13 +34,18 @@ extension TokenRequest {
     /// The start of a device login at the device authorization endpoint (RFC 8628 §3.1): the
     /// identity's `scope`, `audience` and `resource`s (the token then carries what they asked
     /// for; the polls ask for nothing more). `tokenEndpoint` is what a client assertion names.
+    /// A login for a step-up (`stepUp`) asks for its scope too, and its `acr_values`/`max_age`.
     /// Read the answer with `parseDeviceAuthorization(_:unixTime:)`.
-    public static func deviceAuthorization(for identity: Identity, at endpoint: HTTPURL, tokenEndpoint: HTTPURL) -> TokenRequest {
+    public static func deviceAuthorization(for identity: Identity, at endpoint: HTTPURL, tokenEndpoint: HTTPURL,
+                                           stepUp: StepUp? = nil) -> TokenRequest {
         var form = TokenForm()
-        form.add("scope", identity.scope)
+        form.add("scope", stepUp.map { $0.widening(identity.scope) } ?? identity.scope)
         form.add("audience", identity.audience)
         for resource in identity.resource {
             form.add("resource", resource)
+        }
+        for parameter in stepUp?.authenticationParameters ?? [] {
+            form.add(parameter.name, parameter.value)
         }
         return TokenRequest(purpose: .deviceAuthorization, form: form, identity: identity, url: endpoint, tokenEndpoint: tokenEndpoint)
     }

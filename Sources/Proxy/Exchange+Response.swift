@@ -4,6 +4,7 @@
 // replay is set here. Also the upstream's failure, and the start of a tunnel.
 
 import HTTP1
+import OAuth2
 
 extension Exchange {
     typealias ResponseHeadAction = ExchangeResponse.HeadAction
@@ -21,6 +22,11 @@ extension Exchange {
 
     mutating func refusalReported(kept: Bool, head: HTTPHead) -> ResponseHeadAction {
         current.response.refusalReported(kept: kept, head: head, of: current.request, status: &current.record.status, keepAlive: &keepAlive)
+    }
+
+    mutating func stepUpReported(_ outcome: StepUpOutcome, head: HTTPHead) -> ResponseHeadAction {
+        current.response.stepUpReported(outcome, head: head, of: current.request, credential: current.credential, plan: current.plan,
+                                        status: &current.record.status, keepAlive: &keepAlive)
     }
 
     mutating func releaseHead() -> Bool { current.response.releaseHead() }

@@ -13,6 +13,7 @@
 // set by `Exchange`.
 
 import HTTP1
+import OAuth2
 
 struct ExchangeResponse {
     /// How far the response got.
@@ -26,6 +27,9 @@ struct ExchangeResponse {
         /// A 401 asking for a DPoP nonce (`use_dpop_nonce`), dropped: the request goes again with
         /// the same token and a proof carrying the nonce that answer brought.
         case nonceChallenged
+        /// A step-up challenge to a person's token for which a login is now needed, dropped: the
+        /// identity is asked again once it drained, and answers with the login problem.
+        case steppedUp
         /// The head is written but held back until body bytes follow or the upstream read that
         /// carried it is fully parsed: bad framing right behind it then still becomes a clean 502.
         case held(Body)
@@ -65,6 +69,9 @@ struct ExchangeResponse {
         /// A `retryOnStatus` answer to this token: report the token refused (`tokenRefusal`
         /// says what the identity decided), then `refusalReported(kept:)`.
         case reportRefusedToken(WorkerTokens.CachedToken)
+        /// A 401 or 403 to a person's token that asks for a step-up (more scope, a stronger or
+        /// fresher login): report it to the identity, then `stepUpReported(_:token:head:...)`.
+        case reportStepUp(WorkerTokens.CachedToken, StepUp)
         /// Drop this response: the request goes out again with a new token once it has drained.
         case discard
         /// Write the head for the client (held until its body follows) with this framing and
@@ -107,14 +114,47 @@ struct ExchangeResponse {
             progress = .nonceChallenged
             return .discard
         }
-        // A `retryOnStatus` answer (401 by default) to a request that carried a token, that was
-        // not replayed yet and can be sent again. Cheapest first: this runs for every response
-        // on a route with an identity.
+        // A step-up challenge to a person's token: no refused token, a login is needed. Only
+        // 401 and 403 on a route of such an identity read the challenge.
+        if status == 401 || status == 403, let plan, plan.stepsUp, let token = credential.injected,
+           let stepUp = StepUpChallenge.stepUp(in: head) {
+            return .reportStepUp(token, stepUp)
+        }
+        return refusalOrResponse(head, of: request, credential: credential, plan: plan, status: &recorded, keepAlive: &keepAlive)
+    }
+
+    /// A `retryOnStatus` answer (401 by default) to a request that carried a token, that was
+    /// not replayed yet and can be sent again, reports the token refused; any other head goes
+    /// to the client.
+    @inline(__always)
+    private mutating func refusalOrResponse(_ head: HTTPHead, of request: borrowing ExchangeRequest, credential: RequestCredential,
+                                            plan: RoutePlan?, status recorded: inout Int, keepAlive: inout Bool) -> HeadAction {
+        let status = head.statusCode
+        // Cheapest first: this runs for every response on a route with an identity.
         if status >= 400, case .carried(let token) = credential, request.isResendable, let plan,
            plan.route.retryOnStatus.contains(status) {
             return .reportRefusedToken(token)
         }
         return respond(to: head, of: request, status: &recorded, keepAlive: &keepAlive)
+    }
+
+    /// What the identity made of a step-up challenge (`TokenService.stepUp`): a login is needed,
+    /// so the answer is dropped and the request, once it drained, gets the identity's login
+    /// problem (as for a first login; a request that cannot be sent again gets the upstream's
+    /// answer, and the next one the problem); declined before, so the answer goes to the client;
+    /// or granted already, so it is an answer like any other (a `retryOnStatus` refusal).
+    mutating func stepUpReported(_ outcome: StepUpOutcome, head: HTTPHead, of request: borrowing ExchangeRequest,
+                                 credential: RequestCredential, plan: RoutePlan?, status recorded: inout Int,
+                                 keepAlive: inout Bool) -> HeadAction {
+        switch outcome {
+        case .loginNeeded where request.isResendable:
+            progress = .steppedUp
+            return .discard
+        case .loginNeeded, .declined:
+            return respond(to: head, of: request, status: &recorded, keepAlive: &keepAlive)
+        case .alreadyGranted:
+            return refusalOrResponse(head, of: request, credential: credential, plan: plan, status: &recorded, keepAlive: &keepAlive)
+        }
     }
 
     /// The identity's decision on a refused token: unless it keeps the token
@@ -202,7 +242,7 @@ struct ExchangeResponse {
         case .interim:
             progress = .awaited
             return .interim
-        case .refused, .nonceChallenged:
+        case .refused, .nonceChallenged, .steppedUp:
             return .refused
         case .streaming(let body), .held(let body):
             progress = .complete(closeDelimited: body.framing == .close)
@@ -217,8 +257,9 @@ struct ExchangeResponse {
     /// What to do when the upstream's read that completed its response is fully parsed.
     enum Finish {
         /// The refused answer drained: release the upstream connection and wait for a new
-        /// token (`tokenMayBeReady`), then send the request again.
-        case replay
+        /// token (`tokenMayBeReady`), then send the request again. `afterStepUp`: the answer
+        /// asked for a step-up, and the identity answers with its login problem.
+        case replay(afterStepUp: Bool)
         /// The nonce challenge drained: release the upstream connection and send the request
         /// again at once, with the same token and a proof carrying the new nonce.
         case replayWithNonce
@@ -233,9 +274,9 @@ struct ExchangeResponse {
     /// arrived from the client.
     @inline(__always)
     mutating func finished(requestComplete: Bool) -> Finish {
-        if progress == .refused {
-            progress = .awaited
-            return .replay
+        if progress == .refused || progress == .steppedUp {
+            defer { progress = .awaited }
+            return .replay(afterStepUp: progress == .steppedUp)
         }
         if progress == .nonceChallenged {
             progress = .awaited

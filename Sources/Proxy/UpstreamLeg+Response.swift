@@ -6,6 +6,7 @@ import ByteBuffers
 import EventLoop
 import HTTP1
 import HTTPClient
+import OAuth2
 
 extension UpstreamLeg: UpstreamExchangeOwner {
     // MARK: The response (called by UpstreamConnection)
@@ -14,6 +15,9 @@ extension UpstreamLeg: UpstreamExchangeOwner {
         let connection = self.connection
         learnDPoPNonce(from: head)
         var action = connection.exchange.responseHead(head)
+        if case .reportStepUp(let token, let stepUp) = action {
+            action = connection.exchange.stepUpReported(stepUpOutcome(stepUp, token: token), head: head)
+        }
         if case .reportRefusedToken(let token) = action {
             action = connection.exchange.refusalReported(kept: tokenRefusalKept(token), head: head)
         }
@@ -26,7 +30,7 @@ extension UpstreamLeg: UpstreamExchangeOwner {
             return .none
         case .reject(let error):
             return .reject(error)
-        case .discard, .reportRefusedToken:
+        case .discard, .reportRefusedToken, .reportStepUp:
             return .framed
         case .respond(let framing):
             if connection.timesExchanges { connection.exchange.current.record.upstreamHeadAt = connection.worker.clock() }
@@ -53,6 +57,18 @@ extension UpstreamLeg: UpstreamExchangeOwner {
         worker.logger.debug("upstream refused a token fetched after an earlier refusal; passing its answer through",
                             metadata: ["route": .string(plan.route.name), "identity": .string(identity.identity.name)])
         return true
+    }
+
+    /// Reports the upstream's step-up challenge to the identity (`TokenService.stepUp`): what it
+    /// made of it. A route without the identity's tokens here treats it as any answer.
+    private func stepUpOutcome(_ stepUp: StepUp, token: WorkerTokens.CachedToken) -> StepUpOutcome {
+        let worker = connection.worker
+        guard let plan = connection.exchange.current.plan, let identity = plan.identity, let tokens = worker.tokens else { return .declined }
+        let outcome = tokens.stepUp(identity, token: token, stepUp)
+        worker.logger.info("upstream asked for a step-up of the identity's login",
+                           metadata: ["route": .string(plan.route.name), "identity": .string(identity.configured.name),
+                                      "stepUp": .string(stepUp.description), "outcome": .string(outcome.code)])
+        return outcome
     }
 
     /// The upstream read is parsed to its end (or the response ends, or becomes a tunnel): what
@@ -126,8 +142,8 @@ extension UpstreamLeg: UpstreamExchangeOwner {
         // that read's clock serves as its end, one clock read less per request.
         let endedInHeadRead = releaseHeldResponse()
         switch connection.exchange.responseFinished() {
-        case .replay:
-            replayWithNewToken(after: upstream)
+        case .replay(let afterStepUp):
+            replayWithNewToken(after: upstream, afterStepUp: afterStepUp)
         case .replayWithNonce:
             replayWithNonce(after: upstream)
         case .close(let reusable):
@@ -202,13 +218,17 @@ extension UpstreamLeg: UpstreamExchangeOwner {
     // MARK: The upstream refused the token
 
     /// The refused answer drained: its connection goes back, and the request goes out again
-    /// once the identity's new token is ready (at most `tokenWaitSeconds` from now).
-    private func replayWithNewToken(after upstream: UpstreamConnection) {
+    /// once the identity's new token is ready (at most `tokenWaitSeconds` from now). After a
+    /// step-up challenge (`afterStepUp`, logged when reported) the identity answers with its
+    /// login problem until a person logs in.
+    private func replayWithNewToken(after upstream: UpstreamConnection, afterStepUp: Bool) {
         upstream.finishExchange()
         self.upstream = nil
         guard let plan = connection.exchange.current.plan else { return }
-        connection.worker.logger.info("upstream refused the token; sending the request again with a new one",
-                                      metadata: ["route": .string(plan.route.name), "identity": .string(plan.route.identity ?? "-")])
+        if !afterStepUp {
+            connection.worker.logger.info("upstream refused the token; sending the request again with a new one",
+                                          metadata: ["route": .string(plan.route.name), "identity": .string(plan.route.identity ?? "-")])
+        }
         connection.requestLeg?.startTokenWait()
         connection.requestLeg?.tokenMayBeReady()
     }

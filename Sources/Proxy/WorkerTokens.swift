@@ -115,6 +115,16 @@ final class WorkerTokens {
         return refusal
     }
 
+    /// An upstream answered `token` with a challenge asking for `stepUp` (see
+    /// `TokenService.stepUp`); a login is needed, the cached token is dropped. For an identity with per-caller tokens, a step-up is the caller's
+    /// business: it counts as granted (an answer like any other).
+    func stepUp(_ tokens: IdentityTokens, token: CachedToken, _ stepUp: StepUp) -> StepUpOutcome {
+        guard tokens.callers == nil else { return .alreadyGranted }
+        let outcome = service.stepUp(tokens, stepUp, token: token.value, at: Double(loop.nowMilliseconds) / 1000)
+        if case .loginNeeded = outcome, tokens.slot < cache.count { cache[tokens.slot] = nil }
+        return outcome
+    }
+
     /// Drops the cached tokens of identities a reload replaced or removed.
     func keepOnly(_ identities: TokenSet) {
         let inForce = Set(identities.identities.map(\.slot))

@@ -73,6 +73,12 @@ public final class RelayMetrics: Sendable {
                      "Upstream retryOnStatus answers to a current token, by action: refetch (dropped, a new one fetched) "
                         + "or passed (kept: fetched after an earlier refusal and younger than minTokenAgeForRetrySeconds).")
         }
+        static var stepUps: MetricNameDescriptor {
+            describe("step_ups", "total",
+                     "Upstream step-up challenges (insufficient_scope, insufficient_user_authentication) to a person's token, by outcome: "
+                        + "login_needed (a login for it is asked), declined (declined before: passed to the client) "
+                        + "or already_granted (handled as a refused token).")
+        }
         static var tokenExpiry: MetricNameDescriptor {
             describe("token_expiry_timestamp", "seconds", "When the identity's access token expires (Unix time; 0: no token).")
         }
@@ -178,6 +184,11 @@ public final class RelayMetrics: Sendable {
     public func upstreamRefusedToken(identity: String, refetch: Bool) {
         registry.makeCounter(descriptor: Series.upstreamTokenRefusals,
                              labels: [("identity", identity), ("action", refetch ? "refetch" : "passed")]).increment()
+    }
+
+    /// Any thread.
+    public func stepUp(identity: String, outcome: String) {
+        registry.makeCounter(descriptor: Series.stepUps, labels: [("identity", identity), ("outcome", outcome)]).increment()
     }
 
     public func tokenExpiryChanged(identity: String, unixTime: Double?) {

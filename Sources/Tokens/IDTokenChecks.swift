@@ -36,11 +36,12 @@ final class IDTokenChecks {
         let identity = tokens.identity
         // The nonce of the login whose code this exchange sent (another login's code may be
         // waiting for its turn meanwhile, with its own).
-        let (endpoints, nonce) = tokens.update { ($0.endpoints, $0.expectedNonce) }
-        let check: IDTokenCheck, idToken: Secret, jwks: HTTPURL
+        let (endpoints, nonce, maxAge) = tokens.update { ($0.endpoints, $0.expectedNonce, $0.expectedMaxAge) }
+        var check: IDTokenCheck, idToken: Secret, jwks: HTTPURL
         switch IDTokenCheck.plan(for: identity, endpoints: endpoints, nonce: nonce, idToken: response.idToken) {
         case .check(let planned, let token, let keys):
             (check, idToken, jwks) = (planned, token, keys)
+            check.maxAge = maxAge
         case .noneAskedFor, .leaveUnread:
             return completion(.success(response))
         case .refuse(let reason):

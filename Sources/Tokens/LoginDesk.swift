@@ -88,11 +88,15 @@ public final class LoginDesk: Sendable {
     /// `browserOrigin`: the origin the browser started it at, where its cookie will be.
     public func startBrowserLogin(_ tokens: IdentityTokens, returnTo: String?, browserOrigin: String?,
                                   at now: Double) throws(Unavailable) -> BrowserLogin {
-        let identity = tokens.identity
-        guard case .authorizationCode = identity.grant, let redirectUri = identity.redirectUri else {
+        guard case .authorizationCode = tokens.identity.grant else {
+            throw .notBrowserLogin(identity: tokens.identity.name, grant: tokens.identity.grant.grantType)
+        }
+        // The identity as its login asks for it: with the scope of a step-up the upstream asked for.
+        let (asked, endpoints, failure) = tokens.update { ($0.browserLoginStarts(at: now), $0.endpoints, $0.lastError) }
+        let identity = asked.identity
+        guard let redirectUri = identity.redirectUri else {
             throw .notBrowserLogin(identity: identity.name, grant: identity.grant.grantType)
         }
-        let (endpoints, failure) = tokens.update { ($0.endpoints, $0.lastError) }
         guard let authorization = endpoints?.authorization else {
             throw .endpointsUnknown(identity: identity.name, failure: failure)
         }
@@ -104,7 +108,8 @@ public final class LoginDesk: Sendable {
         let started = pending.withLock { pending in
             Result { () throws(PendingLogins.Full) in
                 try pending.start(identity: identity, redirectUri: redirectUri.description, returnTo: returnTo,
-                                  browserOrigin: browserOrigin, timeoutSeconds: identity.loginTimeoutSeconds, at: now, random: &random)
+                                  browserOrigin: browserOrigin, timeoutSeconds: identity.loginTimeoutSeconds, stepUp: asked.stepUp,
+                                  at: now, random: &random)
             }
         }
         let login: LoginStart
@@ -159,7 +164,11 @@ public final class LoginDesk: Sendable {
         case .failure(.startedElsewhere(_, let origin)):
             return .elsewhere(origin: origin)
         case .failure(let error):
-            if case .expired(let identity, _) = error { observer?.loginEnded(identity: identity, kind: .browser, outcome: .failed("expired")) }
+            if case .expired(let identity, _) = error {
+                observer?.loginEnded(identity: identity, kind: .browser, outcome: .failed("expired"))
+                // A step-up login that timed out is not asked for again.
+                identities[identity]?.publish { $0.stepUpDeclined() }
+            }
             // The cookie was scoped to the callback's path: only a clearing cookie with that
             // same path replaces it (RFC 6265 §5.3), so it is the path this callback came to.
             let clears = error == .unknownState || { if case .expired = error { true } else { false } }()
@@ -181,7 +190,7 @@ public final class LoginDesk: Sendable {
         switch checked {
         case .error(let error, _):
             fail(tokens, "the IdP ended the login: \(error.code.rawValue)" + (error.errorDescription.map { " (\($0))" } ?? ""),
-                 code: error.code.metricLabel)
+                 code: error.code.metricLabel, endsStepUp: login.stepUp)
             return .idpError(identity: login.identity, error: error, clear: clear)
         case .code(let code, _):
             // Published: the workers' cached tokens are dropped, so requests wait for this login's.
@@ -209,9 +218,13 @@ public final class LoginDesk: Sendable {
 
     /// The login ended at its callback: `reason` for the pages, `code` for the metric (the IdP's
     /// error as `OAuthErrorCode.metricLabel` gives it, or `refused`).
-    private func fail(_ tokens: IdentityTokens, _ reason: String, code: String) {
+    /// `endsStepUp`: the IdP ended a login for this step-up (the person declined it, or the IdP
+    /// would not grant it): it is remembered as declined, so the same challenge does not start
+    /// another login.
+    private func fail(_ tokens: IdentityTokens, _ reason: String, code: String, endsStepUp stepUp: StepUp? = nil) {
         tokens.publish { lifecycle in
             lifecycle.loginFailed(reason)
+            if let stepUp { lifecycle.stepUpDeclined(also: stepUp) }
             return true
         }
         observer?.loginEnded(identity: tokens.identity.name, kind: .browser, outcome: .failed(code))

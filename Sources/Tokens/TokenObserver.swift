@@ -17,7 +17,7 @@ public enum TokenRequestOutcome: String, Sendable {
 }
 
 /// Told about token requests and expiry changes (the metrics). Called on the token thread,
-/// except `tokenExpiryChanged`, `upstreamRefusedToken`, `dpopNonceRetried` and `loginEnded`,
+/// except `tokenExpiryChanged`, `upstreamRefusedToken`, `upstreamAskedForStepUp`, `dpopNonceRetried` and `loginEnded`,
 /// which may come from any thread (a worker counts the browser logins it starts and the
 /// callbacks it refuses).
 public protocol TokenObserver: Sendable {
@@ -29,6 +29,9 @@ public protocol TokenObserver: Sendable {
     /// An upstream refused the identity's token (a `retryOnStatus` answer), and the relay
     /// dropped it to fetch another (`refetch`) or kept it and let the answer through.
     func upstreamRefusedToken(identity: String, refetch: Bool)
+    /// An upstream's step-up challenge to the identity's token (any thread), and what the
+    /// identity made of it.
+    func upstreamAskedForStepUp(identity: String, outcome: StepUpOutcome)
     /// The token thread used the identity's token store entry: `operation` is `read` (outcome
     /// `found`, `empty`, `other_settings`, `other_key`, `moved_aside`, `failed`), `write` or `remove` (`ok`,
     /// `failed`), or `lock` (`acquired`, `timed_out`, `failed`).
@@ -74,6 +77,7 @@ public enum LoginOutcome: Sendable, Equatable {
 extension TokenObserver {
     public func loginEnded(identity: String, kind: LoginKind, outcome: LoginOutcome) {}
     public func upstreamRefusedToken(identity: String, refetch: Bool) {}
+    public func upstreamAskedForStepUp(identity: String, outcome: StepUpOutcome) {}
     public func tokenStoreOperation(identity: String, operation: String, outcome: String) {}
     public func dpopNonceRetried(identity: String, server: String) {}
     public func storeOperation(backend: String, outcome: String) {}

@@ -180,6 +180,22 @@ public final class TokenService: Sendable {
         return refusal
     }
 
+    /// An upstream answered the identity's token with a challenge asking for `stepUp` (more
+    /// scope, a stronger or fresher authentication) at `now`: see `TokenLifecycle.stepUp`. When
+    /// a login is needed, waiting requests hear of it (they get the login problem), and a device
+    /// identity's login starts with the next request. `token`: the token the upstream answered
+    /// (see `TokenLifecycle.stepUp`). Thread-safe.
+    public func stepUp(_ tokens: IdentityTokens, _ stepUp: StepUp, token: String? = nil, at now: Double) -> StepUpOutcome {
+        var outcome = StepUpOutcome.alreadyGranted
+        tokens.publish { lifecycle in
+            outcome = lifecycle.stepUp(stepUp, token: token, at: now)
+            if case .loginNeeded = outcome { return true }
+            return false
+        }
+        observer?.upstreamAskedForStepUp(identity: tokens.configured.name, outcome: outcome)
+        return outcome
+    }
+
     /// An upstream refused `token`, issued on behalf of the caller whose token has `key`, at
     /// `now` on a route whose `minTokenAgeForRetrySeconds` is `minimumAge`: that caller's entry is
     /// dropped unless kept (`CallerCache.refused`). Thread-safe.

@@ -338,6 +338,10 @@ struct TokenMetrics: TokenObserver {
         metrics.upstreamRefusedToken(identity: identity, refetch: refetch)
     }
 
+    func upstreamAskedForStepUp(identity: String, outcome: StepUpOutcome) {
+        metrics.stepUp(identity: identity, outcome: outcome.code)
+    }
+
     func tokenStoreOperation(identity: String, operation: String, outcome: String) {
         metrics.tokenStoreOperation(identity: identity, operation: operation, outcome: outcome)
     }

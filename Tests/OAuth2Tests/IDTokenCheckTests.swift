@@ -57,6 +57,18 @@ final class IDTokenCheckTests: XCTestCase {
         }
     }
 
+    func testAStepUpsMaxAgeRefusesAnAuthenticationOlderThanItAndLeewayAllowsTheRest() throws {
+        var fresh = check
+        fresh.maxAge = 120
+        let recent = try idToken { $0["auth_time"] = .integer(now - 170) }
+        XCTAssertNoThrow(try fresh.validate(recent, keys: keys, unixTime: now), "within max_age and the 60 s leeway")
+        let stale = try idToken { $0["auth_time"] = .integer(now - 181) }
+        guard case .rejected(let reason)? = refusal(stale, check: fresh) else { return XCTFail("refused") }
+        XCTAssertEqual(reason, "the person authenticated 181 s before, longer ago than the max_age of 120 s the upstream asked for")
+        XCTAssertNoThrow(try check.validate(stale, keys: keys, unixTime: now), "no max_age asked, no auth_time check")
+        XCTAssertNoThrow(try fresh.validate(try idToken(), keys: keys, unixTime: now), "an ID token without auth_time passes")
+    }
+
     func testDisplayNamePrefersUsernameThenEmailThenSubject() {
         XCTAssertEqual(LoginSubject(subject: "s", preferredUsername: "u", email: "e").displayName, "u")
         XCTAssertEqual(LoginSubject(subject: "s", email: "e").displayName, "e")

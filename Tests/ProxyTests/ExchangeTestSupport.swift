@@ -50,11 +50,13 @@ struct ExchangeDriver {
         return (end, exchange.responseFinished())
     }
 
-    /// A route to a test upstream; `identity` names an identity (none: forwarded without a token).
-    static func plan(identity: String? = nil, retryOnStatus: [Int] = [401], upgrade: [String] = ["websocket"]) -> RoutePlan {
+    /// A route to a test upstream; `identity` names an identity (none: forwarded without a token),
+    /// `interactive`: one that logs a person in.
+    static func plan(identity: String? = nil, retryOnStatus: [Int] = [401], upgrade: [String] = ["websocket"],
+                     interactive: Bool = false) -> RoutePlan {
         guard let url = UpstreamURL(parsing: "http://orders.internal:8080") else { preconditionFailure("test upstream") }
         return RoutePlan(route: Route(name: "orders", upstream: url, identity: identity, retryOnStatus: retryOnStatus,
-                                      upgrade: upgrade))
+                                      upgrade: upgrade), interactiveIdentity: interactive)
     }
 
     static func token(_ value: String) -> WorkerTokens.CachedToken {

@@ -1,0 +1,84 @@
+// A step-up in the token lifecycle (RFC 6750 §3.1 `insufficient_scope`, RFC 9470
+// `insufficient_user_authentication`): an upstream answered a person's token with a challenge
+// asking for more scope or a stronger (or fresher) authentication. Not a refused token: the
+// identity's next login asks for the identity's scope joined with the challenge's (and its
+// `acr_values`/`max_age`), and until a login answers it requests get the login problem, as for
+// a first login; the token held stays. The login's success makes the joined scope the
+// identity's; a person declining it (or letting it time out) ends it, and the same challenge
+// then goes to the client as the upstream sent it (`StepUpMemory`: no login loop).
+
+extension TokenLifecycle {
+    /// An upstream answered this identity's token (`token`, when known) with a challenge asking
+    /// for `stepUp`. A token no longer the current one (a login replaced it meanwhile) counts as
+    /// granted: the request is handled as a refused token, and goes again with the new one.
+    public mutating func stepUp(_ stepUp: StepUp, token value: String? = nil, at now: Double) -> StepUpOutcome {
+        guard identity.grant.isInteractive else { return .alreadyGranted }
+        if let value, let held = token, held.value != value { return .alreadyGranted }
+        login.stepUps.expire(at: now)
+        if login.stepUps.isDeclined(stepUp) { return .declined }
+        if stepUp.acrValues.isEmpty, stepUp.maxAge == nil {
+            // RFC 6749 §5.1: a token answer without `scope` was granted the scope asked for.
+            let granted = Set((token?.scope ?? identity.scope ?? "").split(separator: " ").map(String.init))
+            if granted.isSuperset(of: stepUp.scope) { return .alreadyGranted }
+        }
+        login.stepUps.ask(stepUp, at: now, timeoutSeconds: identity.loginTimeoutSeconds)
+        return .loginNeeded(stepUpProblem(login.stepUps.pending(at: now) ?? stepUp))
+    }
+
+    /// The step-up an upstream asked for and no login has answered yet (nil: none).
+    public func pendingStepUp(at now: Double) -> StepUp? {
+        login.stepUps.pending(at: now)
+    }
+
+    /// The identity as its next login asks for it: with the pending step-up's scope joined to
+    /// its own. The step-up itself (for `acr_values`/`max_age`) comes with it.
+    public func loginIdentity(at now: Double) -> (identity: Identity, stepUp: StepUp?) {
+        guard let stepUp = login.stepUps.pending(at: now) else { return (identity, nil) }
+        var widened = identity
+        widened.scope = stepUp.widening(identity.scope)
+        return (widened, stepUp)
+    }
+
+    /// A browser login starts now: a pending step-up waits for it (its timeout counts from
+    /// now). Returns the identity and step-up it asks for (`loginIdentity`).
+    public mutating func browserLoginStarts(at now: Double) -> (identity: Identity, stepUp: StepUp?) {
+        login.stepUps.expire(at: now)
+        login.stepUps.loginStarted(at: now, timeoutSeconds: identity.loginTimeoutSeconds)
+        return loginIdentity(at: now)
+    }
+
+    /// A login ended without a token because the person declined it, the IdP refused it or it
+    /// timed out: the pending step-up (and `stepUp`, the one that login carried) is declined.
+    /// Returns whether one was.
+    @discardableResult
+    public mutating func stepUpDeclined(also stepUp: StepUp? = nil) -> Bool {
+        guard login.stepUps.pending != nil || stepUp != nil else { return false }
+        login.stepUps.decline(also: stepUp)
+        return true
+    }
+
+    /// A login's fetch (`purpose`) brought a token. A browser login that carried a step-up
+    /// (`carried`) makes its scope the identity's, and ends the pending step-up it answers; a
+    /// device login answers the pending one (its authorization asked for it).
+    mutating func stepUpAnswered(by purpose: TokenRequest.Purpose?, carried: StepUp?) {
+        switch purpose {
+        case .grant(.authorizationCode)?:
+            guard let carried else { return }
+            identity.scope = carried.widening(identity.scope)
+            if let pending = login.stepUps.pending?.stepUp, pending.acrValues == carried.acrValues, pending.maxAge == carried.maxAge,
+               Set(carried.scope).isSuperset(of: pending.scope) {
+                _ = login.stepUps.granted()
+            }
+        case .grant(.deviceCode)?:
+            if let answered = login.stepUps.granted() { identity.scope = answered.widening(identity.scope) }
+        default:
+            return
+        }
+    }
+
+    /// The login problem while `stepUp` is pending.
+    func stepUpProblem(_ stepUp: StepUp) -> TokenUnavailable {
+        TokenUnavailable(identity: identity.name, reason: .needsLogin,
+                         detail: "identity \(identity.name): the upstream asked for \(stepUp): log in again to grant it")
+    }
+}
