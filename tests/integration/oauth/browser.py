@@ -136,3 +136,35 @@ def consent(driver, allow: bool = True) -> None:
     button = "input[name=allow]" if allow else "input[type=submit]:not([name=allow])"
     form.find_element("css selector", button).click()
     wait_for_url(driver, lambda url: url != consent_url, "the consent to be sent")
+
+
+def login_at_glewlwyd(driver, username: str, password: str) -> None:
+    """Fills Glewlwyd's login page (its web app's login.html: #passwordForm) and submits it;
+    returns once the page greets the person (it then shows the grant, or a Continue button)."""
+    from selenium.webdriver.common.by import By
+    form = wait_for_element(driver, "form#passwordForm", "Glewlwyd's login form")
+    form.find_element(By.ID, "username").send_keys(username)
+    form.find_element(By.ID, "password").send_keys(password)
+    form.find_element(By.ID, "loginbut").click()
+    wait_for(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, "form#passwordForm"), "the login to be accepted")
+
+
+def grant_at_glewlwyd(driver) -> None:
+    """Glewlwyd's consent: ticks every scope the client asks for that is not granted yet, clicks
+    "Grant access" (when the page asks), then "Continue"; returns once the browser left the page."""
+    from selenium.webdriver.common.by import By
+
+    def button(d, text: str):
+        return next((b for b in d.find_elements(By.CSS_SELECTOR, "button") if b.text == text and b.is_displayed()), None)
+
+    login_url = driver.current_url
+    # The page shows either the grant (a first login of this client) or Continue (granted before).
+    wait_for(driver, lambda d: button(d, "Grant access") or button(d, "Continue"), "Glewlwyd's grant or Continue button")
+    grant = button(driver, "Grant access")
+    if grant is not None:
+        for box in driver.find_elements(By.CSS_SELECTOR, ".list-group input.form-check-input:not([disabled])"):
+            if not box.is_selected():
+                box.click()
+        grant.click()
+    wait_for(driver, lambda d: button(d, "Continue") and not button(d, "Grant access"), "Glewlwyd's Continue button").click()
+    wait_for_url(driver, lambda url: url != login_url, "the browser to leave Glewlwyd's login page")
