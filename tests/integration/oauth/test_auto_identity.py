@@ -271,10 +271,10 @@ def test_a_person_reaches_the_upstream_with_a_token_for_it_from_a_config_without
     assert client["token_endpoint_auth_method"] == ["client_secret_basic"] and client["confidential"]
     facts = auto_facts(admin, protected_resource)
     assert facts["resource"] == protected_resource.resource
-    assert facts["resourceMetadataURL"] == f"{protected_resource.url}/.well-known/oauth-protected-resource/mcp"
+    assert facts["resourceMetadataUrl"] == f"{protected_resource.url}/.well-known/oauth-protected-resource/mcp"
     assert facts["resourceMetadataSource"] == "well-known"
     assert (facts["authorizationServer"], facts["authorizationServerSource"]) == (idp.issuer, "resource-metadata")
-    assert (facts["clientId"], facts["clientSource"]) == (client["client_id"], "registration")
+    assert (facts["clientId"], facts["clientIdSource"]) == (client["client_id"], "registration")
     assert facts["tokenEndpointAuthMethod"] == "client_secret_basic"
 
     chromium.get(relay.url + "/mcp/tools?page=2")
@@ -331,7 +331,7 @@ def test_a_restart_reuses_the_registration_and_the_login(start_glewlwyd, protect
     assert idp.registrations_logged() == [client["client_id"]], "the restarted relay registered again"
     assert len(idp.registered_clients()) == 1
     facts = auto_facts(admin, protected_resource)
-    assert (facts["clientId"], facts["clientSource"]) == (client["client_id"], "store")
+    assert (facts["clientId"], facts["clientIdSource"]) == (client["client_id"], "store")
     assert identity_view(admin, auto_name(protected_resource))["state"] == "valid"
     assert_no_hashed_secrets(idp, tmp_path, sensitive)
 
@@ -343,7 +343,7 @@ def test_metadata_named_only_in_the_401_still_resolves(start_glewlwyd, protected
     idp = auto_servers(start_glewlwyd, protected_resource, metadata="challenge")
     relay, admin = start_auto_relay(start_relay, protected_resource, tmp_path)
     facts = auto_facts(admin, protected_resource)
-    assert (facts["resourceMetadataSource"], facts["resourceMetadataURL"]) == (
+    assert (facts["resourceMetadataSource"], facts["resourceMetadataUrl"]) == (
         "challenge", f"{protected_resource.url}/metadata/mcp")
     assert facts["authorizationServer"] == idp.issuer
     # The well-known URL was asked first (404), then the resource itself, once, without a token.
