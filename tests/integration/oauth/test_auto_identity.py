@@ -77,7 +77,9 @@ def auto_store(tmp_path) -> dict:
 def start_auto_relay(start_relay, resource, tmp_path):
     """A relay with only the `auto` route to `resource` and a store in tmp_path; returns (relay,
     AdminClient) once the identity left `resolving` (and `pending`)."""
-    relay, admin = start_with_admin(start_relay, auto_routes(resource), store=auto_store(tmp_path))
+    # At trace level: every line the relay may write is in the leak scans.
+    relay, admin = start_with_admin(start_relay, auto_routes(resource), store=auto_store(tmp_path),
+                                    args=("--log-level", "trace"))
     wait_until(lambda: identity_view(admin, auto_name(resource))["state"] not in ("resolving", "pending"),
                RESOLVE_SECONDS, "the auto identity to resolve (or fail)")
     return relay, admin
