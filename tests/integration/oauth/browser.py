@@ -166,5 +166,5 @@ def grant_at_glewlwyd(driver) -> None:
             if not box.is_selected():
                 box.click()
         grant.click()
-    wait_for(driver, lambda d: button(d, "Continue") and not button(d, "Grant access"), "Glewlwyd's Continue button").click()
+    wait_for(driver, lambda d: not button(d, "Grant access") and button(d, "Continue"), "Glewlwyd's Continue button").click()
     wait_for_url(driver, lambda url: url != login_url, "the browser to leave Glewlwyd's login page")

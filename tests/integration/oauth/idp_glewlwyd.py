@@ -36,6 +36,7 @@ Glewlwyd 2.7.5 lists client_secret_basic and client_secret_post in
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import re
@@ -180,7 +181,9 @@ class GlewlwydIdP(_Process):
             params.update({"oauth-dpop-nonce-mandatory": True, "oauth-dpop-nonce-counter": dpop_nonce_counter})
         if self.registration is not None:
             params.update(self._registration_params(self.registration))
-        with sqlite3.connect(self.db_path) as db:
+        with contextlib.closing(sqlite3.connect(self.db_path)) as db, db:
+            if self.registration is not None:
+                db.execute("PRAGMA journal_mode=WAL")  # the tests read it while Glewlwyd writes
             db.executescript(SCHEMA.read_text())
             db.execute("INSERT INTO g_plugin_module_instance (gpmi_module, gpmi_name, gpmi_display_name, gpmi_parameters) "
                        "VALUES ('oidc', 'oidc', 'OIDC', ?)", (json.dumps(params),))
@@ -273,11 +276,17 @@ class GlewlwydIdP(_Process):
     # -----------------------------------------------------------------------------------------
     # Self-registered clients (with a `Registration`).
 
+    def _reading(self):
+        """A read-only connection to the database, closed after use. With a `Registration` the
+        database is in WAL mode, so these reads never make Glewlwyd's writes fail (it sets no
+        busy timeout: a reader's lock would be its SQLITE_BUSY, a 500 to a token request)."""
+        return contextlib.closing(sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True))
+
     def registered_clients(self) -> list[dict]:
         """Every client that registered itself at /register (RFC 7591), oldest first, as its
         database keeps it: client_id, name, enabled (false once deleted by RFC 7592),
         confidential, token_endpoint_auth_method, redirect_uris, grants."""
-        with sqlite3.connect(self.db_path) as db:
+        with self._reading() as db:
             rows = db.execute("SELECT c.gc_id, c.gc_client_id, c.gc_name, c.gc_enabled, c.gc_confidential FROM g_client c "
                               "JOIN gpo_client_registration r ON r.gpocr_cient_id = c.gc_client_id ORDER BY r.gpocr_id").fetchall()
             clients = []
@@ -297,7 +306,7 @@ class GlewlwydIdP(_Process):
         registration access tokens, codes and refresh tokens only as hashes: `hashed_secret_leaks`)."""
         if not self.db_path.exists():
             return {}
-        with sqlite3.connect(self.db_path) as db:
+        with self._reading() as db:
             rows = db.execute("SELECT c.gc_client_id, p.gcp_value FROM g_client c JOIN g_client_property p ON p.gc_id = c.gc_id "
                               "WHERE p.gcp_name = 'client_secret'").fetchall()
         return {f"the client secret Glewlwyd gave {client_id}": secret for client_id, secret in rows}
@@ -305,7 +314,7 @@ class GlewlwydIdP(_Process):
     def secret_hashes(self) -> dict[str, str]:
         """The hashes of the registration access tokens and refresh tokens Glewlwyd issued so far
         (a deleted registration's is overwritten: take them before an RFC 7592 DELETE)."""
-        with sqlite3.connect(self.db_path) as db:
+        with self._reading() as db:
             hashes = {row[0]: "a registration access token" for row in
                       db.execute("SELECT gpocr_management_at_hash FROM gpo_client_registration WHERE gpocr_management_at_hash IS NOT NULL")}
             hashes.update({row[0]: "a refresh token" for row in db.execute("SELECT gpor_token_hash FROM gpo_refresh_token")})

@@ -485,8 +485,10 @@ def test_logout_forget_client_deletes_the_registration_at_glewlwyd_and_in_the_st
     done = run_cli("logout", "--forget-client", "--config", str(relay.config_path), auto_name(protected_resource))
     sensitive.add_output("oauth-relay logout --forget-client", done.stdout + done.stderr)
     assert done.returncode == 0, done.stdout + done.stderr
-    # RFC 7592: DELETE of registration_client_uri with the registration access token.
+    # RFC 7592: DELETE of registration_client_uri with the registration access token; the
+    # command registers nothing itself.
     assert idp.deletions_logged() == [client["client_id"]]
+    assert idp.registrations_logged() == [client["client_id"]], "logout --forget-client registered a new client"
     assert [c["enabled"] for c in idp.registered_clients()] == [False]
 
     # The store forgot it too: the relay started again registers anew, and needs a login.
