@@ -27,10 +27,15 @@ delete their registration (RFC 7592, `registration_client_uri` + `registration_a
 log a person in with the authorization code and PKCE S256, and ask for tokens for a resource
 (RFC 8707): a `resource` listed in `Registration.resources` becomes the access token's `aud`.
 It then also serves its login pages (the package's web app, /usr/share/glewlwyd/webapp) at
-`/login.html`, where the person logs in (`log_in_at_glewlwyd`) and grants the scopes.
-Glewlwyd 2.7.5 lists client_secret_basic and client_secret_post in
-`token_endpoint_auth_methods_supported` (never `none`), and answers a registration with 200.
-`Registration(allowed=False)` keeps the code flow but offers no registration endpoint.
+`/login.html`, where the person logs in and grants the scopes (browser.login_at_glewlwyd,
+grant_at_glewlwyd); the page then sends the browser back to the authorization endpoint with
+`g_continue`, without which Glewlwyd always shows the page first. Its user `admin` may grant
+`openid` and SCOPE. Glewlwyd 2.7.5 lists client_secret_basic and client_secret_post in
+`token_endpoint_auth_methods_supported` (never `none`; and it stores a client registered with
+`none` as confidential, so such a client gets no token), and answers a registration with 200.
+`Registration(allowed=False)` keeps the code flow but offers no registration endpoint. The
+database is then in WAL mode: the tests read it (`registered_clients`, ...) while Glewlwyd
+writes, and Glewlwyd sets no busy timeout.
 """
 
 from __future__ import annotations
@@ -80,8 +85,6 @@ class Registration:
     allowed: bool = True
     # register-client-auth-scope: a registration needs an access token with this scope (else 401).
     initial_access_scope: str | None = None
-    # register-client-management-allowed: RFC 7592 (read, update, delete a registration).
-    management: bool = True
     # resource-scope: the resources (RFC 8707) tokens of scopes openid and SCOPE may be for.
     resources: tuple[str, ...] = ()
 
@@ -209,7 +212,7 @@ class GlewlwydIdP(_Process):
             "register-client-allowed": registration.allowed,
             "register-client-auth-scope": [registration.initial_access_scope] if registration.initial_access_scope else [],
             "register-client-credentials-scope": [],
-            "register-client-management-allowed": registration.management,
+            "register-client-management-allowed": True,  # RFC 7592: read, update, delete
             "register-client-token-one-use": False,
             # A client's `resource` in its registration is ignored; the scopes' resources decide.
             "register-resource-specify-allowed": False, "register-resource-default": [],
