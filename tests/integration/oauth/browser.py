@@ -136,3 +136,62 @@ def consent(driver, allow: bool = True) -> None:
     button = "input[name=allow]" if allow else "input[type=submit]:not([name=allow])"
     form.find_element("css selector", button).click()
     wait_for_url(driver, lambda url: url != consent_url, "the consent to be sent")
+
+
+def login_at_glewlwyd(driver, username: str, password: str) -> None:
+    """Fills Glewlwyd's login page (its web app's login.html: #passwordForm) and submits it;
+    returns once the form is gone (the page then shows the grant, or a Continue button). The
+    page redraws itself while it loads: a form gone stale is filled again."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    def submit(d):
+        try:
+            form = next(iter(d.find_elements(By.CSS_SELECTOR, "form#passwordForm")), None)
+            if form is None:
+                return None
+            for field, value in (("username", username), ("password", password)):
+                element = form.find_element(By.ID, field)
+                element.clear()
+                element.send_keys(value)
+            form.find_element(By.ID, "loginbut").click()
+            return True
+        except StaleElementReferenceException:
+            return None
+
+    wait_for(driver, submit, "Glewlwyd's login form")
+    wait_for(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, "form#passwordForm"), "the login to be accepted")
+
+
+def grant_at_glewlwyd(driver) -> None:
+    """Glewlwyd's consent: ticks every scope the client asks for that is not granted yet, clicks
+    "Grant access" (when the page asks), then "Continue"; returns once the browser left the page.
+    The page is a React app that redraws itself: an element gone stale is looked up again."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    def button(d, text: str):
+        return next((b for b in d.find_elements(By.CSS_SELECTOR, "button") if b.text == text and b.is_displayed()), None)
+
+    def step(d):
+        """One try at the page as it is: True once Continue was clicked."""
+        try:
+            grant = button(d, "Grant access")
+            if grant is not None:
+                for box in d.find_elements(By.CSS_SELECTOR, ".list-group input.form-check-input:not([disabled])"):
+                    if not box.is_selected():
+                        box.click()
+                grant.click()
+                return None
+            go = button(d, "Continue")
+            if go is None:
+                return None
+            go.click()
+            return True
+        except StaleElementReferenceException:
+            return None
+
+    login_url = driver.current_url
+    # The page shows the grant (a first login of this client), then Continue.
+    wait_for(driver, step, "Glewlwyd's grant and Continue buttons")
+    wait_for_url(driver, lambda url: url != login_url, "the browser to leave Glewlwyd's login page")

@@ -5,13 +5,16 @@
   generated per test, see idp_processes.DjangoIdP). The database is migrated once per session
   into a template and copied per server.
 - `stub_idp` / `start_stub_idp()`: the scripted token endpoint (idp_stub.py).
-- `start_glewlwyd(access_token_seconds=3600, dpop_nonce_counter=None, external_url=None)`: Glewlwyd (idp_glewlwyd.py), the real
-  server for private_key_jwt, client_secret_jwt and DPoP.
+- `start_glewlwyd(access_token_seconds=3600, dpop_nonce_counter=None, external_url=None, registration=None)`: Glewlwyd
+  (idp_glewlwyd.py), the real server for private_key_jwt, client_secret_jwt and DPoP; with a
+  `Registration`, for clients that register themselves (RFC 7591) and people who log in.
 - `start_idpyoidc(users=("alice", "bob"), access_token_seconds=3600, exchange_audiences=...,
   exchange_resources=..., exchange_scopes=...)`: idpyoidc (idp_idpyoidc.py), the real RFC 8693
   token exchange server: callers' tokens by `caller_token(user)`, exchanges counted by
   `exchange_count()`.
 - `dpop_rs`: the DPoP resource server (dpop_resource_server.py), an upstream that checks proofs.
+- `protected_resource`: the RFC 9728 resource server (resource_server.py), the upstream of a
+  zero-configuration identity; its `configure(idp, metadata=...)` names the authorization server.
 - `sensitive`: the values no relay log may contain; every IdP registers its secrets and issued
   tokens there, and tests add their own. After every test here (autouse), the stderr of every
   relay it started, and the outputs added to `sensitive`, are searched for them.
@@ -22,9 +25,9 @@ from __future__ import annotations
 
 import pytest
 
-from idp_glewlwyd import GlewlwydIdP
+from idp_glewlwyd import GlewlwydIdP, Registration
 from idp_idpyoidc import IdpyoidcIdP
-from idp_processes import DjangoIdP, DPoPResourceServer, StubIdP
+from idp_processes import DjangoIdP, DPoPResourceServer, ProtectedResource, StubIdP
 from idp_relay import SensitiveValues, find_leaks, relay_logs
 
 _IDPS = pytest.StashKey[list]()
@@ -117,16 +120,18 @@ def stub_idp(start_stub_idp) -> StubIdP:
 
 
 @pytest.fixture
-def start_glewlwyd(request, tmp_path):
+def start_glewlwyd(request, tmp_path, sensitive):
     started: list[GlewlwydIdP] = []
 
     def start(access_token_seconds: int = 3600, dpop_nonce_counter: int | None = None,
-              external_url: str | None = None) -> GlewlwydIdP:
+              external_url: str | None = None, registration: Registration | None = None) -> GlewlwydIdP:
         workdir = tmp_path / f"glewlwyd-{len(started)}"
         workdir.mkdir()
-        idp = GlewlwydIdP(workdir, access_token_seconds, dpop_nonce_counter, external_url)
+        idp = GlewlwydIdP(workdir, access_token_seconds, dpop_nonce_counter, external_url, registration)
         started.append(idp)
         request.node.stash.setdefault(_IDPS, []).append(idp)
+        if registration is not None:
+            sensitive.add_source(idp.sensitive_values)
         return idp.start()
 
     yield start
@@ -162,4 +167,22 @@ def dpop_rs(request, tmp_path):
     server = DPoPResourceServer(tmp_path / "dpop-rs.log")
     request.node.stash.setdefault(_IDPS, []).append(server)
     yield server.start()
+    server.kill()
+
+
+@pytest.fixture
+def protected_resource(request, tmp_path, sensitive):
+    server = ProtectedResource(tmp_path / "protected-resource.log")
+    request.node.stash.setdefault(_IDPS, []).append(server)
+    received: dict[str, str] = {}
+
+    def tokens() -> dict[str, str]:
+        # The tokens it received, read while it runs; after the kill, the last read stands.
+        if server.running():
+            received.update(server.sensitive_values())
+        return received
+
+    sensitive.add_source(tokens)
+    yield server.start()
+    tokens()
     server.kill()

@@ -497,6 +497,42 @@ class DPoPResourceServer(_IdP):
         return [r for r in records if all(r.get(k) == v for k, v in match.items())]
 
 
+class ProtectedResource(_IdP):
+    """resource_server.py: the upstream of a zero-configuration identity, which names its
+    authorization server in its metadata (RFC 9728) and checks the tokens that server issued."""
+    name = "protected resource"
+
+    def __init__(self, log_path: Path):
+        super().__init__(log_path)
+        self.host = LOOPBACK
+        self.path = "/mcp"
+
+    def start(self) -> "ProtectedResource":
+        self._spawn([sys.executable, str(HERE / "resource_server.py"), "--host", self.host, "--port", "0"], 10)
+        return self
+
+    @property
+    def resource(self) -> str:
+        """Its resource URL: the upstream an `auto` route names."""
+        return f"{self.url}{self.path}"
+
+    def configure(self, idp=None, metadata: str = "well-known", **options) -> dict:
+        """Resets the server (records) with these rules: tokens of `idp` (a GlewlwydIdP: its
+        issuer and JWKS) and `options` as resource_server.py names them; returns its
+        {"resource", "metadata_url"}."""
+        config = {"path": self.path, "metadata": metadata, **options}
+        if idp is not None:
+            config.update(issuer=idp.issuer, jwks_uri=f"{idp.issuer}/jwks")
+        return self.control("PUT", "/_rs/config", config)
+
+    def requests(self, **match) -> list[dict]:
+        records = self.control("GET", "/_rs/requests")["requests"]
+        return [r for r in records if all(r.get(k) == v for k, v in match.items())]
+
+    def sensitive_values(self) -> dict[str, str]:
+        return self.control("GET", "/_rs/sensitive")
+
+
 # ---------------------------------------------------------------------------------------------
 # Google's token endpoint for service accounts.
 
