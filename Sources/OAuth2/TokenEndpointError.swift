@@ -164,7 +164,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .expiredCredential(let expired):
             return "\(expired), so no request was sent to \(endpoint)"
         case .autoSetup(let error):
-            return error.description
+            // The code first, as scripts read it (`resource_mismatch: …`).
+            return "\(error.code): \(error.description)"
         }
     }
 

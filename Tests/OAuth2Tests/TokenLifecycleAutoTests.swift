@@ -83,6 +83,8 @@ final class TokenLifecycleAutoTests: XCTestCase {
         guard case .fail(let problem) = lifecycle.decision(at: 0) else { return XCTFail("requests do not fail fast") }
         XCTAssertEqual(problem.reason, .refused)
         XCTAssertEqual(lifecycle.status(at: 0).lastErrorCode, "resource_mismatch")
+        // The problem a script gets names the failure's code, not only its sentence.
+        XCTAssertTrue(problem.detail.contains("resource_mismatch: "), problem.detail)
         guard case .sleep = lifecycle.nextAction(at: 0) else { return XCTFail("tried again later: the servers may be fixed") }
     }
 
