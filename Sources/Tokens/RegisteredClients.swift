@@ -136,8 +136,9 @@ final class RegisteredClients {
         }
     }
 
-    /// The identity learnt another client: its entry's settings changed.
-    func settingsChanged(_ tokens: IdentityTokens) {
-        persistence?.settingsChanged(slot: tokens.slot)
+    /// The identity learnt another client (or a step-up widened its scope to `identity`'s): its
+    /// entry's settings changed.
+    func settingsChanged(_ tokens: IdentityTokens, to identity: Identity? = nil) {
+        persistence?.settingsChanged(slot: tokens.slot, to: identity)
     }
 }

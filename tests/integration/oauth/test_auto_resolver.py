@@ -407,3 +407,35 @@ def test_invalid_client_drops_the_registration_registers_again_with_the_current_
     assert RawBrowser(relay, sensitive).start_login(name)["client_id"] == "client-two"
     assert not [r for r in stub.recorded() if r["path"].startswith("/mcp")], "a request reached the resource without a token"
 
+
+def test_a_step_up_scope_is_kept_with_the_registration_and_a_restart_finds_its_login(start_relay, auto_stub, tmp_path, sensitive):
+    for value in ("narrow-access-token-1", "wide-access-token-2", "narrow-refresh-token-1", "wide-refresh-token-2"):
+        sensitive.add(f"issued {value}", value)
+    stub = auto_stub(registration=registered("client-one"),
+                     tokens=[issued("narrow-access-token-1", "mcp.read", "narrow-refresh-token-1"),
+                             issued("wide-access-token-2", "mcp.read mcp.write", "wide-refresh-token-2")])
+    stub.insufficient["narrow-access-token-1"] = "mcp.read mcp.write"
+    store = {"path": str(tmp_path / "token-store"), "key": STORE_KEY}
+    relay, admin, name, view = start_resolved_relay(start_relay, stub, store)
+    assert view["auto"]["scope"] == "mcp.read", view
+    browser = RawBrowser(relay, sensitive)
+    log_in(browser, name, stub, "code-one")
+    wait_until(lambda: identity_view(admin, name)["state"] not in ("needs-login", "login-pending"), RESOLVE_SECONDS, "the first login")
+    # The resource asks for more: the next login asks for the scope joined.
+    assert_problem(get(relay, "/mcp/tools"), 401)
+    login = log_in(browser, name, stub, "code-two")
+    assert login["scope"] == "mcp.read mcp.write", login
+    resp = wait_until(lambda: (r := get(relay, "/mcp/tools")).status == 200 and r, RESOLVE_SECONDS, "the widened token in use")
+    assert resp.json() == {"token": "wide-access-token-2"}
+
+    assert relay.stop() == 0
+    relay.start()
+    wait_until(lambda: can_connect(LOOPBACK, admin.port), 5, "the admin listener after the restart")
+    view = wait_until(lambda: (v := identity_view(admin, name)).get("auto") and v, RESOLVE_SECONDS, "the resolution after the restart")
+    assert view["auto"]["clientId"] == "client-one" and view["auto"]["clientIdSource"] == "store", view
+    assert view["auto"]["scope"] == "mcp.read mcp.write" and view["auto"]["scopeSource"] == "store", view
+    resp = wait_until(lambda: (r := get(relay, "/mcp/tools")).status == 200 and r, RESOLVE_SECONDS, "the stored login in use")
+    assert resp.json() == {"token": "wide-access-token-2"}
+    assert len(received(stub, "POST", "/register")) == 1
+    assert len(received(stub, "POST", "/token")) == 2, "the restart asked for a token instead of reading the login kept"
+
