@@ -130,6 +130,8 @@ final class AutoResolver {
         guard let dropped else { return }
         held[tokens.slot] = nil
         clients.remove(identity: dropped.identity)
+        // The old client's entries are no longer this identity's: not watched, not written.
+        clients.settingsChanged(tokens)
         logger.warning("the authorization server no longer knows the registered client; registering again", metadata: [
             "identity": .string(tokens.configured.name), "issuer": .string(dropped.issuer),
         ])
@@ -146,6 +148,7 @@ final class AutoResolver {
         let inUse = held.removeValue(forKey: tokens.slot)?.client
         guard let client = inUse ?? clients.readKept(identity: name) else { return completion(.noRegistration) }
         clients.remove(identity: name)
+        clients.settingsChanged(tokens)
         guard let uri = client.registrationClientUri, let token = client.registrationAccessToken else {
             return completion(.notDeletable)
         }

@@ -32,6 +32,7 @@ from deadlines import wait_until
 from http_client import assert_problem
 from login_relay import CALLBACK_PATH, RawBrowser, get, identity_view
 from processes import LOOPBACK, STORE_KEY, can_connect, free_port, relay_config, run_cli, write_config
+from redis_server import RedisServer
 
 pytestmark = pytest.mark.oauth
 
@@ -438,4 +439,55 @@ def test_a_step_up_scope_is_kept_with_the_registration_and_a_restart_finds_its_l
     assert resp.json() == {"token": "wide-access-token-2"}
     assert len(received(stub, "POST", "/register")) == 1
     assert len(received(stub, "POST", "/token")) == 2, "the restart asked for a token instead of reading the login kept"
+
+
+@pytest.fixture
+def redis(tmp_path):
+    workdir = tmp_path / "redis"
+    workdir.mkdir()
+    server = RedisServer(workdir).start()
+    yield server
+    server.kill()
+
+
+def assert_device_requests(stub: AutoStub, client_ids: list[str]) -> None:
+    """Each device authorization and poll names the client in use then, and nothing else."""
+    for request, client_id in zip(received(stub, "POST", "/device"), client_ids):
+        assert "authorization" not in request["headers"], request["headers"]
+        assert form(request) == {"client_id": client_id, "scope": "mcp.read", "resource": stub.resource}, request["body"]
+
+
+def test_relays_sharing_redis_share_one_registration_and_the_login_of_a_registration_made_again(
+        start_relay, auto_stub, tmp_path, sensitive, redis):
+    sensitive.add("issued access token", "fleet-access-token-1")
+    sensitive.add("issued refresh token", "fleet-refresh-token-1")
+    stub = auto_stub(registration=[registered("client-one"), registered("client-two")],
+                     tokens=[(401, {"error": "invalid_client"}), issued("fleet-access-token-1", "mcp.read", "fleet-refresh-token-1")])
+
+    def store(n: int) -> dict:
+        return {"path": str(tmp_path / f"token-store-{n}"), "key": STORE_KEY, "redis": redis.url}
+
+    first, first_admin, name, view = start_resolved_relay(start_relay, stub, store(1), grant="device_code")
+    assert view["auto"]["clientId"] == "client-one" and view["auto"]["clientIdSource"] == "registration", view
+    # The device login's first poll is refused: the client is registered again.
+    assert first_admin.request("POST", f"/identities/{name}/login").status == 202
+    wait_until(lambda: identity_view(first_admin, name).get("auto", {}).get("clientId") == "client-two", RESOLVE_SECONDS,
+               "the second registration in use")
+    assert first_admin.request("POST", f"/identities/{name}/login").status == 202
+    wait_until(lambda: get(first, "/mcp/tools").status == 200, RESOLVE_SECONDS, "the login to the second client")
+
+    # Another relay, with a file store of its own: the registration and the login are Redis's.
+    second, second_admin, _, view = start_resolved_relay(start_relay, stub, store(2), grant="device_code")
+    assert view["auto"]["clientId"] == "client-two" and view["auto"]["clientIdSource"] == "store", view
+    resp = wait_until(lambda: (r := get(second, "/mcp/tools")).status == 200 and r, RESOLVE_SECONDS, "the shared login")
+    assert resp.json() == {"token": "fleet-access-token-1"}
+    assert len(received(stub, "POST", "/device")) == 2, "the second relay started a login of its own"
+    assert len(received(stub, "POST", "/register")) == 2, "the second relay registered a client of its own"
+    for request in received(stub, "POST", "/register"):
+        assert_registration(request, None)
+    assert_device_requests(stub, ["client-one", "client-two"])
+    polls = [form(r) for r in received(stub, "POST", "/token")]
+    assert polls == [{"grant_type": DEVICE_GRANT, "device_code": "device-code-1", "client_id": c}
+                     for c in ("client-one", "client-two")], polls
+    assert not list((tmp_path / "token-store-2").glob("client-*")), "the second relay registered into its file store"
 
