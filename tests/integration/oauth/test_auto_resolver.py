@@ -490,4 +490,9 @@ def test_relays_sharing_redis_share_one_registration_and_the_login_of_a_registra
     assert polls == [{"grant_type": DEVICE_GRANT, "device_code": "device-code-1", "client_id": c}
                      for c in ("client-one", "client-two")], polls
     assert not list((tmp_path / "token-store-2").glob("client-*")), "the second relay registered into its file store"
+    # `check --resolve` finds the registration in Redis too (its file store has none), and registers nothing.
+    done = run_cli("check", "--resolve", "--config", str(second.config_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "  client id: client-two (store, none)\n" in done.stdout, done.stdout
+    assert len(received(stub, "POST", "/register")) == 2
 
