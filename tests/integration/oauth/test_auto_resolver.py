@@ -496,3 +496,19 @@ def test_relays_sharing_redis_share_one_registration_and_the_login_of_a_registra
     assert "  client id: client-two (store, none)\n" in done.stdout, done.stdout
     assert len(received(stub, "POST", "/register")) == 2
 
+
+def test_logout_forget_client_waits_for_a_deletion_slower_than_the_usual_admin_wait(start_relay, auto_stub, tmp_path, sensitive):
+    access = sensitive.add("registration access token", "rat-91c4e07fa2d35b68")
+    stub = auto_stub(registration=registered("client-one"), delete_delay=12)
+    # Its registration_client_uri names the stub's own port.
+    stub.registrations = [registered("client-one", registration_access_token=access,
+                                     registration_client_uri=f"{stub.issuer}/register/client-one")]
+    relay, admin, name, _ = start_resolved_relay(start_relay, stub, {"path": str(tmp_path / "token-store"), "key": STORE_KEY})
+    began = time.monotonic()
+    done = run_cli("logout", "--forget-client", "--config", str(relay.config_path), name, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - began >= 12
+    assert "deleted at the authorization server" in done.stderr, done.stderr
+    deletion, = received(stub, "DELETE", "/register/client-one")
+    assert deletion["headers"].get("authorization") == f"Bearer {access}" and deletion["body"] == b"", deletion
+    assert not list((tmp_path / "token-store").glob("client-*")), "the registration is still kept"
