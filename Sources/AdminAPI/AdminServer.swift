@@ -146,8 +146,9 @@ public final class AdminServer {
     }
 
     /// The longest `DELETE /identities/NAME/client` waits for the authorization server's answer
-    /// to the deletion (its request is bounded by the token request timeouts).
-    static let forgetClientWaitSeconds = 35.0
+    /// to the deletion (its request is bounded by the token request timeouts). `oauth-relay
+    /// logout --forget-client` waits for the answer longer than this.
+    public static let forgetClientWaitSeconds = 35.0
 
     /// An `auto` identity's registered client forgotten: 200 with how its deletion at the
     /// authorization server went (`deleted`, `already-gone`, `not-deletable`, `none`, `failed`).

@@ -13,7 +13,8 @@ import SafeText
 ///    issuer check is never skipped).
 /// 3. The client: the registration kept in the store for `RegistrationKey` (`loadClient`), else
 ///    a new one (RFC 7591) at the server's `registration_endpoint`, with an auth method chosen
-///    from `token_endpoint_auth_methods_supported`; a 200 is accepted as well as a 201.
+///    from `token_endpoint_auth_methods_supported`; a 200 is accepted as well as a 201. A kept
+///    registration's `learntScope` (a step-up login's) joins the scope.
 /// 4. Resolved: the identity completed (issuer, client, scope, RFC 8707 `resource` = upstream)
 ///    with its endpoints, and what came from where (`AutoFacts`).
 ///
@@ -308,6 +309,18 @@ public struct AutoResolution: Sendable {
             return end(.failed(.invalidDocument(url: redactedURL(metadata.registrationEndpoint ?? metadata.tokenEndpoint),
                                                 reason: "the client registered cannot authenticate with \(client.tokenEndpointAuthMethod)")))
         }
+        var learnt = learnt
+        if let kept = client.learntScope {
+            // A step-up login widened the scope of this registration's identity: asked for again
+            // (joined after the chain's own, as the step-up joined it), so the login kept for it is found.
+            let own = learnt.scope.map { $0.split(separator: " ").map(String.init) } ?? []
+            let joined = StepUp.union(own, kept.split(separator: " ").map(String.init))
+            if joined != own, !joined.isEmpty {
+                learnt.scope = joined.joined(separator: " ")
+                learnt.scopeSource = .store
+                learnt.identity.scope = learnt.scope
+            }
+        }
         var identity = learnt.identity
         identity.clientAuth = clientAuth
         let facts = AutoFacts(resource: settings.resource.description, resourceMetadataURL: redactedURL(learnt.metadataURL),
@@ -364,7 +377,7 @@ public struct AutoFacts: Sendable, Equatable {
         case resourceMetadata = "resource-metadata"
         /// A registration made now (RFC 7591).
         case registration
-        /// A registration kept in the token store.
+        /// A registration kept in the token store (for `scope`: the scope a step-up login learnt, kept with it).
         case store
     }
 

@@ -54,10 +54,14 @@ public struct RegisteredClient: Sendable, Equatable {
     public var redirectUri: String?
     /// Unix time of the registration.
     public var registeredAt: Double
+    /// The scope a successful step-up login made the identity's (nil: none): kept with the
+    /// registration, so that the identity asks for it again after a restart (or on another
+    /// replica) and finds the login kept for it (its settings fingerprint includes the scope).
+    public var learntScope: String?
 
     public init(issuer: String, clientId: String, clientSecret: Secret? = nil, clientSecretExpiresAt: Double? = nil,
                 registrationAccessToken: Secret? = nil, registrationClientUri: HTTPURL? = nil, tokenEndpointAuthMethod: String,
-                privateKeyPEM: Secret? = nil, redirectUri: String? = nil, registeredAt: Double) {
+                privateKeyPEM: Secret? = nil, redirectUri: String? = nil, registeredAt: Double, learntScope: String? = nil) {
         self.issuer = issuer
         self.clientId = clientId
         self.clientSecret = clientSecret
@@ -68,6 +72,7 @@ public struct RegisteredClient: Sendable, Equatable {
         self.privateKeyPEM = privateKeyPEM
         self.redirectUri = redirectUri
         self.registeredAt = registeredAt
+        self.learntScope = learntScope
     }
 }
 

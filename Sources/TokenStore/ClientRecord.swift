@@ -21,7 +21,9 @@
 // and so that `--forget-client` finds the registration of an identity that has not resolved.
 //
 // The plaintext is a list of tagged fields, as in StoreEntry: every member of RegisteredClient,
-// secrets included (the record is encrypted).
+// secrets included (the record is encrypted). Tag 11, the scope a step-up login made the
+// identity's (`learntScope`), is written only when there is one: a record without it reads as
+// before, and a relay that predates it refuses a record with it as damaged (and registers anew).
 
 import Crypto
 import Endpoints
@@ -152,7 +154,7 @@ public enum ClientRecord {
     /// increasing (what decodes encodes to the same bytes).
     enum Tag: UInt8 {
         case issuer = 1, clientId, clientSecret, clientSecretExpiresAt, registrationAccessToken, registrationClientUri,
-             tokenEndpointAuthMethod, privateKeyPEM, redirectUri, registeredAt
+             tokenEndpointAuthMethod, privateKeyPEM, redirectUri, registeredAt, learntScope
     }
 
     static func plaintext(of client: RegisteredClient) -> [UInt8] {
@@ -173,6 +175,7 @@ public enum ClientRecord {
         if let pem = client.privateKeyPEM { append(.privateKeyPEM, Array(pem.value.utf8)) }
         if let redirectUri = client.redirectUri { append(.redirectUri, Array(redirectUri.utf8)) }
         append(.registeredAt, time(client.registeredAt))
+        if let scope = client.learntScope { append(.learntScope, Array(scope.utf8)) }
         return bytes
     }
 
@@ -206,7 +209,8 @@ public enum ClientRecord {
               let secret = text(.clientSecret), let expiresAt = time(.clientSecretExpiresAt),
               let accessToken = text(.registrationAccessToken), let uriText = text(.registrationClientUri),
               let method = text(.tokenEndpointAuthMethod), let method, let pem = text(.privateKeyPEM),
-              let redirectUri = text(.redirectUri), let registeredAt = time(.registeredAt), let registeredAt else { return nil }
+              let redirectUri = text(.redirectUri), let registeredAt = time(.registeredAt), let registeredAt,
+              let learntScope = text(.learntScope) else { return nil }
         var uri: HTTPURL?
         if let uriText {
             guard let parsed = try? HTTPURL(absolute: uriText) else { return nil }
@@ -215,6 +219,6 @@ public enum ClientRecord {
         return RegisteredClient(issuer: issuer, clientId: clientId, clientSecret: secret.map(Secret.init), clientSecretExpiresAt: expiresAt,
                                 registrationAccessToken: accessToken.map(Secret.init), registrationClientUri: uri,
                                 tokenEndpointAuthMethod: method, privateKeyPEM: pem.map(Secret.init), redirectUri: redirectUri,
-                                registeredAt: registeredAt)
+                                registeredAt: registeredAt, learntScope: learntScope)
     }
 }

@@ -4,7 +4,9 @@
 // to the lifecycle (`resolved`, `resolutionFailed`), after which the identity's next action
 // follows. Once resolved, the identity's login is read from the store: the entry's settings
 // include the client it learnt. It also forgets a client the authorization server no longer
-// knows (`clientUnknown`), and deletes one on an operator's logout (RFC 7592).
+// knows (`clientUnknown`), deletes one on an operator's logout (RFC 7592), and keeps the scope a
+// step-up login widened with the registration (`scopeLearnt`), so that a restart asks for it
+// again and finds the login kept for it.
 
 import Endpoints
 import FoundationEssentials
@@ -23,8 +25,9 @@ final class AutoResolver {
     private unowned let schedule: any FetchSchedule
     /// Reads the identity's login from the store(s) (TokenFetcher.readStoredLogin).
     private let readStoredLogin: (IdentityTokens) -> Void
-    /// The client each resolved identity uses, by slot (what `forgetClient` deletes when no store keeps it).
-    private var held: [Int: RegisteredClient] = [:]
+    /// The client each resolved identity uses and its key, by slot (what `forgetClient` deletes
+    /// when no store keeps it, what `scopeLearnt` keeps again).
+    private var held: [Int: (client: RegisteredClient, key: RegistrationKey)] = [:]
 
     init(idp: IdPClient, clients: RegisteredClients, logouts: Logouts, logger: Logger, schedule: any FetchSchedule,
          readStoredLogin: @escaping (IdentityTokens) -> Void) {
@@ -39,7 +42,12 @@ final class AutoResolver {
     /// Starts the chain for `tokens` (an unresolved `auto` identity; the lifecycle answers
     /// `.resolve` once until the outcome is reported).
     func resolve(_ tokens: IdentityTokens, challenge: BearerChallenge? = nil) {
-        let resolution = AutoResolution(identity: tokens.configured, challenge: challenge)
+        // The initial access token as its file holds it now (`auto.initialAccessTokenFile`), not as loaded.
+        var identity = tokens.configured
+        if identity.auto?.initialAccessToken != nil, let current = idp.currentCredential(.initialAccessToken, of: tokens) {
+            identity.auto?.initialAccessToken = current
+        }
+        let resolution = AutoResolution(identity: identity, challenge: challenge)
         step(resolution.firstStep, of: resolution, for: tokens)
     }
 
@@ -92,7 +100,7 @@ final class AutoResolver {
         }
         switch outcome {
         case .success(let resolved):
-            held[tokens.slot] = resolved.client
+            held[tokens.slot] = (resolved.client, resolved.key)
             clients.settingsChanged(tokens)
             logger.info("identity resolved", metadata: [
                 "identity": .string(name), "resource": .string(resolved.facts.resource),
@@ -122,6 +130,8 @@ final class AutoResolver {
         guard let dropped else { return }
         held[tokens.slot] = nil
         clients.remove(identity: dropped.identity)
+        // The old client's entries are no longer this identity's: not watched, not written.
+        clients.settingsChanged(tokens)
         logger.warning("the authorization server no longer knows the registered client; registering again", metadata: [
             "identity": .string(tokens.configured.name), "issuer": .string(dropped.issuer),
         ])
@@ -135,9 +145,10 @@ final class AutoResolver {
         let now = monotonicSeconds()
         let name = tokens.configured.name
         tokens.publish { lifecycle in lifecycle.clientUnknown(at: now) != nil }
-        let inUse = held.removeValue(forKey: tokens.slot)
+        let inUse = held.removeValue(forKey: tokens.slot)?.client
         guard let client = inUse ?? clients.readKept(identity: name) else { return completion(.noRegistration) }
         clients.remove(identity: name)
+        clients.settingsChanged(tokens)
         guard let uri = client.registrationClientUri, let token = client.registrationAccessToken else {
             return completion(.notDeletable)
         }
@@ -149,6 +160,20 @@ final class AutoResolver {
             ])
             completion(deletion)
         }
+    }
+
+    /// A login of `tokens` is about to make `widened` the identity (a step-up's scope joined to
+    /// its own): the scope is kept with the registration (both stores), and the entry the login's
+    /// tokens go to is the one for the widened settings. Called before the tokens are kept.
+    func scopeLearnt(_ tokens: IdentityTokens, widened: Identity) {
+        guard var kept = held[tokens.slot], kept.client.learntScope != widened.scope else { return }
+        kept.client.learntScope = widened.scope
+        held[tokens.slot] = kept
+        clients.write(kept.client, for: kept.key)
+        clients.settingsChanged(tokens, to: widened)
+        logger.info("scope widened by a step-up login; kept with the registered client", metadata: [
+            "identity": .string(tokens.configured.name), "scope": .string(widened.scope ?? ""),
+        ])
     }
 
     /// A reload retired the slot.

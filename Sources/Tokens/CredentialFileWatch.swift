@@ -77,8 +77,13 @@ final class CredentialFileWatch {
     }
 
     /// `request` as it goes with the current credentials: itself while they are the ones loaded.
+    /// An `auto` identity's initial access token goes with its registration only
+    /// (AutoResolver), never with a token request: a change of it alone rebuilds nothing (a
+    /// rebuild would make the request with the identity as configured, not as it learnt its client).
     func request(_ request: TokenRequest) -> TokenRequest {
-        current == loaded ? request : request.rebuilt(for: current)
+        var carried = current
+        carried.auto?.initialAccessToken = loaded.auto?.initialAccessToken
+        return carried == loaded ? request : request.rebuilt(for: carried)
     }
 
     /// What reading a changed file gave.

@@ -23,6 +23,7 @@ import HTTPClient
 import HTTPFields
 import Logging
 import OAuth2
+import SafeText
 import TLS
 
 /// Runs on the token loop only.
@@ -236,6 +237,15 @@ final class IdPClient {
     /// a token the relay signs itself is made with (SelfSignedFetch.swift).
     func currentIdentity(of tokens: IdentityTokens) -> Identity {
         refreshedCredentials(of: tokens)?.current ?? tokens.identity
+    }
+
+    /// The credential `role` as the identity's files hold it now (files that changed read again);
+    /// nil when no file of the identity holds it.
+    func currentCredential(_ role: CredentialRole, of tokens: IdentityTokens) -> Secret? {
+        guard let watch = refreshedCredentials(of: tokens), watch.loaded.credentialFiles.contains(where: { $0.role == role }) else {
+            return nil
+        }
+        return watch.current.credential(role)
     }
 
     /// The identity's watch once its files have been looked at, each change logged; nil for an

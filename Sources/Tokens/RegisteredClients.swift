@@ -136,8 +136,11 @@ final class RegisteredClients {
         }
     }
 
-    /// The identity learnt another client: its entry's settings changed.
-    func settingsChanged(_ tokens: IdentityTokens) {
-        persistence?.settingsChanged(slot: tokens.slot)
+    /// The identity learnt another client (or lost it, or a step-up widened its scope to
+    /// `identity`'s): its entry's settings changed, in the file store and in Redis (whose entry
+    /// and login watch are the old settings' until then).
+    func settingsChanged(_ tokens: IdentityTokens, to identity: Identity? = nil) {
+        persistence?.settingsChanged(slot: tokens.slot, to: identity)
+        shared()?.settingsChanged(slot: tokens.slot)
     }
 }

@@ -40,6 +40,9 @@ final class SharedLoginReads {
     /// Reads the shared entry of `tokens` now and after each write of it by another replica;
     /// `found` gets it (nil: none, unreadable, or Redis did not answer in time).
     func watch(_ tokens: IdentityTokens, found: @escaping Found) {
+        // One watch per identity: one under keys of its earlier settings (before an `auto`
+        // identity learnt another client) would read and forget for the old entry.
+        forget(slot: tokens.slot)
         watched[keys(of: tokens).entry] = (tokens, found)
         guard !shared.link.isReady else { return send(tokens, found) }
         waiting.append((tokens, found))

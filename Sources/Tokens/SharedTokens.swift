@@ -195,6 +195,17 @@ final class SharedTokens {
         callers.removed(tokens, byAnotherReplica: false)
     }
 
+    /// The identity of `slot` has other settings (an `auto` identity learnt or lost its client, or
+    /// a step-up widened its scope): its entry's keys name the old settings' fingerprint, so it is
+    /// forgotten once its fetch is over (the next fetch makes the entry of the new settings), and
+    /// its login is no longer watched under the old keys (the next `watch` uses the new ones).
+    func settingsChanged(slot: Int) {
+        loginReads.forget(slot: slot)
+        guard let entry = entries[slot] else { return }
+        entry.retired = true
+        settle(entry)
+    }
+
     /// A reload retired the slot: forget it once its fetch is over.
     func forget(slot: Int) {
         loginReads.forget(slot: slot)

@@ -54,7 +54,8 @@ final class TokenFetcher: FetchSchedule {
     let idTokens: IDTokenChecks
     private lazy var logouts = Logouts(idp: idp, logger: logger, persistence: persistence, schedule: self)
     private lazy var requests: TokenRequests = TokenRequests(idp: idp, idTokens: idTokens, logouts: logouts, logger: logger, observer: observer,
-                                              schedule: self) { [unowned self] in autoResolver.clientUnknown($0) }
+                                              schedule: self, clientUnknown: { [unowned self] in autoResolver.clientUnknown($0) },
+                                              scopeLearnt: { [unowned self] in autoResolver.scopeLearnt($0, widened: $1) })
     private lazy var devices = DeviceAuthorizations(idp: idp, logger: logger, observer: observer, schedule: self)
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
     private(set) lazy var autoResolver: AutoResolver = AutoResolver(idp: idp,

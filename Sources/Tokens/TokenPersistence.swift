@@ -179,9 +179,10 @@ final class TokenPersistence {
     }
 
     /// The identity of `slot` learnt another client (an `auto` identity resolved): its entry's
-    /// settings fingerprint is computed again.
-    func settingsChanged(slot: Int) {
-        fingerprints[slot] = nil
+    /// settings fingerprint is computed again; `identity`'s, when given (the identity as it is
+    /// about to be: a step-up login's tokens are kept before its scope is the identity's).
+    func settingsChanged(slot: Int, to identity: Identity? = nil) {
+        fingerprints[slot] = identity.map(SettingsFingerprint.init)
     }
 
     /// Stops waiting for locks. Locks held stay held: their requests are let finish, and

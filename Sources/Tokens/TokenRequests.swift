@@ -20,11 +20,15 @@ final class TokenRequests {
     private var lifetimeWarnings = LifetimeWarningMemory()
     /// An `auto` identity's registered client was refused with `invalid_client` (AutoResolver.clientUnknown).
     private let clientUnknown: (IdentityTokens) -> Void
+    /// An `auto` identity's login is about to widen its scope (AutoResolver.scopeLearnt).
+    private let scopeLearnt: (IdentityTokens, Identity) -> Void
 
     init(idp: IdPClient, idTokens: IDTokenChecks, logouts: Logouts, logger: Logger, observer: (any TokenObserver)?,
-         schedule: any FetchSchedule, clientUnknown: @escaping (IdentityTokens) -> Void = { _ in }) {
+         schedule: any FetchSchedule, clientUnknown: @escaping (IdentityTokens) -> Void = { _ in },
+         scopeLearnt: @escaping (IdentityTokens, Identity) -> Void = { _, _ in }) {
         self.idp = idp
         self.clientUnknown = clientUnknown
+        self.scopeLearnt = scopeLearnt
         self.idTokens = idTokens
         self.logouts = logouts
         self.logger = logger
@@ -85,6 +89,17 @@ final class TokenRequests {
         let now = monotonicSeconds()
         let name = tokens.identity.name
         let strategy = schedule.strategy(for: tokens)
+        if tokens.configured.auto != nil, case .success(let response) = outcome {
+            // A step-up login's answer widens the scope: kept with the registration, and the
+            // tokens go to the entry of the widened settings.
+            let widened = tokens.update { lifecycle -> Identity? in
+                guard !lifecycle.isFetchAbandoned else { return nil }
+                var after = lifecycle
+                after.fetchSucceeded(response, at: now)
+                return after.identity.scope != lifecycle.identity.scope ? after.identity : nil
+            }
+            if let widened { scopeLearnt(tokens, widened) }
+        }
         if strategy.keepsTokens, case .success(let response) = outcome {
             // Kept before any request gets it: what the lifecycle will hold once it has the answer
             // (nothing, when a logout abandoned the fetch).

@@ -14,13 +14,17 @@ struct AdminClient {
         let json: JSONValue
     }
 
-    /// Nil when nothing listens there (no relay runs with this configuration).
-    func call(_ method: String, _ target: String) throws -> Answer? {
+    /// How long a call waits for the relay's answer unless told otherwise.
+    static let responseTimeoutMilliseconds: UInt64 = 10_000
+
+    /// Nil when nothing listens there (no relay runs with this configuration). `responseTimeoutMilliseconds`:
+    /// for a call the relay may take longer to answer (it says how long it waits at most).
+    func call(_ method: String, _ target: String, responseTimeoutMilliseconds: UInt64 = Self.responseTimeoutMilliseconds) throws -> Answer? {
         let loop = try EventLoop()
         defer { try? loop.close() }
         var outcome: Result<HTTPClientResponse, HTTPClientError>?
         let request = HTTPClientRequest(method: method, host: address.host, port: address.port, target: target)
-        _ = sendHTTPRequest(request, on: loop, limits: HTTPClientLimits(connectTimeoutMilliseconds: 2000, responseTimeoutMilliseconds: 10_000)) {
+        _ = sendHTTPRequest(request, on: loop, limits: HTTPClientLimits(connectTimeoutMilliseconds: 2000, responseTimeoutMilliseconds: responseTimeoutMilliseconds)) {
             outcome = $0
         }
         loop.run()

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Config
 import FoundationEssentials
+import Proxy
+import Tokens
 import TokenStore
 
 struct CheckCommand: ParsableCommand {
@@ -25,7 +27,8 @@ struct CheckCommand: ParsableCommand {
         }
         FileHandleOutput.standardOutput("\(config): ok (\(relayConfig.routes.count) routes, \(identities) identities, \(listeners))\n")
         guard resolve else { return }
-        let check = ResolveCheck(config: relayConfig, tls: loaded.tls, limits: tokenClientLimits(relayConfig), store: existingStore(relayConfig))
+        var check = ResolveCheck(config: relayConfig, tls: loaded.tls, limits: tokenClientLimits(relayConfig), store: existingStore(relayConfig))
+        check.shared = sharedStore(relayConfig, tls: loaded.tls)
         var unresolved = 0
         for (name, report) in check.run() {
             var text = "identity \(name):\n" + report.lines.map { "  \($0)\n" }.joined()
@@ -42,6 +45,15 @@ struct CheckCommand: ParsableCommand {
     }
 
     /// The file store the relay would use, if it exists already (a check creates nothing).
+    /// The replicas' Redis of `store.redis`, read (never written) for the registrations kept there.
+    private func sharedStore(_ config: RelayConfig, tls: ClientTLS) -> SharedStoreSettings? {
+        guard let settings = config.store, let redis = settings.redis, let key = try? TokenStore.key(base64: settings.key.value) else {
+            return nil
+        }
+        return SharedStoreSettings(topology: redis.topology, keyPrefix: redis.keyPrefix, timeoutMilliseconds: UInt64(redis.timeoutMilliseconds),
+                                   keys: StoreKeys(key), tls: tls.redis, passwordFile: redis.passwordFile)
+    }
+
     private func existingStore(_ config: RelayConfig) -> TokenStore? {
         if let settings = config.store {
             guard let path = settings.path, FileManager.default.fileExists(atPath: path),

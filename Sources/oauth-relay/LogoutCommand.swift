@@ -1,3 +1,4 @@
+import AdminAPI
 import ArgumentParser
 import Config
 import Dispatch
@@ -44,7 +45,11 @@ struct LogoutCommand: ParsableCommand {
             }
             FileHandleOutput.standardError("Logged out of identity \(name).\n")
             guard forgetClient else { return }
-            guard let forgot = try AdminClient(address: admin).call("DELETE", "/identities/\(name)/client"), forgot.status == 200 else {
+            // The relay waits up to AdminServer.forgetClientWaitSeconds for the authorization
+            // server's answer to the deletion, then answers: heard, with 5 s to spare.
+            let wait = UInt64(AdminServer.forgetClientWaitSeconds * 1000) + 5000
+            guard let forgot = try AdminClient(address: admin).call("DELETE", "/identities/\(name)/client", responseTimeoutMilliseconds: wait),
+                  forgot.status == 200 else {
                 FileHandleOutput.standardError("oauth-relay logout: the relay did not forget the registered client of identity \(name)\n")
                 throw ExitCode(1)
             }

@@ -2,7 +2,7 @@
 // Provider discovery for every identity with an issuer, and the `auto` chain (RFC 9728, RFC 8414,
 // RFC 7591) for every `auto` identity, each request sent and waited for on a loop of its own. The
 // chain stops before registering: it says what it would register and where. A registration kept
-// in the file store is shown with its client id. Never a secret.
+// in Redis (`store.redis`, read only) or in the file store is shown with its client id. Never a secret.
 
 import Config
 import Endpoints
@@ -13,6 +13,7 @@ import HTTPFields
 import OAuth2
 import Proxy
 import TLS
+import Tokens
 import TokenStore
 
 /// Runs on the calling thread; every request blocks it until answered or timed out.
@@ -22,6 +23,8 @@ struct ResolveCheck {
     let limits: HTTPClientLimits
     /// The file store, when there is one already (nothing is created).
     let store: TokenStore?
+    /// The replicas' Redis (`store.redis`), read before the file store as the relay does.
+    var shared: SharedStoreSettings? = nil
 
     /// What one identity resolved to, as lines to print; `failure` when it cannot resolve.
     struct Report {
@@ -97,7 +100,15 @@ struct ResolveCheck {
                 step = answered(send("GET", url, headers: [], tls: resourceTLS))
             case .loadClient(let key):
                 var kept: RegisteredClient?
-                if let store {
+                if let shared {
+                    switch SharedRegistrationRead.read(key, settings: shared) {
+                    case .found(let client): kept = client
+                    case .none: break
+                    case .unusable(let reason): report.lines.append("shared store: the registration kept is not used: \(reason)")
+                    case .unavailable(let reason): report.lines.append("shared store: not read: \(reason)")
+                    }
+                }
+                if kept == nil, let store {
                     do {
                         kept = try store.readClient(key).client
                     } catch {

@@ -118,6 +118,26 @@ final class AutoResolutionTests: XCTestCase {
         XCTAssertEqual(done.facts.registeredAt, 42)
     }
 
+    func testAStoredClientsLearntScopeJoinsTheScopeAfterTheChainsOwn() throws {
+        var resolution = AutoResolution(identity: autoIdentity())
+        toLoadClient(&resolution)
+        let stored = RegisteredClient(issuer: issuer, clientId: "kept", clientSecret: Secret("kept-secret"), tokenEndpointAuthMethod: "client_secret_basic",
+                                      redirectUri: callback, registeredAt: 42, learntScope: "mcp:read mcp:write mcp:admin")
+        let done = try resolved(resolution.loaded(stored, unixTime: 1000))
+        XCTAssertEqual(done.identity.scope, "mcp:read mcp:write mcp:admin")
+        XCTAssertEqual(done.facts.scope, "mcp:read mcp:write mcp:admin")
+        XCTAssertEqual(done.facts.scopeSource, .store)
+
+        // A learnt scope the chain's own already holds changes nothing.
+        var again = AutoResolution(identity: autoIdentity())
+        toLoadClient(&again)
+        var narrow = stored
+        narrow.learntScope = "mcp:write"
+        let same = try resolved(again.loaded(narrow, unixTime: 1000))
+        XCTAssertEqual(same.identity.scope, "mcp:read mcp:write")
+        XCTAssertEqual(same.facts.scopeSource, .resourceMetadata)
+    }
+
     func testAStoredClientForAnotherCallbackIsReplaced() {
         var resolution = AutoResolution(identity: autoIdentity())
         toLoadClient(&resolution)

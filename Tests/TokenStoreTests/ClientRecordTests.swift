@@ -45,6 +45,17 @@ final class ClientRecordTests: XCTestCase {
         }
     }
 
+    func testTheScopeAStepUpLoginLearntRoundTripsAndARecordWithoutItReadsAsBefore() throws {
+        var widened = client
+        widened.learntScope = "mcp.read mcp.write"
+        let bytes = try ClientRecord.encode(widened, for: registration, key: key)
+        XCTAssertEqual(try ClientRecord.decode(bytes, for: registration, keys: ring(key)).learntScope, "mcp.read mcp.write")
+        // A record without it (as every record before step-ups were kept): the same bytes as before, nil.
+        let plain = try ClientRecord.encode(client, for: registration, key: key, nonce: [UInt8](repeating: 1, count: 12))
+        XCTAssertEqual(try ClientRecord.decode(plain, for: registration, keys: ring(key)).learntScope, nil)
+        XCTAssertEqual(plain.count + 5 + "mcp.read mcp.write".utf8.count, bytes.count)
+    }
+
     func testNoSecretAppearsInTheBytes() throws {
         let text = String(decoding: try ClientRecord.encode(client, for: registration, key: key), as: UTF8.self)
         for secret in ["client-secret-value", "registration-access-token", "BEGIN PRIVATE KEY", "client-id-1234"] {

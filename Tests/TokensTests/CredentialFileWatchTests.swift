@@ -115,6 +115,25 @@ final class CredentialFileWatchTests: XCTestCase {
                        "grant_type=client_credentials&client_id=relay&client_secret=secret-2")
     }
 
+    func testANewInitialAccessTokenIsTakenButRebuildsNoTokenRequest() throws {
+        let path = try directory.write("initial-access-token", "iat-1\n")
+        let tokenUrl = HTTPURL(scheme: .https, host: "as.example.com", path: "/token")
+        var configured = Identity(name: "auto-api.example.com", tokenUrl: tokenUrl, clientAuth: .post(id: "configured", secret: Secret("c")))
+        configured.auto = AutoSettings(resource: HTTPURL(scheme: .https, host: "api.example.com", path: "/"), initialAccessToken: Secret("iat-1"))
+        configured.credentialFiles = [CredentialFile(role: .initialAccessToken, path: path, key: "initialAccessTokenFile")]
+        let watch = CredentialFileWatch(identity: configured)
+        XCTAssertEqual(watch.refresh(), [])
+        try directory.write("initial-access-token", "iat-2\n")
+        XCTAssertEqual(watch.refresh(), [.changed(configured.credentialFiles[0])])
+        XCTAssertEqual(watch.current.auto?.initialAccessToken, Secret("iat-2"))
+        // The identity's requests are made with the client it learnt, not rebuilt as configured.
+        var learnt = configured
+        learnt.clientAuth = .post(id: "learnt", secret: Secret("l"))
+        let request = try XCTUnwrap(TokenRequest.grant(for: learnt, at: tokenUrl))
+        XCTAssertEqual(String(decoding: watch.request(request).body, as: UTF8.self),
+                       "grant_type=client_credentials&client_id=learnt&client_secret=l")
+    }
+
     func testAnUnchangedFileIsNotReadAgain() throws {
         let path = try directory.write("secret", "secret-1")
         let watch = CredentialFileWatch(identity: watchedIdentity(secretFile: path))

@@ -2,8 +2,11 @@
 cannot be made to answer, against a scripted stub that is the protected resource and its
 authorization server at once: a registration endpoint answering 400 `invalid_client_metadata`,
 a 200 without `client_id`, a registration endpoint over plain http on a host that is not loopback,
-and resource metadata naming another resource. The happy path (and the refusals Glewlwyd can
-give) are test_auto_identity.py's.
+and resource metadata naming another resource. Also what needs an answer a real server gives only
+when made to: a token endpoint answering `invalid_client` to the registered client (registered
+again), a step-up's scope kept with the registration across a restart, the registration shared
+by two relays through Redis, and an RFC 7592 deletion slower than the CLI's usual wait. The happy
+path (and the refusals Glewlwyd can give) are test_auto_identity.py's.
 
 The stub verifies every request it receives: the paths in the chain's order (RFC 9728 §3.1's
 well-known URL, the OpenID Connect document, RFC 8414's, the registration), `Accept:
@@ -13,17 +16,23 @@ every member of its JSON body. No request of a client reaches the resource witho
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import os
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl
 
 import pytest
 
 from admin_client import start_with_admin
 from deadlines import wait_until
 from http_client import assert_problem
-from login_relay import CALLBACK_PATH, get, identity_view
-from processes import LOOPBACK, STORE_KEY, free_port, relay_config, run_cli, write_config
+from login_relay import CALLBACK_PATH, RawBrowser, get, identity_view
+from processes import LOOPBACK, STORE_KEY, can_connect, free_port, relay_config, run_cli, write_config
+from redis_server import RedisServer
 
 pytestmark = pytest.mark.oauth
 
@@ -34,11 +43,18 @@ INITIAL_ACCESS_TOKEN = "initial-access-token-7d1f0c9a2b8e4f65"
 class AutoStub:
     """The protected resource `http://127.0.0.1:PORT/mcp` and its authorization server (issuer
     `http://127.0.0.1:PORT`), with the registration endpoint's answer (`registration`: status and
-    JSON body) and the resource metadata's `resource` scripted."""
+    JSON body, or a list of them answered in turn, the last repeating) and the resource metadata's
+    `resource` scripted. `tokens`: the token endpoint's answers in turn (the last repeating);
+    `insufficient`: access tokens the resource answers 403 `insufficient_scope` asking for that
+    scope; `delete_delay`: how long an RFC 7592 DELETE waits before its 204."""
 
-    def __init__(self, registration: tuple[int, dict], metadata_resource: str | None = None,
-                 registration_endpoint: str | None = None) -> None:
-        self.registration = registration
+    def __init__(self, registration: tuple[int, dict] | list[tuple[int, dict]], metadata_resource: str | None = None,
+                 registration_endpoint: str | None = None, tokens: list[tuple[int, dict]] | None = None,
+                 delete_delay: float = 0) -> None:
+        self.registrations = list(registration) if isinstance(registration, list) else [registration]
+        self.tokens = list(tokens or [])
+        self.insufficient: dict[str, str] = {}
+        self.delete_delay = delete_delay
         self.requests: list[dict] = []
         self.lock = threading.Lock()
         stub = self
@@ -49,9 +65,11 @@ class AutoStub:
             def log_message(self, *args) -> None:  # no access log on stderr
                 pass
 
-            def answer(self, status: int, body: dict | None) -> None:
+            def answer(self, status: int, body: dict | None, headers: tuple = ()) -> None:
                 data = json.dumps(body).encode() if body is not None else b""
                 self.send_response(status)
+                for name, value in headers:
+                    self.send_header(name, value)
                 if body is not None:
                     self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -76,16 +94,34 @@ class AutoStub:
                     return self.answer(200, {
                         "issuer": stub.issuer, "authorization_endpoint": stub.issuer + "/authorize",
                         "token_endpoint": stub.issuer + "/token", "registration_endpoint": stub.registration_endpoint,
+                        "device_authorization_endpoint": stub.issuer + "/device",
                         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
                         "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
                     })
+                if self.path.startswith("/mcp/"):
+                    token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                    if token in stub.insufficient:
+                        challenge = f'Bearer error="insufficient_scope", scope="{stub.insufficient[token]}"'
+                        return self.answer(403, {"error": "insufficient_scope"}, headers=(("WWW-Authenticate", challenge),))
+                    return self.answer(200, {"token": token})
                 self.answer(404, {"error": "not_found"})
 
             def do_POST(self) -> None:
                 self.record()
                 if self.path == "/register":
-                    status, body = stub.registration
-                    return self.answer(status, body)
+                    return self.answer(*stub.next(stub.registrations))
+                if self.path == "/token":
+                    return self.answer(*stub.next(stub.tokens))
+                if self.path == "/device":
+                    return self.answer(200, {"device_code": "device-code-1", "user_code": "WDJB-MJHT",
+                                             "verification_uri": stub.issuer + "/verify", "expires_in": 600, "interval": 1})
+                self.answer(404, {"error": "not_found"})
+
+            def do_DELETE(self) -> None:
+                self.record()
+                if self.path.startswith("/register/"):
+                    time.sleep(stub.delete_delay)  # the scripted slow server, not a wait for a condition
+                    return self.answer(204, None)
                 self.answer(404, {"error": "not_found"})
 
         self.server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
@@ -96,6 +132,11 @@ class AutoStub:
         self.registration_endpoint = registration_endpoint or f"{self.issuer}/register"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+
+    def next(self, answers: list) -> tuple[int, dict]:
+        """The first of `answers`, taken unless it is the last."""
+        with self.lock:
+            return answers.pop(0) if len(answers) > 1 else answers[0]
 
     def stop(self) -> None:
         self.server.shutdown()
@@ -262,3 +303,212 @@ def test_check_resolve_exits_1_with_the_reason(auto_stub, tmp_path):
     assert f"  resource: {stub.resource}\n" in out, out
     assert "  cannot resolve: resource_mismatch: the protected resource metadata at " in out and '"https://api.example.test/mcp"' in out, out
     assert_chain(stub, None, registers=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# A registered client in use: invalid_client, step-up, Redis, RFC 7592 deletion.
+
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+
+
+def registered(client_id: str, **extra) -> tuple[int, dict]:
+    """A registration's 201 for a public client."""
+    return 201, {"client_id": client_id, "token_endpoint_auth_method": "none", **extra}
+
+
+def issued(access_token: str, scope: str, refresh_token: str) -> tuple[int, dict]:
+    return 200, {"access_token": access_token, "token_type": "Bearer", "expires_in": 3600, "scope": scope,
+                 "refresh_token": refresh_token}
+
+
+def start_resolved_relay(start_relay, stub: AutoStub, store: dict, **auto):
+    """A relay with only an `auto` route to the stub's resource; returns (relay, AdminClient,
+    identity name, its view) once the identity resolved."""
+    routes = [{"match": {"pathPrefix": "/mcp/"}, "upstream": stub.resource, "identity": "auto"}]
+    relay, admin = start_with_admin(start_relay, routes, store=store, **({"auto": auto} if auto else {}))
+    name = f"auto-{LOOPBACK}-{stub.port}-mcp"
+    view = wait_until(lambda: (v := identity_view(admin, name)).get("auto") and v, RESOLVE_SECONDS, "the auto identity's resolution")
+    return relay, admin, name, view
+
+
+def received(stub: AutoStub, method: str, path: str) -> list[dict]:
+    return [r for r in stub.recorded() if r["method"] == method and r["path"] == path]
+
+
+def form(request: dict) -> dict[str, str]:
+    assert request["headers"].get("content-type") == "application/x-www-form-urlencoded", request["headers"]
+    return dict(parse_qsl(request["body"].decode(), keep_blank_values=True))
+
+
+def assert_registration(request: dict, redirect_uri: str | None, initial_access_token: str | None = None) -> None:
+    """A registration's headers and every member of its body (a public client, scope mcp.read)."""
+    headers = request["headers"]
+    assert headers.get("content-type") == "application/json" and headers.get("accept") == "application/json", headers
+    expected_authorization = f"Bearer {initial_access_token}" if initial_access_token else None
+    assert headers.get("authorization") == expected_authorization, "the registration's Authorization header"
+    browser = {"redirect_uris": [redirect_uri], "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"]}
+    device = {"grant_types": [DEVICE_GRANT, "refresh_token"]}
+    assert json.loads(request["body"]) == {"client_name": "oauth-relay", **(browser if redirect_uri else device),
+                                           "token_endpoint_auth_method": "none", "scope": "mcp.read"}, request["body"]
+
+
+def assert_code_exchange(request: dict, client_id: str, code: str, login: dict, relay, stub: AutoStub) -> None:
+    """A code exchange of a public client (PKCE; the resource was the authorization request's): every field."""
+    assert "authorization" not in request["headers"], request["headers"]
+    fields = form(request)
+    verifier = fields.pop("code_verifier")
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    assert challenge == login["code_challenge"], "the code_verifier is not the login's"
+    assert fields == {"grant_type": "authorization_code", "code": code, "redirect_uri": f"{relay.url}{CALLBACK_PATH}",
+                      "client_id": client_id}, fields
+
+
+def log_in(browser: RawBrowser, name: str, stub: AutoStub, code: str) -> dict:
+    """A browser login through the relay's login start; the stub's authorization endpoint is not
+    asked: its redirect back (code, state, iss) is made here. Returns the authorization request."""
+    login = browser.start_login(name)
+    assert login["authorization_endpoint"] == f"{stub.issuer}/authorize", login
+    browser.callback({"code": code, "state": login["state"], "iss": stub.issuer})
+    return login
+
+
+def test_invalid_client_drops_the_registration_registers_again_with_the_current_initial_access_token(
+        start_relay, auto_stub, tmp_path, sensitive):
+    first_token = sensitive.add("initial access token as loaded", "iat1-5c0f93ad71e2b846")
+    second_token = sensitive.add("initial access token rewritten", "iat2-0d7e61b9a4f35c28")
+    token_file = tmp_path / "initial-access-token"
+    token_file.write_text(first_token + "\n")
+    token_file.chmod(0o600)
+    stub = auto_stub(registration=[registered("client-one"), registered("client-two")],
+                     tokens=[(401, {"error": "invalid_client", "error_description": "unknown client"})])
+    store = tmp_path / "token-store"
+    relay, admin, name, view = start_resolved_relay(start_relay, stub, {"path": str(store), "key": STORE_KEY},
+                                                    initialAccessTokenFile=str(token_file))
+    assert view["auto"]["clientId"] == "client-one" and view["state"] == "needs-login", view
+    kept = store / f"client-{name}.registration"
+    first_record = kept.read_bytes()
+    # The file changes after the load: the next registration sends what it holds then.
+    token_file.write_text(second_token + "\n")
+
+    login = log_in(RawBrowser(relay, sensitive), name, stub, "code-one")
+    assert login["client_id"] == "client-one", login
+    view = wait_until(lambda: (v := identity_view(admin, name)).get("auto", {}).get("clientId") == "client-two" and v,
+                      RESOLVE_SECONDS, "the second registration in use")
+    assert view["state"] == "needs-login" and view["auto"]["clientIdSource"] == "registration", view
+    assert kept.read_bytes() != first_record, "the dropped registration is still kept"
+
+    assert [(r["method"], r["path"]) for r in stub.recorded() if r["method"] == "POST"] == [
+        ("POST", "/register"), ("POST", "/token"), ("POST", "/register")]
+    first, second = received(stub, "POST", "/register")
+    assert_registration(first, f"{relay.url}{CALLBACK_PATH}", first_token)
+    assert_registration(second, f"{relay.url}{CALLBACK_PATH}", second_token)
+    assert_code_exchange(received(stub, "POST", "/token")[0], "client-one", "code-one", login, relay, stub)
+    # A person logs in again, to the new client.
+    assert_problem(get(relay, "/mcp/tools"), 401)
+    assert RawBrowser(relay, sensitive).start_login(name)["client_id"] == "client-two"
+    assert not [r for r in stub.recorded() if r["path"].startswith("/mcp")], "a request reached the resource without a token"
+
+
+def test_a_step_up_scope_is_kept_with_the_registration_and_a_restart_finds_its_login(start_relay, auto_stub, tmp_path, sensitive):
+    for value in ("narrow-access-token-1", "wide-access-token-2", "narrow-refresh-token-1", "wide-refresh-token-2"):
+        sensitive.add(f"issued {value}", value)
+    stub = auto_stub(registration=registered("client-one"),
+                     tokens=[issued("narrow-access-token-1", "mcp.read", "narrow-refresh-token-1"),
+                             issued("wide-access-token-2", "mcp.read mcp.write", "wide-refresh-token-2")])
+    stub.insufficient["narrow-access-token-1"] = "mcp.read mcp.write"
+    store = {"path": str(tmp_path / "token-store"), "key": STORE_KEY}
+    relay, admin, name, view = start_resolved_relay(start_relay, stub, store)
+    assert view["auto"]["scope"] == "mcp.read", view
+    browser = RawBrowser(relay, sensitive)
+    log_in(browser, name, stub, "code-one")
+    wait_until(lambda: identity_view(admin, name)["state"] not in ("needs-login", "login-pending"), RESOLVE_SECONDS, "the first login")
+    # The resource asks for more: the next login asks for the scope joined.
+    assert_problem(get(relay, "/mcp/tools"), 401)
+    login = log_in(browser, name, stub, "code-two")
+    assert login["scope"] == "mcp.read mcp.write", login
+    resp = wait_until(lambda: (r := get(relay, "/mcp/tools")).status == 200 and r, RESOLVE_SECONDS, "the widened token in use")
+    assert resp.json() == {"token": "wide-access-token-2"}
+
+    assert relay.stop() == 0
+    relay.start()
+    wait_until(lambda: can_connect(LOOPBACK, admin.port), 5, "the admin listener after the restart")
+    view = wait_until(lambda: (v := identity_view(admin, name)).get("auto") and v, RESOLVE_SECONDS, "the resolution after the restart")
+    assert view["auto"]["clientId"] == "client-one" and view["auto"]["clientIdSource"] == "store", view
+    assert view["auto"]["scope"] == "mcp.read mcp.write" and view["auto"]["scopeSource"] == "store", view
+    resp = wait_until(lambda: (r := get(relay, "/mcp/tools")).status == 200 and r, RESOLVE_SECONDS, "the stored login in use")
+    assert resp.json() == {"token": "wide-access-token-2"}
+    assert len(received(stub, "POST", "/register")) == 1
+    assert len(received(stub, "POST", "/token")) == 2, "the restart asked for a token instead of reading the login kept"
+
+
+@pytest.fixture
+def redis(tmp_path):
+    workdir = tmp_path / "redis"
+    workdir.mkdir()
+    server = RedisServer(workdir).start()
+    yield server
+    server.kill()
+
+
+def assert_device_requests(stub: AutoStub, client_ids: list[str]) -> None:
+    """Each device authorization and poll names the client in use then, and nothing else."""
+    for request, client_id in zip(received(stub, "POST", "/device"), client_ids):
+        assert "authorization" not in request["headers"], request["headers"]
+        assert form(request) == {"client_id": client_id, "scope": "mcp.read", "resource": stub.resource}, request["body"]
+
+
+def test_relays_sharing_redis_share_one_registration_and_the_login_of_a_registration_made_again(
+        start_relay, auto_stub, tmp_path, sensitive, redis):
+    sensitive.add("issued access token", "fleet-access-token-1")
+    sensitive.add("issued refresh token", "fleet-refresh-token-1")
+    stub = auto_stub(registration=[registered("client-one"), registered("client-two")],
+                     tokens=[(401, {"error": "invalid_client"}), issued("fleet-access-token-1", "mcp.read", "fleet-refresh-token-1")])
+
+    def store(n: int) -> dict:
+        return {"path": str(tmp_path / f"token-store-{n}"), "key": STORE_KEY, "redis": redis.url}
+
+    first, first_admin, name, view = start_resolved_relay(start_relay, stub, store(1), grant="device_code")
+    assert view["auto"]["clientId"] == "client-one" and view["auto"]["clientIdSource"] == "registration", view
+    # The device login's first poll is refused: the client is registered again.
+    assert first_admin.request("POST", f"/identities/{name}/login").status == 202
+    wait_until(lambda: identity_view(first_admin, name).get("auto", {}).get("clientId") == "client-two", RESOLVE_SECONDS,
+               "the second registration in use")
+    assert first_admin.request("POST", f"/identities/{name}/login").status == 202
+    wait_until(lambda: get(first, "/mcp/tools").status == 200, RESOLVE_SECONDS, "the login to the second client")
+
+    # Another relay, with a file store of its own: the registration and the login are Redis's.
+    second, second_admin, _, view = start_resolved_relay(start_relay, stub, store(2), grant="device_code")
+    assert view["auto"]["clientId"] == "client-two" and view["auto"]["clientIdSource"] == "store", view
+    resp = wait_until(lambda: (r := get(second, "/mcp/tools")).status == 200 and r, RESOLVE_SECONDS, "the shared login")
+    assert resp.json() == {"token": "fleet-access-token-1"}
+    assert len(received(stub, "POST", "/device")) == 2, "the second relay started a login of its own"
+    assert len(received(stub, "POST", "/register")) == 2, "the second relay registered a client of its own"
+    for request in received(stub, "POST", "/register"):
+        assert_registration(request, None)
+    assert_device_requests(stub, ["client-one", "client-two"])
+    polls = [form(r) for r in received(stub, "POST", "/token")]
+    assert polls == [{"grant_type": DEVICE_GRANT, "device_code": "device-code-1", "client_id": c}
+                     for c in ("client-one", "client-two")], polls
+    assert not list((tmp_path / "token-store-2").glob("client-*")), "the second relay registered into its file store"
+    # `check --resolve` finds the registration in Redis too (its file store has none), and registers nothing.
+    done = run_cli("check", "--resolve", "--config", str(second.config_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "  client id: client-two (store, none)\n" in done.stdout, done.stdout
+    assert len(received(stub, "POST", "/register")) == 2
+
+
+def test_logout_forget_client_waits_for_a_deletion_slower_than_the_usual_admin_wait(start_relay, auto_stub, tmp_path, sensitive):
+    access = sensitive.add("registration access token", "rat-91c4e07fa2d35b68")
+    stub = auto_stub(registration=registered("client-one"), delete_delay=12)
+    # Its registration_client_uri names the stub's own port.
+    stub.registrations = [registered("client-one", registration_access_token=access,
+                                     registration_client_uri=f"{stub.issuer}/register/client-one")]
+    relay, admin, name, _ = start_resolved_relay(start_relay, stub, {"path": str(tmp_path / "token-store"), "key": STORE_KEY})
+    began = time.monotonic()
+    done = run_cli("logout", "--forget-client", "--config", str(relay.config_path), name, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - began >= 12
+    assert "deleted at the authorization server" in done.stderr, done.stderr
+    deletion, = received(stub, "DELETE", "/register/client-one")
+    assert deletion["headers"].get("authorization") == f"Bearer {access}" and deletion["body"] == b"", deletion
+    assert not list((tmp_path / "token-store").glob("client-*")), "the registration is still kept"
