@@ -21,6 +21,7 @@ extension TokenRequest {
         form.add("code", code)
         form.add("redirect_uri", redirectUri)
         form.add("code_verifier", verifier)
+        form.addLearntResources(of: identity)
         return TokenRequest(purpose: .grant(.authorizationCode), form: form, identity: identity, url: tokenEndpoint)
     }
 
@@ -28,6 +29,7 @@ extension TokenRequest {
     public static func deviceCodePoll(for identity: Identity, deviceCode: Secret, at tokenEndpoint: HTTPURL) -> TokenRequest {
         var form = TokenForm(grantType: GrantType.deviceCode.grantType)
         form.add("device_code", deviceCode)
+        form.addLearntResources(of: identity)
         return TokenRequest(purpose: .grant(.deviceCode), form: form, identity: identity, url: tokenEndpoint)
     }
 
@@ -85,5 +87,15 @@ extension TokenRequest {
     /// `error` described with the endpoint this request went to.
     public func describe(_ error: TokenEndpointError) -> String {
         error.description(endpoint: purpose.endpointName)
+    }
+}
+
+extension TokenForm {
+    /// An `auto` identity names its upstream (RFC 8707 §2.2) in the code exchange and the device
+    /// polls as well as in the authorization request: the token is asked for that resource
+    /// alone. (Configured identities keep sending their `resource`s where they always did.)
+    mutating func addLearntResources(of identity: Identity) {
+        guard identity.auto != nil else { return }
+        for resource in identity.resource { add("resource", resource) }
     }
 }

@@ -40,6 +40,21 @@ final class InteractiveTokenRequestTests: XCTestCase {
         XCTAssertFalse(request.bodyText.contains("client_id"))
     }
 
+    func testAnAutoIdentitysCodeExchangeAndDevicePollNameItsUpstream() {
+        var identity = interactiveIdentity()
+        identity.resource = ["https://api.example.com/mcp"]
+        identity.auto = AutoSettings(resource: HTTPURL(scheme: .https, host: "api.example.com", path: "/mcp"))
+        let exchange = TokenRequest.authorizationCode(for: identity, code: code, verifier: verifier, redirectUri: callbackURI,
+                                                      at: tokenEndpoint)
+        XCTAssertTrue(exchange.bodyText.contains("&resource=https%3A%2F%2Fapi.example.com%2Fmcp"), exchange.bodyText)
+        let poll = TokenRequest.deviceCodePoll(for: identity, deviceCode: Secret("GmRhmhcxhwAzkoEqiMEg"), at: tokenEndpoint)
+        XCTAssertTrue(poll.bodyText.contains("&resource=https%3A%2F%2Fapi.example.com%2Fmcp"), poll.bodyText)
+        // A configured identity's code exchange stays as it was (its resources go in the authorization request).
+        identity.auto = nil
+        XCTAssertFalse(TokenRequest.authorizationCode(for: identity, code: code, verifier: verifier, redirectUri: callbackURI,
+                                                      at: tokenEndpoint).bodyText.contains("resource="))
+    }
+
     func testDevicePoll() {
         let request = TokenRequest.deviceCodePoll(for: makeIdentity(.deviceCode(seed: nil), clientId: "tv", secret: nil),
                                                   deviceCode: Secret("GmRhmhcxhwAzkoEqiMEg_DnyEysNkuNhszIySk9eS"), at: tokenEndpoint)
