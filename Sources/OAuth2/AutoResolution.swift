@@ -9,7 +9,8 @@ import SafeText
 ///    is asked without a token (`probe`) and its 401's `resource_metadata` is followed. The
 ///    metadata's `resource` must be the upstream URL.
 /// 2. The authorization server: the first of `authorization_servers` that `allowedIssuers`
-///    admits (any https one when it is empty); then its metadata (`ProviderDiscovery`, whose
+///    admits (when it is empty, any https one not on this machine or its local network, unless
+///    the resource is there too); then its metadata (`ProviderDiscovery`, whose
 ///    issuer check is never skipped).
 /// 3. The client: the registration kept in the store for `RegistrationKey` (`loadClient`), else
 ///    a new one (RFC 7591) at the server's `registration_endpoint`, with an auth method chosen
@@ -257,10 +258,11 @@ public struct AutoResolution: Sendable {
     }
 
     /// The authorization server: the first of the resource's that `allowedIssuers` admits, in
-    /// the order `allowedIssuers` prefers (any one when it is empty); then its discovery.
+    /// the order `allowedIssuers` prefers; when it is empty, the resource's first that
+    /// `admitsUnlisted`. Then its discovery.
     private mutating func chooseServer(_ metadata: ResourceMetadata, metadataURL: HTTPURL, source: AutoFacts.Source) -> Step {
         let allowed = settings.allowedIssuers
-        let chosen = allowed.isEmpty ? metadata.authorizationServers.first
+        let chosen = allowed.isEmpty ? metadata.authorizationServers.first(where: admitsUnlisted)
             : allowed.first(where: metadata.authorizationServers.contains)
         guard let issuer = chosen else {
             return end(.failed(.noAllowedIssuer(offered: metadata.authorizationServers.map { ErrorText.clean($0, removing: []) },
@@ -285,6 +287,16 @@ public struct AutoResolution: Sendable {
         } catch {
             return end(.failed(.discovery(error)))
         }
+    }
+
+    /// With `allowedIssuers` empty, an issuer the resource names is used when it is https on a
+    /// host of the internet: a resource elsewhere must not send the relay (and the person's login)
+    /// to an authorization server on this machine or its local network (`LocalNetworkHost`), such
+    /// as a developer's own IdP. A resource on such a host may name one there.
+    private func admitsUnlisted(_ issuer: String) -> Bool {
+        if LocalNetworkHost.contains(settings.resource.host) { return true }
+        guard let url = try? HTTPURL(absolute: issuer, allowsQuery: false) else { return false }
+        return url.scheme == .https && !LocalNetworkHost.contains(url.host)
     }
 
     /// The server's metadata: the identity's endpoints, then its client (`loadClient`).

@@ -219,6 +219,37 @@ final class AutoResolutionTests: XCTestCase {
         XCTAssertEqual(empty.received(metadata(servers: "[]"), unixTime: 0), .failed(.noAllowedIssuer(offered: [], allowed: [])))
     }
 
+    func testAResourceElsewhereCannotSendTheRelayToAnIssuerOnThisMachineOrItsNetwork() {
+        for local in ["http://localhost:8080/realms/dev", "https://localhost/realms/dev", "https://127.0.0.1:8443", "https://[::1]",
+                      "https://10.1.2.3", "https://172.20.0.1", "https://192.168.1.1", "https://169.254.169.254",
+                      "https://[fd00::1]", "https://[fe80::1]", "https://[::ffff:10.0.0.1]", "https://0.0.0.0"] {
+            var resolution = AutoResolution(identity: autoIdentity())
+            XCTAssertEqual(resolution.received(metadata(servers: #"["\#(local)"]"#), unixTime: 0),
+                           .failed(.noAllowedIssuer(offered: [local], allowed: [])), local)
+        }
+        var skipping = AutoResolution(identity: autoIdentity())
+        XCTAssertEqual(skipping.received(metadata(servers: #"["https://192.168.0.9", "https://as.example.com"]"#), unixTime: 0),
+                       .fetch(openID, toResource: false), "the first issuer on a public host")
+        let step = AutoResolution.Step.failed(.noAllowedIssuer(offered: ["https://10.1.2.3"], allowed: []))
+        guard case .failed(let error) = step else { return }
+        XCTAssertTrue(error.description.contains("none of them https on a host outside this machine"), error.description)
+    }
+
+    func testAnIssuerOnThisMachineIsUsedWhenListedOrForAResourceThere() {
+        let devIssuer = "http://localhost:8080/realms/dev"
+        let devDiscovery = HTTPURL(scheme: .http, host: "localhost", port: 8080, path: "/realms/dev/.well-known/openid-configuration")
+        var listed = AutoResolution(identity: autoIdentity { $0.allowedIssuers = [devIssuer] })
+        XCTAssertEqual(listed.received(metadata(servers: #"["\#(devIssuer)"]"#), unixTime: 0), .fetch(devDiscovery, toResource: false))
+        let localResource = autoIdentity { $0.resource = HTTPURL(scheme: .http, host: "127.0.0.1", port: 9000, path: "/mcp") }
+        var local = AutoResolution(identity: localResource)
+        XCTAssertEqual(local.received(metadata(resource: "http://127.0.0.1:9000/mcp", servers: #"["\#(devIssuer)"]"#), unixTime: 0),
+                       .fetch(devDiscovery, toResource: false))
+        let privateResource = autoIdentity { $0.resource = HTTPURL(scheme: .https, host: "10.0.0.5", path: "/mcp") }
+        var lan = AutoResolution(identity: privateResource)
+        XCTAssertEqual(lan.received(metadata(resource: "https://10.0.0.5/mcp", servers: #"["https://10.0.0.6"]"#), unixTime: 0),
+                       .fetch(HTTPURL(scheme: .https, host: "10.0.0.6", path: "/.well-known/openid-configuration"), toResource: false))
+    }
+
     func testUnreachableAndOverloadedServersAreTemporary() {
         var down = AutoResolution(identity: autoIdentity())
         let failed = down.failed(.unreachable(reason: "connection refused"))
