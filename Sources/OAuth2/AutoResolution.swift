@@ -24,8 +24,10 @@ import SafeText
 public struct AutoResolution: Sendable {
     public enum Step: Sendable, Equatable {
         /// GET this JSON document (`Accept: application/json`, no redirects followed):
-        /// `toResource` with the resource's TLS settings (`AutoSettings.resourceTLS`), else the
-        /// identity's (`Identity.tls`). Report with `received` or `failed`.
+        /// `toResource` (a URL of the resource's own scheme, host and port) with the resource's
+        /// TLS settings (`AutoSettings.resourceTLS`), else the identity's (`Identity.tls`; an
+        /// `auto` identity has none of its own: default verification). Report with `received`
+        /// or `failed`.
         case fetch(HTTPURL, toResource: Bool)
         /// GET the resource itself without a token, for its 401's `WWW-Authenticate`, with the
         /// resource's TLS settings. Report with `received` or `failed`.
@@ -86,7 +88,7 @@ public struct AutoResolution: Sendable {
             switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge") {
             case .success(let url):
                 phase = .resourceMetadata(url: url, source: .challenge)
-                firstStep = .fetch(url, toResource: true)
+                firstStep = Self.fetchMetadata(url, of: settings)
             case .failure(let error):
                 phase = .ended
                 firstStep = .failed(error)
@@ -210,6 +212,15 @@ public struct AutoResolution: Sendable {
         return .success(url)
     }
 
+    /// The fetch of the resource's metadata at `url`: with the resource's TLS settings only on
+    /// the resource's own scheme, host and port. A `resource_metadata` URL may name any host, and
+    /// the route's `tls` (its CA, its client certificate, `insecureSkipVerify`) is for the
+    /// upstream alone.
+    private static func fetchMetadata(_ url: HTTPURL, of settings: AutoSettings) -> Step {
+        let resource = settings.resource
+        return .fetch(url, toResource: url.scheme == resource.scheme && url.host == resource.host && url.port == resource.port)
+    }
+
     private mutating func metadataReceived(_ reply: TokenEndpointReply, from url: HTTPURL, source: AutoFacts.Source,
                                            unixTime: Double) -> Step {
         switch DocumentAnswer(reply, from: url, unixTime: unixTime) {
@@ -251,7 +262,7 @@ public struct AutoResolution: Sendable {
         switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge") {
         case .success(let url):
             phase = .resourceMetadata(url: url, source: .challenge)
-            return .fetch(url, toResource: true)
+            return Self.fetchMetadata(url, of: settings)
         case .failure(let error):
             return end(.failed(error))
         }

@@ -172,6 +172,8 @@ final class AutoConfigTests: XCTestCase {
              [#"$.routes[0].identity: "auto" makes identity auto-api.example.com for https://api.example.com, but identities.auto-api.example.com is configured too; rename that identity"#]),
             (config(routes: [Self.route, #"{ "match": { "pathPrefix": "/b/" }, "upstream": "https://api.example.com", "identity": "auto", "tls": { "serverName": "x.example" } }"#]),
              ["$.routes[1].identity: routes[0] has the same upstream with other tls settings; the identity made for an upstream asks it with one TLS configuration: give the routes the same tls"]),
+            (config(routes: [#"{ "upstream": "https://api.example.com", "identity": "auto", "tls": { "insecureSkipVerify": true } }"#]),
+             [#"$.routes[0].identity: identity "auto" on a route with tls.insecureSkipVerify needs auto.allowedIssuers: the upstream's certificate is not verified, so whoever answers in its place could name any authorization server"#]),
             (config(routes: [Self.route], identities: #""auto": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecret": "s" }"#),
              [#"$.identities.auto: the identity name "auto" is reserved: a route with "identity": "auto" gets an identity made for its upstream; rename this one"#]),
             (#"{ "identities": { "auto": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecret": "s" } } }"#,
@@ -197,6 +199,9 @@ final class AutoConfigTests: XCTestCase {
         XCTAssertEqual(describe(configErrors(config(listen: listen, auto: #""allowedIssuers": ["https://idp.example.com"]"#))), [remoteUse])
         XCTAssertNoThrow(try decodeConfig(config(listen: listen, auto: #""allowRemoteUse": true, "allowedIssuers": ["https://idp.example.com"]"#)))
         XCTAssertNoThrow(try decodeConfig(config(auto: #""scope": "openid""#)), "on loopback any https issuer; no issuer needed for openid yet")
+        let unverified = #"{ "upstream": "https://api.example.com", "identity": "auto", "tls": { "insecureSkipVerify": true } }"#
+        XCTAssertNoThrow(try decodeConfig(config(auto: #""allowedIssuers": ["https://idp.example.com"]"#, routes: [unverified])),
+                         "an unverified upstream with the issuers listed")
     }
 
     func testAutoSettingsWithoutAnAutoRouteAreWarnedOf() throws {

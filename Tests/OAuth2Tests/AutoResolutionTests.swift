@@ -90,7 +90,7 @@ final class AutoResolutionTests: XCTestCase {
             ("www-authenticate", #"Bearer resource_metadata="https://meta.example.com/mcp", scope="mcp:read""#),
         ], body: "")
         let meta = HTTPURL(scheme: .https, host: "meta.example.com", path: "/mcp")
-        XCTAssertEqual(resolution.received(challenge, unixTime: 0), .fetch(meta, toResource: true))
+        XCTAssertEqual(resolution.received(challenge, unixTime: 0), .fetch(meta, toResource: false))
         XCTAssertEqual(resolution.received(metadata(), unixTime: 0), .fetch(openID, toResource: false))
         XCTAssertEqual(resolution.received(TokenEndpointReply(status: 404), unixTime: 0), .fetch(oauthServer, toResource: false))
         XCTAssertEqual(resolution.received(server(methods: #"["none", "client_secret_basic"]"#), unixTime: 0), .loadClient(key))
@@ -150,7 +150,22 @@ final class AutoResolutionTests: XCTestCase {
         XCTAssertEqual(insecure.firstStep, .failed(.insecureURL(what: "the resource_metadata of the resource's 401 challenge",
                                                                 url: "http://evil.example.com/m")))
         let loopback = AutoResolution(identity: autoIdentity(), challenge: BearerChallenge(resourceMetadata: "http://127.0.0.1:9/m"))
-        XCTAssertEqual(loopback.firstStep, .fetch(HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/m"), toResource: true))
+        XCTAssertEqual(loopback.firstStep, .fetch(HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/m"), toResource: false))
+    }
+
+    func testTheResourcesTLSSettingsAreUsedOnlyOnItsOwnSchemeHostAndPort() {
+        let answers: [(String, Bool)] = [
+            ("https://api.example.com/meta", true), ("https://API.example.com:443/meta", true),
+            ("https://api.example.com:8443/meta", false), ("https://meta.example.com/mcp", false),
+            ("http://127.0.0.1:9/m", false),
+        ]
+        for (link, toResource) in answers {
+            var resolution = AutoResolution(identity: autoIdentity())
+            XCTAssertEqual(resolution.received(TokenEndpointReply(status: 404), unixTime: 0), .probe(resource))
+            let challenge = TokenEndpointReply(status: 401, headers: [("WWW-Authenticate", #"Bearer resource_metadata="\#(link)""#)], body: "")
+            guard case .fetch(_, let asked) = resolution.received(challenge, unixTime: 0) else { XCTFail(link); continue }
+            XCTAssertEqual(asked, toResource, link)
+        }
     }
 
     // MARK: The issue's negative list
