@@ -251,10 +251,12 @@ public struct AutoResolution: Sendable {
             return end(.failed(.unavailable(url: redactedURL(resource), reason: "it answered HTTP \(status)", retryAfter: retryAfter)))
         }
         let values = reply.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
-        let challenge = status == 401 ? BearerChallenge.parse(values) : nil
+        // RFC 9728 §5.1: the metadata's URL may be on any of the challenges (a DPoP one, or a
+        // Bearer one after another scheme's).
+        let challenge = status == 401 ? BearerChallenge.resourceMetadataChallenge(in: values) : nil
         guard let challenge, let link = challenge.resourceMetadata else {
             let what = status != 401 ? "without a token, \(redactedURL(resource)) answered HTTP \(status), not 401"
-                : challenge == nil ? "without a token, \(redactedURL(resource)) answered HTTP 401 without a Bearer challenge"
+                : BearerChallenge.parse(values) == nil ? "without a token, \(redactedURL(resource)) answered HTTP 401 without a Bearer challenge"
                 : "without a token, \(redactedURL(resource)) answered HTTP 401 with a Bearer challenge that has no resource_metadata"
             return end(.failed(.noResourceMetadata(resource: resource.description, tried: tried + [what])))
         }

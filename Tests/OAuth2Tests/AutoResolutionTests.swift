@@ -168,6 +168,28 @@ final class AutoResolutionTests: XCTestCase {
         }
     }
 
+    func testTheProbeFindsTheResourceMetadataOnAnyChallenge() {
+        let headers: [[(String, String)]] = [
+            [("WWW-Authenticate", #"DPoP algs="ES256", Bearer resource_metadata="https://api.example.com/meta", scope="mcp:read""#)],
+            [("WWW-Authenticate", #"DPoP algs="ES256""#), ("WWW-Authenticate", #"Bearer resource_metadata="https://api.example.com/meta", scope="mcp:read""#)],
+            [("WWW-Authenticate", #"Bearer realm="x", DPoP resource_metadata="https://api.example.com/meta", scope="mcp:read""#)],
+            [("WWW-Authenticate", #"Bearer realm, Bearer resource_metadata="https://api.example.com/meta", scope="mcp:read""#)],
+        ]
+        for fields in headers {
+            var resolution = AutoResolution(identity: autoIdentity())
+            XCTAssertEqual(resolution.received(TokenEndpointReply(status: 404), unixTime: 0), .probe(resource))
+            XCTAssertEqual(resolution.received(TokenEndpointReply(status: 401, headers: fields, body: ""), unixTime: 0),
+                           .fetch(HTTPURL(scheme: .https, host: "api.example.com", path: "/meta"), toResource: true), "\(fields)")
+            XCTAssertEqual(resolution.received(metadata(), unixTime: 0), .fetch(openID, toResource: false))
+            XCTAssertEqual(resolution.received(server(), unixTime: 0), .loadClient(key))
+            guard case .register(let request) = resolution.loaded(nil, unixTime: 0) else { XCTFail("no registration"); continue }
+            XCTAssertEqual(request.scope, "mcp:read", "the scope of the challenge that named the metadata: \(fields)")
+        }
+        XCTAssertEqual(BearerChallenge.resourceMetadataURL(in: [#"DPoP algs="ES256", Bearer resource_metadata="https://m.example/x""#]),
+                       "https://m.example/x")
+        XCTAssertNil(BearerChallenge.resourceMetadataURL(in: [#"Bearer realm="x", DPoP algs="ES256""#]))
+    }
+
     // MARK: The issue's negative list
 
     func testResourceMismatch() {
