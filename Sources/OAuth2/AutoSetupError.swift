@@ -70,9 +70,10 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
     public var description: String {
         switch self {
         case .noResourceMetadata(let resource, let tried):
-            return "\(resource) says nothing of how to get a token for it (RFC 9728 protected resource metadata): "
-                + tried.joined(separator: "; ")
-                + ". Only configuration can help: give the route an identity of its own (\"identity\": a name under \"identities\") instead of \"auto\""
+            return "the resource server \(resource) published no protected resource metadata (RFC 9728), so the relay cannot "
+                + "learn where to get a token for it: " + tried.joined(separator: "; ")
+                + ". The relay asks again from time to time; if it never will publish it, give the route an identity of its own "
+                + "(\"identity\": a name under \"identities\") instead of \"auto\""
         case .resourceMismatch(let url, let expected, let found):
             return "the protected resource metadata at \(url) is for the resource \"\(found)\", not the upstream \(expected) "
                 + "(they must be the same, RFC 9728 §3.3)"

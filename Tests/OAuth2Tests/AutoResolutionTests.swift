@@ -238,7 +238,8 @@ final class AutoResolutionTests: XCTestCase {
             XCTAssertEqual(step, .failed(.noResourceMetadata(resource: "https://api.example.com/mcp", tried: [tried, what])))
             guard case .failed(let error) = step else { continue }
             XCTAssertTrue(error.needsConfiguration)
-            XCTAssertTrue(error.description.contains("give the route an identity of its own"), error.description)
+            XCTAssertTrue(error.description.hasPrefix("the resource server https://api.example.com/mcp published no protected resource metadata (RFC 9728)"), error.description)
+            XCTAssertTrue(error.description.contains("if it never will publish it, give the route an identity of its own"), error.description)
         }
     }
 
