@@ -15,7 +15,8 @@ import SafeText
 /// 3. The client: the registration kept in the store for `RegistrationKey` (`loadClient`), else
 ///    a new one (RFC 7591) at the server's `registration_endpoint`, with an auth method chosen
 ///    from `token_endpoint_auth_methods_supported`; a 200 is accepted as well as a 201.
-/// 4. Resolved: the identity completed (issuer, client, scope, RFC 8707 `resource` = upstream)
+/// 4. Resolved: the identity completed (issuer, client, scope, RFC 8707 `resource` = the
+///    metadata's `resource` as written, which matched the upstream)
 ///    with its endpoints, and what came from where (`AutoFacts`).
 ///
 ///     var resolution = AutoResolution(identity: identity)
@@ -289,7 +290,8 @@ public struct AutoResolution: Sendable {
         var learnt = identity
         learnt.issuer = issuer
         learnt.scope = scope
-        learnt.resource = [settings.resource.description]
+        // RFC 8707: the resource as the resource server names it (it matched the upstream URL).
+        learnt.resource = [metadata.resource]
         let known = Learnt(metadataURL: metadataURL, metadataSource: source, issuer: issuer,
                            issuerSource: allowed.isEmpty ? .resourceMetadata : .configuration, scope: scope, scopeSource: scopeSource,
                            identity: learnt)
@@ -335,7 +337,7 @@ public struct AutoResolution: Sendable {
         }
         var identity = learnt.identity
         identity.clientAuth = clientAuth
-        let facts = AutoFacts(resource: settings.resource.description, resourceMetadataURL: redactedURL(learnt.metadataURL),
+        let facts = AutoFacts(resource: learnt.identity.resource.first ?? settings.resource.description, resourceMetadataURL: redactedURL(learnt.metadataURL),
                               resourceMetadataSource: learnt.metadataSource, authorizationServer: learnt.issuer,
                               authorizationServerSource: learnt.issuerSource, clientId: client.clientId,
                               clientSource: newlyRegistered ? .registration : .store,

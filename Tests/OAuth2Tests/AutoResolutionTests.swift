@@ -190,6 +190,16 @@ final class AutoResolutionTests: XCTestCase {
         XCTAssertNil(BearerChallenge.resourceMetadataURL(in: [#"Bearer realm="x", DPoP algs="ES256""#]))
     }
 
+    func testTheMetadatasResourceAsWrittenIsTheRFC8707Resource() throws {
+        var resolution = AutoResolution(identity: autoIdentity())
+        XCTAssertEqual(resolution.received(metadata(resource: "https://API.example.com/mcp/"), unixTime: 0), .fetch(openID, toResource: false))
+        XCTAssertEqual(resolution.received(server(), unixTime: 0), .loadClient(key))
+        _ = resolution.loaded(nil, unixTime: 0)
+        let done = try resolved(resolution.received(json(201, #"{"client_id": "c", "client_secret": "s"}"#), unixTime: 0))
+        XCTAssertEqual(done.identity.resource, ["https://API.example.com/mcp/"])
+        XCTAssertEqual(done.facts.resource, "https://API.example.com/mcp/")
+    }
+
     // MARK: The issue's negative list
 
     func testResourceMismatch() {
