@@ -81,6 +81,21 @@ final class ResourceMetadataTests: XCTestCase {
                        .resourceMismatch(url: url, expected: "https://api.example.com/mcp", found: "https://api.example.com/mcp/x"))
     }
 
+    func testPathsAreComparedAfterPercentEncodingNormalization() throws {
+        let tilde = HTTPURL(scheme: .https, host: "api.example.com", path: "/~mcp")
+        for same in ["https://api.example.com/%7Emcp", "https://api.example.com/%7emcp", "https://api.example.com/~mcp"] {
+            XCTAssertNoThrow(try read(#"{"resource": "\#(same)"}"#, expected: tilde), same)
+        }
+        let slash = HTTPURL(scheme: .https, host: "api.example.com", path: "/a%2Fb")
+        for same in ["https://api.example.com/a%2fb", "https://api.example.com/a%2Fb", "https://api.example.com/%61%2fb"] {
+            XCTAssertNoThrow(try read(#"{"resource": "\#(same)"}"#, expected: slash), same)
+        }
+        for different in ["https://api.example.com/a/b", "https://api.example.com/a%2Fc"] {
+            XCTAssertEqual(try refusal(#"{"resource": "\#(different)"}"#, expected: slash),
+                           .resourceMismatch(url: url, expected: "https://api.example.com/a%2Fb", found: different), different)
+        }
+    }
+
     /// Every member of the wrong type or URL refused, naming the document and the member.
     func testRefusalTable() throws {
         let resource = #""resource": "https://api.example.com/mcp""#
