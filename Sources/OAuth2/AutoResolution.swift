@@ -74,6 +74,8 @@ public struct AutoResolution: Sendable {
         var issuerSource: AutoFacts.Source
         var scope: String?
         var scopeSource: AutoFacts.Source?
+        /// The metadata's `scopes_supported` (empty: none listed).
+        var scopesSupported: [String]
         /// The identity completed but for its client: issuer, scope, resource.
         var identity: Identity
         var endpoints: IdentityEndpoints?
@@ -183,7 +185,10 @@ public struct AutoResolution: Sendable {
                 }
             }
             let request = ClientRegistrationRequest(identity: identity, settings: settings, endpoint: endpoint, method: method,
-                                                    scope: learnt.scope, jwks: generated?.jwks)
+                                                    scope: ClientRegistrationRequest.registeredScope(
+                                                        learnt: learnt.scope, configured: settings.scope,
+                                                        supported: learnt.scopesSupported),
+                                                    jwks: generated?.jwks)
             phase = .registering(learnt, metadata, key, request, privateKeyPEM: generated?.pem)
             return .register(request)
         } catch {
@@ -294,7 +299,7 @@ public struct AutoResolution: Sendable {
         learnt.resource = [metadata.resource]
         let known = Learnt(metadataURL: metadataURL, metadataSource: source, issuer: issuer,
                            issuerSource: allowed.isEmpty ? .resourceMetadata : .configuration, scope: scope, scopeSource: scopeSource,
-                           identity: learnt)
+                           scopesSupported: metadata.scopesSupported, identity: learnt)
         do throws(DiscoveryError) {
             let discovery = try ProviderDiscovery(issuer: issuer)
             phase = .discovery(discovery, known)

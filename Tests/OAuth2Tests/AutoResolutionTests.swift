@@ -96,8 +96,9 @@ final class AutoResolutionTests: XCTestCase {
         XCTAssertEqual(resolution.received(server(methods: #"["none", "client_secret_basic"]"#), unixTime: 0), .loadClient(key))
         guard case .register(let request) = resolution.loaded(nil, unixTime: 5) else { return XCTFail("no registration") }
         XCTAssertEqual(request.tokenEndpointAuthMethod, "none")
-        XCTAssertEqual(request.scope, "mcp:read", "the challenge's scope")
+        XCTAssertEqual(request.scope, "mcp:read mcp:write", "the challenge's scope, and every one the resource supports")
         let done = try resolved(resolution.received(json(200, #"{"client_id": "pub-7", "token_endpoint_auth_method": "none"}"#), unixTime: 5))
+        XCTAssertEqual(done.identity.scope, "mcp:read", "the login asks for the challenge's scope")
         XCTAssertEqual(done.identity.clientAuth, .publicClient(id: "pub-7"))
         XCTAssertEqual(done.facts.resourceMetadataURL, "https://meta.example.com/mcp")
         XCTAssertEqual(done.facts.resourceMetadataSource, .challenge)
@@ -136,7 +137,7 @@ final class AutoResolutionTests: XCTestCase {
                        .fetch(openID, toResource: false), "allowedIssuers' order wins over the resource's")
         XCTAssertEqual(resolution.received(server(), unixTime: 0), .loadClient(key))
         guard case .register(let request) = resolution.loaded(nil, unixTime: 0) else { return XCTFail("no registration") }
-        XCTAssertEqual(request.scope, "custom")
+        XCTAssertEqual(request.scope, "custom mcp:read mcp:write")
         let done = try resolved(resolution.received(json(201, #"{"client_id": "c", "client_secret": "s"}"#), unixTime: 0))
         XCTAssertEqual(done.facts.scopeSource, .configuration)
         XCTAssertEqual(done.facts.authorizationServerSource, .configuration)
@@ -168,7 +169,7 @@ final class AutoResolutionTests: XCTestCase {
         }
     }
 
-    func testTheProbeFindsTheResourceMetadataOnAnyChallenge() {
+    func testTheProbeFindsTheResourceMetadataOnAnyChallenge() throws {
         let headers: [[(String, String)]] = [
             [("WWW-Authenticate", #"DPoP algs="ES256", Bearer resource_metadata="https://api.example.com/meta", scope="mcp:read""#)],
             [("WWW-Authenticate", #"DPoP algs="ES256""#), ("WWW-Authenticate", #"Bearer resource_metadata="https://api.example.com/meta", scope="mcp:read""#)],
@@ -182,8 +183,9 @@ final class AutoResolutionTests: XCTestCase {
                            .fetch(HTTPURL(scheme: .https, host: "api.example.com", path: "/meta"), toResource: true), "\(fields)")
             XCTAssertEqual(resolution.received(metadata(), unixTime: 0), .fetch(openID, toResource: false))
             XCTAssertEqual(resolution.received(server(), unixTime: 0), .loadClient(key))
-            guard case .register(let request) = resolution.loaded(nil, unixTime: 0) else { XCTFail("no registration"); continue }
-            XCTAssertEqual(request.scope, "mcp:read", "the scope of the challenge that named the metadata: \(fields)")
+            guard case .register = resolution.loaded(nil, unixTime: 0) else { XCTFail("no registration"); continue }
+            let done = try resolved(resolution.received(json(201, #"{"client_id": "c", "client_secret": "s"}"#), unixTime: 0))
+            XCTAssertEqual(done.identity.scope, "mcp:read", "the scope of the challenge that named the metadata: \(fields)")
         }
         XCTAssertEqual(BearerChallenge.resourceMetadataURL(in: [#"DPoP algs="ES256", Bearer resource_metadata="https://m.example/x""#]),
                        "https://m.example/x")
@@ -198,6 +200,21 @@ final class AutoResolutionTests: XCTestCase {
         let done = try resolved(resolution.received(json(201, #"{"client_id": "c", "client_secret": "s"}"#), unixTime: 0))
         XCTAssertEqual(done.identity.resource, ["https://API.example.com/mcp/"])
         XCTAssertEqual(done.facts.resource, "https://API.example.com/mcp/")
+    }
+
+    func testTheRegistrationAsksForEveryScopeTheResourceSupports() {
+        let identity = autoIdentity { $0.scope = "profile mcp:read" }
+        var resolution = AutoResolution(identity: identity)
+        XCTAssertEqual(resolution.received(metadata(scopes: #"["mcp:read", "mcp:admin"]"#), unixTime: 0), .fetch(openID, toResource: false))
+        XCTAssertEqual(resolution.received(server(), unixTime: 0), .loadClient(key))
+        guard case .register(let request) = resolution.loaded(nil, unixTime: 0) else { return XCTFail("no registration") }
+        XCTAssertEqual(request.scope, "profile mcp:read mcp:admin")
+        var none = AutoResolution(identity: autoIdentity())
+        _ = none.received(metadata(scopes: "[]"), unixTime: 0)
+        _ = none.received(server(), unixTime: 0)
+        guard case .register(let bare) = none.loaded(nil, unixTime: 0) else { return XCTFail("no registration") }
+        XCTAssertNil(bare.scope)
+        XCTAssertEqual(ClientRegistrationRequest.registeredScope(learnt: "a b", configured: "b c", supported: ["c", "d"]), "a b c d")
     }
 
     // MARK: The issue's negative list
