@@ -135,6 +135,11 @@ final class AutoConfigTests: XCTestCase {
             (#""allowedIssuers": ["https://idp.example.com#a"]"#, [#"$.auto.allowedIssuers[0]: a fragment (#…) is not allowed in "https://idp.example.com#a""#]),
             (#""allowedIssuers": ["idp.example.com"]"#, [#"$.auto.allowedIssuers[0]: "idp.example.com" is not an absolute URL (expected http://… or https://…)"#]),
             (#""allowedIssuers": ["https://a.example", "https://a.example"]"#, [#"$.auto.allowedIssuers[1]: "https://a.example" is listed twice"#]),
+            (#""allowedIssuers": ["HTTPS://idp.example.com"]"#, [#"$.auto.allowedIssuers[0]: "HTTPS://idp.example.com" is not in canonical form (lowercase scheme and host, no default port, no trailing slash after a path): write "https://idp.example.com", as the server publishes its issuer"#]),
+            (#""allowedIssuers": ["https://IdP.Example.com/realms/A"]"#, [#"$.auto.allowedIssuers[0]: "https://IdP.Example.com/realms/A" is not in canonical form (lowercase scheme and host, no default port, no trailing slash after a path): write "https://idp.example.com/realms/A", as the server publishes its issuer"#]),
+            (#""allowedIssuers": ["https://idp.example.com:443"]"#, [#"$.auto.allowedIssuers[0]: "https://idp.example.com:443" is not in canonical form (lowercase scheme and host, no default port, no trailing slash after a path): write "https://idp.example.com", as the server publishes its issuer"#]),
+            (#""allowedIssuers": ["https://idp.example.com/realms/a/"]"#, [#"$.auto.allowedIssuers[0]: "https://idp.example.com/realms/a/" is not in canonical form (lowercase scheme and host, no default port, no trailing slash after a path): write "https://idp.example.com/realms/a", as the server publishes its issuer"#]),
+            (#""allowedIssuers": ["http://LOCALHOST:9000"]"#, [#"$.auto.allowedIssuers[0]: "http://LOCALHOST:9000" is not in canonical form (lowercase scheme and host, no default port, no trailing slash after a path): write "http://localhost:9000", as the server publishes its issuer"#]),
             (#""clientName": """#, ["$.auto.clientName: must not be empty"]),
             (#""clientName": 3"#, ["$.auto.clientName: expected a string, got number"]),
             (#""clientAuth": "basic""#, [#"$.auto.clientAuth: expected one of "automatic", "none", "client_secret_basic" or "private_key_jwt", got "basic""#]),
@@ -154,6 +159,9 @@ final class AutoConfigTests: XCTestCase {
             XCTAssertEqual(describe(configErrors(config(auto: auto))), expected, auto)
         }
         XCTAssertEqual(describe(configErrors(#"{ "auto": true }"#)), ["$.auto: expected an object, got boolean"])
+        let canonical = #""allowedIssuers": ["https://idp.example.com", "https://tenant.example.com/", "https://idp.example.com:8443/realms/a", "http://[::1]:9000/as"]"#
+        XCTAssertEqual(try decodeConfig(config(auto: canonical)).auto?.allowedIssuers,
+                       ["https://idp.example.com", "https://tenant.example.com/", "https://idp.example.com:8443/realms/a", "http://[::1]:9000/as"])
     }
 
     func testAutoRouteRefusals() {
