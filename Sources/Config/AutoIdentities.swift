@@ -61,9 +61,15 @@ struct AutoIdentities {
     }
 
     /// What the upstream of an auto route must be for the identity to learn anything from it
-    /// safely: with `tls.insecureSkipVerify`, whoever answers in the upstream's place could name
-    /// any authorization server, so `auto.allowedIssuers` must say which.
+    /// safely: https (plain http only to a loopback host: the chain refuses anything else, so it
+    /// would fail forever with `insecure_url`); and with `tls.insecureSkipVerify`, whoever
+    /// answers in the upstream's place could name any authorization server, so
+    /// `auto.allowedIssuers` must say which.
     private func checkUpstream(of route: Route, at field: Field, defaults: AutoDefaults) {
+        if route.upstream.scheme == .http && !HostSyntax.isLoopback(route.upstream.host) {
+            context.report("identity \"auto\" needs an https upstream (plain http only to a loopback host), not \(route.upstream)",
+                           at: field)
+        }
         if route.tls?.insecureSkipVerify == true && defaults.allowedIssuers.isEmpty {
             context.report("identity \"auto\" on a route with tls.insecureSkipVerify needs auto.allowedIssuers: the upstream's "
                            + "certificate is not verified, so whoever answers in its place could name any authorization server",

@@ -110,7 +110,7 @@ final class AutoConfigTests: XCTestCase {
         let table: [(upstream: String, name: String)] = [
             ("https://api.example.com", "auto-api.example.com"),
             ("https://api.example.com:443/", "auto-api.example.com"),
-            ("http://api.example.com:8080", "auto-api.example.com-8080"),
+            ("https://api.example.com:8080", "auto-api.example.com-8080"),
             ("https://api.example.com:80", "auto-api.example.com-80"),
             ("https://api.example.com/v1/mcp/", "auto-api.example.com-v1-mcp"),
             ("http://[::1]:9001/mcp", "auto-__1-9001-mcp"),
@@ -165,11 +165,16 @@ final class AutoConfigTests: XCTestCase {
     }
 
     func testAutoRouteRefusals() {
-        let other = #"{ "match": { "pathPrefix": "/b/" }, "upstream": "http://api.example.com", "identity": "auto" }"#
+        let secure = #"{ "upstream": "https://localhost", "identity": "auto" }"#
+        let other = #"{ "match": { "pathPrefix": "/b/" }, "upstream": "http://localhost", "identity": "auto" }"#
         let configured = #""auto-api.example.com": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecret": "s" }"#
         let table: [(json: String, expected: [String])] = [
             (config(listen: "127.0.0.1:0"), ["$.auto.redirectUri: the default redirect URI needs a fixed listen port (listen has port 0); set auto.redirectUri"]),
-            (config(routes: [Self.route, other]), [#"$.routes[1].identity: "auto" makes identity auto-api.example.com for http://api.example.com, the name routes[0] gets for https://api.example.com: one identity cannot stand for two upstreams; configure one of them as an identity of its own"#]),
+            (config(routes: [secure, other]), [#"$.routes[1].identity: "auto" makes identity auto-localhost for http://localhost, the name routes[0] gets for https://localhost: one identity cannot stand for two upstreams; configure one of them as an identity of its own"#]),
+            (config(routes: [#"{ "upstream": "http://api.example.com/mcp", "identity": "auto" }"#]),
+             [#"$.routes[0].identity: identity "auto" needs an https upstream (plain http only to a loopback host), not http://api.example.com/mcp"#]),
+            (config(routes: [#"{ "upstream": "http://10.0.0.5:8080", "identity": "auto" }"#]),
+             [#"$.routes[0].identity: identity "auto" needs an https upstream (plain http only to a loopback host), not http://10.0.0.5:8080"#]),
             (config(routes: [Self.route, #"{ "match": { "pathPrefix": "/b/" }, "upstream": "https://api.example.com/a-b", "identity": "auto" }"#,
                              #"{ "match": { "pathPrefix": "/c/" }, "upstream": "https://api.example.com/a/b", "identity": "auto" }"#]),
              [#"$.routes[2].identity: "auto" makes identity auto-api.example.com-a-b for https://api.example.com/a/b, the name routes[1] gets for https://api.example.com/a-b: one identity cannot stand for two upstreams; configure one of them as an identity of its own"#]),
