@@ -124,6 +124,27 @@ final class AutoConfigTests: XCTestCase {
         }
     }
 
+    func testALongNameIsCutTo100CharactersEndingInTheUpstreamsHash() throws {
+        let segment = String(repeating: "a", count: 40)
+        let long = "https://api.example.com/\(segment)/\(segment)/x"
+        let cut = "auto-api.example.com-\(segment)-\(segment)-x"
+        XCTAssertEqual(cut.count, 104)
+        // The hash: the first 4 bytes of SHA-256("https://api.example.com/aaa…/aaa…/x"), in hex.
+        let table: [(upstream: String, name: String)] = [
+            ("https://api.example.com/\(segment)/\(String(segment.dropLast(2)))", "auto-api.example.com-\(segment)-\(String(segment.dropLast(2)))"),
+            (long, String(cut.prefix(91)) + "-d1508756"),
+            (long + "y", String(cut.prefix(91)) + "-6c290ddd"),
+        ]
+        for (upstream, name) in table {
+            let route = #"{ "upstream": "\#(upstream)", "identity": "auto" }"#
+            let names = try decodeConfig(config(routes: [route])).identities.keys.sorted()
+            XCTAssertEqual(names, [name], upstream)
+            XCTAssertLessThanOrEqual(names.first?.count ?? 0, 100)
+        }
+        XCTAssertEqual(table[0].name.count, 100, "100 characters are kept whole")
+        XCTAssertNotEqual(table[1].name, table[2].name, "upstreams cut the same get different names")
+    }
+
     func testAutoKeyRefusals() {
         let table: [(auto: String, expected: [String])] = [
             (#""allowedIssuer": ["https://idp.example.com"]"#, [#"$.auto.allowedIssuer: unknown key "allowedIssuer" (did you mean "allowedIssuers"?)"#]),
