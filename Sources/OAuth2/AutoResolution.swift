@@ -4,20 +4,19 @@ import SafeText
 
 /// How an `auto` identity learns what it needs, as steps the token thread drives (no I/O here):
 ///
-/// 1. The resource's metadata (RFC 9728): from the `resource_metadata` URL of a challenge when
-///    one is given, else the well-known URL (§3.1); when that serves none, the resource itself
-///    is asked without a token (`probe`) and its 401's `resource_metadata` is followed. The
-///    metadata's `resource` must be the upstream URL.
+/// 1. The resource's metadata (RFC 9728): from the well-known URL (§3.1); when that serves
+///    none, the resource itself is asked without a token (`probe`) and the `resource_metadata`
+///    of its 401's challenges is followed. The metadata's `resource` must be the upstream URL.
 /// 2. The authorization server: the first of `authorization_servers` that `allowedIssuers`
 ///    admits (when it is empty, any https one not on this machine or its local network, unless
-///    the resource is there too); then its metadata (`ProviderDiscovery`, whose
-///    issuer check is never skipped).
+///    the resource is there too); then its metadata (`ProviderDiscovery`, whose issuer check is
+///    never skipped).
 /// 3. The client: the registration kept in the store for `RegistrationKey` (`loadClient`), else
 ///    a new one (RFC 7591) at the server's `registration_endpoint`, with an auth method chosen
 ///    from `token_endpoint_auth_methods_supported`; a 200 is accepted as well as a 201.
 /// 4. Resolved: the identity completed (issuer, client, scope, RFC 8707 `resource` = the
-///    metadata's `resource` as written, which matched the upstream)
-///    with its endpoints, and what came from where (`AutoFacts`).
+///    metadata's `resource` as written, which matched the upstream) with its endpoints, and
+///    what came from where (`AutoFacts`).
 ///
 ///     var resolution = AutoResolution(identity: identity)
 ///     var step = resolution.firstStep
@@ -45,8 +44,8 @@ public struct AutoResolution: Sendable {
     /// The identity as configured (its `auto` settings, name, grant, callback, TLS).
     private let identity: Identity
     private let settings: AutoSettings
-    /// The `scope` of the challenge that started this, or of the probe's 401.
-    private var challengeScope: [String]
+    /// The `scope` of the probe's 401 challenge that named the metadata.
+    private var challengeScope: [String] = []
     public let firstStep: Step
     private var phase: Phase
 
@@ -81,30 +80,17 @@ public struct AutoResolution: Sendable {
         var endpoints: IdentityEndpoints?
     }
 
-    /// `challenge`: the upstream's 401 that started this, when one did.
-    public init(identity: Identity, challenge: BearerChallenge? = nil) {
+    public init(identity: Identity) {
         guard let settings = identity.auto else { preconditionFailure("AutoResolution is for an identity with auto settings") }
         self.identity = identity
         self.settings = settings
-        challengeScope = challenge?.scope ?? []
-        if let link = challenge?.resourceMetadata {
-            switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge") {
-            case .success(let url):
-                phase = .resourceMetadata(url: url, source: .challenge)
-                firstStep = Self.fetchMetadata(url, of: settings)
-            case .failure(let error):
-                phase = .ended
-                firstStep = .failed(error)
-            }
+        let url = ResourceMetadata.wellKnownURL(for: settings.resource)
+        if url.scheme == .https || HostSyntax.isLoopback(url.host) {
+            phase = .resourceMetadata(url: url, source: .wellKnown)
+            firstStep = .fetch(url, toResource: true)
         } else {
-            let url = ResourceMetadata.wellKnownURL(for: settings.resource)
-            if url.scheme == .https || HostSyntax.isLoopback(url.host) {
-                phase = .resourceMetadata(url: url, source: .wellKnown)
-                firstStep = .fetch(url, toResource: true)
-            } else {
-                phase = .ended
-                firstStep = .failed(.insecureURL(what: "the resource's metadata URL", url: redactedURL(url)))
-            }
+            phase = .ended
+            firstStep = .failed(.insecureURL(what: "the resource's metadata URL", url: redactedURL(url)))
         }
     }
 
@@ -266,7 +252,7 @@ public struct AutoResolution: Sendable {
                 : "without a token, \(redactedURL(resource)) answered HTTP 401 with a Bearer challenge that has no resource_metadata"
             return end(.failed(.noResourceMetadata(resource: resource.description, tried: tried + [what])))
         }
-        if challengeScope.isEmpty { challengeScope = challenge.scope }
+        challengeScope = challenge.scope
         switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge") {
         case .success(let url):
             phase = .resourceMetadata(url: url, source: .challenge)

@@ -38,8 +38,8 @@ final class AutoResolver {
 
     /// Starts the chain for `tokens` (an unresolved `auto` identity; the lifecycle answers
     /// `.resolve` once until the outcome is reported).
-    func resolve(_ tokens: IdentityTokens, challenge: BearerChallenge? = nil) {
-        let resolution = AutoResolution(identity: tokens.configured, challenge: challenge)
+    func resolve(_ tokens: IdentityTokens) {
+        let resolution = AutoResolution(identity: tokens.configured)
         step(resolution.firstStep, of: resolution, for: tokens)
     }
 

@@ -143,15 +143,20 @@ final class AutoResolutionTests: XCTestCase {
         XCTAssertEqual(done.facts.authorizationServerSource, .configuration)
     }
 
-    func testAChallengesResourceMetadataIsFetchedFirst() {
-        let challenge = BearerChallenge(resourceMetadata: "https://api.example.com/meta")
-        let resolution = AutoResolution(identity: autoIdentity(), challenge: challenge)
-        XCTAssertEqual(resolution.firstStep, .fetch(HTTPURL(scheme: .https, host: "api.example.com", path: "/meta"), toResource: true))
-        let insecure = AutoResolution(identity: autoIdentity(), challenge: BearerChallenge(resourceMetadata: "http://evil.example.com/m"))
-        XCTAssertEqual(insecure.firstStep, .failed(.insecureURL(what: "the resource_metadata of the resource's 401 challenge",
-                                                                url: "http://evil.example.com/m")))
-        let loopback = AutoResolution(identity: autoIdentity(), challenge: BearerChallenge(resourceMetadata: "http://127.0.0.1:9/m"))
-        XCTAssertEqual(loopback.firstStep, .fetch(HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/m"), toResource: false))
+    func testAChallengesResourceMetadataMustBeAnHTTPSURL() {
+        let answers: [(String, AutoResolution.Step)] = [
+            ("http://evil.example.com/m", .failed(.insecureURL(what: "the resource_metadata of the resource's 401 challenge",
+                                                               url: "http://evil.example.com/m"))),
+            ("http://127.0.0.1:9/m", .fetch(HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/m"), toResource: false)),
+            ("/relative", .failed(.invalidDocument(url: "/relative", reason: "the resource_metadata of the resource's 401 challenge is not "
+                                                   + #"an absolute http(s) URL: "/relative" is not an absolute URL (expected http://… or https://…)"#))),
+        ]
+        for (link, step) in answers {
+            var resolution = AutoResolution(identity: autoIdentity())
+            XCTAssertEqual(resolution.received(TokenEndpointReply(status: 404), unixTime: 0), .probe(resource))
+            let challenge = TokenEndpointReply(status: 401, headers: [("WWW-Authenticate", #"Bearer resource_metadata="\#(link)""#)], body: "")
+            XCTAssertEqual(resolution.received(challenge, unixTime: 0), step, link)
+        }
     }
 
     func testTheResourcesTLSSettingsAreUsedOnlyOnItsOwnSchemeHostAndPort() {
