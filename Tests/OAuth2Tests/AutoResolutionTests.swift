@@ -184,8 +184,11 @@ final class AutoResolutionTests: XCTestCase {
         for fields in headers {
             var resolution = AutoResolution(identity: autoIdentity())
             XCTAssertEqual(resolution.received(TokenEndpointReply(status: 404), unixTime: 0), .probe(resource))
-            XCTAssertEqual(resolution.received(TokenEndpointReply(status: 401, headers: fields, body: ""), unixTime: 0),
-                           .fetch(HTTPURL(scheme: .https, host: "api.example.com", path: "/meta"), toResource: true), "\(fields)")
+            let step = resolution.received(TokenEndpointReply(status: 401, headers: fields, body: ""), unixTime: 0)
+            guard step == .fetch(HTTPURL(scheme: .https, host: "api.example.com", path: "/meta"), toResource: true) else {
+                XCTFail("\(fields): \(step)")
+                continue
+            }
             XCTAssertEqual(resolution.received(metadata(), unixTime: 0), .fetch(openID, toResource: false))
             XCTAssertEqual(resolution.received(server(), unixTime: 0), .loadClient(key))
             guard case .register = resolution.loaded(nil, unixTime: 0) else { XCTFail("no registration"); continue }
