@@ -45,8 +45,9 @@ struct AutoDecoding {
     }
 
     /// Issuer identifiers (RFC 8414 §2): https URLs without query or fragment (http only to a
-    /// loopback host, for tests), each listed once, kept as written (an issuer is compared as a
-    /// string). An empty list is refused: leaving the key out is what allows any issuer.
+    /// loopback host, for tests), each listed once, written in canonical form (`canonicalIssuer`:
+    /// an issuer is compared as a string with the one the resource names, which would otherwise
+    /// never match). An empty list is refused: leaving the key out is what allows any issuer.
     private func decodeIssuers(_ field: Field) -> [String]? {
         guard let elements = context.elements(field) else { return nil }
         guard !elements.isEmpty else {
@@ -71,7 +72,21 @@ struct AutoDecoding {
         guard url.scheme == .https || HostSyntax.isLoopback(url.host) else {
             throw InvalidValue("an issuer must be an https URL (http only to a loopback host), got \"\(text)\"")
         }
+        let canonical = canonicalIssuer(text, url)
+        guard canonical == text else {
+            throw InvalidValue("\"\(text)\" is not in canonical form (lowercase scheme and host, no default port, no trailing "
+                               + "slash after a path): write \"\(canonical)\", as the server publishes its issuer")
+        }
         return text
+    }
+
+    /// `text` (parsed as `url`) as an issuer is published: the scheme and host lowercased, the
+    /// default port dropped, the path as written but for its trailing slashes (a lone "/" kept).
+    static func canonicalIssuer(_ text: String, _ url: HTTPURL) -> String {
+        let afterScheme = text[text.firstRange(of: "://")!.upperBound...]
+        var path = Substring(afterScheme.drop { $0 != "/" })
+        while path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }
+        return url.scheme.rawValue + "://" + url.authority + path
     }
 
     private static func quotedList(_ names: [String]) -> String {

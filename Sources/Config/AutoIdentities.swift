@@ -7,7 +7,8 @@ import OAuth2
 /// default redirect URI and the rule on listeners other machines reach apply to them as to any
 /// person's identity (`InteractiveIdentityChecks`). Refused: a configured identity named `auto`
 /// (`checkReservedName`), or named as one made here; two upstreams that give one name; routes to one upstream with
-/// different `tls` (the identity asks its resource with one).
+/// different `tls` (the identity asks its resource with one); an upstream whose certificate is not
+/// verified without `auto.allowedIssuers` (`checkUpstream`).
 struct AutoIdentities {
     let context: DecodingContext
 
@@ -40,6 +41,7 @@ struct AutoIdentities {
                 continue
             }
             firstByUpstream[route.upstream] = route
+            checkUpstream(of: route, at: field, defaults: defaults)
             if configuredNames.contains(name) {
                 context.report("\"auto\" makes identity \(name) for \(route.upstream), but identities.\(name) is configured too; "
                                + "rename that identity", at: field)
@@ -56,6 +58,23 @@ struct AutoIdentities {
             origins[name] = .auto(route: field, autoObject: autoField)
         }
         return origins
+    }
+
+    /// What the upstream of an auto route must be for the identity to learn anything from it
+    /// safely: https (plain http only to a loopback host: the chain refuses anything else, so it
+    /// would fail forever with `insecure_url`); and with `tls.insecureSkipVerify`, whoever
+    /// answers in the upstream's place could name any authorization server, so
+    /// `auto.allowedIssuers` must say which.
+    private func checkUpstream(of route: Route, at field: Field, defaults: AutoDefaults) {
+        if route.upstream.scheme == .http && !HostSyntax.isLoopback(route.upstream.host) {
+            context.report("identity \"auto\" needs an https upstream (plain http only to a loopback host), not \(route.upstream)",
+                           at: field)
+        }
+        if route.tls?.insecureSkipVerify == true && defaults.allowedIssuers.isEmpty {
+            context.report("identity \"auto\" on a route with tls.insecureSkipVerify needs auto.allowedIssuers: the upstream's "
+                           + "certificate is not verified, so whoever answers in its place could name any authorization server",
+                           at: field)
+        }
     }
 
     /// The rule `InteractiveIdentityChecks` has not: on a listener other machines reach, the

@@ -4,9 +4,9 @@
 enum AutoProgress: Sendable {
     /// Not learnt yet: a resolution is due, under way, or waiting for its backoff.
     case unresolved
-    /// The chain failed in a way only a new configuration can help with: no resolution starts
-    /// again for this lifecycle (a reload that changes the identity makes a new one).
-    case needsConfiguration(AutoSetupError)
+    /// The chain failed in a way only configuration can help with (or a fix on the servers):
+    /// it runs again when `retry` is due; requests get the problem meanwhile.
+    case needsConfiguration(AutoSetupError, retry: ResolutionRetry)
     /// Learnt: the identity and endpoints in force are `resolved`'s; `configured` is the identity
     /// as it was before, to which a client the server no longer knows returns.
     case resolved(AutoResolved, configured: Identity)

@@ -4,19 +4,20 @@ import SafeText
 
 /// How an `auto` identity learns what it needs, as steps the token thread drives (no I/O here):
 ///
-/// 1. The resource's metadata (RFC 9728): from the `resource_metadata` URL of a challenge when
-///    one is given, else the well-known URL (§3.1); when that serves none, the resource itself
-///    is asked without a token (`probe`) and its 401's `resource_metadata` is followed. The
-///    metadata's `resource` must be the upstream URL.
+/// 1. The resource's metadata (RFC 9728): from the well-known URL (§3.1); when that serves
+///    none, the resource itself is asked without a token (`probe`) and the `resource_metadata`
+///    of its 401's challenges is followed. The metadata's `resource` must be the upstream URL.
 /// 2. The authorization server: the first of `authorization_servers` that `allowedIssuers`
-///    admits (any https one when it is empty); then its metadata (`ProviderDiscovery`, whose
-///    issuer check is never skipped).
+///    admits (when it is empty, any https one not on this machine or its local network, unless
+///    the resource is there too); then its metadata (`ProviderDiscovery`, whose issuer check is
+///    never skipped).
 /// 3. The client: the registration kept in the store for `RegistrationKey` (`loadClient`), else
 ///    a new one (RFC 7591) at the server's `registration_endpoint`, with an auth method chosen
 ///    from `token_endpoint_auth_methods_supported`; a 200 is accepted as well as a 201. A kept
 ///    registration's `learntScope` (a step-up login's) joins the scope.
-/// 4. Resolved: the identity completed (issuer, client, scope, RFC 8707 `resource` = upstream)
-///    with its endpoints, and what came from where (`AutoFacts`).
+/// 4. Resolved: the identity completed (issuer, client, scope, RFC 8707 `resource` = the
+///    metadata's `resource` as written, which matched the upstream) with its endpoints, and
+///    what came from where (`AutoFacts`).
 ///
 ///     var resolution = AutoResolution(identity: identity)
 ///     var step = resolution.firstStep
@@ -24,8 +25,10 @@ import SafeText
 public struct AutoResolution: Sendable {
     public enum Step: Sendable, Equatable {
         /// GET this JSON document (`Accept: application/json`, no redirects followed):
-        /// `toResource` with the resource's TLS settings (`AutoSettings.resourceTLS`), else the
-        /// identity's (`Identity.tls`). Report with `received` or `failed`.
+        /// `toResource` (a URL of the resource's own scheme, host and port) with the resource's
+        /// TLS settings (`AutoSettings.resourceTLS`), else the identity's (`Identity.tls`; an
+        /// `auto` identity has none of its own: default verification). Report with `received`
+        /// or `failed`.
         case fetch(HTTPURL, toResource: Bool)
         /// GET the resource itself without a token, for its 401's `WWW-Authenticate`, with the
         /// resource's TLS settings. Report with `received` or `failed`.
@@ -42,8 +45,8 @@ public struct AutoResolution: Sendable {
     /// The identity as configured (its `auto` settings, name, grant, callback, TLS).
     private let identity: Identity
     private let settings: AutoSettings
-    /// The `scope` of the challenge that started this, or of the probe's 401.
-    private var challengeScope: [String]
+    /// The `scope` of the probe's 401 challenge that named the metadata.
+    private var challengeScope: [String] = []
     public let firstStep: Step
     private var phase: Phase
 
@@ -71,35 +74,24 @@ public struct AutoResolution: Sendable {
         var issuerSource: AutoFacts.Source
         var scope: String?
         var scopeSource: AutoFacts.Source?
+        /// The metadata's `scopes_supported` (empty: none listed).
+        var scopesSupported: [String]
         /// The identity completed but for its client: issuer, scope, resource.
         var identity: Identity
         var endpoints: IdentityEndpoints?
     }
 
-    /// `challenge`: the upstream's 401 that started this, when one did.
-    public init(identity: Identity, challenge: BearerChallenge? = nil) {
+    public init(identity: Identity) {
         guard let settings = identity.auto else { preconditionFailure("AutoResolution is for an identity with auto settings") }
         self.identity = identity
         self.settings = settings
-        challengeScope = challenge?.scope ?? []
-        if let link = challenge?.resourceMetadata {
-            switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge") {
-            case .success(let url):
-                phase = .resourceMetadata(url: url, source: .challenge)
-                firstStep = .fetch(url, toResource: true)
-            case .failure(let error):
-                phase = .ended
-                firstStep = .failed(error)
-            }
+        let url = ResourceMetadata.wellKnownURL(for: settings.resource)
+        if url.scheme == .https || HostSyntax.isLoopback(url.host) {
+            phase = .resourceMetadata(url: url, source: .wellKnown)
+            firstStep = .fetch(url, toResource: true)
         } else {
-            let url = ResourceMetadata.wellKnownURL(for: settings.resource)
-            if url.scheme == .https || HostSyntax.isLoopback(url.host) {
-                phase = .resourceMetadata(url: url, source: .wellKnown)
-                firstStep = .fetch(url, toResource: true)
-            } else {
-                phase = .ended
-                firstStep = .failed(.insecureURL(what: "the resource's metadata URL", url: redactedURL(url)))
-            }
+            phase = .ended
+            firstStep = .failed(.insecureURL(what: "the resource's metadata URL", url: redactedURL(url)))
         }
     }
 
@@ -180,7 +172,10 @@ public struct AutoResolution: Sendable {
                 }
             }
             let request = ClientRegistrationRequest(identity: identity, settings: settings, endpoint: endpoint, method: method,
-                                                    scope: learnt.scope, jwks: generated?.jwks)
+                                                    scope: ClientRegistrationRequest.registeredScope(
+                                                        learnt: learnt.scope, configured: settings.scope,
+                                                        supported: learnt.scopesSupported),
+                                                    jwks: generated?.jwks)
             phase = .registering(learnt, metadata, key, request, privateKeyPEM: generated?.pem)
             return .register(request)
         } catch {
@@ -208,6 +203,15 @@ public struct AutoResolution: Sendable {
             return .failure(.insecureURL(what: what, url: redactedURL(url)))
         }
         return .success(url)
+    }
+
+    /// The fetch of the resource's metadata at `url`: with the resource's TLS settings only on
+    /// the resource's own scheme, host and port. A `resource_metadata` URL may name any host, and
+    /// the route's `tls` (its CA, its client certificate, `insecureSkipVerify`) is for the
+    /// upstream alone.
+    private static func fetchMetadata(_ url: HTTPURL, of settings: AutoSettings) -> Step {
+        let resource = settings.resource
+        return .fetch(url, toResource: url.scheme == resource.scheme && url.host == resource.host && url.port == resource.port)
     }
 
     private mutating func metadataReceived(_ reply: TokenEndpointReply, from url: HTTPURL, source: AutoFacts.Source,
@@ -240,28 +244,31 @@ public struct AutoResolution: Sendable {
             return end(.failed(.unavailable(url: redactedURL(resource), reason: "it answered HTTP \(status)", retryAfter: retryAfter)))
         }
         let values = reply.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
-        let challenge = status == 401 ? BearerChallenge.parse(values) : nil
+        // RFC 9728 §5.1: the metadata's URL may be on any of the challenges (a DPoP one, or a
+        // Bearer one after another scheme's).
+        let challenge = status == 401 ? BearerChallenge.resourceMetadataChallenge(in: values) : nil
         guard let challenge, let link = challenge.resourceMetadata else {
             let what = status != 401 ? "without a token, \(redactedURL(resource)) answered HTTP \(status), not 401"
-                : challenge == nil ? "without a token, \(redactedURL(resource)) answered HTTP 401 without a Bearer challenge"
+                : BearerChallenge.parse(values) == nil ? "without a token, \(redactedURL(resource)) answered HTTP 401 without a Bearer challenge"
                 : "without a token, \(redactedURL(resource)) answered HTTP 401 with a Bearer challenge that has no resource_metadata"
             return end(.failed(.noResourceMetadata(resource: resource.description, tried: tried + [what])))
         }
-        if challengeScope.isEmpty { challengeScope = challenge.scope }
+        challengeScope = challenge.scope
         switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge") {
         case .success(let url):
             phase = .resourceMetadata(url: url, source: .challenge)
-            return .fetch(url, toResource: true)
+            return Self.fetchMetadata(url, of: settings)
         case .failure(let error):
             return end(.failed(error))
         }
     }
 
     /// The authorization server: the first of the resource's that `allowedIssuers` admits, in
-    /// the order `allowedIssuers` prefers (any one when it is empty); then its discovery.
+    /// the order `allowedIssuers` prefers; when it is empty, the resource's first that
+    /// `admitsUnlisted`. Then its discovery.
     private mutating func chooseServer(_ metadata: ResourceMetadata, metadataURL: HTTPURL, source: AutoFacts.Source) -> Step {
         let allowed = settings.allowedIssuers
-        let chosen = allowed.isEmpty ? metadata.authorizationServers.first
+        let chosen = allowed.isEmpty ? metadata.authorizationServers.first(where: admitsUnlisted)
             : allowed.first(where: metadata.authorizationServers.contains)
         guard let issuer = chosen else {
             return end(.failed(.noAllowedIssuer(offered: metadata.authorizationServers.map { ErrorText.clean($0, removing: []) },
@@ -275,10 +282,11 @@ public struct AutoResolution: Sendable {
         var learnt = identity
         learnt.issuer = issuer
         learnt.scope = scope
-        learnt.resource = [settings.resource.description]
+        // RFC 8707: the resource as the resource server names it (it matched the upstream URL).
+        learnt.resource = [metadata.resource]
         let known = Learnt(metadataURL: metadataURL, metadataSource: source, issuer: issuer,
                            issuerSource: allowed.isEmpty ? .resourceMetadata : .configuration, scope: scope, scopeSource: scopeSource,
-                           identity: learnt)
+                           scopesSupported: metadata.scopesSupported, identity: learnt)
         do throws(DiscoveryError) {
             let discovery = try ProviderDiscovery(issuer: issuer)
             phase = .discovery(discovery, known)
@@ -286,6 +294,16 @@ public struct AutoResolution: Sendable {
         } catch {
             return end(.failed(.discovery(error)))
         }
+    }
+
+    /// With `allowedIssuers` empty, an issuer the resource names is used when it is https on a
+    /// host of the internet: a resource elsewhere must not send the relay (and the person's login)
+    /// to an authorization server on this machine or its local network (`LocalNetworkHost`), such
+    /// as a developer's own IdP. A resource on such a host may name one there.
+    private func admitsUnlisted(_ issuer: String) -> Bool {
+        if LocalNetworkHost.contains(settings.resource.host) { return true }
+        guard let url = try? HTTPURL(absolute: issuer, allowsQuery: false) else { return false }
+        return url.scheme == .https && !LocalNetworkHost.contains(url.host)
     }
 
     /// The server's metadata: the identity's endpoints, then its client (`loadClient`).
@@ -323,7 +341,7 @@ public struct AutoResolution: Sendable {
         }
         var identity = learnt.identity
         identity.clientAuth = clientAuth
-        let facts = AutoFacts(resource: settings.resource.description, resourceMetadataURL: redactedURL(learnt.metadataURL),
+        let facts = AutoFacts(resource: learnt.identity.resource.first ?? settings.resource.description, resourceMetadataURL: redactedURL(learnt.metadataURL),
                               resourceMetadataSource: learnt.metadataSource, authorizationServer: learnt.issuer,
                               authorizationServerSource: learnt.issuerSource, clientId: client.clientId,
                               clientSource: newlyRegistered ? .registration : .store,

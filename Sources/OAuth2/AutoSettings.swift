@@ -7,7 +7,8 @@ import Endpoints
 /// protected resource metadata, RFC 8414 discovery, RFC 7591 registration.
 public struct AutoSettings: Sendable, Equatable {
     /// The protected resource: the route's upstream URL. The metadata's `resource` must equal it
-    /// (RFC 9728 §3.3), and it is the RFC 8707 `resource` of the login and token requests.
+    /// (RFC 9728 §3.3), and the RFC 8707 `resource` of the login and token requests is the
+    /// metadata's `resource` as written.
     public var resource: HTTPURL
     /// The authorization servers (issuer identifiers) it may use, in the order preferred: the
     /// first of the resource's `authorization_servers` that is listed. Empty: any https issuer

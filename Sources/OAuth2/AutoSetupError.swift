@@ -11,7 +11,8 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
     case invalidDocument(url: String, reason: String)
     /// Plain http:// to a host that is not loopback (metadata, an issuer, a registration endpoint).
     case insecureURL(what: String, url: String)
-    /// None of the resource's `authorization_servers` is allowed (`auto.allowedIssuers`).
+    /// None of the resource's `authorization_servers` is allowed (`auto.allowedIssuers`; when it
+    /// is empty, none is https on a public host, for a resource that is on one).
     case noAllowedIssuer(offered: [String], allowed: [String])
     /// The authorization server's discovery failed (an issuer mismatch among them).
     case discovery(DiscoveryError)
@@ -69,9 +70,10 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
     public var description: String {
         switch self {
         case .noResourceMetadata(let resource, let tried):
-            return "\(resource) says nothing of how to get a token for it (RFC 9728 protected resource metadata): "
-                + tried.joined(separator: "; ")
-                + ". Only configuration can help: give the route an identity of its own (\"identity\": a name under \"identities\") instead of \"auto\""
+            return "the resource server \(resource) published no protected resource metadata (RFC 9728), so the relay cannot "
+                + "learn where to get a token for it: " + tried.joined(separator: "; ")
+                + ". The relay asks again from time to time; if it never will publish it, give the route an identity of its own "
+                + "(\"identity\": a name under \"identities\") instead of \"auto\""
         case .resourceMismatch(let url, let expected, let found):
             return "the protected resource metadata at \(url) is for the resource \"\(found)\", not the upstream \(expected) "
                 + "(they must be the same, RFC 9728 §3.3)"
@@ -82,8 +84,10 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
         case .noAllowedIssuer(let offered, let allowed):
             let offeredText = offered.isEmpty ? "the resource names no authorization server"
                 : "the resource names the authorization servers " + offered.map { "\"\($0)\"" }.joined(separator: ", ")
-            let allowedText = allowed.isEmpty ? "" : ", and auto.allowedIssuers allows only "
-                + allowed.map { "\"\($0)\"" }.joined(separator: ", ")
+            let allowedText = allowed.isEmpty
+                ? (offered.isEmpty ? "" : ", none of them https on a host outside this machine and its local network (with "
+                    + "auto.allowedIssuers unset, a resource elsewhere may not send the relay to an authorization server here)")
+                : ", and auto.allowedIssuers allows only " + allowed.map { "\"\($0)\"" }.joined(separator: ", ")
             return offeredText + allowedText + ": no authorization server to use (list one in auto.allowedIssuers, "
                 + "or give the route an identity of its own)"
         case .discovery(let error):

@@ -38,6 +38,17 @@ extension ClientRegistrationRequest {
                   initialAccessToken: settings.initialAccessToken)
     }
 
+    /// The `scope` to register (RFC 7591 §2): the scope learnt (what the first login asks
+    /// for), `auto.scope`, and every one of the resource's `scopes_supported`, each once, in that
+    /// order; nil when all are empty. Servers that hold a client to its registered scope then
+    /// allow the step-ups the resource may ask for later (RFC 6750 `insufficient_scope`).
+    public static func registeredScope(learnt: String?, configured: String?, supported: [String]) -> String? {
+        var scopes: [String] = []
+        let words = [learnt, configured].compactMap { $0 }.flatMap { $0.split(separator: " ").map(String.init) } + supported
+        for word in words where !scopes.contains(word) { scopes.append(word) }
+        return scopes.isEmpty ? nil : scopes.joined(separator: " ")
+    }
+
     /// The JSON document POSTed (RFC 7591 §2, §3.1): `client_name`, `grant_types`,
     /// `token_endpoint_auth_method`, and `redirect_uris`, `response_types`, `scope` and `jwks`
     /// when there are any (a device login's client has no redirect URI and no response type).

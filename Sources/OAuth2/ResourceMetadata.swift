@@ -1,10 +1,12 @@
 import Endpoints
+import HTTPFields
 import JSON
 
 /// A protected resource's metadata (RFC 9728 §2), read and checked: its `resource` is the
 /// upstream URL the relay forwards to (§3.3; compared after RFC 3986 normalization of scheme,
-/// host and default port, an empty path equal to "/"), and every URL in it is https (plain http
-/// only on a loopback host). Fetching is the caller's (`AutoResolution`); this type only reads.
+/// host, default port and percent-encoding, an empty path equal to "/", a trailing slash
+/// ignored: `ResourceIdentifier`), and every URL in it is https (plain http only on a loopback
+/// host). Fetching is the caller's (`AutoResolution`); this type only reads.
 public struct ResourceMetadata: Sendable, Equatable {
     public let resource: String
     /// Issuer identifiers, in the resource's order (may be empty: then nothing can be learnt).
@@ -69,16 +71,54 @@ extension ResourceMetadata {
 
 /// RFC 9728 §3.3's comparison of a metadata document's `resource` with the upstream URL: the
 /// scheme and host in any case, the default port written or not, an empty path the same as
-/// "/"; the rest of the path and the query exactly as written.
+/// "/", and the paths compared after RFC 3986 §6.2.2.2's percent-encoding normalization
+/// (`PercentEncoding.normalized`) and without trailing slashes (the upstream URL is kept without
+/// them, so `https://h/mcp/` is the upstream `https://h/mcp/`); the rest of the path (dot
+/// segments too) and the query exactly as written.
 enum ResourceIdentifier {
     static func matches(_ text: String, _ expected: HTTPURL) -> Bool {
         guard let found = try? HTTPURL(absolute: text) else { return false }
         // The path as written (HTTPURL normalizes it like a request path: dot segments, escapes).
         let afterScheme = text[text.firstRange(of: "://")!.upperBound...]
         let pathAndQuery = afterScheme.drop { $0 != "/" && $0 != "?" }
-        let writtenPath = pathAndQuery.prefix { $0 != "?" }
-        let path = writtenPath.isEmpty ? "/" : String(writtenPath)
+        let writtenPath = String(pathAndQuery.prefix { $0 != "?" })
         return found.scheme == expected.scheme && found.host == expected.host && found.port == expected.port
-            && path == expected.path && found.query == expected.query
+            && comparable(writtenPath) == comparable(expected.path) && found.query == expected.query
+    }
+
+    /// `path` with its escapes normalized and its trailing slashes dropped ("" for "/" and "").
+    private static func comparable(_ path: String) -> [UInt8] {
+        var bytes = PercentEncoding.normalized(Array(path.utf8))
+        while bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
+        return bytes
+    }
+}
+
+/// RFC 3986 §6.2.2.2: a `%XX` of an unreserved character (ALPHA DIGIT `-` `.` `_` `~`)
+/// decoded, every other escape's hex digits uppercased; anything else (a `%` without two hex
+/// digits too) kept as it is. The escapes of `RequestPath.normalize`, without its other changes.
+enum PercentEncoding {
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
+
+    static func normalized(_ bytes: [UInt8]) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count, let high = ASCII.hexDigitValue(bytes[index + 1]),
+               let low = ASCII.hexDigitValue(bytes[index + 2]) {
+                let decoded = high << 4 | low
+                if ASCII.isUnreserved(decoded) {
+                    output.append(decoded)
+                } else {
+                    output += [UInt8(ascii: "%"), hexDigits[Int(high)], hexDigits[Int(low)]]
+                }
+                index += 3
+            } else {
+                output.append(bytes[index])
+                index += 1
+            }
+        }
+        return output
     }
 }

@@ -8,7 +8,8 @@
 // Requests wait while the first resolution is under way (and while one runs again after
 // `clientUnknown`); during a temporary failure's backoff they get 503 with `Retry-After`, during
 // another failure's (a resource mismatch, a refused registration: the servers may be fixed) 502,
-// and once only configuration can help, 502 `needs-configuration` until a new configuration.
+// and once only configuration can help, 502 `needs-configuration`; the chain then runs again on
+// a long backoff (`ResolutionRetry`), and at once on a reload or a logout (`retryResolutionNow`).
 
 extension TokenLifecycle {
     /// An `auto` identity that has not learnt its server and client yet.
@@ -35,15 +36,27 @@ extension TokenLifecycle {
         failures.last = nil
     }
 
-    /// The chain failed: back off (a temporary failure) or wait for a new configuration.
+    /// The chain failed: back off (a temporary failure), or a long while when only
+    /// configuration can help.
     public mutating func resolutionFailed(_ error: AutoSetupError, at now: Double) {
         activity.endResolution()
+        let inARow = if case .needsConfiguration(_, let retry) = autoProgress { retry.failures + 1 } else { 1 }
         if error.needsConfiguration {
-            autoProgress = .needsConfiguration(error)
+            autoProgress = .needsConfiguration(error, retry: ResolutionRetry(failures: inARow, at: now))
             failures.last = .autoSetup(error)
             return
         }
+        autoProgress = .unresolved
         failures.record(.autoSetup(error), at: now)
+    }
+
+    /// An operator reloaded the configuration (changed or not) or logged the identity out
+    /// (`DELETE /identities/NAME/token`): an identity that only configuration could help runs
+    /// its chain again at its next action, without waiting for its retry.
+    public mutating func retryResolutionNow() {
+        guard case .needsConfiguration(let error, var retry) = autoProgress else { return }
+        retry.dueNow()
+        autoProgress = .needsConfiguration(error, retry: retry)
     }
 
     /// The token endpoint answered `invalid_client` to the registered client: the registration
@@ -64,11 +77,19 @@ extension TokenLifecycle {
 
     // MARK: - Driven by nextAction, decision and status
 
-    /// `.resolve` when a resolution is due; nothing while one is under way or another request
-    /// is (a fetch a logout abandoned), or when only configuration can help.
+    /// `.resolve` when a resolution is due (after a temporary failure's backoff, or the long
+    /// retry when only configuration could help); nothing while one is under way or another
+    /// request is (a fetch a logout abandoned).
     mutating func nextResolutionAction(at now: Double) -> TokenAction {
-        guard case .unresolved = autoProgress, activity.isIdle else { return .idle }
-        if let retryAt, retryAt > now { return .sleep(until: retryAt) }
+        guard activity.isIdle else { return .idle }
+        switch autoProgress {
+        case .unresolved:
+            if let retryAt, retryAt > now { return .sleep(until: retryAt) }
+        case .needsConfiguration(_, let retry):
+            if retry.due > now { return .sleep(until: retry.due) }
+        case .resolved:
+            return .idle
+        }
         activity = .resolving
         return .resolve
     }
@@ -77,7 +98,7 @@ extension TokenLifecycle {
     /// once it has, and for any other identity).
     func resolutionDecision(at now: Double) -> TokenDecision? {
         guard needsResolution else { return nil }
-        if case .needsConfiguration(let error) = autoProgress {
+        if case .needsConfiguration(let error, _) = autoProgress {
             return .fail(TokenUnavailable(identity: identity.name, reason: .needsConfiguration, detail: error.description))
         }
         return failures.problem(identity: identity.name, discoveryFailing: false, at: now).map { .fail($0) } ?? .wait

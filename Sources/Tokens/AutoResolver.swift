@@ -41,13 +41,13 @@ final class AutoResolver {
 
     /// Starts the chain for `tokens` (an unresolved `auto` identity; the lifecycle answers
     /// `.resolve` once until the outcome is reported).
-    func resolve(_ tokens: IdentityTokens, challenge: BearerChallenge? = nil) {
+    func resolve(_ tokens: IdentityTokens) {
         // The initial access token as its file holds it now (`auto.initialAccessTokenFile`), not as loaded.
         var identity = tokens.configured
         if identity.auto?.initialAccessToken != nil, let current = idp.currentCredential(.initialAccessToken, of: tokens) {
             identity.auto?.initialAccessToken = current
         }
-        let resolution = AutoResolution(identity: identity, challenge: challenge)
+        let resolution = AutoResolution(identity: identity)
         step(resolution.firstStep, of: resolution, for: tokens)
     }
 

@@ -169,6 +169,8 @@ final class TokenFetcher: FetchSchedule {
             for strategy in strategies { strategy.forget(slot: tokens.slot) }
             retired.append(tokens)
         }
+        // A reload, changed or not, is when an operator may have fixed what an `auto` identity needed.
+        for tokens in update.identities where timers[tokens.slot] != nil { tokens.update { $0.retryResolutionNow() } }
         for tokens in update.identities where timers[tokens.slot] == nil {
             timers[tokens.slot] = LoopTimer(loop: loop) { [unowned self] in self.runNextAction(tokens) }
             // An `auto` identity reads its login once resolved (AutoResolver).

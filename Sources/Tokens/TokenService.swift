@@ -228,6 +228,7 @@ public final class TokenService: Sendable {
         tokens.publish { lifecycle in
             refreshToken = lifecycle.heldRefreshToken
             lifecycle.forget()
+            lifecycle.retryResolutionNow()
             return true
         }
         logins.cancel(identity: tokens.identity.name)

@@ -110,7 +110,7 @@ final class AutoConfigTests: XCTestCase {
         let table: [(upstream: String, name: String)] = [
             ("https://api.example.com", "auto-api.example.com"),
             ("https://api.example.com:443/", "auto-api.example.com"),
-            ("http://api.example.com:8080", "auto-api.example.com-8080"),
+            ("https://api.example.com:8080", "auto-api.example.com-8080"),
             ("https://api.example.com:80", "auto-api.example.com-80"),
             ("https://api.example.com/v1/mcp/", "auto-api.example.com-v1-mcp"),
             ("http://[::1]:9001/mcp", "auto-__1-9001-mcp"),
@@ -124,6 +124,27 @@ final class AutoConfigTests: XCTestCase {
         }
     }
 
+    func testALongNameIsCutTo100CharactersEndingInTheUpstreamsHash() throws {
+        let segment = String(repeating: "a", count: 40)
+        let long = "https://api.example.com/\(segment)/\(segment)/x"
+        let cut = "auto-api.example.com-\(segment)-\(segment)-x"
+        XCTAssertEqual(cut.count, 104)
+        // The hash: the first 4 bytes of SHA-256("https://api.example.com/aaa…/aaa…/x"), in hex.
+        let table: [(upstream: String, name: String)] = [
+            ("https://api.example.com/\(segment)/\(String(segment.dropLast(2)))", "auto-api.example.com-\(segment)-\(String(segment.dropLast(2)))"),
+            (long, String(cut.prefix(91)) + "-d1508756"),
+            (long + "y", String(cut.prefix(91)) + "-6c290ddd"),
+        ]
+        for (upstream, name) in table {
+            let route = #"{ "upstream": "\#(upstream)", "identity": "auto" }"#
+            let names = try decodeConfig(config(routes: [route])).identities.keys.sorted()
+            XCTAssertEqual(names, [name], upstream)
+            XCTAssertLessThanOrEqual(names.first?.count ?? 0, 100)
+        }
+        XCTAssertEqual(table[0].name.count, 100, "100 characters are kept whole")
+        XCTAssertNotEqual(table[1].name, table[2].name, "upstreams cut the same get different names")
+    }
+
     func testAutoKeyRefusals() {
         let table: [(auto: String, expected: [String])] = [
             (#""allowedIssuer": ["https://idp.example.com"]"#, [#"$.auto.allowedIssuer: unknown key "allowedIssuer" (did you mean "allowedIssuers"?)"#]),
@@ -135,6 +156,11 @@ final class AutoConfigTests: XCTestCase {
             (#""allowedIssuers": ["https://idp.example.com#a"]"#, [#"$.auto.allowedIssuers[0]: a fragment (#…) is not allowed in "https://idp.example.com#a""#]),
             (#""allowedIssuers": ["idp.example.com"]"#, [#"$.auto.allowedIssuers[0]: "idp.example.com" is not an absolute URL (expected http://… or https://…)"#]),
             (#""allowedIssuers": ["https://a.example", "https://a.example"]"#, [#"$.auto.allowedIssuers[1]: "https://a.example" is listed twice"#]),
+            (#""allowedIssuers": ["HTTPS://idp.example.com"]"#, [#"$.auto.allowedIssuers[0]: "HTTPS://idp.example.com" is not in canonical form (lowercase scheme and host, no default port, no trailing slash after a path): write "https://idp.example.com", as the server publishes its issuer"#]),
+            (#""allowedIssuers": ["https://IdP.Example.com/realms/A"]"#, [#"$.auto.allowedIssuers[0]: "https://IdP.Example.com/realms/A" is not in canonical form (lowercase scheme and host, no default port, no trailing slash after a path): write "https://idp.example.com/realms/A", as the server publishes its issuer"#]),
+            (#""allowedIssuers": ["https://idp.example.com:443"]"#, [#"$.auto.allowedIssuers[0]: "https://idp.example.com:443" is not in canonical form (lowercase scheme and host, no default port, no trailing slash after a path): write "https://idp.example.com", as the server publishes its issuer"#]),
+            (#""allowedIssuers": ["https://idp.example.com/realms/a/"]"#, [#"$.auto.allowedIssuers[0]: "https://idp.example.com/realms/a/" is not in canonical form (lowercase scheme and host, no default port, no trailing slash after a path): write "https://idp.example.com/realms/a", as the server publishes its issuer"#]),
+            (#""allowedIssuers": ["http://LOCALHOST:9000"]"#, [#"$.auto.allowedIssuers[0]: "http://LOCALHOST:9000" is not in canonical form (lowercase scheme and host, no default port, no trailing slash after a path): write "http://localhost:9000", as the server publishes its issuer"#]),
             (#""clientName": """#, ["$.auto.clientName: must not be empty"]),
             (#""clientName": 3"#, ["$.auto.clientName: expected a string, got number"]),
             (#""clientAuth": "basic""#, [#"$.auto.clientAuth: expected one of "automatic", "none", "client_secret_basic" or "private_key_jwt", got "basic""#]),
@@ -154,14 +180,22 @@ final class AutoConfigTests: XCTestCase {
             XCTAssertEqual(describe(configErrors(config(auto: auto))), expected, auto)
         }
         XCTAssertEqual(describe(configErrors(#"{ "auto": true }"#)), ["$.auto: expected an object, got boolean"])
+        let canonical = #""allowedIssuers": ["https://idp.example.com", "https://tenant.example.com/", "https://idp.example.com:8443/realms/a", "http://[::1]:9000/as"]"#
+        XCTAssertEqual(try decodeConfig(config(auto: canonical)).auto?.allowedIssuers,
+                       ["https://idp.example.com", "https://tenant.example.com/", "https://idp.example.com:8443/realms/a", "http://[::1]:9000/as"])
     }
 
     func testAutoRouteRefusals() {
-        let other = #"{ "match": { "pathPrefix": "/b/" }, "upstream": "http://api.example.com", "identity": "auto" }"#
+        let secure = #"{ "upstream": "https://localhost", "identity": "auto" }"#
+        let other = #"{ "match": { "pathPrefix": "/b/" }, "upstream": "http://localhost", "identity": "auto" }"#
         let configured = #""auto-api.example.com": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecret": "s" }"#
         let table: [(json: String, expected: [String])] = [
             (config(listen: "127.0.0.1:0"), ["$.auto.redirectUri: the default redirect URI needs a fixed listen port (listen has port 0); set auto.redirectUri"]),
-            (config(routes: [Self.route, other]), [#"$.routes[1].identity: "auto" makes identity auto-api.example.com for http://api.example.com, the name routes[0] gets for https://api.example.com: one identity cannot stand for two upstreams; configure one of them as an identity of its own"#]),
+            (config(routes: [secure, other]), [#"$.routes[1].identity: "auto" makes identity auto-localhost for http://localhost, the name routes[0] gets for https://localhost: one identity cannot stand for two upstreams; configure one of them as an identity of its own"#]),
+            (config(routes: [#"{ "upstream": "http://api.example.com/mcp", "identity": "auto" }"#]),
+             [#"$.routes[0].identity: identity "auto" needs an https upstream (plain http only to a loopback host), not http://api.example.com/mcp"#]),
+            (config(routes: [#"{ "upstream": "http://10.0.0.5:8080", "identity": "auto" }"#]),
+             [#"$.routes[0].identity: identity "auto" needs an https upstream (plain http only to a loopback host), not http://10.0.0.5:8080"#]),
             (config(routes: [Self.route, #"{ "match": { "pathPrefix": "/b/" }, "upstream": "https://api.example.com/a-b", "identity": "auto" }"#,
                              #"{ "match": { "pathPrefix": "/c/" }, "upstream": "https://api.example.com/a/b", "identity": "auto" }"#]),
              [#"$.routes[2].identity: "auto" makes identity auto-api.example.com-a-b for https://api.example.com/a/b, the name routes[1] gets for https://api.example.com/a-b: one identity cannot stand for two upstreams; configure one of them as an identity of its own"#]),
@@ -172,6 +206,8 @@ final class AutoConfigTests: XCTestCase {
              [#"$.routes[0].identity: "auto" makes identity auto-api.example.com for https://api.example.com, but identities.auto-api.example.com is configured too; rename that identity"#]),
             (config(routes: [Self.route, #"{ "match": { "pathPrefix": "/b/" }, "upstream": "https://api.example.com", "identity": "auto", "tls": { "serverName": "x.example" } }"#]),
              ["$.routes[1].identity: routes[0] has the same upstream with other tls settings; the identity made for an upstream asks it with one TLS configuration: give the routes the same tls"]),
+            (config(routes: [#"{ "upstream": "https://api.example.com", "identity": "auto", "tls": { "insecureSkipVerify": true } }"#]),
+             [#"$.routes[0].identity: identity "auto" on a route with tls.insecureSkipVerify needs auto.allowedIssuers: the upstream's certificate is not verified, so whoever answers in its place could name any authorization server"#]),
             (config(routes: [Self.route], identities: #""auto": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecret": "s" }"#),
              [#"$.identities.auto: the identity name "auto" is reserved: a route with "identity": "auto" gets an identity made for its upstream; rename this one"#]),
             (#"{ "identities": { "auto": { "tokenUrl": "https://idp/token", "clientId": "c", "clientSecret": "s" } } }"#,
@@ -197,6 +233,9 @@ final class AutoConfigTests: XCTestCase {
         XCTAssertEqual(describe(configErrors(config(listen: listen, auto: #""allowedIssuers": ["https://idp.example.com"]"#))), [remoteUse])
         XCTAssertNoThrow(try decodeConfig(config(listen: listen, auto: #""allowRemoteUse": true, "allowedIssuers": ["https://idp.example.com"]"#)))
         XCTAssertNoThrow(try decodeConfig(config(auto: #""scope": "openid""#)), "on loopback any https issuer; no issuer needed for openid yet")
+        let unverified = #"{ "upstream": "https://api.example.com", "identity": "auto", "tls": { "insecureSkipVerify": true } }"#
+        XCTAssertNoThrow(try decodeConfig(config(auto: #""allowedIssuers": ["https://idp.example.com"]"#, routes: [unverified])),
+                         "an unverified upstream with the issuers listed")
     }
 
     func testAutoSettingsWithoutAnAutoRouteAreWarnedOf() throws {

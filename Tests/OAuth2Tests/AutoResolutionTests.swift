@@ -90,14 +90,15 @@ final class AutoResolutionTests: XCTestCase {
             ("www-authenticate", #"Bearer resource_metadata="https://meta.example.com/mcp", scope="mcp:read""#),
         ], body: "")
         let meta = HTTPURL(scheme: .https, host: "meta.example.com", path: "/mcp")
-        XCTAssertEqual(resolution.received(challenge, unixTime: 0), .fetch(meta, toResource: true))
+        XCTAssertEqual(resolution.received(challenge, unixTime: 0), .fetch(meta, toResource: false))
         XCTAssertEqual(resolution.received(metadata(), unixTime: 0), .fetch(openID, toResource: false))
         XCTAssertEqual(resolution.received(TokenEndpointReply(status: 404), unixTime: 0), .fetch(oauthServer, toResource: false))
         XCTAssertEqual(resolution.received(server(methods: #"["none", "client_secret_basic"]"#), unixTime: 0), .loadClient(key))
         guard case .register(let request) = resolution.loaded(nil, unixTime: 5) else { return XCTFail("no registration") }
         XCTAssertEqual(request.tokenEndpointAuthMethod, "none")
-        XCTAssertEqual(request.scope, "mcp:read", "the challenge's scope")
+        XCTAssertEqual(request.scope, "mcp:read mcp:write", "the challenge's scope, and every one the resource supports")
         let done = try resolved(resolution.received(json(200, #"{"client_id": "pub-7", "token_endpoint_auth_method": "none"}"#), unixTime: 5))
+        XCTAssertEqual(done.identity.scope, "mcp:read", "the login asks for the challenge's scope")
         XCTAssertEqual(done.identity.clientAuth, .publicClient(id: "pub-7"))
         XCTAssertEqual(done.facts.resourceMetadataURL, "https://meta.example.com/mcp")
         XCTAssertEqual(done.facts.resourceMetadataSource, .challenge)
@@ -156,21 +157,92 @@ final class AutoResolutionTests: XCTestCase {
                        .fetch(openID, toResource: false), "allowedIssuers' order wins over the resource's")
         XCTAssertEqual(resolution.received(server(), unixTime: 0), .loadClient(key))
         guard case .register(let request) = resolution.loaded(nil, unixTime: 0) else { return XCTFail("no registration") }
-        XCTAssertEqual(request.scope, "custom")
+        XCTAssertEqual(request.scope, "custom mcp:read mcp:write")
         let done = try resolved(resolution.received(json(201, #"{"client_id": "c", "client_secret": "s"}"#), unixTime: 0))
         XCTAssertEqual(done.facts.scopeSource, .configuration)
         XCTAssertEqual(done.facts.authorizationServerSource, .configuration)
     }
 
-    func testAChallengesResourceMetadataIsFetchedFirst() {
-        let challenge = BearerChallenge(resourceMetadata: "https://api.example.com/meta")
-        let resolution = AutoResolution(identity: autoIdentity(), challenge: challenge)
-        XCTAssertEqual(resolution.firstStep, .fetch(HTTPURL(scheme: .https, host: "api.example.com", path: "/meta"), toResource: true))
-        let insecure = AutoResolution(identity: autoIdentity(), challenge: BearerChallenge(resourceMetadata: "http://evil.example.com/m"))
-        XCTAssertEqual(insecure.firstStep, .failed(.insecureURL(what: "the resource_metadata of the resource's 401 challenge",
-                                                                url: "http://evil.example.com/m")))
-        let loopback = AutoResolution(identity: autoIdentity(), challenge: BearerChallenge(resourceMetadata: "http://127.0.0.1:9/m"))
-        XCTAssertEqual(loopback.firstStep, .fetch(HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/m"), toResource: true))
+    func testAChallengesResourceMetadataMustBeAnHTTPSURL() {
+        let answers: [(String, AutoResolution.Step)] = [
+            ("http://evil.example.com/m", .failed(.insecureURL(what: "the resource_metadata of the resource's 401 challenge",
+                                                               url: "http://evil.example.com/m"))),
+            ("http://127.0.0.1:9/m", .fetch(HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/m"), toResource: false)),
+            ("/relative", .failed(.invalidDocument(url: "/relative", reason: "the resource_metadata of the resource's 401 challenge is not "
+                                                   + #"an absolute http(s) URL: "/relative" is not an absolute URL (expected http://… or https://…)"#))),
+        ]
+        for (link, step) in answers {
+            var resolution = AutoResolution(identity: autoIdentity())
+            XCTAssertEqual(resolution.received(TokenEndpointReply(status: 404), unixTime: 0), .probe(resource))
+            let challenge = TokenEndpointReply(status: 401, headers: [("WWW-Authenticate", #"Bearer resource_metadata="\#(link)""#)], body: "")
+            XCTAssertEqual(resolution.received(challenge, unixTime: 0), step, link)
+        }
+    }
+
+    func testTheResourcesTLSSettingsAreUsedOnlyOnItsOwnSchemeHostAndPort() {
+        let answers: [(String, Bool)] = [
+            ("https://api.example.com/meta", true), ("https://API.example.com:443/meta", true),
+            ("https://api.example.com:8443/meta", false), ("https://meta.example.com/mcp", false),
+            ("http://127.0.0.1:9/m", false),
+        ]
+        for (link, toResource) in answers {
+            var resolution = AutoResolution(identity: autoIdentity())
+            XCTAssertEqual(resolution.received(TokenEndpointReply(status: 404), unixTime: 0), .probe(resource))
+            let challenge = TokenEndpointReply(status: 401, headers: [("WWW-Authenticate", #"Bearer resource_metadata="\#(link)""#)], body: "")
+            guard case .fetch(_, let asked) = resolution.received(challenge, unixTime: 0) else { XCTFail(link); continue }
+            XCTAssertEqual(asked, toResource, link)
+        }
+    }
+
+    func testTheProbeFindsTheResourceMetadataOnAnyChallenge() throws {
+        let headers: [[(String, String)]] = [
+            [("WWW-Authenticate", #"DPoP algs="ES256", Bearer resource_metadata="https://api.example.com/meta", scope="mcp:read""#)],
+            [("WWW-Authenticate", #"DPoP algs="ES256""#), ("WWW-Authenticate", #"Bearer resource_metadata="https://api.example.com/meta", scope="mcp:read""#)],
+            [("WWW-Authenticate", #"Bearer realm="x", DPoP resource_metadata="https://api.example.com/meta", scope="mcp:read""#)],
+            [("WWW-Authenticate", #"Bearer realm, Bearer resource_metadata="https://api.example.com/meta", scope="mcp:read""#)],
+        ]
+        for fields in headers {
+            var resolution = AutoResolution(identity: autoIdentity())
+            XCTAssertEqual(resolution.received(TokenEndpointReply(status: 404), unixTime: 0), .probe(resource))
+            let step = resolution.received(TokenEndpointReply(status: 401, headers: fields, body: ""), unixTime: 0)
+            guard step == .fetch(HTTPURL(scheme: .https, host: "api.example.com", path: "/meta"), toResource: true) else {
+                XCTFail("\(fields): \(step)")
+                continue
+            }
+            XCTAssertEqual(resolution.received(metadata(), unixTime: 0), .fetch(openID, toResource: false))
+            XCTAssertEqual(resolution.received(server(), unixTime: 0), .loadClient(key))
+            guard case .register = resolution.loaded(nil, unixTime: 0) else { XCTFail("no registration"); continue }
+            let done = try resolved(resolution.received(json(201, #"{"client_id": "c", "client_secret": "s"}"#), unixTime: 0))
+            XCTAssertEqual(done.identity.scope, "mcp:read", "the scope of the challenge that named the metadata: \(fields)")
+        }
+        XCTAssertEqual(BearerChallenge.resourceMetadataURL(in: [#"DPoP algs="ES256", Bearer resource_metadata="https://m.example/x""#]),
+                       "https://m.example/x")
+        XCTAssertNil(BearerChallenge.resourceMetadataURL(in: [#"Bearer realm="x", DPoP algs="ES256""#]))
+    }
+
+    func testTheMetadatasResourceAsWrittenIsTheRFC8707Resource() throws {
+        var resolution = AutoResolution(identity: autoIdentity())
+        XCTAssertEqual(resolution.received(metadata(resource: "https://API.example.com/mcp/"), unixTime: 0), .fetch(openID, toResource: false))
+        XCTAssertEqual(resolution.received(server(), unixTime: 0), .loadClient(key))
+        _ = resolution.loaded(nil, unixTime: 0)
+        let done = try resolved(resolution.received(json(201, #"{"client_id": "c", "client_secret": "s"}"#), unixTime: 0))
+        XCTAssertEqual(done.identity.resource, ["https://API.example.com/mcp/"])
+        XCTAssertEqual(done.facts.resource, "https://API.example.com/mcp/")
+    }
+
+    func testTheRegistrationAsksForEveryScopeTheResourceSupports() {
+        let identity = autoIdentity { $0.scope = "profile mcp:read" }
+        var resolution = AutoResolution(identity: identity)
+        XCTAssertEqual(resolution.received(metadata(scopes: #"["mcp:read", "mcp:admin"]"#), unixTime: 0), .fetch(openID, toResource: false))
+        XCTAssertEqual(resolution.received(server(), unixTime: 0), .loadClient(key))
+        guard case .register(let request) = resolution.loaded(nil, unixTime: 0) else { return XCTFail("no registration") }
+        XCTAssertEqual(request.scope, "profile mcp:read mcp:admin")
+        var none = AutoResolution(identity: autoIdentity())
+        _ = none.received(metadata(scopes: "[]"), unixTime: 0)
+        _ = none.received(server(), unixTime: 0)
+        guard case .register(let bare) = none.loaded(nil, unixTime: 0) else { return XCTFail("no registration") }
+        XCTAssertNil(bare.scope)
+        XCTAssertEqual(ClientRegistrationRequest.registeredScope(learnt: "a b", configured: "b c", supported: ["c", "d"]), "a b c d")
     }
 
     // MARK: The issue's negative list
@@ -221,7 +293,8 @@ final class AutoResolutionTests: XCTestCase {
             XCTAssertEqual(step, .failed(.noResourceMetadata(resource: "https://api.example.com/mcp", tried: [tried, what])))
             guard case .failed(let error) = step else { continue }
             XCTAssertTrue(error.needsConfiguration)
-            XCTAssertTrue(error.description.contains("give the route an identity of its own"), error.description)
+            XCTAssertTrue(error.description.hasPrefix("the resource server https://api.example.com/mcp published no protected resource metadata (RFC 9728)"), error.description)
+            XCTAssertTrue(error.description.contains("if it never will publish it, give the route an identity of its own"), error.description)
         }
     }
 
@@ -237,6 +310,37 @@ final class AutoResolutionTests: XCTestCase {
                        .failed(.noAllowedIssuer(offered: ["https://as.example.com"], allowed: ["https://trusted.example.com"])))
         var empty = AutoResolution(identity: autoIdentity())
         XCTAssertEqual(empty.received(metadata(servers: "[]"), unixTime: 0), .failed(.noAllowedIssuer(offered: [], allowed: [])))
+    }
+
+    func testAResourceElsewhereCannotSendTheRelayToAnIssuerOnThisMachineOrItsNetwork() {
+        for local in ["http://localhost:8080/realms/dev", "https://localhost/realms/dev", "https://127.0.0.1:8443", "https://[::1]",
+                      "https://10.1.2.3", "https://172.20.0.1", "https://192.168.1.1", "https://169.254.169.254",
+                      "https://[fd00::1]", "https://[fe80::1]", "https://[::ffff:10.0.0.1]", "https://0.0.0.0"] {
+            var resolution = AutoResolution(identity: autoIdentity())
+            XCTAssertEqual(resolution.received(metadata(servers: #"["\#(local)"]"#), unixTime: 0),
+                           .failed(.noAllowedIssuer(offered: [local], allowed: [])), local)
+        }
+        var skipping = AutoResolution(identity: autoIdentity())
+        XCTAssertEqual(skipping.received(metadata(servers: #"["https://192.168.0.9", "https://as.example.com"]"#), unixTime: 0),
+                       .fetch(openID, toResource: false), "the first issuer on a public host")
+        let step = AutoResolution.Step.failed(.noAllowedIssuer(offered: ["https://10.1.2.3"], allowed: []))
+        guard case .failed(let error) = step else { return }
+        XCTAssertTrue(error.description.contains("none of them https on a host outside this machine"), error.description)
+    }
+
+    func testAnIssuerOnThisMachineIsUsedWhenListedOrForAResourceThere() {
+        let devIssuer = "http://localhost:8080/realms/dev"
+        let devDiscovery = HTTPURL(scheme: .http, host: "localhost", port: 8080, path: "/realms/dev/.well-known/openid-configuration")
+        var listed = AutoResolution(identity: autoIdentity { $0.allowedIssuers = [devIssuer] })
+        XCTAssertEqual(listed.received(metadata(servers: #"["\#(devIssuer)"]"#), unixTime: 0), .fetch(devDiscovery, toResource: false))
+        let localResource = autoIdentity { $0.resource = HTTPURL(scheme: .http, host: "127.0.0.1", port: 9000, path: "/mcp") }
+        var local = AutoResolution(identity: localResource)
+        XCTAssertEqual(local.received(metadata(resource: "http://127.0.0.1:9000/mcp", servers: #"["\#(devIssuer)"]"#), unixTime: 0),
+                       .fetch(devDiscovery, toResource: false))
+        let privateResource = autoIdentity { $0.resource = HTTPURL(scheme: .https, host: "10.0.0.5", path: "/mcp") }
+        var lan = AutoResolution(identity: privateResource)
+        XCTAssertEqual(lan.received(metadata(resource: "https://10.0.0.5/mcp", servers: #"["https://10.0.0.6"]"#), unixTime: 0),
+                       .fetch(HTTPURL(scheme: .https, host: "10.0.0.6", path: "/.well-known/openid-configuration"), toResource: false))
     }
 
     func testUnreachableAndOverloadedServersAreTemporary() {

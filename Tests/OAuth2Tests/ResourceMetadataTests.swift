@@ -64,11 +64,35 @@ final class ResourceMetadataTests: XCTestCase {
         XCTAssertNoThrow(try read(#"{"resource": "https://API.example.com:443/mcp"}"#))
         let loopback = HTTPURL(scheme: .http, host: "127.0.0.1", port: 8080, path: "/r", query: "a=1")
         XCTAssertNoThrow(try read(#"{"resource": "http://127.0.0.1:8080/r?a=1"}"#, expected: loopback))
-        for different in ["https://api.example.com/mcp/", "https://api.example.com/MCP", "https://api.example.com/x/../mcp",
+        for different in ["https://api.example.com/MCP", "https://api.example.com/x/../mcp",
                           "http://api.example.com/mcp", "https://api.example.com:8443/mcp", "https://other.example.com/mcp",
                           "https://api.example.com/mcp?x=1", "https://api.example.com/mcp#f", "api.example.com/mcp"] {
             XCTAssertEqual(try refusal(#"{"resource": "\#(different)"}"#),
                            .resourceMismatch(url: url, expected: "https://api.example.com/mcp", found: different), different)
+        }
+    }
+
+    func testATrailingSlashIsNoDifference() throws {
+        // The upstream URL is kept without its trailing slash: "https://api.example.com/mcp/" is this one.
+        for same in ["https://api.example.com/mcp/", "https://api.example.com/mcp"] {
+            XCTAssertEqual(try read(#"{"resource": "\#(same)"}"#).resource, same, "kept as written, for RFC 8707")
+        }
+        XCTAssertEqual(try refusal(#"{"resource": "https://api.example.com/mcp/x"}"#),
+                       .resourceMismatch(url: url, expected: "https://api.example.com/mcp", found: "https://api.example.com/mcp/x"))
+    }
+
+    func testPathsAreComparedAfterPercentEncodingNormalization() throws {
+        let tilde = HTTPURL(scheme: .https, host: "api.example.com", path: "/~mcp")
+        for same in ["https://api.example.com/%7Emcp", "https://api.example.com/%7emcp", "https://api.example.com/~mcp"] {
+            XCTAssertNoThrow(try read(#"{"resource": "\#(same)"}"#, expected: tilde), same)
+        }
+        let slash = HTTPURL(scheme: .https, host: "api.example.com", path: "/a%2Fb")
+        for same in ["https://api.example.com/a%2fb", "https://api.example.com/a%2Fb", "https://api.example.com/%61%2fb"] {
+            XCTAssertNoThrow(try read(#"{"resource": "\#(same)"}"#, expected: slash), same)
+        }
+        for different in ["https://api.example.com/a/b", "https://api.example.com/a%2Fc"] {
+            XCTAssertEqual(try refusal(#"{"resource": "\#(different)"}"#, expected: slash),
+                           .resourceMismatch(url: url, expected: "https://api.example.com/a%2Fb", found: different), different)
         }
     }
 

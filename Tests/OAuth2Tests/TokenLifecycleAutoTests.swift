@@ -27,6 +27,11 @@ final class TokenLifecycleAutoTests: XCTestCase {
                             key: key, newlyRegistered: true, facts: facts)
     }
 
+    private func sleepUntil(_ action: TokenAction) -> Double? {
+        if case .sleep(let due) = action { return due }
+        return nil
+    }
+
     private func isResolve(_ action: TokenAction) -> Bool {
         if case .resolve = action { return true }
         return false
@@ -88,18 +93,43 @@ final class TokenLifecycleAutoTests: XCTestCase {
         guard case .sleep = lifecycle.nextAction(at: 0) else { return XCTFail("tried again later: the servers may be fixed") }
     }
 
-    func testOnlyConfigurationCanHelpAnswers502NeedsConfigurationAndStops() {
+    func testOnlyConfigurationCanHelpAnswers502NeedsConfigurationAndRetriesAfterTenMinutesDoublingToAnHour() {
         var lifecycle = makeLifecycle(autoIdentity())
         _ = lifecycle.nextAction(at: 0)
         let error = AutoSetupError.noResourceMetadata(resource: "https://api.example.com/mcp", tried: ["404"])
         lifecycle.resolutionFailed(error, at: 0)
-        XCTAssertEqual(lifecycle.decision(at: 0),
-                       .fail(TokenUnavailable(identity: "auto-api.example.com-mcp", reason: .needsConfiguration, detail: error.description)))
+        let problem = TokenDecision.fail(TokenUnavailable(identity: "auto-api.example.com-mcp", reason: .needsConfiguration,
+                                                          detail: error.description))
+        XCTAssertEqual(lifecycle.decision(at: 0), problem)
         XCTAssertEqual(lifecycle.status(at: 0).state, .needsConfiguration)
         XCTAssertEqual(lifecycle.status(at: 0).lastErrorCode, "no_resource_metadata")
-        for now in [0.0, 3600, 86400] {
-            guard case .idle = lifecycle.nextAction(at: now) else { return XCTFail("resolution ran again without a new configuration") }
+        var ended = 0.0
+        for delay in [600.0, 1200, 2400, 3600, 3600] {
+            XCTAssertEqual(sleepUntil(lifecycle.nextAction(at: ended)), ended + delay)
+            XCTAssertEqual(sleepUntil(lifecycle.nextAction(at: ended + delay - 1)), ended + delay)
+            XCTAssertTrue(isResolve(lifecycle.nextAction(at: ended + delay)), "tried again after \(delay) s")
+            XCTAssertEqual(lifecycle.decision(at: ended + delay), problem, "the problem is served while it tries again")
+            XCTAssertEqual(lifecycle.status(at: ended + delay).state, .needsConfiguration)
+            ended += delay + 5
+            lifecycle.resolutionFailed(error, at: ended)
         }
+    }
+
+    func testAReloadOrALogoutRetriesAtOnceAndASuccessEndsIt() {
+        var lifecycle = makeLifecycle(autoIdentity())
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.resolutionFailed(.registrationUnsupported(issuer: issuer), at: 0)
+        XCTAssertEqual(sleepUntil(lifecycle.nextAction(at: 10)), 600)
+        lifecycle.retryResolutionNow()
+        XCTAssertTrue(isResolve(lifecycle.nextAction(at: 10)), "at once")
+        lifecycle.retryResolutionNow()
+        guard case .idle = lifecycle.nextAction(at: 10) else { return XCTFail("one resolution at a time") }
+        lifecycle.resolutionFailed(.unavailable(url: "https://api.example.com/mcp", reason: "down", retryAfter: nil), at: 10)
+        XCTAssertEqual(lifecycle.status(at: 10).state, .failing, "a temporary failure backs off as any other")
+        XCTAssertTrue(isResolve(lifecycle.nextAction(at: 100)))
+        lifecycle.resolved(learnt())
+        lifecycle.retryResolutionNow()
+        XCTAssertFalse(lifecycle.needsResolution, "nothing to retry once resolved")
     }
 
     func testAnUnknownClientIsDroppedAndTheChainRunsAgain() throws {

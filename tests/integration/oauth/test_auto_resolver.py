@@ -2,11 +2,13 @@
 cannot be made to answer, against a scripted stub that is the protected resource and its
 authorization server at once: a registration endpoint answering 400 `invalid_client_metadata`,
 a 200 without `client_id`, a registration endpoint over plain http on a host that is not loopback,
-and resource metadata naming another resource. Also what needs an answer a real server gives only
-when made to: a token endpoint answering `invalid_client` to the registered client (registered
-again), a step-up's scope kept with the registration across a restart, the registration shared
-by two relays through Redis, and an RFC 7592 deletion slower than the CLI's usual wait. The happy
-path (and the refusals Glewlwyd can give) are test_auto_identity.py's.
+and resource metadata naming another resource; a probe whose `resource_metadata` is on a Bearer
+challenge after a DPoP one; and `needs-configuration` tried again at once on a logout and on an
+unchanged reload. Also what needs an answer a real server gives only when made to: a token
+endpoint answering `invalid_client` to the registered client (registered again), a step-up's
+scope kept with the registration across a restart, the registration shared by two relays through
+Redis, and an RFC 7592 deletion slower than the CLI's usual wait. The happy path (and the
+refusals Glewlwyd can give) are test_auto_identity.py's.
 
 The stub verifies every request it receives: the paths in the chain's order (RFC 9728 §3.1's
 well-known URL, the OpenID Connect document, RFC 8414's, the registration), `Accept:
@@ -50,11 +52,15 @@ class AutoStub:
 
     def __init__(self, registration: tuple[int, dict] | list[tuple[int, dict]], metadata_resource: str | None = None,
                  registration_endpoint: str | None = None, tokens: list[tuple[int, dict]] | None = None,
-                 delete_delay: float = 0) -> None:
+                 delete_delay: float = 0, well_known: bool = True, probe: tuple[int, list[str]] = (404, [])) -> None:
         self.registrations = list(registration) if isinstance(registration, list) else [registration]
         self.tokens = list(tokens or [])
         self.insufficient: dict[str, str] = {}
         self.delete_delay = delete_delay
+        # Whether RFC 9728 §3.1's well-known URL serves the metadata (else 404; `/meta` always does).
+        self.well_known = well_known
+        # What the resource `/mcp` answers a GET without a token: status and WWW-Authenticate values.
+        self.probe = probe
         self.requests: list[dict] = []
         self.lock = threading.Lock()
         stub = self
@@ -65,11 +71,11 @@ class AutoStub:
             def log_message(self, *args) -> None:  # no access log on stderr
                 pass
 
-            def answer(self, status: int, body: dict | None, headers: tuple = ()) -> None:
+            def answer(self, status: int, body: dict | None, challenges: list[str] = ()) -> None:
                 data = json.dumps(body).encode() if body is not None else b""
                 self.send_response(status)
-                for name, value in headers:
-                    self.send_header(name, value)
+                for challenge in challenges:
+                    self.send_header("WWW-Authenticate", challenge)
                 if body is not None:
                     self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -87,7 +93,10 @@ class AutoStub:
 
             def do_GET(self) -> None:
                 self.record()
-                if self.path == "/.well-known/oauth-protected-resource/mcp":
+                if self.path == "/mcp":
+                    status, challenges = stub.probe
+                    return self.answer(status, {"probe": True}, [c.replace("{issuer}", stub.issuer) for c in challenges])
+                if self.path == "/meta" or self.path == "/.well-known/oauth-protected-resource/mcp" and stub.well_known:
                     return self.answer(200, {"resource": stub.metadata_resource, "authorization_servers": [stub.issuer],
                                              "scopes_supported": ["mcp.read"]})
                 if self.path == "/.well-known/oauth-authorization-server":
@@ -102,7 +111,7 @@ class AutoStub:
                     token = self.headers.get("Authorization", "").removeprefix("Bearer ")
                     if token in stub.insufficient:
                         challenge = f'Bearer error="insufficient_scope", scope="{stub.insufficient[token]}"'
-                        return self.answer(403, {"error": "insufficient_scope"}, headers=(("WWW-Authenticate", challenge),))
+                        return self.answer(403, {"error": "insufficient_scope"}, [challenge])
                     return self.answer(200, {"token": token})
                 self.answer(404, {"error": "not_found"})
 
@@ -512,3 +521,73 @@ def test_logout_forget_client_waits_for_a_deletion_slower_than_the_usual_admin_w
     deletion, = received(stub, "DELETE", "/register/client-one")
     assert deletion["headers"].get("authorization") == f"Bearer {access}" and deletion["body"] == b"", deletion
     assert not list((tmp_path / "token-store").glob("client-*")), "the registration is still kept"
+
+
+# ---------------------------------------------------------------------------------------------
+# The probe, and retrying what only configuration seemed able to fix.
+
+def assert_requests(stub: AutoStub, expected: list[tuple[str, str]]) -> None:
+    """The stub received exactly `expected` (method, path) in order, each GET without a credential
+    (the probe of `/mcp` too: it carries no token), with `Accept: application/json` on every GET of
+    a JSON document, and each registration as assert_chain checks it (the members it sends)."""
+    seen = stub.recorded()
+    assert [(r["method"], r["path"]) for r in seen] == expected, [(r["method"], r["path"]) for r in seen]
+    for request in seen:
+        headers = request["headers"]
+        assert headers["host"] == f"{LOOPBACK}:{stub.port}", headers
+        assert request["body"] == b"" or request["method"] == "POST", request
+        if request["method"] == "GET":
+            assert "authorization" not in headers and "cookie" not in headers and "dpop" not in headers, headers
+            if request["path"] != "/mcp":
+                assert headers.get("accept") == "application/json", headers
+            continue
+        assert headers.get("content-type") == "application/json" and headers.get("accept") == "application/json", headers
+        assert "authorization" not in headers, headers
+        body = json.loads(request["body"])
+        assert body["grant_types"] == ["authorization_code", "refresh_token"] and body["response_types"] == ["code"], body
+        assert body["token_endpoint_auth_method"] == "none" and body["scope"] == "mcp.read", body
+        assert body["client_name"] == "oauth-relay" and len(body["redirect_uris"]) == 1, body
+        assert body["redirect_uris"][0].endswith(CALLBACK_PATH), body
+        assert set(body) == {"client_name", "redirect_uris", "grant_types", "response_types", "token_endpoint_auth_method", "scope"}, body
+
+
+WELL_KNOWN = ("GET", "/.well-known/oauth-protected-resource/mcp")
+PROBE = ("GET", "/mcp")
+DISCOVERY = [("GET", "/.well-known/openid-configuration"), ("GET", "/.well-known/oauth-authorization-server")]
+
+
+def test_the_probe_reads_resource_metadata_from_a_bearer_challenge_after_a_dpop_one(start_relay, auto_stub, tmp_path):
+    stub = auto_stub(registration=(400, {"error": "invalid_client_metadata"}), well_known=False,
+                     probe=(401, ['DPoP algs="ES256", Bearer resource_metadata="{issuer}/meta", scope="mcp.read"']))
+    relay, admin, name = start_auto_relay(start_relay, stub, tmp_path)
+    view = identity_view(admin, name)
+    assert view["lastError"]["code"] == "registration_refused", view
+    assert_requests(stub, [WELL_KNOWN, PROBE, ("GET", "/meta"), *DISCOVERY, ("POST", "/register")])
+
+
+def test_needs_configuration_is_tried_again_at_once_on_a_logout_and_on_an_unchanged_reload(start_relay, auto_stub, tmp_path):
+    stub = auto_stub(registration=(201, {"client_id": "c-after-reload", "token_endpoint_auth_method": "none"}), well_known=False,
+                     probe=(200, []))
+    relay, admin, name = start_auto_relay(start_relay, stub, tmp_path)
+    view = identity_view(admin, name)
+    assert view["state"] == "needs-configuration", view
+    assert view["lastError"]["code"] == "no_resource_metadata", view
+    assert "published no protected resource metadata" in view["lastError"]["description"], view
+    problem = assert_problem(get(relay, "/mcp/tools"), 502)
+    assert problem["type"].endswith("needs-configuration"), problem
+    assert_requests(stub, [WELL_KNOWN, PROBE])
+
+    # A logout asks again at once (the long retry is 10 minutes away).
+    assert admin.request("DELETE", f"/identities/{name}/token").status == 204
+    wait_until(lambda: len(stub.recorded()) >= 4, RESOLVE_SECONDS, "the chain run again after the logout")
+    wait_until(lambda: identity_view(admin, name)["state"] == "needs-configuration", RESOLVE_SECONDS, "needs-configuration again")
+    assert_requests(stub, [WELL_KNOWN, PROBE] * 2)
+
+    # The resource now publishes its metadata: a reload of the same file resolves the identity.
+    stub.well_known = True
+    admin.reload_applied()
+    wait_until(lambda: identity_view(admin, name).get("auto"), RESOLVE_SECONDS, "the identity resolved after the reload")
+    view = identity_view(admin, name)
+    assert view["auto"]["clientId"] == "c-after-reload", view
+    assert view["state"] != "needs-configuration", view
+    assert_requests(stub, [WELL_KNOWN, PROBE] * 2 + [WELL_KNOWN, *DISCOVERY, ("POST", "/register")])
