@@ -58,12 +58,25 @@ public struct IDTokenCheck: Sendable, Equatable {
         if let authorizedParty, authorizedParty != clientId {
             throw .rejected("the azp claim is not the client id \"\(clientId)\"")
         }
-        if let maxAge, let authTime = claims["auth_time"]?.integer, unixTime - authTime > Int64(maxAge) + leewaySeconds {
-            throw .rejected("the person authenticated \(unixTime - authTime) s before, longer ago than the max_age of \(maxAge) s "
-                                + "the upstream asked for")
+        if let maxAge, let authTime = claims["auth_time"]?.integer {
+            // Saturating: neither a huge max_age nor an auth_time far in the past or future may trap.
+            let age = Self.saturating(unixTime.subtractingReportingOverflow(authTime), sign: authTime < 0 ? 1 : -1)
+            let allowed = Self.saturating(Int64(clamping: maxAge).addingReportingOverflow(leewaySeconds), sign: 1)
+            if age > allowed {
+                throw .rejected("the person authenticated \(age) s before, longer ago than the max_age of \(maxAge) s "
+                                    + "the upstream asked for")
+            }
         }
         return LoginSubject(subject: subject, preferredUsername: claims["preferred_username"]?.string,
                             email: claims["email"]?.string, name: claims["name"]?.string)
+    }
+}
+
+extension IDTokenCheck {
+    /// An operation's value, or the bound of `Int64` on the side of `sign` when it overflowed.
+    static func saturating(_ result: (partialValue: Int64, overflow: Bool), sign: Int) -> Int64 {
+        guard result.overflow else { return result.partialValue }
+        return sign < 0 ? .min : .max
     }
 }
 
