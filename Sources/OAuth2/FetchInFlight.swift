@@ -19,7 +19,7 @@ struct FetchInFlight: Sendable {
         case rebuildable(TokenRequest.Purpose, requested: Bool)
         /// A browser login's code exchange, with who its ID token names once checked
         /// (`TokenLifecycle.loggedIn(as:)`).
-        case codeExchange(CodeExchange, subject: String?)
+        case codeExchange(CodeExchange, subject: LoginSubject?)
         /// A device login's poll of the token endpoint.
         case devicePoll(TokenRequest)
     }
@@ -62,14 +62,21 @@ struct FetchInFlight: Sendable {
         return nil
     }
 
-    /// A code exchange's checked subject.
+    /// A code exchange's checked subject (its display name).
     var subject: String? {
-        if case .codeExchange(_, let subject) = kind { return subject }
+        if case .codeExchange(_, let subject) = kind { return subject?.displayName }
+        return nil
+    }
+
+    /// How the person of a code exchange authenticated, as its checked ID token says (nil: no
+    /// ID token was checked).
+    var authentication: LoginAuthentication? {
+        if case .codeExchange(_, let subject) = kind { return subject?.authentication }
         return nil
     }
 
     /// The ID token of a code exchange named `who`; other fetches have no ID token.
-    mutating func loggedIn(as who: String?) {
+    mutating func loggedIn(as who: LoginSubject?) {
         if case .codeExchange(let exchange, _) = kind { kind = .codeExchange(exchange, subject: who) }
     }
 }

@@ -68,7 +68,8 @@ public struct IDTokenCheck: Sendable, Equatable {
             }
         }
         return LoginSubject(subject: subject, preferredUsername: claims["preferred_username"]?.string,
-                            email: claims["email"]?.string, name: claims["name"]?.string)
+                            email: claims["email"]?.string, name: claims["name"]?.string,
+                            authentication: LoginAuthentication(acr: claims["acr"]?.string, authTime: claims["auth_time"]?.integer))
     }
 }
 
@@ -103,12 +104,16 @@ public struct LoginSubject: Sendable, Equatable, CustomStringConvertible {
     public let preferredUsername: String?
     public let email: String?
     public let name: String?
+    /// How the person authenticated, as the ID token says (what a step-up login must show).
+    public let authentication: LoginAuthentication
 
-    public init(subject: String, preferredUsername: String? = nil, email: String? = nil, name: String? = nil) {
+    public init(subject: String, preferredUsername: String? = nil, email: String? = nil, name: String? = nil,
+                authentication: LoginAuthentication = LoginAuthentication()) {
         self.subject = subject
         self.preferredUsername = preferredUsername
         self.email = email
         self.name = name
+        self.authentication = authentication
     }
 
     /// What to call the person: `preferred_username`, else `email`, else `sub`.
@@ -117,4 +122,18 @@ public struct LoginSubject: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { displayName }
+}
+
+/// How a person authenticated at a login, from its checked ID token (OpenID Connect Core §2):
+/// what a step-up asking for `acr_values` or `max_age` needs shown (`StepUpVerdict`).
+public struct LoginAuthentication: Sendable, Equatable {
+    /// `acr`: the authentication context class the IdP says it satisfied.
+    public var acr: String?
+    /// `auth_time`: when the person authenticated (Unix seconds).
+    public var authTime: Int64?
+
+    public init(acr: String? = nil, authTime: Int64? = nil) {
+        self.acr = acr
+        self.authTime = authTime
+    }
 }

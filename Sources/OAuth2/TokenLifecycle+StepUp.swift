@@ -16,6 +16,9 @@ extension TokenLifecycle {
         if let value, let held = token, held.value != value { return .alreadyGranted }
         login.stepUps.expire(at: now)
         if login.stepUps.isDeclined(stepUp) { return .declined }
+        // The token a step-up login brought, refused for what that login asked: another login
+        // would bring the same token (an IdP that grants no more, an upstream that wants more).
+        if login.stepUps.answers(stepUp, at: now) { return .declined }
         if stepUp.acrValues.isEmpty, stepUp.maxAge == nil {
             // RFC 6749 §5.1: a token answer without `scope` was granted the scope asked for.
             let granted = Set((token?.scope ?? identity.scope ?? "").split(separator: " ").map(String.init))
@@ -57,22 +60,25 @@ extension TokenLifecycle {
         return true
     }
 
-    /// A login's fetch (`purpose`) brought a token. A browser login that carried a step-up
-    /// (`carried`) makes its scope the identity's, and ends the pending step-up it answers; a
-    /// device login answers the pending one (its authorization asked for it).
-    mutating func stepUpAnswered(by purpose: TokenRequest.Purpose?, carried: StepUp?) {
-        switch purpose {
-        case .grant(.authorizationCode)?:
-            guard let carried else { return }
-            identity.scope = carried.widening(identity.scope)
-            if let pending = login.stepUps.pending?.stepUp, pending.acrValues == carried.acrValues, pending.maxAge == carried.maxAge,
-               Set(carried.scope).isSuperset(of: pending.scope) {
-                _ = login.stepUps.granted()
-            }
-        case .grant(.deviceCode)?:
-            if let answered = login.stepUps.granted() { identity.scope = answered.widening(identity.scope) }
-        default:
-            return
+    /// A login's fetch brought `response`'s token at `now`. A browser login that carried a
+    /// step-up, or a device login while one is pending, is judged against it
+    /// (`StepUpVerdict`): the identity's scope widens by the asked scopes the token was granted
+    /// (and for an auto identity is kept with its registration); a step-up the token meets is
+    /// over, one it does not meet is declined (the same challenge then goes to the client).
+    mutating func stepUpAnswered(by fetch: FetchInFlight?, response: TokenResponse, at now: Double) {
+        let carried: StepUp?
+        switch fetch?.purpose {
+        case .grant(.authorizationCode)?: carried = fetch?.stepUp
+        case .grant(.deviceCode)?: carried = login.stepUps.pending?.stepUp
+        default: return
+        }
+        guard let carried else { return }
+        let verdict = StepUpVerdict(asked: carried, grantedScope: response.scope, authentication: fetch?.authentication)
+        identity.scope = verdict.granted.widening(identity.scope)
+        if verdict.unmet == nil {
+            login.stepUps.met(carried, at: now)
+        } else {
+            login.stepUps.unmet(carried)
         }
     }
 

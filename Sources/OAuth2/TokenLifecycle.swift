@@ -232,7 +232,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             return
         }
         held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity)
-        stepUpAnswered(by: fetch?.purpose, carried: fetch?.stepUp)
+        stepUpAnswered(by: fetch, response: response, at: now)
         login.tokenArrived(from: fetch)
         failures.streakEnded()
     }

@@ -118,7 +118,55 @@ final class TokenLifecycleStepUpTests: XCTestCase {
         XCTAssertEqual(lifecycle.identity.scope, "openid orders.read orders.write")
         XCTAssertEqual(nextAuthorization(&lifecycle, at: 7).pairs.filter { $0.name == "scope" }.map(\.value),
                        ["openid orders.read orders.write"], "a later login asks for the scope granted")
-        XCTAssertEqual(lifecycle.stepUp(writeScope, token: "at-2", at: 8), .alreadyGranted, "the same challenge now is a refusal")
+        XCTAssertEqual(lifecycle.stepUp(writeScope, token: "at-2", at: 8), .declined,
+                       "the same challenge to the token the step-up brought goes to the client: no second login")
+    }
+
+    /// The step-up login for `stepUp` at time 3 whose ID token showed `authentication` (nil: no
+    /// ID token checked) brings token `at-2` with `scope` at time 5.
+    private func steppedUp(_ stepUp: StepUp, scope: String?, authentication: LoginAuthentication?) -> TokenLifecycle {
+        var lifecycle = loggedIn(browserIdentity())
+        guard case .loginNeeded = lifecycle.stepUp(stepUp, token: "at-1", at: 2) else { XCTFail("a login is needed"); return lifecycle }
+        XCTAssertTrue(lifecycle.codeReceived(Secret("code-2"), login: nextAuthorization(&lifecycle, at: 3).login))
+        _ = lifecycle.nextAction(at: 4)
+        if let authentication { lifecycle.loggedIn(as: LoginSubject(subject: "alice", authentication: authentication)) }
+        lifecycle.fetchSucceeded(TokenResponse(accessToken: Secret("at-2"), expiresIn: 3000, refreshToken: Secret("rt-2"), scope: scope), at: 5)
+        XCTAssertEqual(lifecycle.injected(at: 6), "at-2", "the token is taken whatever it was granted")
+        XCTAssertNil(lifecycle.pendingStepUp(at: 6))
+        return lifecycle
+    }
+
+    func testAStepUpLoginGrantedLessScopeIsDeclinedAndWidensTheScopeOnlyByWhatWasGranted() {
+        let asked = StepUp(scope: ["orders.write", "orders.admin"])
+        var lifecycle = steppedUp(asked, scope: "openid orders.read orders.write", authentication: nil)
+        XCTAssertEqual(lifecycle.identity.scope, "openid orders.read orders.write", "orders.admin was not granted")
+        XCTAssertEqual(lifecycle.stepUp(asked, token: "at-2", at: 7), .declined, "the same challenge goes to the client")
+        XCTAssertEqual(lifecycle.decision(at: 7), .inject(lifecycle.token!))
+    }
+
+    func testAnAcrStepUpIsDeclinedUnlessTheIDTokenNamesAnAcrAskedFor() {
+        let stronger = StepUp(acrValues: ["urn:mfa", "urn:hw"])
+        for shown in [nil, LoginAuthentication(), LoginAuthentication(acr: "urn:pwd")] {
+            var lifecycle = steppedUp(stronger, scope: nil, authentication: shown)
+            XCTAssertEqual(lifecycle.stepUp(stronger, token: "at-2", at: 7), .declined, "\(String(describing: shown))")
+            XCTAssertEqual(lifecycle.stepUp(stronger, token: "at-2", at: 9000), .declined, "remembered: \(String(describing: shown))")
+        }
+        var met = steppedUp(stronger, scope: nil, authentication: LoginAuthentication(acr: "urn:hw"))
+        XCTAssertEqual(met.stepUp(stronger, token: "at-2", at: 7), .declined, "no second login for the token that met it")
+        guard case .loginNeeded = met.stepUp(StepUp(acrValues: ["urn:hw"]), token: "at-2", at: 8) else {
+            return XCTFail("another class is another step-up")
+        }
+    }
+
+    func testAMaxAgeStepUpIsDeclinedWithoutAnAuthTimeAndAnsweredForMaxAgeWithOne() {
+        let fresher = StepUp(maxAge: 60)
+        var unshown = steppedUp(fresher, scope: nil, authentication: LoginAuthentication(acr: "urn:pwd"))
+        XCTAssertEqual(unshown.stepUp(fresher, token: "at-2", at: 500), .declined, "no auth_time: remembered as declined")
+        var shown = steppedUp(fresher, scope: nil, authentication: LoginAuthentication(authTime: 1_700_000_000))
+        XCTAssertEqual(shown.stepUp(fresher, token: "at-2", at: 64), .declined, "the login is younger than max_age")
+        guard case .loginNeeded = shown.stepUp(fresher, token: "at-2", at: 66) else {
+            return XCTFail("older than max_age: a fresher login is needed again")
+        }
     }
 
     func testAStepUpTheTokenWasGrantedAlreadyIsARefusalLikeAnyOther() {
