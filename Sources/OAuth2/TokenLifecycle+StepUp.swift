@@ -14,6 +14,8 @@ extension TokenLifecycle {
     public mutating func stepUp(_ stepUp: StepUp, token value: String? = nil, at now: Double) -> StepUpOutcome {
         guard identity.grant.isInteractive else { return .alreadyGranted }
         if let value, let held = token, held.value != value { return .alreadyGranted }
+        // Not for an upstream to ask: the challenge goes to the client as it came.
+        guard let stepUp = stepUp.admissible(within: stepUpScopeBound) else { return .declined }
         login.stepUps.expire(at: now)
         if login.stepUps.isDeclined(stepUp) { return .declined }
         // The token a step-up login brought, refused for what that login asked: another login
@@ -86,5 +88,31 @@ extension TokenLifecycle {
     func stepUpProblem(_ stepUp: StepUp) -> TokenUnavailable {
         TokenUnavailable(identity: identity.name, reason: .needsLogin,
                          detail: "identity \(identity.name): the upstream asked for \(stepUp): log in again to grant it")
+    }
+}
+
+extension StepUp {
+    /// Scopes no upstream's challenge adds to a login: whether the login is an OpenID one and
+    /// whether it brings a refresh token are the identity's choices, not an upstream's.
+    static let identityOwnScopes: Set<String> = ["openid", "offline_access"]
+
+    /// This step-up as an upstream may ask it of an identity whose step-ups are bounded by
+    /// `bound` (nil: any scope): without `identityOwnScopes`; nil when it then asks for nothing,
+    /// or asks for a scope outside `bound` (no login: the challenge goes to the client).
+    func admissible(within bound: Set<String>?) -> StepUp? {
+        var kept = self
+        kept.scope = scope.filter { !Self.identityOwnScopes.contains($0) }
+        if kept.scope.isEmpty, kept.acrValues.isEmpty, kept.maxAge == nil { return nil }
+        if let bound, !bound.isSuperset(of: kept.scope) { return nil }
+        return kept
+    }
+
+    /// The bound of an `auto` identity's step-up scopes: its configured `auto.scope` when set,
+    /// else the resource metadata's `scopes_supported` when its scope came from there (nil:
+    /// neither known, no bound).
+    static func scopeBound(autoScope: String?, facts: AutoFacts) -> Set<String>? {
+        if let autoScope { return Set(autoScope.split(separator: " ").map(String.init)) }
+        guard facts.scopeSource == .resourceMetadata, let scope = facts.scope else { return nil }
+        return Set(scope.split(separator: " ").map(String.init))
     }
 }

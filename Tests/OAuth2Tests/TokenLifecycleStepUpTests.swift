@@ -1,5 +1,5 @@
 import Endpoints
-import OAuth2
+@testable import OAuth2
 import SafeText
 import XCTest
 
@@ -167,6 +167,36 @@ final class TokenLifecycleStepUpTests: XCTestCase {
         guard case .loginNeeded = shown.stepUp(fresher, token: "at-2", at: 66) else {
             return XCTFail("older than max_age: a fresher login is needed again")
         }
+    }
+
+    func testOpenIDAndOfflineAccessAreNoUpstreamsToAsk() {
+        var lifecycle = loggedIn(browserIdentity())
+        XCTAssertEqual(lifecycle.stepUp(StepUp(scope: ["openid", "offline_access"]), at: 2), .declined, "nothing left to ask")
+        _ = lifecycle.stepUp(StepUp(scope: ["openid", "offline_access", "orders.write"]), at: 2)
+        XCTAssertEqual(lifecycle.pendingStepUp(at: 3), writeScope)
+        XCTAssertEqual(StepUp(scope: ["openid"], maxAge: 5).admissible(within: nil), StepUp(maxAge: 5))
+    }
+
+    func testABoundedIdentityDeclinesAStepUpOutsideItsBound() {
+        let bound: Set<String> = ["mcp", "mcp.write"]
+        XCTAssertEqual(StepUp(scope: ["mcp.write"]).admissible(within: bound), StepUp(scope: ["mcp.write"]))
+        XCTAssertNil(StepUp(scope: ["mcp.write", "other:admin"]).admissible(within: bound))
+        XCTAssertEqual(StepUp(scope: ["openid", "mcp.write"]).admissible(within: bound), StepUp(scope: ["mcp.write"]))
+        var lifecycle = loggedIn(browserIdentity())
+        lifecycle.stepUpScopeBound = bound
+        XCTAssertEqual(lifecycle.stepUp(StepUp(scope: ["other:admin"]), at: 2), .declined)
+        XCTAssertNil(lifecycle.pendingStepUp(at: 2))
+    }
+
+    func testAnAutoIdentitysBoundIsItsAutoScopeElseTheMetadatasScopesSupported() {
+        var facts = AutoFacts(resource: "https://api.example.com/", resourceMetadataURL: "https://api.example.com/.well-known/oauth-protected-resource",
+                              resourceMetadataSource: .wellKnown, authorizationServer: "https://as.example.com",
+                              authorizationServerSource: .resourceMetadata, clientId: "c", clientSource: .registration,
+                              tokenEndpointAuthMethod: "none", scope: "mcp mcp.write", scopeSource: .resourceMetadata, registeredAt: 1)
+        XCTAssertEqual(StepUp.scopeBound(autoScope: "mcp", facts: facts), ["mcp"])
+        XCTAssertEqual(StepUp.scopeBound(autoScope: nil, facts: facts), ["mcp", "mcp.write"])
+        facts.scopeSource = .challenge
+        XCTAssertNil(StepUp.scopeBound(autoScope: nil, facts: facts))
     }
 
     func testAStepUpTheTokenWasGrantedAlreadyIsARefusalLikeAnyOther() {
