@@ -50,20 +50,27 @@ struct StepUpMemory: Sendable {
         return pending.stepUp
     }
 
+    /// Whether `stepUp` asks for no more than a declined one: the same classes and age, and
+    /// scopes among its scopes (a person who declined more would decline less the same way).
     func isDeclined(_ stepUp: StepUp) -> Bool {
-        declined.contains(Key(stepUp))
+        let key = Key(stepUp)
+        return declined.contains { $0.acrValues == key.acrValues && $0.maxAge == key.maxAge && Set($0.scope).isSuperset(of: key.scope) }
     }
 
     /// An upstream asks for `stepUp`: it becomes the pending one, or widens it (the scopes
     /// joined, the newer classes, the shorter age), waiting `timeoutSeconds` for a login.
-    mutating func ask(_ stepUp: StepUp, at now: Double, timeoutSeconds: Double) {
+    /// Returns false, and changes nothing, when the joined scope would pass the limits of one
+    /// (`StepUp.fitsLimits`): that challenge gets no login.
+    mutating func ask(_ stepUp: StepUp, at now: Double, timeoutSeconds: Double) -> Bool {
         var asked = stepUp
         if let earlier = pending?.stepUp {
             asked.scope = StepUp.union(earlier.scope, stepUp.scope)
             if asked.acrValues.isEmpty { asked.acrValues = earlier.acrValues }
             asked.maxAge = [earlier.maxAge, stepUp.maxAge].compactMap { $0 }.min()
         }
+        guard StepUp.fitsLimits(asked.scope), StepUp.fitsLimits(asked.acrValues) else { return false }
         pending = Pending(stepUp: asked, deadline: now + max(1, timeoutSeconds))
+        return true
     }
 
     /// A login for the pending step-up starts: it has `timeoutSeconds` from now.

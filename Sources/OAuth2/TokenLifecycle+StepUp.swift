@@ -26,7 +26,7 @@ extension TokenLifecycle {
             let granted = Set((token?.scope ?? identity.scope ?? "").split(separator: " ").map(String.init))
             if granted.isSuperset(of: stepUp.scope) { return .alreadyGranted }
         }
-        login.stepUps.ask(stepUp, at: now, timeoutSeconds: identity.loginTimeoutSeconds)
+        guard login.stepUps.ask(stepUp, at: now, timeoutSeconds: identity.loginTimeoutSeconds) else { return .declined }
         return .loginNeeded(stepUpProblem(login.stepUps.pending(at: now) ?? stepUp))
     }
 

@@ -231,6 +231,33 @@ final class TokenLifecycleStepUpTests: XCTestCase {
         }
     }
 
+    func testAChallengeAskingForPartOfADeclinedScopeIsDeclinedToo() {
+        var lifecycle = loggedIn(browserIdentity())
+        _ = lifecycle.stepUp(StepUp(scope: ["orders.write", "orders.admin"]), at: 2)
+        lifecycle.stepUpDeclined()
+        XCTAssertEqual(lifecycle.stepUp(StepUp(scope: ["orders.admin"]), at: 3), .declined, "a subset of the declined scope")
+        guard case .loginNeeded = lifecycle.stepUp(StepUp(scope: ["orders.admin"], acrValues: ["urn:mfa"]), at: 4) else {
+            return XCTFail("another class is another step-up")
+        }
+        lifecycle.stepUpDeclined()
+        guard case .loginNeeded = lifecycle.stepUp(StepUp(scope: ["orders.admin", "orders.audit"]), at: 5) else {
+            return XCTFail("a scope beyond the declined one is asked")
+        }
+    }
+
+    func testAChallengeOrAPendingUnionPastTheLimitsStartsNoLogin() {
+        let many = (0..<33).map { "s\($0)" }
+        XCTAssertNil(BearerChallenge(error: "insufficient_scope", scope: many).stepUp)
+        XCTAssertNotNil(BearerChallenge(error: "insufficient_scope", scope: Array(many.prefix(32))).stepUp)
+        XCTAssertNil(BearerChallenge(error: "insufficient_scope", scope: [String(repeating: "a", count: 1025)]).stepUp)
+        XCTAssertNotNil(BearerChallenge(error: "insufficient_scope", scope: [String(repeating: "a", count: 1024)]).stepUp)
+        XCTAssertNil(BearerChallenge(error: "insufficient_user_authentication", acrValues: many).stepUp)
+        var lifecycle = loggedIn(browserIdentity())
+        guard case .loginNeeded = lifecycle.stepUp(StepUp(scope: Array(many.prefix(20))), at: 2) else { return XCTFail("a login") }
+        XCTAssertEqual(lifecycle.stepUp(StepUp(scope: Array(many.suffix(13))), at: 3), .declined, "33 scopes joined: past the limit")
+        XCTAssertEqual(lifecycle.pendingStepUp(at: 3), StepUp(scope: Array(many.prefix(20))), "the pending one stays as it was")
+    }
+
     func testAStepUpNotAnsweredWithinTheLoginTimeoutCountsAsDeclined() {
         var identity = browserIdentity()
         identity.loginTimeoutSeconds = 60
