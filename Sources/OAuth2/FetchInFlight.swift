@@ -20,8 +20,9 @@ struct FetchInFlight: Sendable {
         /// A browser login's code exchange, with who its ID token names once checked
         /// (`TokenLifecycle.loggedIn(as:)`).
         case codeExchange(CodeExchange, subject: LoginSubject?)
-        /// A device login's poll of the token endpoint.
-        case devicePoll(TokenRequest)
+        /// A device login's poll of the token endpoint; `stepUp`: what its device authorization
+        /// asked for.
+        case devicePoll(TokenRequest, stepUp: StepUp? = nil)
     }
 
     var purpose: TokenRequest.Purpose {
@@ -37,7 +38,7 @@ struct FetchInFlight: Sendable {
         switch kind {
         case .rebuildable: nil
         case .codeExchange(let exchange, _): exchange.request
-        case .devicePoll(let request): request
+        case .devicePoll(let request, _): request
         }
     }
 
@@ -56,10 +57,13 @@ struct FetchInFlight: Sendable {
         return nil
     }
 
-    /// The step-up a code exchange's login asked for.
+    /// The step-up a code exchange's login, or a device poll's authorization, asked for.
     var stepUp: StepUp? {
-        if case .codeExchange(let exchange, _) = kind { return exchange.stepUp }
-        return nil
+        switch kind {
+        case .codeExchange(let exchange, _): exchange.stepUp
+        case .devicePoll(_, let stepUp): stepUp
+        case .rebuildable: nil
+        }
     }
 
     /// A code exchange's checked subject (its display name).

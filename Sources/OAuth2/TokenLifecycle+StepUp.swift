@@ -62,19 +62,13 @@ extension TokenLifecycle {
         return true
     }
 
-    /// A login's fetch brought `response`'s token at `now`. A browser login that carried a
-    /// step-up, or a device login while one is pending, is judged against it
+    /// A login's fetch brought `response`'s token at `now`. A browser or device login that
+    /// carried a step-up (its authorization asked for it) is judged against it
     /// (`StepUpVerdict`): the identity's scope widens by the asked scopes the token was granted
     /// (and for an auto identity is kept with its registration); a step-up the token meets is
     /// over, one it does not meet is declined (the same challenge then goes to the client).
     mutating func stepUpAnswered(by fetch: FetchInFlight?, response: TokenResponse, at now: Double) {
-        let carried: StepUp?
-        switch fetch?.purpose {
-        case .grant(.authorizationCode)?: carried = fetch?.stepUp
-        case .grant(.deviceCode)?: carried = login.stepUps.pending?.stepUp
-        default: return
-        }
-        guard let carried else { return }
+        guard let carried = fetch?.stepUp else { return }
         let verdict = StepUpVerdict(asked: carried, grantedScope: response.scope, authentication: fetch?.authentication)
         identity.scope = verdict.granted.widening(identity.scope)
         if verdict.unmet == nil {

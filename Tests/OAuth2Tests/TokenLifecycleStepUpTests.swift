@@ -104,6 +104,32 @@ final class TokenLifecycleStepUpTests: XCTestCase {
         XCTAssertNil(lifecycle.pendingStepUp(at: 14))
     }
 
+    func testADeviceLoginAnswersTheStepUpItsAuthorizationAskedForNotOneAddedLater() {
+        var lifecycle = makeLifecycle(makeIdentity(.deviceCode(seed: nil), clientId: "tv-app", secret: nil) {
+            $0.scope = "orders.read"
+            $0.deviceAuthorizationUrl = device
+        })
+        _ = lifecycle.requestDeviceLogin(at: 0)
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.deviceAuthorized(DeviceAuthorization(deviceCode: Secret("dc-1"), userCode: "ABCD", verificationUri: "https://idp/d",
+                                                       expiresIn: 600, interval: 5), at: 0)
+        _ = lifecycle.nextAction(at: 0)
+        _ = lifecycle.nextAction(at: 5)
+        lifecycle.fetchSucceeded(TokenResponse(accessToken: Secret("at-1"), expiresIn: 300, refreshToken: Secret("rt-1")), at: 6)
+        guard case .loginNeeded = lifecycle.stepUp(StepUp(scope: ["orders.write"]), at: 7) else { return XCTFail("login") }
+        XCTAssertTrue(lifecycle.requestDeviceLogin(at: 7))
+        guard case .authorizeDevice(let request) = lifecycle.nextAction(at: 7) else { return XCTFail("the device authorization") }
+        XCTAssertTrue(request.bodyText.contains("scope=orders.read+orders.write"), request.bodyText)
+        lifecycle.deviceAuthorized(DeviceAuthorization(deviceCode: Secret("dc-2"), userCode: "EFGH", verificationUri: "https://idp/d",
+                                                       expiresIn: 600, interval: 5), at: 7)
+        guard case .loginNeeded = lifecycle.stepUp(StepUp(scope: ["orders.admin"]), at: 8) else { return XCTFail("widened") }
+        _ = lifecycle.nextAction(at: 8)
+        guard case .fetch = lifecycle.nextAction(at: 12) else { return XCTFail("the poll") }
+        lifecycle.fetchSucceeded(TokenResponse(accessToken: Secret("at-2"), expiresIn: 300, refreshToken: Secret("rt-2")), at: 13)
+        XCTAssertEqual(lifecycle.identity.scope, "orders.read orders.write", "orders.admin was not in the authorization")
+        XCTAssertEqual(lifecycle.pendingStepUp(at: 14), StepUp(scope: ["orders.write", "orders.admin"]), "still asked for")
+    }
+
     func testASuccessfulStepUpLoginEndsItAndItsScopeIsTheIdentitysFromThenOn() throws {
         var lifecycle = loggedIn(browserIdentity())
         _ = lifecycle.stepUp(writeScope, at: 2)
