@@ -83,23 +83,6 @@ public struct BrowserRequest: Equatable, Sendable {
         return nil
     }
 
-    /// Why an upstream's step-up challenge to this request may not hold the identity's requests
-    /// for a login (nil: it may). A page on another site — or on a sibling one — can make a
-    /// browser send a top-level GET with the person's cookies (SameSite=Lax); were its answer a
-    /// step-up challenge, the browser would be sent to the IdP and the identity's scripts held
-    /// for `loginTimeoutSeconds`. So only the relay's own pages (`same-origin`) or what the person
-    /// asked for (`none`), with no `Origin` of another site. `browser`: nil when the request
-    /// carries no Fetch Metadata nor `Origin` (curl, SDKs, services).
-    public static func stepUpRefusal(browser: BrowserRequest?) -> String? {
-        guard let browser else { return nil }
-        switch browser.site {
-        case .sameOrigin?, .none?, nil: break
-        case .sameSite?, .crossSite?, .unknown?: return "a page on another origin sent the browser here"
-        }
-        if let origin = browser.origin, origin != browser.ownOrigin { return "the request's Origin is another one" }
-        return nil
-    }
-
     private static let get = Array("get".utf8)
     private static let requestMethodName = Array("access-control-request-method".utf8)
 

@@ -27,9 +27,6 @@ struct ExchangeRequest {
     /// upstream's 101 is accepted only when there is one.
     var upgrade: [UInt8]?
     var upload = Upload.pending
-    /// An upstream's step-up challenge to it may make the identity's login pending: no browser
-    /// page of another origin sent it (`BrowserRequest.stepUpRefusal`).
-    var mayStepUp = true
     var bodyReplay = BodyReplay.withoutBody
     var bodyClock: BodyClock?
 

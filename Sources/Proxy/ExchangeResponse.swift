@@ -115,11 +115,9 @@ struct ExchangeResponse {
             return .discard
         }
         // A step-up challenge to a person's token: no refused token, a login is needed. Only
-        // 401 and 403 on a route of such an identity read the challenge. One to a request a page
-        // of another origin sent is declined for it: the answer goes to the client as it came.
+        // 401 and 403 on a route of such an identity read the challenge.
         if status == 401 || status == 403, let plan, plan.stepsUp, let token = credential.injected,
            let stepUp = StepUpChallenge.stepUp(in: head) {
-            guard request.mayStepUp else { return respond(to: head, of: request, status: &recorded, keepAlive: &keepAlive) }
             return .reportStepUp(token, stepUp)
         }
         return refusalOrResponse(head, of: request, credential: credential, plan: plan, status: &recorded, keepAlive: &keepAlive)

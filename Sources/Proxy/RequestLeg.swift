@@ -82,10 +82,9 @@ final class RequestLeg: HTTP1ParserDelegate {
                                          hostVouched: forwardSide != nil)
             .place(head, normalizedPath: &connection.work.normalizedPath, record: &connection.exchange.current.record, logging: logging)
         switch placement {
-        case .route(let plan, let upgrade, let cors, let startsLogin, let mayStepUp):
+        case .route(let plan, let upgrade, let cors, let startsLogin):
             connection.exchange.current.cors = cors
             connection.exchange.current.startsLogin = startsLogin
-            connection.exchange.current.request.mayStepUp = mayStepUp
             if let gate = plan.inbound, let action = checkCaller(head, at: gate, plan: plan, upgrade: upgrade) { return action }
             guard let identity = plan.identity, let tokens = connection.worker.tokens else {
                 return connection.exchange.routed(plan, upgrade: upgrade, token: nil)

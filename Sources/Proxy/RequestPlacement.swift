@@ -29,9 +29,7 @@ struct RequestPlacement {
         /// On `plan`'s route. `upgrade`: the protocols the route allows of those asked for;
         /// `cors`: the listed origin whose page asked (its answer carries CORS fields);
         /// `startsLogin`: the request may start a person's device login when it finds none.
-        /// `mayStepUp`: an upstream's step-up challenge to it may make the identity's login
-        /// pending (`BrowserRequest.stepUpRefusal`).
-        case route(RoutePlan, upgrade: [UInt8]?, cors: Int?, startsLogin: Bool, mayStepUp: Bool)
+        case route(RoutePlan, upgrade: [UInt8]?, cors: Int?, startsLogin: Bool)
         /// A page of the relay's own login endpoints.
         indirect case loginPage(LoginRequest)
         /// Answered by the relay. `closing`: what follows on the connection cannot be trusted;
@@ -100,7 +98,6 @@ struct RequestPlacement {
         }
         var cors: Int?
         var startsLogin = !head.isHead
-        var mayStepUp = true
         // Most requests carry no word from a browser: they go on without a look at the policy.
         if !head.fetchMetadata.isEmpty {
             let browser = BrowserRequest(head: head, host: host, overTLS: overTLS)
@@ -119,10 +116,9 @@ struct RequestPlacement {
                 return .answer(.crossSite(route: plan, origin: browser.origin), closing: false, refusal: .crossSite)
             }
             startsLogin = BrowserRequest.loginStartRefusal(isHead: head.isHead, browser: browser) == nil
-            mayStepUp = BrowserRequest.stepUpRefusal(browser: browser) == nil
         }
         let upgrade = head.isUpgrade ? plan.allowedUpgrade(head) : nil
-        return .route(plan, upgrade: upgrade, cors: cors, startsLogin: startsLogin, mayStepUp: mayStepUp)
+        return .route(plan, upgrade: upgrade, cors: cors, startsLogin: startsLogin)
     }
 
     /// Whether an absolute-form target `RequestTarget` read is `http://…` (not `https://…`).

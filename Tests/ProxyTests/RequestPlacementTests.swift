@@ -47,7 +47,7 @@ final class RequestPlacementTests: XCTestCase {
         var record = ExchangeRecord()
         let placement = RequestPlacement(settings: settings, overTLS: overTLS, hostVouched: hostVouched)
         switch placement.place(head, normalizedPath: &path, record: &record, logging: true) {
-        case .route(let plan, _, let cors, let startsLogin, _): return .route(plan.route.name, cors: cors, startsLogin: startsLogin)
+        case .route(let plan, _, let cors, let startsLogin): return .route(plan.route.name, cors: cors, startsLogin: startsLogin)
         case .loginPage: return .loginPage
         case .answer(let problem, let closing, let refusal): return .answer(problem.status, slug: problem.slug, closing: closing, refusal: refusal)
         }
@@ -399,22 +399,4 @@ final class RequestPlacementTests: XCTestCase {
                        .route("orders"))
         XCTAssertEqual(place(["GET http://orders.local/x HTTP/1.1", "Host: orders.local"], in: settings), .route("orders"))
     }
-
-    func testACrossSiteNavigationIsRoutedButMayNotStepUp() throws {
-        let settings = try settings(Self.devProxy)
-        func mayStepUp(_ fields: [String]) -> Bool? {
-            var path: [UInt8] = []
-            var record = ExchangeRecord()
-            let placed = RequestPlacement(settings: settings, overTLS: false, hostVouched: false)
-                .place(parsedHead(head(["GET /api/orders HTTP/1.1", "Host: 127.0.0.1:8180"] + fields)), normalizedPath: &path,
-                       record: &record, logging: false)
-            guard case .route(_, _, _, _, let mayStepUp) = placed else { return nil }
-            return mayStepUp
-        }
-        XCTAssertEqual(mayStepUp([]), true)
-        XCTAssertEqual(mayStepUp(["Sec-Fetch-Site: none", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: document"]), true)
-        XCTAssertEqual(mayStepUp(["Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: document"]), false)
-        XCTAssertEqual(mayStepUp(["Sec-Fetch-Site: same-site", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: document"]), false)
-    }
-
 }
