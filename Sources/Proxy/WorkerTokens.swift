@@ -124,7 +124,10 @@ final class WorkerTokens {
     /// is declined here for the first time; false for a repeat.
     func stepUp(_ tokens: IdentityTokens, token: CachedToken, _ stepUp: StepUp) -> (outcome: StepUpOutcome, transition: Bool) {
         guard tokens.callers == nil else { return (.alreadyGranted, false) }
-        if declinedStepUps.contains(slot: tokens.slot, token: token, stepUp: stepUp) { return (.declined, false) }
+        if declinedStepUps.contains(slot: tokens.slot, token: token, stepUp: stepUp) {
+            service.stepUpDeclinedAgain(tokens)
+            return (.declined, false)
+        }
         let report = service.reportStepUp(tokens, stepUp, token: token.value, at: Double(loop.nowMilliseconds) / 1000)
         switch report.outcome {
         case .loginNeeded:

@@ -189,6 +189,12 @@ public final class TokenService: Sendable {
         reportStepUp(tokens, stepUp, token: token, at: now).outcome
     }
 
+    /// A worker declined `tokens`' step-up challenge again by itself (the identity declined the
+    /// same one to the same token before): counted like any declined one, without the lock.
+    public func stepUpDeclinedAgain(_ tokens: IdentityTokens) {
+        observer?.upstreamAskedForStepUp(identity: tokens.configured.name, outcome: .declined)
+    }
+
     /// `stepUp`, saying too whether the identity's pending step-up changed (a new one, or a
     /// wider one): what is worth a log line. Thread-safe.
     public func reportStepUp(_ tokens: IdentityTokens, _ stepUp: StepUp, token: String? = nil,
