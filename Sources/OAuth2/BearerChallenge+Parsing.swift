@@ -1,6 +1,9 @@
 import HTTPFields
 
 extension BearerChallenge {
+    /// The greatest `max_age` read from a challenge (10^9 s); a greater one counts as absent.
+    public static let maxAgeLimit = 1_000_000_000
+
     /// The first `Bearer` or `DPoP` challenge in `values` (the `WWW-Authenticate` field values
     /// in order); nil when there is none or it cannot be read.
     ///
@@ -24,8 +27,10 @@ extension BearerChallenge {
         func words(_ name: String) -> [String] {
             parameters[name].map { $0.split(separator: " ").map(String.init) } ?? []
         }
+        // More than `maxAgeLimit` (about 31 years) is no age anyone means: treated as absent,
+        // so no arithmetic on it can overflow.
         let maxAge = parameters["max_age"].flatMap { text in
-            text.utf8.allSatisfy(ASCII.isDigit) ? Int(text) : nil
+            text.utf8.allSatisfy(ASCII.isDigit) ? Int(text).flatMap { $0 <= Self.maxAgeLimit ? $0 : nil } : nil
         }
         self.init(scheme: challenge.scheme, realm: parameters["realm"], resourceMetadata: parameters["resource_metadata"],
                   error: parameters["error"], errorDescription: parameters["error_description"], scope: words("scope"),

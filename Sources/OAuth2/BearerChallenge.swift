@@ -34,6 +34,8 @@ public struct BearerChallenge: Sendable, Equatable {
     /// 9470 `insufficient_user_authentication` with `acr_values` or `max_age`); nil for any
     /// other challenge.
     public var stepUp: StepUp? {
+        // An upstream cannot make a login ask for an unbounded list: past the limits, no step-up.
+        guard StepUp.fitsLimits(scope), StepUp.fitsLimits(acrValues) else { return nil }
         switch error {
         case "insufficient_scope" where !scope.isEmpty:
             return StepUp(scope: scope)
@@ -57,6 +59,17 @@ public struct StepUp: Sendable, Equatable, CustomStringConvertible {
         self.scope = scope
         self.acrValues = acrValues
         self.maxAge = maxAge
+    }
+
+    /// The most tokens a step-up's `scope` (or `acr_values`) may hold, in a challenge and in the
+    /// pending step-up they join into.
+    public static let maxTokens = 32
+    /// The most bytes of a step-up's `scope` (or `acr_values`) written space-separated.
+    public static let maxBytes = 1024
+
+    /// Whether `tokens` stay within `maxTokens` and `maxBytes`.
+    public static func fitsLimits(_ tokens: [String]) -> Bool {
+        tokens.count <= maxTokens && tokens.reduce(max(0, tokens.count - 1)) { $0 + $1.utf8.count } <= maxBytes
     }
 
     public var description: String {

@@ -9,10 +9,19 @@
 enum DeviceLogin: Sendable {
     /// Asked for: the device authorization request is due once no fetch is under way.
     case requested
-    /// The device authorization request is under way.
-    case authorizing
-    /// The person has the code to enter; the flow polls the token endpoint.
-    case polling(DeviceFlow)
+    /// The device authorization request is under way, for `stepUp` (nil: a plain login).
+    case authorizing(stepUp: StepUp?)
+    /// The person has the code to enter; the flow polls the token endpoint. `stepUp`: what its
+    /// authorization asked for, which its token answers (not a step-up asked after it was sent).
+    case polling(DeviceFlow, stepUp: StepUp?)
+
+    /// The step-up the device authorization asked for (nil: a plain login, or none sent yet).
+    var stepUp: StepUp? {
+        switch self {
+        case .requested: nil
+        case .authorizing(let stepUp), .polling(_, let stepUp): stepUp
+        }
+    }
 
     /// What the device login does next, as `nextStep` answers it.
     enum Step: Sendable {
@@ -30,7 +39,7 @@ enum DeviceLogin: Sendable {
 
     /// The flow polling for the person's approval, while it is not over.
     var activeFlow: DeviceFlow? {
-        if case .polling(let flow) = self, !flow.isOver { return flow }
+        if case .polling(let flow, _) = self, !flow.isOver { return flow }
         return nil
     }
 
@@ -43,9 +52,9 @@ enum DeviceLogin: Sendable {
     /// The device login's next step; nil when it has none now (its authorization is under way,
     /// or a fetch is, which the authorization waits for).
     mutating func nextStep(identity: Identity, stepUp: StepUp? = nil, endpoints: IdentityEndpoints, fetchUnderWay: Bool, at now: Double) -> Step? {
-        if case .polling(var flow) = self, !flow.isOver {
+        if case .polling(var flow, let carried) = self, !flow.isOver {
             let action = flow.nextAction(at: now)
-            self = .polling(flow)
+            self = .polling(flow, stepUp: carried)
             switch action {
             case .poll(let request): return .poll(request)
             case .sleep(let until): return .sleep(until: until)
@@ -58,16 +67,16 @@ enum DeviceLogin: Sendable {
         guard let device = endpoints.deviceAuthorization else {
             return .ended(failure: "the IdP has no device authorization endpoint")
         }
-        self = .authorizing
+        self = .authorizing(stepUp: stepUp)
         return .authorize(TokenRequest.deviceAuthorization(for: identity, at: device, tokenEndpoint: endpoints.token, stepUp: stepUp))
     }
 
     /// A poll did not produce a token: the flow's outcome (nil when no flow polls).
     /// `authorization_pending` and `slow_down` go on; the rest may end the login.
     mutating func pollFailed(_ error: TokenEndpointError, at now: Double) -> DevicePollOutcome? {
-        guard case .polling(var flow) = self else { return nil }
+        guard case .polling(var flow, let carried) = self else { return nil }
         let outcome = flow.pollFailed(error, at: now)
-        self = .polling(flow)
+        self = .polling(flow, stepUp: carried)
         return outcome
     }
 

@@ -19,9 +19,10 @@ struct FetchInFlight: Sendable {
         case rebuildable(TokenRequest.Purpose, requested: Bool)
         /// A browser login's code exchange, with who its ID token names once checked
         /// (`TokenLifecycle.loggedIn(as:)`).
-        case codeExchange(CodeExchange, subject: String?)
-        /// A device login's poll of the token endpoint.
-        case devicePoll(TokenRequest)
+        case codeExchange(CodeExchange, subject: LoginSubject?)
+        /// A device login's poll of the token endpoint; `stepUp`: what its device authorization
+        /// asked for.
+        case devicePoll(TokenRequest, stepUp: StepUp? = nil)
     }
 
     var purpose: TokenRequest.Purpose {
@@ -37,7 +38,7 @@ struct FetchInFlight: Sendable {
         switch kind {
         case .rebuildable: nil
         case .codeExchange(let exchange, _): exchange.request
-        case .devicePoll(let request): request
+        case .devicePoll(let request, _): request
         }
     }
 
@@ -56,20 +57,30 @@ struct FetchInFlight: Sendable {
         return nil
     }
 
-    /// The step-up a code exchange's login asked for.
+    /// The step-up a code exchange's login, or a device poll's authorization, asked for.
     var stepUp: StepUp? {
-        if case .codeExchange(let exchange, _) = kind { return exchange.stepUp }
+        switch kind {
+        case .codeExchange(let exchange, _): exchange.stepUp
+        case .devicePoll(_, let stepUp): stepUp
+        case .rebuildable: nil
+        }
+    }
+
+    /// A code exchange's checked subject (its display name).
+    var subject: String? {
+        if case .codeExchange(_, let subject) = kind { return subject?.displayName }
         return nil
     }
 
-    /// A code exchange's checked subject.
-    var subject: String? {
-        if case .codeExchange(_, let subject) = kind { return subject }
+    /// How the person of a code exchange authenticated, as its checked ID token says (nil: no
+    /// ID token was checked).
+    var authentication: LoginAuthentication? {
+        if case .codeExchange(_, let subject) = kind { return subject?.authentication }
         return nil
     }
 
     /// The ID token of a code exchange named `who`; other fetches have no ID token.
-    mutating func loggedIn(as who: String?) {
+    mutating func loggedIn(as who: LoginSubject?) {
         if case .codeExchange(let exchange, _) = kind { kind = .codeExchange(exchange, subject: who) }
     }
 }

@@ -58,12 +58,26 @@ public struct IDTokenCheck: Sendable, Equatable {
         if let authorizedParty, authorizedParty != clientId {
             throw .rejected("the azp claim is not the client id \"\(clientId)\"")
         }
-        if let maxAge, let authTime = claims["auth_time"]?.integer, unixTime - authTime > Int64(maxAge) + leewaySeconds {
-            throw .rejected("the person authenticated \(unixTime - authTime) s before, longer ago than the max_age of \(maxAge) s "
-                                + "the upstream asked for")
+        if let maxAge, let authTime = claims["auth_time"]?.integer {
+            // Saturating: neither a huge max_age nor an auth_time far in the past or future may trap.
+            let age = Self.saturating(unixTime.subtractingReportingOverflow(authTime), sign: authTime < 0 ? 1 : -1)
+            let allowed = Self.saturating(Int64(clamping: maxAge).addingReportingOverflow(leewaySeconds), sign: 1)
+            if age > allowed {
+                throw .rejected("the person authenticated \(age) s before, longer ago than the max_age of \(maxAge) s "
+                                    + "the upstream asked for")
+            }
         }
         return LoginSubject(subject: subject, preferredUsername: claims["preferred_username"]?.string,
-                            email: claims["email"]?.string, name: claims["name"]?.string)
+                            email: claims["email"]?.string, name: claims["name"]?.string,
+                            authentication: LoginAuthentication(acr: claims["acr"]?.string, authTime: claims["auth_time"]?.integer))
+    }
+}
+
+extension IDTokenCheck {
+    /// An operation's value, or the bound of `Int64` on the side of `sign` when it overflowed.
+    static func saturating(_ result: (partialValue: Int64, overflow: Bool), sign: Int) -> Int64 {
+        guard result.overflow else { return result.partialValue }
+        return sign < 0 ? .min : .max
     }
 }
 
@@ -90,12 +104,16 @@ public struct LoginSubject: Sendable, Equatable, CustomStringConvertible {
     public let preferredUsername: String?
     public let email: String?
     public let name: String?
+    /// How the person authenticated, as the ID token says (what a step-up login must show).
+    public let authentication: LoginAuthentication
 
-    public init(subject: String, preferredUsername: String? = nil, email: String? = nil, name: String? = nil) {
+    public init(subject: String, preferredUsername: String? = nil, email: String? = nil, name: String? = nil,
+                authentication: LoginAuthentication = LoginAuthentication()) {
         self.subject = subject
         self.preferredUsername = preferredUsername
         self.email = email
         self.name = name
+        self.authentication = authentication
     }
 
     /// What to call the person: `preferred_username`, else `email`, else `sub`.
@@ -104,4 +122,18 @@ public struct LoginSubject: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { displayName }
+}
+
+/// How a person authenticated at a login, from its checked ID token (OpenID Connect Core §2):
+/// what a step-up asking for `acr_values` or `max_age` needs shown (`StepUpVerdict`).
+public struct LoginAuthentication: Sendable, Equatable {
+    /// `acr`: the authentication context class the IdP says it satisfied.
+    public var acr: String?
+    /// `auth_time`: when the person authenticated (Unix seconds).
+    public var authTime: Int64?
+
+    public init(acr: String? = nil, authTime: Int64? = nil) {
+        self.acr = acr
+        self.authTime = authTime
+    }
 }

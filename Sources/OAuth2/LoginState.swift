@@ -65,7 +65,8 @@ struct LoginState: Sendable {
             if case .authorizing = device { self.device = .requested }
             return
         }
-        self.device = .polling(DeviceFlow(identity: identity, tokenEndpoint: tokenEndpoint, authorization: authorization, startedAt: now))
+        self.device = .polling(DeviceFlow(identity: identity, tokenEndpoint: tokenEndpoint, authorization: authorization, startedAt: now),
+                               stepUp: device.stepUp)
         lastFailure = nil
     }
 

@@ -2,9 +2,11 @@
 /// an upstream asked for and no login has answered yet, and the ones a person declined (or let
 /// time out), so that an upstream repeating the same challenge does not start login after login.
 ///
-/// Transitions: `ask` makes (or widens) the pending one; a login that brings a token ends it
-/// (`granted`); one the IdP ends with an error or that times out moves it to the declined ones
-/// (`decline`, `expire`); a logout forgets both (`forget`). The declined ones are bounded
+/// Transitions: `ask` makes (or widens) the pending one; a login that brings a token meeting it
+/// ends it (`met`: remembered as answered, so a challenge to that token asking the same again is
+/// not answered with another login); a token that does not meet it (`unmet`: less scope granted,
+/// the `acr` or `auth_time` not shown), a login the IdP ends with an error or one that times out
+/// move it to the declined ones (`decline`, `expire`); a logout forgets all (`forget`). The declined ones are bounded
 /// (`declinedCapacity`, oldest dropped first): an upstream cannot grow the relay's memory.
 struct StepUpMemory: Sendable {
     /// How many declined step-ups are remembered.
@@ -31,9 +33,16 @@ struct StepUpMemory: Sendable {
         }
     }
 
+    /// The step-up the last step-up login met, and when its token arrived.
+    struct Answered: Sendable, Equatable {
+        var stepUp: StepUp
+        var at: Double
+    }
+
     private(set) var pending: Pending?
     /// Oldest first.
     private var declined: [Key] = []
+    private(set) var answered: Answered?
 
     /// The pending step-up at `now` (nil when none, or when its deadline passed).
     func pending(at now: Double) -> StepUp? {
@@ -41,20 +50,27 @@ struct StepUpMemory: Sendable {
         return pending.stepUp
     }
 
+    /// Whether `stepUp` asks for no more than a declined one: the same classes and age, and
+    /// scopes among its scopes (a person who declined more would decline less the same way).
     func isDeclined(_ stepUp: StepUp) -> Bool {
-        declined.contains(Key(stepUp))
+        let key = Key(stepUp)
+        return declined.contains { $0.acrValues == key.acrValues && $0.maxAge == key.maxAge && Set($0.scope).isSuperset(of: key.scope) }
     }
 
     /// An upstream asks for `stepUp`: it becomes the pending one, or widens it (the scopes
     /// joined, the newer classes, the shorter age), waiting `timeoutSeconds` for a login.
-    mutating func ask(_ stepUp: StepUp, at now: Double, timeoutSeconds: Double) {
+    /// Returns false, and changes nothing, when the joined scope would pass the limits of one
+    /// (`StepUp.fitsLimits`): that challenge gets no login.
+    mutating func ask(_ stepUp: StepUp, at now: Double, timeoutSeconds: Double) -> Bool {
         var asked = stepUp
         if let earlier = pending?.stepUp {
             asked.scope = StepUp.union(earlier.scope, stepUp.scope)
             if asked.acrValues.isEmpty { asked.acrValues = earlier.acrValues }
             asked.maxAge = [earlier.maxAge, stepUp.maxAge].compactMap { $0 }.min()
         }
+        guard StepUp.fitsLimits(asked.scope), StepUp.fitsLimits(asked.acrValues) else { return false }
         pending = Pending(stepUp: asked, deadline: now + max(1, timeoutSeconds))
+        return true
     }
 
     /// A login for the pending step-up starts: it has `timeoutSeconds` from now.
@@ -71,25 +87,52 @@ struct StepUpMemory: Sendable {
     /// The login for the pending step-up (and `also`, the step-up a login itself carried) ended
     /// without a token: remembered as declined, no longer pending.
     mutating func decline(also login: StepUp? = nil) {
-        for stepUp in [pending?.stepUp, login].compactMap({ $0 }) {
-            let key = Key(stepUp)
-            declined.removeAll { $0 == key }
-            declined.append(key)
-        }
-        if declined.count > Self.declinedCapacity { declined.removeFirst(declined.count - Self.declinedCapacity) }
+        for stepUp in [pending?.stepUp, login].compactMap({ $0 }) { remember(stepUp) }
         pending = nil
     }
 
-    /// A login brought a token: the pending step-up is over; returns it.
-    mutating func granted() -> StepUp? {
-        defer { pending = nil }
-        return pending?.stepUp
+    /// `stepUp` joins the declined ones (the newest), the oldest dropped past the capacity.
+    private mutating func remember(_ stepUp: StepUp) {
+        let key = Key(stepUp)
+        declined.removeAll { $0 == key }
+        declined.append(key)
+        if declined.count > Self.declinedCapacity { declined.removeFirst(declined.count - Self.declinedCapacity) }
     }
 
-    /// A logout: nothing pending, nothing declined.
+    /// A login that carried `stepUp` brought a token meeting it at `now`: the pending step-up it
+    /// answers is over, and it is remembered as answered (`answers`).
+    mutating func met(_ stepUp: StepUp, at now: Double) {
+        answered = Answered(stepUp: stepUp, at: now)
+        if let asked = pending?.stepUp, Self.covers(stepUp, asked) { pending = nil }
+    }
+
+    /// A login that carried `stepUp` brought a token that does not meet it: declined, so the
+    /// same challenge goes to the client (the IdP would answer another login the same way).
+    mutating func unmet(_ stepUp: StepUp) {
+        remember(stepUp)
+        if let asked = pending?.stepUp, Self.covers(stepUp, asked) { pending = nil }
+    }
+
+    /// Whether `stepUp`, asked of the token a step-up login brought, asks for nothing that login
+    /// did not meet at `now`: the upstream refuses what it asked for, and another login would
+    /// bring the same. A `max_age` counts only while the login is younger than it.
+    func answers(_ stepUp: StepUp, at now: Double) -> Bool {
+        guard let answered, Self.covers(answered.stepUp, stepUp) else { return false }
+        guard let maxAge = stepUp.maxAge else { return true }
+        return now - answered.at < Double(maxAge)
+    }
+
+    /// Whether a login for `login` asks for all `asked` does: the same classes and age, and at
+    /// least its scopes.
+    static func covers(_ login: StepUp, _ asked: StepUp) -> Bool {
+        login.acrValues == asked.acrValues && login.maxAge == asked.maxAge && Set(login.scope).isSuperset(of: asked.scope)
+    }
+
+    /// A logout: nothing pending, declined or answered.
     mutating func forget() {
         pending = nil
         declined.removeAll()
+        answered = nil
     }
 }
 

@@ -32,6 +32,7 @@ extension TokenLifecycle {
         autoProgress = .resolved(resolved, configured: configured)
         identity = resolved.identity
         endpoints = resolved.endpoints
+        stepUpScopeBound = StepUp.scopeBound(autoScope: configured.auto?.scope, facts: resolved.facts)
         failures.streakEnded()
         failures.last = nil
     }

@@ -27,7 +27,7 @@ extension TokenLifecycle {
         case .authorize(let request):
             return .authorizeDevice(request)
         case .poll(let request):
-            activity = .fetching(FetchInFlight(startedAt: now, kind: .devicePoll(request)))
+            activity = .fetching(FetchInFlight(startedAt: now, kind: .devicePoll(request, stepUp: login.device?.stepUp)))
             return .fetch(request)
         case .sleep(let until):
             return .sleep(until: min(until, nextFetchAt(after: now) ?? until))

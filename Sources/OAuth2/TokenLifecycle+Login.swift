@@ -29,10 +29,15 @@ extension TokenLifecycle {
         login.lastFailure = reason
     }
 
-    /// The ID token of the exchange in flight was checked: `who` logged in (taken with its token
-    /// by `fetchSucceeded`).
-    public mutating func loggedIn(as who: String?) {
+    /// The ID token of the exchange in flight was checked: `who` logged in, authenticated as it
+    /// says (taken with its token by `fetchSucceeded`).
+    public mutating func loggedIn(as who: LoginSubject) {
         activity.updateFetch { $0.loggedIn(as: who) }
+    }
+
+    /// The ID token of the exchange in flight was checked: `who` logged in (nil: it names nobody).
+    public mutating func loggedIn(as who: String?) {
+        activity.updateFetch { $0.loggedIn(as: who.map { LoginSubject(subject: $0) }) }
     }
 
     /// A token store will be read for this interactive identity: until it is

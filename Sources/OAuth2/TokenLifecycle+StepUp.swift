@@ -14,14 +14,19 @@ extension TokenLifecycle {
     public mutating func stepUp(_ stepUp: StepUp, token value: String? = nil, at now: Double) -> StepUpOutcome {
         guard identity.grant.isInteractive else { return .alreadyGranted }
         if let value, let held = token, held.value != value { return .alreadyGranted }
+        // Not for an upstream to ask: the challenge goes to the client as it came.
+        guard let stepUp = stepUp.admissible(within: stepUpScopeBound) else { return .declined }
         login.stepUps.expire(at: now)
         if login.stepUps.isDeclined(stepUp) { return .declined }
+        // The token a step-up login brought, refused for what that login asked: another login
+        // would bring the same token (an IdP that grants no more, an upstream that wants more).
+        if login.stepUps.answers(stepUp, at: now) { return .declined }
         if stepUp.acrValues.isEmpty, stepUp.maxAge == nil {
             // RFC 6749 §5.1: a token answer without `scope` was granted the scope asked for.
             let granted = Set((token?.scope ?? identity.scope ?? "").split(separator: " ").map(String.init))
             if granted.isSuperset(of: stepUp.scope) { return .alreadyGranted }
         }
-        login.stepUps.ask(stepUp, at: now, timeoutSeconds: identity.loginTimeoutSeconds)
+        guard login.stepUps.ask(stepUp, at: now, timeoutSeconds: identity.loginTimeoutSeconds) else { return .declined }
         return .loginNeeded(stepUpProblem(login.stepUps.pending(at: now) ?? stepUp))
     }
 
@@ -57,22 +62,19 @@ extension TokenLifecycle {
         return true
     }
 
-    /// A login's fetch (`purpose`) brought a token. A browser login that carried a step-up
-    /// (`carried`) makes its scope the identity's, and ends the pending step-up it answers; a
-    /// device login answers the pending one (its authorization asked for it).
-    mutating func stepUpAnswered(by purpose: TokenRequest.Purpose?, carried: StepUp?) {
-        switch purpose {
-        case .grant(.authorizationCode)?:
-            guard let carried else { return }
-            identity.scope = carried.widening(identity.scope)
-            if let pending = login.stepUps.pending?.stepUp, pending.acrValues == carried.acrValues, pending.maxAge == carried.maxAge,
-               Set(carried.scope).isSuperset(of: pending.scope) {
-                _ = login.stepUps.granted()
-            }
-        case .grant(.deviceCode)?:
-            if let answered = login.stepUps.granted() { identity.scope = answered.widening(identity.scope) }
-        default:
-            return
+    /// A login's fetch brought `response`'s token at `now`. A browser or device login that
+    /// carried a step-up (its authorization asked for it) is judged against it
+    /// (`StepUpVerdict`): the identity's scope widens by the asked scopes the token was granted
+    /// (and for an auto identity is kept with its registration); a step-up the token meets is
+    /// over, one it does not meet is declined (the same challenge then goes to the client).
+    mutating func stepUpAnswered(by fetch: FetchInFlight?, response: TokenResponse, at now: Double) {
+        guard let carried = fetch?.stepUp else { return }
+        let verdict = StepUpVerdict(asked: carried, grantedScope: response.scope, authentication: fetch?.authentication)
+        identity.scope = verdict.granted.widening(identity.scope)
+        if verdict.unmet == nil {
+            login.stepUps.met(carried, at: now)
+        } else {
+            login.stepUps.unmet(carried)
         }
     }
 
@@ -80,5 +82,31 @@ extension TokenLifecycle {
     func stepUpProblem(_ stepUp: StepUp) -> TokenUnavailable {
         TokenUnavailable(identity: identity.name, reason: .needsLogin,
                          detail: "identity \(identity.name): the upstream asked for \(stepUp): log in again to grant it")
+    }
+}
+
+extension StepUp {
+    /// Scopes no upstream's challenge adds to a login: whether the login is an OpenID one and
+    /// whether it brings a refresh token are the identity's choices, not an upstream's.
+    static let identityOwnScopes: Set<String> = ["openid", "offline_access"]
+
+    /// This step-up as an upstream may ask it of an identity whose step-ups are bounded by
+    /// `bound` (nil: any scope): without `identityOwnScopes`; nil when it then asks for nothing,
+    /// or asks for a scope outside `bound` (no login: the challenge goes to the client).
+    func admissible(within bound: Set<String>?) -> StepUp? {
+        var kept = self
+        kept.scope = scope.filter { !Self.identityOwnScopes.contains($0) }
+        if kept.scope.isEmpty, kept.acrValues.isEmpty, kept.maxAge == nil { return nil }
+        if let bound, !bound.isSuperset(of: kept.scope) { return nil }
+        return kept
+    }
+
+    /// The bound of an `auto` identity's step-up scopes: its configured `auto.scope` when set,
+    /// else the resource metadata's `scopes_supported` when its scope came from there (nil:
+    /// neither known, no bound).
+    static func scopeBound(autoScope: String?, facts: AutoFacts) -> Set<String>? {
+        if let autoScope { return Set(autoScope.split(separator: " ").map(String.init)) }
+        guard facts.scopeSource == .resourceMetadata, let scope = facts.scope else { return nil }
+        return Set(scope.split(separator: " ").map(String.init))
     }
 }

@@ -79,6 +79,9 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     var login = LoginState()
     /// An `auto` identity's learning: not yet, only configuration can help, or learnt.
     var autoProgress = AutoProgress.unresolved
+    /// The scopes an upstream's step-up may ask for (nil: any): an `auto` identity's
+    /// `auto.scope`, else its resource's `scopes_supported`, once resolved.
+    var stepUpScopeBound: Set<String>?
     /// Who logged in, as the ID token names them (`preferred_username`, `email` or `sub`).
     public var loggedInAs: String? { login.loggedInAs }
     /// Why the last login ended without a token (for the login pages); nil after a success.
@@ -232,7 +235,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             return
         }
         held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity)
-        stepUpAnswered(by: fetch?.purpose, carried: fetch?.stepUp)
+        stepUpAnswered(by: fetch, response: response, at: now)
         login.tokenArrived(from: fetch)
         failures.streakEnded()
     }

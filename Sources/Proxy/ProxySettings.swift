@@ -72,10 +72,12 @@ public final class ProxySettings: Sendable {
         routes = RouteTable(config.routes.map(\.match))
         let identities = identities ?? tokens?.tokenSet
         self.identities = identities
+        let sharedIdentities = Set(StepUpRoutes.sharedAcrossOrigins(config.routes))
         plans = config.routes.enumerated().map { position, route in
             RoutePlan(route: route, position: position, identity: route.identity.flatMap { identities?[$0] },
                       tls: tls.routes[position],
                       interactiveIdentity: route.identity.flatMap { config.identities[$0]?.grant.isInteractive } ?? false,
+                      stepsUpFromUpstream: !(route.identity.map(sharedIdentities.contains) ?? false),
                       inboundKeys: route.inbound.flatMap { rules in
                           tokens?.inboundKeys(issuer: rules.issuer, jwksUrl: rules.jwksUrl, tlsSettings: rules.tls, tls: tls.inbound[position])
                       },

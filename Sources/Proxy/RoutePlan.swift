@@ -65,16 +65,18 @@ public final class RoutePlan: Sendable {
     let withholdsFavicon: Bool
     /// The check of the caller's bearer token (`inbound`); nil: the route takes any caller.
     let inbound: InboundGate?
-    /// The route's identity logs a person in: an upstream's 401 or 403 asking for a step-up
-    /// (`StepUpChallenge`) starts a login for it rather than counting as a refused token.
+    /// The route's identity logs a person in and all its routes go to this upstream's origin
+    /// (`StepUpRoutes`): an upstream's 401 or 403 asking for a step-up (`StepUpChallenge`) starts
+    /// a login for it rather than counting as a refused token.
     let stepsUp: Bool
 
     /// `interactiveIdentity`: the route's identity logs a person in (its favicon withheld, its
-    /// step-ups honoured). `inboundKeys`: the keys of
+    /// step-ups honoured unless `stepsUpFromUpstream` is false: its routes go to several
+    /// upstreams, `StepUpRoutes`). `inboundKeys`: the keys of
     /// the route's `inbound` issuer (nil: none, or no token thread to read them);
     /// `introspection`: where its opaque tokens are asked about (nil: they are refused).
     public init(route: Route, position: Int = 0, identity: IdentityTokens? = nil, tls: TLSConfiguration? = nil,
-                interactiveIdentity: Bool = false, inboundKeys: InboundKeys? = nil, introspection: IntrospectionSource? = nil) {
+                interactiveIdentity: Bool = false, stepsUpFromUpstream: Bool = true, inboundKeys: InboundKeys? = nil, introspection: IntrospectionSource? = nil) {
         self.route = route
         self.position = position
         self.tls = tls
@@ -128,7 +130,7 @@ public final class RoutePlan: Sendable {
         guardsCredential = route.carriesCredential || route.browser != nil
         cors = route.browser.map(CORSRules.init)
         withholdsFavicon = interactiveIdentity && !route.match.pathPrefix.hasPrefix(Self.favicon)
-        stepsUp = interactiveIdentity && route.identity != nil
+        stepsUp = interactiveIdentity && stepsUpFromUpstream && route.identity != nil
         forwardsTargetVerbatim = !route.stripPrefix && route.upstream.basePath.isEmpty && tokenQueryPrefix == nil
         basePath = Array(route.upstream.basePath.utf8)
         strippedPrefix = route.stripPrefix ? Array(route.match.pathPrefix.utf8) : []

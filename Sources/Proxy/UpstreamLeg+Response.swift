@@ -6,6 +6,7 @@ import ByteBuffers
 import EventLoop
 import HTTP1
 import HTTPClient
+import Logging
 import OAuth2
 
 extension UpstreamLeg: UpstreamExchangeOwner {
@@ -60,14 +61,17 @@ extension UpstreamLeg: UpstreamExchangeOwner {
     }
 
     /// Reports the upstream's step-up challenge to the identity (`TokenService.stepUp`): what it
-    /// made of it. A route without the identity's tokens here treats it as any answer.
+    /// made of it. A route without the identity's tokens here treats it as any answer. Logged at
+    /// info when it changed something (a step-up pending or wider, a challenge declined here
+    /// the first time), at debug when it repeats one.
     private func stepUpOutcome(_ stepUp: StepUp, token: WorkerTokens.CachedToken) -> StepUpOutcome {
         let worker = connection.worker
         guard let plan = connection.exchange.current.plan, let identity = plan.identity, let tokens = worker.tokens else { return .declined }
-        let outcome = tokens.stepUp(identity, token: token, stepUp)
-        worker.logger.info("upstream asked for a step-up of the identity's login",
-                           metadata: ["route": .string(plan.route.name), "identity": .string(identity.configured.name),
-                                      "stepUp": .string(stepUp.description), "outcome": .string(outcome.code)])
+        let (outcome, transition) = tokens.stepUp(identity, token: token, stepUp)
+        let level: Logger.Level = transition ? .info : .debug
+        worker.logger.log(level: level, "upstream asked for a step-up of the identity's login",
+                          metadata: ["route": .string(plan.route.name), "identity": .string(identity.configured.name),
+                                     "stepUp": .string(stepUp.description), "outcome": .string(outcome.code)])
         return outcome
     }
 

@@ -50,6 +50,8 @@ final class WorkerTokens {
     /// identity's result, a caller's exchange, an inbound issuer's keys or an introspection).
     private(set) var wakeup: LoopWakeup?
     private var cache: [CachedToken?]
+    /// The challenges declined last, answered again here without the identity's lock.
+    private var declinedStepUps = DeclinedStepUps()
     /// Connections waiting for a token, in arrival order.
     private var parked: [RequestLeg] = []
 
@@ -118,17 +120,32 @@ final class WorkerTokens {
     /// An upstream answered `token` with a challenge asking for `stepUp` (see
     /// `TokenService.stepUp`); a login is needed, the cached token is dropped. For an identity with per-caller tokens, a step-up is the caller's
     /// business: it counts as granted (an answer like any other).
-    func stepUp(_ tokens: IdentityTokens, token: CachedToken, _ stepUp: StepUp) -> StepUpOutcome {
-        guard tokens.callers == nil else { return .alreadyGranted }
-        let outcome = service.stepUp(tokens, stepUp, token: token.value, at: Double(loop.nowMilliseconds) / 1000)
-        if case .loginNeeded = outcome, tokens.slot < cache.count { cache[tokens.slot] = nil }
-        return outcome
+    /// `transition`: the identity's step-up changed (one is pending or wider now) or a challenge
+    /// is declined here for the first time; false for a repeat.
+    func stepUp(_ tokens: IdentityTokens, token: CachedToken, _ stepUp: StepUp) -> (outcome: StepUpOutcome, transition: Bool) {
+        guard tokens.callers == nil else { return (.alreadyGranted, false) }
+        if declinedStepUps.contains(slot: tokens.slot, token: token, stepUp: stepUp) {
+            service.stepUpDeclinedAgain(tokens)
+            return (.declined, false)
+        }
+        let report = service.reportStepUp(tokens, stepUp, token: token.value, at: Double(loop.nowMilliseconds) / 1000)
+        switch report.outcome {
+        case .loginNeeded:
+            if tokens.slot < cache.count { cache[tokens.slot] = nil }
+            return (report.outcome, report.pendingChanged)
+        case .declined:
+            declinedStepUps.note(slot: tokens.slot, token: token, stepUp: stepUp)
+            return (report.outcome, true)
+        case .alreadyGranted:
+            return (report.outcome, false)
+        }
     }
 
     /// Drops the cached tokens of identities a reload replaced or removed.
     func keepOnly(_ identities: TokenSet) {
         let inForce = Set(identities.identities.map(\.slot))
         for slot in cache.indices where !inForce.contains(slot) { cache[slot] = nil }
+        declinedStepUps.keepOnly(slots: inForce)
         proofs.keepOnly(slots: inForce)
     }
 

@@ -54,7 +54,7 @@ final class IDTokenChecks {
         let accept = { [self] (outcome: Result<LoginSubject, IDTokenError>) in
             switch outcome {
             case .success(let subject):
-                tokens.update { $0.loggedIn(as: subject.displayName) }
+                tokens.update { $0.loggedIn(as: subject) }
                 completion(.success(response))
             case .failure(let error):
                 logger.warning("ID token refused", metadata: ["identity": .string(identity.name), "error": .string("\(error)")])

@@ -186,14 +186,30 @@ public final class TokenService: Sendable {
     /// identity's login starts with the next request. `token`: the token the upstream answered
     /// (see `TokenLifecycle.stepUp`). Thread-safe.
     public func stepUp(_ tokens: IdentityTokens, _ stepUp: StepUp, token: String? = nil, at now: Double) -> StepUpOutcome {
+        reportStepUp(tokens, stepUp, token: token, at: now).outcome
+    }
+
+    /// A worker declined `tokens`' step-up challenge again by itself (the identity declined the
+    /// same one to the same token before): counted like any declined one, without the lock.
+    public func stepUpDeclinedAgain(_ tokens: IdentityTokens) {
+        observer?.upstreamAskedForStepUp(identity: tokens.configured.name, outcome: .declined)
+    }
+
+    /// `stepUp`, saying too whether the identity's pending step-up changed (a new one, or a
+    /// wider one): what is worth a log line. Thread-safe.
+    public func reportStepUp(_ tokens: IdentityTokens, _ stepUp: StepUp, token: String? = nil,
+                             at now: Double) -> (outcome: StepUpOutcome, pendingChanged: Bool) {
         var outcome = StepUpOutcome.alreadyGranted
+        var changed = false
         tokens.publish { lifecycle in
+            let before = lifecycle.pendingStepUp(at: now)
             outcome = lifecycle.stepUp(stepUp, token: token, at: now)
-            if case .loginNeeded = outcome { return true }
-            return false
+            guard case .loginNeeded = outcome else { return false }
+            changed = lifecycle.pendingStepUp(at: now) != before
+            return true
         }
         observer?.upstreamAskedForStepUp(identity: tokens.configured.name, outcome: outcome)
-        return outcome
+        return (outcome, changed)
     }
 
     /// An upstream refused `token`, issued on behalf of the caller whose token has `key`, at

@@ -108,6 +108,7 @@ final class Reloader {
         server.reload(ProxySettings(config: inForce, tokens: tokens, identities: change.set, tls: loaded.tls,
                                     interceptionLeaves: leaves))
         config = inForce
+        logSharedStepUpIdentities(inForce, logger: logger)
         text = loaded.text
         metrics?.reloadEnded(applied: true)
         logger.info("configuration reloaded", metadata: [

@@ -243,6 +243,7 @@ func serve(_ loadedConfig: RelayConfig, tls: ClientTLS = ClientTLS(), source: Co
     let tokens = try startTokenService(config, tls: tls, logger: logger, observer: metrics.map(TokenMetrics.init), storage: storage)
     defer { tokens.stop() }
     let settings = ProxySettings(config: config, tokens: tokens, tls: tls, interceptionLeaves: leaves)
+    logSharedStepUpIdentities(config, logger: logger)
     let workers = config.workers == 0 ? WorkerThread.processorCount : config.workers
     do {
         running.server = try RelayServer.start(settings: settings, workers: workers, logger: logger, metrics: metrics)
@@ -368,5 +369,14 @@ struct TokenMetrics: TokenObserver {
 
     func introspectionEnded(identity: String, outcome: String) {
         metrics.introspectionEnded(identity: identity, outcome: outcome)
+    }
+}
+
+/// Names, once per configuration loaded, the interactive identities whose upstreams' step-up
+/// challenges go to the client as they came (`StepUpRoutes`: routes to several upstreams).
+func logSharedStepUpIdentities(_ config: RelayConfig, logger: Logger) {
+    for name in StepUpRoutes.sharedAcrossOrigins(config.routes) where config.identities[name]?.grant.isInteractive == true {
+        logger.info("identity's routes go to several upstreams: their step-up challenges go to the client as they came",
+                    metadata: ["identity": .string(name)])
     }
 }

@@ -61,6 +61,15 @@ final class BearerChallengeTests: XCTestCase {
         }
     }
 
+    func testMaxAgeAboveTheLimitCountsAsAbsent() {
+        XCTAssertEqual(BearerChallenge.parse(["Bearer max_age=1000000000"])?.maxAge, 1_000_000_000)
+        for huge in ["1000000001", "9223372036854775807", "99999999999999999999999"] {
+            let challenge = BearerChallenge.parse(["Bearer error=\"insufficient_user_authentication\", max_age=\(huge)"])
+            XCTAssertNil(challenge?.maxAge, huge)
+            XCTAssertNil(challenge?.stepUp, "\(huge): nothing left to step up for")
+        }
+    }
+
     /// Each malformed challenge is skipped whole; the well-formed Bearer after it is read.
     func testMalformedChallengesAreSkipped() {
         let refused: [(String, String)] = [

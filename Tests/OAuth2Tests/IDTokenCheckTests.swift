@@ -69,6 +69,20 @@ final class IDTokenCheckTests: XCTestCase {
         XCTAssertNoThrow(try fresh.validate(try idToken(), keys: keys, unixTime: now), "an ID token without auth_time passes")
     }
 
+    func testExtremeMaxAgeAndAuthTimeSaturateRatherThanTrap() throws {
+        var huge = check
+        huge.maxAge = Int.max
+        let ancient = try idToken { $0["auth_time"] = .integer(.min) }
+        XCTAssertNoThrow(try huge.validate(try idToken { $0["auth_time"] = .integer(now - 10) }, keys: keys, unixTime: now))
+        XCTAssertNoThrow(try huge.validate(ancient, keys: keys, unixTime: now), "no age exceeds Int64.max")
+        var fresh = check
+        fresh.maxAge = 120
+        guard case .rejected(let reason)? = refusal(ancient, check: fresh) else { return XCTFail("refused") }
+        XCTAssertTrue(reason.contains("authenticated \(Int64.max) s before"), reason)
+        XCTAssertNoThrow(try fresh.validate(try idToken { $0["auth_time"] = .integer(.max) }, keys: keys, unixTime: now),
+                         "an auth_time in the future is no older than max_age")
+    }
+
     func testDisplayNamePrefersUsernameThenEmailThenSubject() {
         XCTAssertEqual(LoginSubject(subject: "s", preferredUsername: "u", email: "e").displayName, "u")
         XCTAssertEqual(LoginSubject(subject: "s", email: "e").displayName, "e")

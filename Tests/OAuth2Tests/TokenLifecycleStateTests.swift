@@ -145,10 +145,10 @@ final class TokenLifecycleStateTests: XCTestCase {
 
     func testOnlyACodeExchangeRecordsWhoLoggedIn() {
         var refresh = fetch(.rebuildable(.refresh, requested: false))
-        refresh.loggedIn(as: "mallory")
+        refresh.loggedIn(as: LoginSubject(subject: "mallory"))
         XCTAssertNil(refresh.subject)
         var poll = fetch(.devicePoll(TokenRequest.deviceCodePoll(for: deviceIdentity(), deviceCode: Secret("dc-1"), at: tokenURL)))
-        poll.loggedIn(as: "mallory")
+        poll.loggedIn(as: LoginSubject(subject: "mallory"))
         XCTAssertNil(poll.subject)
         XCTAssertTrue(poll.requested, "a person waits on a poll: a stored token does not cancel it")
     }

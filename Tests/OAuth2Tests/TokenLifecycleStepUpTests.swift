@@ -1,5 +1,5 @@
 import Endpoints
-import OAuth2
+@testable import OAuth2
 import SafeText
 import XCTest
 
@@ -104,6 +104,32 @@ final class TokenLifecycleStepUpTests: XCTestCase {
         XCTAssertNil(lifecycle.pendingStepUp(at: 14))
     }
 
+    func testADeviceLoginAnswersTheStepUpItsAuthorizationAskedForNotOneAddedLater() {
+        var lifecycle = makeLifecycle(makeIdentity(.deviceCode(seed: nil), clientId: "tv-app", secret: nil) {
+            $0.scope = "orders.read"
+            $0.deviceAuthorizationUrl = device
+        })
+        _ = lifecycle.requestDeviceLogin(at: 0)
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.deviceAuthorized(DeviceAuthorization(deviceCode: Secret("dc-1"), userCode: "ABCD", verificationUri: "https://idp/d",
+                                                       expiresIn: 600, interval: 5), at: 0)
+        _ = lifecycle.nextAction(at: 0)
+        _ = lifecycle.nextAction(at: 5)
+        lifecycle.fetchSucceeded(TokenResponse(accessToken: Secret("at-1"), expiresIn: 300, refreshToken: Secret("rt-1")), at: 6)
+        guard case .loginNeeded = lifecycle.stepUp(StepUp(scope: ["orders.write"]), at: 7) else { return XCTFail("login") }
+        XCTAssertTrue(lifecycle.requestDeviceLogin(at: 7))
+        guard case .authorizeDevice(let request) = lifecycle.nextAction(at: 7) else { return XCTFail("the device authorization") }
+        XCTAssertTrue(request.bodyText.contains("scope=orders.read+orders.write"), request.bodyText)
+        lifecycle.deviceAuthorized(DeviceAuthorization(deviceCode: Secret("dc-2"), userCode: "EFGH", verificationUri: "https://idp/d",
+                                                       expiresIn: 600, interval: 5), at: 7)
+        guard case .loginNeeded = lifecycle.stepUp(StepUp(scope: ["orders.admin"]), at: 8) else { return XCTFail("widened") }
+        _ = lifecycle.nextAction(at: 8)
+        guard case .fetch = lifecycle.nextAction(at: 12) else { return XCTFail("the poll") }
+        lifecycle.fetchSucceeded(TokenResponse(accessToken: Secret("at-2"), expiresIn: 300, refreshToken: Secret("rt-2")), at: 13)
+        XCTAssertEqual(lifecycle.identity.scope, "orders.read orders.write", "orders.admin was not in the authorization")
+        XCTAssertEqual(lifecycle.pendingStepUp(at: 14), StepUp(scope: ["orders.write", "orders.admin"]), "still asked for")
+    }
+
     func testASuccessfulStepUpLoginEndsItAndItsScopeIsTheIdentitysFromThenOn() throws {
         var lifecycle = loggedIn(browserIdentity())
         _ = lifecycle.stepUp(writeScope, at: 2)
@@ -118,7 +144,85 @@ final class TokenLifecycleStepUpTests: XCTestCase {
         XCTAssertEqual(lifecycle.identity.scope, "openid orders.read orders.write")
         XCTAssertEqual(nextAuthorization(&lifecycle, at: 7).pairs.filter { $0.name == "scope" }.map(\.value),
                        ["openid orders.read orders.write"], "a later login asks for the scope granted")
-        XCTAssertEqual(lifecycle.stepUp(writeScope, token: "at-2", at: 8), .alreadyGranted, "the same challenge now is a refusal")
+        XCTAssertEqual(lifecycle.stepUp(writeScope, token: "at-2", at: 8), .declined,
+                       "the same challenge to the token the step-up brought goes to the client: no second login")
+    }
+
+    /// The step-up login for `stepUp` at time 3 whose ID token showed `authentication` (nil: no
+    /// ID token checked) brings token `at-2` with `scope` at time 5.
+    private func steppedUp(_ stepUp: StepUp, scope: String?, authentication: LoginAuthentication?) -> TokenLifecycle {
+        var lifecycle = loggedIn(browserIdentity())
+        guard case .loginNeeded = lifecycle.stepUp(stepUp, token: "at-1", at: 2) else { XCTFail("a login is needed"); return lifecycle }
+        XCTAssertTrue(lifecycle.codeReceived(Secret("code-2"), login: nextAuthorization(&lifecycle, at: 3).login))
+        _ = lifecycle.nextAction(at: 4)
+        if let authentication { lifecycle.loggedIn(as: LoginSubject(subject: "alice", authentication: authentication)) }
+        lifecycle.fetchSucceeded(TokenResponse(accessToken: Secret("at-2"), expiresIn: 3000, refreshToken: Secret("rt-2"), scope: scope), at: 5)
+        XCTAssertEqual(lifecycle.injected(at: 6), "at-2", "the token is taken whatever it was granted")
+        XCTAssertNil(lifecycle.pendingStepUp(at: 6))
+        return lifecycle
+    }
+
+    func testAStepUpLoginGrantedLessScopeIsDeclinedAndWidensTheScopeOnlyByWhatWasGranted() {
+        let asked = StepUp(scope: ["orders.write", "orders.admin"])
+        var lifecycle = steppedUp(asked, scope: "openid orders.read orders.write", authentication: nil)
+        XCTAssertEqual(lifecycle.identity.scope, "openid orders.read orders.write", "orders.admin was not granted")
+        XCTAssertEqual(lifecycle.stepUp(asked, token: "at-2", at: 7), .declined, "the same challenge goes to the client")
+        XCTAssertEqual(lifecycle.decision(at: 7), .inject(lifecycle.token!))
+    }
+
+    func testAnAcrStepUpIsDeclinedUnlessTheIDTokenNamesAnAcrAskedFor() {
+        let stronger = StepUp(acrValues: ["urn:mfa", "urn:hw"])
+        for shown in [nil, LoginAuthentication(), LoginAuthentication(acr: "urn:pwd")] {
+            var lifecycle = steppedUp(stronger, scope: nil, authentication: shown)
+            XCTAssertEqual(lifecycle.stepUp(stronger, token: "at-2", at: 7), .declined, "\(String(describing: shown))")
+            XCTAssertEqual(lifecycle.stepUp(stronger, token: "at-2", at: 9000), .declined, "remembered: \(String(describing: shown))")
+        }
+        var met = steppedUp(stronger, scope: nil, authentication: LoginAuthentication(acr: "urn:hw"))
+        XCTAssertEqual(met.stepUp(stronger, token: "at-2", at: 7), .declined, "no second login for the token that met it")
+        guard case .loginNeeded = met.stepUp(StepUp(acrValues: ["urn:hw"]), token: "at-2", at: 8) else {
+            return XCTFail("another class is another step-up")
+        }
+    }
+
+    func testAMaxAgeStepUpIsDeclinedWithoutAnAuthTimeAndAnsweredForMaxAgeWithOne() {
+        let fresher = StepUp(maxAge: 60)
+        var unshown = steppedUp(fresher, scope: nil, authentication: LoginAuthentication(acr: "urn:pwd"))
+        XCTAssertEqual(unshown.stepUp(fresher, token: "at-2", at: 500), .declined, "no auth_time: remembered as declined")
+        var shown = steppedUp(fresher, scope: nil, authentication: LoginAuthentication(authTime: 1_700_000_000))
+        XCTAssertEqual(shown.stepUp(fresher, token: "at-2", at: 64), .declined, "the login is younger than max_age")
+        guard case .loginNeeded = shown.stepUp(fresher, token: "at-2", at: 66) else {
+            return XCTFail("older than max_age: a fresher login is needed again")
+        }
+    }
+
+    func testOpenIDAndOfflineAccessAreNoUpstreamsToAsk() {
+        var lifecycle = loggedIn(browserIdentity())
+        XCTAssertEqual(lifecycle.stepUp(StepUp(scope: ["openid", "offline_access"]), at: 2), .declined, "nothing left to ask")
+        _ = lifecycle.stepUp(StepUp(scope: ["openid", "offline_access", "orders.write"]), at: 2)
+        XCTAssertEqual(lifecycle.pendingStepUp(at: 3), writeScope)
+        XCTAssertEqual(StepUp(scope: ["openid"], maxAge: 5).admissible(within: nil), StepUp(maxAge: 5))
+    }
+
+    func testABoundedIdentityDeclinesAStepUpOutsideItsBound() {
+        let bound: Set<String> = ["mcp", "mcp.write"]
+        XCTAssertEqual(StepUp(scope: ["mcp.write"]).admissible(within: bound), StepUp(scope: ["mcp.write"]))
+        XCTAssertNil(StepUp(scope: ["mcp.write", "other:admin"]).admissible(within: bound))
+        XCTAssertEqual(StepUp(scope: ["openid", "mcp.write"]).admissible(within: bound), StepUp(scope: ["mcp.write"]))
+        var lifecycle = loggedIn(browserIdentity())
+        lifecycle.stepUpScopeBound = bound
+        XCTAssertEqual(lifecycle.stepUp(StepUp(scope: ["other:admin"]), at: 2), .declined)
+        XCTAssertNil(lifecycle.pendingStepUp(at: 2))
+    }
+
+    func testAnAutoIdentitysBoundIsItsAutoScopeElseTheMetadatasScopesSupported() {
+        var facts = AutoFacts(resource: "https://api.example.com/", resourceMetadataURL: "https://api.example.com/.well-known/oauth-protected-resource",
+                              resourceMetadataSource: .wellKnown, authorizationServer: "https://as.example.com",
+                              authorizationServerSource: .resourceMetadata, clientId: "c", clientSource: .registration,
+                              tokenEndpointAuthMethod: "none", scope: "mcp mcp.write", scopeSource: .resourceMetadata, registeredAt: 1)
+        XCTAssertEqual(StepUp.scopeBound(autoScope: "mcp", facts: facts), ["mcp"])
+        XCTAssertEqual(StepUp.scopeBound(autoScope: nil, facts: facts), ["mcp", "mcp.write"])
+        facts.scopeSource = .challenge
+        XCTAssertNil(StepUp.scopeBound(autoScope: nil, facts: facts))
     }
 
     func testAStepUpTheTokenWasGrantedAlreadyIsARefusalLikeAnyOther() {
@@ -151,6 +255,33 @@ final class TokenLifecycleStepUpTests: XCTestCase {
         guard case .loginNeeded = lifecycle.stepUp(StepUp(scope: ["orders.admin", "orders.write"], maxAge: 5), at: 6) else {
             return XCTFail("another challenge is asked")
         }
+    }
+
+    func testAChallengeAskingForPartOfADeclinedScopeIsDeclinedToo() {
+        var lifecycle = loggedIn(browserIdentity())
+        _ = lifecycle.stepUp(StepUp(scope: ["orders.write", "orders.admin"]), at: 2)
+        lifecycle.stepUpDeclined()
+        XCTAssertEqual(lifecycle.stepUp(StepUp(scope: ["orders.admin"]), at: 3), .declined, "a subset of the declined scope")
+        guard case .loginNeeded = lifecycle.stepUp(StepUp(scope: ["orders.admin"], acrValues: ["urn:mfa"]), at: 4) else {
+            return XCTFail("another class is another step-up")
+        }
+        lifecycle.stepUpDeclined()
+        guard case .loginNeeded = lifecycle.stepUp(StepUp(scope: ["orders.admin", "orders.audit"]), at: 5) else {
+            return XCTFail("a scope beyond the declined one is asked")
+        }
+    }
+
+    func testAChallengeOrAPendingUnionPastTheLimitsStartsNoLogin() {
+        let many = (0..<33).map { "s\($0)" }
+        XCTAssertNil(BearerChallenge(error: "insufficient_scope", scope: many).stepUp)
+        XCTAssertNotNil(BearerChallenge(error: "insufficient_scope", scope: Array(many.prefix(32))).stepUp)
+        XCTAssertNil(BearerChallenge(error: "insufficient_scope", scope: [String(repeating: "a", count: 1025)]).stepUp)
+        XCTAssertNotNil(BearerChallenge(error: "insufficient_scope", scope: [String(repeating: "a", count: 1024)]).stepUp)
+        XCTAssertNil(BearerChallenge(error: "insufficient_user_authentication", acrValues: many).stepUp)
+        var lifecycle = loggedIn(browserIdentity())
+        guard case .loginNeeded = lifecycle.stepUp(StepUp(scope: Array(many.prefix(20))), at: 2) else { return XCTFail("a login") }
+        XCTAssertEqual(lifecycle.stepUp(StepUp(scope: Array(many.suffix(13))), at: 3), .declined, "33 scopes joined: past the limit")
+        XCTAssertEqual(lifecycle.pendingStepUp(at: 3), StepUp(scope: Array(many.prefix(20))), "the pending one stays as it was")
     }
 
     func testAStepUpNotAnsweredWithinTheLoginTimeoutCountsAsDeclined() {
