@@ -77,8 +77,11 @@ final class CredentialFileWatch {
     }
 
     /// `request` as it goes with the current credentials: itself while they are the ones loaded.
+    /// An `auto` identity's requests are always themselves: they are built from the identity it
+    /// learnt (its registered client), which the configured one here (no client) must not replace;
+    /// its file, the initial access token, goes with a registration only.
     func request(_ request: TokenRequest) -> TokenRequest {
-        current == loaded ? request : request.rebuilt(for: current)
+        current == loaded || loaded.auto != nil ? request : request.rebuilt(for: current)
     }
 
     /// What reading a changed file gave.
