@@ -178,7 +178,8 @@ public struct AutoResolution: Sendable {
                                        retryAfter: nil)
                 }
             }
-            let request = ClientRegistrationRequest(identity: identity, settings: settings, endpoint: endpoint, method: method,
+            let request = ClientRegistrationRequest(identity: identity, settings: settings, issuer: learnt.issuer, endpoint: endpoint,
+                                                    method: method,
                                                     scope: learnt.scope, jwks: generated?.jwks)
             phase = .registering(learnt, metadata, key, request, privateKeyPEM: generated?.pem)
             return .register(request)

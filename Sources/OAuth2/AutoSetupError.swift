@@ -1,6 +1,6 @@
 /// Why an `auto` identity could not learn what it needs. Messages name the URL and the member,
 /// quote at most 200 cleaned characters of what a server sent, and never a secret.
-public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible {
+public indirect enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The resource says nothing of its authorization: no metadata at the well-known URL and no
     /// `resource_metadata` in its 401 (or no 401 at all). `tried` says what each URL answered.
     /// Needs configuration: the route must name an identity.
@@ -24,6 +24,9 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
     case registrationRefused(url: String, status: Int, oauthError: String?, description: String?)
     /// A server could not be reached or was overloaded: tried again later with backoff.
     case unavailable(url: String, reason: String, retryAfter: Double?)
+    /// The registration endpoint refused a registration sent without the configured initial
+    /// access token, which goes only to an issuer `auto.allowedIssuers` lists: needs configuration.
+    case initialAccessTokenWithheld(issuer: String, refusal: AutoSetupError)
 
     /// True when trying again later may help without a config change.
     public var isTemporary: Bool {
@@ -45,7 +48,7 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Only the configuration can help (the `needs-configuration` problem).
     public var needsConfiguration: Bool {
         switch self {
-        case .noResourceMetadata, .registrationUnsupported, .noUsableAuthMethod, .noAllowedIssuer: return true
+        case .noResourceMetadata, .registrationUnsupported, .noUsableAuthMethod, .noAllowedIssuer, .initialAccessTokenWithheld: return true
         default: return false
         }
     }
@@ -63,6 +66,7 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
         case .noUsableAuthMethod: "no_usable_auth_method"
         case .registrationRefused: "registration_refused"
         case .unavailable: "unavailable"
+        case .initialAccessTokenWithheld: "initial_access_token_withheld"
         }
     }
 
@@ -101,6 +105,9 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
             return "the registration endpoint \(url) refused the registration (HTTP \(status))\(error)\(text)"
         case .unavailable(let url, let reason, let retryAfter):
             return "\(url) failed: \(reason)" + (retryAfter.map { ", Retry-After \(SecondsText.format($0)) s" } ?? "")
+        case .initialAccessTokenWithheld(let issuer, let refusal):
+            return refusal.description + "; the initial access token (auto.initialAccessToken) was withheld: the issuer \"\(issuer)\" "
+                + "is not listed in auto.allowedIssuers (list it there to send the token to it)"
         }
     }
 }

@@ -20,6 +20,16 @@ extension RegisteredClient {
     /// `error_description` of a refusal are quoted (cleaned, at most 200 characters).
     public static func parse(_ reply: TokenEndpointReply, to request: ClientRegistrationRequest, issuer: String,
                              privateKeyPEM: Secret?, unixTime: Double) throws(AutoSetupError) -> RegisteredClient {
+        do throws(AutoSetupError) {
+            return try parseAnswer(reply, to: request, issuer: issuer, privateKeyPEM: privateKeyPEM, unixTime: unixTime)
+        } catch .registrationRefused(let url, let status, let oauthError, let description) where request.initialAccessTokenWithheld {
+            throw .initialAccessTokenWithheld(issuer: ErrorText.clean(issuer, removing: []), refusal: .registrationRefused(
+                url: url, status: status, oauthError: oauthError, description: description))
+        }
+    }
+
+    private static func parseAnswer(_ reply: TokenEndpointReply, to request: ClientRegistrationRequest, issuer: String,
+                                    privateKeyPEM: Secret?, unixTime: Double) throws(AutoSetupError) -> RegisteredClient {
         let url = redactedURL(request.endpoint)
         let secrets = [request.initialAccessToken?.value].compactMap { $0 }
         let status = reply.status

@@ -177,7 +177,8 @@ def test_a_registration_refused_with_invalid_client_metadata_is_reported_and_tri
                                                                                          sensitive):
     sensitive.add("initial access token", INITIAL_ACCESS_TOKEN)
     stub = auto_stub(registration=(400, {"error": "invalid_client_metadata", "error_description": "redirect_uris not allowed"}))
-    relay, admin, name = start_auto_relay(start_relay, stub, tmp_path, initialAccessToken=INITIAL_ACCESS_TOKEN)
+    relay, admin, name = start_auto_relay(start_relay, stub, tmp_path, initialAccessToken=INITIAL_ACCESS_TOKEN,
+                                          allowedIssuers=[stub.issuer])
     view = identity_view(admin, name)
     assert view["state"] == "failing", view
     assert view["lastError"]["code"] == "registration_refused", view
