@@ -336,7 +336,9 @@ public struct AutoResolved: Sendable, Equatable {
     public var endpoints: IdentityEndpoints
     public var client: RegisteredClient
     public var key: RegistrationKey
-    /// Registered just now: the token thread keeps it in the store before using it.
+    /// Registered just now: the token thread keeps it in the store before using it. The
+    /// lifecycle turns it false once the client got a token (an `invalid_client` before that is
+    /// a refusal of the new client, not a server that forgot it).
     public var newlyRegistered: Bool
     public var facts: AutoFacts
 

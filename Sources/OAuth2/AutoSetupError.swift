@@ -27,6 +27,9 @@ public indirect enum AutoSetupError: Error, Sendable, Equatable, CustomStringCon
     /// The registration endpoint refused a registration sent without the configured initial
     /// access token, which goes only to an issuer `auto.allowedIssuers` lists: needs configuration.
     case initialAccessTokenWithheld(issuer: String, refusal: AutoSetupError)
+    /// The token endpoint refused (`invalid_client`) the client the relay had just registered,
+    /// before it got any token: registering again would loop. Needs configuration.
+    case registeredClientRefused(issuer: String, reason: String)
 
     /// True when trying again later may help without a config change.
     public var isTemporary: Bool {
@@ -48,7 +51,8 @@ public indirect enum AutoSetupError: Error, Sendable, Equatable, CustomStringCon
     /// Only the configuration can help (the `needs-configuration` problem).
     public var needsConfiguration: Bool {
         switch self {
-        case .noResourceMetadata, .registrationUnsupported, .noUsableAuthMethod, .noAllowedIssuer, .initialAccessTokenWithheld: return true
+        case .noResourceMetadata, .registrationUnsupported, .noUsableAuthMethod, .noAllowedIssuer, .initialAccessTokenWithheld,
+             .registeredClientRefused: return true
         default: return false
         }
     }
@@ -67,6 +71,7 @@ public indirect enum AutoSetupError: Error, Sendable, Equatable, CustomStringCon
         case .registrationRefused: "registration_refused"
         case .unavailable: "unavailable"
         case .initialAccessTokenWithheld: "initial_access_token_withheld"
+        case .registeredClientRefused: "registered_client_refused"
         }
     }
 
@@ -108,6 +113,10 @@ public indirect enum AutoSetupError: Error, Sendable, Equatable, CustomStringCon
         case .initialAccessTokenWithheld(let issuer, let refusal):
             return refusal.description + "; the initial access token (auto.initialAccessToken) was withheld: the issuer \"\(issuer)\" "
                 + "is not listed in auto.allowedIssuers (list it there to send the token to it)"
+        case .registeredClientRefused(let issuer, let reason):
+            return "the server refused the client it just registered: \"\(issuer)\" answered \(reason) to its first token request; "
+                + "registering again would be refused the same way (check the server's client policy, or give the route an "
+                + "identity of its own)"
         }
     }
 }

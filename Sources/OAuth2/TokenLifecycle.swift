@@ -232,6 +232,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             return
         }
         held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity)
+        autoClientProven()
         stepUpAnswered(by: fetch?.purpose, carried: fetch?.stepUp)
         login.tokenArrived(from: fetch)
         failures.streakEnded()

@@ -25,6 +25,9 @@ final class AutoResolver {
     private let readStoredLogin: (IdentityTokens) -> Void
     /// The client each resolved identity uses, by slot (what `forgetClient` deletes when no store keeps it).
     private var held: [Int: RegisteredClient] = [:]
+    /// Each slot's resolutions so far: one whose number is no longer its slot's was overtaken (a
+    /// `forgetClient` came meanwhile, or a reload retired the slot), and its outcome is dropped.
+    private var generations: [Int: Int] = [:]
 
     init(idp: IdPClient, clients: RegisteredClients, logouts: Logouts, logger: Logger, schedule: any FetchSchedule,
          readStoredLogin: @escaping (IdentityTokens) -> Void) {
@@ -40,17 +43,18 @@ final class AutoResolver {
     /// `.resolve` once until the outcome is reported).
     func resolve(_ tokens: IdentityTokens, challenge: BearerChallenge? = nil) {
         let resolution = AutoResolution(identity: tokens.configured, challenge: challenge)
-        step(resolution.firstStep, of: resolution, for: tokens)
+        step(resolution.firstStep, of: resolution, for: tokens, generation: generations[tokens.slot, default: 0])
     }
 
-    private func step(_ step: AutoResolution.Step, of resolution: AutoResolution, for tokens: IdentityTokens) {
+    private func step(_ step: AutoResolution.Step, of resolution: AutoResolution, for tokens: IdentityTokens, generation: Int) {
         // Once stopping, no answer comes: the request is cancelled (IdPClient).
         let answered = { [self] (result: Result<TokenEndpointReply, TokenEndpointError>) in
             var resolution = resolution
-            switch result {
-            case .success(let reply): self.step(resolution.received(reply, unixTime: Date().timeIntervalSince1970), of: resolution, for: tokens)
-            case .failure(let error): self.step(resolution.failed(error), of: resolution, for: tokens)
+            let next = switch result {
+            case .success(let reply): resolution.received(reply, unixTime: Date().timeIntervalSince1970)
+            case .failure(let error): resolution.failed(error)
             }
+            self.step(next, of: resolution, for: tokens, generation: generation)
         }
         switch step {
         case .fetch(let url, let toResource):
@@ -65,13 +69,46 @@ final class AutoResolver {
         case .loadClient(let key):
             clients.read(key) { [self] client in
                 var resolution = resolution
-                self.step(resolution.loaded(client, unixTime: Date().timeIntervalSince1970), of: resolution, for: tokens)
+                self.step(resolution.loaded(client, unixTime: Date().timeIntervalSince1970), of: resolution, for: tokens,
+                          generation: generation)
             }
         case .resolved(let resolved):
+            guard generations[tokens.slot, default: 0] == generation else { return overtaken(resolved, for: tokens) }
             if resolved.newlyRegistered { clients.write(resolved.client, for: resolved.key) }
             ended(.success(resolved), for: tokens)
         case .failed(let error):
+            guard generations[tokens.slot, default: 0] == generation else { return overtaken(nil, for: tokens) }
             ended(.failure(error), for: tokens)
+        }
+    }
+
+    /// A resolution overtaken by a `forgetClient` or a reload ended: nothing of it is kept (not
+    /// in the stores, not held), a client it registered is deleted at its server (best effort),
+    /// and an identity still in force resolves again.
+    private func overtaken(_ resolved: AutoResolved?, for tokens: IdentityTokens) {
+        let name = tokens.configured.name
+        logger.info("identity resolution overtaken; its outcome is dropped", metadata: ["identity": .string(name)])
+        if let resolved, resolved.newlyRegistered {
+            deleteAtServer(resolved.client, for: tokens, because: "registered by a resolution that was overtaken")
+        }
+        tokens.publish { lifecycle in
+            lifecycle.resolutionDropped()
+            return true
+        }
+        if schedule.isInForce(tokens) { schedule.runNextAction(tokens) }
+    }
+
+    /// RFC 7592: deletes `client` at its server with its registration access token, when it has
+    /// both; best effort, the outcome logged.
+    private func deleteAtServer(_ client: RegisteredClient, for tokens: IdentityTokens, because reason: String) {
+        guard let uri = client.registrationClientUri, let token = client.registrationAccessToken else { return }
+        let name = tokens.configured.name
+        idp.send("DELETE", uri, headers: [HTTPField(name: "Authorization", value: "Bearer " + token.value)], for: tokens,
+                 toResource: false) { [self] result in
+            logger.info("registered client deleted at its server", metadata: [
+                "identity": .string(name), "client_id": .string(client.clientId), "reason": .string(reason),
+                "outcome": .string(ClientDeletion(result).description),
+            ])
         }
     }
 
@@ -112,19 +149,29 @@ final class AutoResolver {
 
     /// The token endpoint answered `invalid_client` to the registered client of `tokens`: the
     /// registration is dropped (lifecycle and stores), and the chain runs again at the next action.
-    func clientUnknown(_ tokens: IdentityTokens) {
+    func clientUnknown(_ tokens: IdentityTokens, refusal: TokenEndpointError) {
         let now = monotonicSeconds()
-        var dropped: RegistrationKey?
+        var dropped: (key: RegistrationKey, clientId: String, needsConfiguration: Bool)?
         tokens.publish { lifecycle in
-            dropped = lifecycle.clientUnknown(at: now)
-            return dropped != nil
+            let clientId = lifecycle.autoFacts?.clientId
+            guard let key = lifecycle.clientUnknown(at: now, because: refusal.code), let clientId else { return false }
+            dropped = (key, clientId, lifecycle.status(at: now).state == .needsConfiguration)
+            return true
         }
         guard let dropped else { return }
-        held[tokens.slot] = nil
-        clients.remove(identity: dropped.identity)
-        logger.warning("the authorization server no longer knows the registered client; registering again", metadata: [
-            "identity": .string(tokens.configured.name), "issuer": .string(dropped.issuer),
-        ])
+        let client = held.removeValue(forKey: tokens.slot)
+        // Only the client refused: another process may have registered a new one meanwhile.
+        clients.remove(identity: dropped.key.identity, clientId: dropped.clientId)
+        let fields: Logger.Metadata = ["identity": .string(tokens.configured.name), "issuer": .string(dropped.key.issuer),
+                                       "client_id": .string(dropped.clientId)]
+        if dropped.needsConfiguration {
+            logger.error("the authorization server refused the client it just registered; not registering again", metadata: fields)
+        } else {
+            logger.warning("the authorization server no longer knows the registered client; registering again", metadata: fields)
+        }
+        if let client, client.clientId == dropped.clientId {
+            deleteAtServer(client, for: tokens, because: "refused with invalid_client")
+        }
     }
 
     /// `--forget-client`: deletes the registration of `tokens` at its authorization server
@@ -132,12 +179,13 @@ final class AutoResolver {
     /// identity resolve again at its next need. The client is the one in use, else the one kept
     /// (an identity that has not resolved in this process). `completion` hears how it went.
     func forgetClient(_ tokens: IdentityTokens, completion: @escaping (ClientDeletion) -> Void) {
-        let now = monotonicSeconds()
         let name = tokens.configured.name
-        tokens.publish { lifecycle in lifecycle.clientUnknown(at: now) != nil }
+        // A resolution under way is overtaken: its outcome is dropped, and it runs again.
+        generations[tokens.slot, default: 0] += 1
+        tokens.publish { lifecycle in lifecycle.clientForgotten() != nil }
         let inUse = held.removeValue(forKey: tokens.slot)
         guard let client = inUse ?? clients.readKept(identity: name) else { return completion(.noRegistration) }
-        clients.remove(identity: name)
+        clients.remove(identity: name, clientId: client.clientId)
         guard let uri = client.registrationClientUri, let token = client.registrationAccessToken else {
             return completion(.notDeletable)
         }
@@ -151,9 +199,10 @@ final class AutoResolver {
         }
     }
 
-    /// A reload retired the slot.
+    /// A reload retired the slot: a resolution under way for it is overtaken.
     func forget(slot: Int) {
         held[slot] = nil
+        generations[slot, default: 0] += 1
     }
 }
 

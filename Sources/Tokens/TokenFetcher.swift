@@ -54,8 +54,10 @@ final class TokenFetcher: FetchSchedule {
     let idTokens: IDTokenChecks
     private lazy var logouts = Logouts(idp: idp, logger: logger, persistence: persistence, schedule: self)
     private lazy var requests: TokenRequests = TokenRequests(idp: idp, idTokens: idTokens, logouts: logouts, logger: logger, observer: observer,
-                                              schedule: self) { [unowned self] in autoResolver.clientUnknown($0) }
-    private lazy var devices = DeviceAuthorizations(idp: idp, logger: logger, observer: observer, schedule: self)
+                                              schedule: self) { [unowned self] in autoResolver.clientUnknown($0, refusal: $1) }
+    private lazy var devices = DeviceAuthorizations(idp: idp, logger: logger, observer: observer, schedule: self) { [unowned self] in
+        autoResolver.clientUnknown($0, refusal: $1)
+    }
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
     private(set) lazy var autoResolver: AutoResolver = AutoResolver(idp: idp,
                                                       clients: RegisteredClients(persistence: persistence, shared: { [unowned self] in

@@ -19,10 +19,10 @@ final class TokenRequests {
     private unowned let schedule: any FetchSchedule
     private var lifetimeWarnings = LifetimeWarningMemory()
     /// An `auto` identity's registered client was refused with `invalid_client` (AutoResolver.clientUnknown).
-    private let clientUnknown: (IdentityTokens) -> Void
+    private let clientUnknown: (IdentityTokens, TokenEndpointError) -> Void
 
     init(idp: IdPClient, idTokens: IDTokenChecks, logouts: Logouts, logger: Logger, observer: (any TokenObserver)?,
-         schedule: any FetchSchedule, clientUnknown: @escaping (IdentityTokens) -> Void = { _ in }) {
+         schedule: any FetchSchedule, clientUnknown: @escaping (IdentityTokens, TokenEndpointError) -> Void = { _, _ in }) {
         self.idp = idp
         self.clientUnknown = clientUnknown
         self.idTokens = idTokens
@@ -138,7 +138,7 @@ final class TokenRequests {
                                                               "error": .string("\(error)")])
             observer?.tokenRequestEnded(identity: name, outcome: TokenRequestOutcome(error))
             // A registered client the server no longer knows: dropped, and registered again.
-            if tokens.configured.auto != nil, error.oauthError?.code == .invalidClient { clientUnknown(tokens) }
+            if tokens.configured.auto != nil, error.oauthError?.code == .invalidClient { clientUnknown(tokens, error) }
         }
         schedule.runNextAction(tokens)
     }
