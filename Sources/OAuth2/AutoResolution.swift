@@ -82,7 +82,7 @@ public struct AutoResolution: Sendable {
         self.settings = settings
         challengeScope = challenge?.scope ?? []
         if let link = challenge?.resourceMetadata {
-            switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge") {
+            switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge", resource: settings.resource) {
             case .success(let url):
                 phase = .resourceMetadata(url: url, source: .challenge)
                 firstStep = .fetch(url, toResource: true)
@@ -163,7 +163,7 @@ public struct AutoResolution: Sendable {
             return resolved(learnt, metadata: metadata, client: client, key: key, newlyRegistered: false)
         }
         guard let endpoint = metadata.registrationEndpoint else { return end(.failed(.registrationUnsupported(issuer: learnt.issuer))) }
-        guard endpoint.scheme == .https || HostSyntax.isLoopback(endpoint.host) else {
+        guard LoopbackHTTP.allows(endpoint, namedBy: learnt.issuer) else {
             return end(.failed(.insecureURL(what: "the registration_endpoint of \"\(learnt.issuer)\"", url: redactedURL(endpoint))))
         }
         do throws(AutoSetupError) {
@@ -195,8 +195,9 @@ public struct AutoResolution: Sendable {
         return step
     }
 
-    /// `text` as the URL of a metadata document: absolute, and https (http only to loopback).
-    private static func metadataURL(_ text: String, what: String) -> Result<HTTPURL, AutoSetupError> {
+    /// `text` as the URL of a metadata document: absolute, and https (http only to loopback, for
+    /// a `resource` on loopback).
+    private static func metadataURL(_ text: String, what: String, resource: HTTPURL) -> Result<HTTPURL, AutoSetupError> {
         let url: HTTPURL
         do throws(HTTPURLSyntaxError) {
             url = try HTTPURL(absolute: text)
@@ -204,7 +205,7 @@ public struct AutoResolution: Sendable {
             return .failure(.invalidDocument(url: ErrorText.clean(text, removing: []),
                                              reason: "\(what) is not an absolute http(s) URL: \(ErrorText.clean(error.message, removing: []))"))
         }
-        guard url.scheme == .https || HostSyntax.isLoopback(url.host) else {
+        guard LoopbackHTTP.allows(url, namedBy: resource) else {
             return .failure(.insecureURL(what: what, url: redactedURL(url)))
         }
         return .success(url)
@@ -248,7 +249,7 @@ public struct AutoResolution: Sendable {
             return end(.failed(.noResourceMetadata(resource: resource.description, tried: tried + [what])))
         }
         if challengeScope.isEmpty { challengeScope = challenge.scope }
-        switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge") {
+        switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge", resource: resource) {
         case .success(let url):
             phase = .resourceMetadata(url: url, source: .challenge)
             return .fetch(url, toResource: true)

@@ -96,9 +96,15 @@ extension RegisteredClient {
                 throw .invalidDocument(url: url, reason: "registration_client_uri of the registration answer is not an absolute "
                                        + "http(s) URL: \(ErrorText.clean(error.message, removing: []))")
             }
-            // Its requests carry the registration access token.
-            if let managementURI, managementURI.scheme != .https, !HostSyntax.isLoopback(managementURI.host) {
+            // Its requests carry the registration access token: https (http to loopback for a
+            // loopback issuer only), at the registration endpoint's origin or the issuer's.
+            if let managementURI, !LoopbackHTTP.allows(managementURI, namedBy: issuer) {
                 throw .insecureURL(what: "the registration_client_uri the registration endpoint \(url) answered", url: redactedURL(managementURI))
+            }
+            if let managementURI, !LoopbackHTTP.sameOrigin(managementURI, request.endpoint),
+               !((try? HTTPURL(absolute: issuer)).map { LoopbackHTTP.sameOrigin(managementURI, $0) } ?? false) {
+                throw .invalidDocument(url: url, reason: "registration_client_uri of the registration answer (\(redactedURL(managementURI))) "
+                                       + "is neither on the registration endpoint's origin nor on the issuer's")
             }
         }
         self.init(issuer: issuer, clientId: clientId, clientSecret: secret, clientSecretExpiresAt: expiresAt,

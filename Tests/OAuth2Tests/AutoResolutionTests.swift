@@ -149,8 +149,22 @@ final class AutoResolutionTests: XCTestCase {
         let insecure = AutoResolution(identity: autoIdentity(), challenge: BearerChallenge(resourceMetadata: "http://evil.example.com/m"))
         XCTAssertEqual(insecure.firstStep, .failed(.insecureURL(what: "the resource_metadata of the resource's 401 challenge",
                                                                 url: "http://evil.example.com/m")))
-        let loopback = AutoResolution(identity: autoIdentity(), challenge: BearerChallenge(resourceMetadata: "http://127.0.0.1:9/m"))
+        let loopback = AutoResolution(identity: autoIdentity { $0.resource = HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/mcp") },
+                                      challenge: BearerChallenge(resourceMetadata: "http://127.0.0.1:9/m"))
         XCTAssertEqual(loopback.firstStep, .fetch(HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/m"), toResource: true))
+    }
+
+    func testPlainHTTPToLoopbackIsForALoopbackResourceOnly() {
+        let remote = AutoResolution(identity: autoIdentity(), challenge: BearerChallenge(resourceMetadata: "http://127.0.0.1:9/m"))
+        XCTAssertEqual(remote.firstStep, .failed(.insecureURL(what: "the resource_metadata of the resource's 401 challenge",
+                                                              url: "http://127.0.0.1:9/m")), "a remote resource names no local http URL")
+    }
+
+    func testPlainHTTPRegistrationEndpointToLoopbackIsForALoopbackIssuerOnly() {
+        var resolution = AutoResolution(identity: autoIdentity())
+        toLoadClient(&resolution, server: server(registration: "http://127.0.0.1:9/register"))
+        XCTAssertEqual(resolution.loaded(nil, unixTime: 0),
+                       .failed(.insecureURL(what: "the registration_endpoint of \"https://as.example.com\"", url: "http://127.0.0.1:9/register")))
     }
 
     // MARK: The negative list

@@ -206,6 +206,11 @@ final class ClientRegistrationTests: XCTestCase {
              .invalidDocument(url: url, reason: "client_secret_expires_at of the registration answer is not a number")),
             (201, #"{"client_id": "x", "client_secret": "s", "registration_client_uri": "http://as.example.com/r/x"}"#, "application/json", [],
              .insecureURL(what: "the registration_client_uri the registration endpoint \(url) answered", url: "http://as.example.com/r/x")),
+            (201, #"{"client_id": "x", "client_secret": "s", "registration_client_uri": "http://127.0.0.1:9/r/x"}"#, "application/json", [],
+             .insecureURL(what: "the registration_client_uri the registration endpoint \(url) answered", url: "http://127.0.0.1:9/r/x")),
+            (201, #"{"client_id": "x", "client_secret": "s", "registration_client_uri": "https://other.example.com/r/x"}"#, "application/json", [],
+             .invalidDocument(url: url, reason: "registration_client_uri of the registration answer (https://other.example.com/r/x) is "
+                              + "neither on the registration endpoint's origin nor on the issuer's")),
         ]
         for (status, body, contentType, headers, expected) in table {
             let error = refusal(status, body, contentType: contentType, headers: headers)
@@ -216,6 +221,20 @@ final class ClientRegistrationTests: XCTestCase {
         secretRequest.initialAccessToken = Secret("iat-secret")
         XCTAssertEqual(refusal(401, #"{"error": "invalid_token", "error_description": "token iat-secret unknown"}"#, request: secretRequest),
                        .registrationRefused(url: url, status: 401, oauthError: "invalid_token", description: "token … unknown"))
+    }
+
+    func testARegistrationClientURIOnTheIssuersOriginOrOverLoopbackHTTPForALoopbackIssuer() throws {
+        let onIssuer = try parse(201, #"{"client_id": "x", "client_secret": "s", "registration_client_uri": "https://as.example.com:443/manage/x"}"#)
+        XCTAssertEqual(onIssuer.registrationClientUri?.description, "https://as.example.com/manage/x")
+        let localEndpoint = HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/register")
+        var local = request()
+        local.endpoint = localEndpoint
+        let reply = TokenEndpointReply(status: 201, headers: [("Content-Type", "application/json")],
+                                       body: #"{"client_id": "x", "client_secret": "s", "registration_client_uri": "http://127.0.0.1:9/register/x"}"#)
+        let client = try RegisteredClient.parse(reply, to: local, issuer: "http://127.0.0.1:9", privateKeyPEM: nil, unixTime: 0)
+        XCTAssertEqual(client.registrationClientUri?.description, "http://127.0.0.1:9/register/x")
+        XCTAssertThrowsError(try RegisteredClient.parse(reply, to: local, issuer: "https://as.example.com", privateKeyPEM: nil, unixTime: 0),
+                             "plain http is for a loopback issuer only")
     }
 
     func testAStoredClientIsReusedOnlyForItsKeyAndBeforeItsSecretExpires() {
