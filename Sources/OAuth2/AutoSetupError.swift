@@ -30,6 +30,9 @@ public indirect enum AutoSetupError: Error, Sendable, Equatable, CustomStringCon
     /// The token endpoint refused (`invalid_client`) the client the relay had just registered,
     /// before it got any token: registering again would loop. Needs configuration.
     case registeredClientRefused(issuer: String, reason: String)
+    /// No registered client is kept, and this process does not register one (an offline
+    /// `oauth-relay logout`): it would have registered at `endpoint`.
+    case notRegistering(endpoint: String)
 
     /// True when trying again later may help without a config change.
     public var isTemporary: Bool {
@@ -72,6 +75,7 @@ public indirect enum AutoSetupError: Error, Sendable, Equatable, CustomStringCon
         case .unavailable: "unavailable"
         case .initialAccessTokenWithheld: "initial_access_token_withheld"
         case .registeredClientRefused: "registered_client_refused"
+        case .notRegistering: "no_client_kept"
         }
     }
 
@@ -117,6 +121,8 @@ public indirect enum AutoSetupError: Error, Sendable, Equatable, CustomStringCon
             return "the server refused the client it just registered: \"\(issuer)\" answered \(reason) to its first token request; "
                 + "registering again would be refused the same way (check the server's client policy, or give the route an "
                 + "identity of its own)"
+        case .notRegistering(let endpoint):
+            return "no registered client is kept, and this command registers none (it would register at \(endpoint))"
         }
     }
 }

@@ -29,8 +29,12 @@ final class AutoResolver {
     /// `forgetClient` came meanwhile, or a reload retired the slot), and its outcome is dropped.
     private var generations: [Int: Int] = [:]
 
+    /// A resolution may register a client; false: one that would ends there (`notRegistering`).
+    private let registers: Bool
+
     init(idp: IdPClient, clients: RegisteredClients, logouts: Logouts, logger: Logger, schedule: any FetchSchedule,
-         readStoredLogin: @escaping (IdentityTokens) -> Void) {
+         registers: Bool = true, readStoredLogin: @escaping (IdentityTokens) -> Void) {
+        self.registers = registers
         self.idp = idp
         self.clients = clients
         self.logouts = logouts
@@ -61,7 +65,10 @@ final class AutoResolver {
             idp.send("GET", url, headers: [HTTPField(name: "Accept", value: "application/json")], for: tokens, toResource: toResource,
                      completion: answered)
         case .probe(let url):
-            idp.send("GET", url, for: tokens, toResource: true, completion: answered)
+            // Its status and WWW-Authenticate are the answer: a long body or an event stream is not read.
+            idp.send("GET", url, for: tokens, toResource: true, headOnly: true, completion: answered)
+        case .register(let request) where !registers:
+            ended(.failure(.notRegistering(endpoint: redactedURL(request.endpoint))), for: tokens)
         case .register(let request):
             var headers = [HTTPField(name: "Content-Type", value: "application/json"), HTTPField(name: "Accept", value: "application/json")]
             if let authorization = request.authorization { headers.append(HTTPField(name: "Authorization", value: authorization.value)) }
@@ -95,6 +102,9 @@ final class AutoResolver {
             lifecycle.resolutionDropped()
             return true
         }
+        // The logouts waiting for it go now, with the identity as it stands.
+        logouts.resolutionEnded(tokens)
+        logouts.revokeAfterDiscovery(tokens)
         if schedule.isInForce(tokens) { schedule.runNextAction(tokens) }
     }
 
@@ -136,11 +146,14 @@ final class AutoResolver {
                 "issuer": .string(resolved.facts.authorizationServer), "client_id": .string(resolved.facts.clientId),
                 "client_from": .string(resolved.facts.clientSource.rawValue),
             ])
+            // A logout that came meanwhile removes the learnt client's entry before it is read.
+            logouts.resolutionEnded(tokens)
             if interactive { readStoredLogin(tokens) }
         case .failure(let error):
             logger.warning("identity not resolved", metadata: [
                 "identity": .string(name), "code": .string(error.code), "error": .string(error.description),
             ])
+            logouts.resolutionEnded(tokens)
         }
         // A logout that came meanwhile revokes now, at the endpoints learnt (or says it could not).
         logouts.revokeAfterDiscovery(tokens)

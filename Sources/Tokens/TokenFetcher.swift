@@ -46,6 +46,8 @@ final class TokenFetcher: FetchSchedule {
     private var phase = Phase.running
     /// Every request to an IdP goes through it (IdPClient.swift).
     let idp: IdPClient
+    /// An `auto` identity may register a client (false: its resolution stops there).
+    private let registersClients: Bool
     /// The token store, when the configuration has one (TokenPersistence.swift).
     let persistence: TokenPersistence?
     /// The replicas' shared store's settings, when configured (SharedTokens.swift).
@@ -63,7 +65,8 @@ final class TokenFetcher: FetchSchedule {
                                                       clients: RegisteredClients(persistence: persistence, shared: { [unowned self] in
                                                           sharedFetch?.shared
                                                       }, logger: logger),
-                                                      logouts: logouts, logger: logger, schedule: self) { [unowned self] in readStoredLogin($0) }
+                                                      logouts: logouts, logger: logger, schedule: self,
+                                                      registers: registersClients) { [unowned self] in readStoredLogin($0) }
     private lazy var inboundKeys = InboundKeyFetches(idp: idp, logger: logger, observer: observer)
     private lazy var callerExchanges = CallerExchanges(idp: idp, logger: logger, observer: observer)
     private lazy var inboundIntrospections = InboundIntrospections(idp: idp, logger: logger, observer: observer)
@@ -77,7 +80,8 @@ final class TokenFetcher: FetchSchedule {
     }
 
     init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, observer: (any TokenObserver)?, store: TokenStore? = nil,
-         sharedStore: SharedStoreSettings? = nil) {
+         sharedStore: SharedStoreSettings? = nil, registersClients: Bool = true) {
+        self.registersClients = registersClients
         self.loop = loop
         self.logger = logger
         self.observer = observer

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
+from urllib.parse import parse_qs
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -37,8 +38,9 @@ class AutoStub:
     JSON body) and the resource metadata's `resource` scripted."""
 
     def __init__(self, registration: tuple[int, dict], metadata_resource: str | None = None,
-                 registration_endpoint: str | None = None) -> None:
+                 registration_endpoint: str | None = None, device: tuple[int, dict] | None = None) -> None:
         self.registration = registration
+        self.device = device
         self.requests: list[dict] = []
         self.lock = threading.Lock()
         stub = self
@@ -78,6 +80,7 @@ class AutoStub:
                         "token_endpoint": stub.issuer + "/token", "registration_endpoint": stub.registration_endpoint,
                         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
                         "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+                        "device_authorization_endpoint": stub.issuer + "/device",
                     })
                 self.answer(404, {"error": "not_found"})
 
@@ -86,7 +89,14 @@ class AutoStub:
                 if self.path == "/register":
                     status, body = stub.registration
                     return self.answer(status, body)
+                if self.path == "/device" and stub.device:
+                    status, body = stub.device
+                    return self.answer(status, body)
                 self.answer(404, {"error": "not_found"})
+
+            def do_DELETE(self) -> None:
+                self.record()
+                self.answer(204, None)
 
         self.server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
         self.port = self.server.server_address[1]
@@ -263,3 +273,74 @@ def test_check_resolve_exits_1_with_the_reason(auto_stub, tmp_path):
     assert f"  resource: {stub.resource}\n" in out, out
     assert "  cannot resolve: resource_mismatch: the protected resource metadata at " in out and '"https://api.example.test/mcp"' in out, out
     assert_chain(stub, None, registers=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# A client just registered and refused: no second registration.
+
+REGISTRATION_ACCESS_TOKEN = "registration-access-token-5b0e9f3c1d2a4e67"
+
+
+def test_a_client_just_registered_that_the_device_endpoint_refuses_is_not_registered_again(start_relay, auto_stub, tmp_path,
+                                                                                           sensitive):
+    sensitive.add("registration access token", REGISTRATION_ACCESS_TOKEN)
+    stub = auto_stub(registration=(201, {"client_id": "dev-client-1", "token_endpoint_auth_method": "none",
+                                         "registration_client_uri": "", "registration_access_token": REGISTRATION_ACCESS_TOKEN}),
+                     device=(401, {"error": "invalid_client", "error_description": "client unknown"}))
+    stub.registration[1]["registration_client_uri"] = f"{stub.issuer}/register/dev-client-1"
+    routes = [{"match": {"pathPrefix": "/mcp/"}, "upstream": stub.resource, "identity": "auto"}]
+    relay, admin = start_with_admin(start_relay, routes, store={"path": str(tmp_path / "token-store"), "key": STORE_KEY},
+                                    auto={"grant": "device_code"})
+    name = f"auto-{LOOPBACK}-{stub.port}-mcp"
+    wait_until(lambda: identity_view(admin, name).get("auto") or identity_view(admin, name).get("lastError"), RESOLVE_SECONDS,
+               "the auto identity's resolution")
+    get(relay, "/mcp/tools")  # a device login starts at a client's request
+    wait_until(lambda: identity_view(admin, name)["state"] == "needs-configuration", RESOLVE_SECONDS, "needs-configuration")
+    view = identity_view(admin, name)
+    assert view["lastError"]["code"] == "registered_client_refused", view
+    assert view["lastError"]["description"].startswith(
+        f'the server refused the client it just registered: "{stub.issuer}" answered invalid_client'), view
+    assert_refused(relay, stub, 502, "the server refused the client it just registered")
+    wait_until(lambda: [r for r in stub.recorded() if r["method"] == "DELETE"], RESOLVE_SECONDS, "the RFC 7592 deletion")
+    seen = stub.recorded()
+    assert [(r["method"], r["path"]) for r in seen] == [
+        ("GET", "/.well-known/oauth-protected-resource/mcp"), ("GET", "/.well-known/openid-configuration"),
+        ("GET", "/.well-known/oauth-authorization-server"), ("POST", "/register"), ("POST", "/device"),
+        ("DELETE", "/register/dev-client-1"),
+    ], seen
+    for request in seen:
+        assert request["headers"]["host"] == f"{LOOPBACK}:{stub.port}", request
+    registration, device, deletion = seen[3], seen[4], seen[5]
+    assert "authorization" not in registration["headers"], registration
+    assert json.loads(registration["body"]) == {
+        "client_name": "oauth-relay", "grant_types": ["urn:ietf:params:oauth:grant-type:device_code", "refresh_token"],
+        "token_endpoint_auth_method": "none", "scope": "mcp.read",
+    }, registration["body"]
+    assert device["headers"].get("content-type") == "application/x-www-form-urlencoded", device
+    assert "authorization" not in device["headers"], device
+    assert parse_qs(device["body"].decode(), strict_parsing=True) == {
+        "client_id": ["dev-client-1"], "scope": ["mcp.read"], "resource": [stub.resource],
+    }, device["body"]
+    assert deletion["headers"].get("authorization") == f"Bearer {REGISTRATION_ACCESS_TOKEN}", deletion
+    assert deletion["body"] == b"", deletion
+    assert not list((tmp_path / "token-store").glob("client-*")), "the refused client was kept"
+
+
+# ---------------------------------------------------------------------------------------------
+# oauth-relay logout without a running relay: registers nothing.
+
+def test_an_offline_logout_registers_no_client_to_log_out(auto_stub, tmp_path):
+    stub = auto_stub(registration=(201, {"client_id": "never-asked"}))
+    listen = f"{LOOPBACK}:{free_port()}"
+    routes = [{"match": {"pathPrefix": "/mcp/"}, "upstream": stub.resource, "identity": "auto"}]
+    config = write_config(tmp_path / "logout.json", relay_config(listen, routes, store={"path": str(tmp_path / "token-store"),
+                                                                                         "key": STORE_KEY}))
+    name = f"auto-{LOOPBACK}-{stub.port}-mcp"
+    done = run_cli("logout", "--forget-client", "--config", str(config), name)
+    assert done.returncode == 0, done.stderr
+    assert (f"oauth-relay logout: identity {name} did not resolve: no_client_kept: no registered client is kept, and this "
+            f"command registers none (it would register at {stub.issuer}/register)") in done.stderr, done.stderr
+    assert f"Logged out of identity {name}.\n" in done.stderr, done.stderr
+    assert f"Registered client of identity {name}: no registered client was held.\n" in done.stderr, done.stderr
+    assert_chain(stub, None, registers=False)
+    assert not list((tmp_path / "token-store").glob("client-*")), done.stderr
