@@ -38,9 +38,13 @@ class AutoStub:
     JSON body) and the resource metadata's `resource` scripted."""
 
     def __init__(self, registration: tuple[int, dict], metadata_resource: str | None = None,
-                 registration_endpoint: str | None = None, device: tuple[int, dict] | None = None) -> None:
+                 registration_endpoint: str | None = None, device: tuple[int, dict] | None = None,
+                 stream_resource: bool = False) -> None:
         self.registration = registration
         self.device = device
+        # No metadata at the well-known URL; the resource answers 200 with an endless event stream.
+        self.stream_resource = stream_resource
+        self.streaming_ended = threading.Event()
         self.requests: list[dict] = []
         self.lock = threading.Lock()
         stub = self
@@ -71,6 +75,10 @@ class AutoStub:
 
             def do_GET(self) -> None:
                 self.record()
+                if stub.stream_resource and self.path == "/mcp":
+                    return self.stream()
+                if stub.stream_resource:
+                    return self.answer(404, {"error": "not_found"})
                 if self.path == "/.well-known/oauth-protected-resource/mcp":
                     return self.answer(200, {"resource": stub.metadata_resource, "authorization_servers": [stub.issuer],
                                              "scopes_supported": ["mcp.read"]})
@@ -94,10 +102,25 @@ class AutoStub:
                     return self.answer(status, body)
                 self.answer(404, {"error": "not_found"})
 
+            def stream(self) -> None:
+                """200 text/event-stream, a comment every 50 ms until the relay hangs up."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                try:
+                    while not stub.stopping.wait(0.05):
+                        self.wfile.write(b": keep-alive\n\n")
+                        self.wfile.flush()
+                except OSError:
+                    pass
+                stub.streaming_ended.set()
+                self.close_connection = True
+
             def do_DELETE(self) -> None:
                 self.record()
                 self.answer(204, None)
 
+        self.stopping = threading.Event()
         self.server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
         self.port = self.server.server_address[1]
         self.issuer = f"http://{LOOPBACK}:{self.port}"
@@ -108,6 +131,7 @@ class AutoStub:
         self.thread.start()
 
     def stop(self) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -278,7 +302,7 @@ def test_check_resolve_exits_1_with_the_reason(auto_stub, tmp_path):
 # ---------------------------------------------------------------------------------------------
 # A client just registered and refused: no second registration.
 
-REGISTRATION_ACCESS_TOKEN = "registration-access-token-5b0e9f3c1d2a4e67"
+REGISTRATION_ACCESS_TOKEN = "Qz7xK2mV4pL8wN3b5b0e9f3c1d2a4e67"
 
 
 def test_a_client_just_registered_that_the_device_endpoint_refuses_is_not_registered_again(start_relay, auto_stub, tmp_path,
@@ -344,3 +368,23 @@ def test_an_offline_logout_registers_no_client_to_log_out(auto_stub, tmp_path):
     assert f"Registered client of identity {name}: no registered client was held.\n" in done.stderr, done.stderr
     assert_chain(stub, None, registers=False)
     assert not list((tmp_path / "token-store").glob("client-*")), done.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# The probe reads the resource's status and headers only.
+
+def test_a_resource_that_answers_an_endless_event_stream_needs_configuration(start_relay, auto_stub, tmp_path):
+    stub = auto_stub(registration=(201, {"client_id": "never-asked"}), stream_resource=True)
+    relay, admin, name = start_auto_relay(start_relay, stub, tmp_path)
+    view = identity_view(admin, name)
+    assert view["state"] == "needs-configuration", view
+    assert view["lastError"]["code"] == "no_resource_metadata", view
+    assert f"without a token, {stub.resource} answered HTTP 200, not 401" in view["lastError"]["description"], view
+    assert stub.streaming_ended.wait(RESOLVE_SECONDS), "the relay kept reading the stream"
+    seen = stub.recorded()
+    assert [(r["method"], r["path"]) for r in seen] == [("GET", "/.well-known/oauth-protected-resource/mcp"), ("GET", "/mcp")], seen
+    for request in seen:
+        assert request["headers"]["host"] == f"{LOOPBACK}:{stub.port}", request
+        assert "authorization" not in request["headers"] and "cookie" not in request["headers"], request
+        assert request["body"] == b"", request
+    assert seen[0]["headers"].get("accept") == "application/json", seen[0]
