@@ -172,6 +172,8 @@ final class AutoResolver {
             return true
         }
         guard let dropped else { return }
+        // Its login too: the refresh token is for a client the server no longer knows.
+        logouts.forgetStored(tokens)
         let client = held.removeValue(forKey: tokens.slot)
         // Only the client refused: another process may have registered a new one meanwhile.
         clients.remove(identity: dropped.key.identity, clientId: dropped.clientId)
@@ -192,6 +194,14 @@ final class AutoResolver {
     /// identity resolve again at its next need. The client is the one in use, else the one kept
     /// (an identity that has not resolved in this process). `completion` hears how it went.
     func forgetClient(_ tokens: IdentityTokens, completion: @escaping (ClientDeletion) -> Void) {
+        // Its login first, as a logout does: the refresh token revoked with the client it was
+        // issued to (answered before that client is deleted), and the store entries removed.
+        logouts.logout(tokens, refreshToken: tokens.update { $0.heldRefreshToken }) { [self] in
+            forgetClientAfterLogout(tokens, completion: completion)
+        }
+    }
+
+    private func forgetClientAfterLogout(_ tokens: IdentityTokens, completion: @escaping (ClientDeletion) -> Void) {
         let name = tokens.configured.name
         // A resolution under way is overtaken: its outcome is dropped, and it runs again.
         generations[tokens.slot, default: 0] += 1

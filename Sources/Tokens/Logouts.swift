@@ -14,6 +14,12 @@ struct PendingRevocation {
     let completion: (@Sendable (LogoutOutcome) -> Void)?
 }
 
+/// A closure of the token loop carried through a `@Sendable` completion: `@unchecked` because a
+/// revocation's completion runs on the token loop too (IdPClient's answers, or at once).
+private struct OnTokenLoop: @unchecked Sendable {
+    let run: () -> Void
+}
+
 /// A logout of an `auto` identity that came while it resolved: done once the resolution ends,
 /// with the store entry of the client it learnt.
 struct PendingLogout {
@@ -85,6 +91,25 @@ final class Logouts {
     func revokeAfterLogout(_ refreshToken: Secret, of tokens: IdentityTokens) {
         let endpoints = tokens.update { $0.endpoints }
         revoke(refreshToken, of: tokens, at: endpoints, completion: nil)
+    }
+
+    /// `logout` for the token loop's own use: `then` runs on the token loop once the IdP answered
+    /// the revocation (or there was none to send, or stopping cancelled it).
+    func logout(_ tokens: IdentityTokens, refreshToken held: Secret?, then: @escaping () -> Void) {
+        let next = OnTokenLoop(run: then)
+        logout(tokens, refreshToken: held, completion: LogoutListener(revocation: { _ in next.run() }))
+    }
+
+    /// Removes the identity's store entries (the file's, and the shared one for every replica),
+    /// revoking nothing: its login is for a client its server no longer knows (AutoResolver).
+    func forgetStored(_ tokens: IdentityTokens) {
+        persistence?.remove(tokens, lockTimeout: TokenPersistence.lockWait(idp.limits))
+        let name = tokens.identity.name
+        schedule.sharedStore(for: tokens)?.remove(tokens) { [logger] removal in
+            if case .failed = removal {
+                logger.warning("login removal not shared", metadata: ["identity": .string(name), "shared_store": .string("\(removal)")])
+            }
+        }
     }
 
     /// An `auto` identity's resolution ended (or was overtaken and runs again): the logouts that

@@ -42,6 +42,7 @@ class AutoStub:
                  stream_resource: bool = False) -> None:
         self.registration = registration
         self.device = device
+        self.token: tuple[int, dict] | None = None
         # No metadata at the well-known URL; the resource answers 200 with an endless event stream.
         self.stream_resource = stream_resource
         self.streaming_ended = threading.Event()
@@ -89,6 +90,7 @@ class AutoStub:
                         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
                         "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
                         "device_authorization_endpoint": stub.issuer + "/device",
+                        "revocation_endpoint": stub.issuer + "/revoke",
                     })
                 self.answer(404, {"error": "not_found"})
 
@@ -100,6 +102,10 @@ class AutoStub:
                 if self.path == "/device" and stub.device:
                     status, body = stub.device
                     return self.answer(status, body)
+                if self.path == "/token" and stub.token:
+                    return self.answer(*stub.token)
+                if self.path == "/revoke":
+                    return self.answer(200, None)
                 self.answer(404, {"error": "not_found"})
 
             def stream(self) -> None:
@@ -388,3 +394,43 @@ def test_a_resource_that_answers_an_endless_event_stream_needs_configuration(sta
         assert "authorization" not in request["headers"] and "cookie" not in request["headers"], request
         assert request["body"] == b"", request
     assert seen[0]["headers"].get("accept") == "application/json", seen[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Forgetting the client: its login is revoked and removed first.
+
+REFRESH_TOKEN = "Rf9kT2wQ7zL4xN8mC3vB6pJ1hG5dS0aE"
+
+
+def test_forgetting_the_client_revokes_and_removes_its_login_first(start_relay, auto_stub, tmp_path, sensitive):
+    sensitive.add("refresh token", REFRESH_TOKEN)
+    sensitive.add("registration access token", REGISTRATION_ACCESS_TOKEN)
+    stub = auto_stub(registration=(201, {"client_id": "dev-client-2", "token_endpoint_auth_method": "none",
+                                         "registration_access_token": REGISTRATION_ACCESS_TOKEN}),
+                     device=(200, {"device_code": "dc-1", "user_code": "ABCD-EFGH", "verification_uri": "https://example.test/device",
+                                   "expires_in": 600, "interval": 1}))
+    stub.registration[1]["registration_client_uri"] = f"{stub.issuer}/register/dev-client-2"
+    stub.token = (200, {"access_token": "at-1", "token_type": "Bearer", "expires_in": 3600, "refresh_token": REFRESH_TOKEN})
+    routes = [{"match": {"pathPrefix": "/mcp/"}, "upstream": stub.resource, "identity": "auto"}]
+    store = tmp_path / "token-store"
+    relay, admin = start_with_admin(start_relay, routes, store={"path": str(store), "key": STORE_KEY}, auto={"grant": "device_code"})
+    name = f"auto-{LOOPBACK}-{stub.port}-mcp"
+    wait_until(lambda: identity_view(admin, name).get("auto"), RESOLVE_SECONDS, "the auto identity's resolution")
+    get(relay, "/mcp/tools")  # starts the device login; the stub grants it at the first poll
+    wait_until(lambda: identity_view(admin, name).get("hasRefreshToken"), RESOLVE_SECONDS * 2, "the device login's token")
+    wait_until(lambda: list(store.glob("identity-*.token")), RESOLVE_SECONDS, "the login kept in the store")
+    assert admin.request("DELETE", f"/identities/{name}/client").status == 200
+    wait_until(lambda: [r for r in stub.recorded() if r["method"] == "DELETE"], RESOLVE_SECONDS, "the RFC 7592 deletion")
+    wait_until(lambda: [r for r in stub.recorded() if r["path"] == "/revoke"], RESOLVE_SECONDS, "the revocation")
+    seen = stub.recorded()
+    paths = [(r["method"], r["path"]) for r in seen]
+    assert paths.index(("POST", "/revoke")) < paths.index(("DELETE", "/register/dev-client-2")), paths
+    revocation = next(r for r in seen if r["path"] == "/revoke")
+    assert parse_qs(revocation["body"].decode(), strict_parsing=True) == {
+        "token": [REFRESH_TOKEN], "token_type_hint": ["refresh_token"], "client_id": ["dev-client-2"],
+    }, revocation["body"]
+    assert "authorization" not in revocation["headers"], revocation
+    deletion = next(r for r in seen if r["method"] == "DELETE")
+    assert deletion["headers"].get("authorization") == f"Bearer {REGISTRATION_ACCESS_TOKEN}", deletion
+    assert not list(store.glob("identity-*.token")), "the forgotten client's login stayed in the store"
+    assert not list(store.glob("client-*")), "the forgotten client stayed in the store"
