@@ -291,29 +291,28 @@ public final class AdminServer {
     }
 
     private func describe(_ identity: IdentityTokens, now: Double) -> String {
-        let status = identity.status(at: now)
+        let callers = identity.callers.map { (entries: $0.counts.entries, capacity: $0.capacity) }
+        return Self.describe(identity.identity, status: identity.status(at: now), callers: callers)
+    }
+
+    /// One identity of `/identities`: each member once.
+    static func describe(_ identity: Identity, status: IdentityStatus, callers: (entries: Int, capacity: Int)?) -> String {
         var fields = [
-            "\"name\":\(JSONText.quote(identity.identity.name))",
-            "\"grant\":\(JSONText.quote(identity.identity.grant.grantType))",
+            "\"name\":\(JSONText.quote(identity.name))",
+            "\"grant\":\(JSONText.quote(identity.grant.grantType))",
             "\"state\":\(JSONText.quote(status.state.rawValue))",
             "\"hasValidToken\":\(status.hasValidToken)",
             "\"hasRefreshToken\":\(status.hasRefreshToken)",
             "\"consecutiveFailures\":\(status.consecutiveFailures)",
         ]
-        if let callers = identity.callers {
-            fields.append("\"callers\":{\"entries\":\(callers.counts.entries),\"maxCallers\":\(callers.capacity)}")
+        if let callers {
+            fields.append("\"callers\":{\"entries\":\(callers.entries),\"maxCallers\":\(callers.capacity)}")
         }
         if let seconds = status.expiresInSeconds { fields.append("\"expiresInSeconds\":\(Int(seconds.rounded(.down)))") }
         if let scope = status.scope { fields.append("\"scope\":\(JSONText.quote(scope))") }
         if let who = status.loggedInAs { fields.append("\"loggedInAs\":\(JSONText.quote(who))") }
         if let device = status.deviceLogin { fields.append("\"deviceLogin\":{" + device.jsonMembers.dropFirst() + "}") }
         if let failure = status.lastLoginFailure { fields.append("\"lastLoginFailure\":\(JSONText.quote(failure))") }
-        if let stepUp = status.pendingStepUp {
-            var members = ["\"scope\":[" + stepUp.scope.map(JSONText.quote).joined(separator: ",") + "]"]
-            if !stepUp.acrValues.isEmpty { members.append("\"acrValues\":[" + stepUp.acrValues.map(JSONText.quote).joined(separator: ",") + "]") }
-            if let maxAge = stepUp.maxAge { members.append("\"maxAge\":\(maxAge)") }
-            fields.append("\"pendingStepUp\":{" + members.joined(separator: ",") + "}")
-        }
         if let code = status.lastErrorCode {
             fields.append("\"lastError\":{\"code\":\(JSONText.quote(code))"
                           + (status.lastErrorDescription.map { ",\"description\":\(JSONText.quote($0))" } ?? "") + "}")

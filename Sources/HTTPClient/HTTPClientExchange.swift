@@ -110,6 +110,10 @@ final class HTTPClientExchange: UpstreamExchangeOwner {
         headers = head.fields.map {
             HTTPField(name: String(decoding: head.name($0), as: UTF8.self), value: String(decoding: head.value($0), as: UTF8.self))
         }
+        if request.completesAtHead && status >= 200 {
+            finish(.success(HTTPClientResponse(status: status, headers: headers, body: [])))
+            return .none
+        }
         if let length = head.contentLength, length > UInt64(limits.maxBodyBytes) {
             finish(.failure(.bodyTooLarge(limit: limits.maxBodyBytes)))
         }

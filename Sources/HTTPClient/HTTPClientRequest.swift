@@ -13,6 +13,10 @@ public struct HTTPClientRequest: Sendable {
     public var body: [UInt8]
     /// https: the TLS settings to connect with; nil for plain http.
     public var tls: TLSConfiguration?
+    /// The response completes with its status and header fields, its body unread and the
+    /// connection closed: for a question the head answers (an `auto` identity's probe of its
+    /// resource), which a long body or an endless event stream must not hold past the limits.
+    public var completesAtHead = false
 
     public init(method: String, host: String, port: UInt16, target: String, headers: [HTTPField] = [], body: [UInt8] = [],
                 tls: TLSConfiguration? = nil) {

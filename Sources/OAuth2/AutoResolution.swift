@@ -156,7 +156,7 @@ public struct AutoResolution: Sendable {
             return resolved(learnt, metadata: metadata, client: client, key: key, newlyRegistered: false)
         }
         guard let endpoint = metadata.registrationEndpoint else { return end(.failed(.registrationUnsupported(issuer: learnt.issuer))) }
-        guard endpoint.scheme == .https || HostSyntax.isLoopback(endpoint.host) else {
+        guard LoopbackHTTP.allows(endpoint, namedBy: learnt.issuer) else {
             return end(.failed(.insecureURL(what: "the registration_endpoint of \"\(learnt.issuer)\"", url: redactedURL(endpoint))))
         }
         do throws(AutoSetupError) {
@@ -171,7 +171,8 @@ public struct AutoResolution: Sendable {
                                        retryAfter: nil)
                 }
             }
-            let request = ClientRegistrationRequest(identity: identity, settings: settings, endpoint: endpoint, method: method,
+            let request = ClientRegistrationRequest(identity: identity, settings: settings, issuer: learnt.issuer, endpoint: endpoint,
+                                                    method: method,
                                                     scope: ClientRegistrationRequest.registeredScope(
                                                         learnt: learnt.scope, configured: settings.scope,
                                                         supported: learnt.scopesSupported),
@@ -190,8 +191,9 @@ public struct AutoResolution: Sendable {
         return step
     }
 
-    /// `text` as the URL of a metadata document: absolute, and https (http only to loopback).
-    private static func metadataURL(_ text: String, what: String) -> Result<HTTPURL, AutoSetupError> {
+    /// `text` as the URL of a metadata document: absolute, and https (http only to loopback, for
+    /// a `resource` on loopback).
+    private static func metadataURL(_ text: String, what: String, resource: HTTPURL) -> Result<HTTPURL, AutoSetupError> {
         let url: HTTPURL
         do throws(HTTPURLSyntaxError) {
             url = try HTTPURL(absolute: text)
@@ -199,7 +201,7 @@ public struct AutoResolution: Sendable {
             return .failure(.invalidDocument(url: ErrorText.clean(text, removing: []),
                                              reason: "\(what) is not an absolute http(s) URL: \(ErrorText.clean(error.message, removing: []))"))
         }
-        guard url.scheme == .https || HostSyntax.isLoopback(url.host) else {
+        guard LoopbackHTTP.allows(url, namedBy: resource) else {
             return .failure(.insecureURL(what: what, url: redactedURL(url)))
         }
         return .success(url)
@@ -254,7 +256,7 @@ public struct AutoResolution: Sendable {
             return end(.failed(.noResourceMetadata(resource: resource.description, tried: tried + [what])))
         }
         challengeScope = challenge.scope
-        switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge") {
+        switch Self.metadataURL(link, what: "the resource_metadata of the resource's 401 challenge", resource: resource) {
         case .success(let url):
             phase = .resourceMetadata(url: url, source: .challenge)
             return Self.fetchMetadata(url, of: settings)
@@ -366,7 +368,9 @@ public struct AutoResolved: Sendable, Equatable {
     public var endpoints: IdentityEndpoints
     public var client: RegisteredClient
     public var key: RegistrationKey
-    /// Registered just now: the token thread keeps it in the store before using it.
+    /// Registered just now: the token thread keeps it in the store before using it. The
+    /// lifecycle turns it false once the client got a token (an `invalid_client` before that is
+    /// a refusal of the new client, not a server that forgot it).
     public var newlyRegistered: Bool
     public var facts: AutoFacts
 

@@ -1,6 +1,6 @@
 /// Why an `auto` identity could not learn what it needs. Messages name the URL and the member,
 /// quote at most 200 cleaned characters of what a server sent, and never a secret.
-public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible {
+public indirect enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The resource says nothing of its authorization: no metadata at the well-known URL and no
     /// `resource_metadata` in its 401 (or no 401 at all). `tried` says what each URL answered.
     /// Needs configuration: the route must name an identity.
@@ -25,6 +25,15 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
     case registrationRefused(url: String, status: Int, oauthError: String?, description: String?)
     /// A server could not be reached or was overloaded: tried again later with backoff.
     case unavailable(url: String, reason: String, retryAfter: Double?)
+    /// The registration endpoint refused a registration sent without the configured initial
+    /// access token, which goes only to an issuer `auto.allowedIssuers` lists: needs configuration.
+    case initialAccessTokenWithheld(issuer: String, refusal: AutoSetupError)
+    /// The token endpoint refused (`invalid_client`) the client the relay had just registered,
+    /// before it got any token: registering again would loop. Needs configuration.
+    case registeredClientRefused(issuer: String, reason: String)
+    /// No registered client is kept, and this process does not register one (an offline
+    /// `oauth-relay logout`): it would have registered at `endpoint`.
+    case notRegistering(endpoint: String)
 
     /// True when trying again later may help without a config change.
     public var isTemporary: Bool {
@@ -46,7 +55,8 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Only the configuration can help (the `needs-configuration` problem).
     public var needsConfiguration: Bool {
         switch self {
-        case .noResourceMetadata, .registrationUnsupported, .noUsableAuthMethod, .noAllowedIssuer: return true
+        case .noResourceMetadata, .registrationUnsupported, .noUsableAuthMethod, .noAllowedIssuer, .initialAccessTokenWithheld,
+             .registeredClientRefused: return true
         default: return false
         }
     }
@@ -64,6 +74,9 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
         case .noUsableAuthMethod: "no_usable_auth_method"
         case .registrationRefused: "registration_refused"
         case .unavailable: "unavailable"
+        case .initialAccessTokenWithheld: "initial_access_token_withheld"
+        case .registeredClientRefused: "registered_client_refused"
+        case .notRegistering: "no_client_kept"
         }
     }
 
@@ -105,6 +118,15 @@ public enum AutoSetupError: Error, Sendable, Equatable, CustomStringConvertible 
             return "the registration endpoint \(url) refused the registration (HTTP \(status))\(error)\(text)"
         case .unavailable(let url, let reason, let retryAfter):
             return "\(url) failed: \(reason)" + (retryAfter.map { ", Retry-After \(SecondsText.format($0)) s" } ?? "")
+        case .initialAccessTokenWithheld(let issuer, let refusal):
+            return refusal.description + "; the initial access token (auto.initialAccessToken) was withheld: the issuer \"\(issuer)\" "
+                + "is not listed in auto.allowedIssuers (list it there to send the token to it)"
+        case .registeredClientRefused(let issuer, let reason):
+            return "the server refused the client it just registered: \"\(issuer)\" answered \(reason) to its first token request; "
+                + "registering again would be refused the same way (check the server's client policy, or give the route an "
+                + "identity of its own)"
+        case .notRegistering(let endpoint):
+            return "no registered client is kept, and this command registers none (it would register at \(endpoint))"
         }
     }
 }

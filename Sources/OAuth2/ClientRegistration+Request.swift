@@ -28,14 +28,19 @@ extension AutoClientAuth {
 
 extension ClientRegistrationRequest {
     /// The registration of `identity` (an `auto` one, with its `redirectUri` for a browser login)
-    /// at `endpoint`, with `method` and, for `private_key_jwt`, the public JWK set `jwks`.
-    public init(identity: Identity, settings: AutoSettings, endpoint: HTTPURL, method: String, scope: String?, jwks: String?) {
+    /// at `endpoint` of the server `issuer`, with `method` and, for `private_key_jwt`, the public
+    /// JWK set `jwks`. The initial access token goes only to an issuer `auto.allowedIssuers`
+    /// lists: it is a credential for one server, not for any server a resource names.
+    public init(identity: Identity, settings: AutoSettings, issuer: String, endpoint: HTTPURL, method: String, scope: String?,
+                jwks: String?) {
         let browser = identity.grant.type == .authorizationCode
+        let sendsToken = settings.allowedIssuers.contains(issuer)
         self.init(endpoint: endpoint, clientName: settings.clientName,
                   redirectURIs: browser ? identity.redirectUri.map { [$0.description] } ?? [] : [],
                   grantTypes: [identity.grant.grantType, GrantType.refreshToken.grantType],
                   responseTypes: browser ? ["code"] : [], tokenEndpointAuthMethod: method, scope: scope, jwks: jwks,
-                  initialAccessToken: settings.initialAccessToken)
+                  initialAccessToken: sendsToken ? settings.initialAccessToken : nil,
+                  initialAccessTokenWithheld: !sendsToken && settings.initialAccessToken != nil)
     }
 
     /// The `scope` to register (RFC 7591 §2): the scope learnt (what the first login asks

@@ -19,9 +19,13 @@ public struct ClientRegistrationRequest: Sendable, Equatable {
     /// For `private_key_jwt`: the public JWK set of the generated key (`jwks`), as JSON text.
     public var jwks: String?
     public var initialAccessToken: Secret?
+    /// An initial access token is configured but not sent: the issuer is not listed in
+    /// `auto.allowedIssuers` (a refusal then says so).
+    public var initialAccessTokenWithheld: Bool
 
     public init(endpoint: HTTPURL, clientName: String, redirectURIs: [String], grantTypes: [String], responseTypes: [String],
-                tokenEndpointAuthMethod: String, scope: String? = nil, jwks: String? = nil, initialAccessToken: Secret? = nil) {
+                tokenEndpointAuthMethod: String, scope: String? = nil, jwks: String? = nil, initialAccessToken: Secret? = nil,
+                initialAccessTokenWithheld: Bool = false) {
         self.endpoint = endpoint
         self.clientName = clientName
         self.redirectURIs = redirectURIs
@@ -31,6 +35,7 @@ public struct ClientRegistrationRequest: Sendable, Equatable {
         self.scope = scope
         self.jwks = jwks
         self.initialAccessToken = initialAccessToken
+        self.initialAccessTokenWithheld = initialAccessTokenWithheld
     }
 }
 

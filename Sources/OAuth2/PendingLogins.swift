@@ -95,7 +95,7 @@ public struct PendingLogins: Sendable, CustomStringConvertible, CustomDebugStrin
         let login = entry.login
         guard now < login.expiresAt else {
             logins[state.value] = nil
-            throw .expired(identity: login.identity, timeoutSeconds: login.expiresAt - login.startedAt)
+            throw .expired(identity: login.identity, timeoutSeconds: login.expiresAt - login.startedAt, stepUp: login.stepUp)
         }
         if browserBinding == nil, let started = login.browserOrigin, let origin, started != origin {
             throw .startedElsewhere(identity: login.identity, origin: started)
@@ -166,7 +166,8 @@ extension PendingLogins {
 public enum LoginRefusal: Error, Sendable, Equatable, CustomStringConvertible {
     /// No login has this state: forged, already used, expired and swept, or the relay restarted.
     case unknownState
-    case expired(identity: String, timeoutSeconds: Double)
+    /// `stepUp`: the step-up the login carried, if any.
+    case expired(identity: String, timeoutSeconds: Double, stepUp: StepUp? = nil)
     /// The browser lacks the cookie of the login's start (another browser, or cookies blocked).
     case wrongBrowser(identity: String)
     /// The cookie is missing here because the login started at `origin`: not a refusal, the
@@ -187,7 +188,7 @@ public enum LoginRefusal: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .unknownState:
             "this login is unknown or was already completed; start the login again"
-        case .expired(let identity, let timeout):
+        case .expired(let identity, let timeout, _):
             "the login for identity \(identity) was not completed within \(SecondsText.format(timeout)) s; start it again"
         case .wrongBrowser(let identity):
             "the login for identity \(identity) was started in another browser (its login cookie is missing or different); "

@@ -20,6 +20,16 @@ extension RegisteredClient {
     /// `error_description` of a refusal are quoted (cleaned, at most 200 characters).
     public static func parse(_ reply: TokenEndpointReply, to request: ClientRegistrationRequest, issuer: String,
                              privateKeyPEM: Secret?, unixTime: Double) throws(AutoSetupError) -> RegisteredClient {
+        do throws(AutoSetupError) {
+            return try parseAnswer(reply, to: request, issuer: issuer, privateKeyPEM: privateKeyPEM, unixTime: unixTime)
+        } catch .registrationRefused(let url, let status, let oauthError, let description) where request.initialAccessTokenWithheld {
+            throw .initialAccessTokenWithheld(issuer: ErrorText.clean(issuer, removing: []), refusal: .registrationRefused(
+                url: url, status: status, oauthError: oauthError, description: description))
+        }
+    }
+
+    private static func parseAnswer(_ reply: TokenEndpointReply, to request: ClientRegistrationRequest, issuer: String,
+                                    privateKeyPEM: Secret?, unixTime: Double) throws(AutoSetupError) -> RegisteredClient {
         let url = redactedURL(request.endpoint)
         let secrets = [request.initialAccessToken?.value].compactMap { $0 }
         let status = reply.status
@@ -86,9 +96,15 @@ extension RegisteredClient {
                 throw .invalidDocument(url: url, reason: "registration_client_uri of the registration answer is not an absolute "
                                        + "http(s) URL: \(ErrorText.clean(error.message, removing: []))")
             }
-            // Its requests carry the registration access token.
-            if let managementURI, managementURI.scheme != .https, !HostSyntax.isLoopback(managementURI.host) {
+            // Its requests carry the registration access token: https (http to loopback for a
+            // loopback issuer only), at the registration endpoint's origin or the issuer's.
+            if let managementURI, !LoopbackHTTP.allows(managementURI, namedBy: issuer) {
                 throw .insecureURL(what: "the registration_client_uri the registration endpoint \(url) answered", url: redactedURL(managementURI))
+            }
+            if let managementURI, !LoopbackHTTP.sameOrigin(managementURI, request.endpoint),
+               !((try? HTTPURL(absolute: issuer)).map { LoopbackHTTP.sameOrigin(managementURI, $0) } ?? false) {
+                throw .invalidDocument(url: url, reason: "registration_client_uri of the registration answer (\(redactedURL(managementURI))) "
+                                       + "is neither on the registration endpoint's origin nor on the issuer's")
             }
         }
         self.init(issuer: issuer, clientId: clientId, clientSecret: secret, clientSecretExpiresAt: expiresAt,

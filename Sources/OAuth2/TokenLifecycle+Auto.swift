@@ -60,20 +60,49 @@ extension TokenLifecycle {
         autoProgress = .needsConfiguration(error, retry: retry)
     }
 
-    /// The token endpoint answered `invalid_client` to the registered client: the registration
-    /// is dropped (the token thread removes it from the store), tokens and refresh token too,
-    /// and the chain runs again (a person logs in again). Returns the key of the registration
-    /// dropped (nil when the identity is not `auto` or has none).
-    public mutating func clientUnknown(at now: Double) -> RegistrationKey? {
+    /// The token endpoint answered `invalid_client` (`refusal`: what it said) to the registered
+    /// client: the registration is dropped (the token thread removes it from the store), tokens
+    /// and refresh token too, and the chain runs again (a person logs in again). A client
+    /// registered by this process that never got a token is not registered again (that would
+    /// loop): the identity needs configuration (`registeredClientRefused`). Returns the key of the
+    /// registration dropped (nil when the identity is not `auto` or has none).
+    public mutating func clientUnknown(at now: Double, because refusal: String = "invalid_client") -> RegistrationKey? {
+        guard case .resolved(let resolved, _) = autoProgress else { return nil }
+        let key = clientForgotten()
+        if resolved.newlyRegistered {
+            let error = AutoSetupError.registeredClientRefused(issuer: resolved.key.issuer, reason: refusal)
+            autoProgress = .needsConfiguration(error, retry: ResolutionRetry(failures: 1, at: now))
+            failures.last = .autoSetup(error)
+        }
+        return key
+    }
+
+    /// The registered client is dropped (`--forget-client`, or the server no longer knows it):
+    /// tokens and refresh token too, and the chain runs again at the next need. Returns the key
+    /// of the registration dropped (nil when none was in use).
+    public mutating func clientForgotten() -> RegistrationKey? {
         guard case .resolved(let resolved, let configured) = autoProgress else { return nil }
         forget()
         autoProgress = .unresolved
         identity = configured
         endpoints = nil
-        // The refusal that brought this here is no reason to wait: the chain runs at once. (No
-        // loop: the new client's first token needs a person's login.)
+        // The refusal that brought this here is no reason to wait: the chain runs at once.
         failures.streakEnded()
         return resolved.key
+    }
+
+    /// The resolution under way was overtaken (its client forgotten meanwhile, or its slot
+    /// retired): its outcome is not taken, and the chain runs again at the next action.
+    public mutating func resolutionDropped() {
+        activity.endResolution()
+    }
+
+    /// A token arrived: the client in use has proven itself, so a later `invalid_client` means
+    /// the server forgot it (registering again may help), not that it refused it from the start.
+    mutating func autoClientProven() {
+        guard case .resolved(var resolved, let configured) = autoProgress, resolved.newlyRegistered else { return }
+        resolved.newlyRegistered = false
+        autoProgress = .resolved(resolved, configured: configured)
     }
 
     // MARK: - Driven by nextAction, decision and status

@@ -235,6 +235,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             return
         }
         held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity)
+        autoClientProven()
         stepUpAnswered(by: fetch, response: response, at: now)
         login.tokenArrived(from: fetch)
         failures.streakEnded()

@@ -28,6 +28,11 @@ public enum DefaultStore {
         return try TokenStore(path: directory + "/tokens", key: key)
     }
 
+    /// The key of the default store under `directory`, when one was made (nothing is created).
+    static func existingKey(in directory: String) throws(StoreError) -> SymmetricKey? {
+        try readKey(directory + "/store.key")
+    }
+
     private static func readKey(_ path: String) throws(StoreError) -> SymmetricKey? {
         var info = stat()
         guard stat(path, &info) == 0 else {

@@ -88,6 +88,16 @@ extension TokenStore {
         try StoreDirectory.syncDirectory(path)
     }
 
+    /// Removes the registration kept for `identity` only when it is the client `clientId`: a
+    /// record another process wrote meanwhile (a client it registered anew), or one this process
+    /// cannot open, stays. Returns whether one was removed.
+    @discardableResult
+    public func removeClient(identity: String, clientId: String) throws(StoreError) -> Bool {
+        guard let (_, kept) = try readClient(identity: identity), kept.clientId == clientId else { return false }
+        try removeClient(identity: identity)
+        return true
+    }
+
     func clientPath(_ identity: String) throws(StoreError) -> String {
         try Self.checkName(identity)
         return path + "/client-\(identity).registration"

@@ -28,9 +28,16 @@ final class AutoResolver {
     /// The client each resolved identity uses and its key, by slot (what `forgetClient` deletes
     /// when no store keeps it, what `scopeLearnt` keeps again).
     private var held: [Int: (client: RegisteredClient, key: RegistrationKey)] = [:]
+    /// Each slot's resolutions so far: one whose number is no longer its slot's was overtaken (a
+    /// `forgetClient` came meanwhile, or a reload retired the slot), and its outcome is dropped.
+    private var generations: [Int: Int] = [:]
+
+    /// A resolution may register a client; false: one that would ends there (`notRegistering`).
+    private let registers: Bool
 
     init(idp: IdPClient, clients: RegisteredClients, logouts: Logouts, logger: Logger, schedule: any FetchSchedule,
-         readStoredLogin: @escaping (IdentityTokens) -> Void) {
+         registers: Bool = true, readStoredLogin: @escaping (IdentityTokens) -> Void) {
+        self.registers = registers
         self.idp = idp
         self.clients = clients
         self.logouts = logouts
@@ -48,24 +55,28 @@ final class AutoResolver {
             identity.auto?.initialAccessToken = current
         }
         let resolution = AutoResolution(identity: identity)
-        step(resolution.firstStep, of: resolution, for: tokens)
+        step(resolution.firstStep, of: resolution, for: tokens, generation: generations[tokens.slot, default: 0])
     }
 
-    private func step(_ step: AutoResolution.Step, of resolution: AutoResolution, for tokens: IdentityTokens) {
+    private func step(_ step: AutoResolution.Step, of resolution: AutoResolution, for tokens: IdentityTokens, generation: Int) {
         // Once stopping, no answer comes: the request is cancelled (IdPClient).
         let answered = { [self] (result: Result<TokenEndpointReply, TokenEndpointError>) in
             var resolution = resolution
-            switch result {
-            case .success(let reply): self.step(resolution.received(reply, unixTime: Date().timeIntervalSince1970), of: resolution, for: tokens)
-            case .failure(let error): self.step(resolution.failed(error), of: resolution, for: tokens)
+            let next = switch result {
+            case .success(let reply): resolution.received(reply, unixTime: Date().timeIntervalSince1970)
+            case .failure(let error): resolution.failed(error)
             }
+            self.step(next, of: resolution, for: tokens, generation: generation)
         }
         switch step {
         case .fetch(let url, let toResource):
             idp.send("GET", url, headers: [HTTPField(name: "Accept", value: "application/json")], for: tokens, toResource: toResource,
                      completion: answered)
         case .probe(let url):
-            idp.send("GET", url, for: tokens, toResource: true, completion: answered)
+            // Its status and WWW-Authenticate are the answer: a long body or an event stream is not read.
+            idp.send("GET", url, for: tokens, toResource: true, headOnly: true, completion: answered)
+        case .register(let request) where !registers:
+            ended(.failure(.notRegistering(endpoint: redactedURL(request.endpoint))), for: tokens)
         case .register(let request):
             var headers = [HTTPField(name: "Content-Type", value: "application/json"), HTTPField(name: "Accept", value: "application/json")]
             if let authorization = request.authorization { headers.append(HTTPField(name: "Authorization", value: authorization.value)) }
@@ -73,13 +84,49 @@ final class AutoResolver {
         case .loadClient(let key):
             clients.read(key) { [self] client in
                 var resolution = resolution
-                self.step(resolution.loaded(client, unixTime: Date().timeIntervalSince1970), of: resolution, for: tokens)
+                self.step(resolution.loaded(client, unixTime: Date().timeIntervalSince1970), of: resolution, for: tokens,
+                          generation: generation)
             }
         case .resolved(let resolved):
+            guard generations[tokens.slot, default: 0] == generation else { return overtaken(resolved, for: tokens) }
             if resolved.newlyRegistered { clients.write(resolved.client, for: resolved.key) }
             ended(.success(resolved), for: tokens)
         case .failed(let error):
+            guard generations[tokens.slot, default: 0] == generation else { return overtaken(nil, for: tokens) }
             ended(.failure(error), for: tokens)
+        }
+    }
+
+    /// A resolution overtaken by a `forgetClient` or a reload ended: nothing of it is kept (not
+    /// in the stores, not held), a client it registered is deleted at its server (best effort),
+    /// and an identity still in force resolves again.
+    private func overtaken(_ resolved: AutoResolved?, for tokens: IdentityTokens) {
+        let name = tokens.configured.name
+        logger.info("identity resolution overtaken; its outcome is dropped", metadata: ["identity": .string(name)])
+        if let resolved, resolved.newlyRegistered {
+            deleteAtServer(resolved.client, for: tokens, because: "registered by a resolution that was overtaken")
+        }
+        tokens.publish { lifecycle in
+            lifecycle.resolutionDropped()
+            return true
+        }
+        // The logouts waiting for it go now, with the identity as it stands.
+        logouts.resolutionEnded(tokens)
+        logouts.revokeAfterDiscovery(tokens)
+        if schedule.isInForce(tokens) { schedule.runNextAction(tokens) }
+    }
+
+    /// RFC 7592: deletes `client` at its server with its registration access token, when it has
+    /// both; best effort, the outcome logged.
+    private func deleteAtServer(_ client: RegisteredClient, for tokens: IdentityTokens, because reason: String) {
+        guard let uri = client.registrationClientUri, let token = client.registrationAccessToken else { return }
+        let name = tokens.configured.name
+        idp.send("DELETE", uri, headers: [HTTPField(name: "Authorization", value: "Bearer " + token.value)], for: tokens,
+                 toResource: false) { [self] result in
+            logger.info("registered client deleted at its server", metadata: [
+                "identity": .string(name), "client_id": .string(client.clientId), "reason": .string(reason),
+                "outcome": .string(ClientDeletion(result).description),
+            ])
         }
     }
 
@@ -107,11 +154,14 @@ final class AutoResolver {
                 "issuer": .string(resolved.facts.authorizationServer), "client_id": .string(resolved.facts.clientId),
                 "client_from": .string(resolved.facts.clientSource.rawValue),
             ])
+            // A logout that came meanwhile removes the learnt client's entry before it is read.
+            logouts.resolutionEnded(tokens)
             if interactive { readStoredLogin(tokens) }
         case .failure(let error):
             logger.warning("identity not resolved", metadata: [
                 "identity": .string(name), "code": .string(error.code), "error": .string(error.description),
             ])
+            logouts.resolutionEnded(tokens)
         }
         // A logout that came meanwhile revokes now, at the endpoints learnt (or says it could not).
         logouts.revokeAfterDiscovery(tokens)
@@ -120,21 +170,33 @@ final class AutoResolver {
 
     /// The token endpoint answered `invalid_client` to the registered client of `tokens`: the
     /// registration is dropped (lifecycle and stores), and the chain runs again at the next action.
-    func clientUnknown(_ tokens: IdentityTokens) {
+    func clientUnknown(_ tokens: IdentityTokens, refusal: TokenEndpointError) {
         let now = monotonicSeconds()
-        var dropped: RegistrationKey?
+        var dropped: (key: RegistrationKey, clientId: String, needsConfiguration: Bool)?
         tokens.publish { lifecycle in
-            dropped = lifecycle.clientUnknown(at: now)
-            return dropped != nil
+            let clientId = lifecycle.autoFacts?.clientId
+            guard let key = lifecycle.clientUnknown(at: now, because: refusal.code), let clientId else { return false }
+            dropped = (key, clientId, lifecycle.status(at: now).state == .needsConfiguration)
+            return true
         }
         guard let dropped else { return }
-        held[tokens.slot] = nil
-        clients.remove(identity: dropped.identity)
+        // Its login too: the refresh token is for a client the server no longer knows.
+        logouts.forgetStored(tokens)
+        let client = held.removeValue(forKey: tokens.slot)?.client
+        // Only the client refused: another process may have registered a new one meanwhile.
+        clients.remove(identity: dropped.key.identity, clientId: dropped.clientId)
         // The old client's entries are no longer this identity's: not watched, not written.
         clients.settingsChanged(tokens)
-        logger.warning("the authorization server no longer knows the registered client; registering again", metadata: [
-            "identity": .string(tokens.configured.name), "issuer": .string(dropped.issuer),
-        ])
+        let fields: Logger.Metadata = ["identity": .string(tokens.configured.name), "issuer": .string(dropped.key.issuer),
+                                       "client_id": .string(dropped.clientId)]
+        if dropped.needsConfiguration {
+            logger.error("the authorization server refused the client it just registered; not registering again", metadata: fields)
+        } else {
+            logger.warning("the authorization server no longer knows the registered client; registering again", metadata: fields)
+        }
+        if let client, client.clientId == dropped.clientId {
+            deleteAtServer(client, for: tokens, because: "refused with invalid_client")
+        }
     }
 
     /// `--forget-client`: deletes the registration of `tokens` at its authorization server
@@ -142,12 +204,21 @@ final class AutoResolver {
     /// identity resolve again at its next need. The client is the one in use, else the one kept
     /// (an identity that has not resolved in this process). `completion` hears how it went.
     func forgetClient(_ tokens: IdentityTokens, completion: @escaping (ClientDeletion) -> Void) {
-        let now = monotonicSeconds()
+        // Its login first, as a logout does: the refresh token revoked with the client it was
+        // issued to (answered before that client is deleted), and the store entries removed.
+        logouts.logout(tokens, refreshToken: tokens.update { $0.heldRefreshToken }) { [self] in
+            forgetClientAfterLogout(tokens, completion: completion)
+        }
+    }
+
+    private func forgetClientAfterLogout(_ tokens: IdentityTokens, completion: @escaping (ClientDeletion) -> Void) {
         let name = tokens.configured.name
-        tokens.publish { lifecycle in lifecycle.clientUnknown(at: now) != nil }
+        // A resolution under way is overtaken: its outcome is dropped, and it runs again.
+        generations[tokens.slot, default: 0] += 1
+        tokens.publish { lifecycle in lifecycle.clientForgotten() != nil }
         let inUse = held.removeValue(forKey: tokens.slot)?.client
         guard let client = inUse ?? clients.readKept(identity: name) else { return completion(.noRegistration) }
-        clients.remove(identity: name)
+        clients.remove(identity: name, clientId: client.clientId)
         clients.settingsChanged(tokens)
         guard let uri = client.registrationClientUri, let token = client.registrationAccessToken else {
             return completion(.notDeletable)
@@ -176,9 +247,10 @@ final class AutoResolver {
         ])
     }
 
-    /// A reload retired the slot.
+    /// A reload retired the slot: a resolution under way for it is overtaken.
     func forget(slot: Int) {
         held[slot] = nil
+        generations[slot, default: 0] += 1
     }
 }
 

@@ -77,13 +77,11 @@ final class CredentialFileWatch {
     }
 
     /// `request` as it goes with the current credentials: itself while they are the ones loaded.
-    /// An `auto` identity's initial access token goes with its registration only
-    /// (AutoResolver), never with a token request: a change of it alone rebuilds nothing (a
-    /// rebuild would make the request with the identity as configured, not as it learnt its client).
+    /// An `auto` identity's requests are always themselves: they are built from the identity it
+    /// learnt (its registered client), which the configured one here (no client) must not replace;
+    /// its file, the initial access token, goes with a registration only.
     func request(_ request: TokenRequest) -> TokenRequest {
-        var carried = current
-        carried.auto?.initialAccessToken = loaded.auto?.initialAccessToken
-        return carried == loaded ? request : request.rebuilt(for: carried)
+        current == loaded || loaded.auto != nil ? request : request.rebuilt(for: current)
     }
 
     /// What reading a changed file gave.

@@ -11,12 +11,16 @@ final class DeviceAuthorizations {
     private let logger: Logger
     private let observer: (any TokenObserver)?
     private unowned let schedule: any FetchSchedule
+    /// An `auto` identity's registered client was refused with `invalid_client` (AutoResolver.clientUnknown).
+    private let clientUnknown: (IdentityTokens, TokenEndpointError) -> Void
 
-    init(idp: IdPClient, logger: Logger, observer: (any TokenObserver)?, schedule: any FetchSchedule) {
+    init(idp: IdPClient, logger: Logger, observer: (any TokenObserver)?, schedule: any FetchSchedule,
+         clientUnknown: @escaping (IdentityTokens, TokenEndpointError) -> Void = { _, _ in }) {
         self.idp = idp
         self.logger = logger
         self.observer = observer
         self.schedule = schedule
+        self.clientUnknown = clientUnknown
     }
 
     /// Sends a device login's authorization request; its answer (the code a person enters, or
@@ -52,6 +56,8 @@ final class DeviceAuthorizations {
             case .failure(let error):
                 logger.warning("device authorization failed", metadata: ["identity": .string(name), "error": .string("\(error)")])
                 observer?.loginEnded(identity: name, kind: .device, outcome: .failed("refused"))
+                // A registered client the server does not know: dropped (and registered again).
+                if tokens.configured.auto != nil, error.oauthError?.code == .invalidClient { clientUnknown(tokens, error) }
             }
             schedule.runNextAction(tokens)
         }

@@ -157,16 +157,17 @@ final class IdPClient {
     /// A request of an `auto` identity's resolution (AutoResolver.swift): a GET of the resource's
     /// metadata or of the resource itself, an authorization server's metadata, a registration (a
     /// POST), its deletion (RFC 7592). `toResource`: with the resource's TLS configuration
-    /// (`AutoSettings.resourceTLS`), else the identity's. No redirect is followed.
+    /// (`AutoSettings.resourceTLS`), else the identity's. No redirect is followed. `headOnly`: the
+    /// answer is its status and header fields, the body not read (HTTPClientRequest.completesAtHead).
     func send(_ method: String, _ url: HTTPURL, headers: [HTTPField] = [], body: [UInt8] = [], for tokens: IdentityTokens,
-              toResource: Bool, stopped: (() -> Void)? = nil,
+              toResource: Bool, headOnly: Bool = false, stopped: (() -> Void)? = nil,
               completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>) -> Void) {
         guard phase == .running else {
             stopped?()
             return
         }
         call(method, url, headers: headers, body: body, slot: tokens.slot, tls: toResource ? resourceTLS[tokens.slot] : tls[tokens.slot],
-             kind: .other, stopped: stopped, completion: completion)
+             kind: .other, headOnly: headOnly, stopped: stopped, completion: completion)
     }
 
     /// A GET of a JSON document of an IdP that is no identity's (a route's inbound issuer: its
@@ -193,14 +194,15 @@ final class IdPClient {
     /// endpoint errors. Tracked (under the identity's `slot`, if any) until it ends, so stopping
     /// can cancel it (`kind`: see `IdPCalls.Kind`).
     private func call(_ method: String, _ url: HTTPURL, headers: [HTTPField], body: [UInt8], slot: Int?, tls configured: TLSConfiguration?,
-                      kind: IdPCalls.Kind, stopped: (() -> Void)?,
+                      kind: IdPCalls.Kind, headOnly: Bool = false, stopped: (() -> Void)?,
                       completion: @escaping (Result<TokenEndpointReply, TokenEndpointError>) -> Void) {
         let tls = url.scheme == .https ? configured : nil
         if url.scheme == .https && tls == nil {
             return completion(.failure(.unreachable(reason: "no TLS configuration for the https endpoint \(redactedURL(url))")))
         }
-        let request = HTTPClientRequest(method: method, host: url.host, port: url.port, target: url.requestTarget,
+        var request = HTTPClientRequest(method: method, host: url.host, port: url.port, target: url.requestTarget,
                                         headers: headers, body: body, tls: tls)
+        request.completesAtHead = headOnly
         let started = monotonicSeconds()
         calls.track(slot: slot, kind: kind) { id in
             sendHTTPRequest(request, on: loop, limits: limits) { [self] result in

@@ -164,10 +164,11 @@ public final class LoginDesk: Sendable {
         case .failure(.startedElsewhere(_, let origin)):
             return .elsewhere(origin: origin)
         case .failure(let error):
-            if case .expired(let identity, _) = error {
+            if case .expired(let identity, _, let stepUp) = error {
                 observer?.loginEnded(identity: identity, kind: .browser, outcome: .failed("expired"))
-                // A step-up login that timed out is not asked for again.
-                identities[identity]?.publish { $0.stepUpDeclined() }
+                // A step-up login that timed out is not asked for again (a login that carried
+                // none leaves alone the step-ups asked for since).
+                if let stepUp { identities[identity]?.publish { $0.stepUpDeclined(also: stepUp) } }
             }
             // The cookie was scoped to the callback's path: only a clearing cookie with that
             // same path replaces it (RFC 6265 §5.3), so it is the path this callback came to.

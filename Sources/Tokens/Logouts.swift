@@ -14,6 +14,19 @@ struct PendingRevocation {
     let completion: (@Sendable (LogoutOutcome) -> Void)?
 }
 
+/// A closure of the token loop carried through a `@Sendable` completion: `@unchecked` because a
+/// revocation's completion runs on the token loop too (IdPClient's answers, or at once).
+private struct OnTokenLoop: @unchecked Sendable {
+    let run: () -> Void
+}
+
+/// A logout of an `auto` identity that came while it resolved: done once the resolution ends,
+/// with the store entry of the client it learnt.
+struct PendingLogout {
+    let refreshToken: Secret?
+    let listener: LogoutListener?
+}
+
 
 /// Runs on the token loop only.
 final class Logouts {
@@ -24,6 +37,8 @@ final class Logouts {
     private unowned let schedule: any FetchSchedule
     /// Logouts whose revocation waits for the identity's discovery.
     private var revocationsAwaitingDiscovery: [Int: [PendingRevocation]] = [:]
+    /// Logouts of `auto` identities waiting for their resolution.
+    private var logoutsAwaitingResolution: [Int: [PendingLogout]] = [:]
 
     init(idp: IdPClient, logger: Logger, persistence: TokenPersistence?, schedule: any FetchSchedule) {
         self.idp = idp
@@ -38,6 +53,12 @@ final class Logouts {
     /// endpoints may still be being discovered: the revocation then waits for discovery's one
     /// answer.
     func logout(_ tokens: IdentityTokens, refreshToken held: Secret?, completion listener: LogoutListener?) {
+        // An `auto` identity's login is kept under the client it learns: its entry is read (and
+        // removed) once the resolution under way has ended, not under the identity as configured.
+        if tokens.update({ $0.needsResolution && $0.status(at: monotonicSeconds()).state == .resolving }) {
+            logoutsAwaitingResolution[tokens.slot, default: []].append(PendingLogout(refreshToken: held, listener: listener))
+            return
+        }
         let refreshToken = held ?? persistence?.read(tokens).refreshToken
         persistence?.remove(tokens, lockTimeout: TokenPersistence.lockWait(idp.limits))
         let name = tokens.identity.name
@@ -72,6 +93,32 @@ final class Logouts {
         revoke(refreshToken, of: tokens, at: endpoints, completion: nil)
     }
 
+    /// `logout` for the token loop's own use: `then` runs on the token loop once the IdP answered
+    /// the revocation (or there was none to send, or stopping cancelled it).
+    func logout(_ tokens: IdentityTokens, refreshToken held: Secret?, then: @escaping () -> Void) {
+        let next = OnTokenLoop(run: then)
+        logout(tokens, refreshToken: held, completion: LogoutListener(revocation: { _ in next.run() }))
+    }
+
+    /// Removes the identity's store entries (the file's, and the shared one for every replica),
+    /// revoking nothing: its login is for a client its server no longer knows (AutoResolver).
+    func forgetStored(_ tokens: IdentityTokens) {
+        persistence?.remove(tokens, lockTimeout: TokenPersistence.lockWait(idp.limits))
+        let name = tokens.identity.name
+        schedule.sharedStore(for: tokens)?.remove(tokens) { [logger] removal in
+            if case .failed = removal {
+                logger.warning("login removal not shared", metadata: ["identity": .string(name), "shared_store": .string("\(removal)")])
+            }
+        }
+    }
+
+    /// An `auto` identity's resolution ended (or was overtaken and runs again): the logouts that
+    /// came meanwhile are done now, with the entry of the client it learnt (if it learnt one).
+    func resolutionEnded(_ tokens: IdentityTokens) {
+        guard let waiting = logoutsAwaitingResolution.removeValue(forKey: tokens.slot) else { return }
+        for pending in waiting { logout(tokens, refreshToken: pending.refreshToken, completion: pending.listener) }
+    }
+
     /// Discovery (or an `auto` identity's resolution) of `tokens` ended (found the endpoints or
     /// not): the logouts waiting for it revoke now.
     func revokeAfterDiscovery(_ tokens: IdentityTokens) {
@@ -83,6 +130,13 @@ final class Logouts {
     /// The token thread stops: the logouts still waiting for discovery hear that their
     /// revocation did not happen.
     func abandonRevocationsAwaitingDiscovery() {
+        let logouts = logoutsAwaitingResolution.values.joined()
+        logoutsAwaitingResolution.removeAll()
+        for pending in logouts {
+            let reason = "the relay stopped before the identity's resolution ended"
+            pending.listener?.sharedStore?(.failed(reason: reason))
+            pending.listener?.revocation?(.revocationFailed(reason))
+        }
         let waiting = revocationsAwaitingDiscovery.values.joined()
         revocationsAwaitingDiscovery.removeAll()
         for pending in waiting { pending.completion?(.revocationFailed("the relay stopped before the IdP's endpoints were discovered")) }

@@ -136,6 +136,42 @@ final class RegisteredClients {
         }
     }
 
+    /// Deletes `KEYS[1]` only when it still holds `ARGV[1]` (the record read): 1 when deleted.
+    static let removeIfUnchangedScript = """
+        if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+        return 0
+        """
+
+    /// Removes the registration kept for `identity` from both stores only where it is the client
+    /// `clientId` (compare and delete): a replica or process that registered anew meanwhile keeps
+    /// its client.
+    func remove(identity: String, clientId: String) {
+        if let shared = shared() {
+            let key = Self.redisKey(prefix: shared.settings.keyPrefix, identity: identity)
+            let sent = shared.link.send(RedisCommand(["GET", .bytes(key)])) { [self] result in
+                guard case .success(.bulk(let bytes)) = result,
+                      let (_, kept) = try? ClientRecord.decode(bytes, identity: identity, keys: shared.settings.keys.snapshot),
+                      kept.clientId == clientId else { return }
+                let command = RedisCommand(["EVAL", .text(Self.removeIfUnchangedScript), "1", .bytes(key), .bytes(bytes)])
+                let removing = shared.sendCounted(command) { [self] result in
+                    if shared.answer(result, { $0.integer }) == nil {
+                        logger.warning("registered client removal from the shared store failed", metadata: ["identity": .string(identity)])
+                    }
+                }
+                if !removing {
+                    logger.warning("registered client not removed from the shared store: not connected", metadata: ["identity": .string(identity)])
+                }
+            }
+            if !sent { logger.warning("registered client not removed from the shared store: not connected", metadata: ["identity": .string(identity)]) }
+        }
+        guard let store = persistence?.store else { return }
+        do {
+            try store.removeClient(identity: identity, clientId: clientId)
+        } catch {
+            logger.warning("registered client removal failed", metadata: ["identity": .string(identity), "error": .string("\(error)")])
+        }
+    }
+
     /// The identity learnt another client (or lost it, or a step-up widened its scope to
     /// `identity`'s): its entry's settings changed, in the file store and in Redis (whose entry
     /// and login watch are the old settings' until then).

@@ -46,6 +46,8 @@ final class TokenFetcher: FetchSchedule {
     private var phase = Phase.running
     /// Every request to an IdP goes through it (IdPClient.swift).
     let idp: IdPClient
+    /// An `auto` identity may register a client (false: its resolution stops there).
+    private let registersClients: Bool
     /// The token store, when the configuration has one (TokenPersistence.swift).
     let persistence: TokenPersistence?
     /// The replicas' shared store's settings, when configured (SharedTokens.swift).
@@ -54,15 +56,18 @@ final class TokenFetcher: FetchSchedule {
     let idTokens: IDTokenChecks
     private lazy var logouts = Logouts(idp: idp, logger: logger, persistence: persistence, schedule: self)
     private lazy var requests: TokenRequests = TokenRequests(idp: idp, idTokens: idTokens, logouts: logouts, logger: logger, observer: observer,
-                                              schedule: self, clientUnknown: { [unowned self] in autoResolver.clientUnknown($0) },
+                                              schedule: self, clientUnknown: { [unowned self] in autoResolver.clientUnknown($0, refusal: $1) },
                                               scopeLearnt: { [unowned self] in autoResolver.scopeLearnt($0, widened: $1) })
-    private lazy var devices = DeviceAuthorizations(idp: idp, logger: logger, observer: observer, schedule: self)
+    private lazy var devices = DeviceAuthorizations(idp: idp, logger: logger, observer: observer, schedule: self) { [unowned self] in
+        autoResolver.clientUnknown($0, refusal: $1)
+    }
     private lazy var discovery = EndpointDiscovery(idp: idp, logouts: logouts, logger: logger, schedule: self)
     private(set) lazy var autoResolver: AutoResolver = AutoResolver(idp: idp,
                                                       clients: RegisteredClients(persistence: persistence, shared: { [unowned self] in
                                                           sharedFetch?.shared
                                                       }, logger: logger),
-                                                      logouts: logouts, logger: logger, schedule: self) { [unowned self] in readStoredLogin($0) }
+                                                      logouts: logouts, logger: logger, schedule: self,
+                                                      registers: registersClients) { [unowned self] in readStoredLogin($0) }
     private lazy var inboundKeys = InboundKeyFetches(idp: idp, logger: logger, observer: observer)
     private lazy var callerExchanges = CallerExchanges(idp: idp, logger: logger, observer: observer)
     private lazy var inboundIntrospections = InboundIntrospections(idp: idp, logger: logger, observer: observer)
@@ -76,7 +81,8 @@ final class TokenFetcher: FetchSchedule {
     }
 
     init(loop: EventLoop, limits: HTTPClientLimits, logger: Logger, observer: (any TokenObserver)?, store: TokenStore? = nil,
-         sharedStore: SharedStoreSettings? = nil) {
+         sharedStore: SharedStoreSettings? = nil, registersClients: Bool = true) {
+        self.registersClients = registersClients
         self.loop = loop
         self.logger = logger
         self.observer = observer

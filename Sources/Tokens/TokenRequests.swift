@@ -19,12 +19,12 @@ final class TokenRequests {
     private unowned let schedule: any FetchSchedule
     private var lifetimeWarnings = LifetimeWarningMemory()
     /// An `auto` identity's registered client was refused with `invalid_client` (AutoResolver.clientUnknown).
-    private let clientUnknown: (IdentityTokens) -> Void
+    private let clientUnknown: (IdentityTokens, TokenEndpointError) -> Void
     /// An `auto` identity's login is about to widen its scope (AutoResolver.scopeLearnt).
     private let scopeLearnt: (IdentityTokens, Identity) -> Void
 
     init(idp: IdPClient, idTokens: IDTokenChecks, logouts: Logouts, logger: Logger, observer: (any TokenObserver)?,
-         schedule: any FetchSchedule, clientUnknown: @escaping (IdentityTokens) -> Void = { _ in },
+         schedule: any FetchSchedule, clientUnknown: @escaping (IdentityTokens, TokenEndpointError) -> Void = { _, _ in },
          scopeLearnt: @escaping (IdentityTokens, Identity) -> Void = { _, _ in }) {
         self.idp = idp
         self.clientUnknown = clientUnknown
@@ -153,7 +153,7 @@ final class TokenRequests {
                                                               "error": .string("\(error)")])
             observer?.tokenRequestEnded(identity: name, outcome: TokenRequestOutcome(error))
             // A registered client the server no longer knows: dropped, and registered again.
-            if tokens.configured.auto != nil, error.oauthError?.code == .invalidClient { clientUnknown(tokens) }
+            if tokens.configured.auto != nil, error.oauthError?.code == .invalidClient { clientUnknown(tokens, error) }
         }
         schedule.runNextAction(tokens)
     }

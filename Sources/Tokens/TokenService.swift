@@ -49,11 +49,13 @@ public final class TokenService: Sendable {
     /// Starts the token thread and, in the background, the first fetch of every identity that
     /// needs no person to log in.
     /// `tls`: the TLS configuration of each identity whose token endpoint is https;
-    /// `resourceTLS`: of each `auto` identity whose resource is https.
+    /// `resourceTLS`: of each `auto` identity whose resource is https. `registersClients`: false
+    /// when an `auto` identity's resolution must stop where it would register a client (a
+    /// command that only reads, such as an offline logout).
     public static func start(identities: [String: Identity], tls: [String: TLSConfiguration] = [:],
                              resourceTLS: [String: TLSConfiguration] = [:], limits: HTTPClientLimits, logger: Logger,
                              observer: (any TokenObserver)? = nil, store: TokenStore? = nil,
-                             sharedStore: SharedStoreSettings? = nil) throws -> TokenService {
+                             sharedStore: SharedStoreSettings? = nil, registersClients: Bool = true) throws -> TokenService {
         let (thread, outcome) = WorkerThread.start { (report: (Result<TokenInbox, any Error>) -> Void) in
             let loop: EventLoop
             do {
@@ -63,7 +65,7 @@ public final class TokenService: Sendable {
                 return
             }
             let fetcher = TokenFetcher(loop: loop, limits: limits, logger: logger, observer: observer, store: store,
-                                       sharedStore: sharedStore)
+                                       sharedStore: sharedStore, registersClients: registersClients)
             report(.success(fetcher.inbox))
             loop.run()
             try? loop.close()

@@ -44,7 +44,6 @@ struct CheckCommand: ParsableCommand {
         }
     }
 
-    /// The file store the relay would use, if it exists already (a check creates nothing).
     /// The replicas' Redis of `store.redis`, read (never written) for the registrations kept there.
     private func sharedStore(_ config: RelayConfig, tls: ClientTLS) -> SharedStoreSettings? {
         guard let settings = config.store, let redis = settings.redis, let key = try? TokenStore.key(base64: settings.key.value) else {
@@ -54,14 +53,16 @@ struct CheckCommand: ParsableCommand {
                                    keys: StoreKeys(key), tls: tls.redis, passwordFile: redis.passwordFile)
     }
 
-    private func existingStore(_ config: RelayConfig) -> TokenStore? {
+    /// The registrations the relay's file store keeps, read only (a check creates, renames and
+    /// writes nothing); nil when there is no such store yet.
+    private func existingStore(_ config: RelayConfig) -> KeptClients? {
         if let settings = config.store {
-            guard let path = settings.path, FileManager.default.fileExists(atPath: path),
-                  let key = try? TokenStore.key(base64: settings.key.value) else { return nil }
-            return try? TokenStore(path: path, key: key)
+            guard let path = settings.path, let key = try? TokenStore.key(base64: settings.key.value) else { return nil }
+            return KeptClients(path: path, key: key)
         }
-        guard config.defaultStoreAllowed, let directory = DefaultStore.directory(environment: ProcessInfo.processInfo.environment),
-              FileManager.default.fileExists(atPath: directory + "/store.key") else { return nil }
-        return try? DefaultStore.store(in: directory)
+        guard config.defaultStoreAllowed, let directory = DefaultStore.directory(environment: ProcessInfo.processInfo.environment) else {
+            return nil
+        }
+        return KeptClients(defaultStoreIn: directory)
     }
 }

@@ -58,12 +58,17 @@ struct LogoutCommand: ParsableCommand {
             if forgot.json["client"]?.string == "failed" { throw ExitCode(1) }
             return
         }
-        let service = try startTokenService(loaded.config, tls: loaded.tls, logger: Logger(label: "oauth-relay"))
+        // Read-only as to registration: an `auto` identity with no client kept registers none here
+        // (no login can be kept for a client that does not exist: nothing to revoke or delete).
+        let service = try startTokenService(loaded.config, tls: loaded.tls, logger: Logger(label: "oauth-relay"), registersClients: false)
         defer { service.stop() }
         guard let tokens = service.tokenSet[name] else { throw ExitCode(1) }
         // An `auto` identity learns its endpoints and client first: its login's entry is the
         // learnt client's, and its refresh token is revoked at the learnt server.
-        if identity.auto != nil { awaitResolution(tokens) }
+        if identity.auto != nil, let unresolved = awaitResolution(tokens) {
+            FileHandleOutput.standardError("oauth-relay logout: identity \(name) \(unresolved); logging out what the store keeps "
+                                           + "for it as configured\n")
+        }
         try logOut(tokens, named: name, service: service)
         if forgetClient { try forgetRegisteredClient(tokens, named: name, service: service) }
     }
@@ -73,10 +78,21 @@ struct LogoutCommand: ParsableCommand {
     static let resolutionWaitSeconds = 60.0
 
     /// Waits (bounded) until the identity's first resolution, which this process's token thread
-    /// started, has ended.
-    private func awaitResolution(_ tokens: IdentityTokens) {
+    /// started, has ended; nil when it resolved, else why not (it failed, or is still under way
+    /// at the deadline).
+    private func awaitResolution(_ tokens: IdentityTokens) -> String? {
         let deadline = monotonicSeconds() + Self.resolutionWaitSeconds
-        while tokens.status(at: monotonicSeconds()).state == .resolving && monotonicSeconds() < deadline { usleep(20_000) }
+        var status = tokens.status(at: monotonicSeconds())
+        while status.state == .resolving && monotonicSeconds() < deadline {
+            usleep(20_000)
+            status = tokens.status(at: monotonicSeconds())
+        }
+        if status.auto != nil { return nil }
+        if status.state == .resolving {
+            return "did not resolve within \(SecondsText.format(Self.resolutionWaitSeconds)) s"
+        }
+        let code = status.lastErrorCode.map { "\($0): " } ?? ""
+        return "did not resolve: " + code + (status.lastErrorDescription ?? "no reason given")
     }
 
     /// Deletes the registered client at its server and in the store, from this process, once the

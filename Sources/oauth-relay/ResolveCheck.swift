@@ -21,8 +21,9 @@ struct ResolveCheck {
     let config: RelayConfig
     let tls: ClientTLS
     let limits: HTTPClientLimits
-    /// The file store, when there is one already (nothing is created).
-    let store: TokenStore?
+    /// The registrations the file store keeps, read only, when there is one already (nothing is
+    /// created, renamed or written).
+    let store: KeptClients?
     /// The replicas' Redis (`store.redis`), read before the file store as the relay does.
     var shared: SharedStoreSettings? = nil
 
@@ -97,7 +98,7 @@ struct ResolveCheck {
             case .fetch(let url, let toResource):
                 step = answered(get(url, tls: toResource ? resourceTLS : tls.identities[identity.name]))
             case .probe(let url):
-                step = answered(send("GET", url, headers: [], tls: resourceTLS))
+                step = answered(send("GET", url, headers: [], tls: resourceTLS, headOnly: true))
             case .loadClient(let key):
                 var kept: RegisteredClient?
                 if let shared {
@@ -110,7 +111,7 @@ struct ResolveCheck {
                 }
                 if kept == nil, let store {
                     do {
-                        kept = try store.readClient(key).client
+                        kept = try store.read(key)
                     } catch {
                         report.lines.append("store: \(error)")
                     }
@@ -159,8 +160,10 @@ struct ResolveCheck {
         send("GET", url, headers: [HTTPField(name: "Accept", value: "application/json")], tls: tls)
     }
 
-    /// One request, waited for on a loop of its own; no redirect is followed.
-    private func send(_ method: String, _ url: HTTPURL, headers: [HTTPField], tls: TLSConfiguration?) -> Result<TokenEndpointReply, TokenEndpointError> {
+    /// One request, waited for on a loop of its own; no redirect is followed. `headOnly`: its
+    /// status and header fields only (the probe: HTTPClientRequest.completesAtHead).
+    private func send(_ method: String, _ url: HTTPURL, headers: [HTTPField], tls: TLSConfiguration?,
+                      headOnly: Bool = false) -> Result<TokenEndpointReply, TokenEndpointError> {
         if url.scheme == .https && tls == nil {
             return .failure(.unreachable(reason: "no TLS configuration for the https endpoint \(redactedURL(url))"))
         }
@@ -173,8 +176,9 @@ struct ResolveCheck {
         defer { try? loop.close() }
         let started = Date().timeIntervalSince1970
         var outcome: Result<HTTPClientResponse, HTTPClientError>?
-        let request = HTTPClientRequest(method: method, host: url.host, port: url.port, target: url.requestTarget, headers: headers,
+        var request = HTTPClientRequest(method: method, host: url.host, port: url.port, target: url.requestTarget, headers: headers,
                                         tls: url.scheme == .https ? tls : nil)
+        request.completesAtHead = headOnly
         _ = sendHTTPRequest(request, on: loop, limits: limits) { outcome = $0 }
         loop.run()
         switch outcome {

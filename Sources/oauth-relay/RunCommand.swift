@@ -143,8 +143,10 @@ func loadConfig(path: String) throws -> LoadedConfig {
 
 /// Starts the token thread (also without identities: a reload may add some) on `storage`
 /// (by default what `config` names).
+/// `registersClients`: false for a command that must not register an `auto` identity's client
+/// (an offline logout): its resolution stops where it would register.
 func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger, observer: (any TokenObserver)? = nil,
-                       storage: TokenStorage? = nil) throws -> TokenService {
+                       storage: TokenStorage? = nil, registersClients: Bool = true) throws -> TokenService {
     var storage = try storage ?? TokenStorage.open(config, logger: logger)
     if storage.shared != nil {
         // The connections write with write(2): a Redis closing its side must not end the process.
@@ -153,7 +155,7 @@ func startTokenService(_ config: RelayConfig, tls: ClientTLS, logger: Logger, ob
     }
     return try TokenService.start(identities: config.identities, tls: tls.identities, resourceTLS: resourceTLS(config, tls),
                                   limits: tokenClientLimits(config), logger: logger, observer: observer, store: storage.store,
-                                  sharedStore: storage.shared)
+                                  sharedStore: storage.shared, registersClients: registersClients)
 }
 
 /// The TLS configuration each `auto` identity's requests to its https resource use (its

@@ -1,4 +1,5 @@
 @testable import AdminAPI
+import Endpoints
 import Foundation
 import OAuth2
 import XCTest
@@ -46,5 +47,23 @@ final class AutoFactsJSONTests: XCTestCase {
         XCTAssertEqual(full, ["scope": ["a", "b"], "acrValues": ["mfa"], "maxAge": 60] as NSDictionary)
         let scopeOnly = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(AdminServer.json(StepUp(scope: ["a"])).utf8)) as? NSDictionary)
         XCTAssertEqual(scopeOnly, ["scope": ["a"]] as NSDictionary)
+    }
+
+    func testAnIdentityWithAPendingStepUpNamesEachMemberOnce() throws {
+        var identity = Identity(name: "person", tokenUrl: HTTPURL(scheme: .https, host: "idp.example.com", path: "/token"),
+                                grant: .authorizationCode(seed: nil))
+        identity.redirectUri = HTTPURL(scheme: .http, host: "127.0.0.1", port: 8180, path: "/.oauth-relay/callback")
+        var lifecycle = TokenLifecycle(identity: identity)
+        _ = lifecycle.stepUp(StepUp(scope: ["orders.write"]), at: 1)
+        let status = lifecycle.status(at: 1)
+        XCTAssertNotNil(status.pendingStepUp)
+        let text = AdminServer.describe(identity, status: status, callers: (entries: 1, capacity: 8))
+        // JSONSerialization keeps one of two equal keys silently: count them in the text.
+        let keys = ["name", "grant", "state", "hasValidToken", "hasRefreshToken", "consecutiveFailures", "callers", "pendingStepUp"]
+        for key in keys {
+            XCTAssertEqual(text.components(separatedBy: "\"\(key)\":").count - 1, 1, "\(key) in \(text)")
+        }
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        XCTAssertEqual(json["pendingStepUp"] as? NSDictionary, ["scope": ["orders.write"]] as NSDictionary)
     }
 }

@@ -245,6 +245,19 @@ final class AutoResolutionTests: XCTestCase {
         XCTAssertEqual(ClientRegistrationRequest.registeredScope(learnt: "a b", configured: "b c", supported: ["c", "d"]), "a b c d")
     }
 
+    func testPlainHTTPToLoopbackIsForALoopbackResourceOnly() {
+        let remote = AutoResolution(identity: autoIdentity(), challenge: BearerChallenge(resourceMetadata: "http://127.0.0.1:9/m"))
+        XCTAssertEqual(remote.firstStep, .failed(.insecureURL(what: "the resource_metadata of the resource's 401 challenge",
+                                                              url: "http://127.0.0.1:9/m")), "a remote resource names no local http URL")
+    }
+
+    func testPlainHTTPRegistrationEndpointToLoopbackIsForALoopbackIssuerOnly() {
+        var resolution = AutoResolution(identity: autoIdentity())
+        toLoadClient(&resolution, server: server(registration: "http://127.0.0.1:9/register"))
+        XCTAssertEqual(resolution.loaded(nil, unixTime: 0),
+                       .failed(.insecureURL(what: "the registration_endpoint of \"https://as.example.com\"", url: "http://127.0.0.1:9/register")))
+    }
+
     // MARK: The negative list
 
     func testResourceMismatch() {

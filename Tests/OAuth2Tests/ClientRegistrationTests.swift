@@ -16,7 +16,8 @@ final class ClientRegistrationTests: XCTestCase {
     }
 
     private func request(method: String = "client_secret_basic", jwks: String? = nil) -> ClientRegistrationRequest {
-        ClientRegistrationRequest(identity: browserIdentity(), settings: browserIdentity().auto!, endpoint: endpoint, method: method,
+        ClientRegistrationRequest(identity: browserIdentity(), settings: browserIdentity().auto!, issuer: issuer, endpoint: endpoint,
+                                  method: method,
                                   scope: "mcp:read", jwks: jwks)
     }
 
@@ -66,8 +67,10 @@ final class ClientRegistrationTests: XCTestCase {
     func testBrowserRegistrationBody() throws {
         var settings = browserIdentity().auto!
         settings.initialAccessToken = Secret("iat-1")
+        settings.allowedIssuers = [issuer]
         settings.clientName = "relay \"dev\""
-        let request = ClientRegistrationRequest(identity: browserIdentity(), settings: settings, endpoint: endpoint, method: "none",
+        let request = ClientRegistrationRequest(identity: browserIdentity(), settings: settings, issuer: issuer, endpoint: endpoint,
+                                                method: "none",
                                                 scope: "openid mcp", jwks: nil)
         XCTAssertEqual(String(decoding: request.body, as: UTF8.self),
                        #"{"client_name":"relay \"dev\"","redirect_uris":["http://127.0.0.1:8180/.oauth-relay/callback"],"#
@@ -76,10 +79,42 @@ final class ClientRegistrationTests: XCTestCase {
         XCTAssertEqual(request.authorization?.value, "Bearer iat-1")
     }
 
+    func testTheInitialAccessTokenGoesOnlyToAListedIssuer() throws {
+        var settings = browserIdentity().auto!
+        settings.initialAccessToken = Secret("iat-1")
+        for allowed in [[], ["https://other.example.com"]] {
+            settings.allowedIssuers = allowed
+            let request = ClientRegistrationRequest(identity: browserIdentity(), settings: settings, issuer: issuer, endpoint: endpoint,
+                                                    method: "none", scope: nil, jwks: nil)
+            XCTAssertNil(request.authorization, "allowedIssuers \(allowed)")
+            XCTAssertNil(request.initialAccessToken)
+            XCTAssertTrue(request.initialAccessTokenWithheld)
+            let error = refusal(401, #"{"error": "invalid_token"}"#, request: request)
+            XCTAssertEqual(error, .initialAccessTokenWithheld(issuer: issuer, refusal: .registrationRefused(
+                url: endpoint.description, status: 401, oauthError: "invalid_token", description: nil)))
+            XCTAssertEqual(error?.needsConfiguration, true)
+            XCTAssertEqual(error?.description, "the registration endpoint https://as.example.com/register refused the registration "
+                           + "(HTTP 401) with error invalid_token; the initial access token (auto.initialAccessToken) was withheld: "
+                           + "the issuer \"https://as.example.com\" is not listed in auto.allowedIssuers (list it there to send the "
+                           + "token to it)")
+            XCTAssertEqual(refusal(503, "", request: request)?.isTemporary, true, "an outage is no refusal")
+        }
+        settings.allowedIssuers = ["https://other.example.com", issuer]
+        let listed = ClientRegistrationRequest(identity: browserIdentity(), settings: settings, issuer: issuer, endpoint: endpoint,
+                                               method: "none", scope: nil, jwks: nil)
+        XCTAssertEqual(listed.authorization?.value, "Bearer iat-1")
+        XCTAssertFalse(listed.initialAccessTokenWithheld)
+        settings.initialAccessToken = nil
+        settings.allowedIssuers = []
+        let none = ClientRegistrationRequest(identity: browserIdentity(), settings: settings, issuer: issuer, endpoint: endpoint,
+                                             method: "none", scope: nil, jwks: nil)
+        XCTAssertFalse(none.initialAccessTokenWithheld, "nothing configured, nothing withheld")
+    }
+
     func testDeviceRegistrationHasNoRedirectAndNoResponseType() throws {
         var identity = browserIdentity()
         identity.grant = .deviceCode(seed: nil)
-        let request = ClientRegistrationRequest(identity: identity, settings: identity.auto!, endpoint: endpoint,
+        let request = ClientRegistrationRequest(identity: identity, settings: identity.auto!, issuer: issuer, endpoint: endpoint,
                                                 method: "client_secret_basic", scope: nil, jwks: nil)
         XCTAssertEqual(String(decoding: request.body, as: UTF8.self),
                        #"{"client_name":"oauth-relay","grant_types":["urn:ietf:params:oauth:grant-type:device_code","refresh_token"],"#
@@ -171,6 +206,11 @@ final class ClientRegistrationTests: XCTestCase {
              .invalidDocument(url: url, reason: "client_secret_expires_at of the registration answer is not a number")),
             (201, #"{"client_id": "x", "client_secret": "s", "registration_client_uri": "http://as.example.com/r/x"}"#, "application/json", [],
              .insecureURL(what: "the registration_client_uri the registration endpoint \(url) answered", url: "http://as.example.com/r/x")),
+            (201, #"{"client_id": "x", "client_secret": "s", "registration_client_uri": "http://127.0.0.1:9/r/x"}"#, "application/json", [],
+             .insecureURL(what: "the registration_client_uri the registration endpoint \(url) answered", url: "http://127.0.0.1:9/r/x")),
+            (201, #"{"client_id": "x", "client_secret": "s", "registration_client_uri": "https://other.example.com/r/x"}"#, "application/json", [],
+             .invalidDocument(url: url, reason: "registration_client_uri of the registration answer (https://other.example.com/r/x) is "
+                              + "neither on the registration endpoint's origin nor on the issuer's")),
         ]
         for (status, body, contentType, headers, expected) in table {
             let error = refusal(status, body, contentType: contentType, headers: headers)
@@ -181,6 +221,20 @@ final class ClientRegistrationTests: XCTestCase {
         secretRequest.initialAccessToken = Secret("iat-secret")
         XCTAssertEqual(refusal(401, #"{"error": "invalid_token", "error_description": "token iat-secret unknown"}"#, request: secretRequest),
                        .registrationRefused(url: url, status: 401, oauthError: "invalid_token", description: "token … unknown"))
+    }
+
+    func testARegistrationClientURIOnTheIssuersOriginOrOverLoopbackHTTPForALoopbackIssuer() throws {
+        let onIssuer = try parse(201, #"{"client_id": "x", "client_secret": "s", "registration_client_uri": "https://as.example.com:443/manage/x"}"#)
+        XCTAssertEqual(onIssuer.registrationClientUri?.description, "https://as.example.com/manage/x")
+        let localEndpoint = HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/register")
+        var local = request()
+        local.endpoint = localEndpoint
+        let reply = TokenEndpointReply(status: 201, headers: [("Content-Type", "application/json")],
+                                       body: #"{"client_id": "x", "client_secret": "s", "registration_client_uri": "http://127.0.0.1:9/register/x"}"#)
+        let client = try RegisteredClient.parse(reply, to: local, issuer: "http://127.0.0.1:9", privateKeyPEM: nil, unixTime: 0)
+        XCTAssertEqual(client.registrationClientUri?.description, "http://127.0.0.1:9/register/x")
+        XCTAssertThrowsError(try RegisteredClient.parse(reply, to: local, issuer: "https://as.example.com", privateKeyPEM: nil, unixTime: 0),
+                             "plain http is for a loopback issuer only")
     }
 
     func testAStoredClientIsReusedOnlyForItsKeyAndBeforeItsSecretExpires() {

@@ -149,6 +149,49 @@ final class TokenLifecycleAutoTests: XCTestCase {
         XCTAssertNil(lifecycle.clientUnknown(at: 600), "no registration to drop any more")
     }
 
+    func testAClientJustRegisteredAndRefusedBeforeAnyTokenNeedsConfigurationInsteadOfAnotherRegistration() {
+        var lifecycle = makeLifecycle(autoIdentity())
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.resolved(learnt())
+        XCTAssertEqual(lifecycle.clientUnknown(at: 10, because: "invalid_client"), learnt().key, "dropped from the stores all the same")
+        XCTAssertEqual(lifecycle.status(at: 10).state, .needsConfiguration)
+        XCTAssertEqual(lifecycle.status(at: 10).lastErrorCode, "registered_client_refused")
+        guard case .fail(let problem) = lifecycle.decision(at: 10) else { return XCTFail("requests do not fail fast") }
+        XCTAssertEqual(problem.reason, .needsConfiguration)
+        XCTAssertTrue(problem.detail.hasPrefix("the server refused the client it just registered: \"https://as.example.com\" answered "
+                                               + "invalid_client"), problem.detail)
+        for now in [10.0, 3600] {
+            guard case .idle = lifecycle.nextAction(at: now) else { return XCTFail("registered again: a loop") }
+        }
+    }
+
+    func testAClientKeptInTheStoreAndRefusedIsRegisteredAgain() {
+        var lifecycle = makeLifecycle(autoIdentity())
+        _ = lifecycle.nextAction(at: 0)
+        var kept = learnt()
+        kept.newlyRegistered = false
+        lifecycle.resolved(kept)
+        XCTAssertEqual(lifecycle.clientUnknown(at: 10), kept.key)
+        XCTAssertTrue(isResolve(lifecycle.nextAction(at: 10)))
+    }
+
+    func testForgettingAClientJustRegisteredResolvesAgain() {
+        var lifecycle = makeLifecycle(autoIdentity())
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.resolved(learnt())
+        XCTAssertEqual(lifecycle.clientForgotten(), learnt().key)
+        XCTAssertTrue(isResolve(lifecycle.nextAction(at: 10)), "an operator's forget is no refusal")
+    }
+
+    func testAResolutionDroppedRunsAgain() {
+        var lifecycle = makeLifecycle(autoIdentity())
+        XCTAssertTrue(isResolve(lifecycle.nextAction(at: 0)))
+        XCTAssertNil(lifecycle.clientForgotten(), "nothing resolved yet")
+        lifecycle.resolutionDropped()
+        XCTAssertTrue(lifecycle.needsResolution)
+        XCTAssertTrue(isResolve(lifecycle.nextAction(at: 0)), "the chain runs again")
+    }
+
     func testOtherIdentitiesAreNeverResolved() {
         var lifecycle = makeLifecycle()
         XCTAssertFalse(lifecycle.needsResolution)

@@ -132,6 +132,24 @@ final class CredentialFileWatchTests: XCTestCase {
         let request = try XCTUnwrap(TokenRequest.grant(for: learnt, at: tokenUrl))
         XCTAssertEqual(String(decoding: watch.request(request).body, as: UTF8.self),
                        "grant_type=client_credentials&client_id=learnt&client_secret=l")
+    func testAnAutoIdentitysInitialAccessTokenFileLeavesItsRequestsWithTheClientItLearnt() throws {
+        let path = try directory.write("iat", "iat-1\n")
+        var configured = Identity(name: "auto-api", tokenUrl: nil, clientAuth: .unidentified)
+        configured.auto = AutoSettings(resource: HTTPURL(scheme: .https, host: "api.example.com", path: "/"),
+                                       initialAccessToken: Secret("iat-1"))
+        configured.credentialFiles = [CredentialFile(role: .initialAccessToken, path: path, key: "auto.initialAccessTokenFile")]
+        let watch = CredentialFileWatch(identity: configured)
+        _ = watch.refresh()
+        try directory.write("iat", "iat-2\n")
+        XCTAssertEqual(watch.refresh(), [.changed(configured.credentialFiles[0])], "the registration reads the new token")
+        // The learnt identity: the registered client at the learnt token endpoint.
+        var learnt = configured
+        learnt.clientAuth = .publicClient(id: "registered-1")
+        let tokenURL = HTTPURL(scheme: .https, host: "as.example.com", path: "/token")
+        learnt.tokenUrl = tokenURL
+        let request = TokenRequest.refresh(for: learnt, refreshToken: Secret("refresh-1"), at: tokenURL)
+        XCTAssertEqual(watch.request(request).body, request.body, "built with the learnt client, not the configured one")
+        XCTAssertTrue(String(decoding: watch.request(request).body, as: UTF8.self).contains("client_id=registered-1"))
     }
 
     func testAnUnchangedFileIsNotReadAgain() throws {

@@ -2,7 +2,7 @@ import Endpoints
 import HTTPClient
 import Logging
 import OAuth2
-import Tokens
+@testable import Tokens
 import XCTest
 
 /// A reload and the browser logins in flight: a login for an identity the reload removes, or
@@ -71,5 +71,28 @@ final class LoginsAcrossReloadsTests: XCTestCase {
         XCTAssertEqual(change.started, ["me"], "the identity did change")
         guard case .exchanging(let identity, _, _) = callback(service, login) else { return XCTFail("the login was cancelled") }
         XCTAssertEqual(identity, "me")
+    }
+
+    func testAnExpiredLoginWithoutAStepUpLeavesTheStepUpAskedSinceAlone() throws {
+        let service = try start(browserIdentity())
+        defer { service.stop() }
+        let tokens = try XCTUnwrap(service.tokenSet["me"])
+        let startedAt = monotonicSeconds()
+        let login = try service.logins.startBrowserLogin(tokens, returnTo: nil, browserOrigin: nil, at: startedAt)
+        let query = try XCTUnwrap(login.location.split(separator: "?", maxSplits: 1).last)
+        let state = try XCTUnwrap(query.split(separator: "&").first { $0.hasPrefix("state=") }).dropFirst("state=".count)
+        let cookie = try XCTUnwrap(login.cookie.setCookie(secure: false).split(separator: ";").first).split(separator: "=", maxSplits: 1)
+        // A step-up asked after that login started, which that login does not carry.
+        let stepUp = StepUp(scope: ["orders.write"])
+        tokens.publish { lifecycle in
+            _ = lifecycle.stepUp(stepUp, at: startedAt + 650)
+            return true
+        }
+        let result = service.logins.callback(path: "/.oauth-relay/callback", query: "code=code-1&state=\(state)",
+                                             cookies: [(String(cookie[0]), String(cookie[1]))], origin: nil,
+                                             identities: service.tokenSet, at: startedAt + PendingLogins.defaultTimeoutSeconds + 100)
+        guard case .refused(let reason, _) = result else { return XCTFail("the expired login was accepted: \(result)") }
+        XCTAssertTrue(reason.contains("was not completed within"), reason)
+        XCTAssertEqual(tokens.update { $0.pendingStepUp(at: startedAt + 700) }, stepUp, "the step-up no login carried is still asked for")
     }
 }

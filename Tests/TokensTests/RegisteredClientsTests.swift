@@ -64,6 +64,19 @@ final class RegisteredClientsTests: XCTestCase {
         XCTAssertNil(try clients().readKept(identity: "auto-api"))
     }
 
+    func testAClientDroppedIsRemovedOnlyWhileTheStoreStillKeepsIt() throws {
+        try clients().write(client, for: key)
+        // Another process registered anew meanwhile: its client stays.
+        var newer = client
+        newer.clientId = "id-2"
+        try clients().write(newer, for: key)
+        try clients().remove(identity: "auto-api", clientId: "id-1")
+        XCTAssertEqual(try clients().readKept(identity: "auto-api"), newer)
+        try clients().remove(identity: "auto-api", clientId: "id-2")
+        XCTAssertNil(try clients().readKept(identity: "auto-api"))
+        try clients().remove(identity: "auto-api", clientId: "id-2")
+    }
+
     func testADamagedRecordReadsAsNoneAndIsMovedAside() throws {
         try clients().write(client, for: key)
         let file = directory + "/client-auto-api.registration"

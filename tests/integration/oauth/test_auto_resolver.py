@@ -24,6 +24,7 @@ import json
 import os
 import threading
 import time
+from urllib.parse import parse_qs
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl
 
@@ -52,15 +53,23 @@ class AutoStub:
 
     def __init__(self, registration: tuple[int, dict] | list[tuple[int, dict]], metadata_resource: str | None = None,
                  registration_endpoint: str | None = None, tokens: list[tuple[int, dict]] | None = None,
-                 delete_delay: float = 0, well_known: bool = True, probe: tuple[int, list[str]] = (404, [])) -> None:
+                 delete_delay: float = 0, well_known: bool = True, probe: tuple[int, list[str]] = (404, []),
+                 device: tuple[int, dict] | None = None, stream_resource: bool = False) -> None:
         self.registrations = list(registration) if isinstance(registration, list) else [registration]
         self.tokens = list(tokens or [])
+        # One token endpoint answer set by a test after the start (else `tokens` in turn).
+        self.token: tuple[int, dict] | None = None
         self.insufficient: dict[str, str] = {}
         self.delete_delay = delete_delay
         # Whether RFC 9728 §3.1's well-known URL serves the metadata (else 404; `/meta` always does).
         self.well_known = well_known
         # What the resource `/mcp` answers a GET without a token: status and WWW-Authenticate values.
         self.probe = probe
+        # The device authorization endpoint's answer (else a device code).
+        self.device = device
+        # No metadata at the well-known URL; the resource answers 200 with an endless event stream.
+        self.stream_resource = stream_resource
+        self.streaming_ended = threading.Event()
         self.requests: list[dict] = []
         self.lock = threading.Lock()
         stub = self
@@ -93,6 +102,10 @@ class AutoStub:
 
             def do_GET(self) -> None:
                 self.record()
+                if stub.stream_resource and self.path == "/mcp":
+                    return self.stream()
+                if stub.stream_resource:
+                    return self.answer(404, {"error": "not_found"})
                 if self.path == "/mcp":
                     status, challenges = stub.probe
                     return self.answer(status, {"probe": True}, [c.replace("{issuer}", stub.issuer) for c in challenges])
@@ -106,6 +119,7 @@ class AutoStub:
                         "device_authorization_endpoint": stub.issuer + "/device",
                         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
                         "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+                        "revocation_endpoint": stub.issuer + "/revoke",
                     })
                 if self.path.startswith("/mcp/"):
                     token = self.headers.get("Authorization", "").removeprefix("Bearer ")
@@ -119,11 +133,17 @@ class AutoStub:
                 self.record()
                 if self.path == "/register":
                     return self.answer(*stub.next(stub.registrations))
+                if self.path == "/token" and stub.token:
+                    return self.answer(*stub.token)
                 if self.path == "/token":
                     return self.answer(*stub.next(stub.tokens))
+                if self.path == "/device" and stub.device:
+                    return self.answer(*stub.device)
                 if self.path == "/device":
                     return self.answer(200, {"device_code": "device-code-1", "user_code": "WDJB-MJHT",
                                              "verification_uri": stub.issuer + "/verify", "expires_in": 600, "interval": 1})
+                if self.path == "/revoke":
+                    return self.answer(200, None)
                 self.answer(404, {"error": "not_found"})
 
             def do_DELETE(self) -> None:
@@ -133,6 +153,21 @@ class AutoStub:
                     return self.answer(204, None)
                 self.answer(404, {"error": "not_found"})
 
+            def stream(self) -> None:
+                """200 text/event-stream, a comment every 50 ms until the relay hangs up."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                try:
+                    while not stub.stopping.wait(0.05):
+                        self.wfile.write(b": keep-alive\n\n")
+                        self.wfile.flush()
+                except OSError:
+                    pass
+                stub.streaming_ended.set()
+                self.close_connection = True
+
+        self.stopping = threading.Event()
         self.server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
         self.port = self.server.server_address[1]
         self.issuer = f"http://{LOOPBACK}:{self.port}"
@@ -148,6 +183,7 @@ class AutoStub:
             return answers.pop(0) if len(answers) > 1 else answers[0]
 
     def stop(self) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -227,7 +263,8 @@ def test_a_registration_refused_with_invalid_client_metadata_is_reported_and_tri
                                                                                          sensitive):
     sensitive.add("initial access token", INITIAL_ACCESS_TOKEN)
     stub = auto_stub(registration=(400, {"error": "invalid_client_metadata", "error_description": "redirect_uris not allowed"}))
-    relay, admin, name = start_auto_relay(start_relay, stub, tmp_path, initialAccessToken=INITIAL_ACCESS_TOKEN)
+    relay, admin, name = start_auto_relay(start_relay, stub, tmp_path, initialAccessToken=INITIAL_ACCESS_TOKEN,
+                                          allowedIssuers=[stub.issuer])
     view = identity_view(admin, name)
     assert view["state"] == "failing", view
     assert view["lastError"]["code"] == "registration_refused", view
@@ -591,3 +628,133 @@ def test_needs_configuration_is_tried_again_at_once_on_a_logout_and_on_an_unchan
     assert view["auto"]["clientId"] == "c-after-reload", view
     assert view["state"] != "needs-configuration", view
     assert_requests(stub, [WELL_KNOWN, PROBE] * 2 + [WELL_KNOWN, *DISCOVERY, ("POST", "/register")])
+
+
+# A client just registered and refused: no second registration.
+
+REGISTRATION_ACCESS_TOKEN = "Qz7xK2mV4pL8wN3b5b0e9f3c1d2a4e67"
+
+
+def test_a_client_just_registered_that_the_device_endpoint_refuses_is_not_registered_again(start_relay, auto_stub, tmp_path,
+                                                                                           sensitive):
+    sensitive.add("registration access token", REGISTRATION_ACCESS_TOKEN)
+    stub = auto_stub(registration=(201, {"client_id": "dev-client-1", "token_endpoint_auth_method": "none",
+                                         "registration_client_uri": "", "registration_access_token": REGISTRATION_ACCESS_TOKEN}),
+                     device=(401, {"error": "invalid_client", "error_description": "client unknown"}))
+    stub.registrations[0][1]["registration_client_uri"] = f"{stub.issuer}/register/dev-client-1"
+    routes = [{"match": {"pathPrefix": "/mcp/"}, "upstream": stub.resource, "identity": "auto"}]
+    relay, admin = start_with_admin(start_relay, routes, store={"path": str(tmp_path / "token-store"), "key": STORE_KEY},
+                                    auto={"grant": "device_code"})
+    name = f"auto-{LOOPBACK}-{stub.port}-mcp"
+    wait_until(lambda: identity_view(admin, name).get("auto") or identity_view(admin, name).get("lastError"), RESOLVE_SECONDS,
+               "the auto identity's resolution")
+    get(relay, "/mcp/tools")  # a device login starts at a client's request
+    wait_until(lambda: identity_view(admin, name)["state"] == "needs-configuration", RESOLVE_SECONDS, "needs-configuration")
+    view = identity_view(admin, name)
+    assert view["lastError"]["code"] == "registered_client_refused", view
+    assert view["lastError"]["description"].startswith(
+        f'the server refused the client it just registered: "{stub.issuer}" answered invalid_client'), view
+    assert_refused(relay, stub, 502, "the server refused the client it just registered")
+    wait_until(lambda: [r for r in stub.recorded() if r["method"] == "DELETE"], RESOLVE_SECONDS, "the RFC 7592 deletion")
+    seen = stub.recorded()
+    assert [(r["method"], r["path"]) for r in seen] == [
+        ("GET", "/.well-known/oauth-protected-resource/mcp"), ("GET", "/.well-known/openid-configuration"),
+        ("GET", "/.well-known/oauth-authorization-server"), ("POST", "/register"), ("POST", "/device"),
+        ("DELETE", "/register/dev-client-1"),
+    ], seen
+    for request in seen:
+        assert request["headers"]["host"] == f"{LOOPBACK}:{stub.port}", request
+    registration, device, deletion = seen[3], seen[4], seen[5]
+    assert "authorization" not in registration["headers"], registration
+    assert json.loads(registration["body"]) == {
+        "client_name": "oauth-relay", "grant_types": ["urn:ietf:params:oauth:grant-type:device_code", "refresh_token"],
+        "token_endpoint_auth_method": "none", "scope": "mcp.read",
+    }, registration["body"]
+    assert device["headers"].get("content-type") == "application/x-www-form-urlencoded", device
+    assert "authorization" not in device["headers"], device
+    assert parse_qs(device["body"].decode(), strict_parsing=True) == {
+        "client_id": ["dev-client-1"], "scope": ["mcp.read"], "resource": [stub.resource],
+    }, device["body"]
+    assert deletion["headers"].get("authorization") == f"Bearer {REGISTRATION_ACCESS_TOKEN}", deletion
+    assert deletion["body"] == b"", deletion
+    assert not list((tmp_path / "token-store").glob("client-*")), "the refused client was kept"
+
+
+# ---------------------------------------------------------------------------------------------
+# oauth-relay logout without a running relay: registers nothing.
+
+def test_an_offline_logout_registers_no_client_to_log_out(auto_stub, tmp_path):
+    stub = auto_stub(registration=(201, {"client_id": "never-asked"}))
+    listen = f"{LOOPBACK}:{free_port()}"
+    routes = [{"match": {"pathPrefix": "/mcp/"}, "upstream": stub.resource, "identity": "auto"}]
+    config = write_config(tmp_path / "logout.json", relay_config(listen, routes, store={"path": str(tmp_path / "token-store"),
+                                                                                         "key": STORE_KEY}))
+    name = f"auto-{LOOPBACK}-{stub.port}-mcp"
+    done = run_cli("logout", "--forget-client", "--config", str(config), name)
+    assert done.returncode == 0, done.stderr
+    assert (f"oauth-relay logout: identity {name} did not resolve: no_client_kept: no registered client is kept, and this "
+            f"command registers none (it would register at {stub.issuer}/register)") in done.stderr, done.stderr
+    assert f"Logged out of identity {name}.\n" in done.stderr, done.stderr
+    assert f"Registered client of identity {name}: no registered client was held.\n" in done.stderr, done.stderr
+    assert_chain(stub, None, registers=False)
+    assert not list((tmp_path / "token-store").glob("client-*")), done.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# The probe reads the resource's status and headers only.
+
+def test_a_resource_that_answers_an_endless_event_stream_needs_configuration(start_relay, auto_stub, tmp_path):
+    stub = auto_stub(registration=(201, {"client_id": "never-asked"}), stream_resource=True)
+    relay, admin, name = start_auto_relay(start_relay, stub, tmp_path)
+    view = identity_view(admin, name)
+    assert view["state"] == "needs-configuration", view
+    assert view["lastError"]["code"] == "no_resource_metadata", view
+    assert f"without a token, {stub.resource} answered HTTP 200, not 401" in view["lastError"]["description"], view
+    assert stub.streaming_ended.wait(RESOLVE_SECONDS), "the relay kept reading the stream"
+    seen = stub.recorded()
+    assert [(r["method"], r["path"]) for r in seen] == [("GET", "/.well-known/oauth-protected-resource/mcp"), ("GET", "/mcp")], seen
+    for request in seen:
+        assert request["headers"]["host"] == f"{LOOPBACK}:{stub.port}", request
+        assert "authorization" not in request["headers"] and "cookie" not in request["headers"], request
+        assert request["body"] == b"", request
+    assert seen[0]["headers"].get("accept") == "application/json", seen[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Forgetting the client: its login is revoked and removed first.
+
+REFRESH_TOKEN = "Rf9kT2wQ7zL4xN8mC3vB6pJ1hG5dS0aE"
+
+
+def test_forgetting_the_client_revokes_and_removes_its_login_first(start_relay, auto_stub, tmp_path, sensitive):
+    sensitive.add("refresh token", REFRESH_TOKEN)
+    sensitive.add("registration access token", REGISTRATION_ACCESS_TOKEN)
+    stub = auto_stub(registration=(201, {"client_id": "dev-client-2", "token_endpoint_auth_method": "none",
+                                         "registration_access_token": REGISTRATION_ACCESS_TOKEN}),
+                     device=(200, {"device_code": "dc-1", "user_code": "ABCD-EFGH", "verification_uri": "https://example.test/device",
+                                   "expires_in": 600, "interval": 1}))
+    stub.registrations[0][1]["registration_client_uri"] = f"{stub.issuer}/register/dev-client-2"
+    stub.token = (200, {"access_token": "at-1", "token_type": "Bearer", "expires_in": 3600, "refresh_token": REFRESH_TOKEN})
+    routes = [{"match": {"pathPrefix": "/mcp/"}, "upstream": stub.resource, "identity": "auto"}]
+    store = tmp_path / "token-store"
+    relay, admin = start_with_admin(start_relay, routes, store={"path": str(store), "key": STORE_KEY}, auto={"grant": "device_code"})
+    name = f"auto-{LOOPBACK}-{stub.port}-mcp"
+    wait_until(lambda: identity_view(admin, name).get("auto"), RESOLVE_SECONDS, "the auto identity's resolution")
+    get(relay, "/mcp/tools")  # starts the device login; the stub grants it at the first poll
+    wait_until(lambda: identity_view(admin, name).get("hasRefreshToken"), RESOLVE_SECONDS * 2, "the device login's token")
+    wait_until(lambda: list(store.glob("identity-*.token")), RESOLVE_SECONDS, "the login kept in the store")
+    assert admin.request("DELETE", f"/identities/{name}/client").status == 200
+    wait_until(lambda: [r for r in stub.recorded() if r["method"] == "DELETE"], RESOLVE_SECONDS, "the RFC 7592 deletion")
+    wait_until(lambda: [r for r in stub.recorded() if r["path"] == "/revoke"], RESOLVE_SECONDS, "the revocation")
+    seen = stub.recorded()
+    paths = [(r["method"], r["path"]) for r in seen]
+    assert paths.index(("POST", "/revoke")) < paths.index(("DELETE", "/register/dev-client-2")), paths
+    revocation = next(r for r in seen if r["path"] == "/revoke")
+    assert parse_qs(revocation["body"].decode(), strict_parsing=True) == {
+        "token": [REFRESH_TOKEN], "token_type_hint": ["refresh_token"], "client_id": ["dev-client-2"],
+    }, revocation["body"]
+    assert "authorization" not in revocation["headers"], revocation
+    deletion = next(r for r in seen if r["method"] == "DELETE")
+    assert deletion["headers"].get("authorization") == f"Bearer {REGISTRATION_ACCESS_TOKEN}", deletion
+    assert not list(store.glob("identity-*.token")), "the forgotten client's login stayed in the store"
+    assert not list(store.glob("client-*")), "the forgotten client stayed in the store"
