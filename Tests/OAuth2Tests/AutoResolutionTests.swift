@@ -167,7 +167,8 @@ final class AutoResolutionTests: XCTestCase {
         let answers: [(String, AutoResolution.Step)] = [
             ("http://evil.example.com/m", .failed(.insecureURL(what: "the resource_metadata of the resource's 401 challenge",
                                                                url: "http://evil.example.com/m"))),
-            ("http://127.0.0.1:9/m", .fetch(HTTPURL(scheme: .http, host: "127.0.0.1", port: 9, path: "/m"), toResource: false)),
+            ("http://127.0.0.1:9/m", .failed(.insecureURL(what: "the resource_metadata of the resource's 401 challenge",
+                                                          url: "http://127.0.0.1:9/m"))),
             ("/relative", .failed(.invalidDocument(url: "/relative", reason: "the resource_metadata of the resource's 401 challenge is not "
                                                    + #"an absolute http(s) URL: "/relative" is not an absolute URL (expected http://… or https://…)"#))),
         ]
@@ -183,7 +184,6 @@ final class AutoResolutionTests: XCTestCase {
         let answers: [(String, Bool)] = [
             ("https://api.example.com/meta", true), ("https://API.example.com:443/meta", true),
             ("https://api.example.com:8443/meta", false), ("https://meta.example.com/mcp", false),
-            ("http://127.0.0.1:9/m", false),
         ]
         for (link, toResource) in answers {
             var resolution = AutoResolution(identity: autoIdentity())
@@ -246,9 +246,11 @@ final class AutoResolutionTests: XCTestCase {
     }
 
     func testPlainHTTPToLoopbackIsForALoopbackResourceOnly() {
-        let remote = AutoResolution(identity: autoIdentity(), challenge: BearerChallenge(resourceMetadata: "http://127.0.0.1:9/m"))
-        XCTAssertEqual(remote.firstStep, .failed(.insecureURL(what: "the resource_metadata of the resource's 401 challenge",
-                                                              url: "http://127.0.0.1:9/m")), "a remote resource names no local http URL")
+        var remote = AutoResolution(identity: autoIdentity())
+        XCTAssertEqual(remote.received(TokenEndpointReply(status: 404), unixTime: 0), .probe(resource))
+        let challenge = TokenEndpointReply(status: 401, headers: [("WWW-Authenticate", #"Bearer resource_metadata="http://127.0.0.1:9/m""#)], body: "")
+        XCTAssertEqual(remote.received(challenge, unixTime: 0), .failed(.insecureURL(what: "the resource_metadata of the resource's 401 challenge",
+                                                                                   url: "http://127.0.0.1:9/m")), "a remote resource names no local http URL")
     }
 
     func testPlainHTTPRegistrationEndpointToLoopbackIsForALoopbackIssuerOnly() {

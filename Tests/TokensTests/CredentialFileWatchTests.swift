@@ -132,6 +132,8 @@ final class CredentialFileWatchTests: XCTestCase {
         let request = try XCTUnwrap(TokenRequest.grant(for: learnt, at: tokenUrl))
         XCTAssertEqual(String(decoding: watch.request(request).body, as: UTF8.self),
                        "grant_type=client_credentials&client_id=learnt&client_secret=l")
+    }
+
     func testAnAutoIdentitysInitialAccessTokenFileLeavesItsRequestsWithTheClientItLearnt() throws {
         let path = try directory.write("iat", "iat-1\n")
         var configured = Identity(name: "auto-api", tokenUrl: nil, clientAuth: .unidentified)
