@@ -166,23 +166,27 @@ enum ChallengeList {
             return String(decoding: bytes[start..<end], as: UTF8.self)
         }
 
-        /// A quoted string, unescaped; nil when it is not terminated or holds a control character.
+        /// A quoted string, unescaped; nil when it is not terminated or holds (or escapes) a
+        /// control character or DEL. A broken one is still read to its closing quote (a
+        /// backslash taking the byte after it, whatever it is), so that what follows is read
+        /// from outside the string: text inside it is never taken for items or challenges.
         mutating func quotedString() -> String? {
             guard take(UInt8(ascii: "\"")) else { return nil }
             var value: [UInt8] = []
+            var broken = false
             while let byte = peek {
                 index += 1
                 switch byte {
                 case UInt8(ascii: "\""):
-                    return String(decoding: value, as: UTF8.self)
+                    return broken ? nil : String(decoding: value, as: UTF8.self)
                 case UInt8(ascii: "\\"):
-                    guard let escaped = peek, Self.isQuotedText(escaped) else { return nil }
-                    value.append(escaped)
+                    guard let escaped = peek else { return nil }
                     index += 1
+                    if Self.isQuotedText(escaped) { value.append(escaped) } else { broken = true }
                 case _ where Self.isQuotedText(byte):
                     value.append(byte)
                 default:
-                    return nil
+                    broken = true
                 }
             }
             return nil

@@ -82,6 +82,11 @@ final class BearerChallengeTests: XCTestCase {
             ("Bearer realm=\"a\u{01}b\"", "a control character in a quoted string"),
             (#"Bearer"realm""#, "no space after the scheme"),
             (#"Bearer realm="a", error="x\""#, "an escape eating the closing quote"),
+            // Read from where the string broke, its text would be a challenge of its own ("inside").
+            ("Bearer realm=\"a\u{7F}, Bearer realm=inside, e=\"\"", "a DEL in a quoted string"),
+            ("Bearer realm=\"a\u{01}, Bearer realm=inside, e=\"\"", "a control character in a quoted string, before a comma"),
+            ("Bearer realm=\"a\\\u{01}, Bearer realm=inside, e=\"\"", "an escaped control character in a quoted string"),
+            ("Bearer realm=\"a\u{7F}, Bearer realm=inside", "a DEL in a quoted string without its closing quote"),
         ]
         for (value, why) in refused {
             XCTAssertNil(BearerChallenge.parse([value]), why)
@@ -90,5 +95,10 @@ final class BearerChallengeTests: XCTestCase {
         // In the same value, a broken challenge does not take the next one with it.
         XCTAssertEqual(BearerChallenge.parse([#"Bearer realm=a b, Bearer realm="next""#])?.realm, "next")
         XCTAssertEqual(BearerChallenge.parse([#"Bearer realm="a" "b", Bearer realm="next""#])?.realm, "next")
+        // A broken quoted string is skipped to its closing quote, then to the next comma.
+        XCTAssertEqual(BearerChallenge.parse(["Bearer realm=\"a\u{7F}, Bearer realm=inside, e=\", Bearer realm=\"next\""])?.realm,
+                       "next")
+        XCTAssertEqual(BearerChallenge.parse(["Bearer realm=\"a\\\u{01}, Bearer realm=inside, e=\" , Bearer realm=\"next\""])?.realm,
+                       "next")
     }
 }
