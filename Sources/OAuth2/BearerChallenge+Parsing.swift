@@ -10,7 +10,8 @@ extension BearerChallenge {
     /// A challenge that breaks RFC 7235 §4.1's syntax (a parameter without a value, an
     /// unterminated quoted string, text where a comma should be, a `token68` where RFC 6750
     /// wants parameters) is skipped whole, and the next one is read: an upstream's typo in one
-    /// scheme does not hide its other challenges. A parameter given twice keeps its first value.
+    /// scheme does not hide its other challenges. So is one that names a parameter twice, in any
+    /// case (RFC 7235 §2.1: each name only once per challenge).
     public static func parse(_ values: [String]) -> BearerChallenge? {
         for value in values {
             for challenge in ChallengeList.challenges(in: value) {
@@ -45,7 +46,7 @@ enum ChallengeList {
     struct Challenge {
         /// As sent.
         var scheme: String
-        /// Names lowercased; values unquoted; the first of a name wins.
+        /// Names lowercased; values unquoted (a name given twice breaks the challenge).
         var parameters: [String: String] = [:]
         var token68: String?
         /// Something in it broke the syntax: it is not used.
@@ -112,9 +113,9 @@ enum ChallengeList {
             reader.skipItem()
             return
         }
-        if challenges[challenges.count - 1].parameters[name] == nil {
-            challenges[challenges.count - 1].parameters[name] = value
-        }
+        // RFC 7235 §2.1: a name only once per challenge; which of two values was meant, nobody knows.
+        if challenges[challenges.count - 1].parameters[name] != nil { markBroken(&challenges) }
+        challenges[challenges.count - 1].parameters[name] = value
     }
 
     private static func markBroken(_ challenges: inout [Challenge]) {
