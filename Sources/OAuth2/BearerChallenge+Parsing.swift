@@ -23,19 +23,31 @@ extension BearerChallenge {
         return nil
     }
 
+    /// The tokens of a space-separated `scope` or `acr_values` (empty: none sent); nil when one
+    /// holds a character outside RFC 6749 §3.3's `scope-token` (%x21 / %x23-5B / %x5D-7E).
+    static func scopeTokens(_ text: String?) -> [String]? {
+        guard let text else { return [] }
+        let tokens = text.split(separator: " ")
+        guard tokens.allSatisfy({ $0.utf8.allSatisfy(isScopeTokenCharacter) }) else { return nil }
+        return tokens.map(String.init)
+    }
+
+    private static func isScopeTokenCharacter(_ byte: UInt8) -> Bool {
+        byte == 0x21 || (0x23...0x5B).contains(byte) || (0x5D...0x7E).contains(byte)
+    }
+
     private init(_ challenge: ChallengeList.Challenge) {
         let parameters = challenge.parameters
-        func words(_ name: String) -> [String] {
-            parameters[name].map { $0.split(separator: " ").map(String.init) } ?? []
-        }
+        let scope = Self.scopeTokens(parameters["scope"]), acrValues = Self.scopeTokens(parameters["acr_values"])
         // More than `maxAgeLimit` (about 31 years) is no age anyone means: treated as absent,
         // so no arithmetic on it can overflow.
         let maxAge = parameters["max_age"].flatMap { text in
             text.utf8.allSatisfy(ASCII.isDigit) ? Int(text).flatMap { $0 <= Self.maxAgeLimit ? $0 : nil } : nil
         }
         self.init(scheme: challenge.scheme, realm: parameters["realm"], resourceMetadata: parameters["resource_metadata"],
-                  error: parameters["error"], errorDescription: parameters["error_description"], scope: words("scope"),
-                  acrValues: words("acr_values"), maxAge: maxAge)
+                  error: parameters["error"], errorDescription: parameters["error_description"], scope: scope ?? [],
+                  acrValues: acrValues ?? [], maxAge: maxAge)
+        malformedScopeTokens = scope == nil || acrValues == nil
     }
 }
 

@@ -220,6 +220,22 @@ final class AutoResolutionTests: XCTestCase {
         XCTAssertNil(BearerChallenge.resourceMetadataURL(in: [#"Bearer realm="x", DPoP algs="ES256""#]))
     }
 
+    func testAProbeChallengesScopeOutsideRFC6749ScopeTokensIsNotUsed() throws {
+        var resolution = AutoResolution(identity: autoIdentity())
+        XCTAssertEqual(resolution.received(TokenEndpointReply(status: 404), unixTime: 0), .probe(resource))
+        let challenge = TokenEndpointReply(status: 401, headers: [
+            ("WWW-Authenticate", #"Bearer resource_metadata="https://api.example.com/meta", scope="mcp:read caf\#u{e9}""#),
+        ], body: "")
+        XCTAssertEqual(resolution.received(challenge, unixTime: 0),
+                       .fetch(HTTPURL(scheme: .https, host: "api.example.com", path: "/meta"), toResource: true))
+        XCTAssertEqual(resolution.received(metadata(), unixTime: 0), .fetch(openID, toResource: false))
+        XCTAssertEqual(resolution.received(server(), unixTime: 0), .loadClient(key))
+        guard case .register = resolution.loaded(nil, unixTime: 0) else { return XCTFail("no registration") }
+        let done = try resolved(resolution.received(json(201, #"{"client_id": "c", "client_secret": "s"}"#), unixTime: 0))
+        XCTAssertEqual(done.identity.scope, "mcp:read mcp:write", "the resource's scopes_supported, not the challenge's")
+        XCTAssertEqual(done.facts.scopeSource, .resourceMetadata)
+    }
+
     func testTheMetadatasResourceAsWrittenIsTheRFC8707Resource() throws {
         var resolution = AutoResolution(identity: autoIdentity())
         XCTAssertEqual(resolution.received(metadata(resource: "https://API.example.com/mcp/"), unixTime: 0), .fetch(openID, toResource: false))

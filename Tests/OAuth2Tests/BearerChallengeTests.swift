@@ -51,6 +51,31 @@ final class BearerChallengeTests: XCTestCase {
         XCTAssertEqual(BearerChallenge.parse(["Bearer ,, realm=\"a\" ,"])?.realm, "a", "empty list elements are allowed")
     }
 
+    /// RFC 6749 §3.3: a scope token is %x21 / %x23-5B / %x5D-7E; an upstream's scope or
+    /// acr_values with anything else (sent escaped, or as UTF-8) asks for no step-up.
+    func testScopeAndAcrValuesMustBeScopeTokens() {
+        let refused: [(String, String)] = [
+            (#"Bearer error="insufficient_scope", scope="read caf\#u{e9}""#, "a non-ASCII scope token"),
+            (#"Bearer error="insufficient_scope", scope="read a\\b""#, "a backslash in a scope token"),
+            (#"Bearer error="insufficient_scope", scope="read a\"b""#, "a quote in a scope token"),
+            ("Bearer error=\"insufficient_scope\", scope=\"read\twrite\"", "a tab between scope tokens"),
+            (#"Bearer error="insufficient_user_authentication", acr_values="urn:\#u{e9}""#, "a non-ASCII acr value"),
+            (#"Bearer error="insufficient_user_authentication", acr_values="a\"b", max_age=0"#, "a quote in an acr value"),
+            (#"Bearer error="insufficient_user_authentication", scope="a\\b", acr_values="mfa""#, "a backslash in the scope"),
+        ]
+        for (value, why) in refused {
+            let challenge = BearerChallenge.parse([value])
+            XCTAssertNotNil(challenge, why)
+            XCTAssertNil(challenge?.stepUp, why)
+            XCTAssertEqual(challenge?.malformedScopeTokens, true, why)
+            XCTAssertTrue(challenge?.scope.isEmpty == true || challenge?.acrValues.isEmpty == true, why)
+        }
+        XCTAssertEqual(BearerChallenge.parse([#"Bearer error="insufficient_scope", scope="read:all !#[]~ ]""#])?.stepUp,
+                       StepUp(scope: ["read:all", "!#[]~", "]"]), "every character RFC 6749 §3.3 allows")
+        XCTAssertEqual(BearerChallenge.parse([#"Bearer error="insufficient_user_authentication", acr_values="urn:mfa phr""#])?.stepUp,
+                       StepUp(acrValues: ["urn:mfa", "phr"]))
+    }
+
     func testMaxAgeMustBeDigits() {
         for bad in ["-1", "5s", "", "1.5"] {
             XCTAssertNil(BearerChallenge.parse(["Bearer max_age=\"\(bad)\""])?.maxAge, bad)
