@@ -14,13 +14,23 @@ extension BearerChallenge {
     /// case (RFC 7235 §2.1: each name only once per challenge).
     public static func parse(_ values: [String]) -> BearerChallenge? {
         for value in values {
-            for challenge in ChallengeList.challenges(in: value) {
-                let scheme = challenge.scheme.lowercased()
-                guard scheme == "bearer" || scheme == "dpop", !challenge.broken, challenge.token68 == nil else { continue }
+            for challenge in ChallengeList.challenges(in: value) where isReadable(challenge) {
                 return BearerChallenge(challenge)
             }
         }
         return nil
+    }
+
+    /// Every `Bearer` and `DPoP` challenge in `values`, in order, each read as `parse` reads the
+    /// first; the ones `parse` skips are left out.
+    public static func parseAll(_ values: [String]) -> [BearerChallenge] {
+        values.flatMap { ChallengeList.challenges(in: $0).filter(isReadable).map(BearerChallenge.init) }
+    }
+
+    /// A `Bearer` or `DPoP` challenge with parameters (or none) and its syntax whole.
+    private static func isReadable(_ challenge: ChallengeList.Challenge) -> Bool {
+        let scheme = challenge.scheme.lowercased()
+        return (scheme == "bearer" || scheme == "dpop") && !challenge.broken && challenge.token68 == nil
     }
 
     /// The tokens of a space-separated `scope` or `acr_values` (empty: none sent); nil when one

@@ -42,6 +42,17 @@ final class BearerChallengeTests: XCTestCase {
         XCTAssertNil(BearerChallenge.parse([]))
     }
 
+    func testParseAllReadsEveryBearerAndDPoPChallengeInOrder() {
+        let values = [#"Basic realm="x", DPoP algs="ES256", realm="d", Bearer realm=a b"#, "Negotiate abc==",
+                      #"bearer realm="b", error="insufficient_scope", scope="more""#, #"Bearer realm="b2", REALM="again""#]
+        XCTAssertEqual(BearerChallenge.parseAll(values),
+                       [BearerChallenge(scheme: "DPoP", realm: "d"),
+                        BearerChallenge(scheme: "bearer", realm: "b", error: "insufficient_scope", scope: ["more"])],
+                       "broken ones (text where a comma should be, a name twice) left out")
+        XCTAssertEqual(BearerChallenge.parse(values), BearerChallenge.parseAll(values).first)
+        XCTAssertEqual(BearerChallenge.parseAll(["Basic realm=\"x\"", "Negotiate"]), [])
+    }
+
     func testSchemeAndNamesInAnyCaseTokensUnquotedAndEscapes() {
         let challenge = BearerChallenge.parse([#"bEARER REALM=plain , Error = "invalid_token", "#
             + #"error_description="say \"hi\" \\ bye", SCOPE=openid"#])
