@@ -78,7 +78,7 @@ final class AutoResolutionTests: XCTestCase {
                                              resourceMetadataSource: .wellKnown, authorizationServer: issuer,
                                              authorizationServerSource: .resourceMetadata, clientId: "c-1", clientSource: .registration,
                                              tokenEndpointAuthMethod: "client_secret_basic", scope: "mcp:read mcp:write",
-                                             scopeSource: .resourceMetadata, registeredAt: 100))
+                                             scopeSource: .resourceMetadata, registeredAt: 100, scopesSupported: ["mcp:read", "mcp:write"]))
     }
 
     func testProbeChallengeRFC8414DocumentAndA200PublicClientRegistration() throws {
@@ -103,6 +103,7 @@ final class AutoResolutionTests: XCTestCase {
         XCTAssertEqual(done.facts.resourceMetadataURL, "https://meta.example.com/mcp")
         XCTAssertEqual(done.facts.resourceMetadataSource, .challenge)
         XCTAssertEqual(done.facts.scopeSource, .challenge)
+        XCTAssertEqual(done.facts.scopesSupported, ["mcp:read", "mcp:write"], "whatever the scope's source")
         XCTAssertEqual(done.facts.tokenEndpointAuthMethod, "none")
     }
 
