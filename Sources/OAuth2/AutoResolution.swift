@@ -348,7 +348,8 @@ public struct AutoResolution: Sendable {
                               authorizationServerSource: learnt.issuerSource, clientId: client.clientId,
                               clientSource: newlyRegistered ? .registration : .store,
                               tokenEndpointAuthMethod: client.tokenEndpointAuthMethod, scope: learnt.scope,
-                              scopeSource: learnt.scopeSource, registeredAt: client.registeredAt)
+                              scopeSource: learnt.scopeSource, registeredAt: client.registeredAt,
+                              scopesSupported: learnt.scopesSupported)
         return end(.resolved(AutoResolved(identity: identity, endpoints: endpoints, client: client, key: key,
                                           newlyRegistered: newlyRegistered, facts: facts)))
     }
@@ -415,10 +416,13 @@ public struct AutoFacts: Sendable, Equatable {
     public var scopeSource: Source?
     /// Unix time the client was registered.
     public var registeredAt: Double
+    /// The resource metadata's `scopes_supported` (empty: none listed), whatever the scope's
+    /// source: what bounds the scopes a step-up may add when `auto.scope` is not set.
+    public var scopesSupported: [String]
 
     public init(resource: String, resourceMetadataURL: String, resourceMetadataSource: Source, authorizationServer: String,
                 authorizationServerSource: Source, clientId: String, clientSource: Source, tokenEndpointAuthMethod: String,
-                scope: String?, scopeSource: Source?, registeredAt: Double) {
+                scope: String?, scopeSource: Source?, registeredAt: Double, scopesSupported: [String] = []) {
         self.resource = resource
         self.resourceMetadataURL = resourceMetadataURL
         self.resourceMetadataSource = resourceMetadataSource
@@ -430,5 +434,6 @@ public struct AutoFacts: Sendable, Equatable {
         self.scope = scope
         self.scopeSource = scopeSource
         self.registeredAt = registeredAt
+        self.scopesSupported = scopesSupported
     }
 }

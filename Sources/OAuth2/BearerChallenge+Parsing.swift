@@ -10,31 +10,54 @@ extension BearerChallenge {
     /// A challenge that breaks RFC 7235 §4.1's syntax (a parameter without a value, an
     /// unterminated quoted string, text where a comma should be, a `token68` where RFC 6750
     /// wants parameters) is skipped whole, and the next one is read: an upstream's typo in one
-    /// scheme does not hide its other challenges. A parameter given twice keeps its first value.
+    /// scheme does not hide its other challenges. So is one that names a parameter twice, in any
+    /// case (RFC 7235 §2.1: each name only once per challenge).
     public static func parse(_ values: [String]) -> BearerChallenge? {
         for value in values {
-            for challenge in ChallengeList.challenges(in: value) {
-                let scheme = challenge.scheme.lowercased()
-                guard scheme == "bearer" || scheme == "dpop", !challenge.broken, challenge.token68 == nil else { continue }
+            for challenge in ChallengeList.challenges(in: value) where isReadable(challenge) {
                 return BearerChallenge(challenge)
             }
         }
         return nil
     }
 
+    /// Every `Bearer` and `DPoP` challenge in `values`, in order, each read as `parse` reads the
+    /// first; the ones `parse` skips are left out.
+    public static func parseAll(_ values: [String]) -> [BearerChallenge] {
+        values.flatMap { ChallengeList.challenges(in: $0).filter(isReadable).map(BearerChallenge.init) }
+    }
+
+    /// A `Bearer` or `DPoP` challenge with parameters (or none) and its syntax whole.
+    private static func isReadable(_ challenge: ChallengeList.Challenge) -> Bool {
+        let scheme = challenge.scheme.lowercased()
+        return (scheme == "bearer" || scheme == "dpop") && !challenge.broken && challenge.token68 == nil
+    }
+
+    /// The tokens of a space-separated `scope` or `acr_values` (empty: none sent); nil when one
+    /// holds a character outside RFC 6749 §3.3's `scope-token` (%x21 / %x23-5B / %x5D-7E).
+    static func scopeTokens(_ text: String?) -> [String]? {
+        guard let text else { return [] }
+        let tokens = text.split(separator: " ")
+        guard tokens.allSatisfy({ $0.utf8.allSatisfy(isScopeTokenCharacter) }) else { return nil }
+        return tokens.map(String.init)
+    }
+
+    private static func isScopeTokenCharacter(_ byte: UInt8) -> Bool {
+        byte == 0x21 || (0x23...0x5B).contains(byte) || (0x5D...0x7E).contains(byte)
+    }
+
     private init(_ challenge: ChallengeList.Challenge) {
         let parameters = challenge.parameters
-        func words(_ name: String) -> [String] {
-            parameters[name].map { $0.split(separator: " ").map(String.init) } ?? []
-        }
+        let scope = Self.scopeTokens(parameters["scope"]), acrValues = Self.scopeTokens(parameters["acr_values"])
         // More than `maxAgeLimit` (about 31 years) is no age anyone means: treated as absent,
         // so no arithmetic on it can overflow.
         let maxAge = parameters["max_age"].flatMap { text in
             text.utf8.allSatisfy(ASCII.isDigit) ? Int(text).flatMap { $0 <= Self.maxAgeLimit ? $0 : nil } : nil
         }
         self.init(scheme: challenge.scheme, realm: parameters["realm"], resourceMetadata: parameters["resource_metadata"],
-                  error: parameters["error"], errorDescription: parameters["error_description"], scope: words("scope"),
-                  acrValues: words("acr_values"), maxAge: maxAge)
+                  error: parameters["error"], errorDescription: parameters["error_description"], scope: scope ?? [],
+                  acrValues: acrValues ?? [], maxAge: maxAge)
+        malformedScopeTokens = scope == nil || acrValues == nil
     }
 }
 
@@ -45,7 +68,7 @@ enum ChallengeList {
     struct Challenge {
         /// As sent.
         var scheme: String
-        /// Names lowercased; values unquoted; the first of a name wins.
+        /// Names lowercased; values unquoted (a name given twice breaks the challenge).
         var parameters: [String: String] = [:]
         var token68: String?
         /// Something in it broke the syntax: it is not used.
@@ -112,9 +135,9 @@ enum ChallengeList {
             reader.skipItem()
             return
         }
-        if challenges[challenges.count - 1].parameters[name] == nil {
-            challenges[challenges.count - 1].parameters[name] = value
-        }
+        // RFC 7235 §2.1: a name only once per challenge; which of two values was meant, nobody knows.
+        if challenges[challenges.count - 1].parameters[name] != nil { markBroken(&challenges) }
+        challenges[challenges.count - 1].parameters[name] = value
     }
 
     private static func markBroken(_ challenges: inout [Challenge]) {
@@ -166,23 +189,27 @@ enum ChallengeList {
             return String(decoding: bytes[start..<end], as: UTF8.self)
         }
 
-        /// A quoted string, unescaped; nil when it is not terminated or holds a control character.
+        /// A quoted string, unescaped; nil when it is not terminated or holds (or escapes) a
+        /// control character or DEL. A broken one is still read to its closing quote (a
+        /// backslash taking the byte after it, whatever it is), so that what follows is read
+        /// from outside the string: text inside it is never taken for items or challenges.
         mutating func quotedString() -> String? {
             guard take(UInt8(ascii: "\"")) else { return nil }
             var value: [UInt8] = []
+            var broken = false
             while let byte = peek {
                 index += 1
                 switch byte {
                 case UInt8(ascii: "\""):
-                    return String(decoding: value, as: UTF8.self)
+                    return broken ? nil : String(decoding: value, as: UTF8.self)
                 case UInt8(ascii: "\\"):
-                    guard let escaped = peek, Self.isQuotedText(escaped) else { return nil }
-                    value.append(escaped)
+                    guard let escaped = peek else { return nil }
                     index += 1
+                    if Self.isQuotedText(escaped) { value.append(escaped) } else { broken = true }
                 case _ where Self.isQuotedText(byte):
                     value.append(byte)
                 default:
-                    return nil
+                    broken = true
                 }
             }
             return nil

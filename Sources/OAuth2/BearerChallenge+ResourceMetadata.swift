@@ -8,12 +8,13 @@ extension BearerChallenge {
     }
 
     /// The first challenge in `values` with a `resource_metadata`, of any scheme, read as
-    /// `parse` reads a `Bearer` one (its `scope` is the one that goes with that metadata).
+    /// `parse` reads a `Bearer` one (its `scope` is the one that goes with that metadata; none
+    /// when it is not a list of RFC 6749 §3.3 scope tokens).
     static func resourceMetadataChallenge(in values: [String]) -> BearerChallenge? {
         for value in values {
             for challenge in ChallengeList.challenges(in: value) where !challenge.broken {
                 guard let link = challenge.parameters["resource_metadata"] else { continue }
-                let scope = challenge.parameters["scope"].map { $0.split(separator: " ").map(String.init) } ?? []
+                let scope = scopeTokens(challenge.parameters["scope"]) ?? []
                 return BearerChallenge(scheme: challenge.scheme, realm: challenge.parameters["realm"], resourceMetadata: link,
                                        scope: scope)
             }

@@ -17,6 +17,10 @@ public struct BearerChallenge: Sendable, Equatable {
     public var acrValues: [String]
     /// RFC 9470 §3: the greatest age of the authentication the resource accepts, in seconds.
     public var maxAge: Int?
+    /// The `scope` or `acr_values` sent held a character RFC 6749 §3.3's `scope-token` does not
+    /// allow (a space-separated list of %x21 / %x23-5B / %x5D-7E): that one is left empty, and
+    /// the challenge asks for no step-up.
+    public internal(set) var malformedScopeTokens = false
 
     public init(scheme: String = "Bearer", realm: String? = nil, resourceMetadata: String? = nil, error: String? = nil,
                 errorDescription: String? = nil, scope: [String] = [], acrValues: [String] = [], maxAge: Int? = nil) {
@@ -35,7 +39,7 @@ public struct BearerChallenge: Sendable, Equatable {
     /// other challenge.
     public var stepUp: StepUp? {
         // An upstream cannot make a login ask for an unbounded list: past the limits, no step-up.
-        guard StepUp.fitsLimits(scope), StepUp.fitsLimits(acrValues) else { return nil }
+        guard !malformedScopeTokens, StepUp.fitsLimits(scope), StepUp.fitsLimits(acrValues) else { return nil }
         switch error {
         case "insufficient_scope" where !scope.isEmpty:
             return StepUp(scope: scope)

@@ -102,11 +102,11 @@ extension StepUp {
     }
 
     /// The bound of an `auto` identity's step-up scopes: its configured `auto.scope` when set,
-    /// else the resource metadata's `scopes_supported` when its scope came from there (nil:
-    /// neither known, no bound).
+    /// else the resource metadata's `scopes_supported` when it lists any, wherever the scope of
+    /// the first login came from (a challenge's scope bounds nothing: the next challenge could
+    /// name any other). Nil: neither known, no bound.
     static func scopeBound(autoScope: String?, facts: AutoFacts) -> Set<String>? {
         if let autoScope { return Set(autoScope.split(separator: " ").map(String.init)) }
-        guard facts.scopeSource == .resourceMetadata, let scope = facts.scope else { return nil }
-        return Set(scope.split(separator: " ").map(String.init))
+        return facts.scopesSupported.isEmpty ? nil : Set(facts.scopesSupported)
     }
 }

@@ -117,7 +117,7 @@ struct ExchangeResponse {
         // A step-up challenge to a person's token: no refused token, a login is needed. Only
         // 401 and 403 on a route of such an identity read the challenge.
         if status == 401 || status == 403, let plan, plan.stepsUp, let token = credential.injected,
-           let stepUp = StepUpChallenge.stepUp(in: head) {
+           let stepUp = StepUpChallenge.stepUp(in: head, sentAsDPoP: token.dpop != nil) {
             return .reportStepUp(token, stepUp)
         }
         return refusalOrResponse(head, of: request, credential: credential, plan: plan, status: &recorded, keepAlive: &keepAlive)

@@ -78,7 +78,7 @@ final class AutoResolutionTests: XCTestCase {
                                              resourceMetadataSource: .wellKnown, authorizationServer: issuer,
                                              authorizationServerSource: .resourceMetadata, clientId: "c-1", clientSource: .registration,
                                              tokenEndpointAuthMethod: "client_secret_basic", scope: "mcp:read mcp:write",
-                                             scopeSource: .resourceMetadata, registeredAt: 100))
+                                             scopeSource: .resourceMetadata, registeredAt: 100, scopesSupported: ["mcp:read", "mcp:write"]))
     }
 
     func testProbeChallengeRFC8414DocumentAndA200PublicClientRegistration() throws {
@@ -103,6 +103,7 @@ final class AutoResolutionTests: XCTestCase {
         XCTAssertEqual(done.facts.resourceMetadataURL, "https://meta.example.com/mcp")
         XCTAssertEqual(done.facts.resourceMetadataSource, .challenge)
         XCTAssertEqual(done.facts.scopeSource, .challenge)
+        XCTAssertEqual(done.facts.scopesSupported, ["mcp:read", "mcp:write"], "whatever the scope's source")
         XCTAssertEqual(done.facts.tokenEndpointAuthMethod, "none")
     }
 
@@ -218,6 +219,22 @@ final class AutoResolutionTests: XCTestCase {
         XCTAssertEqual(BearerChallenge.resourceMetadataURL(in: [#"DPoP algs="ES256", Bearer resource_metadata="https://m.example/x""#]),
                        "https://m.example/x")
         XCTAssertNil(BearerChallenge.resourceMetadataURL(in: [#"Bearer realm="x", DPoP algs="ES256""#]))
+    }
+
+    func testAProbeChallengesScopeOutsideRFC6749ScopeTokensIsNotUsed() throws {
+        var resolution = AutoResolution(identity: autoIdentity())
+        XCTAssertEqual(resolution.received(TokenEndpointReply(status: 404), unixTime: 0), .probe(resource))
+        let challenge = TokenEndpointReply(status: 401, headers: [
+            ("WWW-Authenticate", #"Bearer resource_metadata="https://api.example.com/meta", scope="mcp:read caf\#u{e9}""#),
+        ], body: "")
+        XCTAssertEqual(resolution.received(challenge, unixTime: 0),
+                       .fetch(HTTPURL(scheme: .https, host: "api.example.com", path: "/meta"), toResource: true))
+        XCTAssertEqual(resolution.received(metadata(), unixTime: 0), .fetch(openID, toResource: false))
+        XCTAssertEqual(resolution.received(server(), unixTime: 0), .loadClient(key))
+        guard case .register = resolution.loaded(nil, unixTime: 0) else { return XCTFail("no registration") }
+        let done = try resolved(resolution.received(json(201, #"{"client_id": "c", "client_secret": "s"}"#), unixTime: 0))
+        XCTAssertEqual(done.identity.scope, "mcp:read mcp:write", "the resource's scopes_supported, not the challenge's")
+        XCTAssertEqual(done.facts.scopeSource, .resourceMetadata)
     }
 
     func testTheMetadatasResourceAsWrittenIsTheRFC8707Resource() throws {

@@ -42,6 +42,17 @@ final class BearerChallengeTests: XCTestCase {
         XCTAssertNil(BearerChallenge.parse([]))
     }
 
+    func testParseAllReadsEveryBearerAndDPoPChallengeInOrder() {
+        let values = [#"Basic realm="x", DPoP algs="ES256", realm="d", Bearer realm=a b"#, "Negotiate abc==",
+                      #"bearer realm="b", error="insufficient_scope", scope="more""#, #"Bearer realm="b2", REALM="again""#]
+        XCTAssertEqual(BearerChallenge.parseAll(values),
+                       [BearerChallenge(scheme: "DPoP", realm: "d"),
+                        BearerChallenge(scheme: "bearer", realm: "b", error: "insufficient_scope", scope: ["more"])],
+                       "broken ones (text where a comma should be, a name twice) left out")
+        XCTAssertEqual(BearerChallenge.parse(values), BearerChallenge.parseAll(values).first)
+        XCTAssertEqual(BearerChallenge.parseAll(["Basic realm=\"x\"", "Negotiate"]), [])
+    }
+
     func testSchemeAndNamesInAnyCaseTokensUnquotedAndEscapes() {
         let challenge = BearerChallenge.parse([#"bEARER REALM=plain , Error = "invalid_token", "#
             + #"error_description="say \"hi\" \\ bye", SCOPE=openid"#])
@@ -51,8 +62,29 @@ final class BearerChallengeTests: XCTestCase {
         XCTAssertEqual(BearerChallenge.parse(["Bearer ,, realm=\"a\" ,"])?.realm, "a", "empty list elements are allowed")
     }
 
-    func testAParameterGivenTwiceKeepsItsFirstValue() {
-        XCTAssertEqual(BearerChallenge.parse([#"Bearer realm="first", REALM="second""#])?.realm, "first")
+    /// RFC 6749 §3.3: a scope token is %x21 / %x23-5B / %x5D-7E; an upstream's scope or
+    /// acr_values with anything else (sent escaped, or as UTF-8) asks for no step-up.
+    func testScopeAndAcrValuesMustBeScopeTokens() {
+        let refused: [(String, String)] = [
+            (#"Bearer error="insufficient_scope", scope="read caf\#u{e9}""#, "a non-ASCII scope token"),
+            (#"Bearer error="insufficient_scope", scope="read a\\b""#, "a backslash in a scope token"),
+            (#"Bearer error="insufficient_scope", scope="read a\"b""#, "a quote in a scope token"),
+            ("Bearer error=\"insufficient_scope\", scope=\"read\twrite\"", "a tab between scope tokens"),
+            (#"Bearer error="insufficient_user_authentication", acr_values="urn:\#u{e9}""#, "a non-ASCII acr value"),
+            (#"Bearer error="insufficient_user_authentication", acr_values="a\"b", max_age=0"#, "a quote in an acr value"),
+            (#"Bearer error="insufficient_user_authentication", scope="a\\b", acr_values="mfa""#, "a backslash in the scope"),
+        ]
+        for (value, why) in refused {
+            let challenge = BearerChallenge.parse([value])
+            XCTAssertNotNil(challenge, why)
+            XCTAssertNil(challenge?.stepUp, why)
+            XCTAssertEqual(challenge?.malformedScopeTokens, true, why)
+            XCTAssertTrue(challenge?.scope.isEmpty == true || challenge?.acrValues.isEmpty == true, why)
+        }
+        XCTAssertEqual(BearerChallenge.parse([#"Bearer error="insufficient_scope", scope="read:all !#[]~ ]""#])?.stepUp,
+                       StepUp(scope: ["read:all", "!#[]~", "]"]), "every character RFC 6749 §3.3 allows")
+        XCTAssertEqual(BearerChallenge.parse([#"Bearer error="insufficient_user_authentication", acr_values="urn:mfa phr""#])?.stepUp,
+                       StepUp(acrValues: ["urn:mfa", "phr"]))
     }
 
     func testMaxAgeMustBeDigits() {
@@ -82,6 +114,13 @@ final class BearerChallengeTests: XCTestCase {
             ("Bearer realm=\"a\u{01}b\"", "a control character in a quoted string"),
             (#"Bearer"realm""#, "no space after the scheme"),
             (#"Bearer realm="a", error="x\""#, "an escape eating the closing quote"),
+            // Read from where the string broke, its text would be a challenge of its own ("inside").
+            ("Bearer realm=\"a\u{7F}, Bearer realm=inside, e=\"\"", "a DEL in a quoted string"),
+            ("Bearer realm=\"a\u{01}, Bearer realm=inside, e=\"\"", "a control character in a quoted string, before a comma"),
+            ("Bearer realm=\"a\\\u{01}, Bearer realm=inside, e=\"\"", "an escaped control character in a quoted string"),
+            ("Bearer realm=\"a\u{7F}, Bearer realm=inside", "a DEL in a quoted string without its closing quote"),
+            (#"Bearer realm="first", REALM="second""#, "a parameter given twice (RFC 7235 §2.1)"),
+            (#"Bearer error="insufficient_scope", scope="a", Scope=b"#, "a parameter given twice, in another case"),
         ]
         for (value, why) in refused {
             XCTAssertNil(BearerChallenge.parse([value]), why)
@@ -90,5 +129,11 @@ final class BearerChallengeTests: XCTestCase {
         // In the same value, a broken challenge does not take the next one with it.
         XCTAssertEqual(BearerChallenge.parse([#"Bearer realm=a b, Bearer realm="next""#])?.realm, "next")
         XCTAssertEqual(BearerChallenge.parse([#"Bearer realm="a" "b", Bearer realm="next""#])?.realm, "next")
+        XCTAssertEqual(BearerChallenge.parse([#"Bearer scope="a", scope="b", Bearer realm="next""#])?.realm, "next")
+        // A broken quoted string is skipped to its closing quote, then to the next comma.
+        XCTAssertEqual(BearerChallenge.parse(["Bearer realm=\"a\u{7F}, Bearer realm=inside, e=\", Bearer realm=\"next\""])?.realm,
+                       "next")
+        XCTAssertEqual(BearerChallenge.parse(["Bearer realm=\"a\\\u{01}, Bearer realm=inside, e=\" , Bearer realm=\"next\""])?.realm,
+                       "next")
     }
 }

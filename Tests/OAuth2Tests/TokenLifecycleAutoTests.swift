@@ -63,6 +63,26 @@ final class TokenLifecycleAutoTests: XCTestCase {
         guard case .idle = lifecycle.nextAction(at: 0) else { return XCTFail("nothing to do before a login") }
     }
 
+    func testAChallengeScopedIdentitysStepUpsAreBoundedByTheMetadatasScopesSupported() {
+        var lifecycle = makeLifecycle(autoIdentity())
+        _ = lifecycle.nextAction(at: 0)
+        var resolved = learnt()
+        resolved.facts.scopeSource = .challenge
+        resolved.facts.scopesSupported = ["mcp", "mcp.write"]
+        lifecycle.resolved(resolved)
+        XCTAssertEqual(lifecycle.stepUpScopeBound, ["mcp", "mcp.write"])
+        XCTAssertEqual(lifecycle.stepUp(StepUp(scope: ["other:admin"]), at: 1), .declined, "outside scopes_supported")
+        var configured = makeLifecycle(autoIdentity { $0.scope = "mcp" })
+        _ = configured.nextAction(at: 0)
+        configured.resolved(resolved)
+        XCTAssertEqual(configured.stepUpScopeBound, ["mcp"], "auto.scope first")
+        var unlisted = makeLifecycle(autoIdentity())
+        _ = unlisted.nextAction(at: 0)
+        resolved.facts.scopesSupported = []
+        unlisted.resolved(resolved)
+        XCTAssertNil(unlisted.stepUpScopeBound, "nothing known: no bound")
+    }
+
     func testATemporaryFailureBacksOffWith503() {
         var lifecycle = makeLifecycle(autoIdentity())
         _ = lifecycle.nextAction(at: 0)

@@ -218,11 +218,14 @@ final class TokenLifecycleStepUpTests: XCTestCase {
         var facts = AutoFacts(resource: "https://api.example.com/", resourceMetadataURL: "https://api.example.com/.well-known/oauth-protected-resource",
                               resourceMetadataSource: .wellKnown, authorizationServer: "https://as.example.com",
                               authorizationServerSource: .resourceMetadata, clientId: "c", clientSource: .registration,
-                              tokenEndpointAuthMethod: "none", scope: "mcp mcp.write", scopeSource: .resourceMetadata, registeredAt: 1)
+                              tokenEndpointAuthMethod: "none", scope: "mcp", scopeSource: .challenge, registeredAt: 1,
+                              scopesSupported: ["mcp", "mcp.write"])
         XCTAssertEqual(StepUp.scopeBound(autoScope: "mcp", facts: facts), ["mcp"])
+        XCTAssertEqual(StepUp.scopeBound(autoScope: nil, facts: facts), ["mcp", "mcp.write"], "whatever the scope's source")
+        facts.scopeSource = .resourceMetadata
         XCTAssertEqual(StepUp.scopeBound(autoScope: nil, facts: facts), ["mcp", "mcp.write"])
-        facts.scopeSource = .challenge
-        XCTAssertNil(StepUp.scopeBound(autoScope: nil, facts: facts))
+        facts.scopesSupported = []
+        XCTAssertNil(StepUp.scopeBound(autoScope: nil, facts: facts), "no scopes_supported: no bound")
     }
 
     func testAStepUpTheTokenWasGrantedAlreadyIsARefusalLikeAnyOther() {

@@ -64,6 +64,27 @@ final class StepUpResponseTests: XCTestCase {
         guard case .reportRefusedToken = action else { return XCTFail("a refused token, not \(action)") }
     }
 
+    func testTheChallengeOfTheSchemeOfTheTokenSentGivesTheStepUp() {
+        var response = ExchangeResponse()
+        let both = head("HTTP/1.1 403 Forbidden", "Content-Length: 0",
+                        "WWW-Authenticate: DPoP algs=\"ES256\", Bearer error=\"insufficient_scope\", scope=\"orders.write\"")
+        let action = classify(&response, both, to: request(), credential: .carried(token), plan: personal)
+        guard case .reportStepUp(_, let stepUp) = action else { return XCTFail("a step-up for the Bearer token, not \(action)") }
+        XCTAssertEqual(stepUp, StepUp(scope: ["orders.write"]))
+        let parsed = parsedHead(both, kind: .response)
+        XCTAssertNil(StepUpChallenge.stepUp(in: parsed, sentAsDPoP: true), "the DPoP challenge asks a DPoP token for nothing")
+        let dpopFirst = parsedHead(head("HTTP/1.1 403 Forbidden", "Content-Length: 0",
+                                        "WWW-Authenticate: Bearer realm=\"orders\"",
+                                        "WWW-Authenticate: DPoP algs=\"ES256\", error=\"insufficient_scope\", scope=\"dpop.scope\""),
+                                   kind: .response)
+        XCTAssertEqual(StepUpChallenge.stepUp(in: dpopFirst, sentAsDPoP: true), StepUp(scope: ["dpop.scope"]))
+        XCTAssertNil(StepUpChallenge.stepUp(in: dpopFirst, sentAsDPoP: false))
+        let bearerOnly = parsedHead(head("HTTP/1.1 403 Forbidden", "Content-Length: 0",
+                                         "WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=\"orders.write\""), kind: .response)
+        XCTAssertEqual(StepUpChallenge.stepUp(in: bearerOnly, sentAsDPoP: true), StepUp(scope: ["orders.write"]),
+                       "no challenge of the token's scheme: the first one")
+    }
+
     func testOnlyAPersonsTokenStepsUp() {
         var response = ExchangeResponse()
         let service = classify(&response, insufficientScope, to: request(), credential: .carried(token),
