@@ -35,6 +35,13 @@ struct FetchFailures: Sendable {
     /// What a request without a valid token is answered while the streak lasts (nil when it
     /// does not): 503 with a `Retry-After` for a temporary failure, 502 for a refusal.
     /// Discovery is tried again after the backoff whatever failed (`discoveryFailing`): a 503.
+    /// An `auto` identity's failure names its code first (`resource_mismatch: …`), as a script
+    /// reads it; `/identities` shows the code apart.
+    private static func described(_ error: TokenEndpointError) -> String {
+        if case .autoSetup(let setup) = error { return "\(setup.code): \(setup.description)" }
+        return error.description
+    }
+
     func problem(identity: String, discoveryFailing: Bool, at now: Double) -> TokenUnavailable? {
         guard consecutive > 0, let last else { return nil }
         let temporary = last.isTemporary || discoveryFailing
@@ -43,6 +50,6 @@ struct FetchFailures: Sendable {
                                 retryAfterSeconds: temporary ? max(1, retryAfter) : nil,
                                 oauthError: last.oauthError?.code.rawValue,
                                 oauthErrorDescription: last.oauthError?.errorDescription,
-                                detail: "no valid token for identity \(identity): \(last)")
+                                detail: "no valid token for identity \(identity): \(Self.described(last))")
     }
 }

@@ -164,8 +164,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable, CustomStringConverti
         case .expiredCredential(let expired):
             return "\(expired), so no request was sent to \(endpoint)"
         case .autoSetup(let error):
-            // The code first, as scripts read it (`resource_mismatch: …`).
-            return "\(error.code): \(error.description)"
+            return error.description
         }
     }
 

@@ -60,6 +60,8 @@ class AutoStub:
         # One token endpoint answer set by a test after the start (else `tokens` in turn).
         self.token: tuple[int, dict] | None = None
         self.insufficient: dict[str, str] = {}
+        # The resource metadata's `scopes_supported`.
+        self.scopes_supported = ["mcp.read"]
         self.delete_delay = delete_delay
         # Whether RFC 9728 §3.1's well-known URL serves the metadata (else 404; `/meta` always does).
         self.well_known = well_known
@@ -111,7 +113,7 @@ class AutoStub:
                     return self.answer(status, {"probe": True}, [c.replace("{issuer}", stub.issuer) for c in challenges])
                 if self.path == "/meta" or self.path == "/.well-known/oauth-protected-resource/mcp" and stub.well_known:
                     return self.answer(200, {"resource": stub.metadata_resource, "authorization_servers": [stub.issuer],
-                                             "scopes_supported": ["mcp.read"]})
+                                             "scopes_supported": stub.scopes_supported})
                 if self.path == "/.well-known/oauth-authorization-server":
                     return self.answer(200, {
                         "issuer": stub.issuer, "authorization_endpoint": stub.issuer + "/authorize",
@@ -399,14 +401,14 @@ def assert_registration(request: dict, redirect_uri: str | None, initial_access_
 
 
 def assert_code_exchange(request: dict, client_id: str, code: str, login: dict, relay, stub: AutoStub) -> None:
-    """A code exchange of a public client (PKCE; the resource was the authorization request's): every field."""
+    """A code exchange of a public client (PKCE; RFC 8707: the resource again): every field."""
     assert "authorization" not in request["headers"], request["headers"]
     fields = form(request)
     verifier = fields.pop("code_verifier")
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     assert challenge == login["code_challenge"], "the code_verifier is not the login's"
     assert fields == {"grant_type": "authorization_code", "code": code, "redirect_uri": f"{relay.url}{CALLBACK_PATH}",
-                      "client_id": client_id}, fields
+                      "client_id": client_id, "resource": stub.resource}, fields
 
 
 def log_in(browser: RawBrowser, name: str, stub: AutoStub, code: str) -> dict:
@@ -420,16 +422,22 @@ def log_in(browser: RawBrowser, name: str, stub: AutoStub, code: str) -> dict:
 
 def test_invalid_client_drops_the_registration_registers_again_with_the_current_initial_access_token(
         start_relay, auto_stub, tmp_path, sensitive):
+    """A client that got a token and is then refused with `invalid_client` (the server forgot it)
+    is dropped and registered again, with the initial access token the file holds then. (One
+    refused before its first token is not: test_a_client_just_registered_….)"""
     first_token = sensitive.add("initial access token as loaded", "iat1-5c0f93ad71e2b846")
     second_token = sensitive.add("initial access token rewritten", "iat2-0d7e61b9a4f35c28")
+    sensitive.add("issued access token", "at-5f1c9e2b7d40")
+    sensitive.add("issued refresh token", "rt-93a0d4c8e1b6")
     token_file = tmp_path / "initial-access-token"
     token_file.write_text(first_token + "\n")
     token_file.chmod(0o600)
     stub = auto_stub(registration=[registered("client-one"), registered("client-two")],
-                     tokens=[(401, {"error": "invalid_client", "error_description": "unknown client"})])
+                     tokens=[issued("at-5f1c9e2b7d40", "mcp.read", "rt-93a0d4c8e1b6"),
+                             (401, {"error": "invalid_client", "error_description": "unknown client"})])
     store = tmp_path / "token-store"
     relay, admin, name, view = start_resolved_relay(start_relay, stub, {"path": str(store), "key": STORE_KEY},
-                                                    initialAccessTokenFile=str(token_file))
+                                                    initialAccessTokenFile=str(token_file), allowedIssuers=[stub.issuer])
     assert view["auto"]["clientId"] == "client-one" and view["state"] == "needs-login", view
     kept = store / f"client-{name}.registration"
     first_record = kept.read_bytes()
@@ -438,17 +446,22 @@ def test_invalid_client_drops_the_registration_registers_again_with_the_current_
 
     login = log_in(RawBrowser(relay, sensitive), name, stub, "code-one")
     assert login["client_id"] == "client-one", login
+    wait_until(lambda: identity_view(admin, name)["state"] == "valid", RESOLVE_SECONDS, "the login's token")
+    # The server has forgotten the client: the next token request (a refresh) is refused.
+    assert admin.request("POST", f"/identities/{name}/refresh").status in (200, 202, 204)
     view = wait_until(lambda: (v := identity_view(admin, name)).get("auto", {}).get("clientId") == "client-two" and v,
                       RESOLVE_SECONDS, "the second registration in use")
     assert view["state"] == "needs-login" and view["auto"]["clientIdSource"] == "registration", view
     assert kept.read_bytes() != first_record, "the dropped registration is still kept"
 
     assert [(r["method"], r["path"]) for r in stub.recorded() if r["method"] == "POST"] == [
-        ("POST", "/register"), ("POST", "/token"), ("POST", "/register")]
+        ("POST", "/register"), ("POST", "/token"), ("POST", "/token"), ("POST", "/register")]
     first, second = received(stub, "POST", "/register")
     assert_registration(first, f"{relay.url}{CALLBACK_PATH}", first_token)
     assert_registration(second, f"{relay.url}{CALLBACK_PATH}", second_token)
-    assert_code_exchange(received(stub, "POST", "/token")[0], "client-one", "code-one", login, relay, stub)
+    exchange, refresh = received(stub, "POST", "/token")
+    assert_code_exchange(exchange, "client-one", "code-one", login, relay, stub)
+    assert form(refresh) == {"grant_type": "refresh_token", "refresh_token": "rt-93a0d4c8e1b6", "client_id": "client-one"}, form(refresh)
     # A person logs in again, to the new client.
     assert_problem(get(relay, "/mcp/tools"), 401)
     assert RawBrowser(relay, sensitive).start_login(name)["client_id"] == "client-two"
@@ -458,9 +471,13 @@ def test_invalid_client_drops_the_registration_registers_again_with_the_current_
 def test_a_step_up_scope_is_kept_with_the_registration_and_a_restart_finds_its_login(start_relay, auto_stub, tmp_path, sensitive):
     for value in ("narrow-access-token-1", "wide-access-token-2", "narrow-refresh-token-1", "wide-refresh-token-2"):
         sensitive.add(f"issued {value}", value)
+    # The resource names its metadata in its 401 with the scope it wants first; the metadata
+    # supports more, which bounds what a step-up may ask for.
     stub = auto_stub(registration=registered("client-one"),
                      tokens=[issued("narrow-access-token-1", "mcp.read", "narrow-refresh-token-1"),
-                             issued("wide-access-token-2", "mcp.read mcp.write", "wide-refresh-token-2")])
+                             issued("wide-access-token-2", "mcp.read mcp.write", "wide-refresh-token-2")],
+                     well_known=False, probe=(401, ['Bearer resource_metadata="{issuer}/meta", scope="mcp.read"']))
+    stub.scopes_supported = ["mcp.read", "mcp.write"]
     stub.insufficient["narrow-access-token-1"] = "mcp.read mcp.write"
     store = {"path": str(tmp_path / "token-store"), "key": STORE_KEY}
     relay, admin, name, view = start_resolved_relay(start_relay, stub, store)
@@ -505,22 +522,27 @@ def assert_device_requests(stub: AutoStub, client_ids: list[str]) -> None:
 
 def test_relays_sharing_redis_share_one_registration_and_the_login_of_a_registration_made_again(
         start_relay, auto_stub, tmp_path, sensitive, redis):
-    sensitive.add("issued access token", "fleet-access-token-1")
-    sensitive.add("issued refresh token", "fleet-refresh-token-1")
+    for value in ("fleet-access-token-0", "fleet-refresh-token-0", "fleet-access-token-1", "fleet-refresh-token-1"):
+        sensitive.add(f"issued {value}", value)
     stub = auto_stub(registration=[registered("client-one"), registered("client-two")],
-                     tokens=[(401, {"error": "invalid_client"}), issued("fleet-access-token-1", "mcp.read", "fleet-refresh-token-1")])
+                     tokens=[issued("fleet-access-token-0", "mcp.read", "fleet-refresh-token-0"), (401, {"error": "invalid_client"}),
+                             issued("fleet-access-token-1", "mcp.read", "fleet-refresh-token-1")])
 
     def store(n: int) -> dict:
         return {"path": str(tmp_path / f"token-store-{n}"), "key": STORE_KEY, "redis": redis.url}
 
     first, first_admin, name, view = start_resolved_relay(start_relay, stub, store(1), grant="device_code")
     assert view["auto"]["clientId"] == "client-one" and view["auto"]["clientIdSource"] == "registration", view
-    # The device login's first poll is refused: the client is registered again.
+    # A device login to the first client (its first poll is granted)...
     assert first_admin.request("POST", f"/identities/{name}/login").status == 202
+    wait_until(lambda: get(first, "/mcp/tools").status == 200, RESOLVE_SECONDS, "the login to the first client")
+    # ...then the server forgets that client: its refresh is refused, and the client is registered again.
+    assert first_admin.request("POST", f"/identities/{name}/refresh").status in (200, 202, 204)
     wait_until(lambda: identity_view(first_admin, name).get("auto", {}).get("clientId") == "client-two", RESOLVE_SECONDS,
                "the second registration in use")
     assert first_admin.request("POST", f"/identities/{name}/login").status == 202
-    wait_until(lambda: get(first, "/mcp/tools").status == 200, RESOLVE_SECONDS, "the login to the second client")
+    wait_until(lambda: get(first, "/mcp/tools").json() == {"token": "fleet-access-token-1"}, RESOLVE_SECONDS,
+               "the login to the second client")
 
     # Another relay, with a file store of its own: the registration and the login are Redis's.
     second, second_admin, _, view = start_resolved_relay(start_relay, stub, store(2), grant="device_code")
@@ -533,8 +555,11 @@ def test_relays_sharing_redis_share_one_registration_and_the_login_of_a_registra
         assert_registration(request, None)
     assert_device_requests(stub, ["client-one", "client-two"])
     polls = [form(r) for r in received(stub, "POST", "/token")]
-    assert polls == [{"grant_type": DEVICE_GRANT, "device_code": "device-code-1", "client_id": c}
-                     for c in ("client-one", "client-two")], polls
+    assert polls == [
+        {"grant_type": DEVICE_GRANT, "device_code": "device-code-1", "client_id": "client-one", "resource": stub.resource},
+        {"grant_type": "refresh_token", "refresh_token": "fleet-refresh-token-0", "client_id": "client-one"},
+        {"grant_type": DEVICE_GRANT, "device_code": "device-code-1", "client_id": "client-two", "resource": stub.resource},
+    ], polls
     assert not list((tmp_path / "token-store-2").glob("client-*")), "the second relay registered into its file store"
     # `check --resolve` finds the registration in Redis too (its file store has none), and registers nothing.
     done = run_cli("check", "--resolve", "--config", str(second.config_path))
