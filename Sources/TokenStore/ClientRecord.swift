@@ -158,53 +158,28 @@ public enum ClientRecord {
     }
 
     static func plaintext(of client: RegisteredClient) -> [UInt8] {
-        var bytes: [UInt8] = []
-        func append(_ tag: Tag, _ value: [UInt8]) {
-            bytes += [tag.rawValue] + lengthPrefix(value.count) + value
-        }
-        func time(_ value: Double) -> [UInt8] {
-            withUnsafeBytes(of: value.bitPattern.bigEndian) { Array($0) }
-        }
+        var fields = TaggedFields()
+        func append(_ tag: Tag, _ value: [UInt8]) { fields.append(tag.rawValue, value) }
+        func append(_ tag: Tag, time: Double) { fields.append(tag.rawValue, time: time) }
         append(.issuer, Array(client.issuer.utf8))
         append(.clientId, Array(client.clientId.utf8))
         if let secret = client.clientSecret { append(.clientSecret, Array(secret.value.utf8)) }
-        if let expiresAt = client.clientSecretExpiresAt { append(.clientSecretExpiresAt, time(expiresAt)) }
+        if let expiresAt = client.clientSecretExpiresAt { append(.clientSecretExpiresAt, time: expiresAt) }
         if let token = client.registrationAccessToken { append(.registrationAccessToken, Array(token.value.utf8)) }
         if let uri = client.registrationClientUri { append(.registrationClientUri, Array(uri.description.utf8)) }
         append(.tokenEndpointAuthMethod, Array(client.tokenEndpointAuthMethod.utf8))
         if let pem = client.privateKeyPEM { append(.privateKeyPEM, Array(pem.value.utf8)) }
         if let redirectUri = client.redirectUri { append(.redirectUri, Array(redirectUri.utf8)) }
-        append(.registeredAt, time(client.registeredAt))
+        append(.registeredAt, time: client.registeredAt)
         if let scope = client.learntScope { append(.learntScope, Array(scope.utf8)) }
-        return bytes
+        return fields.bytes
     }
 
     /// The client in a decrypted plaintext; nil unless it is exactly what `plaintext(of:)` writes.
     static func client(from plaintext: [UInt8]) -> RegisteredClient? {
-        var fields: [Tag: [UInt8]] = [:]
-        var offset = 0
-        var last: UInt8 = 0
-        while offset < plaintext.count {
-            guard plaintext.count - offset >= 5, let tag = Tag(rawValue: plaintext[offset]), tag.rawValue > last else { return nil }
-            let count = plaintext[(offset + 1)...(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
-            offset += 5
-            guard plaintext.count - offset >= count else { return nil }
-            fields[tag] = Array(plaintext[offset..<(offset + count)])
-            offset += count
-            last = tag.rawValue
-        }
-        /// .some(nil): absent; nil: not UTF-8 (damage).
-        func text(_ tag: Tag) -> String?? {
-            guard let bytes = fields[tag] else { return .some(nil) }
-            guard let string = String(validating: bytes, as: UTF8.self) else { return nil }
-            return .some(string)
-        }
-        func time(_ tag: Tag) -> Double?? {
-            guard let bytes = fields[tag] else { return .some(nil) }
-            guard bytes.count == 8 else { return nil }
-            let value = Double(bitPattern: bytes.reduce(0) { $0 << 8 | UInt64($1) })
-            return value.isFinite ? .some(value) : nil
-        }
+        guard let fields = TaggedFields.read(plaintext, isKnown: { Tag(rawValue: $0) != nil }) else { return nil }
+        func text(_ tag: Tag) -> String?? { TaggedFields.text(fields[tag.rawValue]) }
+        func time(_ tag: Tag) -> Double?? { TaggedFields.time(fields[tag.rawValue]) }
         guard let issuer = text(.issuer), let issuer, let clientId = text(.clientId), let clientId,
               let secret = text(.clientSecret), let expiresAt = time(.clientSecretExpiresAt),
               let accessToken = text(.registrationAccessToken), let uriText = text(.registrationClientUri),

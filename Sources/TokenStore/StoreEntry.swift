@@ -140,57 +140,32 @@ public enum StoreEntry {
     }
 
     static func plaintext(of token: StoredToken) -> [UInt8] {
-        var bytes: [UInt8] = []
-        func append(_ tag: Tag, _ value: [UInt8]) {
-            let count = UInt32(value.count)
-            bytes += [tag.rawValue, UInt8(count >> 24 & 0xff), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
-            bytes += value
-        }
-        func time(_ value: Double) -> [UInt8] {
-            withUnsafeBytes(of: value.bitPattern.bigEndian) { Array($0) }
-        }
+        var fields = TaggedFields()
+        func append(_ tag: Tag, _ value: [UInt8]) { fields.append(tag.rawValue, value) }
+        func append(_ tag: Tag, time: Double) { fields.append(tag.rawValue, time: time) }
         if let access = token.access {
             append(.accessValue, Array(access.value.value.utf8))
             append(.accessType, Array(access.type.utf8))
-            append(.issuedAt, time(access.issuedAt))
-            append(.expiresAt, time(access.expiresAt))
+            append(.issuedAt, time: access.issuedAt)
+            append(.expiresAt, time: access.expiresAt)
             if let scope = access.scope { append(.scope, Array(scope.utf8)) }
         }
         if let refreshToken = token.refreshToken { append(.refreshToken, Array(refreshToken.value.utf8)) }
         if let subject = token.subject { append(.subject, Array(subject.utf8)) }
-        return bytes
+        return fields.bytes
     }
 
     /// The token in a decrypted plaintext; nil unless it is exactly what `plaintext(of:)` writes.
     static func token(from plaintext: [UInt8]) -> StoredToken? {
-        var fields: [Tag: [UInt8]] = [:]
-        var offset = 0
-        var last: UInt8 = 0
-        while offset < plaintext.count {
-            guard plaintext.count - offset >= 5, let tag = Tag(rawValue: plaintext[offset]), tag.rawValue > last else { return nil }
-            let count = plaintext[(offset + 1)...(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
-            offset += 5
-            guard plaintext.count - offset >= count else { return nil }
-            fields[tag] = Array(plaintext[offset..<(offset + count)])
-            offset += count
-            last = tag.rawValue
-        }
-        func text(_ tag: Tag) -> String?? {
-            guard let bytes = fields[tag] else { return .some(nil) }
-            // Only valid UTF-8 round-trips; anything else is damage.
-            guard let string = String(validating: bytes, as: UTF8.self) else { return nil }
-            return .some(string)
-        }
-        func time(_ tag: Tag) -> Double? {
-            guard let bytes = fields[tag], bytes.count == 8 else { return nil }
-            let value = Double(bitPattern: bytes.reduce(0) { $0 << 8 | UInt64($1) })
-            return value.isFinite ? value : nil
-        }
+        guard let fields = TaggedFields.read(plaintext, isKnown: { Tag(rawValue: $0) != nil }) else { return nil }
+        func text(_ tag: Tag) -> String?? { TaggedFields.text(fields[tag.rawValue]) }
+        // Absent and damaged alike: a token needs both times.
+        func time(_ tag: Tag) -> Double? { TaggedFields.time(fields[tag.rawValue]) ?? nil }
         guard let value = text(.accessValue), let type = text(.accessType), let scope = text(.scope),
               let refreshToken = text(.refreshToken), let subject = text(.subject) else { return nil }
         var token = StoredToken(access: nil, refreshToken: refreshToken.map(Secret.init), subject: subject)
         let accessTags: [Tag] = [.accessValue, .accessType, .issuedAt, .expiresAt]
-        if accessTags.contains(where: { fields[$0] != nil }) || scope != nil {
+        if accessTags.contains(where: { fields[$0.rawValue] != nil }) || scope != nil {
             guard let value, let type, let issuedAt = time(.issuedAt), let expiresAt = time(.expiresAt) else { return nil }
             token.access = StoredToken.Access(value: Secret(value), type: type, issuedAt: issuedAt, expiresAt: expiresAt, scope: scope)
         }
