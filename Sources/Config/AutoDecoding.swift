@@ -83,7 +83,8 @@ struct AutoDecoding {
     /// `text` (parsed as `url`) as an issuer is published: the scheme and host lowercased, the
     /// default port dropped, the path as written but for its trailing slashes (a lone "/" kept).
     static func canonicalIssuer(_ text: String, _ url: HTTPURL) -> String {
-        let afterScheme = text[text.firstRange(of: "://")!.upperBound...]
+        // `url` parsed from `text`, so the separator is there; without it, no path to keep.
+        let afterScheme = text.firstRange(of: "://").map { text[$0.upperBound...] } ?? ""
         var path = Substring(afterScheme.drop { $0 != "/" })
         while path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }
         return url.scheme.rawValue + "://" + url.authority + path

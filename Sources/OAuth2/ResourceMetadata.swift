@@ -79,7 +79,8 @@ enum ResourceIdentifier {
     static func matches(_ text: String, _ expected: HTTPURL) -> Bool {
         guard let found = try? HTTPURL(absolute: text) else { return false }
         // The path as written (HTTPURL normalizes it like a request path: dot segments, escapes).
-        let afterScheme = text[text.firstRange(of: "://")!.upperBound...]
+        guard let separator = text.firstRange(of: "://") else { return false }
+        let afterScheme = text[separator.upperBound...]
         let pathAndQuery = afterScheme.drop { $0 != "/" && $0 != "?" }
         let writtenPath = String(pathAndQuery.prefix { $0 != "?" })
         return found.scheme == expected.scheme && found.host == expected.host && found.port == expected.port
