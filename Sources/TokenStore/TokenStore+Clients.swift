@@ -48,11 +48,7 @@ extension TokenStore {
         } catch .otherKey {
             return .otherKey
         } catch {
-            let movedTo = file + ".corrupt-" + timestamp()
-            guard rename(file, movedTo) == 0 else {
-                if errno == ENOENT { return .empty }
-                throw .io(path: file, operation: "rename", reason: errnoText())
-            }
+            guard let movedTo = try moveAside(file) else { return .empty }
             return .movedAside(reason: error.description, movedTo: movedTo)
         }
     }
@@ -76,9 +72,7 @@ extension TokenStore {
         let prefix = ".client-\(key.identity).registration.tmp-"
         let temporary = prefix + "\(getpid())-\(timestamp())"
         try StoreDirectory.replace(file, with: bytes, temporaryName: temporary)
-        if let names = try? StoreDirectory.fileNames(path) {
-            for name in names where name.hasPrefix(prefix) && name != temporary { unlink(path + "/" + name) }
-        }
+        removeLeftovers(prefix: prefix, except: temporary)
     }
 
     /// Removes the registration kept for `identity` (none kept is no error).

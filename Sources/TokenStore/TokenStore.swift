@@ -121,13 +121,20 @@ public final class TokenStore: Sendable {
         } catch .otherKey {
             return .otherKey
         } catch {
-            let movedTo = file + ".corrupt-" + timestamp()
-            guard rename(file, movedTo) == 0 else {
-                if errno == ENOENT { return .empty }
-                throw .io(path: file, operation: "rename", reason: errnoText())
-            }
+            guard let movedTo = try moveAside(file) else { return .empty }
             return .movedAside(reason: error.description, movedTo: movedTo)
         }
+    }
+
+    /// Renames a file that did not open to `FILE.corrupt-TIME`, once: returns that name, or nil
+    /// when the file is gone already (another process moved or replaced it).
+    func moveAside(_ file: String) throws(StoreError) -> String? {
+        let movedTo = file + ".corrupt-" + timestamp()
+        guard rename(file, movedTo) == 0 else {
+            if errno == ENOENT { return nil }
+            throw .io(path: file, operation: "rename", reason: errnoText())
+        }
+        return movedTo
     }
 
     /// Replaces the identity's entry with `token` (removes it when `token` holds nothing).
@@ -142,7 +149,7 @@ public final class TokenStore: Sendable {
         }
         let temporary = ".identity-\(identity).token.tmp-\(getpid())-\(timestamp())"
         try StoreDirectory.replace(file, with: bytes, temporaryName: temporary)
-        removeLeftovers(of: identity, except: temporary)
+        removeLeftovers(prefix: ".identity-\(identity).token.tmp-", except: temporary)
     }
 
     /// Removes the identity's entry (`DELETE /identities/NAME/token`, logout) under its lock,
@@ -245,10 +252,10 @@ public final class TokenStore: Sendable {
         if foreign { throw .wrongKey(path: path) }
     }
 
-    /// Temporary files of this entry that a killed writer left behind. Best effort: runs under
-    /// the entry's lock in the relay, so no other writer of this entry is under way.
-    private func removeLeftovers(of identity: String, except current: String) {
-        let prefix = ".identity-\(identity).token.tmp-"
+    /// Temporary files of one entry or record (their names start with `prefix`) that a killed
+    /// writer left behind. Best effort: an entry's runs under its lock in the relay, and a record
+    /// is written once per registration, so no other writer of it is under way.
+    func removeLeftovers(prefix: String, except current: String) {
         guard let names = try? StoreDirectory.fileNames(path) else { return }
         for name in names where name.hasPrefix(prefix) && name != current { unlink(path + "/" + name) }
     }
