@@ -28,8 +28,7 @@ public struct KeptClients: Sendable {
     /// client authentication or store key); throws, naming the file, when the record does not
     /// open.
     public func read(_ key: RegistrationKey) throws(StoreError) -> RegisteredClient? {
-        try TokenStore.checkName(key.identity)
-        let file = path + "/client-\(key.identity).registration"
+        let file = try TokenStore.clientPath(key.identity, in: path)
         guard let bytes = try StoreDirectory.contents(file) else { return nil }
         do throws(ClientRecord.ReadFailure) {
             return try ClientRecord.decode(bytes, for: key, keys: keys)

@@ -93,7 +93,12 @@ extension TokenStore {
     }
 
     func clientPath(_ identity: String) throws(StoreError) -> String {
-        try Self.checkName(identity)
-        return path + "/client-\(identity).registration"
+        try Self.clientPath(identity, in: path)
+    }
+
+    /// Where the registration of `identity` is kept in the store directory `directory`.
+    static func clientPath(_ identity: String, in directory: String) throws(StoreError) -> String {
+        try checkName(identity)
+        return directory + "/client-\(identity).registration"
     }
 }
