@@ -29,6 +29,11 @@ public struct HTTPURL: Sendable, Equatable, Hashable, CustomStringConvertible {
         HostSyntax.authority(host: host, port: port, defaultPort: scheme.defaultPort)
     }
 
+    /// The same origin (RFC 6454: scheme, host and port) as `other`.
+    public func hasSameOrigin(as other: HTTPURL) -> Bool {
+        scheme == other.scheme && host == other.host && port == other.port
+    }
+
     /// The path and query as sent in the request line.
     public var requestTarget: String {
         query.map { path + "?" + $0 } ?? path

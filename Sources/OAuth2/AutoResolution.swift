@@ -213,7 +213,7 @@ public struct AutoResolution: Sendable {
     /// upstream alone.
     private static func fetchMetadata(_ url: HTTPURL, of settings: AutoSettings) -> Step {
         let resource = settings.resource
-        return .fetch(url, toResource: url.scheme == resource.scheme && url.host == resource.host && url.port == resource.port)
+        return .fetch(url, toResource: url.hasSameOrigin(as: resource))
     }
 
     private mutating func metadataReceived(_ reply: TokenEndpointReply, from url: HTTPURL, source: AutoFacts.Source,

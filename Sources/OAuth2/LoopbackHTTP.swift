@@ -16,9 +16,4 @@ enum LoopbackHTTP {
         guard let owner = try? HTTPURL(absolute: issuer) else { return url.scheme == .https }
         return allows(url, namedBy: owner)
     }
-
-    /// The same origin (RFC 6454): scheme, host and port.
-    static func sameOrigin(_ first: HTTPURL, _ second: HTTPURL) -> Bool {
-        first.scheme == second.scheme && first.host.lowercased() == second.host.lowercased() && first.port == second.port
-    }
 }

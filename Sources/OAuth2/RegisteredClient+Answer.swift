@@ -101,8 +101,8 @@ extension RegisteredClient {
             if let managementURI, !LoopbackHTTP.allows(managementURI, namedBy: issuer) {
                 throw .insecureURL(what: "the registration_client_uri the registration endpoint \(url) answered", url: redactedURL(managementURI))
             }
-            if let managementURI, !LoopbackHTTP.sameOrigin(managementURI, request.endpoint),
-               !((try? HTTPURL(absolute: issuer)).map { LoopbackHTTP.sameOrigin(managementURI, $0) } ?? false) {
+            if let managementURI, !managementURI.hasSameOrigin(as: request.endpoint),
+               !((try? HTTPURL(absolute: issuer)).map { managementURI.hasSameOrigin(as: $0) } ?? false) {
                 throw .invalidDocument(url: url, reason: "registration_client_uri of the registration answer (\(redactedURL(managementURI))) "
                                        + "is neither on the registration endpoint's origin nor on the issuer's")
             }

@@ -83,8 +83,7 @@ enum ResourceIdentifier {
         let afterScheme = text[separator.upperBound...]
         let pathAndQuery = afterScheme.drop { $0 != "/" && $0 != "?" }
         let writtenPath = String(pathAndQuery.prefix { $0 != "?" })
-        return found.scheme == expected.scheme && found.host == expected.host && found.port == expected.port
-            && comparable(writtenPath) == comparable(expected.path) && found.query == expected.query
+        return found.hasSameOrigin(as: expected) && comparable(writtenPath) == comparable(expected.path) && found.query == expected.query
     }
 
     /// `path` with its escapes normalized and its trailing slashes dropped ("" for "/" and "").
