@@ -85,7 +85,9 @@ extension ClientConnection {
     /// Counts and logs the exchange, once.
     func recordExchange() {
         guard exchange.current.record.startedAt != 0 else { return }
-        worker.record(exchange.current.record, plan: exchange.current.plan, settings: settings)
+        // In place: passed by value, the record (a stored property) would be copied first, its
+        // three strings retained and released.
+        worker.record(&exchange.current.record, plan: exchange.current.plan, settings: settings)
         exchange.current.record.startedAt = 0
     }
 

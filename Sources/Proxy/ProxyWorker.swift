@@ -269,8 +269,9 @@ final class ProxyWorker {
 
     // MARK: Metrics and logging
 
-    /// Counts and logs a finished exchange.
-    func record(_ exchange: borrowing ExchangeRecord, plan: RoutePlan?, settings: ProxySettings) {
+    /// Counts and logs a finished exchange. `inout` only so that the caller's stored record is
+    /// read in place, not copied: it is not changed here.
+    func record(_ exchange: inout ExchangeRecord, plan: RoutePlan?, settings: ProxySettings) {
         let now = exchange.endedAt != 0 ? exchange.endedAt : clock()
         let upstreamTimed = exchange.upstreamHeadAt > exchange.upstreamStartedAt && exchange.upstreamStartedAt > 0
         if let metrics {

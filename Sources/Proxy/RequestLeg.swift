@@ -46,7 +46,7 @@ final class RequestLeg: HTTP1ParserDelegate {
         if current !== connection.settings { connection.adopt(current) }
         connection.exchange.headParsed(head, keepAlive: head.keepAlive && !connection.worker.isDraining,
                                        startedAt: connection.timesExchanges ? connection.worker.clock() : 0)
-        switch place(head) {
+        switch place(head, work: work) {
         case .forward:
             // Forwarded in the same callback as the head arrived: the head's time serves (one
             // clock read less per request).
@@ -69,9 +69,10 @@ final class RequestLeg: HTTP1ParserDelegate {
     }
 
     /// Where a request head leads (`RequestPlacement`), and for a route with an identity, the
-    /// identity's token looked up, for the exchange to decide.
+    /// identity's token looked up, for the exchange to decide. `work`: the connection's
+    /// workspace, passed in (each read of `connection.work` is a retain and a release).
     @inline(__always)
-    private func place(_ head: HTTPHead) -> Exchange.HeadAction {
+    private func place(_ head: HTTPHead, work: ExchangeWorkspace) -> Exchange.HeadAction {
         let connection = self.connection
         let logging = connection.settings.accessLog
         if logging { connection.exchange.current.record.method = String(decoding: head.methodName, as: UTF8.self) }
@@ -80,7 +81,7 @@ final class RequestLeg: HTTP1ParserDelegate {
         if let forwardSide, let action = placeOnForwardProxy(head, side: forwardSide) { return action }
         let placement = RequestPlacement(settings: connection.settings, overTLS: connection.forwarding.overTLS,
                                          hostVouched: forwardSide != nil)
-            .place(head, normalizedPath: &connection.work.normalizedPath, record: &connection.exchange.current.record, logging: logging)
+            .place(head, normalizedPath: &work.normalizedPath, record: &connection.exchange.current.record, logging: logging)
         switch placement {
         case .route(let plan, let upgrade, let cors, let startsLogin):
             connection.exchange.current.cors = cors

@@ -12,8 +12,8 @@ extension UpstreamLeg {
     /// replayed proof. False when the proof could not be signed (answered locally).
     func renewProofForRetry(_ plan: RoutePlan) -> Bool {
         guard plan.usesDPoP, connection.exchange.token?.dpop != nil else { return true }
-        guard writeUpstreamRequestHead(for: plan) else { return false }
         let work = connection.work
+        guard writeUpstreamRequestHead(for: plan, in: work) else { return false }
         work.replayableHead.clear()
         work.replayableHead.append(work.scratch.readableBytes)
         return true

@@ -52,8 +52,10 @@ final class UpstreamLeg {
     /// `now`: the exchange clock if the caller just read it (0: read it here, when timing).
     func forwardRequestHead(at now: UInt64 = 0) {
         let connection = self.connection
-        guard let plan = connection.exchange.current.plan, writeUpstreamRequestHead(for: plan) else { return }
+        // One workspace reference for the head and what follows: each read of `connection.work`
+        // is a retain and a release.
         let work = connection.work
+        guard let plan = connection.exchange.current.plan, writeUpstreamRequestHead(for: plan, in: work) else { return }
         work.replayableHead.clear()
         if !connection.exchange.current.request.hasBody { work.replayableHead.append(work.scratch.readableBytes) }
         if connection.timesExchanges {
@@ -71,13 +73,13 @@ final class UpstreamLeg {
 
     /// Writes the request head as it goes upstream into `scratch` (`UpstreamRequestHead`), with
     /// the exchange's token. False when it could not be written; when its proof could not be
-    /// signed, the request was answered locally instead.
-    func writeUpstreamRequestHead(for plan: RoutePlan) -> Bool {
+    /// signed, the request was answered locally instead. `work`: the connection's workspace.
+    func writeUpstreamRequestHead(for plan: RoutePlan, in work: ExchangeWorkspace) -> Bool {
         let connection = self.connection
         switch UpstreamRequestHead.write(for: plan, token: connection.exchange.token, framing: connection.exchange.current.request.framing,
                                          upgrade: connection.exchange.current.request.upgrade, forwarding: connection.forwarding,
                                          proofs: plan.usesDPoP ? connection.worker.tokens?.proofs : nil,
-                                         claimLines: connection.exchange.caller?.claimLines, in: connection.work) {
+                                         claimLines: connection.exchange.caller?.claimLines, in: work) {
         case .written:
             return true
         case .unreadableTarget:
