@@ -99,23 +99,26 @@ test-tsan: test-deps $(VENV)/.installed
 
 # AddressSanitizer over every unit test and the same integration tests: out-of-bounds reads and
 # writes, use after free, in the relay's code and in what it hands C libraries (the hiredis the
-# relay once used read past each command handed to it; this target found it), and LeakSanitizer:
-# memory nothing points to any more when a process exits. The relay exits 0 on SIGTERM, so its
-# leak check runs when each test's fixture stops it. Every report goes to a file in ASAN_LOGS
-# (log_path: one per process) as well as failing its process (exit 23 for leaks: the fixtures
-# fail a relay that does not exit 0); the target fails when any file is there, and prints them.
-# scripts/lsan.supp names, one line per reason, what the Swift runtime and the C libraries
-# allocate once and never free.
+# relay once used read past each command handed to it; this target found it). LeakSanitizer
+# checks every relay the integration tests start: the relay exits 0 on SIGTERM, so its leak check
+# runs when each test's fixture stops it (a leak makes it exit 23, which the fixture reports).
+# Leak checks stay off for the unit-test process: there LeakSanitizer reports Swift objects
+# reachable only through pointers Swift stores with tag bits (multi-payload enums, side tables),
+# which it cannot read (swiftlang/swift-corelibs-xctest#342, llvm/llvm-project#56751).
+# Every report goes to a file in ASAN_LOGS (log_path: one per process that found something); the
+# target fails when any file is there, and prints them. scripts/lsan.supp is for allocations the
+# Swift runtime or a C library makes once and never frees (none today).
 ASAN_BUILD := .build-asan
 ASAN_FLAGS := --scratch-path $(ASAN_BUILD) -c debug --sanitize=address
 ASAN_LOGS := $(CURDIR)/$(ASAN_BUILD)/sanitizer-reports
-SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:log_path=$(ASAN_LOGS)/report LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0
+SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=$(1):log_path=$(ASAN_LOGS)/report \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0
 
 test-asan: test-deps $(VENV)/.installed
 	swift build $(ASAN_FLAGS) --build-tests
 	rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS)
-	$(SANITIZER_ENV) swift test $(ASAN_FLAGS) --skip-build || { scripts/sanitizer-reports $(ASAN_LOGS); exit 1; }
-	OAUTH_RELAY_BIN=$(CURDIR)/$(ASAN_BUILD)/debug/oauth-relay OAUTH_RELAY_TEST_TIME_SCALE=3 $(SANITIZER_ENV) \
+	$(call SANITIZER_ENV,0) swift test $(ASAN_FLAGS) --skip-build || { scripts/sanitizer-reports $(ASAN_LOGS); exit 1; }
+	OAUTH_RELAY_BIN=$(CURDIR)/$(ASAN_BUILD)/debug/oauth-relay OAUTH_RELAY_TEST_TIME_SCALE=3 $(call SANITIZER_ENV,1) \
 		$(VENV)/bin/python -m pytest -q -m "not slow" $(CHECKED_SKIP) $(CHECKED_TESTS) || { scripts/sanitizer-reports $(ASAN_LOGS); exit 1; }
 	scripts/sanitizer-reports $(ASAN_LOGS)
 
