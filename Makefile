@@ -101,7 +101,7 @@ test-tsan: test-deps $(VENV)/.installed
 # writes, use after free, in the relay's code and in what it hands C libraries (the hiredis the
 # relay once used read past each command handed to it; this target found it). LeakSanitizer
 # checks every relay the integration tests start: the relay exits 0 on SIGTERM, so its leak check
-# runs when each test's fixture stops it (a leak makes it exit 23, which the fixture reports).
+# runs when each test's fixture stops it (a leak makes it exit 1, ASan's exit code, which the fixture reports).
 # Leak checks stay off for the unit-test process: there LeakSanitizer reports Swift objects
 # reachable only through pointers Swift stores with tag bits (multi-payload enums, side tables),
 # which it cannot read (swiftlang/swift-corelibs-xctest#342, llvm/llvm-project#56751).
