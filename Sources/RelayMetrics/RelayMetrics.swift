@@ -20,6 +20,7 @@
 //   oauth_relay_upstream_queued_exchanges{worker}                   gauge (exchanges waiting for an upstream connection)
 //   oauth_relay_token_requests_total{identity,outcome}              counter (token thread)
 //   oauth_relay_token_expiry_timestamp_seconds{identity}            gauge (Unix time; 0 without a token)
+//   oauth_relay_token_queue_depth                                    gauge (messages waiting for the token thread)
 //   oauth_relay_token_store_operations_total{identity,operation,outcome}  counter (token thread)
 //   oauth_relay_dpop_nonce_retries_total{identity,server}           counter (token thread, workers)
 //   oauth_relay_store_operations_total{backend,outcome}             counter (token thread: file, redis)
@@ -79,6 +80,10 @@ public final class RelayMetrics: Sendable {
                         + "login_needed (a login for it is asked), declined (declined before: passed to the client) "
                         + "or already_granted (handled as a refused token).")
         }
+        static var tokenQueueDepth: MetricNameDescriptor {
+            describe("token_queue_depth", "", "Messages waiting in the token thread's inbox (requests needing a token, "
+                        + "ended token requests, reloads, logins); 0 once the thread has taken them.")
+        }
         static var tokenExpiry: MetricNameDescriptor {
             describe("token_expiry_timestamp", "seconds", "When the identity's access token expires (Unix time; 0: no token).")
         }
@@ -137,9 +142,12 @@ public final class RelayMetrics: Sendable {
     /// requests in a loop makes every worker count, and a made counter counts without the
     /// registry's lock.
     private let refused: [String: Counter]
+    /// `token_queue_depth`, made once: set on every post to the token thread, from any thread.
+    private let tokenQueueDepth: Gauge
 
     public init() {
         registry.makeGauge(descriptor: Series.lastReload).set(to: Self.unixTime())
+        tokenQueueDepth = registry.makeGauge(descriptor: Series.tokenQueueDepth)
         for outcome in ["applied", "rejected"] {
             _ = registry.makeCounter(descriptor: Series.reloads, labels: [("outcome", outcome)])
         }
@@ -189,6 +197,11 @@ public final class RelayMetrics: Sendable {
     /// Any thread.
     public func stepUp(identity: String, outcome: String) {
         registry.makeCounter(descriptor: Series.stepUps, labels: [("identity", identity), ("outcome", outcome)]).increment()
+    }
+
+    /// Messages now waiting for the token thread. Any thread.
+    public func tokenInboxDepthChanged(_ depth: Int) {
+        tokenQueueDepth.set(to: Double(depth))
     }
 
     public func tokenExpiryChanged(identity: String, unixTime: Double?) {

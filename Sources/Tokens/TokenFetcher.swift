@@ -93,7 +93,7 @@ final class TokenFetcher: FetchSchedule {
         // The wake-up exists before the fetcher does: it reaches it through `delivery`.
         let delivery = InboxDelivery()
         wakeup = LoopWakeup(loop: loop) { delivery.fetcher?.takeInbox() }
-        inbox = TokenInbox(wakeup: wakeup)
+        inbox = TokenInbox(wakeup: wakeup, observer: observer)
         delivery.fetcher = self
         // The link to Redis starts connecting now, as the token loop starts.
         _ = sharedFetch

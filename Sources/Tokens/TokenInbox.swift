@@ -55,9 +55,12 @@ struct FetcherUpdate: Sendable {
 final class TokenInbox: Sendable {
     private let messages = Locked<[TokenMessage]>([])
     private let wakeup: LoopWakeup
+    /// Told the number of messages waiting after each post and take (the queue-depth gauge).
+    private let observer: (any TokenObserver)?
 
-    init(wakeup: LoopWakeup) {
+    init(wakeup: LoopWakeup, observer: (any TokenObserver)? = nil) {
         self.wakeup = wakeup
+        self.observer = observer
     }
 
     /// Thread-safe. A `needToken` or `reconsider` already waiting for the same identity is not
@@ -69,6 +72,8 @@ final class TokenInbox: Sendable {
                 return false
             }
             queue.append(message)
+            // Under the lock: a take that follows sets 0 after this count, never before it.
+            observer?.tokenInboxDepthChanged(queue.count)
             return true
         }
         if posted { wakeup.wake() }
@@ -77,7 +82,10 @@ final class TokenInbox: Sendable {
     /// On the token loop.
     func takeAll() -> [TokenMessage] {
         messages.withLock { queue in
-            defer { queue.removeAll() }
+            defer {
+                queue.removeAll()
+                observer?.tokenInboxDepthChanged(0)
+            }
             return queue
         }
     }

@@ -54,6 +54,9 @@ public protocol TokenObserver: Sendable {
     /// client: `active`, `inactive`, `failed` (no usable answer), `overloaded` (not sent),
     /// `stopped`.
     func introspectionEnded(identity: String, outcome: String)
+    /// Messages now waiting in the token loop's inbox (any thread: set on each post, 0 when the
+    /// loop takes them).
+    func tokenInboxDepthChanged(_ depth: Int)
 }
 
 /// A step of an interactive login, as counted by `oauth_relay_logins_total{kind,outcome}`.
@@ -84,4 +87,5 @@ extension TokenObserver {
     public func jwksFetched(issuer: String, outcome: String) {}
     public func callerExchangeEnded(identity: String, outcome: CallerExchangeOutcome) {}
     public func introspectionEnded(identity: String, outcome: String) {}
+    public func tokenInboxDepthChanged(_ depth: Int) {}
 }

@@ -372,6 +372,10 @@ struct TokenMetrics: TokenObserver {
     func introspectionEnded(identity: String, outcome: String) {
         metrics.introspectionEnded(identity: identity, outcome: outcome)
     }
+
+    func tokenInboxDepthChanged(_ depth: Int) {
+        metrics.tokenInboxDepthChanged(depth)
+    }
 }
 
 /// Names, once per configuration loaded, the interactive identities whose upstreams' step-up

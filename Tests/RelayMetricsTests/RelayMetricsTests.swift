@@ -101,6 +101,15 @@ final class RelayMetricsTests: XCTestCase {
         XCTAssertEqual(values[#"oauth_relay_token_requests_total{identity="orders",outcome="success"}"#], 2)
     }
 
+    func testTheTokenQueueDepthIsExportedFromTheStartAndFollowsWhatItIsTold() {
+        let metrics = RelayMetrics()
+        XCTAssertEqual(samples(metrics)["oauth_relay_token_queue_depth"], 0)
+        metrics.tokenInboxDepthChanged(3)
+        XCTAssertEqual(samples(metrics)["oauth_relay_token_queue_depth"], 3)
+        metrics.tokenInboxDepthChanged(0)
+        XCTAssertEqual(samples(metrics)["oauth_relay_token_queue_depth"], 0)
+    }
+
     func testReloadsAreCountedAndBothOutcomesExportedFromTheStart() {
         let metrics = RelayMetrics()
         var values = samples(metrics)

@@ -1,6 +1,7 @@
 import Endpoints
 import EventLoop
 import OAuth2
+import Synchronization
 @testable import Tokens
 import XCTest
 
@@ -47,6 +48,36 @@ final class TokenInboxTests: XCTestCase {
         XCTAssertEqual(names(inbox.takeAll()), ["need a"], "a new burst after the loop took the last one")
         for _ in 0..<10 { loop.runOnce(wait: false) }
         XCTAssertEqual(wakes, 1, "posts before the loop runs coalesce into one wake-up")
+        wakeup.close()
+        loop.runOnce(wait: false)
+        try loop.close()
+    }
+
+    /// The queue-depth gauge's observer: the depths it was told, in order.
+    private final class Depths: TokenObserver {
+        let told = Mutex<[Int]>([])
+        func tokenRequestEnded(identity: String, outcome: TokenRequestOutcome) {}
+        func tokenExpiryChanged(identity: String, unixTime: Double?) {}
+        func identityRemoved(_ name: String) {}
+        func tokenInboxDepthChanged(_ depth: Int) { told.withLock { $0.append(depth) } }
+    }
+
+    func testTheObserverHearsTheMessagesWaitingAfterEachPostAndZeroAfterATake() throws {
+        let loop = try EventLoop()
+        let wakeup = LoopWakeup(loop: loop) {}
+        let depths = Depths()
+        let inbox = TokenInbox(wakeup: wakeup, observer: depths)
+        let a = identity("a"), b = identity("b")
+
+        inbox.post(.needToken(a))
+        inbox.post(.needToken(a))  // coalesced: nothing more waits, nothing told
+        inbox.post(.needToken(b))
+        inbox.post(.reconsider(a))
+        XCTAssertEqual(depths.told.withLock { $0 }, [1, 2, 3])
+        XCTAssertEqual(inbox.takeAll().count, 3)
+        inbox.post(.stop)
+        _ = inbox.takeAll()
+        XCTAssertEqual(depths.told.withLock { $0 }, [1, 2, 3, 0, 1, 0])
         wakeup.close()
         loop.runOnce(wait: false)
         try loop.close()
