@@ -7,6 +7,9 @@
 #
 #   bench/instructions-per-request.sh [N]                  N = 2000
 #   OAUTH_RELAY_BIN=… BASELINE_BIN=… bench/…               also an earlier build, same requests
+#   SCHEME=https bench/…                                   nginx speaks TLS 1.3 (a P-256 certificate
+#                                                          from a CA made here), the relay verifies it
+#                                                          and keeps its one upstream connection
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-2000}
@@ -16,18 +19,31 @@ PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 UP=$(free_port); IDP=$(free_port); PORT=$(free_port); ADMIN=$(free_port)
+SCHEME=${SCHEME:-http}
+UPSTREAM_TLS=""; RELAY_TLS=""
+if [ "$SCHEME" = https ]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$W/ca.key" -out "$W/ca.pem" \
+    -days 2 -subj "/CN=bench TLS CA" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$W/up.key" -out "$W/up.csr" \
+    -subj "/CN=localhost" 2>/dev/null
+  printf "subjectAltName=DNS:localhost,IP:127.0.0.1\n" >"$W/up.ext"
+  openssl x509 -req -in "$W/up.csr" -CA "$W/ca.pem" -CAkey "$W/ca.key" -CAcreateserial -out "$W/up.pem" -days 2 \
+    -extfile "$W/up.ext" 2>/dev/null
+  UPSTREAM_TLS=" ssl; ssl_protocols TLSv1.3; ssl_certificate $W/up.pem; ssl_certificate_key $W/up.key"
+  RELAY_TLS=", \"tls\": { \"caFile\": \"$W/ca.pem\", \"serverName\": \"localhost\" }"
+fi
 cat >"$W/up.conf" <<NG
 worker_processes 1; daemon off; pid $W/up.pid; error_log $W/up.err;
 events { worker_connections 64; }
-http { access_log off; keepalive_requests 1000000;
-  server { listen 127.0.0.1:$UP; location / { return 200 "hello from upstream\n"; } } }
+http { access_log off; keepalive_requests 1000000; keepalive_timeout 300s;
+  server { listen 127.0.0.1:$UP$UPSTREAM_TLS; location / { return 200 "hello from upstream\n"; } } }
 NG
 nginx -c "$W/up.conf" & PIDS+=($!)
 python3 bench/token_issuer.py "$IDP" & PIDS+=($!)
 cat >"$W/relay.json" <<JS
 { "listen": "127.0.0.1:$PORT", "admin": "127.0.0.1:$ADMIN", "workers": 1, "accessLog": false,
   "identities": { "bench": { "tokenUrl": "http://127.0.0.1:$IDP/token", "clientId": "bench", "clientSecret": "bench-secret" } },
-  "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "http://127.0.0.1:$UP", "identity": "bench" } ] }
+  "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "$SCHEME://127.0.0.1:$UP", "identity": "bench"$RELAY_TLS } ] }
 JS
 sleep 0.5
 
@@ -82,5 +98,6 @@ measure() {
   echo "$(( (large - small) / (2 * N) ))"
 }
 
+[ "$SCHEME" = http ] || echo "$SCHEME upstream"
 printf '%-12s %s\n' "relay" "$(measure "$RELAY") instructions per request"
 if [ -n "${BASELINE_BIN:-}" ]; then printf '%-12s %s\n' "baseline" "$(measure "$BASELINE_BIN") instructions per request"; fi

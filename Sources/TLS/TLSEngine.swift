@@ -55,6 +55,9 @@ public final class TLSEngine {
     private var pendingPlaintext = ByteBuffer()
     /// A session OpenSSL offered before the pin check passed (TLS 1.2): cached once it passes.
     private var pendingSession: CachedSession?
+    /// The cached session this connection resumed from, then the last one it cached: the cache
+    /// forgets it if the connection fails (see `ClientSessionCache`).
+    private var cachedSession: CachedSession?
     private var closeNotifySent = false
     /// One TLS record of plaintext at most; SSL_read decrypts into it.
     private let scratch = UnsafeMutableRawPointer.allocate(byteCount: TLSEngine.maxRecordPlaintext, alignment: 16)
@@ -82,8 +85,8 @@ public final class TLSEngine {
             }
         }
         OpenSSLErrors.clear()
-        if let cached = configuration.sessions.session(for: name) {
-            SSL_set_session(ssl, cached.session)
+        if let cached = configuration.sessions.session(for: name), cached.offer(to: ssl) {
+            cachedSession = cached
         }
         _ = advanceHandshake()
     }
@@ -109,14 +112,10 @@ public final class TLSEngine {
     }
 
     deinit {
-        // OpenSSL forgets the session of a connection freed before close_notify was sent (it
-        // could have been cut short by an attacker). A connection that was healthy to the end
-        // keeps its session resumable even when dropped without `close()` (an idle pooled
-        // connection); a failed one, or one still in its handshake, loses it.
-        switch state {
-        case .established, .closed: SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_get_shutdown(ssl))
-        default: break
-        }
+        // Whatever OpenSSL does to this connection's session as it frees it, it does to a copy
+        // of the cached one: a healthy connection dropped without `close()` (an idle pooled
+        // connection) leaves the cache as it was, and a failed one has made it forget its
+        // session already (`fail`).
         SSL_free(ssl)
         scratch.deallocate()
     }
@@ -186,6 +185,14 @@ public final class TLSEngine {
             var count = 0
             if SSL_read_ex(ssl, scratch, TLSEngine.maxRecordPlaintext, &count) == 1 {
                 deliver(UnsafeRawBufferPointer(start: scratch, count: count))
+                // Nothing fed is left, in `incoming` or inside OpenSSL: another SSL_read_ex could
+                // only say WANT_READ. Skipping it (and its SSL_get_error) saves about 800
+                // instructions per response (callgrind, keep-alive requests to an https upstream:
+                // TLS costs the relay about 16,700 instructions per request, 14,100 of them
+                // OpenSSL's SSL_write_ex and SSL_read_ex).
+                if buffers.incomingAvailable == 0, !buffers.incomingEnded, SSL_has_pending(ssl) == 0 {
+                    return .wantsRead
+                }
                 continue
             }
             switch SSL_get_error(ssl, 0) {
@@ -293,6 +300,7 @@ public final class TLSEngine {
         state = .established
         if let session = pendingSession, let peerName {
             configuration.sessions.store(session, for: peerName)
+            cachedSession = session
         }
         pendingSession = nil
         if !pendingPlaintext.isEmpty {
@@ -321,7 +329,9 @@ public final class TLSEngine {
 
     private func encrypt(_ plaintext: UnsafeRawBufferPointer) -> TLSStatus {
         guard plaintext.count > 0 else { return state }
-        OpenSSLErrors.clear()
+        // No ERR_clear_error first (about 1,000 instructions per request, measured as above):
+        // nothing here asks SSL_get_error what a failure was, and with memory buffers a write
+        // fails only on a broken connection, whose reason is then the queue's first.
         var written = 0
         guard SSL_write_ex(ssl, plaintext.baseAddress, plaintext.count, &written) == 1 else {
             return fail(.protocolError(reason: OpenSSLErrors.takeReason(fallback: "cannot write")))
@@ -334,6 +344,12 @@ public final class TLSEngine {
         state = error.map { .failed($0) } ?? .closed
         pendingPlaintext.clear()
         pendingSession = nil
+        // A connection cut short (maybe by an attacker) or refused leaves no session to resume,
+        // as OpenSSL itself would have it.
+        if error != nil, let peerName, let session = cachedSession {
+            configuration.sessions.forget(session, for: peerName)
+        }
+        cachedSession = nil
         return state
     }
 
@@ -343,17 +359,18 @@ public final class TLSEngine {
         guard let peerName else { return }
         if case .established = state {
             configuration.sessions.store(session, for: peerName)
+            cachedSession = session
         } else if case .handshaking = state {
             pendingSession = session
         }
     }
 }
 
-/// The client contexts' new-session callback. Returns 1: the reference OpenSSL passed is kept
-/// (by the `CachedSession`), or 0 to let OpenSSL free it.
+/// The client contexts' new-session callback. The cache keeps a copy (see `ClientSessionCache`);
+/// returning 0 lets OpenSSL free the reference it passed.
 func sessionArrived(ssl: OpaquePointer?, session: OpaquePointer?) -> Int32 {
     guard let ssl, let session, SSL_SESSION_is_resumable(session) == 1,
-          let engine = SSL_get_ex_data(ssl, 0) else { return 0 }
-    Unmanaged<TLSEngine>.fromOpaque(engine).takeUnretainedValue().sessionArrived(CachedSession(adopting: session))
-    return 1
+          let engine = SSL_get_ex_data(ssl, 0), let copy = CachedSession(copying: session) else { return 0 }
+    Unmanaged<TLSEngine>.fromOpaque(engine).takeUnretainedValue().sessionArrived(copy)
+    return 0
 }

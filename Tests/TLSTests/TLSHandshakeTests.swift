@@ -189,6 +189,26 @@ final class TLSHandshakeTests: PKITestCase {
         XCTAssertFalse(next.client.sessionReused)
     }
 
+    /// TLS 1.3: a connection that resumed the cached session (OpenSSL then counts its ticket as
+    /// used) and has not yet received a ticket of its own leaves the session resumable for the
+    /// next connection, as when a pool opens several at once.
+    func testSessionStaysResumableWhileAConnectionThatResumedItAwaitsItsTicket() throws {
+        let (client, server) = try configurations()
+        InMemoryConnection(client: client, server: server).pump()
+        let second = InMemoryConnection(client: client, server: server)
+        second.server.feed(InMemoryConnection.outgoing(of: second.client))
+        XCTAssertEqual(second.server.read(into: &second.serverReceived), .handshaking)
+        second.client.feed(InMemoryConnection.outgoing(of: second.server))
+        XCTAssertEqual(second.client.read(into: &second.clientReceived), .wantsRead)
+        XCTAssertTrue(second.client.sessionReused)
+        let third = InMemoryConnection(client: client, server: server)
+        third.pump()
+        XCTAssertEqual(third.client.state, .established)
+        XCTAssertTrue(third.client.sessionReused)
+        second.pump()
+        XCTAssertEqual(second.server.state, .established)
+    }
+
     func testSessionsAreNotSharedBetweenHosts() throws {
         let (client, server) = try configurations()
         InMemoryConnection(client: client, server: server, host: "localhost").pump()

@@ -55,7 +55,7 @@ def tls_pki(tmp_path_factory) -> TestPKI:
 @pytest.fixture
 def start_nginx_tls(request, tmp_path, tls_pki, start_upstream):
     """start_nginx_tls(cert="server", echo=None, protocols="TLSv1.2 TLSv1.3",
-    verify_client="optional") -> NginxTLS. `echo`: an EchoUpstream served under /echo/.
+    verify_client="optional", keepalive_requests=10000) -> NginxTLS. `echo`: an EchoUpstream served under /echo/.
     (Depends on start_upstream so that nginx stops before the echo upstreams it proxies to.)"""
     started: list[NginxTLS] = []
 

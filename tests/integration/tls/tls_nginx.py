@@ -3,7 +3,9 @@
 One `server` listens with TLS on 127.0.0.1 (and ::1 when the host has IPv6 loopback) on a port
 picked free at start, presenting one of the test PKI's server certificates (`cert`: server |
 wrong_name | expired | other_ca). It asks for a client certificate (`ssl_verify_client optional`,
-trusting the test CA), keeps connections alive and caches TLS sessions (session IDs and tickets).
+trusting the test CA), keeps connections alive (for `keepalive_requests` requests each, 10,000
+unless told: 1 makes every request close its connection) and caches TLS sessions (session IDs and
+tickets).
 
 What it answers:
     every path           200 application/json, what nginx saw of the request and its connection:
@@ -76,7 +78,7 @@ def _json_template(facts) -> str:
 
 
 def _config(workdir: Path, ports: list[tuple[str, int]], cert: Path, key: Path, client_ca: Path,
-            protocols: str, echo_port: int | None, verify_client: str) -> str:
+            protocols: str, echo_port: int | None, verify_client: str, keepalive_requests: int) -> str:
     listen = "\n".join(f"        listen {f'[{h}]' if ':' in h else h}:{p} ssl;" for h, p in ports)
     headers = "\n".join(f"        add_header {h} \"{var}\" always;" for _, var, h in FACTS if h)
     body = _json_template(FACTS)
@@ -116,7 +118,7 @@ http {{
     access_log {workdir / 'access.log'} tls;
     server_tokens off;
     keepalive_timeout 60s;
-    keepalive_requests 10000;
+    keepalive_requests {keepalive_requests};
     client_max_body_size 0;
     client_body_buffer_size 64k;
     sendfile off;
@@ -153,7 +155,7 @@ class NginxTLS(_Process):
 
     def __init__(self, workdir: Path, pki: TestPKI, cert: str = "server", echo=None,
                  protocols: str = "TLSv1.2 TLSv1.3", verify_client: str = "optional",
-                 ipv6: bool | None = None):
+                 ipv6: bool | None = None, keepalive_requests: int = 10000):
         workdir.mkdir(parents=True, exist_ok=True)
         super().__init__(workdir / "nginx.stderr")
         self.workdir = workdir
@@ -162,6 +164,7 @@ class NginxTLS(_Process):
         self.echo = echo
         self.protocols = protocols
         self.verify_client = verify_client
+        self.keepalive_requests = keepalive_requests
         self.ipv6 = ipv6_loopback_available() if ipv6 is None else ipv6
         self.host = LOOPBACK
         self.port = 0
@@ -176,7 +179,7 @@ class NginxTLS(_Process):
             ports = [(LOOPBACK, self.port)] + ([("::1", self.port)] if self.ipv6 else [])
             self.config_path.write_text(_config(self.workdir, ports, leaf.cert, leaf.key, self.pki.ca.cert,
                                                 self.protocols, self.echo.port if self.echo else None,
-                                                self.verify_client))
+                                                self.verify_client, self.keepalive_requests))
             for name in ("error.log", "access.log"):
                 (self.workdir / name).unlink(missing_ok=True)
             log = open(self.log_path, "ab")
