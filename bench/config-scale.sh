@@ -14,7 +14,8 @@
 #  startup  time from the process's start to its listener accepting, to `GET /healthz` and to
 #           `GET /readyz` (every identity holding a token), and RELOADS `POST /reload`s of a file
 #           that changes every route's upstream: time to the answer, and to the typical route
-#           serving the new upstream (bench/scale_probe.py); STARTS start-ups of each size;
+#           serving the new upstream (bench/scale_probe.py); STARTS start-ups of each size; and
+#           the relay's CPU time to ready and per reload (what a busy machine does not inflate);
 #  memory   VmRSS once ready: per route (ROUTES routes less 10, 10 identities each) and per
 #           identity (IDENTITIES identities less 10, 10 routes each);
 #  refresh  wrk's latency through the typical route with IDENTITIES identities whose tokens live
@@ -160,17 +161,21 @@ probe() {
 startup_part() {
   echo
   echo "== startup and reload, ms (median (min–max) of $STARTS start-ups, $RELOADS reloads each)"
-  printf '%-22s %-18s %-18s %-18s %-18s %-18s\n' configuration accepting healthz ready "reload answer" "reload serving"
+  printf '%-22s %-18s %-18s %-18s %-18s %-18s %-18s %-18s\n' configuration accepting healthz ready "ready CPU" \
+    "reload answer" "reload serving" "reload CPU"
   for size in "10 10" "$ROUTES $IDENTITIES"; do
     set -- $size
-    local accepting=() healthz=() ready=() answer=() serving=()
+    local accepting=() healthz=() ready=() ready_cpu=() answer=() serving=() reload_cpu=()
     for _ in $(seq "$STARTS"); do
       local result=$(probe --routes "$1" --identities "$2" --reloads "$RELOADS")
       accepting+=($(jq .accepting_ms <<<"$result")); healthz+=($(jq .healthz_ms <<<"$result")); ready+=($(jq .ready_ms <<<"$result"))
+      ready_cpu+=($(jq .ready_cpu_ms <<<"$result"))
       answer+=($(jq '.reloads[].answer_ms' <<<"$result")); serving+=($(jq '.reloads[].serving_ms' <<<"$result"))
+      reload_cpu+=($(jq '.reloads[].cpu_ms' <<<"$result"))
     done
-    printf '%-22s %-18s %-18s %-18s %-18s %-18s\n' "$1 routes, $2 ids" "$(spread "${accepting[@]}")" "$(spread "${healthz[@]}")" \
-      "$(spread "${ready[@]}")" "$(spread "${answer[@]}")" "$(spread "${serving[@]}")"
+    printf '%-22s %-18s %-18s %-18s %-18s %-18s %-18s %-18s\n' "$1 routes, $2 ids" "$(spread "${accepting[@]}")" \
+      "$(spread "${healthz[@]}")" "$(spread "${ready[@]}")" "$(spread "${ready_cpu[@]}")" "$(spread "${answer[@]}")" \
+      "$(spread "${serving[@]}")" "$(spread "${reload_cpu[@]}")"
   done
 }
 

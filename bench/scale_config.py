@@ -12,9 +12,9 @@ reach them in a small and a large configuration:
 
 - the typical route, `svc-00003.scale.test` with `/api/` (`Host: svc-00003.scale.test`,
   `GET /api/orders`): an exact host, found by its hash;
-- the last route in file order, `/p/99999/` on any host (`Host: a.b.c.unmatched.test`,
-  `GET /p/99999/orders`): the worst case, reached after the exact host and each wildcard suffix
-  of the Host missed, in the largest group of path prefixes.
+- the last route in file order, `/p/99999/` on any host (`Host: a.b.c.unmatched.test`, a name
+  the listener serves through `hosts`; `GET /p/99999/orders`): the worst case, reached after the
+  exact host and each wildcard suffix of the Host missed, in the largest group of path prefixes.
 
 Identities are `id-NNNNN`, client_credentials at `--token-url`; route i uses identity i mod M
 (none when M is 0). `--variant` is appended to every upstream's path, so two files differ in
@@ -64,9 +64,10 @@ def config(args):
         if args.identities:
             route["identity"] = f"id-{index % args.identities:05d}"
         routes.append(route)
-    result = {"listen": args.listen, "admin": args.admin, "workers": args.workers, "accessLog": False,
-              "identities": identities, "routes": routes}
-    return result
+    # A loopback listener answers only the names it serves (DNS rebinding): the routes' hosts,
+    # and the worst case's, listed here.
+    return {"listen": args.listen, "admin": args.admin, "workers": args.workers, "accessLog": False,
+            "hosts": ["*.unmatched.test"], "identities": identities, "routes": routes}
 
 
 def main():

@@ -8,12 +8,16 @@ Starts the relay on free loopback ports and prints one JSON object:
 - `accepting_ms`: from the start of the process to the listener accepting a connection;
 - `healthz_ms`: to `GET /healthz` answering 200 on the admin listener;
 - `ready_ms`: to `GET /readyz` answering 200 (every identity holds a token);
+- `ready_cpu_ms`: the relay's CPU time (user and system, all threads) when `/readyz` first
+  answered 200: what start-up costs whatever else the machine runs, where the times above
+  also hold the waits for a busy CPU;
 - `rss_kib`: the relay's VmRSS once ready, after one request through the typical route;
 - `reloads`: K `POST /reload`s, each after the file was rewritten with every route's upstream
   path changed (`--variant`), each as `answer_ms` (request sent to answer read) and `serving_ms`
   (request sent to the typical route's answer showing the new upstream path; the upstream must
-  answer with the request's path, as bench/config-scale.sh's nginx does).
-The relay's own log goes to stderr of this script only on failure.
+  answer with the request's path, as bench/config-scale.sh's nginx does), and `cpu_ms` (the
+  relay's CPU time from the request to the answer).
+The relay logs at its default level (info) to a file, shown only on failure.
 """
 import argparse
 import http.client
@@ -76,6 +80,13 @@ def rss_kib(pid):
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
 
 
+def cpu_ms(pid):
+    """User and system time of every thread of `pid`, in milliseconds."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def write_config(path, args, listen, admin, variant):
     namespace = argparse.Namespace(routes=args.routes, identities=args.identities, upstream=args.upstream,
                                    token_url=args.token_url, listen=f"127.0.0.1:{listen}", admin=f"127.0.0.1:{admin}",
@@ -109,6 +120,7 @@ def main():
         result["accepting_ms"] = until(lambda: accepts(listen), start, "the listener")
         result["healthz_ms"] = until(lambda: get(admin, "/healthz")[0] == 200, start, "/healthz")
         result["ready_ms"] = until(lambda: get(admin, "/readyz")[0] == 200, start, "/readyz")
+        result["ready_cpu_ms"] = cpu_ms(relay.pid)
         typical = scale_config.TYPICAL
         status, body = get(listen, typical["pathPrefix"] + "orders", host=typical["host"])
         if status != 200 or not body.startswith(b"/v0/"):
@@ -118,14 +130,14 @@ def main():
         for round in range(1, args.reloads + 1):
             variant = f"/v{round}"
             write_config(path, args, listen, admin, variant)
-            sent = time.monotonic()
+            sent, cpu_before = time.monotonic(), cpu_ms(relay.pid)
             status, body = get(admin, "/reload", method="POST")
-            answer_ms = milliseconds_since(sent)
+            answer_ms, cpu = milliseconds_since(sent), cpu_ms(relay.pid) - cpu_before
             if status != 200:
                 raise SystemExit(f"POST /reload answered {status}: {body[:200]!r}")
             serving_ms = until(lambda: get(listen, typical["pathPrefix"] + "orders", host=typical["host"])[1]
                                .startswith(variant.encode() + b"/"), sent, "the reloaded route")
-            reloads.append({"answer_ms": answer_ms, "serving_ms": serving_ms})
+            reloads.append({"answer_ms": answer_ms, "serving_ms": serving_ms, "cpu_ms": cpu})
         result["reloads"] = reloads
     except BaseException:
         log.seek(0)
