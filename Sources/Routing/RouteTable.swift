@@ -5,7 +5,8 @@
 // at the positions the table answers.
 
 /// Picks the route for a request, precomputed from the routes' matches so that matching is a
-/// hash lookup plus a few byte comparisons: no String, no allocation.
+/// hash lookup of the host and one walk down a trie of its path prefixes (`PrefixTries`): no
+/// String, no allocation, and about the same cost with 10 routes as with 10,000.
 ///
 /// Precedence (CONFIG.md): a route matches when its host pattern matches the Host header and
 /// its `pathPrefix` is a byte prefix of the normalized path. Among matching routes, an exact
@@ -19,55 +20,33 @@ public struct RouteTable: Sendable {
     private let wildcardSuffixes: HostIndex
     /// Group of the routes without `host`, if any.
     private let anyHostGroup: Int?
-    /// Each group's range in `candidates`.
-    private let groups: [Range<Int>]
-    /// Per group, most specific first: longest prefix, then file order.
-    private let candidates: [Candidate]
-    /// The path prefixes, back to back.
-    private let prefixBytes: [UInt8]
-
-    private struct Candidate: Sendable {
-        var prefixStart: Int
-        var prefixCount: Int
-        var route: Int
-    }
+    /// Each group's path prefixes, valued with their route's position.
+    private let prefixes: PrefixTries
 
     /// `matches` in file order; `matchIndex` answers positions in this array.
     public init(_ matches: [RouteMatch]) {
-        var positionsByHost: [HostPattern?: [Int]] = [:]
-        var hostOrder: [HostPattern?] = []
-        for (position, match) in matches.enumerated() {
-            if positionsByHost[match.host] == nil { hostOrder.append(match.host) }
-            positionsByHost[match.host, default: []].append(position)
-        }
-        var groups: [Range<Int>] = []
-        var candidates: [Candidate] = []
-        var prefixBytes: [UInt8] = []
+        var groupByHost: [HostPattern?: Int] = [:]
+        var groups: [[(prefix: [UInt8], value: Int)]] = []
         var exactKeys: [(String, Int)] = []
         var wildcardKeys: [(String, Int)] = []
         var anyHostGroup: Int?
-        for host in hostOrder {
-            let positions = positionsByHost[host]!.sorted { a, b in
-                let (lengthA, lengthB) = (matches[a].pathPrefix.utf8.count, matches[b].pathPrefix.utf8.count)
-                return lengthA != lengthB ? lengthA > lengthB : a < b
+        for (position, match) in matches.enumerated() {
+            let group: Int
+            if let known = groupByHost[match.host] {
+                group = known
+            } else {
+                group = groups.count
+                groupByHost[match.host] = group
+                groups.append([])
+                switch match.host {
+                case .exact(let name)?: exactKeys.append((name, group))
+                case .wildcard(let suffix)?: wildcardKeys.append((suffix, group))
+                case nil: anyHostGroup = group
+                }
             }
-            let first = candidates.count
-            for position in positions {
-                let prefix = matches[position].pathPrefix.utf8
-                candidates.append(Candidate(prefixStart: prefixBytes.count, prefixCount: prefix.count, route: position))
-                prefixBytes.append(contentsOf: prefix)
-            }
-            let group = groups.count
-            groups.append(first..<candidates.count)
-            switch host {
-            case .exact(let name)?: exactKeys.append((name, group))
-            case .wildcard(let suffix)?: wildcardKeys.append((suffix, group))
-            case nil: anyHostGroup = group
-            }
+            groups[group].append((Array(match.pathPrefix.utf8), position))
         }
-        self.groups = groups
-        self.candidates = candidates
-        self.prefixBytes = prefixBytes
+        self.prefixes = PrefixTries(groups)
         self.anyHostGroup = anyHostGroup
         self.exactHosts = HostIndex(exactKeys)
         self.wildcardSuffixes = HostIndex(wildcardKeys)
@@ -128,16 +107,9 @@ public struct RouteTable: Sendable {
         }
     }
 
+    /// The route of the longest of a host group's prefixes that `path` starts with (the first
+    /// in file order among equal ones).
     private func firstMatch(in group: Int, path: UnsafeRawBufferPointer) -> Int? {
-        prefixBytes.withUnsafeBufferPointer { prefixes in
-            for candidate in candidates[groups[group]] where candidate.prefixCount <= path.count {
-                var index = 0
-                while index < candidate.prefixCount && path[index] == prefixes[candidate.prefixStart + index] {
-                    index += 1
-                }
-                if index == candidate.prefixCount { return candidate.route }
-            }
-            return nil
-        }
+        prefixes.longestPrefix(in: group, of: path)
     }
 }
