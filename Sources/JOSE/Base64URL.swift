@@ -19,8 +19,8 @@ public enum Base64URL {
     /// Appends the encoding of `bytes` to `out`, with no allocation beyond `out`'s growth (the
     /// DPoP proofs a worker writes for every request): the characters are written into a
     /// temporary buffer (on the stack for a proof's sizes) and appended in one copy, not grown
-    /// into `out` a character at a time (measured: 5,300 instructions of a proof's 7,000 to
-    /// encode its claims and signature, 1,700 this way).
+    /// into `out` a character at a time (callgrind: that way a proof's claims and signature took
+    /// 5,300 instructions to encode, a quarter of them spent growing `out` a zero at a time).
     public static func append(encoding bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
         let length = (bytes.count * 4 + 2) / 3
         guard length > 0 else { return }
