@@ -27,9 +27,10 @@ final class WorkerProofs {
     /// array would grow with every reload that replaces an identity. Looked up once per token and
     /// worker (the cached token keeps its proofing), so off the per-request path.
     private var writers: [Int: DPoPProofWriter] = [:]
-    /// This worker's copy of each DPoP route's shared upstream nonce, by route position, with the
-    /// plan it was read for (a plan of other settings at the same position reads its own slot).
-    private var nonces: [(plan: RoutePlan, copy: DPoPNonceCopy)?] = []
+    /// This worker's copy of each DPoP route's shared upstream nonce, by route position, and the
+    /// plan each was read for (a plan of other settings at the same position reads its own slot).
+    private var nonceCopies: [DPoPNonceCopy] = []
+    private var nonceCopyPlans: [RoutePlan?] = []
     private var random = BufferedSecureRandom()
 
     /// The proofing of `token`, a `DPoP` token of `tokens`; a problem when the identity's key
@@ -75,14 +76,16 @@ final class WorkerProofs {
     /// The nonce in force for `plan`'s upstream origin and identity, whichever worker heard it.
     func nonce(for plan: RoutePlan) -> [UInt8]? {
         guard let shared = plan.upstreamNonce else { return nil }
-        if plan.position < nonces.count, nonces[plan.position]?.plan === plan {
-            return nonces[plan.position]!.copy.nonce(in: shared)
+        let position = plan.position
+        if position >= nonceCopies.count {
+            nonceCopies.append(contentsOf: repeatElement(DPoPNonceCopy(), count: position + 1 - nonceCopies.count))
+            nonceCopyPlans.append(contentsOf: repeatElement(nil, count: position + 1 - nonceCopyPlans.count))
         }
-        if plan.position >= nonces.count { nonces.append(contentsOf: repeatElement(nil, count: plan.position + 1 - nonces.count)) }
-        var copy = DPoPNonceCopy()
-        let nonce = copy.nonce(in: shared)
-        nonces[plan.position] = (plan, copy)
-        return nonce
+        if nonceCopyPlans[position] !== plan {
+            nonceCopies[position] = DPoPNonceCopy()
+            nonceCopyPlans[position] = plan
+        }
+        return nonceCopies[position].nonce(in: shared)
     }
 
     /// `plan`'s upstream sent `nonce` (already checked by `DPoPChallenge.nonce`): every worker's
@@ -100,7 +103,8 @@ final class WorkerProofs {
     /// moved; the nonces themselves stay with the identities that keep them).
     func keepOnly(slots inForce: Set<Int>) {
         writers = writers.filter { inForce.contains($0.key) }
-        nonces.removeAll()
+        nonceCopies.removeAll()
+        nonceCopyPlans.removeAll()
     }
 }
 
