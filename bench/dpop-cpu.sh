@@ -9,7 +9,9 @@
 # Per round and relay: wrk -t1 -c$C -d$Ds; CPU = utime+stime of the relay process (all threads,
 # /proc/PID/stat) over the run, divided by the requests wrk completed. The two relays alternate,
 # in a rotated order each round; medians and the spread (min-max) are printed, and the ratio of the
-# medians. The machine may be shared: read the spread before the ratio.
+# medians, and the requests per second one core serves (1e6 / the median CPU µs per request: what a
+# worker sustains when CPU is the limit, for sizing). The machine may be shared: read the spread
+# before the ratio. A default run takes about a minute (2 relays × 5 rounds × 5 s, and start-up).
 # Needs: wrk nginx python3 curl (scripts/install-deps --test) and a release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,4 +75,7 @@ for name, values in rows.items():
     print(f"  {name:6} CPU/request median {med[name]:.1f} us (min {min(cpu):.1f}, max {max(cpu):.1f}; "
           f"user {statistics.median(user):.1f}); req/s median {statistics.median(rps):.0f}")
 print(f"  dpop/bearer CPU per request: {med['dpop'] / med['bearer']:.2f}  (dpop - bearer: {med['dpop'] - med['bearer']:.1f} us)")
+# What one core of the relay serves when CPU is the limit: 1e6 us / the CPU per request.
+print(f"  requests/s per core: bearer {1e6 / med['bearer']:.0f}, dpop {1e6 / med['dpop']:.0f} "
+      f"(dpop/bearer {med['bearer'] / med['dpop']:.2f})")
 PY

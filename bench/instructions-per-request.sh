@@ -10,9 +10,12 @@
 #   SCHEME=https bench/…                                   nginx speaks TLS 1.3 (a P-256 certificate
 #                                                          from a CA made here), the relay verifies it
 #                                                          and keeps its one upstream connection
+#   TOKEN_TYPE=DPoP bench/…                                a DPoP-bound token (`"dpop": true`): a proof per request
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-2000}
+TOKEN_TYPE=${TOKEN_TYPE:-Bearer}
+DPOP=$([ "$TOKEN_TYPE" = DPoP ] && echo true || echo false)
 RELAY=${OAUTH_RELAY_BIN:-$PWD/.build/release/oauth-relay}
 W=$(mktemp -d)
 PIDS=()
@@ -42,7 +45,8 @@ nginx -c "$W/up.conf" & PIDS+=($!)
 python3 bench/token_issuer.py "$IDP" & PIDS+=($!)
 cat >"$W/relay.json" <<JS
 { "listen": "127.0.0.1:$PORT", "admin": "127.0.0.1:$ADMIN", "workers": 1, "accessLog": false,
-  "identities": { "bench": { "tokenUrl": "http://127.0.0.1:$IDP/token", "clientId": "bench", "clientSecret": "bench-secret" } },
+  "identities": { "bench": { "tokenUrl": "http://127.0.0.1:$IDP/token?type=$TOKEN_TYPE", "clientId": "bench", "clientSecret": "bench-secret",
+                             "dpop": $DPOP } },
   "routes": [ { "match": { "pathPrefix": "/" }, "upstream": "$SCHEME://127.0.0.1:$UP", "identity": "bench"$RELAY_TLS } ] }
 JS
 sleep 0.5

@@ -17,31 +17,41 @@ public enum Base64URL {
     }
 
     /// Appends the encoding of `bytes` to `out`, with no allocation beyond `out`'s growth (the
-    /// DPoP proofs a worker writes for every request): the characters are written in place.
+    /// DPoP proofs a worker writes for every request): the characters are written into a
+    /// temporary buffer (on the stack for a proof's sizes) and appended in one copy, not grown
+    /// into `out` a character at a time (callgrind: that way a proof's claims and signature took
+    /// 5,300 instructions to encode, a quarter of them spent growing `out` a zero at a time).
     public static func append(encoding bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
-        let start = out.count
         let length = (bytes.count * 4 + 2) / 3
-        out.append(contentsOf: repeatElement(0, count: length))
+        guard length > 0 else { return }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { buffer in
+            encode(bytes, into: buffer.baseAddress!)
+            out.append(contentsOf: UnsafeBufferPointer(buffer))
+        }
+    }
+
+    /// Writes the `(bytes.count * 4 + 2) / 3` characters of `bytes`' encoding at `output`.
+    /// Wrapping arithmetic: the indices stay within `bytes.count`, which cannot overflow.
+    private static func encode(_ bytes: UnsafeRawBufferPointer, into output: UnsafeMutablePointer<UInt8>) {
         alphabet.withUnsafeBufferPointer { alphabet in
-            out.withUnsafeMutableBufferPointer { buffer in
-                var output = buffer.baseAddress! + start
-                var index = 0
-                while index + 3 <= bytes.count {
-                    let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-                    output[0] = alphabet[Int(chunk >> 18 & 63)]
-                    output[1] = alphabet[Int(chunk >> 12 & 63)]
-                    output[2] = alphabet[Int(chunk >> 6 & 63)]
-                    output[3] = alphabet[Int(chunk & 63)]
-                    output += 4
-                    index += 3
-                }
-                let rest = bytes.count - index
-                guard rest > 0 else { return }
-                let chunk = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+            let alphabet = alphabet.baseAddress!
+            var output = output
+            var index = 0
+            while index &+ 3 <= bytes.count {
+                let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index &+ 1]) << 8 | UInt32(bytes[index &+ 2])
                 output[0] = alphabet[Int(chunk >> 18 & 63)]
                 output[1] = alphabet[Int(chunk >> 12 & 63)]
-                if rest == 2 { output[2] = alphabet[Int(chunk >> 6 & 63)] }
+                output[2] = alphabet[Int(chunk >> 6 & 63)]
+                output[3] = alphabet[Int(chunk & 63)]
+                output += 4
+                index &+= 3
             }
+            let rest = bytes.count &- index
+            guard rest > 0 else { return }
+            let chunk = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index &+ 1]) << 8 : 0)
+            output[0] = alphabet[Int(chunk >> 18 & 63)]
+            output[1] = alphabet[Int(chunk >> 12 & 63)]
+            if rest == 2 { output[2] = alphabet[Int(chunk >> 6 & 63)] }
         }
     }
 

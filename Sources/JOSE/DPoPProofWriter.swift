@@ -7,8 +7,9 @@ import Crypto
 /// (`SigningContext`): a proof costs its claims, one SHA-256 and one signature, and allocates
 /// nothing once the buffers have grown to a proof's size.
 ///
-/// The claims, in this order: `jti` (16 random bytes, base64url), `htm`, `htu`, `iat`, then `ath`
-/// and `nonce` when given. `htu` is the target URI without query and fragment (§4.2); bytes that
+/// The claims, in this order: `jti` (12 random bytes, base64url: the 96 bits RFC 9449 §4.2 asks
+/// for, in 16 characters), `htm`, `htu`, `iat`, then `ath` and `nonce` when given. Nothing else:
+/// no white space, and `ath` only because the request carries an access token (§4.2). `htu` is the target URI without query and fragment (§4.2); bytes that
 /// may not appear in a URI (controls, space, `"`, `\`, non-ASCII) are percent-encoded, so the
 /// claim is always a URI and its JSON string needs no escape.
 ///
@@ -21,6 +22,9 @@ public final class DPoPProofWriter {
     private var claims: [UInt8] = []
     private var signature: [UInt8] = []
     private var proof: [UInt8] = []
+    /// `iat` as written last, with its decimal digits: the clock's second changes far less often
+    /// than proofs are made.
+    private var issuedAt: (seconds: Int64, digits: [UInt8]) = (0, [UInt8(ascii: "0")])
 
     public init(builder: DPoPProofBuilder) throws(JOSEError) {
         guard case .privateKey(let key) = builder.signer.material, let algorithm = builder.signer.algorithm.signatureAlgorithm else {
@@ -61,8 +65,13 @@ public final class DPoPProofWriter {
             swap(&proof, &self.proof)
             swap(&signature, &self.signature)
         }
+        if issuedAt.seconds != now {
+            var digits: [UInt8] = []
+            Self.appendDecimal(now, to: &digits)
+            issuedAt = (now, digits)
+        }
         Self.writeClaims(method: method, origin: origin, target: target, accessTokenHash: accessTokenHash, nonce: nonce,
-                         now: now, random: &random, into: &claims)
+                         issuedAt: issuedAt.digits, random: &random, into: &claims)
         proof.removeAll(keepingCapacity: true)
         proof.append(contentsOf: headerSegment)
         claims.withUnsafeBytes { Base64URL.append(encoding: $0, to: &proof) }
@@ -82,19 +91,19 @@ public final class DPoPProofWriter {
     }
 
     private static func writeClaims(method: UnsafeRawBufferPointer, origin: UnsafeRawBufferPointer, target: UnsafeRawBufferPointer,
-                                    accessTokenHash: [UInt8]?, nonce: [UInt8]?, now: Int64,
+                                    accessTokenHash: [UInt8]?, nonce: [UInt8]?, issuedAt: [UInt8],
                                     random: inout some RandomNumberGenerator, into claims: inout [UInt8]) {
         claims.removeAll(keepingCapacity: true)
         claims.append(contentsOf: jtiStart)
-        var jti = (random.next(), random.next())
-        withUnsafeBytes(of: &jti) { Base64URL.append(encoding: $0, to: &claims) }
+        var jti = (random.next(), UInt32(truncatingIfNeeded: random.next()))
+        withUnsafeBytes(of: &jti) { Base64URL.append(encoding: $0, to: &claims) } // 12 bytes: the tuple's size
         claims.append(contentsOf: htmStart)
         appendJSONCharacters(method, to: &claims)
         claims.append(contentsOf: htuStart)
         appendURICharacters(origin, to: &claims)
         appendURICharacters(target, to: &claims, stoppingAtQuery: true)
         claims.append(contentsOf: iatStart)
-        appendDecimal(now, to: &claims)
+        claims.append(contentsOf: issuedAt)
         if let accessTokenHash {
             claims.append(contentsOf: athStart)
             accessTokenHash.withUnsafeBytes { appendJSONCharacters($0, to: &claims) }
@@ -116,8 +125,14 @@ public final class DPoPProofWriter {
     private static let nonceStart = Array(#","nonce":""#.utf8)
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
-    /// The inside of a JSON string: `"` and `\` escaped, control characters as `\u00XX`.
+    /// The inside of a JSON string: `"` and `\` escaped, control characters as `\u00XX`. Bytes
+    /// that need no escape — every `ath`, nonce and method the relay writes — are appended in one
+    /// copy rather than one by one.
     static func appendJSONCharacters(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        if !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: bytes)
+            return
+        }
         for byte in bytes {
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"):
@@ -136,9 +151,16 @@ public final class DPoPProofWriter {
     /// URI characters as they are; any other byte percent-encoded. With `stoppingAtQuery`, up to
     /// the first `?` or `#`.
     static func appendURICharacters(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8], stoppingAtQuery: Bool = false) {
-        for byte in bytes {
-            if stoppingAtQuery && (byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#")) { return }
-            if byte > 0x20 && byte < 0x7F && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
+        func endsTarget(_ byte: UInt8) -> Bool {
+            stoppingAtQuery && (byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#"))
+        }
+        // The run of URI characters before the query is appended in one copy: a whole `htu`, in
+        // the common case.
+        let plain = bytes.firstIndex { endsTarget($0) || !isURICharacter($0) } ?? bytes.count
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[..<plain]))
+        for byte in UnsafeRawBufferPointer(rebasing: bytes[plain...]) {
+            if endsTarget(byte) { return }
+            if isURICharacter(byte) {
                 out.append(byte)
             } else {
                 out.append(UInt8(ascii: "%"))
@@ -146,6 +168,11 @@ public final class DPoPProofWriter {
                 out.append(hexDigits[Int(byte & 15)])
             }
         }
+    }
+
+    /// A byte that may stand as it is in a URI and in a JSON string: printable ASCII but `"` and `\`.
+    private static func isURICharacter(_ byte: UInt8) -> Bool {
+        byte > 0x20 && byte < 0x7F && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
     }
 
     static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {

@@ -85,6 +85,7 @@ public final class ProxySettings: Sendable {
                           Self.introspectionSource(rules, tokens: tokens, identities: identities, tls: tls.inbound[position])
                       })
         }
+        RoutePlan.keepUpstreamNonces(of: plans, identities: identities?.identities ?? [])
         headerLimits = HeaderLimits(maxHeadBytes: config.limits.maxHeaderBytes, maxFieldCount: config.limits.maxHeaderCount)
         responseHeaderLimits = HeaderLimits(maxHeadBytes: config.limits.maxResponseHeaderBytes,
                                             maxFieldCount: config.limits.maxHeaderCount)

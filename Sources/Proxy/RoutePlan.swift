@@ -55,6 +55,9 @@ public final class RoutePlan: Sendable {
     /// `scheme://authority` of the target URI the upstream sees (its `Host`), the start of a
     /// proof's `htu`; the request-target's path follows it.
     let dpopTargetOrigin: [UInt8]
+    /// The latest `DPoP-Nonce` of that origin for the route's identity, shared by the workers
+    /// (nil without DPoP).
+    let upstreamNonce: SharedDPoPNonce?
     /// The route adds a credential (`Route.carriesCredential`) or has a `browser` block:
     /// browsers' cross-site requests are refused (`BrowserPolicy`).
     let guardsCredential: Bool
@@ -117,6 +120,7 @@ public final class RoutePlan: Sendable {
         }
         let authority = route.setHeaders.first { $0.name.lowercased() == "host" }?.value ?? route.upstream.authority
         dpopTargetOrigin = Array("\(route.upstream.scheme.rawValue)://\(authority)".utf8)
+        upstreamNonce = usesDPoP ? self.identity?.upstreamNonces?.nonce(for: dpopTargetOrigin) : nil
         replacedNames = replaced
         upgradeProtocols = route.upgrade.map { Array($0.utf8) }
         hostLine = Array("Host: \(route.upstream.authority)\r\n".utf8)

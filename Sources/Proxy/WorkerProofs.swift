@@ -3,9 +3,11 @@
 // A `DPoP` token goes upstream as `Authorization: DPoP <token>` with a `DPoP` proof made for that
 // request alone (its method, the target URI the upstream sees, a fresh `jti`, `iat`, the token's
 // `ath`, and the upstream's latest nonce). Proofs are signed on the worker, so each worker keeps
-// its own `DPoPProofWriter` per identity (its signing state is one thread's) and its own memory
-// of each route's upstream nonce: no lock between workers. A nonce a worker has not seen yet costs
-// that worker one `use_dpop_nonce` answer, replayed at once (Exchange+Response.swift).
+// its own `DPoPProofWriter` per identity (its signing state is one thread's). The upstream's nonce
+// is the identity's, shared by the workers (`SharedDPoPNonce`, one per identity and upstream
+// origin): a nonce one worker hears is in every worker's next proof, read through this worker's
+// copy with one atomic load and no lock while it stays the same. A nonce no worker has heard yet
+// costs one `use_dpop_nonce` answer, replayed at once (Exchange+Response.swift).
 
 import Crypto
 import JOSE
@@ -25,9 +27,10 @@ final class WorkerProofs {
     /// array would grow with every reload that replaces an identity. Looked up once per token and
     /// worker (the cached token keeps its proofing), so off the per-request path.
     private var writers: [Int: DPoPProofWriter] = [:]
-    /// The latest `DPoP-Nonce` of each route's upstream, by route position, with the plan it
-    /// came from (a plan of other settings at the same position does not use it).
-    private var nonces: [(plan: RoutePlan, nonce: [UInt8])?] = []
+    /// This worker's copy of each DPoP route's shared upstream nonce, by route position, and the
+    /// plan each was read for (a plan of other settings at the same position reads its own slot).
+    private var nonceCopies: [DPoPNonceCopy] = []
+    private var nonceCopyPlans: [RoutePlan?] = []
     private var random = BufferedSecureRandom()
 
     /// The proofing of `token`, a `DPoP` token of `tokens`; a problem when the identity's key
@@ -70,25 +73,38 @@ final class WorkerProofs {
         return try made.get()
     }
 
+    /// The nonce in force for `plan`'s upstream origin and identity, whichever worker heard it.
     func nonce(for plan: RoutePlan) -> [UInt8]? {
-        guard plan.position < nonces.count, let entry = nonces[plan.position], entry.plan === plan else { return nil }
-        return entry.nonce
+        guard let shared = plan.upstreamNonce else { return nil }
+        let position = plan.position
+        if position >= nonceCopies.count {
+            nonceCopies.append(contentsOf: repeatElement(DPoPNonceCopy(), count: position + 1 - nonceCopies.count))
+            nonceCopyPlans.append(contentsOf: repeatElement(nil, count: position + 1 - nonceCopyPlans.count))
+        }
+        if nonceCopyPlans[position] !== plan {
+            nonceCopies[position] = DPoPNonceCopy()
+            nonceCopyPlans[position] = plan
+        }
+        return nonceCopies[position].nonce(in: shared)
     }
 
-    /// `plan`'s upstream sent `nonce` (already checked by `DPoPChallenge.nonce`).
+    /// `plan`'s upstream sent `nonce` (already checked by `DPoPChallenge.nonce`): every worker's
+    /// next proof to that origin carries it. The nonce in force already (most answers repeat it)
+    /// is seen in this worker's copy, without the shared slot's lock.
     func remember(_ nonce: UnsafeRawBufferPointer, for plan: RoutePlan) {
         if let known = self.nonce(for: plan), known.elementsEqual(nonce) { return }
-        if plan.position >= nonces.count { nonces.append(contentsOf: repeatElement(nil, count: plan.position + 1 - nonces.count)) }
-        nonces[plan.position] = (plan, Array(nonce))
+        plan.upstreamNonce?.learn(nonce)
     }
 
     /// How many identities this worker keeps a proof writer for.
     var writerCount: Int { writers.count }
 
-    /// A reload: writers of identities no longer in force go, and every nonce (routes moved).
+    /// A reload: writers of identities no longer in force go, and every copy of a nonce (routes
+    /// moved; the nonces themselves stay with the identities that keep them).
     func keepOnly(slots inForce: Set<Int>) {
         writers = writers.filter { inForce.contains($0.key) }
-        nonces.removeAll()
+        nonceCopies.removeAll()
+        nonceCopyPlans.removeAll()
     }
 }
 

@@ -39,6 +39,10 @@ public final class IdentityTokens: Sendable {
     /// tokens do (a reload that keeps the identity keeps it). Nil without `dpop`; a failure when
     /// the key could not be generated (token requests then fail, saying why).
     public let dpop: Result<DPoPKey, DPoPKeyError>?
+    /// With `dpop`: the nonces upstreams sent this identity's requests, by origin, shared by the
+    /// workers (UpstreamDPoPNonces.swift). They live as long as the key: a reload that keeps the
+    /// identity keeps them.
+    public let upstreamNonces: UpstreamDPoPNonces?
     /// For an identity that exchanges its callers' tokens (`Grant.caller`): one token per caller,
     /// in a bounded LRU of `maxCallers` (CallerTokens.swift). Nil for any other identity.
     public let callers: CallerTokens?
@@ -55,6 +59,7 @@ public final class IdentityTokens: Sendable {
         configured = identity
         self.slot = slot
         dpop = identity.dpop.map { binding in Result { () throws(DPoPKeyError) in try binding.makeKey() } }
+        upstreamNonces = identity.dpop == nil ? nil : UpstreamDPoPNonces()
         state = Locked(State(lifecycle: TokenLifecycle(identity: identity)))
         callers = identity.grant.callerGrant == nil ? nil : CallerTokens(identity: identity)
     }

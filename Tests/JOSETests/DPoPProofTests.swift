@@ -33,7 +33,7 @@ final class DPoPProofTests: JOSETestCase {
         XCTAssertEqual(claims["htu"], .string("https://api.test/orders/42"))
         XCTAssertEqual(claims.issuedAt, now)
         XCTAssertEqual(claims.nonce, "server-nonce")
-        XCTAssertEqual(claims.jwtID?.count, 22)
+        XCTAssertEqual(claims.jwtID?.count, 16, "96 random bits (§4.2), base64url")
         // ath = base64url(SHA-256("access-token-1"))
         XCTAssertEqual(claims["ath"], .string(Base64URL.encode(SHA256.hash(Array("access-token-1".utf8)))))
         XCTAssertEqual(claims["ath"], .string("xbDyM5Wjs8mTAhnyPZlETAJ9RLSTjApm6mLfP1ASgro"))
@@ -66,7 +66,8 @@ final class DPoPProofWriterTests: JOSETestCase {
 
     private func proof(_ writer: DPoPProofWriter, method: String = "GET", origin: String = "https://api.test:8443",
                        target: String = "/v1/orders/42?page=2", ath: String? = "ath-value", nonce: String? = nil,
-                       random: inout CountingRandom) throws -> JWS {
+                       at now: Int64? = nil, random: inout CountingRandom) throws -> JWS {
+        let now = now ?? self.now
         let text = try Array(method.utf8).withUnsafeBytes { method in
             try Array(origin.utf8).withUnsafeBytes { origin in
                 try Array(target.utf8).withUnsafeBytes { target in
@@ -82,9 +83,9 @@ final class DPoPProofWriterTests: JOSETestCase {
         let writer = try DPoPProofWriter(builder: DPoPProofBuilder(signer: TestKeys.signer(.es256)))
         var random = CountingRandom()
         let jws = try proof(writer, nonce: "n-1", random: &random)
-        // jti: the two counting numbers 1 and 2, little-endian, base64url.
+        // jti: 12 bytes, the counting number 1 and the low half of 2, little-endian, base64url.
         XCTAssertEqual(String(decoding: jws.payload, as: UTF8.self),
-                       #"{"jti":"AQAAAAAAAAACAAAAAAAAAA","htm":"GET","htu":"https://api.test:8443/v1/orders/42","#
+                       #"{"jti":"AQAAAAAAAAACAAAA","htm":"GET","htu":"https://api.test:8443/v1/orders/42","#
                        + #""iat":1800000000,"ath":"ath-value","nonce":"n-1"}"#)
     }
 
@@ -140,6 +141,14 @@ final class DPoPProofWriterTests: JOSETestCase {
         let claims = try JWTClaims(payload: proof(writer, method: "GE\"T", nonce: "a\\b\u{1}", random: &random).payload)
         XCTAssertEqual(claims["htm"], .string("GE\"T"))
         XCTAssertEqual(claims.nonce, "a\\b\u{1}")
+    }
+
+    func testIATFollowsTheClockFromProofToProof() throws {
+        let writer = try DPoPProofWriter(builder: DPoPProofBuilder(signer: TestKeys.signer(.es256)))
+        var random = CountingRandom()
+        for seconds: Int64 in [now, now, now + 1, 999, now + 1, 0] {
+            XCTAssertEqual(try JWTClaims(payload: proof(writer, at: seconds, random: &random).payload).issuedAt, seconds)
+        }
     }
 
     func testWithoutATHOrNonceThoseClaimsAreAbsent() throws {

@@ -87,11 +87,33 @@ final class DPoPForwardingTests: XCTestCase {
         withBytes("n-1") { proofs.remember($0, for: plan) }
         withBytes("n-2") { proofs.remember($0, for: plan) }
         XCTAssertEqual(try JWTClaims(payload: proof("/a", plan: plan, token: token, proofs: proofs).payload).nonce, "n-2")
-        // Another route at the same position (after a reload) has not heard that nonce.
+        // Another identity's route at the same position (after a reload) has not heard that nonce.
         let other = DPoPExchangeTests.dpopPlan()
         XCTAssertNil(proofs.nonce(for: other))
+        // A reload that keeps the identity and the upstream keeps the nonce, in every plan of it.
+        let replanned = RoutePlan(route: plan.route, position: 1, identity: plan.identity)
         proofs.keepOnly(slots: [0])
-        XCTAssertNil(proofs.nonce(for: plan), "a reload forgets the nonces")
+        XCTAssertEqual(proofs.nonce(for: replanned), Array("n-2".utf8))
+        XCTAssertEqual(proofs.nonce(for: plan), Array("n-2".utf8))
+    }
+
+    func testANonceOneWorkerHearsIsInEveryWorkersNextProof() throws {
+        let plan = DPoPExchangeTests.dpopPlan()
+        let first = WorkerProofs(), second = WorkerProofs()
+        let firstToken = try DPoPExchangeTests.dpopToken("tok", plan: plan, proofs: first)
+        let secondToken = try DPoPExchangeTests.dpopToken("tok", plan: plan, proofs: second)
+        XCTAssertNil(try JWTClaims(payload: proof("/a", plan: plan, token: secondToken, proofs: second).payload).nonce)
+        withBytes("n-1") { first.remember($0, for: plan) }
+        XCTAssertEqual(try JWTClaims(payload: proof("/b", plan: plan, token: secondToken, proofs: second).payload).nonce, "n-1")
+        withBytes("n-2") { second.remember($0, for: plan) }
+        XCTAssertEqual(try JWTClaims(payload: proof("/c", plan: plan, token: firstToken, proofs: first).payload).nonce, "n-2")
+        // Another route of the identity to the same upstream origin shares it; one to another origin does not.
+        var sameOrigin = plan.route
+        sameOrigin.match.pathPrefix = "/other/"
+        XCTAssertEqual(second.nonce(for: RoutePlan(route: sameOrigin, position: 1, identity: plan.identity)), Array("n-2".utf8))
+        var otherOrigin = route(to: "http://billing.internal:8080")
+        otherOrigin.identity = "svc"
+        XCTAssertNil(first.nonce(for: RoutePlan(route: otherOrigin, position: 2, identity: plan.identity)))
     }
 
     func testEachProofHasItsOwnJTI() throws {

@@ -8,11 +8,14 @@ The first request gets no resource: nonces are on from the start, so it is answe
 `WWW-Authenticate: DPoP error="use_dpop_nonce"` and a `DPoP-Nonce`; so is any later one without
 the current nonce. A bad proof gets `401` `WWW-Authenticate: DPoP error="invalid_dpop_proof"`.
 A good one gets `200` and a JSON report ({"method", "path", "htu", "jti", "body_sha256"}); every
-`rotate_every`-th good request brings a new nonce (`DPoP-Nonce`) with its answer.
+`rotate_every`-th good request brings a new nonce (`DPoP-Nonce`) with its answer, or with
+`announce_rotation` false changes it without a word: the next proof with the old one gets the
+`use_dpop_nonce` 401 that tells the new one.
 
 HTTP/1.1 on asyncio raw streams, like idp_stub.py. Control (the tests, through
 idp_processes.DPoPResourceServer):
     PUT /_rs/config      JSON {"nonce": bool (default true), "rotate_every": N (0: never),
+                         "announce_rotation": bool (default true),
                          "jkt": thumbprint | null, "refuse_first_token": bool} (resets the nonce and
                          the records); with refuse_first_token, the first token seen is answered
                          401 `WWW-Authenticate: DPoP error="invalid_token"` (after its proof
@@ -47,6 +50,7 @@ class ResourceServer:
     def configure(self, config: dict) -> None:
         self.nonce = f"rs-nonce-{secrets.token_urlsafe(9)}" if config.get("nonce", True) else None
         self.rotate_every = int(config.get("rotate_every", 0))
+        self.announce_rotation = bool(config.get("announce_rotation", True))
         self.jkt = config.get("jkt")
         self.refuse_first_token = bool(config.get("refuse_first_token"))
         self.refused_token: str | None = None
@@ -122,7 +126,8 @@ class ResourceServer:
         extra = []
         if self.nonce is not None and self.rotate_every and self.served % self.rotate_every == 0:
             self.nonce = f"rs-nonce-{secrets.token_urlsafe(9)}"
-            extra.append(("DPoP-Nonce", self.nonce))
+            if self.announce_rotation:
+                extra.append(("DPoP-Nonce", self.nonce))
         record.update(status=200, jti=claims["jti"], htu=claims["htu"], thumbprint=header["thumbprint"],
                       nonce=claims.get("nonce"), alg=header["alg"])
         return 200, {"method": request.method, "path": request.path, "htu": claims["htu"], "jti": claims["jti"],

@@ -487,10 +487,11 @@ class DPoPResourceServer(_IdP):
         return self
 
     def configure(self, nonce: bool = True, rotate_every: int = 0, jkt: str | None = None,
-                  refuse_first_token: bool = False) -> str | None:
+                  refuse_first_token: bool = False, announce_rotation: bool = True) -> str | None:
         """Resets the server (records, seen jtis) with these rules; returns its first nonce."""
         return self.control("PUT", "/_rs/config", {"nonce": nonce, "rotate_every": rotate_every, "jkt": jkt,
-                                                   "refuse_first_token": refuse_first_token})["nonce"]
+                                                   "refuse_first_token": refuse_first_token,
+                                                   "announce_rotation": announce_rotation})["nonce"]
 
     def requests(self, **match) -> list[dict]:
         records = self.control("GET", "/_rs/requests")["requests"]
