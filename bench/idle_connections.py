@@ -1,16 +1,29 @@
-"""Opens N keep-alive connections to a proxy, makes one request on each (at most 64 in flight, as
-a client pool would), keeps them all open and idle, and prints what the proxy's processes (PID and
-its descendants) hold for them: their resident memory before and while the connections are held,
-and the difference per connection. Loopback only.
+"""Opens N keep-alive connections to a proxy, makes one request on each, keeps them all open and
+idle, and prints what the proxy's processes (PID and its descendants) hold for them: their resident
+memory before and while the connections are held, and the difference per connection. Loopback only.
 
-    python3 bench/idle_connections.py HOST PORT N PID
-    -> answered=N rss_before_kib=... rss_idle_kib=... bytes_per_connection=...
+Two ways to make the requests:
+- sequential (the default): at most 64 in flight, as a client pool would;
+- `--burst`: every connection is opened first, then all N requests are sent at once, so that up to N
+  are in flight together (each needs its request buffers and an upstream connection while it waits),
+  and only then are the answers collected. What the proxy still holds once they are answered and
+  idle is what the burst left behind: memory, and upstream connections.
+
+With `--upstream-port PORT` it also counts the proxy's established TCP connections to that port
+once the connections are idle (`ss -tnp`, the proxy's processes only: several proxies may share the
+upstream). The memory is read once the proxy's RSS has stayed put for a second (at most 10 s after
+the last answer), so a proxy that gives memory back shortly after a burst is measured after it did.
+
+    python3 bench/idle_connections.py [--burst] [--upstream-port PORT] [--hold SECONDS] HOST PORT N PID
+    -> answered=N rss_before_kib=... rss_idle_kib=... bytes_per_connection=... upstream_connections=...
 """
+import argparse
 import os
+import re
 import resource
 import selectors
 import socket
-import sys
+import subprocess
 import time
 
 MAX_IN_FLIGHT = 64
@@ -48,8 +61,38 @@ def rss_kib(root):
     return total
 
 
+def upstream_connections(root, port):
+    """Established TCP connections from the proxy's processes to `port` (ss names each socket's
+    owners as `pid=N`)."""
+    pids = set(process_tree(root))
+    out = subprocess.run(["ss", "-tnpH", "state", "established", f"( dport = :{port} )"],
+                         capture_output=True, text=True, check=True).stdout
+    return sum(1 for line in out.splitlines() if any(int(p) in pids for p in re.findall(r"pid=(\d+)", line)))
+
+
+def settled_rss(pid, deadline):
+    """The proxy's RSS once it stayed within 1% for a second (or at the deadline)."""
+    last = rss_kib(pid)
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        now = rss_kib(pid)
+        if abs(now - last) <= last / 100:
+            return now
+        last = now
+    return last
+
+
 def main():
-    host, port, count, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--burst", action="store_true", help="all requests in flight at once")
+    parser.add_argument("--upstream-port", type=int)
+    parser.add_argument("--hold", type=float, default=0, help="seconds to keep the connections open after printing")
+    parser.add_argument("host")
+    parser.add_argument("port", type=int)
+    parser.add_argument("count", type=int)
+    parser.add_argument("pid", type=int)
+    args = parser.parse_args()
+    host, port, count, pid = args.host, args.port, args.count, args.pid
     assert host.startswith("127.") or host == "::1", "loopback only"
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 1024), hard))
@@ -72,21 +115,33 @@ def main():
             in_flight -= 1
             selector.unregister(key.fileobj)
 
-    for _ in range(count):
-        while in_flight >= MAX_IN_FLIGHT and time.monotonic() < deadline:
-            collect(1)
-        s = socket.create_connection((host, port), timeout=10)
+    def send(s):
+        nonlocal in_flight
         s.sendall(request)
         s.setblocking(False)
         selector.register(s, selectors.EVENT_READ)
-        sockets.append(s)
         in_flight += 1
+
+    if args.burst:
+        sockets = [socket.create_connection((host, port), timeout=10) for _ in range(count)]
+        for s in sockets:
+            send(s)
+    else:
+        for _ in range(count):
+            while in_flight >= MAX_IN_FLIGHT and time.monotonic() < deadline:
+                collect(1)
+            s = socket.create_connection((host, port), timeout=10)
+            sockets.append(s)
+            send(s)
     while in_flight > 0 and time.monotonic() < deadline:
         collect(1)
-    time.sleep(1)
-    idle = rss_kib(pid)
+    idle = settled_rss(pid, time.monotonic() + 10)
     per_connection = (idle - before) * 1024 / max(answered, 1)
-    print(f"answered={answered} rss_before_kib={before} rss_idle_kib={idle} bytes_per_connection={per_connection:.0f}")
+    line = f"answered={answered} rss_before_kib={before} rss_idle_kib={idle} bytes_per_connection={per_connection:.0f}"
+    if args.upstream_port:
+        line += f" upstream_connections={upstream_connections(pid, args.upstream_port)}"
+    print(line, flush=True)
+    time.sleep(args.hold)
     for s in sockets:
         s.close()
 

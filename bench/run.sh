@@ -9,8 +9,11 @@
 # part (utime+stime of all the proxy's processes, from /proc, over the run, divided by the requests
 # wrk completed: far steadier than requests/s on a shared machine), resident memory at start, and
 # memory per idle keep-alive connection (IDLE_CONNECTIONS connections with one request each, held:
-# the growth of the proxy's resident memory divided by their number). Each round runs the proxies
-# in a rotated order; the table shows medians, and the spread (min–max) of the CPU figure.
+# the growth of the proxy's resident memory divided by their number), and the same after a burst:
+# every proxy restarted, IDLE_CONNECTIONS connections opened and then all their requests sent at
+# once (`bench/idle_connections.py --burst`), with the upstream connections each proxy still holds
+# once they are answered and idle. Each round runs the proxies in a rotated order; the table shows
+# medians, and the spread (min–max) of the CPU figure.
 #
 #   WORKERS_LIST="1 0"        worker counts to compare (0: the relay one per core, the peers as many
 #                             workers/threads as cores)
@@ -20,6 +23,8 @@
 #                             like "relay": before/after figures from the same run
 #   PEERS="nginx haproxy h2o"
 #   IDLE_CONNECTIONS=10000    0 to skip; measured at the first worker count
+#   IDLE_MODES="sequential burst"   which idle measures to take: requests at most 64 at a time, and
+#                             all at once (each adds about 10-30 s per proxy)
 #   METRICS=0                 relays with `"metrics": false` (default: on, as deployed; the run then
 #                             checks the relay's request count against wrk's)
 #   SCHEME=https              the upstream speaks TLS (a CA the run generates); every proxy verifies it
@@ -33,6 +38,7 @@ WORKERS_LIST=${WORKERS_LIST:-"1 0"}
 RELAYS=${RELAYS:-relay}
 PEERS=${PEERS:-"nginx haproxy h2o"}
 IDLE_CONNECTIONS=${IDLE_CONNECTIONS:-10000}
+IDLE_MODES=${IDLE_MODES:-"sequential burst"}
 SCHEME=${SCHEME:-http}
 METRICS=${METRICS:-1}
 PIN=${PIN:-0}
@@ -92,7 +98,7 @@ if [ "$SCHEME" = https ]; then
 fi
 cat >$W/up.conf <<NG
 worker_processes 1; daemon off; pid $W/up.pid; error_log $W/up.err;
-events { worker_connections 4096; }
+events { worker_connections $(ulimit -n); }
 http { access_log off; keepalive_requests 1000000;
   server { listen 127.0.0.1:$UP ${UPSTREAM_TLS:+$UPSTREAM_TLS}; location / { return 200 "hello from upstream\n"; } } }
 NG
@@ -224,10 +230,19 @@ for workers in $WORKERS_LIST; do
   fi
   echo "  token requests during the runs: $((tokens_after - tokens_before))"
   if [ "$IDLE_CONNECTIONS" -gt 0 ] && [ "$workers" = "$first_workers" ]; then
-    for name in "${NAMES[@]}"; do
-      read -r answered _ _ per < <(python3 bench/idle_connections.py 127.0.0.1 "${PORT[$name]}" "$IDLE_CONNECTIONS" "${PID[$name]}" \
-                                   | sed 's/[a-z_]*=//g')
-      echo "idle $name $per $answered $IDLE_CONNECTIONS" >>$W/raw
+    for mode in $IDLE_MODES; do
+      for name in "${NAMES[@]}"; do
+        if [ "$mode" = burst ]; then
+          # A fresh process, warmed up as for the runs: what the sequential measure freed must not
+          # serve the burst.
+          stop_proxy $name; start_proxy $name >/dev/null
+          "${WRK[@]}" -t1 -c"$C" -d1s "http://127.0.0.1:${PORT[$name]}/" >/dev/null 2>&1 || true
+        fi
+        read -r answered _ _ per upstream < <(python3 bench/idle_connections.py $([ "$mode" = burst ] && echo --burst) \
+                                              --upstream-port $UP 127.0.0.1 "${PORT[$name]}" "$IDLE_CONNECTIONS" "${PID[$name]}" \
+                                              | sed 's/[a-z_]*=//g')
+        echo "idle $name $per $answered $IDLE_CONNECTIONS $mode $upstream" >>$W/raw
+      done
     done
   fi
   for name in "${NAMES[@]}"; do stop_proxy $name; done

@@ -31,6 +31,17 @@ public final class BufferPool {
         return spare[spareCount]
     }
 
+    /// Frees spare storage beyond `count`, the least recently returned first (after a burst: the
+    /// pool filled up while thousands of writes waited, and an idle loop needs few).
+    public func trim(keeping count: Int) {
+        let kept = max(0, min(count, spareCount))
+        guard kept < spareCount else { return }
+        for index in 0..<(spareCount - kept) { spare[index].base.deallocate() }
+        // The most recently returned storages stay, in order, at the bottom of the stack.
+        for index in 0..<kept { spare[index] = spare[spareCount - kept + index] }
+        spareCount = kept
+    }
+
     @usableFromInline
     func give(_ base: UnsafeMutableRawPointer, capacity: Int) {
         if spareCount < maxSpare && capacity <= maxPooledCapacity {

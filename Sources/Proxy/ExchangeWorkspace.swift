@@ -58,8 +58,14 @@ final class WorkspacePool {
     private var spare: [ExchangeWorkspace] = []
     /// Spare workspaces kept; more are freed (a burst of busy connections does not pin memory).
     static let maxSpare = 128
+    /// Spare workspaces kept once a burst is over (`trimAfterBurst`): a steady load with this many
+    /// requests at once per worker still allocates none.
+    static let sparesAfterBurst = 16
     /// Buffer capacity a returned workspace keeps; larger buffers are freed.
     static let keptCapacity = 16 * 1024
+    /// Hears of each workspace freed because `maxSpare` were kept already: only a burst does that.
+    /// Weak: it holds this pool.
+    weak var release: (any BurstReleasing)?
 
     /// A workspace for a connection, its parser set to `limits` and reporting to `delegate`
     /// (the connection owns the workspace until it gives it back). Nil: the caller sets the
@@ -73,7 +79,18 @@ final class WorkspacePool {
 
     func takeBack(_ workspace: ExchangeWorkspace) {
         workspace.reset(keptCapacity: Self.keptCapacity)
-        if spare.count < Self.maxSpare { spare.append(workspace) }
+        if spare.count < Self.maxSpare {
+            spare.append(workspace)
+        } else {
+            release?.poolFreed()
+        }
+    }
+
+    /// A burst is over: spare workspaces beyond `sparesAfterBurst` are freed, the least recently
+    /// returned first.
+    func trimAfterBurst() {
+        let surplus = spare.count - Self.sparesAfterBurst
+        if surplus > 0 { spare.removeFirst(surplus) }
     }
 
     var spareCount: Int { spare.count }

@@ -31,6 +31,9 @@ final class ProxyWorker {
     private var clients: [ObjectIdentifier: ClientConnection] = [:]
     /// Parsers and buffers lent to client connections while they have a request under way.
     let workspaces = WorkspacePool()
+    /// Gives back what a burst of requests left (spare workspaces, buffers, free heap pages) once
+    /// it is over; the pools report what they free beyond their bounds.
+    let burstMemory: BurstMemoryReturn
     /// The text of the last client address seen, shared by the connections from it.
     private var lastClientAddress: [UInt8] = []
     private var pools: [UpstreamKey: UpstreamPool] = [:]
@@ -65,6 +68,7 @@ final class ProxyWorker {
         (settings, adoptedGeneration) = mailbox.current
         self.logger = logger
         self.metrics = metrics
+        burstMemory = BurstMemoryReturn(loop: loop, logger: logger, workspaces: workspaces)
         poolByRoute = Array(repeating: nil, count: settings.plans.count)
         routeMetrics = Array(repeating: nil, count: settings.plans.count)
         do throws(UVError) {
@@ -262,6 +266,7 @@ final class ProxyWorker {
     private func finishDrain() {
         graceTimer?.close()
         graceTimer = nil
+        burstMemory.close()
         for pool in pools.values { pool.closeIdle() }
         tokens?.close()
         stopWakeup?.close()

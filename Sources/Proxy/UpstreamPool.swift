@@ -163,6 +163,7 @@ final class UpstreamPool: UpstreamConnectionPool {
         }
         if idle.count >= maxIdle {
             idle.removeFirst().close()
+            worker.burstMemory.poolFreed()
         }
         idle.append(connection)
     }
