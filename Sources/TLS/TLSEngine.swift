@@ -193,6 +193,9 @@ public final class TLSEngine {
                 if buffers.incomingAvailable == 0, !buffers.incomingEnded, SSL_has_pending(ssl) == 0 {
                     return .wantsRead
                 }
+                // `deliver` may have written (SSL_write_ex runs without a clear first, see
+                // `encrypt`): the next SSL_get_error must see only this read's errors.
+                OpenSSLErrors.clear()
                 continue
             }
             switch SSL_get_error(ssl, 0) {
