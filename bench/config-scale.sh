@@ -49,7 +49,10 @@ PARTS=${PARTS:-lookup startup memory refresh}
 RELAY=${OAUTH_RELAY_BIN:-$PWD/.build/release/oauth-relay}
 W=$(mktemp -d)
 PIDS=()
-trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
+# Relays started inside functions, some run in a command substitution's subshell, write their
+# pid to $W/started so that an early exit (Ctrl-C, a failed assert) stops them too.
+track() { echo "$1" >>"$W/started"; }
+trap 'kill "${PIDS[@]}" $(cat "$W/started" 2>/dev/null) 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 UP=$(free_port); IDP=$(free_port)
 cat >"$W/nginx.conf" <<NG
@@ -119,6 +122,7 @@ callgrind_run() {
   valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" run --config "$W/lookup-$routes.json" --log-level error \
     2>"$W/valgrind.log" &
   local pid=$!
+  track $pid
   send "$port" "$count" "$host" "$path"
   kill -TERM $pid; wait $pid || true
   # The lookup's inclusive cost: RouteTable.matchIndex(host:path:), whatever inlined into it.
@@ -196,6 +200,7 @@ refresh_round() {
   config "$W/refresh-$ttl.json" "$ROUTES" "$IDENTITIES" "$ttl" "$port" "$admin"
   "$RELAY" run --config "$W/refresh-$ttl.json" --log-level error 2>"$W/refresh.log" &
   local pid=$! deadline=$((SECONDS + 120))
+  track $pid
   until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/readyz")" = 200 ]; do
     [ $SECONDS -lt $deadline ] || { echo "relay not ready" >&2; kill $pid; return 1; }
     sleep 0.05
