@@ -16,7 +16,10 @@
 #            4 KiB; client_body_buffer_size two pages, 8 KiB): it moves a body 4 KiB (down) / 8 KiB
 #            (up) at a time
 #   nginx64k the same with proxy_buffer_size and client_body_buffer_size 64k: the relay's read size
-#   haproxy  defaults (it streams, and splices plain bodies; no http-buffer-request), http-reuse always
+#   haproxy  defaults (it streams; no http-buffer-request; no splicing unless told), http-reuse always
+#   haproxy-splice (not in the default PEERS) the same with `option splice-request` and
+#            `option splice-response`: plain bodies move by splice(2) through a pipe, never copied
+#            to user space (TLS ones cannot)
 #   project  PROXY_CMD, if set, instead of relay: listens on 127.0.0.1:17210 with the routes below
 # Routes (each proxy): /upload -> http://127.0.0.1:17202 (sink), /tls/upload -> https://127.0.0.1:17204
 # (sink), /tls/ -> https://127.0.0.1:17203 (nginx), / -> http://127.0.0.1:17201 (nginx).
@@ -34,7 +37,7 @@
 # and single-transfer ratios spread about twice as wide. One 1 GiB transfer varies 20-50% on a
 # shared machine: use 5 rounds or more, and read the per-round spread before the medians.
 #
-# Usage: [SCHEMES="http https"] [KINDS="down up upchunked"] [PEERS="nginx nginx64k haproxy"]
+# Usage: [SCHEMES="http https"] [KINDS="down up upchunked"] [PEERS="nginx nginx64k haproxy haproxy-splice"]
 #        [SIZE_GIB=1] [PIN=0] [OAUTH_RELAY_BIN=…] [BASELINE_BIN=…] [PROXY_CMD="…"] bench/bulk-bodies.sh [rounds]
 # Default run (5 rounds, both schemes, 4 proxies, 1 GiB): 120 transfers, about 6-10 minutes on a
 # 2-core VM. SIZE_GIB=4 checks that RSS stays bounded whatever the size (4x longer per transfer).
@@ -128,6 +131,10 @@ backend tul
   http-reuse always
   server s1 127.0.0.1:17204 $HAPROXY_TLS
 HA
+# The same HAProxy forced to splice(2) body bytes between plain sockets (not its default): what
+# a proxy gains by moving them kernel-side, pipe in between, instead of read(2) + write(2).
+sed -e 's/bind 127.0.0.1:17212/bind 127.0.0.1:17213/' -e 's/^  option http-keep-alive/  option http-keep-alive\n  option splice-request\n  option splice-response/' \
+  $W/hap.cfg >$W/hap-splice.cfg
 relay_conf() { # port admin-port
 cat <<JS
 { "listen": "127.0.0.1:$1", "admin": "127.0.0.1:$2", "metrics": true, "workers": 1, "accessLog": false,
@@ -145,7 +152,7 @@ relay_conf 17215 17225 >$W/baseline.json
 "${C0[@]}" nginx -c $W/up.conf & PIDS+=($!)
 "${C0[@]}" python3 bench/body_sink.py 17202 & PIDS+=($!)
 "${C0[@]}" python3 bench/body_sink.py 17204 $W/up.pem $W/up.key & PIDS+=($!)
-declare -A PORT=( [nginx]=17211 [nginx64k]=17214 [haproxy]=17212 [relay]=17210 [project]=17210 [baseline]=17215 )
+declare -A PORT=( [nginx]=17211 [nginx64k]=17214 [haproxy]=17212 [haproxy-splice]=17213 [relay]=17210 [project]=17210 [baseline]=17215 )
 NAMES=(${PEERS:-nginx nginx64k haproxy})
 if [ -n "${PROXY_CMD:-}" ]; then NAMES+=(project); else NAMES+=(relay); fi
 [ -z "$BASELINE_BIN" ] || NAMES+=(baseline)
@@ -156,6 +163,7 @@ start() { # name -> PID
     nginx) "${P[@]}" nginx -c $W/px.conf & ;;
     nginx64k) "${P[@]}" nginx -c $W/px64.conf & ;;
     haproxy) "${P[@]}" haproxy -f $W/hap.cfg -db >>$W/hap.out 2>&1 & ;;
+    haproxy-splice) "${P[@]}" haproxy -f $W/hap-splice.cfg -db >>$W/hap.out 2>&1 & ;;
     relay) "${P[@]}" "$RELAY" run --config $W/relay.json --log-level warning 2>>$W/relay.err & ;;
     baseline) "${P[@]}" "$BASELINE_BIN" run --config $W/baseline.json --log-level warning 2>>$W/baseline.err & ;;
     project) "${P[@]}" bash -c "$PROXY_CMD" & ;;
@@ -169,7 +177,7 @@ start() { # name -> PID
     [ "$a $b $c $d" = "hello 5 cl hello 5 cl" ] && return 0
     sleep 0.5; done
   echo "$1 does not proxy: GET /small gave '$a', POST /upload '$b', GET /tls/small '$c', POST /tls/upload '$d'" >&2
-  [ $1 = haproxy ] && cat $W/hap.out >&2; return 1
+  [ ${1%-splice} = haproxy ] && cat $W/hap.out >&2; return 1
 }
 stop() { kill $1 2>/dev/null; local i; for i in $(seq 1 50); do kill -0 $1 2>/dev/null || break; sleep 0.1; done; kill -9 $1 2>/dev/null; wait $1 2>/dev/null; }
 tree_pids() { local p=$1; echo $p; for c in $(pgrep -P $p); do tree_pids $c; done; }
@@ -236,12 +244,12 @@ def mm(v, f): return f"{st.median(v):{f}} ({min(v):{f}}-{max(v):{f}})"
 relays = [n for n in ("relay", "project", "baseline") if any(k[2] == n for k in by)]
 for scheme in dict.fromkeys(k[0] for k in by):
     print(f"\n{scheme} upstream")
-    print(f"{'transfer':23} {'proxy':8} {'cpu s/GiB (min-max)':>20} {'user':>5} {'peak RSS growth MiB (min-max)':>30} {'sampled':>7} {'wall s (min-max)':>17} {'failed':>6}")
+    print(f"{'transfer':23} {'proxy':14} {'cpu s/GiB (min-max)':>20} {'user':>5} {'peak RSS growth MiB (min-max)':>30} {'sampled':>7} {'wall s (min-max)':>17} {'failed':>6}")
     for (sch, kind, name), v in by.items():
         if sch != scheme: continue
         good = [x for x in v if x[5]] or v
         col = lambda i: [x[i] for x in good]
-        print(f"{label[kind]:23} {name:8} {mm(col(0), '.2f'):>20} {st.median(col(1)):5.2f} {mm(col(2), '.1f'):>30} "
+        print(f"{label[kind]:23} {name:14} {mm(col(0), '.2f'):>20} {st.median(col(1)):5.2f} {mm(col(2), '.1f'):>30} "
               f"{max(col(3)):7.1f} {mm(col(4), '.2f'):>17} {len(v) - sum(x[5] for x in v):6}")
     for mine in relays:
         for kind in label:
