@@ -183,12 +183,13 @@ stop() { kill $1 2>/dev/null; local i; for i in $(seq 1 50); do kill -0 $1 2>/de
 tree_pids() { local p=$1; echo $p; for c in $(pgrep -P $p); do tree_pids $c; done; }
 cpu_ticks() { local u=0 s=0; for p in $(tree_pids $1); do [ -r /proc/$p/stat ] || continue
     read -r a b < <(awk '{print $14, $15}' /proc/$p/stat); u=$((u + a)); s=$((s + b)); done; echo $u $s; }
-rss_total() { local p t=0; for p in $(tree_pids $1); do t=$((t + $(awk '/VmRSS/{print $2}' /proc/$p/status 2>/dev/null || echo 0))); done; echo $t; }
+kib_of() { awk -v f="$1:" '$1 == f { v = $2 } END { print v + 0 }' $2 2>/dev/null || echo 0; } # field file (a process gone: 0)
+rss_total() { local p t=0; for p in $(tree_pids $1); do t=$((t + $(kib_of VmRSS /proc/$p/status))); done; echo $t; }
 rss_mark() { # pid: remember VmRSS per process, reset each peak
   local p; : >$W/rss0; for p in $(tree_pids $1); do
-    echo "$p $(awk '/VmRSS/{print $2}' /proc/$p/status)" >>$W/rss0; echo 5 >/proc/$p/clear_refs || return 1; done; }
+    echo "$p $(kib_of VmRSS /proc/$p/status)" >>$W/rss0; echo 5 >/proc/$p/clear_refs || return 1; done; }
 rss_growth() { # KiB: sum over the processes of peak after - RSS before
-  local p r0 t=0; while read -r p r0; do t=$((t + $(awk '/VmHWM/{print $2}' /proc/$p/status) - r0)); done <$W/rss0; echo $t; }
+  local p r0 t=0; while read -r p r0; do t=$((t + $(kib_of VmHWM /proc/$p/status) - r0)); done <$W/rss0; echo $t; }
 sample_rss() { # pid: the largest VmRSS of the tree every 100 ms, into $W/sampled, until killed
   local max=0 r; while kill -0 $1 2>/dev/null; do r=$(rss_total $1); [ $r -gt $max ] && { max=$r; echo $max >$W/sampled; }; sleep 0.1; done; }
 transfer() { # kind base-url -> "bytes seconds status check"
