@@ -39,8 +39,10 @@
 #
 # Usage: [SCHEMES="http https"] [KINDS="down up upchunked"] [PEERS="nginx nginx64k haproxy haproxy-splice"]
 #        [SIZE_GIB=1] [PIN=0] [OAUTH_RELAY_BIN=…] [BASELINE_BIN=…] [PROXY_CMD="…"] bench/bulk-bodies.sh [rounds]
-# Default run (5 rounds, both schemes, 4 proxies, 1 GiB): 120 transfers, about 6-10 minutes on a
-# 2-core VM. SIZE_GIB=4 checks that RSS stays bounded whatever the size (4x longer per transfer).
+# Default run (5 rounds, both schemes, 4 proxies, 1 GiB): 120 transfers of 2-4 s each plus a proxy
+# start per transfer, under 10 minutes on a quiet 2-core VM; on 2026-11-27, with other builds
+# loading the machine to 20, a transfer took 10-15 s and 75 transfers 30 minutes. SIZE_GIB=4
+# checks that RSS stays bounded whatever the size (4x longer per transfer).
 # Needs: nginx haproxy curl python3 openssl (scripts/install-deps --test) and a release build.
 set -u
 cd "$(dirname "$0")/.."
