@@ -16,7 +16,9 @@
 //     a delegate that wants to keep bytes copies them. No allocation per read.
 //  6. Writes issued while a read callback runs are gathered per stream and sent when the
 //     callback returns (`WriteBatch`): a response head, its body and chunk framing produced
-//     by one read leave in one system call.
+//     by one read leave in one system call. A large write (a body's read-sized piece,
+//     `TCPStream.uncopiedWriteMinimum`) goes out at once with what was gathered before it, in
+//     one `writev`, rather than be copied into the batch.
 //
 // Tests close everything and assert `openHandles == 0` and that `close()` of the loop succeeds
 // (`uv_loop_close` returns 0 only when no handle is left), so each test is also a leak check.

@@ -95,6 +95,12 @@ public final class TCPStream: LoopHandle, ByteStream {
     private var stallMilliseconds: UInt64 = 0
 
     public static let highWaterMark = 256 * 1024
+    /// A write this large, issued during a read callback, goes to the kernel at once with what
+    /// the batch gathered before it (`writeGathered`) instead of being copied into the batch:
+    /// a body's read-sized piece (up to 64 KiB). The copy cost about one instruction per byte
+    /// (callgrind: 95% of the relay's user-space instructions for an upload); the batch saves
+    /// one small `write(2)` at most, for what follows in the same callback (chunk framing).
+    static let uncopiedWriteMinimum = 16 * 1024
     public static let lowWaterMark = 64 * 1024
 
     /// Bytes accepted by `write` and not yet handed to the kernel.
@@ -194,12 +200,17 @@ public final class TCPStream: LoopHandle, ByteStream {
     public func write(_ bytes: UnsafeRawBufferPointer) {
         guard !isClosed, !shutdownAfterWrites, !finishingWrites, bytes.count > 0 else { return }
         if loop.isBatchingWrites {
+            var rest = bytes
+            if bytes.count >= Self.uncopiedWriteMinimum && connected && !writing && !aboveHighWater {
+                rest = writeGathered(bytes)
+                if rest.isEmpty { return }
+            }
             if !batched {
                 batched = true
                 loop.batchedStreams.append(self)
             }
             pending.borrowStorage(from: loop.buffers)
-            pending.append(bytes)
+            pending.append(rest)
             if queuedBytes > Self.highWaterMark { aboveHighWater = true }
             return
         }
@@ -220,6 +231,35 @@ public final class TCPStream: LoopHandle, ByteStream {
         // a drain notification must follow.
         if queuedBytes > Self.highWaterMark { aboveHighWater = true }
         startWriteIfIdle()
+    }
+
+    /// Sends what the batch gathered so far, then `bytes`, in one `writev(2)`, with no copy of
+    /// `bytes`; returns the part of `bytes` the kernel did not take (`pending` keeps what it did
+    /// not take of its own). Only while no write is in flight, so the order of bytes holds, and
+    /// while the backlog is under its high-water mark, so no drain notification is owed.
+    private func writeGathered(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        let waiting = pending.count
+        let written = withUnsafeTemporaryAllocation(of: uv_buf_t.self, capacity: 2) { buffers in
+            var count: UInt32 = 0
+            if waiting > 0 {
+                buffers[0] = uv_buf_t(base: pending.baseAddress!.assumingMemoryBound(to: CChar.self), len: waiting)
+                count = 1
+            }
+            buffers[Int(count)] = uv_buf_t(base: UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)),
+                                           len: bytes.count)
+            // On EAGAIN or an error nothing went: the bytes are queued, and uv_write reports an
+            // error later.
+            return max(0, Int(uv_try_write(streamHandle, buffers.baseAddress!, count + 1)))
+        }
+        if written < waiting {
+            if written > 0 { pending.removeFirst(written) }
+            return bytes
+        }
+        if waiting > 0 {
+            pending.clear()
+            if written - waiting == bytes.count { pending.returnStorage(to: loop.buffers) }
+        }
+        return UnsafeRawBufferPointer(rebasing: bytes[(written - waiting)...])
     }
 
     /// Sends what was gathered during a read callback: one `write(2)` when the kernel takes it.

@@ -113,6 +113,28 @@ final class TCPStreamTests: XCTestCase {
         connection.closeAndCheckForLeaks()
     }
 
+    /// A body-sized write during a read callback goes to the kernel at once, with the framing
+    /// gathered before it and not copied into the batch; what follows it is still batched, and
+    /// the peer gets every byte in the order written.
+    func testLargeWriteInAReadCallbackGoesOutAtOnceWithWhatWasGatheredBeforeIt() throws {
+        let body = patternBytes(TCPStream.uncopiedWriteMinimum * 2)
+        var queuedAfterBody = -1
+        let connection = try LoopbackConnection { stream, _ in
+            Array("8000\r\n".utf8).withUnsafeBytes { stream.write($0) }
+            body.withUnsafeBytes { stream.write($0) }
+            queuedAfterBody = stream.queuedBytes
+            Array("\r\n".utf8).withUnsafeBytes { stream.write($0) }
+        }
+        connection.client.startReading()
+        connection.client.write("ping")
+        let expected = Array("8000\r\n".utf8) + body + Array("\r\n".utf8)
+        connection.test.run(until: "the framed body arrived") { connection.clientEvents.received.count >= expected.count }
+        XCTAssertTrue(connection.clientEvents.received(expected), "the bytes that arrived differ from those written")
+        XCTAssertLessThan(queuedAfterBody, 6 + body.count, "the body was copied into the batch instead of written")
+        XCTAssertEqual(connection.server.heldWriteMemory, 0)
+        connection.closeAndCheckForLeaks()
+    }
+
     func testCloseAfterWritesDeliversEveryQueuedByteBeforeTheFIN() throws {
         let connection = try LoopbackConnection(serverReads: false)
         let payload = connection.writeFarAboveHighWater()

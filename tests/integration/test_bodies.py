@@ -3,6 +3,7 @@ relay memory, Expect: 100-continue, and the responses that never have a body (HE
 
 import hashlib
 import os
+import threading
 import time
 
 import pytest
@@ -162,3 +163,31 @@ def test_304_response_has_no_body_despite_its_content_length(relay):
         assert resp.header("ETag") == '"v1"'
         assert resp.header("Transfer-Encoding") is None
         assert conn.request("GET", "/after", timeout=3).json()["target"] == "/after"
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_body_to_an_upstream_that_reads_late_arrives_whole_and_in_order(relay, framing):
+    # The upstream reads nothing for half a second: the relay's writes of body pieces (which go to
+    # the kernel from its read buffer, uncopied) are cut short, the rest is queued behind them, and
+    # the client is held back; every byte must still arrive once, in order.
+    size = 16 << 20
+    fields = [("Content-Length", str(size))] if framing == "content-length" else [("Transfer-Encoding", "chunked")]
+    sent = []
+
+    def send_body(conn):
+        for piece in pattern_chunks(size):
+            conn.sock.sendall(piece if framing == "content-length" else b"%x\r\n%s\r\n" % (len(piece), piece))
+        if framing == "chunked":
+            conn.sock.sendall(b"0\r\n\r\n")
+        sent.append(True)
+
+    with relay.connect(timeout=TRANSFER_SECONDS) as conn:
+        conn.send(build_request("POST", "/read-late?ms=500", headers=fields))
+        sender = threading.Thread(target=send_body, args=(conn,), daemon=True)
+        sender.start()
+        resp = conn.read_final_response(timeout=TRANSFER_SECONDS)
+        sender.join(scaled(5))
+    assert sent
+    assert resp.status == 200, f"{resp.status}: {resp.body[:300]!r}"
+    echo = resp.json()
+    assert (echo["body_length"], echo["body_sha256"]) == (size, pattern_sha256(size))
