@@ -193,6 +193,8 @@ let package = Package(
             "RedisClient", "RedisProtocol", "EventLoop", "TLS", "Tokens", "TokenStore", "OAuth2", "LoopTestSupport",
             // SharedTokens itself on a real Redis: its store key and its logger.
             "Crypto", "Endpoints", .product(name: "Logging", package: "swift-log"),
+            // The token loop as a whole (TokenFetcher) with a shared store: its limits.
+            "HTTPClient",
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -127,7 +127,10 @@ final class SharedTokens {
         link.onMessage = { [unowned self] key in
             if let removed = identityToForget(message: key) {
                 callers.removed(removed, byAnotherReplica: true)
-                return driver.sharedLoginRemoved(removed)
+                // `self.driver`, the unowned property: a bare `driver` in this initialiser is its
+                // parameter, captured strongly, and the driver (SharedStoreFetch) holds this
+                // SharedTokens: the cycle kept the token loop's objects alive after it stopped.
+                return self.driver.sharedLoginRemoved(removed)
             }
             each(where: { $0.keys.entry == key }) { $0.fetch.messageHeard() }
             loginReads.entryWritten(key)
