@@ -113,7 +113,7 @@ final class Reloader {
         metrics?.reloadEnded(applied: true)
         logger.info("configuration reloaded", metadata: [
             "trigger": .string(trigger),
-            "routes": .array(config.routes.map { .string(Self.describe($0)) }),
+            "routes": LoggedList.metadata(config.routes, describe: Self.describe),
             "identities_kept": .array(change.kept.map { .string($0) }),
             "identities_started": .array(change.started.map { .string($0) }),
             "identities_removed": .array(change.removed.map { .string($0) }),
@@ -159,7 +159,7 @@ final class Reloader {
         return .rejected(errors: errors)
     }
 
-    /// A route as the start-up and reload log lines list it.
+    /// A route as the start-up and reload log lines list it (LoggedList: the first 20 of a longer list).
     static func describe(_ route: Route) -> String {
         "\(route.name) \(route.match.host.map { "\($0)" } ?? "*")\(route.match.pathPrefix) -> \(route.upstream)"
             + (route.identity.map { " (identity \($0))" } ?? "")

@@ -273,8 +273,8 @@ func serve(_ loadedConfig: RelayConfig, tls: ClientTLS = ClientTLS(), source: Co
         "listen_tls": .string(server.boundTLSAddress ?? "-"),
         "forward": .string(server.boundForwardAddress ?? "-"),
         "workers": .stringConvertible(workers),
-        "routes": .array(config.routes.map { .string(Reloader.describe($0)) }),
-        "identities": .array(config.identities.keys.sorted().map { .string(Reloader.describe(config.identities[$0]!)) }),
+        "routes": LoggedList.metadata(config.routes, describe: Reloader.describe),
+        "identities": LoggedList.metadata(config.identities.keys.sorted()) { Reloader.describe(config.identities[$0]!) },
     ])
     // The admin listener, on this thread's loop: health, readiness, metrics, identities, reload.
     if let adminAddress = config.admin {

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from admin_client import rewrite, start_with_admin
+from admin_client import log_records, rewrite, start_with_admin
 from deadlines import scaled
 from http_client import RawConnection
 from processes import LOOPBACK
@@ -69,3 +69,8 @@ def test_ten_thousand_routes_start_route_and_reload(start_relay, upstream):
     assert reloaded < scaled(CPU_SECONDS), f"{reloaded:.2f} s of CPU to reload {ROUTES} routes"
     assert served_target(relay, typical["host"], "/api/orders") == "/v1/api/orders"
     assert served_target(relay, "a.b.c.unmatched.test", worst["pathPrefix"] + "orders") == "/v1/p/99999/orders"
+
+    # The start-up and reload lines list the first 20 routes and count the rest.
+    for msg in ("listening", "configuration reloaded"):
+        [record] = log_records(relay, msg)
+        assert len(record["routes"]) == 21 and record["routes"][-1] == f"… and {ROUTES - 20} more", record["routes"][-3:]
