@@ -24,6 +24,9 @@ final class ExchangeWorkspace {
     var replayableHead = ByteBuffer()
     /// The request body as sent upstream, for a replay with a new token (`CurrentExchange.BodyReplay`).
     var replayBody = ByteBuffer()
+    /// The version of the upstream's shared DPoP nonce the proof in the head sent upstream carried
+    /// (`WorkerProofs.withProof`): a nonce in its answer is learnt only over that version.
+    var dpopNonceVersion: UInt64 = 0
     var normalizedPath: [UInt8] = []
     var rewrittenTarget: [UInt8] = []
     var targetScratch = RoutePlan.TargetScratch()
@@ -47,6 +50,7 @@ final class ExchangeWorkspace {
         response.reset(keptCapacity: keptCapacity)
         empty(&replayableHead)
         empty(&replayBody)
+        dpopNonceVersion = 0
         if normalizedPath.capacity > keptCapacity { normalizedPath = [] }
         if rewrittenTarget.capacity > keptCapacity { rewrittenTarget = [] }
     }

@@ -28,13 +28,14 @@ extension UpstreamLeg {
     }
 
     /// Keeps the nonce an upstream response brings for the next proofs to its route's upstream
-    /// (only responses to requests with a `DPoP` token are looked at). Inlined: its first check
-    /// ends it for every other response, and a call cost 17 instructions per request.
+    /// (only responses to requests with a `DPoP` token are looked at), unless another worker heard
+    /// a newer one since this request's proof was made. Inlined: its first check ends it for every
+    /// other response, and a call cost 17 instructions per request.
     @inline(__always)
     func learnDPoPNonce(from head: HTTPHead) {
         guard let plan = connection.exchange.current.plan, plan.usesDPoP, connection.exchange.token?.dpop != nil,
               let proofs = connection.worker.tokens?.proofs, let nonce = DPoPChallenge.nonce(in: head) else { return }
-        proofs.remember(nonce, for: plan)
+        proofs.remember(nonce, for: plan, provedAt: connection.work.dpopNonceVersion)
     }
 
     /// The upstream's `use_dpop_nonce` answer drained: its connection goes back, and the request

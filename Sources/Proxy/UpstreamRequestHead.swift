@@ -69,7 +69,8 @@ enum UpstreamRequestHead {
         // The asterisk-form's target URI has no path (RFC 9110 §7.1).
         let path = requestTarget.isAsterisk ? UnsafeRawBufferPointer(start: nil, count: 0) : target
         do throws(JOSEError) {
-            try proofs.withProof(proofing, method: head.methodName, plan: plan, target: path) { proof in
+            try proofs.withProof(proofing, method: head.methodName, plan: plan, target: path,
+                                 nonceVersion: &work.dpopNonceVersion) { proof in
                 ForwardedHead.writeRequest(head, target: target, plan: plan, framing: framing, forwarding: forwarding,
                                            clientHost: clientHost, token: token, proof: proof, upgrade: upgrade,
                                            claimLines: claimLines, into: &work.scratch)

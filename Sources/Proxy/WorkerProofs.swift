@@ -7,7 +7,10 @@
 // is the identity's, shared by the workers (`SharedDPoPNonce`, one per identity and upstream
 // origin): a nonce one worker hears is in every worker's next proof, read through this worker's
 // copy with one atomic load and no lock while it stays the same. A nonce no worker has heard yet
-// costs one `use_dpop_nonce` answer, replayed at once (Exchange+Response.swift).
+// costs one `use_dpop_nonce` answer, replayed at once (Exchange+Response.swift). Each proof's
+// nonce version goes with its request (`ExchangeWorkspace.dpopNonceVersion`), and a nonce in the
+// answer is learnt only over that version: an answer made before a rotation another worker heard
+// already does not put the old nonce back.
 
 import Crypto
 import JOSE
@@ -57,10 +60,14 @@ final class WorkerProofs {
     }
 
     /// Signs a proof for a request to `plan`'s upstream and calls `body` with it (valid only during
-    /// the call). `target`: the request-target as the upstream receives it.
+    /// the call). `target`: the request-target as the upstream receives it. `nonceVersion` is set
+    /// to the version of the nonce the proof carries, for `remember(_:for:provedAt:)` with its answer.
     func withProof<Result>(_ proofing: DPoPProofing, method: UnsafeRawBufferPointer, plan: RoutePlan,
-                           target: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Result) throws(JOSEError) -> Result {
-        let nonce = nonce(for: plan)
+                           target: UnsafeRawBufferPointer, nonceVersion: inout UInt64,
+                           _ body: (UnsafeRawBufferPointer) -> Result) throws(JOSEError) -> Result {
+        let inForce = inForce(for: plan)
+        nonceVersion = inForce?.version ?? 0
+        let nonce = inForce?.nonce
         let made = plan.dpopTargetOrigin.withUnsafeBytes { origin -> Swift.Result<Result, JOSEError> in
             do throws(JOSEError) {
                 return .success(try proofing.writer.withProof(method: method, origin: origin, target: target,
@@ -75,6 +82,12 @@ final class WorkerProofs {
 
     /// The nonce in force for `plan`'s upstream origin and identity, whichever worker heard it.
     func nonce(for plan: RoutePlan) -> [UInt8]? {
+        inForce(for: plan)?.nonce
+    }
+
+    /// The nonce in force for `plan`'s upstream origin and identity and its version, through this
+    /// worker's copy (one atomic load); nil for a plan without a shared nonce.
+    private func inForce(for plan: RoutePlan) -> SharedDPoPNonce.Learnt? {
         guard let shared = plan.upstreamNonce else { return nil }
         let position = plan.position
         if position >= nonceCopies.count {
@@ -85,15 +98,19 @@ final class WorkerProofs {
             nonceCopies[position] = DPoPNonceCopy()
             nonceCopyPlans[position] = plan
         }
-        return nonceCopies[position].nonce(in: shared)
+        return nonceCopies[position].read(shared)
     }
 
-    /// `plan`'s upstream sent `nonce` (already checked by `DPoPChallenge.nonce`): every worker's
-    /// next proof to that origin carries it. The nonce in force already (most answers repeat it)
-    /// is seen in this worker's copy, without the shared slot's lock.
-    func remember(_ nonce: UnsafeRawBufferPointer, for plan: RoutePlan) {
-        if let known = self.nonce(for: plan), known.elementsEqual(nonce) { return }
-        plan.upstreamNonce?.learn(nonce)
+    /// `plan`'s upstream sent `nonce` (already checked by `DPoPChallenge.nonce`) in answer to a
+    /// proof that carried the nonce of `version`: every worker's next proof to that origin carries
+    /// it, unless the nonce in force moved past `version` since that proof (the answer may predate
+    /// a rotation another worker heard; a newer nonce it brings is asked for again by the next
+    /// proof's `use_dpop_nonce` answer). The nonce in force already (most answers repeat it) and a
+    /// stale answer are seen in this worker's copy, without the shared slot's lock.
+    func remember(_ nonce: UnsafeRawBufferPointer, for plan: RoutePlan, provedAt version: UInt64) {
+        guard let inForce = inForce(for: plan), inForce.version == version else { return }
+        if let known = inForce.nonce, known.elementsEqual(nonce) { return }
+        plan.upstreamNonce?.learn(nonce, ifVersion: version)
     }
 
     /// How many identities this worker keeps a proof writer for.

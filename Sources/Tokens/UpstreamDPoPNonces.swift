@@ -10,8 +10,12 @@
 // (`DPoPNonceCopy`) with the version it was read at, and one atomic load of the slot's version
 // says whether the copy is still the nonce in force. Only after a change does a worker take the
 // slot's lock, once, to copy the new nonce. A new nonce is written under the lock, rarely (when a
-// server rotates it), and last writer wins: two workers that hear two nonces at once leave one of
-// them, and a proof with the other costs at most one `use_dpop_nonce` answer, as before.
+// server rotates it), and only over the version the proof it answers carried (compare-and-set): a
+// response the server made before it rotated, read by one worker after another heard the new nonce,
+// answers a proof of an older version and leaves the new nonce in force, where a plain last-writer-
+// wins would send every worker back to the old one (one `use_dpop_nonce` answer each). Two workers
+// that hear two nonces in answers to proofs of the same version leave the first; a proof with the
+// other costs at most one `use_dpop_nonce` answer, as before.
 
 import Locking
 import Synchronization
@@ -39,11 +43,15 @@ public final class SharedDPoPNonce: Sendable {
         current.withLock { $0 }
     }
 
-    /// The server sent `nonce` (already checked: `DPoPNonce.isValid`). True when it is new, false
-    /// when it is the nonce in force already.
+    /// The server sent `nonce` (already checked: `DPoPNonce.isValid`) in answer to a proof that
+    /// carried the nonce of `version`. True when it is now in force: the slot was still at
+    /// `version` and held another nonce. False when it is the nonce in force already, or the slot
+    /// moved past `version` (another worker heard a newer nonce since that proof was made, and an
+    /// answer to an older proof must not put an older nonce back).
     @discardableResult
-    public func learn(_ nonce: some Collection<UInt8>) -> Bool {
+    public func learn(_ nonce: some Collection<UInt8>, ifVersion version: UInt64) -> Bool {
         current.withLock { learnt in
+            guard learnt.version == version else { return false }
             if let known = learnt.nonce, known.elementsEqual(nonce) { return false }
             learnt = Learnt(version: learnt.version + 1, nonce: Array(nonce))
             changes.store(learnt.version, ordering: .releasing)
@@ -59,11 +67,16 @@ public struct DPoPNonceCopy {
 
     public init() {}
 
-    /// The nonce in force in `shared` (nil: none yet). `shared` must be the slot this copy was
-    /// first read from: versions of different slots say nothing of each other.
-    public mutating func nonce(in shared: SharedDPoPNonce) -> [UInt8]? {
+    /// The nonce in force in `shared` and its version (version 0, nil: none yet). `shared` must be
+    /// the slot this copy was first read from: versions of different slots say nothing of each other.
+    public mutating func read(_ shared: SharedDPoPNonce) -> SharedDPoPNonce.Learnt {
         if shared.version != learnt.version { learnt = shared.read() }
-        return learnt.nonce
+        return learnt
+    }
+
+    /// The nonce in force in `shared` (nil: none yet), as `read(_:)`.
+    public mutating func nonce(in shared: SharedDPoPNonce) -> [UInt8]? {
+        read(shared).nonce
     }
 }
 

@@ -33,15 +33,23 @@ final class DPoPForwardingTests: XCTestCase {
     /// The proof a worker signs for `method` `target` on `plan`, read back.
     private func proof(_ target: String, method: String = "GET", plan: RoutePlan, token: WorkerTokens.CachedToken,
                        proofs: WorkerProofs) throws -> JWS {
+        try versionedProof(target, method: method, plan: plan, token: token, proofs: proofs).proof
+    }
+
+    /// A proof and the version of the shared nonce it carries.
+    private func versionedProof(_ target: String, method: String = "GET", plan: RoutePlan, token: WorkerTokens.CachedToken,
+                                proofs: WorkerProofs) throws -> (proof: JWS, nonceVersion: UInt64) {
         let sent = upstreamTarget(target, plan: plan)
+        var nonceVersion = UInt64.max
         let text = try Array(method.utf8).withUnsafeBytes { method in
             try sent.withUnsafeBytes { target in
-                try proofs.withProof(try XCTUnwrap(token.dpop), method: method, plan: plan, target: target) {
+                try proofs.withProof(try XCTUnwrap(token.dpop), method: method, plan: plan, target: target,
+                                     nonceVersion: &nonceVersion) {
                     String(decoding: $0, as: UTF8.self)
                 }
             }
         }
-        return try JWS(compact: text)
+        return (try JWS(compact: text), nonceVersion)
     }
 
     func testHTUIsTheURLTheUpstreamReceives() throws {
@@ -84,8 +92,8 @@ final class DPoPForwardingTests: XCTestCase {
         let plan = DPoPExchangeTests.dpopPlan()
         let proofs = WorkerProofs()
         let token = try DPoPExchangeTests.dpopToken("tok", plan: plan, proofs: proofs)
-        withBytes("n-1") { proofs.remember($0, for: plan) }
-        withBytes("n-2") { proofs.remember($0, for: plan) }
+        withBytes("n-1") { proofs.remember($0, for: plan, provedAt: 0) }
+        withBytes("n-2") { proofs.remember($0, for: plan, provedAt: 1) }
         XCTAssertEqual(try JWTClaims(payload: proof("/a", plan: plan, token: token, proofs: proofs).payload).nonce, "n-2")
         // Another identity's route at the same position (after a reload) has not heard that nonce.
         let other = DPoPExchangeTests.dpopPlan()
@@ -102,10 +110,12 @@ final class DPoPForwardingTests: XCTestCase {
         let first = WorkerProofs(), second = WorkerProofs()
         let firstToken = try DPoPExchangeTests.dpopToken("tok", plan: plan, proofs: first)
         let secondToken = try DPoPExchangeTests.dpopToken("tok", plan: plan, proofs: second)
-        XCTAssertNil(try JWTClaims(payload: proof("/a", plan: plan, token: secondToken, proofs: second).payload).nonce)
-        withBytes("n-1") { first.remember($0, for: plan) }
-        XCTAssertEqual(try JWTClaims(payload: proof("/b", plan: plan, token: secondToken, proofs: second).payload).nonce, "n-1")
-        withBytes("n-2") { second.remember($0, for: plan) }
+        let (unnonced, unnoncedVersion) = try versionedProof("/a", plan: plan, token: secondToken, proofs: second)
+        XCTAssertNil(try JWTClaims(payload: unnonced.payload).nonce)
+        withBytes("n-1") { first.remember($0, for: plan, provedAt: unnoncedVersion) }
+        let (nonced, noncedVersion) = try versionedProof("/b", plan: plan, token: secondToken, proofs: second)
+        XCTAssertEqual(try JWTClaims(payload: nonced.payload).nonce, "n-1")
+        withBytes("n-2") { second.remember($0, for: plan, provedAt: noncedVersion) }
         XCTAssertEqual(try JWTClaims(payload: proof("/c", plan: plan, token: firstToken, proofs: first).payload).nonce, "n-2")
         // Another route of the identity to the same upstream origin shares it; one to another origin does not.
         var sameOrigin = plan.route
@@ -114,6 +124,32 @@ final class DPoPForwardingTests: XCTestCase {
         var otherOrigin = route(to: "http://billing.internal:8080")
         otherOrigin.identity = "svc"
         XCTAssertNil(first.nonce(for: RoutePlan(route: otherOrigin, position: 2, identity: plan.identity)))
+    }
+
+    /// The upstream rotates n-1 -> n-2 while both workers have a request out with n-1: the first
+    /// worker hears n-2; the second then reads its answer, which the upstream made before the
+    /// rotation and which still names n-1. Every worker's next proof keeps n-2.
+    func testAnAnswerMadeBeforeARotationAnotherWorkerHeardKeepsTheNewNonce() throws {
+        let plan = DPoPExchangeTests.dpopPlan()
+        let first = WorkerProofs(), second = WorkerProofs()
+        let firstToken = try DPoPExchangeTests.dpopToken("tok", plan: plan, proofs: first)
+        let secondToken = try DPoPExchangeTests.dpopToken("tok", plan: plan, proofs: second)
+        withBytes("n-1") { first.remember($0, for: plan, provedAt: 0) }
+        let (firstProof, firstVersion) = try versionedProof("/a", plan: plan, token: firstToken, proofs: first)
+        let (secondProof, secondVersion) = try versionedProof("/b", plan: plan, token: secondToken, proofs: second)
+        XCTAssertEqual(try JWTClaims(payload: firstProof.payload).nonce, "n-1")
+        XCTAssertEqual(try JWTClaims(payload: secondProof.payload).nonce, "n-1")
+        XCTAssertEqual(firstVersion, 1)
+        XCTAssertEqual(secondVersion, firstVersion)
+        withBytes("n-2") { first.remember($0, for: plan, provedAt: firstVersion) }
+        withBytes("n-1") { second.remember($0, for: plan, provedAt: secondVersion) }
+        XCTAssertEqual(try JWTClaims(payload: proof("/c", plan: plan, token: secondToken, proofs: second).payload).nonce, "n-2")
+        XCTAssertEqual(try JWTClaims(payload: proof("/d", plan: plan, token: firstToken, proofs: first).payload).nonce, "n-2")
+        // A `use_dpop_nonce` answer to a proof with the nonce in force moves it.
+        let (current, currentVersion) = try versionedProof("/e", plan: plan, token: secondToken, proofs: second)
+        XCTAssertEqual(try JWTClaims(payload: current.payload).nonce, "n-2")
+        withBytes("n-3") { second.remember($0, for: plan, provedAt: currentVersion) }
+        XCTAssertEqual(try JWTClaims(payload: proof("/f", plan: plan, token: firstToken, proofs: first).payload).nonce, "n-3")
     }
 
     func testEachProofHasItsOwnJTI() throws {

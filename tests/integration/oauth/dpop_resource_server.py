@@ -10,16 +10,21 @@ the current nonce. A bad proof gets `401` `WWW-Authenticate: DPoP error="invalid
 A good one gets `200` and a JSON report ({"method", "path", "htu", "jti", "body_sha256"}); every
 `rotate_every`-th good request brings a new nonce (`DPoP-Nonce`) with its answer, or with
 `announce_rotation` false changes it without a word: the next proof with the old one gets the
-`use_dpop_nonce` 401 that tells the new one.
+`use_dpop_nonce` 401 that tells the new one. With `echo_nonce`, every good answer carries the
+current nonce, as many servers send it. A good request under `/held/` has its answer made (and its
+nonce with it) at once but sent only after `PUT /_rs/release`: an answer in flight while the nonce
+rotates.
 
 HTTP/1.1 on asyncio raw streams, like idp_stub.py. Control (the tests, through
 idp_processes.DPoPResourceServer):
     PUT /_rs/config      JSON {"nonce": bool (default true), "rotate_every": N (0: never),
-                         "announce_rotation": bool (default true),
+                         "announce_rotation": bool (default true), "echo_nonce": bool,
                          "jkt": thumbprint | null, "refuse_first_token": bool} (resets the nonce and
                          the records); with refuse_first_token, the first token seen is answered
                          401 `WWW-Authenticate: DPoP error="invalid_token"` (after its proof
                          verified): a revoked token
+    PUT /_rs/rotate      a new nonce, said to no one; JSON {"nonce"}
+    PUT /_rs/release     the held answers go out
     GET /_rs/requests    JSON {"requests": [record, ...]}: method, target, status, reason,
                          scheme (of Authorization), the proof's jti/htu/thumbprint/nonce when it
                          verified, body_sha256. Never the token itself.
@@ -51,6 +56,8 @@ class ResourceServer:
         self.nonce = f"rs-nonce-{secrets.token_urlsafe(9)}" if config.get("nonce", True) else None
         self.rotate_every = int(config.get("rotate_every", 0))
         self.announce_rotation = bool(config.get("announce_rotation", True))
+        self.echo_nonce = bool(config.get("echo_nonce"))
+        self.released = asyncio.Event()
         self.jkt = config.get("jkt")
         self.refuse_first_token = bool(config.get("refuse_first_token"))
         self.refused_token: str | None = None
@@ -76,6 +83,8 @@ class ResourceServer:
                     status, answer, extra = self.control(request.method, request.path, body)
                 else:
                     status, answer, extra = self.resource(request, body)
+                    if status == 200 and request.path.startswith("/held/"):
+                        await self.released.wait()
                 await send(writer, status, answer, extra, close=close)
                 if close:
                     return
@@ -90,6 +99,12 @@ class ResourceServer:
             return 200, {"nonce": self.nonce}, []
         if path == "/_rs/requests" and method == "GET":
             return 200, {"requests": self.records}, []
+        if path == "/_rs/rotate" and method == "PUT" and self.nonce is not None:
+            self.nonce = f"rs-nonce-{secrets.token_urlsafe(9)}"
+            return 200, {"nonce": self.nonce}, []
+        if path == "/_rs/release" and method == "PUT":
+            self.released.set()
+            return 200, {}, []
         return 404, {"error": "unknown control path"}, []
 
     def resource(self, request, body: bytes):
@@ -128,6 +143,8 @@ class ResourceServer:
             self.nonce = f"rs-nonce-{secrets.token_urlsafe(9)}"
             if self.announce_rotation:
                 extra.append(("DPoP-Nonce", self.nonce))
+        if self.echo_nonce and self.nonce is not None and not extra:
+            extra.append(("DPoP-Nonce", self.nonce))
         record.update(status=200, jti=claims["jti"], htu=claims["htu"], thumbprint=header["thumbprint"],
                       nonce=claims.get("nonce"), alg=header["alg"])
         return 200, {"method": request.method, "path": request.path, "htu": claims["htu"], "jti": claims["jti"],

@@ -487,11 +487,21 @@ class DPoPResourceServer(_IdP):
         return self
 
     def configure(self, nonce: bool = True, rotate_every: int = 0, jkt: str | None = None,
-                  refuse_first_token: bool = False, announce_rotation: bool = True) -> str | None:
+                  refuse_first_token: bool = False, announce_rotation: bool = True,
+                  echo_nonce: bool = False) -> str | None:
         """Resets the server (records, seen jtis) with these rules; returns its first nonce."""
         return self.control("PUT", "/_rs/config", {"nonce": nonce, "rotate_every": rotate_every, "jkt": jkt,
                                                    "refuse_first_token": refuse_first_token,
-                                                   "announce_rotation": announce_rotation})["nonce"]
+                                                   "announce_rotation": announce_rotation,
+                                                   "echo_nonce": echo_nonce})["nonce"]
+
+    def rotate(self) -> str:
+        """A new nonce, told to no one until a proof with the old one is answered `use_dpop_nonce`."""
+        return self.control("PUT", "/_rs/rotate")["nonce"]
+
+    def release(self) -> None:
+        """The answers held under `/held/` go out."""
+        self.control("PUT", "/_rs/release")
 
     def requests(self, **match) -> list[dict]:
         records = self.control("GET", "/_rs/requests")["requests"]

@@ -2,14 +2,19 @@
 one keep-alive connection on each, requests taking turns, the DPoP resource server
 (dpop_resource_server.py, every proof checked with jwcrypto) rotates its nonce. A nonce one
 worker hears — in a `use_dpop_nonce` 401, or with a 200 when the server announces its rotation —
-is in the other worker's next proof: one challenge per rotation, not one per worker.
+is in the other worker's next proof: one challenge per rotation, not one per worker. An answer
+the server made before a rotation, read after the other worker heard the new nonce, does not put
+the old nonce back.
 """
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from admin_client import start_with_admin
+from deadlines import wait_until
 from idp_relay import oauth_route
 
 pytestmark = pytest.mark.oauth
@@ -83,4 +88,35 @@ def test_a_rotated_nonce_costs_one_challenge_not_one_per_worker(stub_idp, dpop_r
         assert sorted(moved.values()) == [count // 2, count - count // 2], f"both workers took turns: {moved}"
     finally:
         for conn in conns:
+            conn.close()
+
+
+def test_an_answer_made_before_a_rotation_does_not_bring_the_old_nonce_back(stub_idp, dpop_rs, start_relay):
+    admin, (first, second) = start(stub_idp, dpop_rs, start_relay)
+    try:
+        # Every answer names the nonce in force when it was made, as many servers do.
+        old = dpop_rs.configure(nonce=True, echo_nonce=True)
+        take_turns([first, second], 2)
+        assert len(dpop_rs.requests(status=401)) == 1, "the first nonce is learnt once for both workers"
+        # The second worker's request is answered with the old nonce, and the answer held.
+        held: list[int] = []
+        waiting = threading.Thread(target=lambda: held.append(second.request("GET", "/held/1").status))
+        waiting.start()
+        wait_until(lambda: dpop_rs.requests(target="/held/1", status=200), 10, "the held request answered")
+        # The nonce rotates; the first worker hears the new one (one challenge).
+        new = dpop_rs.rotate()
+        assert first.request("GET", "/after-rotation").status == 200
+        assert [r["nonce"] for r in dpop_rs.requests(target="/after-rotation", status=200)] == [new]
+        dpop_rs.release()
+        waiting.join(timeout=10)
+        assert held == [200]
+        # The held answer named the old nonce: every next proof still carries the new one.
+        challenges = len(dpop_rs.requests(status=401))
+        take_turns([first, second], 4)
+        records = dpop_rs.requests()
+        assert len(dpop_rs.requests(status=401)) == challenges == 2, [(r["target"], r["status"], r.get("nonce"))
+                                                                      for r in records]
+        assert {r["nonce"] for r in records[-4:]} == {new} != {old}
+    finally:
+        for conn in (first, second):
             conn.close()
