@@ -172,6 +172,12 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             return waiting
         }
         if !activity.isFetchTaken, nextPurpose == nil, !discoveryFailing {
+            if case .deviceCode = identity.grant, let seconds = login.deviceBackoff.retryAfterSeconds(at: now) {
+                return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin, retryAfterSeconds: seconds,
+                                              detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant); "
+                                                  + "the last device login ended without a token, so a request starts the next one in "
+                                                  + "\(seconds) s (`oauth-relay login` starts one now)"))
+            }
             return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin,
                                           detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant)"))
         }

@@ -204,10 +204,12 @@ public final class LoginDesk: Sendable {
         }
     }
 
-    /// Starts a device login for `tokens` unless one is under way (or it holds a valid token).
+    /// Starts a device login for `tokens` unless one is under way (or it holds a valid token): an
+    /// operator's (`oauth-relay login`, the admin API), so the wait requests keep after logins that
+    /// ended without a token does not hold it back.
     public func startDeviceLogin(_ tokens: IdentityTokens) {
         guard case .deviceCode = tokens.identity.grant else { return }
-        if tokens.update({ $0.requestDeviceLogin(at: monotonicSeconds()) }) { inbox.post(.reconsider(tokens)) }
+        if tokens.update({ $0.requestDeviceLogin(at: monotonicSeconds(), byOperator: true) }) { inbox.post(.reconsider(tokens)) }
     }
 
     /// Forgets the logins in flight for `identity`: a logout, or a reload that removed the
