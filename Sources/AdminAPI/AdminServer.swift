@@ -136,7 +136,9 @@ public final class AdminServer {
             }
         }
         router.add("POST", "/identities/{name}/login") { [unowned self] request, parameters in
-            withIdentity(parameters["name"]!, request) { tokens, identity in startLogin(tokens, identity) }
+            // `?force=1` (`oauth-relay login --force`): a device login starts even while a token is held.
+            let force = request.target.split(separator: "?", maxSplits: 1).dropFirst().first?.split(separator: "&").contains("force=1") ?? false
+            return withIdentity(parameters["name"]!, request) { tokens, identity in startLogin(tokens, identity, force: force) }
         }
         router.addLater("DELETE", "/identities/{name}/token") { [unowned self] request, parameters, reply in
             var found: (TokenService, IdentityTokens)?
@@ -188,14 +190,14 @@ public final class AdminServer {
                              + "\"detail\":\(JSONText.quote(deletion.description))}\n")
     }
 
-    private func startLogin(_ tokens: TokenService, _ identity: IdentityTokens) -> LocalResponse {
+    private func startLogin(_ tokens: TokenService, _ identity: IdentityTokens, force: Bool) -> LocalResponse {
         let name = JSONText.quote(identity.identity.name)
         switch identity.identity.grant {
         case .authorizationCode:
             guard let url = LoginPaths.loginURL(for: identity.identity) else { break }
             return LocalResponse(status: 200, body: "{\"identity\":\(name),\"grant\":\"authorization_code\",\"loginUrl\":\(JSONText.quote(url))}\n")
         case .deviceCode:
-            tokens.logins.startDeviceLogin(identity)
+            tokens.logins.startDeviceLogin(identity, replacingLogin: force)
             return LocalResponse(status: 202, body: "{\"identity\":\(name),\"grant\":\"device_code\",\"login\":\"started\"}\n")
         default:
             break

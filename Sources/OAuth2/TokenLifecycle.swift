@@ -240,7 +240,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             failures.record(.invalidTokenResponse(status: 200, contentType: nil, reason: "the token expired before it arrived"), at: now)
             return
         }
-        held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity)
+        let fromLogin = fetch?.purpose == .grant(.authorizationCode) || fetch?.purpose == .grant(.deviceCode)
+        held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity, fromLogin: fromLogin)
         autoClientProven()
         stepUpAnswered(by: fetch, response: response, at: now)
         login.tokenArrived(from: fetch)

@@ -312,4 +312,53 @@ final class TokenLifecycleLoginTests: XCTestCase {
         XCTAssertNotNil(lifecycle.status(at: 0).lastLoginFailure)
         XCTAssertTrue(lifecycle.requestDeviceLogin(at: 3600))
     }
+
+    // MARK: Switching the person (`oauth-relay login --force`)
+
+    /// Starts a device login at `start` (the person has the code at once) and sends its first poll,
+    /// 5 s later; returns whether it started.
+    private func startPolling(_ lifecycle: inout TokenLifecycle, at start: Double, replacingLogin: Bool = false) -> Bool {
+        guard lifecycle.requestDeviceLogin(at: start, byOperator: replacingLogin, replacingLogin: replacingLogin) else { return false }
+        guard case .authorizeDevice = lifecycle.nextAction(at: start) else { XCTFail("the device authorization first"); return false }
+        lifecycle.deviceAuthorized(DeviceAuthorization(deviceCode: Secret("dc-\(start)"), userCode: "ABCD", verificationUri: "https://idp/d",
+                                                       expiresIn: 600, interval: 5), at: start)
+        guard case .fetch(let poll) = lifecycle.nextAction(at: start + 5) else { XCTFail("the poll, not a refresh"); return false }
+        XCTAssertEqual(poll.purpose, .grant(.deviceCode))
+        return true
+    }
+
+    func testAnOperatorSwitchingThePersonStartsALoginWhileTheHeldTokenStaysInUse() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        XCTAssertTrue(startPolling(&lifecycle, at: 0))
+        lifecycle.fetchSucceeded(tokenResponse("at-a", expiresIn: 3600, refreshToken: "rt-a"), at: 5)
+        XCTAssertFalse(lifecycle.requestDeviceLogin(at: 100), "a request: the person is logged in")
+        XCTAssertFalse(lifecycle.requestDeviceLogin(at: 100, byOperator: true), "oauth-relay login without --force")
+
+        // A forced login the person refuses: the previous person's tokens stay, and are used throughout.
+        XCTAssertTrue(startPolling(&lifecycle, at: 100, replacingLogin: true))
+        XCTAssertEqual(lifecycle.injected(at: 105), "at-a")
+        lifecycle.fetchFailed(pendingError(.accessDenied), at: 105)
+        XCTAssertEqual(lifecycle.injected(at: 106), "at-a")
+        XCTAssertEqual(lifecycle.status(at: 106).state, .valid)
+        XCTAssertTrue(lifecycle.status(at: 106).hasRefreshToken)
+        XCTAssertNotNil(lifecycle.lastLoginFailure)
+
+        // Another forced login, approved by someone else: their token replaces it, and the previous
+        // person's refresh token goes too, although the response brings none.
+        XCTAssertTrue(startPolling(&lifecycle, at: 200, replacingLogin: true), "an operator does not wait for the backoff")
+        XCTAssertEqual(lifecycle.injected(at: 205), "at-a")
+        lifecycle.fetchSucceeded(tokenResponse("at-b", expiresIn: 3600), at: 205)
+        XCTAssertEqual(lifecycle.injected(at: 206), "at-b")
+        XCTAssertFalse(lifecycle.status(at: 206).hasRefreshToken, "the previous person's refresh token would refresh as them")
+    }
+
+    func testARefreshWithoutARefreshTokenKeepsTheOneHeld() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        XCTAssertTrue(startPolling(&lifecycle, at: 0))
+        lifecycle.fetchSucceeded(tokenResponse("at-a", expiresIn: 100, refreshToken: "rt-a"), at: 5)
+        let refresh = try lifecycle.startFetch(at: 200)
+        XCTAssertEqual(refresh.purpose, .refresh)
+        lifecycle.fetchSucceeded(tokenResponse("at-a2", expiresIn: 100), at: 200)
+        XCTAssertTrue(lifecycle.status(at: 201).hasRefreshToken, "only a login's response replaces the person's refresh token")
+    }
 }
