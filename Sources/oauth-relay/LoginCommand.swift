@@ -181,13 +181,17 @@ struct LoginWatch {
 
     /// The exit code once the login has ended (0: logged in), nil while it goes on.
     mutating func observe(_ view: View) -> Int32? {
-        let loginOver = !replacingLogin || (shownUserCode != nil && view.userCode == nil)
+        // A forced login's end: its code went away, and no new failure came with it (a refusal
+        // leaves the previous person's token valid).
+        let loginOver = !replacingLogin || (shownUserCode != nil && view.userCode == nil && view.lastLoginFailure == failureBefore)
         if loginOver, view.state == "valid" || view.state == "refreshing" {
             FileHandleOutput.standardError("Logged in for identity \(name)" + (view.loggedInAs.map { " as \($0)" } ?? "") + ".\n")
             return 0
         }
         if let code = view.userCode, code != shownUserCode, let uri = view.verificationUri {
             shownUserCode = code
+            // The device authorization cleared the last failure: any failure from now on is this login's.
+            failureBefore = view.lastLoginFailure
             var text = "To log in for identity \(name), open \(uri) and enter the code:\n\n  \(code)\n\n"
             if let complete = view.verificationUriComplete { text += "(or open \(complete))\n" }
             if let expiresIn = view.expiresIn { text += "The code expires in \(expiresIn) s.\n" }
