@@ -96,7 +96,7 @@ let package = Package(
             "OAuth2", "TokenStore", "EventLoop", "HTTPClient", "HTTPFields", "Endpoints", "JOSE", "Crypto", "TLS", "Locking", "RedisProtocol", "RedisClient", "WatchedFiles",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers"]),
+        .target(name: "LocalHTTP", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "Locking"]),
         // QR Code symbols for the terminal (`oauth-relay login`'s device logins); pure Swift, no I/O.
         .target(name: "QRCode"),
         // On the request path: each request records into its worker's series (RouteSeries).

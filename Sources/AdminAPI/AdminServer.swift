@@ -23,7 +23,8 @@
 //                                      refresh token at the IdP when it has a revocation endpoint;
 //                                      with a shared store, on every replica: answered once Redis
 //                                      removed the entry, 503 when it could not (the other replicas
-//                                      keep the login)
+//                                      keep the login); the answer waits without holding up the
+//                                      other admin requests
 //   POST   /reload                     re-read the configuration file, like SIGHUP: 200 with
 //                                      what changed, or 422 with every error (nothing changed)
 //
@@ -74,8 +75,9 @@ public final class AdminServer {
         let router = makeRouter()
         server = try LocalHTTPServer(loop: loop, address: address,
                                      badRequest: { Self.problem(400, "bad-request", "Bad Request", $0) },
-                                     handler: { [unowned self] request in
-                                         gate(request) ?? router.respond(to: request)
+                                     answer: { [unowned self] request in
+                                         if let refusal = gate(request) { return .now(refusal) }
+                                         return router.answer(to: request)
                                      })
     }
 
@@ -134,10 +136,18 @@ public final class AdminServer {
             }
         }
         router.add("POST", "/identities/{name}/login") { [unowned self] request, parameters in
-            withIdentity(parameters["name"]!, request) { tokens, identity in startLogin(tokens, identity) }
+            // `?force=1` (`oauth-relay login --force`): a device login starts even while a token is held.
+            let force = request.target.split(separator: "?", maxSplits: 1).dropFirst().first?.split(separator: "&").contains("force=1") ?? false
+            return withIdentity(parameters["name"]!, request) { tokens, identity in startLogin(tokens, identity, force: force) }
         }
-        router.add("DELETE", "/identities/{name}/token") { [unowned self] request, parameters in
-            withIdentity(parameters["name"]!, request) { tokens, identity in logout(tokens, identity) }
+        router.addLater("DELETE", "/identities/{name}/token") { [unowned self] request, parameters, reply in
+            var found: (TokenService, IdentityTokens)?
+            let refusal = withIdentity(parameters["name"]!, request) { tokens, identity in
+                found = (tokens, identity)
+                return LocalResponse(status: 204, body: "")
+            }
+            guard let (tokens, identity) = found else { return reply.send(refusal) }
+            logout(tokens, identity, reply: reply)
         }
         router.add("DELETE", "/identities/{name}/client") { [unowned self] request, parameters in
             withIdentity(parameters["name"]!, request) { tokens, identity in forgetClient(tokens, identity) }
@@ -180,14 +190,14 @@ public final class AdminServer {
                              + "\"detail\":\(JSONText.quote(deletion.description))}\n")
     }
 
-    private func startLogin(_ tokens: TokenService, _ identity: IdentityTokens) -> LocalResponse {
+    private func startLogin(_ tokens: TokenService, _ identity: IdentityTokens, force: Bool) -> LocalResponse {
         let name = JSONText.quote(identity.identity.name)
         switch identity.identity.grant {
         case .authorizationCode:
             guard let url = LoginPaths.loginURL(for: identity.identity) else { break }
             return LocalResponse(status: 200, body: "{\"identity\":\(name),\"grant\":\"authorization_code\",\"loginUrl\":\(JSONText.quote(url))}\n")
         case .deviceCode:
-            tokens.logins.startDeviceLogin(identity)
+            tokens.logins.startDeviceLogin(identity, replacingLogin: force)
             return LocalResponse(status: 202, body: "{\"identity\":\(name),\"grant\":\"device_code\",\"login\":\"started\"}\n")
         default:
             break
@@ -196,34 +206,22 @@ public final class AdminServer {
                             "identity \(identity.identity.name) does not log a person in (its grant is \(identity.identity.grant.grantType))")
     }
 
-    /// The longest a logout's answer waits for the shared store. Redis answers or fails within
-    /// `store.timeoutMilliseconds` (the link gives up a command, or a first connection, after
-    /// it); this only bounds the admin loop's wait should that ever not hold.
-    static let logoutWaitSeconds = 5.0
-
     /// A logout, answered once the shared store (if any) removed the login for every replica or
-    /// failed to. This loop waits for that (as it does for a reload), never for the IdP: the
-    /// refresh token's revocation goes on after the answer.
-    private func logout(_ tokens: TokenService, _ identity: IdentityTokens) -> LocalResponse {
-        let heard = DispatchSemaphore(value: 0)
-        let removal = Locked<SharedStoreRemoval?>(nil)
-        tokens.forget(identity, listener: LogoutListener(sharedStore: { outcome in
-            removal.withLock { $0 = outcome }
-            heard.signal()
-        }))
-        _ = heard.wait(timeout: .now() + Self.logoutWaitSeconds)
+    /// failed to — Redis answers or fails within `store.timeoutMilliseconds` (the link gives up a
+    /// command, or a first connection, after it). The answer comes later, from the token thread:
+    /// meanwhile this loop answers other requests. Never waits for the IdP: the refresh token's
+    /// revocation goes on after the answer.
+    private func logout(_ tokens: TokenService, _ identity: IdentityTokens, reply: LocalReply) {
         let name = identity.identity.name
-        switch removal.withLock({ $0 }) {
-        case .removed?, .notShared?:
-            return LocalResponse(status: 204, body: "")
-        case let failed?:
-            return Self.problem(503, "shared-store-unavailable", "Service Unavailable", "identity \(name) is logged out on this replica, "
-                                + "but \(failed)")
-        case nil:
-            return Self.problem(503, "shared-store-unavailable", "Service Unavailable", "identity \(name) is logged out on this replica, "
-                                + "but the shared token store did not answer within \(Int(Self.logoutWaitSeconds)) s: the other replicas "
-                                + "may keep the login until its tokens expire; log out again")
-        }
+        tokens.forget(identity, listener: LogoutListener(sharedStore: { outcome in
+            switch outcome {
+            case .removed, .notShared:
+                reply.send(LocalResponse(status: 204, body: ""))
+            case .failed:
+                reply.send(Self.problem(503, "shared-store-unavailable", "Service Unavailable",
+                                        "identity \(name) is logged out on this replica, but \(outcome)"))
+            }
+        }))
     }
 
     /// Whether an identity lets `/readyz` answer ready: a per-caller identity once it knows its

@@ -44,6 +44,9 @@ struct RelayConfigDecoding {
             context.integer($0, in: 0...4096, rangeDescription: "0 (one per core) or a worker count up to 4096")
         } ?? config.workers
         config.limits = object.field("limits").flatMap(LimitsDecoding(context: context).decodeLimits) ?? config.limits
+        if let storeField = object.field("store") {
+            StoreTimeoutCheck(context: context).check(config, storeField: storeField)
+        }
         var identityNames: [String] = []
         if let field = object.field("identities") {
             config.identities = IdentityDecoding(context: context).decodeIdentities(field)

@@ -1,7 +1,8 @@
 // The LocalHTTP module: a small HTTP/1.1 server on one loop for the relay's own endpoints (the
 // admin listener, the demo's echo upstream, and next the login endpoints), and a router those
 // endpoints register on (LocalRouter.swift). Each request, with its body, is answered by a
-// handler, in order, with keep-alive. Not the proxy's request path; simplicity over speed.
+// handler, in order, with keep-alive; a handler may answer later, from another thread
+// (LocalReply.swift). Not the proxy's request path; simplicity over speed.
 
 import ByteBuffers
 import EventLoop
@@ -46,21 +47,35 @@ public final class LocalHTTPServer {
     private let loop: EventLoop
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: LocalHTTPConnection] = [:]
-    fileprivate let handler: (LocalRequest) -> LocalResponse
+    fileprivate let handler: (LocalRequest) -> LocalAnswer
+    /// Where answers given later land (made with the first one).
+    private var mailbox: LocalReplyMailbox?
+    /// The connections waiting for an answer given later, by their number.
+    private var awaiting: [UInt64: LocalHTTPConnection] = [:]
+    private var connectionCount: UInt64 = 0
     /// The answer to a request the parser refused (the reason is safe to show).
     fileprivate let badRequest: (String) -> LocalResponse
     /// Bodies larger than this are refused (these endpoints take small ones).
     fileprivate let maxBodyBytes: Int
 
+    public convenience init(loop: EventLoop, address: SocketAddress, maxBodyBytes: Int = 1 << 20,
+                            badRequest: @escaping (String) -> LocalResponse,
+                            handler: @escaping (LocalRequest) -> LocalResponse) throws(UVError) {
+        try self.init(loop: loop, address: address, maxBodyBytes: maxBodyBytes, badRequest: badRequest,
+                      answer: { .now(handler($0)) })
+    }
+
+    /// `answer`: a handler that may answer later (`LocalAnswer.later`).
     public init(loop: EventLoop, address: SocketAddress, maxBodyBytes: Int = 1 << 20,
                 badRequest: @escaping (String) -> LocalResponse,
-                handler: @escaping (LocalRequest) -> LocalResponse) throws(UVError) {
+                answer handler: @escaping (LocalRequest) -> LocalAnswer) throws(UVError) {
         self.loop = loop
         self.handler = handler
         self.badRequest = badRequest
         self.maxBodyBytes = maxBodyBytes
         listener = try TCPListener(loop: loop, address: address, reusePort: false) { [unowned self] stream in
-            let connection = LocalHTTPConnection(stream: stream, server: self)
+            connectionCount += 1
+            let connection = LocalHTTPConnection(stream: stream, server: self, number: connectionCount)
             self.connections[ObjectIdentifier(connection)] = connection
         }
     }
@@ -71,11 +86,27 @@ public final class LocalHTTPServer {
     public func close() {
         listener?.close()
         listener = nil
+        mailbox?.close()
+        mailbox = nil
+        awaiting.removeAll()
         for connection in connections.values { connection.stream.close() }
     }
 
     fileprivate func connectionDidClose(_ connection: LocalHTTPConnection) {
         connections.removeValue(forKey: ObjectIdentifier(connection))
+        awaiting[connection.number] = nil
+    }
+
+    /// A reply for `connection`, to be sent later (from any thread).
+    fileprivate func reply(for connection: LocalHTTPConnection) -> LocalReply? {
+        if mailbox == nil, listener != nil {
+            mailbox = LocalReplyMailbox(loop: loop) { [unowned self] number, response in
+                awaiting.removeValue(forKey: number)?.answerGivenLater(response)
+            }
+        }
+        guard let mailbox else { return nil }
+        awaiting[connection.number] = connection
+        return LocalReply(mailbox: mailbox, connection: connection.number)
     }
 }
 
@@ -84,24 +115,50 @@ private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate
     /// Weak: `LocalHTTPServer.close()` only starts closing its connections, and the server may
     /// be gone by the time a close completes (the stream keeps its connection alive till then).
     weak var server: LocalHTTPServer?
+    /// Unique among the server's connections.
+    let number: UInt64
     private let parser = HTTP1Parser(kind: .request, limits: HeaderLimits(maxHeadBytes: 64 * 1024, maxFieldCount: 100))
     private var request = LocalRequest(method: "", target: "", headers: [], body: [])
     private var out = ByteBuffer()
+    /// Waiting for an answer given later: reading stops, and the bytes read past the request
+    /// (pipelined requests) wait here.
+    private var later: (keepAlive: Bool, unparsed: [UInt8])?
 
-    init(stream: TCPStream, server: LocalHTTPServer) {
+    init(stream: TCPStream, server: LocalHTTPServer, number: UInt64) {
         self.stream = stream
         self.server = server
+        self.number = number
         parser.delegate = self
         stream.delegate = self
         stream.startReading()
     }
 
     func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
-        if case .failed(let error) = parser.feed(bytes) {
+        switch parser.feed(bytes) {
+        case .failed(let error):
             var answer = server?.badRequest(error.reason) ?? LocalResponse(status: 400, contentType: "text/plain", body: "")
             answer.status = 400
             respond(answer, keepAlive: false)
+        case .paused(let consumed):
+            // Paused only for an answer given later (`parserDidFinishMessage`).
+            later?.unparsed = Array(bytes[consumed...])
+        default:
+            break
         }
+    }
+
+    /// The answer a handler gave later: written, then the requests read meanwhile are parsed and
+    /// reading resumes.
+    func answerGivenLater(_ response: LocalResponse) {
+        guard let (keepAlive, unparsed) = later else { return }
+        later = nil
+        respond(response, keepAlive: keepAlive)
+        guard keepAlive else { return }
+        parser.resume()
+        if !unparsed.isEmpty {
+            unparsed.withUnsafeBytes { self.stream(stream, didRead: $0) }
+        }
+        if later == nil { stream.startReading() }
     }
 
     func stream(_ stream: any ByteStream, didEndWith error: UVError?) { stream.close() }
@@ -128,8 +185,20 @@ private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate
             stream.close()
             return false
         }
-        respond(server.handler(request), keepAlive: parser.head.keepAlive)
-        return false
+        switch server.handler(request) {
+        case .now(let response):
+            respond(response, keepAlive: parser.head.keepAlive)
+            return false
+        case .later(let start):
+            guard let reply = server.reply(for: self) else {
+                stream.close()
+                return false
+            }
+            later = (parser.head.keepAlive, [])
+            stream.stopReading()
+            start(reply)
+            return true
+        }
     }
 
     private func respond(_ response: LocalResponse, keepAlive: Bool) {

@@ -8,6 +8,8 @@ import HTTPFields
 /// would be (for `Allow`); a path no pattern matches, by `notFound`. Pure: no socket, no loop.
 public struct LocalRouter {
     public typealias Handler = (LocalRequest, Parameters) -> LocalResponse
+    /// A handler that answers later, through the reply (LocalReply.swift).
+    public typealias LaterHandler = (LocalRequest, Parameters, LocalReply) -> Void
 
     /// The values of a pattern's `{name}` segments.
     public struct Parameters: Sendable {
@@ -23,7 +25,7 @@ public struct LocalRouter {
     private struct Route {
         let method: String
         let segments: [Segment]
-        let handler: Handler
+        let answer: (LocalRequest, Parameters) -> LocalAnswer
     }
 
     private var routes: [Route] = []
@@ -39,6 +41,15 @@ public struct LocalRouter {
     /// Registers `handler` for `method` (upper case, as on the wire) on `pattern`. A pattern
     /// registered twice for one method is a programming error.
     public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
+        add(method, pattern, answer: { .now(handler($0, $1)) })
+    }
+
+    /// Registers a handler that answers later (from any thread) for `method` on `pattern`.
+    public mutating func addLater(_ method: String, _ pattern: String, _ handler: @escaping LaterHandler) {
+        add(method, pattern, answer: { request, parameters in .later { reply in handler(request, parameters, reply) } })
+    }
+
+    private mutating func add(_ method: String, _ pattern: String, answer: @escaping (LocalRequest, Parameters) -> LocalAnswer) {
         let segments = Self.split(pattern).map { part -> Segment in
             if part.hasPrefix("{") && part.hasSuffix("}") && part.count > 2 {
                 return .parameter(String(part.dropFirst().dropLast()))
@@ -46,18 +57,26 @@ public struct LocalRouter {
             return .literal(part)
         }
         precondition(!routes.contains { $0.method == method && $0.segments == segments }, "\(method) \(pattern) is registered twice")
-        routes.append(Route(method: method, segments: segments, handler: handler))
+        routes.append(Route(method: method, segments: segments, answer: answer))
     }
 
+    /// The answer of a router with no `addLater` route.
     public func respond(to request: LocalRequest) -> LocalResponse {
+        guard case .now(let response) = answer(to: request) else {
+            preconditionFailure("\(request.method) \(request.path) answers later: use answer(to:)")
+        }
+        return response
+    }
+
+    public func answer(to request: LocalRequest) -> LocalAnswer {
         let parts = Self.split(request.path)
         var allowed: [String] = []
         for route in routes {
             guard let parameters = Self.match(route.segments, parts) else { continue }
-            if route.method == request.method { return route.handler(request, parameters) }
+            if route.method == request.method { return route.answer(request, parameters) }
             if !allowed.contains(route.method) { allowed.append(route.method) }
         }
-        return allowed.isEmpty ? notFound(request) : methodNotAllowed(request, allowed)
+        return .now(allowed.isEmpty ? notFound(request) : methodNotAllowed(request, allowed))
     }
 
     /// The segments of a path (`/a/b` → `a`, `b`; `/` → none). Empty segments are kept, so

@@ -14,8 +14,10 @@ struct HeldCredentials: Sendable {
     private(set) var refusal = RefusalMemory.none
 
     /// A fetch asked for at `issuedAt` brought `response`, which expires at `expiresAt` (checked
-    /// by the caller to be after now). A response without a refresh token keeps the one held.
-    mutating func take(_ response: TokenResponse, issuedAt: Double, expiresAt: Double, identity: Identity) {
+    /// by the caller to be after now). A response without a refresh token keeps the one held,
+    /// unless it ends a person's login (`fromLogin`): that person may be another one (`oauth-relay
+    /// login --force`), whose tokens must not be refreshed with the previous person's.
+    mutating func take(_ response: TokenResponse, issuedAt: Double, expiresAt: Double, identity: Identity, fromLogin: Bool = false) {
         tokenCount += 1
         token = AccessToken(value: response.accessToken.value, type: response.tokenType, issuedAt: issuedAt, expiresAt: expiresAt,
                             refreshAt: RefreshSchedule.refreshAt(issuedAt: issuedAt, lifetime: response.expiresIn,
@@ -23,6 +25,8 @@ struct HeldCredentials: Sendable {
                             scope: response.scope ?? token?.scope ?? identity.scope, serial: tokenCount)
         if let rotated = response.refreshToken {
             refreshToken = rotated
+        } else if fromLogin {
+            refreshToken = nil
         }
         refusal.tokenFetched()
     }

@@ -17,6 +17,8 @@ struct LoginState: Sendable {
     var lastFailure: String?
     /// The step-up an upstream asked for, and those declined.
     var stepUps = StepUpMemory()
+    /// The wait before a request may start another device login, after some ended without a token.
+    var deviceBackoff = DeviceLoginBackoff()
 
     /// A fetch brought a token: a code exchange's names who logged in (nil when no ID token
     /// said so), not the previous person, and a device login's poll ends it, approved.
@@ -27,6 +29,7 @@ struct LoginState: Sendable {
         }
         if case .polling? = device {
             deviceEnded(failure: nil)
+            deviceBackoff.reset()
         }
     }
 
@@ -52,8 +55,11 @@ struct LoginState: Sendable {
         let step = device?.nextStep(identity: identity, stepUp: stepUp, endpoints: endpoints, fetchUnderWay: fetchUnderWay, at: now)
         guard case .ended(let failure)? = step else { return step }
         deviceEnded(failure: failure)
-        // The code expired unused: a step-up it was for counts as declined.
-        if failure != nil { stepUps.decline() }
+        // The code expired unused: a step-up it was for counts as declined, and the next login waits.
+        if failure != nil {
+            stepUps.decline()
+            deviceBackoff.loginEndedWithoutToken(at: now)
+        }
         return nil
     }
 
@@ -75,8 +81,12 @@ struct LoginState: Sendable {
     mutating func devicePollFailed(_ error: TokenEndpointError, at now: Double) -> Bool {
         guard case .ended(let end)? = device?.pollFailed(error, at: now) else { return false }
         deviceEnded(failure: end.map { "the device login ended: \($0)" })
-        // Declined, expired or refused: a step-up it was for is not asked again.
-        if end != nil, end != .cancelled { stepUps.decline() }
+        // Declined, expired or refused: a step-up it was for is not asked again, and the next
+        // login waits.
+        if end != nil, end != .cancelled {
+            stepUps.decline()
+            deviceBackoff.loginEndedWithoutToken(at: now)
+        }
         return true
     }
 
@@ -91,6 +101,7 @@ struct LoginState: Sendable {
         loggedInAs = nil
         waitingCode = nil
         device = nil
+        deviceBackoff.reset()
         stepUps.forget()
     }
 }

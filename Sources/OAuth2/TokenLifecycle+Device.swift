@@ -9,10 +9,20 @@
 extension TokenLifecycle {
     /// A person (or the first request) asks for a device login: true when one must start
     /// (none is under way, no valid token or refresh token is held, no backoff is running).
-    public mutating func requestDeviceLogin(at now: Double) -> Bool {
+    /// `byOperator`: `oauth-relay login` or the admin API, not a request — it ends the wait that
+    /// logins ended without a token put on requests (`DeviceLoginBackoff`). `replacingLogin`: the
+    /// operator switches the person (`oauth-relay login --force`), so a login starts whatever is
+    /// held; the tokens held stay in use until its token replaces them, and stay when it fails.
+    public mutating func requestDeviceLogin(at now: Double, byOperator: Bool = false, replacingLogin: Bool = false) -> Bool {
         guard case .deviceCode = identity.grant, login.device == nil, (retryAt ?? now) <= now else { return false }
-        // A step-up needs a login whatever token is held.
-        guard login.stepUps.pending(at: now) != nil || (!hasValidToken(at: now) && held.refreshToken == nil) else { return false }
+        if byOperator {
+            login.deviceBackoff.reset()
+        } else if !login.deviceBackoff.allowsStart(at: now) {
+            return false
+        }
+        // A step-up, or a person switched, needs a login whatever token is held.
+        guard (byOperator && replacingLogin) || login.stepUps.pending(at: now) != nil
+                || (!hasValidToken(at: now) && held.refreshToken == nil) else { return false }
         login.device = .requested
         return true
     }

@@ -172,6 +172,12 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             return waiting
         }
         if !activity.isFetchTaken, nextPurpose == nil, !discoveryFailing {
+            if case .deviceCode = identity.grant, let seconds = login.deviceBackoff.retryAfterSeconds(at: now) {
+                return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin, retryAfterSeconds: seconds,
+                                              detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant); "
+                                                  + "the last device login ended without a token, so a request starts the next one in "
+                                                  + "\(seconds) s (`oauth-relay login` starts one now)"))
+            }
             return .fail(TokenUnavailable(identity: identity.name, reason: .needsLogin,
                                           detail: "identity \(identity.name) needs an interactive login (\(identity.grant) grant)"))
         }
@@ -234,7 +240,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             failures.record(.invalidTokenResponse(status: 200, contentType: nil, reason: "the token expired before it arrived"), at: now)
             return
         }
-        held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity)
+        let fromLogin = fetch?.purpose == .grant(.authorizationCode) || fetch?.purpose == .grant(.deviceCode)
+        held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity, fromLogin: fromLogin)
         autoClientProven()
         stepUpAnswered(by: fetch, response: response, at: now)
         login.tokenArrived(from: fetch)

@@ -20,7 +20,7 @@ extension WorkerTokens {
         guard let wakeup else { return .wait }
         switch callers.lookup(key, at: Double(loop.nowMilliseconds) / 1000, wakingOnResult: wakeup, counted: firstLookup) {
         case .hit(let token):
-            return .inject(CachedToken(value: token.value, bytes: token.bytes, generation: 0,
+            return .inject(CachedToken(value: token.value, bytes: token.bytes, slot: tokens.slot, generation: 0,
                                        expiresAtMilliseconds: UInt64(max(0, token.reuseUntil * 1000))))
         case .wait(let exchange):
             if exchange {

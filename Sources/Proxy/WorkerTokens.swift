@@ -1,10 +1,12 @@
 // WorkerTokens: one worker's side of the identities' tokens.
 //
-// The hot path asks `lookup(identity)`; the cache is indexed by the identity's slot, which is
-// unique for the life of the process, so it stays right across reloads. A cache hit — the generation of the identity's state is
-// the one the cached token came from, and the token is not expired — costs an atomic load and
-// a comparison. Otherwise the shared lifecycle decides (under its lock): inject a token, wait,
-// or fail; a decision to wait registers this worker's wake-up under the same lock
+// The hot path asks `lookup(identity)`; the cache is indexed by the identity's cache index, which
+// stays below the most identities in force at once (reused after a reload retires its identity), and
+// each entry names the slot it belongs to (unique for the life of the process), so it stays right
+// across reloads. A cache hit — the entry's slot is the identity's, the generation of the
+// identity's state is the one the cached token came from, and the token is not expired — costs an
+// atomic load and two comparisons. Otherwise the shared lifecycle decides (under its lock):
+// inject a token, wait, or fail; a decision to wait registers this worker's wake-up under the same lock
 // (`IdentityTokens.decide`). Requests that must wait are parked here; the token thread wakes
 // this worker's loop when the identity's fetch ends, and each parked request asks again. A
 // parked request also has a deadline (`limits.tokenWaitSeconds`, kept by its RequestLeg).
@@ -27,15 +29,18 @@ final class WorkerTokens {
         /// The token (for invalidation after an upstream 401: only this exact token is dropped).
         let value: String
         let bytes: [UInt8]
+        /// The identity it belongs to: a retired identity shares its cache index with a new one.
+        let slot: Int
         let generation: UInt64
         /// Loop milliseconds from which it is no longer injected.
         let expiresAtMilliseconds: UInt64
         /// For a `DPoP` token: what its proofs need (nil: a Bearer token).
         let dpop: DPoPProofing?
 
-        init(value: String, bytes: [UInt8], generation: UInt64, expiresAtMilliseconds: UInt64, dpop: DPoPProofing? = nil) {
+        init(value: String, bytes: [UInt8], slot: Int, generation: UInt64, expiresAtMilliseconds: UInt64, dpop: DPoPProofing? = nil) {
             self.value = value
             self.bytes = bytes
+            self.slot = slot
             self.generation = generation
             self.expiresAtMilliseconds = expiresAtMilliseconds
             self.dpop = dpop
@@ -68,10 +73,11 @@ final class WorkerTokens {
     /// `firstLookup`: false for a parked request asking again.
     func lookup(_ tokens: IdentityTokens, caller: CallerToken?, startsDeviceLogin: Bool, firstLookup: Bool = true) -> Lookup {
         if let callers = tokens.callers { return lookup(callers, of: tokens, caller: caller, firstLookup: firstLookup) }
-        let slot = tokens.slot
+        let index = tokens.cacheIndex
         let generation = tokens.generation
         let now = loop.nowMilliseconds
-        if slot < cache.count, let cached = cache[slot], cached.generation == generation, now < cached.expiresAtMilliseconds {
+        if index < cache.count, let cached = cache[index], cached.slot == tokens.slot, cached.generation == generation,
+           now < cached.expiresAtMilliseconds {
             return .inject(cached)
         }
         switch tokens.decide(at: Double(now) / 1000, wakingOnResult: wakeup, startsDeviceLogin: startsDeviceLogin) {
@@ -83,10 +89,10 @@ final class WorkerTokens {
                 case .failure(let problem): return .fail(problem)
                 }
             }
-            let cached = CachedToken(value: token.value, bytes: Array(token.value.utf8), generation: generation,
+            let cached = CachedToken(value: token.value, bytes: Array(token.value.utf8), slot: tokens.slot, generation: generation,
                                      expiresAtMilliseconds: UInt64(max(0, token.expiresAt * 1000)), dpop: dpop)
-            if slot >= cache.count { cache.append(contentsOf: repeatElement(nil, count: slot + 1 - cache.count)) }
-            cache[slot] = cached
+            if index >= cache.count { cache.append(contentsOf: repeatElement(nil, count: index + 1 - cache.count)) }
+            cache[index] = cached
             return .inject(cached)
         case .wait:
             service.needToken(tokens)
@@ -113,7 +119,7 @@ final class WorkerTokens {
             return refused(tokens, token: token, caller: caller, minimumAge: minimumAge)
         }
         let refusal = service.refused(tokens, token: token.value, at: Double(loop.nowMilliseconds) / 1000, minimumAge: minimumAge)
-        if refusal != .kept, tokens.slot < cache.count { cache[tokens.slot] = nil }
+        if refusal != .kept { dropCached(tokens) }
         return refusal
     }
 
@@ -131,7 +137,7 @@ final class WorkerTokens {
         let report = service.reportStepUp(tokens, stepUp, token: token.value, at: Double(loop.nowMilliseconds) / 1000)
         switch report.outcome {
         case .loginNeeded:
-            if tokens.slot < cache.count { cache[tokens.slot] = nil }
+            dropCached(tokens)
             return (report.outcome, report.pendingChanged)
         case .declined:
             declinedStepUps.note(slot: tokens.slot, token: token, stepUp: stepUp)
@@ -141,12 +147,20 @@ final class WorkerTokens {
         }
     }
 
-    /// Drops the cached tokens of identities a reload replaced or removed.
+    /// Drops the cached tokens of identities a reload replaced or removed, and the room past the
+    /// last cache index in force.
     func keepOnly(_ identities: TokenSet) {
         let inForce = Set(identities.identities.map(\.slot))
-        for slot in cache.indices where !inForce.contains(slot) { cache[slot] = nil }
+        for index in cache.indices where cache[index].map({ !inForce.contains($0.slot) }) ?? false { cache[index] = nil }
+        let length = (identities.identities.map(\.cacheIndex).max() ?? -1) + 1
+        if cache.count > length { cache.removeLast(cache.count - length) }
         declinedStepUps.keepOnly(slots: inForce)
         proofs.keepOnly(slots: inForce)
+    }
+
+    /// Drops `tokens`' cached token (not a successor's sharing its index).
+    private func dropCached(_ tokens: IdentityTokens) {
+        if tokens.cacheIndex < cache.count, cache[tokens.cacheIndex]?.slot == tokens.slot { cache[tokens.cacheIndex] = nil }
     }
 
     private func fetchEnded() {

@@ -34,6 +34,10 @@ public final class IdentityTokens: Sendable {
     /// Unique for the life of the process (never reused after a reload), so per-worker tables
     /// indexed by it never mistake a replaced identity for its successor.
     public let slot: Int
+    /// Where per-worker tables indexed densely keep this identity (WorkerTokens' injected tokens):
+    /// below the most identities in force at once, and reused once this identity is retired
+    /// (CacheIndexes.swift), so such a table tells identities apart by `slot` too.
+    public let cacheIndex: Int
     /// The DPoP key every token of this identity is bound to: the key file's, or one generated
     /// here (`DPoPBinding.generatedKey`), so it lives exactly as long as the identity's state and
     /// tokens do (a reload that keeps the identity keeps it). Nil without `dpop`; a failure when
@@ -55,9 +59,11 @@ public final class IdentityTokens: Sendable {
         var waiting: [LoopWakeup] = []
     }
 
-    init(identity: Identity, slot: Int) {
+    /// `cacheIndex`: the slot when not given (an identity outside a `TokenService`'s sets).
+    init(identity: Identity, slot: Int, cacheIndex: Int? = nil) {
         configured = identity
         self.slot = slot
+        self.cacheIndex = cacheIndex ?? slot
         dpop = identity.dpop.map { binding in Result { () throws(DPoPKeyError) in try binding.makeKey() } }
         upstreamNonces = identity.dpop == nil ? nil : UpstreamDPoPNonces()
         state = Locked(State(lifecycle: TokenLifecycle(identity: identity)))

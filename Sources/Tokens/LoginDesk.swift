@@ -204,10 +204,15 @@ public final class LoginDesk: Sendable {
         }
     }
 
-    /// Starts a device login for `tokens` unless one is under way (or it holds a valid token).
-    public func startDeviceLogin(_ tokens: IdentityTokens) {
+    /// Starts a device login for `tokens` unless one is under way (or it holds a valid token): an
+    /// operator's (`oauth-relay login`, the admin API), so the wait requests keep after logins that
+    /// ended without a token does not hold it back. `replacingLogin` (`oauth-relay login --force`):
+    /// it starts even while a token is held, which stays in use until the new login's replaces it.
+    public func startDeviceLogin(_ tokens: IdentityTokens, replacingLogin: Bool = false) {
         guard case .deviceCode = tokens.identity.grant else { return }
-        if tokens.update({ $0.requestDeviceLogin(at: monotonicSeconds()) }) { inbox.post(.reconsider(tokens)) }
+        if tokens.update({ $0.requestDeviceLogin(at: monotonicSeconds(), byOperator: true, replacingLogin: replacingLogin) }) {
+            inbox.post(.reconsider(tokens))
+        }
     }
 
     /// Forgets the logins in flight for `identity`: a logout, or a reload that removed the

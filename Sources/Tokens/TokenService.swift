@@ -107,13 +107,17 @@ public final class TokenService: Sendable {
         let old = tokenSet
         var kept: [String] = [], started: [String] = []
         var fresh: [IdentityTokens] = []
-        for name in identities.keys.sorted() {
+        let names = identities.keys.sorted()
+        let keeping = Set(names.filter { name in old[name].map { $0.configured.hasSameSettings(as: identities[name]!) } ?? false })
+        var cacheIndexes = CacheIndexes.free(count: names.count - keeping.count, taken: Set(keeping.map { old[$0]!.cacheIndex }))[...]
+        for name in names {
             let identity = identities[name]!
-            if let existing = old[name], existing.configured.hasSameSettings(as: identity) {
+            if keeping.contains(name), let existing = old[name] {
                 fresh.append(existing)
                 kept.append(name)
             } else {
-                let tokens = IdentityTokens(identity: identity, slot: nextSlot.add(1, ordering: .relaxed).oldValue)
+                let tokens = IdentityTokens(identity: identity, slot: nextSlot.add(1, ordering: .relaxed).oldValue,
+                                            cacheIndex: cacheIndexes.removeFirst())
                 // An `auto` identity's entry is read once it has learnt its client (the entry's
                 // settings include it): AutoResolver.
                 if hasStore && identity.grant.isInteractive && identity.auto == nil { tokens.update { $0.awaitStoredLogin() } }

@@ -20,7 +20,10 @@ import Darwin
 /// the token store keeps the result for the relay that starts next. It prints the URL to open
 /// (a browser login; opened with `xdg-open` on a desktop) or the code to enter and where (a
 /// device login; on a terminal also as a QR code, see `LoginQRCode`), and exits 0 once the
-/// identity holds a token, 1 when the login fails or times out.
+/// identity holds a token, 1 when the login fails or times out. An identity that already holds a
+/// token is logged in: the command says so and exits 0 at once, unless `--force` switches the
+/// person (a device login): the login starts anyway, the tokens held stay in use until its token
+/// replaces them, and a login that fails or times out leaves them in place.
 struct LoginCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "login",
@@ -37,6 +40,11 @@ struct LoginCommand: ParsableCommand {
     @Flag(name: .long, help: "Do not draw a device login's verification URI as a QR code (drawn only on a terminal).")
     var noQr = false
 
+    @Flag(name: .long, help: ArgumentHelp(
+        "Start a new login even when the identity is logged in (to switch the person; device_code identities).",
+        discussion: "The tokens held stay in use until the new login brings its token, which replaces them; a login that fails or times out leaves them in place."))
+    var force = false
+
     private var name: String { options.name }
 
     func run() throws {
@@ -44,8 +52,13 @@ struct LoginCommand: ParsableCommand {
         guard identity.grant.isInteractive else {
             fail("identity \"\(name)\" in \(options.config) is not one a person logs in to (it needs grant authorization_code or device_code)")
         }
+        if force, case .authorizationCode = identity.grant {
+            fail("--force starts a device login (grant device_code); identity \"\(name)\" logs in with a browser: open its login page "
+                 + "(/.oauth-relay/login/\(name) on the relay) to log in again, as anyone, while its token stays in use")
+        }
         var watch = LoginWatch(name: name, timeoutSeconds: timeout ?? identity.loginTimeoutSeconds, openBrowser: !noBrowser,
-                               qrCode: LoginQRCode.forStandardError(disabled: noQr, logFormat: options.common.logFormat))
+                               qrCode: LoginQRCode.forStandardError(disabled: noQr, logFormat: options.common.logFormat),
+                               replacingLogin: force)
         if let admin = loaded.config.admin, try loginThroughRunningRelay(AdminClient(address: admin), &watch) { return }
         try loginInThisProcess(loaded, identity: identity, &watch)
     }
@@ -55,7 +68,7 @@ struct LoginCommand: ParsableCommand {
         let before = try admin.identity(name)
         guard let before else { return false }
         watch.failureBefore = before["lastLoginFailure"]?.string
-        guard let started = try admin.call("POST", "/identities/\(name)/login"), started.status < 300 else {
+        guard let started = try admin.call("POST", "/identities/\(name)/login" + (force ? "?force=1" : "")), started.status < 300 else {
             fail("the running relay did not start the login")
         }
         if let url = started.json["loginUrl"]?.string { watch.showLoginURL(url) }
@@ -83,7 +96,7 @@ struct LoginCommand: ParsableCommand {
             if !started {
                 started = true
                 if case .deviceCode = identity.identity.grant {
-                    tokens.logins.startDeviceLogin(identity)
+                    tokens.logins.startDeviceLogin(identity, replacingLogin: force)
                 } else if let url = LoginPaths.loginURL(for: identity.identity) {
                     watching.showLoginURL(url)
                 }
@@ -145,10 +158,14 @@ struct LoginWatch {
     let qrCode: LoginQRCode?
     /// The failure shown before this login started: only a new one ends it.
     var failureBefore: String?
+    /// `--force`: the token held is the previous login's, so only a device login that showed its
+    /// code and ended without a new failure ends this one.
+    let replacingLogin: Bool
     private var shownUserCode: String?
 
-    init(name: String, timeoutSeconds: Double, openBrowser: Bool, qrCode: LoginQRCode?) {
+    init(name: String, timeoutSeconds: Double, openBrowser: Bool, qrCode: LoginQRCode?, replacingLogin: Bool = false) {
         self.name = name
+        self.replacingLogin = replacingLogin
         deadline = Date(timeIntervalSinceNow: timeoutSeconds)
         self.openBrowser = openBrowser
         self.qrCode = qrCode
@@ -164,12 +181,17 @@ struct LoginWatch {
 
     /// The exit code once the login has ended (0: logged in), nil while it goes on.
     mutating func observe(_ view: View) -> Int32? {
-        if view.state == "valid" || view.state == "refreshing" {
+        // A forced login's end: its code went away, and no new failure came with it (a refusal
+        // leaves the previous person's token valid).
+        let loginOver = !replacingLogin || (shownUserCode != nil && view.userCode == nil && view.lastLoginFailure == failureBefore)
+        if loginOver, view.state == "valid" || view.state == "refreshing" {
             FileHandleOutput.standardError("Logged in for identity \(name)" + (view.loggedInAs.map { " as \($0)" } ?? "") + ".\n")
             return 0
         }
         if let code = view.userCode, code != shownUserCode, let uri = view.verificationUri {
             shownUserCode = code
+            // The device authorization cleared the last failure: any failure from now on is this login's.
+            failureBefore = view.lastLoginFailure
             var text = "To log in for identity \(name), open \(uri) and enter the code:\n\n  \(code)\n\n"
             if let complete = view.verificationUriComplete { text += "(or open \(complete))\n" }
             if let expiresIn = view.expiresIn { text += "The code expires in \(expiresIn) s.\n" }

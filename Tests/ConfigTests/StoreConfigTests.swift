@@ -227,6 +227,37 @@ final class StoreConfigTests: XCTestCase {
                        ["$.store.timeoutMilliseconds: must be milliseconds from 1 to 60000, got 0"])
     }
 
+    /// A Redis timeout near the token wait leaves the first request's token request no time
+    /// when Redis hangs: refused above half of `limits.tokenWaitSeconds`, naming both values.
+    func testARedisTimeoutAboveHalfTheTokenWaitIsRefused() throws {
+        func errors(_ timeout: Int, tokenWait: String? = nil) -> [String] {
+            let limits = tokenWait.map { #", "limits": { "tokenWaitSeconds": \#($0) }"# } ?? ""
+            return describe(configErrors(#"{ "store": { "redis": "redis://r", "key": "\#(key)", "timeoutMilliseconds": \#(timeout) }\#(limits) }"#))
+        }
+        let advice = "a request waits at most that long for its token, and the token's fetch may first wait this long for a Redis "
+            + "that does not answer; lower it (Redis answers within milliseconds) or raise limits.tokenWaitSeconds"
+        let table: [(timeout: Int, tokenWait: String?, error: String?)] = [
+            (15000, nil, nil),
+            (15001, nil, "$.store.timeoutMilliseconds: 15001 ms is more than half of limits.tokenWaitSeconds (30 s): " + advice),
+            (60000, nil, "$.store.timeoutMilliseconds: 60000 ms is more than half of limits.tokenWaitSeconds (30 s): " + advice),
+            (5000, "5", "$.store.timeoutMilliseconds: 5000 ms is more than half of limits.tokenWaitSeconds (5 s): " + advice),
+            (2500, "5", nil),
+            (1000, "1.5", "$.store.timeoutMilliseconds: 1000 ms is more than half of limits.tokenWaitSeconds (1.5 s): " + advice),
+            (750, "1.5", nil),
+        ]
+        for row in table {
+            if let error = row.error {
+                XCTAssertEqual(errors(row.timeout, tokenWait: row.tokenWait), [error], "\(row.timeout) ms, wait \(row.tokenWait ?? "default")")
+            } else {
+                let limits = row.tokenWait.map { #", "limits": { "tokenWaitSeconds": \#($0) }"# } ?? ""
+                let config = try decodeConfig(#"{ "store": { "redis": "redis://r", "key": "\#(key)", "timeoutMilliseconds": \#(row.timeout) }\#(limits) }"#)
+                XCTAssertEqual(config.store?.redis?.timeoutMilliseconds, row.timeout)
+            }
+        }
+        // The default timeout (200 ms) fits the default wait.
+        XCTAssertEqual(try decodeConfig(#"{ "store": { "redis": "redis://r", "key": "\#(key)" } }"#).store?.redis?.timeoutMilliseconds, 200)
+    }
+
     func testChangingTheSharedStoreTakesARestartAndTheMessageHoldsNoPassword() throws {
         func config(_ url: String, prefix: String = "oauth-relay:", timeout: Int = 200) throws -> RelayConfig {
             try decodeConfig(#"{ "store": { "redis": "\#(url)", "key": "\#(key)", "keyPrefix": "\#(prefix)", "timeoutMilliseconds": \#(timeout) } }"#)

@@ -229,19 +229,78 @@ final class TokenLifecycleLoginTests: XCTestCase {
         XCTAssertNil(lifecycle.status(at: 21).deviceLogin)
     }
 
-    func testADeniedDeviceLoginEndsAndTheNextRequestMayStartAnother() throws {
-        var lifecycle = makeLifecycle(deviceIdentity())
-        _ = lifecycle.requestDeviceLogin(at: 0)
-        _ = lifecycle.nextAction(at: 0)
+    /// Starts a device login at `start` and lets its first poll (5 s later) fail with `error`.
+    private func deviceLogin(_ lifecycle: inout TokenLifecycle, at start: Double, endingWith error: OAuthErrorCode) {
+        XCTAssertTrue(lifecycle.requestDeviceLogin(at: start), "a login starts at \(start)")
+        _ = lifecycle.nextAction(at: start)
         lifecycle.deviceAuthorized(DeviceAuthorization(deviceCode: Secret("dc-1"), userCode: "ABCD", verificationUri: "https://idp/d",
-                                                       expiresIn: 600, interval: 5), at: 0)
-        _ = lifecycle.nextAction(at: 5)
-        lifecycle.fetchFailed(pendingError(.accessDenied), at: 5)
+                                                       expiresIn: 600, interval: 5), at: start)
+        _ = lifecycle.nextAction(at: start + 5)
+        lifecycle.fetchFailed(pendingError(error), at: start + 5)
+    }
+
+    func testADeniedDeviceLoginEndsAndRequestsWaitBeforeStartingAnother() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        deviceLogin(&lifecycle, at: 0, endingWith: .accessDenied)
         let status = lifecycle.status(at: 5)
         XCTAssertEqual(status.state, .needsLogin)
         XCTAssertNotNil(status.lastLoginFailure)
-        XCTAssertEqual(lifecycle.failure(at: 5)?.reason, .needsLogin)
-        XCTAssertTrue(lifecycle.requestDeviceLogin(at: 6))
+        XCTAssertFalse(lifecycle.requestDeviceLogin(at: 6), "not at once: nobody entered the last code")
+        let problem = try XCTUnwrap(lifecycle.failure(at: 6))
+        XCTAssertEqual(problem.reason, .needsLogin)
+        XCTAssertEqual(problem.retryAfterSeconds, 29)
+        XCTAssertTrue(problem.detail.contains("starts the next one in 29 s"), problem.detail)
+        XCTAssertTrue(lifecycle.requestDeviceLogin(at: 35), "after 30 s")
+    }
+
+    func testTheWaitDoublesForLoginsEndedInARowUpToTenMinutes() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        var start = 0.0
+        for expected in [30.0, 60, 120, 240, 480, 600, 600] {
+            deviceLogin(&lifecycle, at: start, endingWith: .expiredToken)
+            let ended = start + 5
+            XCTAssertFalse(lifecycle.requestDeviceLogin(at: ended + expected - 1), "still waiting \(expected) s after the end")
+            start = ended + expected
+        }
+        XCTAssertEqual(lifecycle.failure(at: start - 1)?.retryAfterSeconds, 1)
+    }
+
+    func testAnOperatorNeedNotWait() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        deviceLogin(&lifecycle, at: 0, endingWith: .expiredToken)
+        XCTAssertFalse(lifecycle.requestDeviceLogin(at: 6))
+        XCTAssertTrue(lifecycle.requestDeviceLogin(at: 6, byOperator: true), "oauth-relay login does not wait")
+    }
+
+    func testALoginThatBringsATokenStartsTheCountAgain() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        deviceLogin(&lifecycle, at: 0, endingWith: .expiredToken)
+        XCTAssertTrue(lifecycle.requestDeviceLogin(at: 35))
+        _ = lifecycle.nextAction(at: 35)
+        lifecycle.deviceAuthorized(DeviceAuthorization(deviceCode: Secret("dc-2"), userCode: "EFGH", verificationUri: "https://idp/d",
+                                                       expiresIn: 600, interval: 5), at: 35)
+        _ = lifecycle.nextAction(at: 40)
+        lifecycle.fetchSucceeded(tokenResponse("at-dev", expiresIn: 10), at: 40)
+        XCTAssertEqual(lifecycle.injected(at: 40), "at-dev")
+        // The token expired (no refresh token); the next login ends unused: the first of a new
+        // row, so 30 s, not 60.
+        deviceLogin(&lifecycle, at: 51, endingWith: .expiredToken)
+        XCTAssertEqual(lifecycle.failure(at: 56)?.retryAfterSeconds, 30)
+        XCTAssertTrue(lifecycle.requestDeviceLogin(at: 86))
+    }
+
+    func testTheBackoffDelays() {
+        XCTAssertEqual((0...8).map(DeviceLoginBackoff.delay(afterEndedLogins:)), [0, 30, 60, 120, 240, 480, 600, 600, 600])
+        XCTAssertEqual(DeviceLoginBackoff.delay(afterEndedLogins: 10_000), 600)
+        var backoff = DeviceLoginBackoff()
+        XCTAssertTrue(backoff.allowsStart(at: 0))
+        XCTAssertNil(backoff.retryAfterSeconds(at: 0))
+        backoff.loginEndedWithoutToken(at: 100)
+        XCTAssertFalse(backoff.allowsStart(at: 129.5))
+        XCTAssertEqual(backoff.retryAfterSeconds(at: 129.5), 1)
+        XCTAssertTrue(backoff.allowsStart(at: 130))
+        backoff.reset()
+        XCTAssertEqual(backoff, DeviceLoginBackoff())
     }
 
     func testAFailedDeviceAuthorizationBacksOffBeforeTheNextLogin() throws {
@@ -252,5 +311,54 @@ final class TokenLifecycleLoginTests: XCTestCase {
         XCTAssertFalse(lifecycle.requestDeviceLogin(at: 0), "not at once: the IdP just refused")
         XCTAssertNotNil(lifecycle.status(at: 0).lastLoginFailure)
         XCTAssertTrue(lifecycle.requestDeviceLogin(at: 3600))
+    }
+
+    // MARK: Switching the person (`oauth-relay login --force`)
+
+    /// Starts a device login at `start` (the person has the code at once) and sends its first poll,
+    /// 5 s later; returns whether it started.
+    private func startPolling(_ lifecycle: inout TokenLifecycle, at start: Double, replacingLogin: Bool = false) -> Bool {
+        guard lifecycle.requestDeviceLogin(at: start, byOperator: replacingLogin, replacingLogin: replacingLogin) else { return false }
+        guard case .authorizeDevice = lifecycle.nextAction(at: start) else { XCTFail("the device authorization first"); return false }
+        lifecycle.deviceAuthorized(DeviceAuthorization(deviceCode: Secret("dc-\(start)"), userCode: "ABCD", verificationUri: "https://idp/d",
+                                                       expiresIn: 600, interval: 5), at: start)
+        guard case .fetch(let poll) = lifecycle.nextAction(at: start + 5) else { XCTFail("the poll, not a refresh"); return false }
+        XCTAssertEqual(poll.purpose, .grant(.deviceCode))
+        return true
+    }
+
+    func testAnOperatorSwitchingThePersonStartsALoginWhileTheHeldTokenStaysInUse() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        XCTAssertTrue(startPolling(&lifecycle, at: 0))
+        lifecycle.fetchSucceeded(tokenResponse("at-a", expiresIn: 3600, refreshToken: "rt-a"), at: 5)
+        XCTAssertFalse(lifecycle.requestDeviceLogin(at: 100), "a request: the person is logged in")
+        XCTAssertFalse(lifecycle.requestDeviceLogin(at: 100, byOperator: true), "oauth-relay login without --force")
+
+        // A forced login the person refuses: the previous person's tokens stay, and are used throughout.
+        XCTAssertTrue(startPolling(&lifecycle, at: 100, replacingLogin: true))
+        XCTAssertEqual(lifecycle.injected(at: 105), "at-a")
+        lifecycle.fetchFailed(pendingError(.accessDenied), at: 105)
+        XCTAssertEqual(lifecycle.injected(at: 106), "at-a")
+        XCTAssertEqual(lifecycle.status(at: 106).state, .valid)
+        XCTAssertTrue(lifecycle.status(at: 106).hasRefreshToken)
+        XCTAssertNotNil(lifecycle.lastLoginFailure)
+
+        // Another forced login, approved by someone else: their token replaces it, and the previous
+        // person's refresh token goes too, although the response brings none.
+        XCTAssertTrue(startPolling(&lifecycle, at: 200, replacingLogin: true), "an operator does not wait for the backoff")
+        XCTAssertEqual(lifecycle.injected(at: 205), "at-a")
+        lifecycle.fetchSucceeded(tokenResponse("at-b", expiresIn: 3600), at: 205)
+        XCTAssertEqual(lifecycle.injected(at: 206), "at-b")
+        XCTAssertFalse(lifecycle.status(at: 206).hasRefreshToken, "the previous person's refresh token would refresh as them")
+    }
+
+    func testARefreshWithoutARefreshTokenKeepsTheOneHeld() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        XCTAssertTrue(startPolling(&lifecycle, at: 0))
+        lifecycle.fetchSucceeded(tokenResponse("at-a", expiresIn: 100, refreshToken: "rt-a"), at: 5)
+        let refresh = try lifecycle.startFetch(at: 200)
+        XCTAssertEqual(refresh.purpose, .refresh)
+        lifecycle.fetchSucceeded(tokenResponse("at-a2", expiresIn: 100), at: 200)
+        XCTAssertTrue(lifecycle.status(at: 201).hasRefreshToken, "only a login's response replaces the person's refresh token")
     }
 }

@@ -33,7 +33,7 @@ final class DPoPExchangeTests: XCTestCase {
     static func dpopToken(_ value: String, plan: RoutePlan, proofs: WorkerProofs = WorkerProofs()) throws -> WorkerTokens.CachedToken {
         let tokens = try XCTUnwrap(plan.identity)
         let access = AccessToken(value: value, type: "DPoP", issuedAt: 0, expiresAt: 100, refreshAt: 50)
-        return WorkerTokens.CachedToken(value: value, bytes: Array(value.utf8), generation: 1, expiresAtMilliseconds: .max,
+        return WorkerTokens.CachedToken(value: value, bytes: Array(value.utf8), slot: 0, generation: 1, expiresAtMilliseconds: .max,
                                         dpop: try proofs.proofing(for: access, of: tokens).get())
     }
 

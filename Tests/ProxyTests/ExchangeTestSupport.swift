@@ -60,7 +60,7 @@ struct ExchangeDriver {
     }
 
     static func token(_ value: String) -> WorkerTokens.CachedToken {
-        WorkerTokens.CachedToken(value: value, bytes: Array(value.utf8), generation: 1, expiresAtMilliseconds: .max)
+        WorkerTokens.CachedToken(value: value, bytes: Array(value.utf8), slot: 0, generation: 1, expiresAtMilliseconds: .max)
     }
 
     static func unavailable(_ identity: String = "svc") -> TokenUnavailable {

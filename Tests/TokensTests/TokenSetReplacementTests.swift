@@ -72,4 +72,25 @@ final class TokenSetReplacementTests: XCTestCase {
         XCTAssertEqual(service.replace(identities: identities(first), tls: [:], limits: HTTPClientLimits()).kept, ["a"])
         XCTAssertEqual(service.replace(identities: identities(rotated), tls: [:], limits: HTTPClientLimits()).started, ["a"])
     }
+    /// A worker's table of injected tokens is indexed by `cacheIndex`: however many reloads add
+    /// and remove identities, the indexes in force stay below the most identities in force at
+    /// once (five here), each taken once, while slots keep growing.
+    func testCacheIndexesStayBelowTheIdentitiesInForceAcrossReloads() throws {
+        let service = try TokenService.start(identities: identities(identity("kept")), limits: HTTPClientLimits(), logger: Logger(label: "test"))
+        defer { service.stop() }
+        let kept = service.tokenSet["kept"]!
+        for round in 0..<200 {
+            // Three to five identities each round: "kept", and new names, some of them kept a round.
+            var list = [identity("kept"), identity("new-\(round)"), identity("new-\(round + 1)")]
+            if round % 3 == 0 { list.append(identity("rare-\(round)")) }
+            if round % 2 == 0 { list.append(identity("even-\(round)")) }
+            let change = service.replace(identities: Dictionary(uniqueKeysWithValues: list.map { ($0.name, $0) }),
+                                         tls: [:], limits: HTTPClientLimits())
+            let indexes = change.set.identities.map(\.cacheIndex)
+            XCTAssertEqual(Set(indexes).count, indexes.count, "round \(round): an index taken twice: \(indexes)")
+            XCTAssertLessThan(indexes.max()!, 5, "round \(round): \(indexes)")
+        }
+        XCTAssertTrue(service.tokenSet["kept"] === kept)
+        XCTAssertGreaterThan(service.tokenSet["new-200"]!.slot, 200, "slots are never reused")
+    }
 }
