@@ -35,12 +35,25 @@ wait for the requests under way) and the harness records the relay's RSS (VmRSS)
 descriptors (/proc/PID/fd), established upstream connections (`ss`, to nginx, the cut upstream,
 DOT and Redis) and `oauth_relay_token_queue_depth` from /metrics, then resumes.
 
-Warm-up: the first max(3, minutes/5) minutes. The run fails when, at the end, RSS is more than
+Before the descriptors are read, the harness waits (up to 5 s) until the relay holds no client
+connection on its listen or admin port any more (it closes its side of a connection the client
+closed asynchronously); the admin scrape comes after the descriptors are read.
+
+Every thread runs guarded: one that ends by an exception (any, pytest.fail's included) is a
+problem named after the thread, with the exception's type and the first line of its message
+(query strings and token-like strings cut), and ends the run. At the end, each thread must have
+done its work as often as the traffic's time implies: at least one event per (interval + the
+bound on one event), the pauses not counted (Redis restarts, reloads, logins, requests).
+
+Warm-up: the first --warm-up-minutes (default max(3, minutes/5)) minutes: a short run (say
+`--minutes 2 --warm-up-minutes 1 --sample-seconds 30`) checks the harness itself. The run fails
+when, at the end, RSS is more than
 2 MiB above its value at the end of warm-up, when the descriptors other than upstream connections
 are more than --fd-tolerance (default 2) above theirs, when the upstream connections are more than
 8 above theirs (the idle pools' connections come and go), when any request
 failed unexpectedly, when the cut upstream refused a request, when a reload was not applied, or
-when the relay does not exit 0 on SIGTERM. It prints the table either way.
+when the relay does not exit 0 on SIGTERM, when a thread died or did less than its share. It
+prints the table either way.
 """
 
 from __future__ import annotations
@@ -88,6 +101,10 @@ BIG_LENGTH = MIB
 LOGIN_REQUIRED = "urn:oauth-relay:problem:login-required"
 UPSTREAM_TOLERANCE = 8         # the idle pools: 2 workers, each with connections to nginx and DOT
 BROWSER_ACCEPT = "text/html,application/xhtml+xml"
+CLIENT_SETTLE_SECONDS = 5      # the bound on the relay closing its side of the connections clients closed
+REDIS_RESTART_BOUND = 25       # the bound on one Redis restart: stop (10 s), 2 s down, start
+RELOAD_BOUND = 5               # the bound on one POST /reload
+REQUEST_BOUND = 2 * REQUEST_SECONDS  # one traffic request: a connect, then the request
 
 
 # DOT migrates its database at start: on a loaded machine that takes longer than the tests allow.
@@ -143,6 +160,30 @@ class Counts:
             taken, self.current = self.current, Tally()
             self.total.add(taken)
             return taken
+
+
+@dataclass
+class Worker:
+    """A soak thread's record: its name, how often its event comes (the wait between two, and the
+    bound on one) and how many it did."""
+    name: str
+    what: str           # what an event is, for the report ("Redis restarts")
+    interval: float     # the wait between two events
+    bound: float        # the bound on one event
+    done: int = 0       # written by its own thread only
+
+    def expected(self, active_seconds: float) -> int:
+        """The fewest events it must have done in `active_seconds` of traffic."""
+        return int(active_seconds // (self.interval + self.bound))
+
+
+def without_secrets(e: BaseException) -> str:
+    """An exception for the report: its type and the first line of its message, with query strings
+    (a URL may carry an authorization code) and token-like strings cut."""
+    line = (str(e).splitlines() or [""])[0][:200]
+    line = re.sub(r"\?\S*", "?…", line)
+    line = re.sub(r"[A-Za-z0-9_~+=.-]{20,}", "…", line)
+    return f"{type(e).__name__}: {line}" if line else type(e).__name__
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,6 +266,20 @@ def upstream_connections(pid: int, ports: set[int]) -> int:
             continue
         peer = line.split()[3]
         if int(peer.rsplit(":", 1)[1]) in ports:
+            count += 1
+    return count
+
+
+def client_connections(pid: int, ports: set[int]) -> int:
+    """Connections process `pid` holds on one of its listening `ports`, whatever their state
+    (established, or closed by the client and not yet by the relay)."""
+    out = subprocess.run(["ss", "-tanpH"], capture_output=True, text=True, timeout=10).stdout
+    count = 0
+    for line in out.splitlines():
+        fields = line.split()
+        if fields[0] == "LISTEN" or f"pid={pid}," not in line:
+            continue
+        if int(fields[3].rsplit(":", 1)[1]) in ports:
             count += 1
     return count
 
@@ -314,6 +369,9 @@ class Soak:
         self.samples: list[Sample] = []
         self.seq = 0
         self.seq_lock = threading.Lock()
+        self.workers: list[Worker] = []
+        self.paused_seconds = 0.0          # the pauses' time once the threads run
+        self.active_seconds = 0.0          # the traffic's time: from the threads' start to the stop, pauses not counted
 
     # -- setting up -----------------------------------------------------------------------------
 
@@ -452,13 +510,19 @@ class Soak:
         else:
             self.counts.unexpected(f"GET /cut/{kind}: HTTP {resp.status}, {len(resp.body)} bytes")
 
-    def enter(self) -> bool:
-        """A traffic thread about to send: waits while the traffic pauses; False once stopping."""
+    def enter(self, before_waiting=None) -> bool:
+        """A traffic thread about to send: waits while the traffic pauses; False once stopping.
+        `before_waiting` runs once when it has to wait (a keep-alive client closes its connection:
+        the pause may have begun after its last request ended)."""
+        waiting = False
         while not self.stop.is_set():
             with self.busy_lock:
                 if self.running.is_set():
                     self.busy += 1
                     return True
+            if not waiting and before_waiting is not None:
+                before_waiting()
+            waiting = True
             self.running.wait(0.5)
         return False
 
@@ -467,11 +531,18 @@ class Soak:
             self.busy -= 1
             self.busy_lock.notify_all()
 
-    def traffic(self, routes: list[str], keep_alive: bool) -> None:
+    def traffic(self, worker: Worker, routes: list[str], keep_alive: bool) -> None:
         """One client: requests on one connection (up to 50, then a new one), or one connection each."""
         conn: RawConnection | None = None
         used = 0
-        while self.enter():
+
+        def close():
+            nonlocal conn
+            if conn is not None:
+                conn.close()
+                conn = None
+
+        while self.enter(before_waiting=close):
             try:
                 if conn is None:
                     conn, used = RawConnection(self.relay.host, self.relay.port, timeout=REQUEST_SECONDS), 0
@@ -497,8 +568,10 @@ class Soak:
                     conn.close()  # the traffic pauses: no client connection stays open
                     conn = None
                 self.leave()
+                worker.done += 1
+        close()
 
-    def vanishing(self) -> None:
+    def vanishing(self, worker: Worker) -> None:
         """Clients that go away: after connecting, after half a head, half a body, half an answer."""
         while self.enter():
             try:
@@ -524,11 +597,12 @@ class Soak:
                 self.counts.unexpected(f"a vanishing client: {type(e).__name__}")
             finally:
                 self.leave()
+                worker.done += 1
             self.stop.wait(0.05)
 
     # -- the scenario's events ------------------------------------------------------------------
 
-    def reloads(self) -> None:
+    def reloads(self, worker: Worker) -> None:
         """POST /reload every 10 s; every other one with a changed config (`pw`'s `setHeaders`)."""
         changes = 0
         while not self.stop.wait(RELOAD_SECONDS):
@@ -536,6 +610,7 @@ class Soak:
                 return
             try:
                 self.reload_once(changes := changes + 1)
+                worker.done += 1
             finally:
                 self.leave()
 
@@ -550,9 +625,10 @@ class Soak:
             if resp.status != 200 or resp.json().get("status") != "applied":
                 self.problems.append(f"{time.strftime('%H:%M:%S')} POST /reload answered {resp.status}")
         except (OSError, AssertionError, ValueError) as e:
-            self.problems.append(f"{time.strftime('%H:%M:%S')} POST /reload: {type(e).__name__}")
+            self.problems.append(f"{time.strftime('%H:%M:%S')} POST /reload: {without_secrets(e)}")
 
-    def redis_restarts(self) -> None:
+    def redis_restarts(self, worker: Worker) -> None:
+        """Stops Redis and starts it again (2 s later) every --redis-restart-seconds."""
         while not self.stop.wait(self.args.redis_restart_seconds):
             if not self.enter():
                 return
@@ -560,6 +636,7 @@ class Soak:
                 self.redis.stop(timeout=10)
                 self.stop.wait(2)
                 self.redis.start()
+                worker.done += 1
             finally:
                 self.leave()
 
@@ -586,7 +663,8 @@ class Soak:
             time.sleep(0.1)
         self.relogging[name] = time.monotonic() + 2  # requests sent before the 200 may still answer 401
 
-    def logins(self) -> None:
+    def logins(self, worker: Worker) -> None:
+        """A logout and new login of `tv` and `me` in turn every --login-seconds."""
         turn = 0
         while not self.stop.wait(self.args.login_seconds):
             name = ("tv", "me")[turn % 2]
@@ -595,8 +673,9 @@ class Soak:
                 return
             try:
                 self.login(name)
+                worker.done += 1
             except (SoakFailure, OSError, AssertionError, ValueError, pytest.fail.Exception) as e:
-                self.problems.append(f"{time.strftime('%H:%M:%S')} login of {name}: {e}")
+                self.problems.append(f"{time.strftime('%H:%M:%S')} login of {name}: {without_secrets(e)}")
             finally:
                 self.leave()
 
@@ -611,15 +690,42 @@ class Soak:
             if self.busy:
                 self.problems.append(f"{self.busy} requests still under way {PAUSE_SECONDS} s into a pause")
 
+    def settle_clients(self, pid: int) -> int:
+        """Waits (up to 5 s) until the relay holds no client connection on its listen or admin port
+        (it closes its side of a connection the client closed asynchronously); how many are left."""
+        ports = {self.relay.port, self.admin.port}
+        deadline = time.monotonic() + CLIENT_SETTLE_SECONDS
+        while (left := client_connections(pid, ports)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return left
+
     def sample(self, started: float) -> Sample:
         pid = self.relay.pid
         ports = {self.nginx_port, self.cut.port, self.idp.port, self.redis.port}
-        metrics = self.metrics = self.admin.scrape()
-        s = Sample((time.monotonic() - started) / 60, rss_bytes(pid), open_fds(pid), upstream_connections(pid, ports),
+        left = self.settle_clients(pid)
+        rss, fds, upstream = rss_bytes(pid), open_fds(pid), upstream_connections(pid, ports)
+        metrics = self.metrics = self.admin.scrape()  # after the descriptors: its connection is not counted
+        s = Sample((time.monotonic() - started) / 60, rss, fds, upstream,
                    metrics.value("oauth_relay_token_queue_depth"), self.counts.take())
         self.samples.append(s)
         print(row(s), flush=True)
+        if left:
+            print(f"       ({left} client connections still held by the relay {CLIENT_SETTLE_SECONDS} s into the pause)",
+                  flush=True)
         return s
+
+    def spawn(self, worker: Worker, target, *args) -> threading.Thread:
+        """A thread running `target(worker, *args)`: an exception that ends it (any, pytest.fail's
+        included) is a problem named after the thread, and ends the run."""
+        def guarded():
+            try:
+                target(worker, *args)
+            except BaseException as e:  # noqa: BLE001 (a thread that dies must fail the run, whatever killed it)
+                self.problems.append(f"{time.strftime('%H:%M:%S')} thread {worker.name} died: {without_secrets(e)}")
+                self.stop.set()  # the other threads end at their next enter()
+
+        self.workers.append(worker)
+        return threading.Thread(target=guarded, name=worker.name, daemon=True)
 
     def run(self) -> None:
         # Both people log in once before the traffic starts (a login that fails is a problem, and
@@ -630,13 +736,18 @@ class Soak:
                     self.login(name)
                     break
                 except (SoakFailure, OSError, AssertionError, ValueError, pytest.fail.Exception) as e:
-                    self.problems.append(f"{time.strftime('%H:%M:%S')} first login of {name} (attempt {attempt}): {e}")
+                    self.problems.append(f"{time.strftime('%H:%M:%S')} first login of {name} (attempt {attempt}): "
+                                         f"{without_secrets(e)}")
         self.relogging.clear()
         routes = ["cc", "pw", "plain", "tv", "me", "api", "cut"]
-        threads = [threading.Thread(target=self.traffic, args=(routes, keep_alive), daemon=True)
-                   for keep_alive in (True, True, True, False, False)]
-        threads += [threading.Thread(target=self.vanishing, daemon=True)]
-        threads += [threading.Thread(target=f, daemon=True) for f in (self.reloads, self.redis_restarts, self.logins)]
+        threads = [self.spawn(Worker(f"traffic-{'keep-alive' if keep_alive else 'close'}-{i}", "requests", 0, REQUEST_BOUND),
+                              self.traffic, routes, keep_alive)
+                   for i, keep_alive in enumerate((True, True, True, False, False), 1)]
+        threads += [self.spawn(Worker("vanishing", "vanishing clients", 0.05, REQUEST_BOUND), self.vanishing),
+                    self.spawn(Worker("reloads", "reloads", RELOAD_SECONDS, RELOAD_BOUND), self.reloads),
+                    self.spawn(Worker("redis-restarts", "Redis restarts", self.args.redis_restart_seconds,
+                                      REDIS_RESTART_BOUND), self.redis_restarts),
+                    self.spawn(Worker("logins", "logins", self.args.login_seconds, LOGIN_SECONDS), self.logins)]
         started = time.monotonic()
         print(HEADER, flush=True)
         self.pause()
@@ -644,16 +755,21 @@ class Soak:
         self.running.set()
         for t in threads:
             t.start()
+        threads_started = time.monotonic()
         try:
             end = started + self.args.minutes * 60
             while (now := time.monotonic()) < end:
-                time.sleep(min(self.args.sample_seconds - (now - started) % self.args.sample_seconds, end - now))
+                if self.stop.wait(min(self.args.sample_seconds - (now - started) % self.args.sample_seconds, end - now)):
+                    break  # a thread died
+                paused = time.monotonic()
                 self.pause()
                 self.sample(started)
                 self.running.set()
+                self.paused_seconds += time.monotonic() - paused
         finally:
             self.stop.set()
             self.running.set()
+            self.active_seconds = time.monotonic() - threads_started - self.paused_seconds
             for t in threads:
                 t.join(timeout=LOGIN_SECONDS + REQUEST_SECONDS)
                 if t.is_alive():
@@ -683,12 +799,17 @@ class Soak:
 
     def verdict(self) -> list[str]:
         failures = list(self.problems)
+        for worker in self.workers:
+            if worker.done < (expected := worker.expected(self.active_seconds)):
+                failures.append(f"thread {worker.name} did {worker.done} {worker.what} in {self.active_seconds:.0f} s of "
+                                f"traffic: at least {expected} expected (every {worker.interval:g} s, each within "
+                                f"{worker.bound:g} s)")
         total = self.counts.total
         if total.unexpected:
             failures.append(f"{total.unexpected} requests failed unexpectedly; first: " + " | ".join(total.examples))
         if self.cut.refused:
             failures.append(f"the cut upstream refused {len(self.cut.refused)} requests: {self.cut.refused[0]}")
-        warm = warm_up_sample(self.samples, self.args.minutes)
+        warm = warm_up_sample(self.samples, self.args.warm_up_minutes)
         last = self.samples[-1]
         if warm is None or warm is last:
             failures.append("the run ended before the end of warm-up: nothing to compare")
@@ -720,9 +841,8 @@ def row(s: Sample) -> str:
             f"{s.tally.expected:8d} {s.tally.unexpected:6d}")
 
 
-def warm_up_sample(samples: list[Sample], minutes: float) -> Sample | None:
-    """The first sample at or after the end of warm-up: max(3 minutes, a fifth of the run)."""
-    warm_up = max(3.0, minutes / 5)
+def warm_up_sample(samples: list[Sample], warm_up: float) -> Sample | None:
+    """The first sample at or after the end of warm-up (`warm_up` minutes)."""
     return next((s for s in samples if s.minute >= warm_up - 0.05), None)
 
 
@@ -733,8 +853,11 @@ def main() -> int:
     parser.add_argument("--redis-restart-seconds", type=float, default=180)
     parser.add_argument("--login-seconds", type=float, default=120)
     parser.add_argument("--fd-tolerance", type=int, default=2)
+    parser.add_argument("--warm-up-minutes", type=float, help="default: max(3, minutes / 5)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs) after a passing run")
     args = parser.parse_args()
+    if args.warm_up_minutes is None:
+        args.warm_up_minutes = max(3.0, args.minutes / 5)
     for tool in ("nginx", "redis-server", "ss"):
         if shutil.which(tool) is None:
             print(f"soak: {tool} is not installed (scripts/install-deps --test)", file=sys.stderr)
