@@ -238,10 +238,10 @@ for workers in $WORKERS_LIST; do
           stop_proxy $name; start_proxy $name >/dev/null
           "${WRK[@]}" -t1 -c"$C" -d1s "http://127.0.0.1:${PORT[$name]}/" >/dev/null 2>&1 || true
         fi
-        read -r answered _ _ per upstream < <(python3 bench/idle_connections.py $([ "$mode" = burst ] && echo --burst) \
+        read -r answered held _ _ per upstream _ < <(python3 bench/idle_connections.py $([ "$mode" = burst ] && echo --burst) \
                                               --upstream-port $UP 127.0.0.1 "${PORT[$name]}" "$IDLE_CONNECTIONS" "${PID[$name]}" \
                                               | sed 's/[a-z_]*=//g')
-        echo "idle $name $per $answered $IDLE_CONNECTIONS $mode $upstream" >>$W/raw
+        echo "idle $name $per $answered $IDLE_CONNECTIONS $mode $upstream $held" >>$W/raw
       done
     done
   fi
