@@ -24,7 +24,7 @@
 #   PEERS="nginx haproxy h2o"
 #   IDLE_CONNECTIONS=10000    0 to skip; measured at the first worker count
 #   IDLE_MODES="sequential burst"   which idle measures to take: requests at most 64 at a time, and
-#                             all at once (each adds about 10-30 s per proxy)
+#                             all at once (each adds about 15-40 s per proxy)
 #   METRICS=0                 relays with `"metrics": false` (default: on, as deployed; the run then
 #                             checks the relay's request count against wrk's)
 #   SCHEME=https              the upstream speaks TLS (a CA the run generates); every proxy verifies it

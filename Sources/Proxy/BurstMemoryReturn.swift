@@ -95,8 +95,9 @@ final class BurstMemoryReturn: BurstReleasing {
     /// held above the start before, 13 MiB after; the whole trim took 2.4 ms of the loop.
     ///
     /// `malloc_trim` is looked up by name at each call (at most one per
-    /// `BurstRelease.minimumIntervalMilliseconds` in the process): `<malloc.h>` is not part of Swift's Glibc
-    /// module, and a C function called through `@convention(c)` gets the C calling convention.
+    /// `BurstRelease.minimumIntervalMilliseconds` in the process): `<malloc.h>` is not part of
+    /// Swift's Glibc module, and a C function called through `@convention(c)` gets the C calling
+    /// convention.
     private static func returnFreeMemory() -> Bool {
         #if canImport(Glibc)
         guard let symbol = dlsym(nil, "malloc_trim") else { return false }
