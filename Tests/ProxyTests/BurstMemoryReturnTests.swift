@@ -9,8 +9,8 @@ final class BurstMemoryReturnTests: XCTestCase {
     /// `close()`, must not be called back when the timer comes up a second later.
     func testATimerComingUpAfterTheWorkerWasReleasedDoesNothing() throws {
         let checked = try LeakCheckedLoop()
-        var memory: BurstMemoryReturn? = BurstMemoryReturn(
-            loop: checked.loop, logger: Logger(label: "test"), workspaces: WorkspacePool(), gate: ProcessTrimGate())
+        var memory: BurstMemoryReturn? = BurstMemoryReturn(loop: checked.loop, logger: Logger(label: "test"),
+                                                           workspaces: WorkspacePool(), gate: ProcessTrimGate())
         memory?.poolFreed()
         weak let released = memory
         memory = nil
