@@ -34,8 +34,12 @@ def held(name, mode):
     if mode not in idle.get(name, {}):
         return "–", "–"
     per, answered, count, upstream, kept = idle[name][mode]
-    partial = f" (partial: {answered}/{count} answered, per {kept} held)"
-    return f"{per / 1024:.2f} KiB" + ("" if answered == count else partial), upstream
+    note = []
+    if answered != count:
+        note.append(f"partial: {answered}/{count} answered")
+    if kept != str(count):
+        note.append(f"per {kept} connections it still held")
+    return f"{per / 1024:.2f} KiB" + (f" ({', '.join(note)})" if note else ""), upstream
 
 
 median = {}
