@@ -11,11 +11,14 @@ Two ways to make the requests:
 
 With `--upstream-port PORT` it also counts the proxy's established TCP connections to that port
 once the connections are idle (`ss -tnp`, the proxy's processes only: several proxies may share the
-upstream). The memory is read once the proxy's RSS has stayed put for a second (at most 10 s after
-the last answer), so a proxy that gives memory back shortly after a burst is measured after it did.
+upstream). The memory is read once the proxy's RSS has stayed within 1% for 3 s, sampled from 2 s
+after the last answer (at most 20 s after it), so a proxy that gives memory back shortly after a
+burst is measured after it did. The memory is divided by the connections the proxy still holds
+(`held`), not by those answered: a proxy that dropped some would otherwise be credited with their
+share; `partial` ends the line when not every request was answered.
 
     python3 bench/idle_connections.py [--burst] [--upstream-port PORT] [--hold SECONDS] HOST PORT N PID
-    -> answered=N rss_before_kib=... rss_idle_kib=... bytes_per_connection=... upstream_connections=...
+    -> answered=N held=N rss_before_kib=... rss_idle_kib=... bytes_per_connection=... upstream_connections=... [partial]
 """
 import argparse
 import os
@@ -71,15 +74,33 @@ def upstream_connections(root, port):
 
 
 def settled_rss(pid, deadline):
-    """The proxy's RSS once it stayed within 1% for a second (or at the deadline)."""
-    last = rss_kib(pid)
+    """The proxy's RSS once four samples a second apart (3 s) stayed within 1%, sampled from 2 s
+    after the last response: the relay returns a burst's memory at least 1 s after its pools' last
+    free, so an earlier quiet second is not the end. At the deadline, the last sample."""
+    time.sleep(2)
+    window = [rss_kib(pid)]
     while time.monotonic() < deadline:
         time.sleep(1)
-        now = rss_kib(pid)
-        if abs(now - last) <= last / 100:
-            return now
-        last = now
-    return last
+        window = (window + [rss_kib(pid)])[-4:]
+        if len(window) == 4 and max(window) - min(window) <= min(window) / 100:
+            break
+    return window[-1]
+
+
+def held_connections(sockets):
+    """The sockets the proxy has not closed: read to what has arrived, they end with no data
+    waiting (not an end of stream or a reset)."""
+    held = 0
+    for s in sockets:
+        s.setblocking(False)
+        try:
+            while s.recv(65536):
+                pass
+        except BlockingIOError:
+            held += 1
+        except OSError:
+            pass
+    return held
 
 
 def main():
@@ -135,11 +156,17 @@ def main():
             send(s)
     while in_flight > 0 and time.monotonic() < deadline:
         collect(1)
-    idle = settled_rss(pid, time.monotonic() + 10)
-    per_connection = (idle - before) * 1024 / max(answered, 1)
-    line = f"answered={answered} rss_before_kib={before} rss_idle_kib={idle} bytes_per_connection={per_connection:.0f}"
+    idle = settled_rss(pid, time.monotonic() + 20)
+    # Per connection the proxy still holds: a proxy that refused or dropped some is not credited
+    # with their share, and "partial" says not every request was answered.
+    held = held_connections(sockets)
+    per_connection = (idle - before) * 1024 / max(held, 1)
+    line = (f"answered={answered} held={held} rss_before_kib={before} rss_idle_kib={idle}"
+            f" bytes_per_connection={per_connection:.0f}")
     if args.upstream_port:
         line += f" upstream_connections={upstream_connections(pid, args.upstream_port)}"
+    if answered < count:
+        line += " partial"
     print(line, flush=True)
     time.sleep(args.hold)
     for s in sockets:

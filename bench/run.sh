@@ -24,7 +24,7 @@
 #   PEERS="nginx haproxy h2o"
 #   IDLE_CONNECTIONS=10000    0 to skip; measured at the first worker count
 #   IDLE_MODES="sequential burst"   which idle measures to take: requests at most 64 at a time, and
-#                             all at once (each adds about 10-30 s per proxy)
+#                             all at once (each adds about 15-40 s per proxy)
 #   METRICS=0                 relays with `"metrics": false` (default: on, as deployed; the run then
 #                             checks the relay's request count against wrk's)
 #   SCHEME=https              the upstream speaks TLS (a CA the run generates); every proxy verifies it
@@ -238,10 +238,10 @@ for workers in $WORKERS_LIST; do
           stop_proxy $name; start_proxy $name >/dev/null
           "${WRK[@]}" -t1 -c"$C" -d1s "http://127.0.0.1:${PORT[$name]}/" >/dev/null 2>&1 || true
         fi
-        read -r answered _ _ per upstream < <(python3 bench/idle_connections.py $([ "$mode" = burst ] && echo --burst) \
+        read -r answered held _ _ per upstream _ < <(python3 bench/idle_connections.py $([ "$mode" = burst ] && echo --burst) \
                                               --upstream-port $UP 127.0.0.1 "${PORT[$name]}" "$IDLE_CONNECTIONS" "${PID[$name]}" \
                                               | sed 's/[a-z_]*=//g')
-        echo "idle $name $per $answered $IDLE_CONNECTIONS $mode $upstream" >>$W/raw
+        echo "idle $name $per $answered $IDLE_CONNECTIONS $mode $upstream $held" >>$W/raw
       done
     done
   fi

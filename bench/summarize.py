@@ -3,9 +3,11 @@ its memory, and the relay's ratios to its peers. Reads the run's raw rows:
 
     run   ROUND NAME RPS P50_US P99_US CPU_US_PER_REQ USER_US_PER_REQ NON2XX
     rss   NAME KIB                       (resident memory at start, every process of the proxy)
-    idle  NAME BYTES_PER_CONNECTION ANSWERED COUNT [MODE UPSTREAM_CONNECTIONS]
+    idle  NAME BYTES_PER_CONNECTION ANSWERED COUNT [MODE UPSTREAM_CONNECTIONS [HELD]]
                                          (MODE: sequential or burst; the upstream connections the
-                                         proxy held once the connections were idle)
+                                         proxy held once the connections were idle; HELD: the
+                                         client connections it still held, which the bytes are
+                                         divided by)
 
     python3 bench/summarize.py RAW_FILE
 """
@@ -23,15 +25,21 @@ for line in open(sys.argv[1]):
     elif kind == "idle":
         mode = fields[4] if len(fields) > 4 else "sequential"
         upstream = fields[5] if len(fields) > 5 else "–"
-        idle.setdefault(fields[0], {})[mode] = (int(fields[1]), int(fields[2]), int(fields[3]), upstream)
+        kept = fields[6] if len(fields) > 6 else "?"
+        idle.setdefault(fields[0], {})[mode] = (int(fields[1]), int(fields[2]), int(fields[3]), upstream, kept)
 
 
 def held(name, mode):
     """Memory per idle connection, and the upstream connections held, for one idle measure."""
     if mode not in idle.get(name, {}):
         return "–", "–"
-    per, answered, count, upstream = idle[name][mode]
-    return f"{per / 1024:.2f} KiB" + ("" if answered == count else f" ({answered}/{count} answered)"), upstream
+    per, answered, count, upstream, kept = idle[name][mode]
+    note = []
+    if answered != count:
+        note.append(f"partial: {answered}/{count} answered")
+    if kept != str(count):
+        note.append(f"per {kept} connections it still held")
+    return f"{per / 1024:.2f} KiB" + (f" ({', '.join(note)})" if note else ""), upstream
 
 
 median = {}

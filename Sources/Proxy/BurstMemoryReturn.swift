@@ -13,24 +13,33 @@ protocol BurstReleasing: AnyObject {
 
 /// One worker's side of `BurstRelease`: hears the pools' frees, and once a burst is over trims
 /// the worker's spare workspaces and write buffers and gives the free memory back to the system
-/// (`malloc_trim`). Works on the worker's loop only.
+/// (`malloc_trim`, once for all workers: `ProcessTrimGate`). Works on the worker's loop only.
 final class BurstMemoryReturn: BurstReleasing {
     private let loop: EventLoop
     private let workspaces: WorkspacePool
     private let logger: Logger
+    private let gate: ProcessTrimGate
     private var decision = BurstRelease()
     /// A `DeadlineTimer`: no libuv handle of its own, and nothing to do while no burst ended.
     private let timer: DeadlineTimer
+    /// Armed while another worker's trim came before this worker's last free and the gate is shut.
+    private let gateTimer: DeadlineTimer
+    /// The last free of the burst whose `malloc_trim` waits for the gate; nil when none waits.
+    private var waitingFreedAt: UInt64?
     /// Spare write-buffer storages the loop keeps after a burst.
     static let spareBuffersAfterBurst = 8
 
     /// Becomes `workspaces`' `release`.
-    init(loop: EventLoop, logger: Logger, workspaces: WorkspacePool) {
+    init(loop: EventLoop, logger: Logger, workspaces: WorkspacePool, gate: ProcessTrimGate = .process) {
         self.loop = loop
         self.logger = logger
         self.workspaces = workspaces
+        self.gate = gate
         timer = DeadlineTimer(loop: loop)
-        timer.whenExpired { [unowned self] in self.timerFired() }
+        gateTimer = DeadlineTimer(loop: loop)
+        // Weak: the loop's queue holds an armed timer, and may fire it after the worker is gone.
+        timer.whenExpired { [weak self] in self?.timerFired() }
+        gateTimer.whenExpired { [weak self] in self?.gateOpened() }
         workspaces.release = self
     }
 
@@ -48,11 +57,36 @@ final class BurstMemoryReturn: BurstReleasing {
             let started = EventLoop.monotonicNanoseconds()
             workspaces.trimAfterBurst()
             loop.buffers.trim(keeping: Self.spareBuffersAfterBurst)
-            let returned = Self.returnFreeMemory()
+            let returned = returnFreeMemoryOnce(freedAt: decision.lastFreedAt)
             logger.debug("burst over: spare memory returned", metadata: [
                 "returned_to_system": .stringConvertible(returned),
                 "microseconds": .stringConvertible((EventLoop.monotonicNanoseconds() - started) / 1000),
             ])
+        }
+    }
+
+    private func gateOpened() {
+        guard let freedAt = waitingFreedAt else { return }
+        let returned = returnFreeMemoryOnce(freedAt: freedAt)
+        logger.debug("burst over: free memory returned after another worker's trim", metadata: [
+            "returned_to_system": .stringConvertible(returned),
+        ])
+    }
+
+    /// Calls `malloc_trim` if this worker claims the process's interval (`ProcessTrimGate`);
+    /// whether it returned memory.
+    private func returnFreeMemoryOnce(freedAt: UInt64) -> Bool {
+        switch gate.claim(now: loop.nowMilliseconds, lastFreedAt: freedAt) {
+        case .trim:
+            waitingFreedAt = nil
+            return Self.returnFreeMemory()
+        case .done:
+            waitingFreedAt = nil
+            return false
+        case .wait(let due):
+            waitingFreedAt = max(waitingFreedAt ?? 0, freedAt)
+            gateTimer.arm(at: due)
+            return false
         }
     }
 
@@ -61,8 +95,9 @@ final class BurstMemoryReturn: BurstReleasing {
     /// held above the start before, 13 MiB after; the whole trim took 2.4 ms of the loop.
     ///
     /// `malloc_trim` is looked up by name at each call (at most one per
-    /// `BurstRelease.minimumIntervalMilliseconds`): `<malloc.h>` is not part of Swift's Glibc
-    /// module, and a C function called through `@convention(c)` gets the C calling convention.
+    /// `BurstRelease.minimumIntervalMilliseconds` in the process): `<malloc.h>` is not part of
+    /// Swift's Glibc module, and a C function called through `@convention(c)` gets the C calling
+    /// convention.
     private static func returnFreeMemory() -> Bool {
         #if canImport(Glibc)
         guard let symbol = dlsym(nil, "malloc_trim") else { return false }
@@ -75,5 +110,6 @@ final class BurstMemoryReturn: BurstReleasing {
 
     func close() {
         timer.close()
+        gateTimer.close()
     }
 }

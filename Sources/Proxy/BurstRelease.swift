@@ -14,7 +14,11 @@
 //                                      └─────────────(freed)─────────────┘
 //
 // Only the pools' overflow reports frees — a workspace or an idle upstream connection beyond what
-// its pool keeps — so a steady load, whose pools never overflow, never trims and does no work here.
+// its pool keeps. A burst is the usual cause, but a steady load with more exchanges at once than
+// `maxIdleUpstreamConnections` overflows the upstream pool too: its frees keep putting the trim
+// off while they go on without a second's pause, and a pause after `minimumFreed` of them trims
+// (at most every `minimumInterval`; `malloc_trim` itself once per interval in the whole process,
+// `ProcessTrimGate`).
 
 struct BurstRelease {
     /// Frees stop for this long before the burst counts as over.
@@ -27,7 +31,7 @@ struct BurstRelease {
     /// Objects the pools freed since the last trim.
     private(set) var freedSinceTrim = 0
     /// When the last of them was freed (loop milliseconds).
-    private var lastFreedAt: UInt64 = 0
+    private(set) var lastFreedAt: UInt64 = 0
     /// When the last trim ran; nil before the first.
     private var lastTrimAt: UInt64?
     /// The timer is armed: a later free need not arm it again.
