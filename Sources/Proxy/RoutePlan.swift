@@ -84,7 +84,9 @@ public final class RoutePlan: Sendable {
         self.position = position
         self.tls = tls
         self.identity = route.identity == nil ? nil : identity
-        var replaced = route.setHeaders.map { Array($0.name.lowercased().utf8) }
+        // Lower-cased once, for `replacedNames`, the `Host` a route sets and the `sets…` flags.
+        let setNames = route.setHeaders.map { $0.name.lowercased() }
+        var replaced = setNames.map { Array($0.utf8) }
         inbound = route.inbound.map { InboundGate(rules: $0, keys: inboundKeys, introspection: introspection) }
         if let rules = route.inbound {
             // A client's own copy of a claim header never reaches the upstream, claim or not.
@@ -118,19 +120,28 @@ public final class RoutePlan: Sendable {
         } else {
             dpopTokenHeaderPrefix = nil
         }
-        let authority = route.setHeaders.first { $0.name.lowercased() == "host" }?.value ?? route.upstream.authority
-        dpopTargetOrigin = Array("\(route.upstream.scheme.rawValue)://\(authority)".utf8)
+        let upstreamAuthority = route.upstream.authority
+        let authority = setNames.firstIndex(of: "host").map { route.setHeaders[$0].value } ?? upstreamAuthority
+        // Appended rather than interpolated: a reload builds one plan per route.
+        var origin = Array(route.upstream.scheme.rawValue.utf8)
+        origin.append(contentsOf: "://".utf8)
+        origin.append(contentsOf: authority.utf8)
+        dpopTargetOrigin = origin
         upstreamNonce = usesDPoP ? self.identity?.upstreamNonces?.nonce(for: dpopTargetOrigin) : nil
         replacedNames = replaced
         upgradeProtocols = route.upgrade.map { Array($0.utf8) }
-        hostLine = Array("Host: \(route.upstream.authority)\r\n".utf8)
+        var host = Array("Host: ".utf8)
+        host.append(contentsOf: upstreamAuthority.utf8)
+        host.append(contentsOf: "\r\n".utf8)
+        hostLine = host
         setHeaderLines = route.setHeaders.flatMap { Array("\($0.name): \($0.value)\r\n".utf8) }
-        let names = Set(route.setHeaders.map { $0.name.lowercased() })
-        setsHost = names.contains("host")
-        setsForwardedFor = names.contains("x-forwarded-for")
-        setsForwardedProto = names.contains("x-forwarded-proto")
-        setsForwardedHost = names.contains("x-forwarded-host")
-        setsVia = names.contains("via")
+        // A route sets a handful of headers at most (most none): a linear search of its names
+        // costs less than hashing them into a set for each of 10,000 routes.
+        setsHost = setNames.contains("host")
+        setsForwardedFor = setNames.contains("x-forwarded-for")
+        setsForwardedProto = setNames.contains("x-forwarded-proto")
+        setsForwardedHost = setNames.contains("x-forwarded-host")
+        setsVia = setNames.contains("via")
         guardsCredential = route.carriesCredential || route.browser != nil
         cors = route.browser.map(CORSRules.init)
         withholdsFavicon = interactiveIdentity && !route.match.pathPrefix.hasPrefix(Self.favicon)

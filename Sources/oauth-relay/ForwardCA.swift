@@ -85,7 +85,9 @@ enum ForwardCA {
     /// (call it before the CA is read): a CA replaced there (`oauth-relay ca` with another
     /// configuration) re-applies the configuration, which puts that CA in force.
     static func watchingCertificate(of config: RelayConfig, environment: [String: String]) -> RelayConfig {
-        guard !config.interceptedHosts.isEmpty, let directory = try? directory(config: config, environment: environment) else {
+        // The directory first: without a forward listener there is none, and the hosts (every
+        // route's, hashed and sorted: 4% of a reload of 10,000 routes) are not needed.
+        guard let directory = try? directory(config: config, environment: environment), !config.interceptedHosts.isEmpty else {
             return config
         }
         var watching = config
