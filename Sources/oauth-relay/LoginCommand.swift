@@ -103,7 +103,8 @@ struct LoginCommand: ParsableCommand {
                 started = true
                 if case .deviceCode = identity.identity.grant {
                     if !tokens.logins.startDeviceLogin(identity, replacingLogin: force), force {
-                        FileHandleOutput.standardError("oauth-relay login: identity \(name) did not start a new device login: one is already under way\n")
+                        FileHandleOutput.standardError("oauth-relay login: identity \(name) did not start a new device login: "
+                                                           + "one is already under way\n")
                         return true
                     }
                 } else if let url = LoginPaths.loginURL(for: identity.identity) {
