@@ -197,7 +197,12 @@ public final class AdminServer {
             guard let url = LoginPaths.loginURL(for: identity.identity) else { break }
             return LocalResponse(status: 200, body: "{\"identity\":\(name),\"grant\":\"authorization_code\",\"loginUrl\":\(JSONText.quote(url))}\n")
         case .deviceCode:
-            tokens.logins.startDeviceLogin(identity, replacingLogin: force)
+            // Without `force` a login under way, or a token held, is what the caller waits for.
+            if !tokens.logins.startDeviceLogin(identity, replacingLogin: force), force {
+                return Self.problem(409, "login-under-way", "Conflict",
+                                    "identity \(identity.identity.name) did not start a new device login: one is already under way "
+                                        + "(GET /identities/\(identity.identity.name) shows its code); start again once it has ended")
+            }
             return LocalResponse(status: 202, body: "{\"identity\":\(name),\"grant\":\"device_code\",\"login\":\"started\"}\n")
         default:
             break

@@ -14,10 +14,11 @@ struct HeldCredentials: Sendable {
     private(set) var refusal = RefusalMemory.none
 
     /// A fetch asked for at `issuedAt` brought `response`, which expires at `expiresAt` (checked
-    /// by the caller to be after now). A response without a refresh token keeps the one held,
-    /// unless it ends a person's login (`fromLogin`): that person may be another one (`oauth-relay
-    /// login --force`), whose tokens must not be refreshed with the previous person's.
-    mutating func take(_ response: TokenResponse, issuedAt: Double, expiresAt: Double, identity: Identity, fromLogin: Bool = false) {
+    /// by the caller to be after now). A response without a refresh token keeps the one held (an
+    /// IdP sends none to the same person consenting again, or stepping up), unless it ends a
+    /// login that replaces the person (`replacesPerson`: `oauth-relay login --force`, or an ID
+    /// token naming someone else), whose tokens must not be refreshed with the previous person's.
+    mutating func take(_ response: TokenResponse, issuedAt: Double, expiresAt: Double, identity: Identity, replacesPerson: Bool = false) {
         tokenCount += 1
         token = AccessToken(value: response.accessToken.value, type: response.tokenType, issuedAt: issuedAt, expiresAt: expiresAt,
                             refreshAt: RefreshSchedule.refreshAt(issuedAt: issuedAt, lifetime: response.expiresIn,
@@ -25,7 +26,7 @@ struct HeldCredentials: Sendable {
                             scope: response.scope ?? token?.scope ?? identity.scope, serial: tokenCount)
         if let rotated = response.refreshToken {
             refreshToken = rotated
-        } else if fromLogin {
+        } else if replacesPerson {
             refreshToken = nil
         }
         refusal.tokenFetched()
@@ -43,12 +44,16 @@ struct HeldCredentials: Sendable {
     /// replaces the one held (every process writes the latest it got under the lock, so it is
     /// the newest: a rotating IdP has revoked older ones), and its access token is adopted when
     /// it is valid, neither the one held nor one an upstream refused, and lasts longer. Returns
-    /// whether it was adopted.
+    /// whether it was adopted. An adopted entry's missing refresh token is taken too: entries are
+    /// written whole (`HeldTokens`), so the process that got that newer token held none — a
+    /// login that replaced the person without one (`oauth-relay login --force`) — and keeping
+    /// the one held would refresh the new person's login as the previous one.
     mutating func takeNewer(_ stored: AccessToken?, refreshToken storedRefreshToken: Secret?, at now: Double) -> Bool {
         if let storedRefreshToken { refreshToken = storedRefreshToken }
         guard let stored, stored.isValid(at: now), stored.value != token?.value, stored.value != refusal.refusedToken,
               stored.expiresAt > (token?.expiresAt ?? -Double.infinity) else { return false }
         adopt(stored)
+        refreshToken = storedRefreshToken
         return true
     }
 

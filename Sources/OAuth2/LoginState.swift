@@ -8,7 +8,13 @@ struct LoginState: Sendable {
     /// sent, so a later callback's code waits here for its turn without touching the one under way.
     var waitingCode: CodeExchange?
     /// The device login asked for or under way (nil: none).
-    var device: DeviceLogin?
+    var device: DeviceLogin? {
+        didSet { if device == nil { deviceReplacesPerson = false } }
+    }
+    /// The device login under way replaces the person logged in (`oauth-relay login --force`):
+    /// the tokens held stay in use, and are refreshed, until its token replaces them. False
+    /// whenever no device login is.
+    var deviceReplacesPerson = false
     /// A token store entry is still to be read (`awaitStoredLogin`): a wait at startup only.
     var awaitingStoredLogin = false
     /// Who logged in, as the ID token names them (`preferred_username`, `email` or `sub`).
@@ -20,14 +26,30 @@ struct LoginState: Sendable {
     /// The wait before a request may start another device login, after some ended without a token.
     var deviceBackoff = DeviceLoginBackoff()
 
+    /// A login's token from `fetch` is another person's than the one logged in: a device login
+    /// that replaces the person, or a code exchange whose checked ID token names someone else
+    /// than `loggedInAs` (nobody known on either side: the same person, as far as anyone can tell).
+    func replacesPerson(by fetch: FetchInFlight?) -> Bool {
+        switch fetch?.kind {
+        case .devicePoll?:
+            return deviceReplacesPerson
+        case .codeExchange(_, let subject)?:
+            guard let who = subject?.displayName, let loggedInAs else { return false }
+            return who != loggedInAs
+        case .rebuildable?, nil:
+            return false
+        }
+    }
+
     /// A fetch brought a token: a code exchange's names who logged in (nil when no ID token
-    /// said so), not the previous person, and a device login's poll ends it, approved.
+    /// said so), not the previous person, and a device login's poll ends it, approved (a refresh
+    /// of the tokens held while a login replacing the person goes on does not).
     mutating func tokenArrived(from fetch: FetchInFlight?) {
         if fetch?.purpose == .grant(.authorizationCode) {
             loggedInAs = fetch?.subject
             lastFailure = nil
         }
-        if case .polling? = device {
+        if fetch?.purpose != .refresh, case .polling? = device {
             deviceEnded(failure: nil)
             deviceBackoff.reset()
         }

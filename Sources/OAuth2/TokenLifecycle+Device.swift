@@ -12,18 +12,24 @@ extension TokenLifecycle {
     /// `byOperator`: `oauth-relay login` or the admin API, not a request — it ends the wait that
     /// logins ended without a token put on requests (`DeviceLoginBackoff`). `replacingLogin`: the
     /// operator switches the person (`oauth-relay login --force`), so a login starts whatever is
-    /// held; the tokens held stay in use until its token replaces them, and stay when it fails.
+    /// held, and whatever backoff the IdP's failures put on fetches (an operator asked); the
+    /// tokens held stay in use (and are refreshed) until its token replaces them, and stay when
+    /// it fails. False for it only while another device login is under way. A login that starts
+    /// clears the last login's failure: any failure from then on is its own.
     public mutating func requestDeviceLogin(at now: Double, byOperator: Bool = false, replacingLogin: Bool = false) -> Bool {
-        guard case .deviceCode = identity.grant, login.device == nil, (retryAt ?? now) <= now else { return false }
+        let replacing = byOperator && replacingLogin
+        guard case .deviceCode = identity.grant, login.device == nil, replacing || (retryAt ?? now) <= now else { return false }
         if byOperator {
             login.deviceBackoff.reset()
         } else if !login.deviceBackoff.allowsStart(at: now) {
             return false
         }
         // A step-up, or a person switched, needs a login whatever token is held.
-        guard (byOperator && replacingLogin) || login.stepUps.pending(at: now) != nil
+        guard replacing || login.stepUps.pending(at: now) != nil
                 || (!hasValidToken(at: now) && held.refreshToken == nil) else { return false }
         login.device = .requested
+        login.deviceReplacesPerson = replacing
+        login.lastFailure = nil
         return true
     }
 
@@ -40,6 +46,8 @@ extension TokenLifecycle {
             activity = .fetching(FetchInFlight(startedAt: now, kind: .devicePoll(request, stepUp: login.device?.stepUp)))
             return .fetch(request)
         case .sleep(let until):
+            // A refresh of the tokens a login replacing the person leaves in use may be due first.
+            if shouldStartFetch(at: now) { return nil }
             return .sleep(until: min(until, nextFetchAt(after: now) ?? until))
         case .idle:
             return .idle

@@ -103,8 +103,10 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
     /// identity's own grant; nil when only a person logging in can help.
     var nextPurpose: TokenRequest.Purpose? {
         if login.waitingCode != nil { return .grant(.authorizationCode) }
-        // A device login for a step-up polls the token endpoint: no refresh meanwhile.
-        if held.refreshToken != nil && login.device == nil { return .refresh }
+        // A device login for a step-up polls the token endpoint: no refresh meanwhile. One that
+        // replaces the person leaves the tokens held in use until its token comes, so they are
+        // refreshed meanwhile (one fetch at a time: refreshes and polls take turns).
+        if held.refreshToken != nil && (login.device == nil || login.deviceReplacesPerson) { return .refresh }
         // A grant on behalf of the caller fetches only for a caller (`TokenRequest.exchange`).
         return identity.grant.isInteractive || identity.grant.callerGrant != nil ? nil : .grant(identity.grant.type)
     }
@@ -240,8 +242,7 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             failures.record(.invalidTokenResponse(status: 200, contentType: nil, reason: "the token expired before it arrived"), at: now)
             return
         }
-        let fromLogin = fetch?.purpose == .grant(.authorizationCode) || fetch?.purpose == .grant(.deviceCode)
-        held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity, fromLogin: fromLogin)
+        held.take(response, issuedAt: issuedAt, expiresAt: expiresAt, identity: identity, replacesPerson: login.replacesPerson(by: fetch))
         autoClientProven()
         stepUpAnswered(by: fetch, response: response, at: now)
         login.tokenArrived(from: fetch)
@@ -273,7 +274,8 @@ public struct TokenLifecycle: Sendable, CustomStringConvertible, CustomDebugStri
             // interactive identity needs a login again).
             held.refreshToken = nil
             failures.last = error
-            if identity.grant.isInteractive {
+            // (Not while a login replaces the person: its own end is what the operator watches.)
+            if identity.grant.isInteractive && !login.deviceReplacesPerson {
                 login.lastFailure = "the login has ended: the IdP refused the refresh token (\(error.code))"
             }
             return

@@ -208,11 +208,15 @@ public final class LoginDesk: Sendable {
     /// operator's (`oauth-relay login`, the admin API), so the wait requests keep after logins that
     /// ended without a token does not hold it back. `replacingLogin` (`oauth-relay login --force`):
     /// it starts even while a token is held, which stays in use until the new login's replaces it.
-    public func startDeviceLogin(_ tokens: IdentityTokens, replacingLogin: Bool = false) {
-        guard case .deviceCode = tokens.identity.grant else { return }
-        if tokens.update({ $0.requestDeviceLogin(at: monotonicSeconds(), byOperator: true, replacingLogin: replacingLogin) }) {
-            inbox.post(.reconsider(tokens))
+    /// Returns whether a login started (false: one is under way, or none is needed).
+    @discardableResult
+    public func startDeviceLogin(_ tokens: IdentityTokens, replacingLogin: Bool = false) -> Bool {
+        guard case .deviceCode = tokens.identity.grant else { return false }
+        guard tokens.update({ $0.requestDeviceLogin(at: monotonicSeconds(), byOperator: true, replacingLogin: replacingLogin) }) else {
+            return false
         }
+        inbox.post(.reconsider(tokens))
+        return true
     }
 
     /// Forgets the logins in flight for `identity`: a logout, or a reload that removed the

@@ -68,9 +68,15 @@ struct LoginCommand: ParsableCommand {
         let before = try admin.identity(name)
         guard let before else { return false }
         watch.failureBefore = before["lastLoginFailure"]?.string
-        guard let started = try admin.call("POST", "/identities/\(name)/login" + (force ? "?force=1" : "")), started.status < 300 else {
+        guard let started = try admin.call("POST", "/identities/\(name)/login" + (force ? "?force=1" : "")) else {
             fail("the running relay did not start the login")
         }
+        guard started.status < 300 else {
+            fail("the running relay did not start the login: " + (started.json["detail"]?.string ?? "HTTP status \(started.status)"))
+        }
+        // A device login that started cleared the last failure: any failure from now on is its own,
+        // even one with the same text as before.
+        if force { watch.failureBefore = nil }
         if let url = started.json["loginUrl"]?.string { watch.showLoginURL(url) }
         while true {
             guard let entry = try admin.identity(name) else { fail("the relay stopped before the login ended") }
@@ -96,7 +102,11 @@ struct LoginCommand: ParsableCommand {
             if !started {
                 started = true
                 if case .deviceCode = identity.identity.grant {
-                    tokens.logins.startDeviceLogin(identity, replacingLogin: force)
+                    if !tokens.logins.startDeviceLogin(identity, replacingLogin: force), force {
+                        FileHandleOutput.standardError("oauth-relay login: identity \(name) did not start a new device login: "
+                                                           + "one is already under way\n")
+                        return true
+                    }
                 } else if let url = LoginPaths.loginURL(for: identity.identity) {
                     watching.showLoginURL(url)
                 }

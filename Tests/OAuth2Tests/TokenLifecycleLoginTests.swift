@@ -146,6 +146,26 @@ final class TokenLifecycleLoginTests: XCTestCase {
         XCTAssertNotNil(lifecycle.status(at: 3).lastLoginFailure)
     }
 
+    /// A browser login by `who` whose response brings `refreshToken` (an IdP sends none to a
+    /// person consenting again).
+    private func logIn(_ lifecycle: inout TokenLifecycle, as who: String, token: String, refreshToken: String?, at now: Double) {
+        _ = lifecycle.codeReceived(Secret("code-\(token)"), login: login(for: lifecycle.identity))
+        _ = lifecycle.nextAction(at: now)
+        lifecycle.loggedIn(as: who)
+        lifecycle.fetchSucceeded(tokenResponse(token, expiresIn: 300, refreshToken: refreshToken), at: now)
+    }
+
+    func testTheSamePersonLoggingInAgainKeepsTheRefreshTokenSomeoneElseDropsIt() throws {
+        var lifecycle = makeLifecycle(browserIdentity())
+        logIn(&lifecycle, as: "alice", token: "at-1", refreshToken: "rt-1", at: 0)
+        logIn(&lifecycle, as: "alice", token: "at-2", refreshToken: nil, at: 10)
+        XCTAssertEqual(lifecycle.injected(at: 11), "at-2")
+        XCTAssertEqual(lifecycle.heldRefreshToken, Secret("rt-1"), "the same person's login keeps the refresh token that works")
+        logIn(&lifecycle, as: "bob", token: "at-3", refreshToken: nil, at: 20)
+        XCTAssertEqual(lifecycle.loggedInAs, "bob")
+        XCTAssertNil(lifecycle.heldRefreshToken, "alice's refresh token would refresh bob's login as alice")
+    }
+
     func testARefusedCodeEndsTheLoginWithoutBackoff() throws {
         let identity = browserIdentity()
         var lifecycle = makeLifecycle(identity)
@@ -313,6 +333,16 @@ final class TokenLifecycleLoginTests: XCTestCase {
         XCTAssertTrue(lifecycle.requestDeviceLogin(at: 3600))
     }
 
+    func testAStartedDeviceLoginClearsTheLastFailure() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        _ = lifecycle.requestDeviceLogin(at: 0)
+        _ = lifecycle.nextAction(at: 0)
+        lifecycle.deviceAuthorizationFailed(refusedByIdP, at: 0)
+        XCTAssertNotNil(lifecycle.lastLoginFailure)
+        XCTAssertTrue(lifecycle.requestDeviceLogin(at: 3600))
+        XCTAssertNil(lifecycle.lastLoginFailure, "a failure from now on is this login's, even with the same text")
+    }
+
     // MARK: Switching the person (`oauth-relay login --force`)
 
     /// Starts a device login at `start` (the person has the code at once) and sends its first poll,
@@ -360,5 +390,40 @@ final class TokenLifecycleLoginTests: XCTestCase {
         XCTAssertEqual(refresh.purpose, .refresh)
         lifecycle.fetchSucceeded(tokenResponse("at-a2", expiresIn: 100), at: 200)
         XCTAssertTrue(lifecycle.status(at: 201).hasRefreshToken, "only a login's response replaces the person's refresh token")
+    }
+
+    func testTheHeldTokensAreRefreshedWhileALoginReplacingThePersonGoesOn() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        XCTAssertTrue(startPolling(&lifecycle, at: 0))
+        lifecycle.fetchSucceeded(tokenResponse("at-a", expiresIn: 100, refreshToken: "rt-a"), at: 5)
+        let refreshAt = try XCTUnwrap(lifecycle.token?.refreshAt)
+        XCTAssertTrue(startPolling(&lifecycle, at: 10, replacingLogin: true))
+        lifecycle.fetchFailed(pendingError(.authorizationPending), at: 15)
+        // The poll due at the same time goes first, then the refresh: one fetch at a time.
+        guard case .fetch(let poll) = lifecycle.nextAction(at: refreshAt) else { return XCTFail("the poll is due") }
+        XCTAssertEqual(poll.purpose, .grant(.deviceCode))
+        lifecycle.fetchFailed(pendingError(.authorizationPending), at: refreshAt)
+        guard case .fetch(let refresh) = lifecycle.nextAction(at: refreshAt) else { return XCTFail("the refresh is due, not a sleep") }
+        XCTAssertEqual(refresh.purpose, .refresh)
+        lifecycle.fetchSucceeded(tokenResponse("at-a2", expiresIn: 100, refreshToken: "rt-a2"), at: refreshAt)
+        XCTAssertEqual(lifecycle.injected(at: refreshAt + 1), "at-a2")
+        XCTAssertNotNil(lifecycle.status(at: refreshAt + 1).deviceLogin, "the refresh does not end the login under way")
+        guard case .fetch(let next) = lifecycle.nextAction(at: refreshAt + 5) else { return XCTFail("the polls go on") }
+        XCTAssertEqual(next.purpose, .grant(.deviceCode))
+        lifecycle.fetchSucceeded(tokenResponse("at-b", expiresIn: 100), at: refreshAt + 5)
+        XCTAssertEqual(lifecycle.injected(at: refreshAt + 6), "at-b")
+        XCTAssertNil(lifecycle.heldRefreshToken)
+    }
+
+    func testAnOperatorReplacingThePersonNeedNotWaitForTheFetchBackoffButForALoginUnderWay() throws {
+        var lifecycle = makeLifecycle(deviceIdentity())
+        XCTAssertTrue(startPolling(&lifecycle, at: 0))
+        lifecycle.fetchSucceeded(tokenResponse("at-a", expiresIn: 100, refreshToken: "rt-a"), at: 5)
+        let refreshAt = try XCTUnwrap(lifecycle.token?.refreshAt)
+        guard case .fetch = lifecycle.nextAction(at: refreshAt) else { return XCTFail("the refresh is due") }
+        lifecycle.fetchFailed(.unreachable(reason: "connection refused"), at: refreshAt)
+        XCTAssertEqual(lifecycle.consecutiveFailures, 1, "the fetches back off")
+        XCTAssertTrue(lifecycle.requestDeviceLogin(at: refreshAt, byOperator: true, replacingLogin: true))
+        XCTAssertFalse(lifecycle.requestDeviceLogin(at: refreshAt, byOperator: true, replacingLogin: true), "one is under way")
     }
 }

@@ -45,6 +45,18 @@ final class TokenLifecycleStoreTests: XCTestCase {
         XCTAssertEqual(lifecycle.token?.serial, 2)
     }
 
+    /// Another replica's login replaced the person without a refresh token: its entry has none,
+    /// and the previous person's must not refresh the new person's token.
+    func testANewerStoredTokenWithoutARefreshTokenDropsTheOneHeld() throws {
+        var lifecycle = makeLifecycle(passwordIdentity())
+        try lifecycle.fetch(at: 0, answer: tokenResponse("at-a", expiresIn: 100, refreshToken: "rt-a"))
+        try lifecycle.startFetch(at: 90)
+        guard case .satisfied = lifecycle.storedEntryRead(stored("at-b", issuedAt: 80, expiresAt: 1080), refreshToken: nil, at: 90)
+        else { return XCTFail("refreshed again") }
+        XCTAssertEqual(lifecycle.injected(at: 91), "at-b")
+        XCTAssertNil(lifecycle.heldRefreshToken)
+    }
+
     func testTheSameTokenStillDueIsRefreshedWithTheStoredRefreshToken() throws {
         var lifecycle = makeLifecycle(passwordIdentity())
         try lifecycle.fetch(at: 0, answer: tokenResponse("at-1", expiresIn: 100, refreshToken: "rt-1"))

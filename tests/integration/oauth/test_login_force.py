@@ -2,7 +2,8 @@
 (issue 25), with the real binary, a running relay and django-oauth-toolkit: without `--force` the
 command says the identity is logged in and exits at once, starting nothing; with it a new device
 login starts while requests keep carrying the previous person's token, a login the person refuses
-ends with exit 1 and leaves that token in use, and one approved by someone else replaces it.
+ends with exit 1 and leaves that token in use, another forced login while one goes on is refused
+at once, and one approved by someone else replaces it.
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ def test_login_force_switches_the_person_and_a_refused_one_keeps_the_last(django
     code = switched.line_after("enter the code")
     assert len(django_idp.device_authorizations()) == 3
     assert whoami(relay) == person_a
+    # Another forced login while this one goes on is refused at once (HTTP 409), saying why.
+    second = logins(relay.config_path, "tv", "--force", "--timeout", "30")
+    assert second.exit_code(timeout=10) == 1, second.stderr
+    assert "one is already under way" in second.stderr, second.stderr
+    assert len(django_idp.device_authorizations()) == 3
     assert approve_as(django_idp, code, person_b) == "authorized"
     assert switched.exit_code() == 0, switched.stderr
     assert "Logged in for identity tv." in switched.stderr
