@@ -53,6 +53,10 @@ struct ExchangeResponse {
     var interimResponses = 0
     /// The request went again after an upstream's `use_dpop_nonce` answer (once per request).
     var dpopNonceReplayed = false
+    /// The nonce that `use_dpop_nonce` answer asked for: the replay's proof carries it, whatever
+    /// the shared nonce holds by then (another worker may have moved it to a nonce this upstream,
+    /// or this backend of it, does not take).
+    var dpopChallengeNonce: [UInt8]?
     /// The request went again on a fresh connection after a reused one turned out closed.
     var retriedOnFreshConnection = false
 
@@ -111,6 +115,7 @@ struct ExchangeResponse {
                 return respond(to: head, of: request, status: &recorded, keepAlive: &keepAlive)
             }
             dpopNonceReplayed = true
+            dpopChallengeNonce = DPoPChallenge.nonce(in: head).map { Array($0) }
             progress = .nonceChallenged
             return .discard
         }

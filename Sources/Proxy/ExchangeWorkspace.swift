@@ -24,8 +24,9 @@ final class ExchangeWorkspace {
     var replayableHead = ByteBuffer()
     /// The request body as sent upstream, for a replay with a new token (`CurrentExchange.BodyReplay`).
     var replayBody = ByteBuffer()
-    /// The version of the upstream's shared DPoP nonce the proof in the head sent upstream carried
-    /// (`WorkerProofs.withProof`): a nonce in its answer is learnt only over that version.
+    /// The version of the upstream's shared DPoP nonce in force as the proof in the head sent
+    /// upstream was made (`WorkerProofs.withProof`; the nonce it carried, but for a replay after a
+    /// `use_dpop_nonce` answer): a nonce in its answer is learnt only over that version.
     var dpopNonceVersion: UInt64 = 0
     var normalizedPath: [UInt8] = []
     var rewrittenTarget: [UInt8] = []

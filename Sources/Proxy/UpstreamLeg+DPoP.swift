@@ -39,7 +39,8 @@ extension UpstreamLeg {
     }
 
     /// The upstream's `use_dpop_nonce` answer drained: its connection goes back, and the request
-    /// goes again at once with the same token and a proof carrying the new nonce.
+    /// goes again at once with the same token and a proof carrying the nonce that answer asked for
+    /// (`ExchangeResponse.dpopChallengeNonce`).
     func replayWithNonce(after upstream: UpstreamConnection) {
         upstream.finishExchange()
         self.upstream = nil

@@ -79,7 +79,8 @@ final class UpstreamLeg {
         switch UpstreamRequestHead.write(for: plan, token: connection.exchange.token, framing: connection.exchange.current.request.framing,
                                          upgrade: connection.exchange.current.request.upgrade, forwarding: connection.forwarding,
                                          proofs: plan.usesDPoP ? connection.worker.tokens?.proofs : nil,
-                                         claimLines: connection.exchange.caller?.claimLines, in: work) {
+                                         claimLines: connection.exchange.caller?.claimLines,
+                                         challengedNonce: connection.exchange.current.response.dpopChallengeNonce, in: work) {
         case .written:
             return true
         case .unreadableTarget:

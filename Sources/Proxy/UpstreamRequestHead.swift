@@ -23,10 +23,12 @@ enum UpstreamRequestHead {
     /// serves a request that waited for its token or is sent again. The caller passes the
     /// request's framing and `Upgrade` value rather than the request, and `proofs` only for a
     /// DPoP route: copying the request and looking the proofs up cost 100 instructions a request.
+    /// `challengedNonce`: the nonce of the `use_dpop_nonce` answer this head replays the request
+    /// after, for its proof (`WorkerProofs.withProof`).
     @inline(__always)
     static func write(for plan: RoutePlan, token: WorkerTokens.CachedToken?, framing: ForwardedHead.Framing, upgrade: [UInt8]?,
                       forwarding: ForwardedHead.Forwarding, proofs: WorkerProofs?, claimLines: [UInt8]? = nil,
-                      in work: ExchangeWorkspace) -> Outcome {
+                      challengedNonce: [UInt8]? = nil, in work: ExchangeWorkspace) -> Outcome {
         let head = work.parser.head
         guard let target = RequestTarget(head.target) else { return .unreadableTarget }
         work.scratch.clear()
@@ -36,7 +38,8 @@ enum UpstreamRequestHead {
         let failure = withOptionalBytes(token?.bytes) { tokenBytes -> JOSEError? in
             if let verbatim {
                 return write(head, target: verbatim, requestTarget: target, plan: plan, token: tokenBytes, proofing: proofing, proofs: proofs,
-                             framing: framing, upgrade: upgrade, forwarding: forwarding, claimLines: claimLines, into: work)
+                             framing: framing, upgrade: upgrade, forwarding: forwarding, claimLines: claimLines,
+                             challengedNonce: challengedNonce, into: work)
             }
             work.normalizedPath.withUnsafeBytes {
                 plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
@@ -44,7 +47,8 @@ enum UpstreamRequestHead {
             }
             return work.rewrittenTarget.withUnsafeBytes { rewritten in
                 write(head, target: rewritten, requestTarget: target, plan: plan, token: tokenBytes, proofing: proofing, proofs: proofs,
-                      framing: framing, upgrade: upgrade, forwarding: forwarding, claimLines: claimLines, into: work)
+                      framing: framing, upgrade: upgrade, forwarding: forwarding, claimLines: claimLines,
+                      challengedNonce: challengedNonce, into: work)
             }
         }
         guard let failure else { return .written }
@@ -58,7 +62,7 @@ enum UpstreamRequestHead {
     private static func write(_ head: HTTPHead, target: UnsafeRawBufferPointer, requestTarget: RequestTarget, plan: RoutePlan,
                               token: UnsafeRawBufferPointer?, proofing: DPoPProofing?, proofs: WorkerProofs?,
                               framing: ForwardedHead.Framing, upgrade: [UInt8]?, forwarding: ForwardedHead.Forwarding,
-                              claimLines: [UInt8]?, into work: ExchangeWorkspace) -> JOSEError? {
+                              claimLines: [UInt8]?, challengedNonce: [UInt8]?, into work: ExchangeWorkspace) -> JOSEError? {
         let clientHost = requestTarget.authority ?? head.host
         guard let proofing, let proofs else {
             ForwardedHead.writeRequest(head, target: target, plan: plan, framing: framing, forwarding: forwarding,
@@ -70,7 +74,7 @@ enum UpstreamRequestHead {
         let path = requestTarget.isAsterisk ? UnsafeRawBufferPointer(start: nil, count: 0) : target
         do throws(JOSEError) {
             try proofs.withProof(proofing, method: head.methodName, plan: plan, target: path,
-                                 nonceVersion: &work.dpopNonceVersion) { proof in
+                                 challengedNonce: challengedNonce, nonceVersion: &work.dpopNonceVersion) { proof in
                 ForwardedHead.writeRequest(head, target: target, plan: plan, framing: framing, forwarding: forwarding,
                                            clientHost: clientHost, token: token, proof: proof, upgrade: upgrade,
                                            claimLines: claimLines, into: &work.scratch)

@@ -10,7 +10,8 @@
 // costs one `use_dpop_nonce` answer, replayed at once (Exchange+Response.swift). Each proof's
 // nonce version goes with its request (`ExchangeWorkspace.dpopNonceVersion`), and a nonce in the
 // answer is learnt only over that version: an answer made before a rotation another worker heard
-// already does not put the old nonce back.
+// already does not put the old nonce back. The replay after a `use_dpop_nonce` answer signs with
+// the nonce that answer asked for, whatever the shared slot holds by then.
 
 import Crypto
 import JOSE
@@ -60,14 +61,19 @@ final class WorkerProofs {
     }
 
     /// Signs a proof for a request to `plan`'s upstream and calls `body` with it (valid only during
-    /// the call). `target`: the request-target as the upstream receives it. `nonceVersion` is set
-    /// to the version of the nonce the proof carries, for `remember(_:for:provedAt:)` with its answer.
+    /// the call). `target`: the request-target as the upstream receives it. The proof carries the
+    /// nonce in force, or `challengedNonce` when given: the replay after a `use_dpop_nonce` answer
+    /// signs with the nonce that answer asked for, whatever the shared nonce holds by then (it may
+    /// have moved to one this upstream, or this backend of it, does not take; one replay signed
+    /// with it would get the challenge again, relayed to the client). `nonceVersion` is set to the
+    /// version of the nonce in force as the proof is made, for `remember(_:for:provedAt:)` with
+    /// its answer (made after the proof, so no older than that nonce).
     func withProof<Result>(_ proofing: DPoPProofing, method: UnsafeRawBufferPointer, plan: RoutePlan,
-                           target: UnsafeRawBufferPointer, nonceVersion: inout UInt64,
+                           target: UnsafeRawBufferPointer, challengedNonce: [UInt8]? = nil, nonceVersion: inout UInt64,
                            _ body: (UnsafeRawBufferPointer) -> Result) throws(JOSEError) -> Result {
         let inForce = inForce(for: plan)
         nonceVersion = inForce?.version ?? 0
-        let nonce = inForce?.nonce
+        let nonce = challengedNonce ?? inForce?.nonce
         let made = plan.dpopTargetOrigin.withUnsafeBytes { origin -> Swift.Result<Result, JOSEError> in
             do throws(JOSEError) {
                 return .success(try proofing.writer.withProof(method: method, origin: origin, target: target,
@@ -107,6 +113,12 @@ final class WorkerProofs {
     /// a rotation another worker heard; a newer nonce it brings is asked for again by the next
     /// proof's `use_dpop_nonce` answer). The nonce in force already (most answers repeat it) and a
     /// stale answer are seen in this worker's copy, without the shared slot's lock.
+    /// A `use_dpop_nonce` answer follows the same rule, although it names the nonce the upstream
+    /// wants as it answers: whether it came before or after the answer that moved the slot is
+    /// unknown (an upstream rotating n-1, n-2, n-3 and one answering late with n-2 look alike), and
+    /// two backends with nonces of their own would move it back and forth for every worker. Its own
+    /// request does not pay for that: its replay signs with the nonce it asked for (`withProof`'s
+    /// `challengedNonce`), and a nonce the replay's answer brings is learnt over the slot's version.
     func remember(_ nonce: UnsafeRawBufferPointer, for plan: RoutePlan, provedAt version: UInt64) {
         guard let inForce = inForce(for: plan), inForce.version == version else { return }
         if let known = inForce.nonce, known.elementsEqual(nonce) { return }

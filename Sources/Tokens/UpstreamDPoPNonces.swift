@@ -15,7 +15,9 @@
 // answers a proof of an older version and leaves the new nonce in force, where a plain last-writer-
 // wins would send every worker back to the old one (one `use_dpop_nonce` answer each). Two workers
 // that hear two nonces in answers to proofs of the same version leave the first; a proof with the
-// other costs at most one `use_dpop_nonce` answer, as before.
+// other costs at most one `use_dpop_nonce` answer, as before. A `use_dpop_nonce` answer is learnt by
+// the same rule; the request it answers is replayed with the nonce it asked for, whatever the slot
+// holds by then (`WorkerProofs.withProof`).
 
 import Locking
 import Synchronization

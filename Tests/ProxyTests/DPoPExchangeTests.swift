@@ -43,6 +43,7 @@ final class DPoPExchangeTests: XCTestCase {
         _ = driver.request(get, on: plan, token: .inject(try Self.dpopToken("tok", plan: plan)))
         driver.requestEnds()
         guard case .discard = driver.response(nonceChallenge) else { return XCTFail("the challenge is dropped, not refused") }
+        XCTAssertEqual(driver.exchange.current.response.dpopChallengeNonce, Array("n-2".utf8), "the replay's proof carries it")
         XCTAssertFalse(driver.exchange.releaseHead(), "nothing of it reaches the client")
         guard case .drop = driver.exchange.responseBody(7) else { return XCTFail("its body is drained") }
         guard case (.refused, .replayWithNonce) = driver.responseEnds() else { return XCTFail("sent again at once") }

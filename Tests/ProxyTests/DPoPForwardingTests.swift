@@ -36,15 +36,16 @@ final class DPoPForwardingTests: XCTestCase {
         try versionedProof(target, method: method, plan: plan, token: token, proofs: proofs).proof
     }
 
-    /// A proof and the version of the shared nonce it carries.
+    /// A proof and the version of the shared nonce in force as it was made (`challengedNonce`: the
+    /// replay after a `use_dpop_nonce` answer).
     private func versionedProof(_ target: String, method: String = "GET", plan: RoutePlan, token: WorkerTokens.CachedToken,
-                                proofs: WorkerProofs) throws -> (proof: JWS, nonceVersion: UInt64) {
+                                proofs: WorkerProofs, challengedNonce: [UInt8]? = nil) throws -> (proof: JWS, nonceVersion: UInt64) {
         let sent = upstreamTarget(target, plan: plan)
         var nonceVersion = UInt64.max
         let text = try Array(method.utf8).withUnsafeBytes { method in
             try sent.withUnsafeBytes { target in
                 try proofs.withProof(try XCTUnwrap(token.dpop), method: method, plan: plan, target: target,
-                                     nonceVersion: &nonceVersion) {
+                                     challengedNonce: challengedNonce, nonceVersion: &nonceVersion) {
                     String(decoding: $0, as: UTF8.self)
                 }
             }
@@ -150,6 +151,32 @@ final class DPoPForwardingTests: XCTestCase {
         XCTAssertEqual(try JWTClaims(payload: current.payload).nonce, "n-2")
         withBytes("n-3") { second.remember($0, for: plan, provedAt: currentVersion) }
         XCTAssertEqual(try JWTClaims(payload: proof("/f", plan: plan, token: firstToken, proofs: first).payload).nonce, "n-3")
+    }
+
+    /// A request's proof carried n-1; another worker then heard n-2, and the upstream (rotated
+    /// again, or another backend of it) answers this request with `use_dpop_nonce` and n-3. The
+    /// replay signs with n-3, which the upstream asked for; the shared nonce stays n-2 (the
+    /// challenge came to a proof made before it moved), until an answer to a later proof brings n-3.
+    func testTheReplayAfterANonceChallengeSignsWithTheChallengesNonce() throws {
+        let plan = DPoPExchangeTests.dpopPlan()
+        let first = WorkerProofs(), second = WorkerProofs()
+        let firstToken = try DPoPExchangeTests.dpopToken("tok", plan: plan, proofs: first)
+        let secondToken = try DPoPExchangeTests.dpopToken("tok", plan: plan, proofs: second)
+        withBytes("n-1") { first.remember($0, for: plan, provedAt: 0) }
+        let (challenged, challengedVersion) = try versionedProof("/a", plan: plan, token: secondToken, proofs: second)
+        XCTAssertEqual(try JWTClaims(payload: challenged.payload).nonce, "n-1")
+        withBytes("n-2") { first.remember($0, for: plan, provedAt: challengedVersion) }
+        withBytes("n-3") { second.remember($0, for: plan, provedAt: challengedVersion) }
+        let (replay, replayVersion) = try versionedProof("/a", plan: plan, token: secondToken, proofs: second,
+                                                         challengedNonce: Array("n-3".utf8))
+        XCTAssertEqual(try JWTClaims(payload: replay.payload).nonce, "n-3", "the replay carries the nonce the challenge asked for")
+        XCTAssertEqual(replayVersion, challengedVersion + 1, "the version of the nonce in force as the replay went")
+        XCTAssertEqual(try JWTClaims(payload: proof("/b", plan: plan, token: firstToken, proofs: first).payload).nonce, "n-2")
+        XCTAssertEqual(try JWTClaims(payload: proof("/c", plan: plan, token: secondToken, proofs: second).payload).nonce, "n-2",
+                       "the challenge's nonce is for its replay only")
+        withBytes("n-3") { second.remember($0, for: plan, provedAt: replayVersion) }
+        XCTAssertEqual(try JWTClaims(payload: proof("/d", plan: plan, token: firstToken, proofs: first).payload).nonce, "n-3",
+                       "the replay's answer is newer than n-2, and moves it")
     }
 
     func testEachProofHasItsOwnJTI() throws {

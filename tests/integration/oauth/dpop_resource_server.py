@@ -13,7 +13,9 @@ A good one gets `200` and a JSON report ({"method", "path", "htu", "jti", "body_
 `use_dpop_nonce` 401 that tells the new one. With `echo_nonce`, every good answer carries the
 current nonce, as many servers send it. A good request under `/held/` has its answer made (and its
 nonce with it) at once but sent only after `PUT /_rs/release`: an answer in flight while the nonce
-rotates.
+rotates. A `use_dpop_nonce` 401 to a request under `/held-challenge/` is sent only after
+`PUT /_rs/release` too, naming the nonce in force then: a challenge in flight while the nonce
+rotates again.
 
 HTTP/1.1 on asyncio raw streams, like idp_stub.py. Control (the tests, through
 idp_processes.DPoPResourceServer):
@@ -85,6 +87,9 @@ class ResourceServer:
                     status, answer, extra = self.resource(request, body)
                     if status == 200 and request.path.startswith("/held/"):
                         await self.released.wait()
+                    if status == 401 and request.path.startswith("/held-challenge/") and answer["error"] == "use_dpop_nonce":
+                        await self.released.wait()
+                        extra = [(name, self.nonce if name == "DPoP-Nonce" else value) for name, value in extra]
                 await send(writer, status, answer, extra, close=close)
                 if close:
                     return

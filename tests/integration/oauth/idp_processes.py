@@ -500,7 +500,7 @@ class DPoPResourceServer(_IdP):
         return self.control("PUT", "/_rs/rotate")["nonce"]
 
     def release(self) -> None:
-        """The answers held under `/held/` go out."""
+        """The answers held under `/held/` (and the challenges under `/held-challenge/`) go out."""
         self.control("PUT", "/_rs/release")
 
     def requests(self, **match) -> list[dict]:

@@ -4,7 +4,8 @@ one keep-alive connection on each, requests taking turns, the DPoP resource serv
 worker hears — in a `use_dpop_nonce` 401, or with a 200 when the server announces its rotation —
 is in the other worker's next proof: one challenge per rotation, not one per worker. An answer
 the server made before a rotation, read after the other worker heard the new nonce, does not put
-the old nonce back.
+the old nonce back. A `use_dpop_nonce` challenge naming a nonce newer than the one the other
+worker heard meanwhile is replayed with the nonce it names.
 """
 
 from __future__ import annotations
@@ -117,6 +118,32 @@ def test_an_answer_made_before_a_rotation_does_not_bring_the_old_nonce_back(stub
         assert len(dpop_rs.requests(status=401)) == challenges == 2, [(r["target"], r["status"], r.get("nonce"))
                                                                       for r in records]
         assert {r["nonce"] for r in records[-4:]} == {new} != {old}
+    finally:
+        for conn in (first, second):
+            conn.close()
+
+
+def test_a_challenge_is_replayed_with_its_own_nonce_whatever_the_workers_heard_since(stub_idp, dpop_rs, start_relay):
+    admin, (first, second) = start(stub_idp, dpop_rs, start_relay)
+    try:
+        dpop_rs.configure(nonce=True)
+        take_turns([first, second], 2)
+        assert len(dpop_rs.requests(status=401)) == 1, "the first nonce is learnt once for both workers"
+        # The nonce rotates silently: the second worker's request is challenged, the challenge held.
+        dpop_rs.rotate()
+        held: list[int] = []
+        waiting = threading.Thread(target=lambda: held.append(second.request("GET", "/held-challenge/1").status))
+        waiting.start()
+        wait_until(lambda: dpop_rs.requests(target="/held-challenge/1", status=401), 10, "the held request challenged")
+        # The first worker hears that nonce (its own challenge) and moves the shared one.
+        assert first.request("GET", "/after-rotation").status == 200
+        # The nonce rotates again; the held challenge names the newest one.
+        newest = dpop_rs.rotate()
+        dpop_rs.release()
+        waiting.join(timeout=10)
+        assert held == [200], "replayed with the challenge's nonce, not with the one the other worker heard"
+        replays = dpop_rs.requests(target="/held-challenge/1")
+        assert [(r["status"], r.get("nonce")) for r in replays[1:]] == [(200, newest)], replays
     finally:
         for conn in (first, second):
             conn.close()
