@@ -178,7 +178,7 @@ let package = Package(
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"], exclude: ["Fixtures"]),
         // swift-prometheus itself: the relay's own per-request series must read exactly like the library's.
         .testTarget(name: "RelayMetricsTests", dependencies: ["RelayMetrics", .product(name: "Prometheus", package: "swift-prometheus")]),
-        .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP"]),
+        .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP", "EventLoop", "LoopTestSupport"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["SafeText", "TokenStore", "OAuth2", "Endpoints", "Crypto", "FileTestSupport"]),
         // The upstream connection's deadlines, with no socket.
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "EventLoop", "HTTP1"]),

@@ -64,10 +64,15 @@ public final class AdminServer {
     /// The Host names this listener serves, as the settings in force say (they change on reload).
     private let hosts: () -> ListenerHosts
     private var server: LocalHTTPServer?
+    /// The longest a logout's answer waits (`logoutWaitMilliseconds`).
+    private let logoutWait: UInt64
 
+    /// `storeTimeoutMilliseconds`: `store.timeoutMilliseconds` when the relay shares its tokens.
     public init(loop: EventLoop, address: SocketAddress, tokens: TokenService?, metrics: RelayMetrics?, build: RelayBuild,
+                storeTimeoutMilliseconds: Int? = nil,
                 hosts: @escaping () -> ListenerHosts, reload: @escaping () -> ReloadOutcome) throws(UVError) {
         self.tokens = tokens
+        logoutWait = Self.logoutWaitMilliseconds(storeTimeoutMilliseconds: storeTimeoutMilliseconds)
         self.build = build
         self.metrics = metrics
         self.hosts = hosts
@@ -140,7 +145,9 @@ public final class AdminServer {
             let force = request.target.split(separator: "?", maxSplits: 1).dropFirst().first?.split(separator: "&").contains("force=1") ?? false
             return withIdentity(parameters["name"]!, request) { tokens, identity in startLogin(tokens, identity, force: force) }
         }
-        router.addLater("DELETE", "/identities/{name}/token") { [unowned self] request, parameters, reply in
+        router.addLater("DELETE", "/identities/{name}/token", deadline: { [logoutWait] parameters in
+            Self.logoutDeadline(identity: parameters["name"]!, milliseconds: logoutWait)
+        }) { [unowned self] request, parameters, reply in
             var found: (TokenService, IdentityTokens)?
             let refusal = withIdentity(parameters["name"]!, request) { tokens, identity in
                 found = (tokens, identity)
@@ -211,11 +218,28 @@ public final class AdminServer {
                             "identity \(identity.identity.name) does not log a person in (its grant is \(identity.identity.grant.grantType))")
     }
 
+    /// The longest a logout's answer waits: Redis answers or fails within `store.timeoutMilliseconds`
+    /// (the link gives up a command, or a first connection, after it), and so a second more; but an
+    /// `auto` identity that is resolving removes its login only once its resolution has ended
+    /// (several IdP requests). 5 s at least (the wait before logouts answered later), which
+    /// `oauth-relay logout` (10 s) hears with the default store timeout.
+    static func logoutWaitMilliseconds(storeTimeoutMilliseconds: Int?) -> UInt64 {
+        max(5000, UInt64(max(0, storeTimeoutMilliseconds ?? 0)) + 1000)
+    }
+
+    /// The 503 a logout answers when its removal took longer than `milliseconds`.
+    static func logoutDeadline(identity name: String, milliseconds: UInt64) -> LocalDeadline {
+        let seconds = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+        return LocalDeadline(milliseconds: milliseconds, response: problem(
+            503, "shared-store-unavailable", "Service Unavailable",
+            "identity \(name) is logged out on this replica, but the shared token store did not answer within \(seconds): the other "
+                + "replicas may keep the login until its tokens expire; log out again"))
+    }
+
     /// A logout, answered once the shared store (if any) removed the login for every replica or
-    /// failed to — Redis answers or fails within `store.timeoutMilliseconds` (the link gives up a
-    /// command, or a first connection, after it). The answer comes later, from the token thread:
-    /// meanwhile this loop answers other requests. Never waits for the IdP: the refresh token's
-    /// revocation goes on after the answer.
+    /// failed to, or else after `logoutWaitMilliseconds` (the route's deadline). The answer comes
+    /// later, from the token thread: meanwhile this loop answers other requests. Never waits for
+    /// the IdP: the refresh token's revocation goes on after the answer.
     private func logout(_ tokens: TokenService, _ identity: IdentityTokens, reply: LocalReply) {
         let name = identity.identity.name
         tokens.forget(identity, listener: LogoutListener(sharedStore: { outcome in

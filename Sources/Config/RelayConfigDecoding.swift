@@ -45,7 +45,7 @@ struct RelayConfigDecoding {
         } ?? config.workers
         config.limits = object.field("limits").flatMap(LimitsDecoding(context: context).decodeLimits) ?? config.limits
         if let storeField = object.field("store") {
-            StoreTimeoutCheck(context: context).check(config, storeField: storeField)
+            StoreTimeoutCheck(context: context).check(config, storeField: storeField, limitsField: object.field("limits"))
         }
         var identityNames: [String] = []
         if let field = object.field("identities") {

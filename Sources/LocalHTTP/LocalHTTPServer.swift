@@ -50,8 +50,9 @@ public final class LocalHTTPServer {
     fileprivate let handler: (LocalRequest) -> LocalAnswer
     /// Where answers given later land (made with the first one).
     private var mailbox: LocalReplyMailbox?
-    /// The connections waiting for an answer given later, by their number.
-    private var awaiting: [UInt64: LocalHTTPConnection] = [:]
+    /// The connections waiting for an answer given later, by their number, with their deadline's
+    /// timer (closed once the answer is written, or the connection closes).
+    private var awaiting: [UInt64: (connection: LocalHTTPConnection, deadline: LoopTimer?)] = [:]
     private var connectionCount: UInt64 = 0
     /// The answer to a request the parser refused (the reason is safe to show).
     fileprivate let badRequest: (String) -> LocalResponse
@@ -88,25 +89,35 @@ public final class LocalHTTPServer {
         listener = nil
         mailbox?.close()
         mailbox = nil
+        for waiting in awaiting.values { waiting.deadline?.close() }
         awaiting.removeAll()
         for connection in connections.values { connection.stream.close() }
     }
 
     fileprivate func connectionDidClose(_ connection: LocalHTTPConnection) {
         connections.removeValue(forKey: ObjectIdentifier(connection))
-        awaiting[connection.number] = nil
+        awaiting.removeValue(forKey: connection.number)?.deadline?.close()
     }
 
-    /// A reply for `connection`, to be sent later (from any thread).
-    fileprivate func reply(for connection: LocalHTTPConnection) -> LocalReply? {
+    /// A reply for `connection`, to be sent later (from any thread); with `deadline`, a timer
+    /// sends its response through the reply unless the handler's answer came first.
+    fileprivate func reply(for connection: LocalHTTPConnection, deadline: LocalDeadline?) -> LocalReply? {
         if mailbox == nil, listener != nil {
             mailbox = LocalReplyMailbox(loop: loop) { [unowned self] number, response in
-                awaiting.removeValue(forKey: number)?.answerGivenLater(response)
+                guard let waiting = awaiting.removeValue(forKey: number) else { return }
+                waiting.deadline?.close()
+                waiting.connection.answerGivenLater(response)
             }
         }
         guard let mailbox else { return nil }
-        awaiting[connection.number] = connection
-        return LocalReply(mailbox: mailbox, connection: connection.number)
+        let reply = LocalReply(mailbox: mailbox, connection: connection.number)
+        let timer = deadline.map { deadline in
+            let timer = LoopTimer(loop: loop) { reply.send(deadline.response) }
+            timer.start(afterMilliseconds: deadline.milliseconds)
+            return timer
+        }
+        awaiting[connection.number] = (connection, timer)
+        return reply
     }
 }
 
@@ -190,15 +201,22 @@ private final class LocalHTTPConnection: ByteStreamDelegate, HTTP1ParserDelegate
             respond(response, keepAlive: parser.head.keepAlive)
             return false
         case .later(let start):
-            guard let reply = server.reply(for: self) else {
-                stream.close()
-                return false
-            }
-            later = (parser.head.keepAlive, [])
-            stream.stopReading()
-            start(reply)
-            return true
+            return answerLater(start, deadline: nil, server: server)
+        case .laterWithin(let deadline, let start):
+            return answerLater(start, deadline: deadline, server: server)
         }
+    }
+
+    /// Stops reading until the answer given later is written (true: the parser pauses).
+    private func answerLater(_ start: (LocalReply) -> Void, deadline: LocalDeadline?, server: LocalHTTPServer) -> Bool {
+        guard let reply = server.reply(for: self, deadline: deadline) else {
+            stream.close()
+            return false
+        }
+        later = (parser.head.keepAlive, [])
+        stream.stopReading()
+        start(reply)
+        return true
     }
 
     private func respond(_ response: LocalResponse, keepAlive: Bool) {

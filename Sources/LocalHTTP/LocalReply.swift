@@ -7,6 +7,9 @@
 // Lifetime: the mailbox's wake-up is made with the first later answer and closed with the server.
 // A reply sent after its connection closed, or after the server closed, is dropped; a reply sent
 // twice is written once (the first wins), so a handler may race a deadline against its work.
+// A deadline (`LocalAnswer.laterWithin`) is a timer on the server's loop that sends its response
+// through the same reply: closed once an answer is written, or with the connection or the server
+// (a waiting connection does not read, so in practice with the server).
 
 import EventLoop
 import Locking
@@ -15,6 +18,19 @@ import Locking
 public enum LocalAnswer {
     case now(LocalResponse)
     case later((LocalReply) -> Void)
+    /// `later`, with `LocalDeadline.response` sent when the handler has not answered in time.
+    case laterWithin(LocalDeadline, (LocalReply) -> Void)
+}
+
+/// How long an answer given later may take, and what is sent when it takes longer.
+public struct LocalDeadline: Sendable {
+    public let milliseconds: UInt64
+    public let response: LocalResponse
+
+    public init(milliseconds: UInt64, response: LocalResponse) {
+        self.milliseconds = milliseconds
+        self.response = response
+    }
 }
 
 /// One request's answer, to be sent once, from any thread.

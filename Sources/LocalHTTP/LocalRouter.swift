@@ -44,9 +44,15 @@ public struct LocalRouter {
         add(method, pattern, answer: { .now(handler($0, $1)) })
     }
 
-    /// Registers a handler that answers later (from any thread) for `method` on `pattern`.
-    public mutating func addLater(_ method: String, _ pattern: String, _ handler: @escaping LaterHandler) {
-        add(method, pattern, answer: { request, parameters in .later { reply in handler(request, parameters, reply) } })
+    /// Registers a handler that answers later (from any thread) for `method` on `pattern`;
+    /// with `deadline`, its response is sent when the handler has not answered in time.
+    public mutating func addLater(_ method: String, _ pattern: String, deadline: ((Parameters) -> LocalDeadline)? = nil,
+                                  _ handler: @escaping LaterHandler) {
+        add(method, pattern, answer: { request, parameters in
+            let start = { (reply: LocalReply) in handler(request, parameters, reply) }
+            guard let deadline else { return .later(start) }
+            return .laterWithin(deadline(parameters), start)
+        })
     }
 
     private mutating func add(_ method: String, _ pattern: String, answer: @escaping (LocalRequest, Parameters) -> LocalAnswer) {

@@ -279,7 +279,8 @@ func serve(_ loadedConfig: RelayConfig, tls: ClientTLS = ClientTLS(), source: Co
     // The admin listener, on this thread's loop: health, readiness, metrics, identities, reload.
     if let adminAddress = config.admin {
         do throws(StartFailure) {
-            let admin = try startAdmin(on: loop, at: adminAddress, tokens: tokens, metrics: metrics, hosts: { server.settings.adminHosts }) {
+            let admin = try startAdmin(on: loop, at: adminAddress, tokens: tokens, metrics: metrics,
+                                       storeTimeoutMilliseconds: config.store?.redis?.timeoutMilliseconds, hosts: { server.settings.adminHosts }) {
                 reloader.reload(trigger: "POST /reload")
             }
             running.admin = admin
@@ -308,12 +309,13 @@ private struct StartFailure: Error {
 }
 
 private func startAdmin(on loop: EventLoop, at hostPort: HostPort, tokens: TokenService, metrics: RelayMetrics?,
-                        hosts: @escaping () -> ListenerHosts, reload: @escaping () -> ReloadOutcome) throws(StartFailure) -> AdminServer {
+                        storeTimeoutMilliseconds: Int?, hosts: @escaping () -> ListenerHosts, reload: @escaping () -> ReloadOutcome) throws(StartFailure) -> AdminServer {
     guard let address = SocketAddress(binding: hostPort) else {
         throw StartFailure(reason: "admin address \(hostPort) is not an IP address")
     }
     do {
-        return try AdminServer(loop: loop, address: address, tokens: tokens, metrics: metrics, build: .current, hosts: hosts, reload: reload)
+        return try AdminServer(loop: loop, address: address, tokens: tokens, metrics: metrics, build: .current,
+                               storeTimeoutMilliseconds: storeTimeoutMilliseconds, hosts: hosts, reload: reload)
     } catch {
         throw StartFailure(reason: "cannot listen on \(hostPort) (admin): \(error.message)")
     }

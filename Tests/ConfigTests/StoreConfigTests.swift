@@ -228,15 +228,19 @@ final class StoreConfigTests: XCTestCase {
     }
 
     /// A Redis timeout near the token wait leaves the first request's token request no time
-    /// when Redis hangs: refused above half of `limits.tokenWaitSeconds`, naming both values.
+    /// when Redis hangs: refused above half of `limits.tokenWaitSeconds`, naming both values; at
+    /// the timeout when the file writes one, else (the default, 200 ms) at the token wait.
     func testARedisTimeoutAboveHalfTheTokenWaitIsRefused() throws {
-        func errors(_ timeout: Int, tokenWait: String? = nil) -> [String] {
+        func document(_ timeout: Int?, tokenWait: String?) -> String {
+            let timeoutMember = timeout.map { #", "timeoutMilliseconds": \#($0)"# } ?? ""
             let limits = tokenWait.map { #", "limits": { "tokenWaitSeconds": \#($0) }"# } ?? ""
-            return describe(configErrors(#"{ "store": { "redis": "redis://r", "key": "\#(key)", "timeoutMilliseconds": \#(timeout) }\#(limits) }"#))
+            return #"{ "store": { "redis": "redis://r", "key": "\#(key)"\#(timeoutMember) }\#(limits) }"#
         }
         let advice = "a request waits at most that long for its token, and the token's fetch may first wait this long for a Redis "
             + "that does not answer; lower it (Redis answers within milliseconds) or raise limits.tokenWaitSeconds"
-        let table: [(timeout: Int, tokenWait: String?, error: String?)] = [
+        let waitAdvice = "a request waits at most this long for its token, and the token's fetch may first wait that long for a Redis "
+            + "that does not answer; raise it or lower store.timeoutMilliseconds"
+        let table: [(timeout: Int?, tokenWait: String?, error: String?)] = [
             (15000, nil, nil),
             (15001, nil, "$.store.timeoutMilliseconds: 15001 ms is more than half of limits.tokenWaitSeconds (30 s): " + advice),
             (60000, nil, "$.store.timeoutMilliseconds: 60000 ms is more than half of limits.tokenWaitSeconds (30 s): " + advice),
@@ -244,18 +248,23 @@ final class StoreConfigTests: XCTestCase {
             (2500, "5", nil),
             (1000, "1.5", "$.store.timeoutMilliseconds: 1000 ms is more than half of limits.tokenWaitSeconds (1.5 s): " + advice),
             (750, "1.5", nil),
+            // The default timeout beside a token wait the file lowers.
+            (nil, nil, nil),
+            (nil, "0.4", nil),
+            (nil, "0.399", "$.limits.tokenWaitSeconds: 0.399 s is less than twice store.timeoutMilliseconds (200 ms, its default): " + waitAdvice),
+            (nil, "0.1", "$.limits.tokenWaitSeconds: 0.1 s is less than twice store.timeoutMilliseconds (200 ms, its default): " + waitAdvice),
+            (100, "0.1", "$.store.timeoutMilliseconds: 100 ms is more than half of limits.tokenWaitSeconds (0.1 s): " + advice),
+            (50, "0.1", nil),
         ]
         for row in table {
+            let text = document(row.timeout, tokenWait: row.tokenWait)
             if let error = row.error {
-                XCTAssertEqual(errors(row.timeout, tokenWait: row.tokenWait), [error], "\(row.timeout) ms, wait \(row.tokenWait ?? "default")")
+                XCTAssertEqual(describe(configErrors(text)), [error], "\(row.timeout.map { "\($0) ms" } ?? "default"), wait \(row.tokenWait ?? "default")")
             } else {
-                let limits = row.tokenWait.map { #", "limits": { "tokenWaitSeconds": \#($0) }"# } ?? ""
-                let config = try decodeConfig(#"{ "store": { "redis": "redis://r", "key": "\#(key)", "timeoutMilliseconds": \#(row.timeout) }\#(limits) }"#)
-                XCTAssertEqual(config.store?.redis?.timeoutMilliseconds, row.timeout)
+                let config = try decodeConfig(text)
+                XCTAssertEqual(config.store?.redis?.timeoutMilliseconds, row.timeout ?? 200)
             }
         }
-        // The default timeout (200 ms) fits the default wait.
-        XCTAssertEqual(try decodeConfig(#"{ "store": { "redis": "redis://r", "key": "\#(key)" } }"#).store?.redis?.timeoutMilliseconds, 200)
     }
 
     func testChangingTheSharedStoreTakesARestartAndTheMessageHoldsNoPassword() throws {

@@ -53,4 +53,20 @@ final class LocalRouterTests: XCTestCase {
         XCTAssertEqual(answer("GET", "/identities/orders").0, 404)
         XCTAssertEqual(answer("GET", "/Healthz").0, 404, "paths are case-sensitive")
     }
+
+    func testALaterRouteWithADeadlineAnswersLaterWithinIt() {
+        var router = router()
+        router.addLater("POST", "/identities/{name}/logout", deadline: { parameters in
+            LocalDeadline(milliseconds: 250, response: LocalResponse(status: 503, body: "late \(parameters["name"]!)"))
+        }) { _, _, _ in }
+        router.addLater("POST", "/identities/{name}/wait") { _, _, _ in }
+        guard case .laterWithin(let deadline, _) = router.answer(to: LocalRequest(method: "POST", target: "/identities/orders/logout")) else {
+            return XCTFail("no deadline")
+        }
+        XCTAssertEqual(deadline.milliseconds, 250)
+        XCTAssertEqual(deadline.response.body, "late orders")
+        guard case .later = router.answer(to: LocalRequest(method: "POST", target: "/identities/orders/wait")) else {
+            return XCTFail("a deadline where none was given")
+        }
+    }
 }

@@ -20,6 +20,16 @@ final class HostPatternTests: XCTestCase {
         }
     }
 
+    /// A combining mark after the bracket is no IPv6 address: the brackets are read as bytes, and
+    /// the address between them too (not "::1" with the mark dropped along with the "[").
+    func testACombiningMarkInsideTheBracketsIsRefused() {
+        for text in ["[\u{301}::1]", "[::1\u{301}]", "[\u{301}]"] {
+            XCTAssertThrowsError(try HostPattern.parse(text), text.debugDescription) { error in
+                XCTAssertEqual((error as? HostPattern.SyntaxError)?.message, "\"\(text)\" is not an IPv6 address", text.debugDescription)
+            }
+        }
+    }
+
     func testPatternsPrintAsWritten() {
         XCTAssertEqual(HostPattern.exact("::1").description, "[::1]")
         XCTAssertEqual(HostPattern.wildcard(suffix: "example.com").description, "*.example.com")
