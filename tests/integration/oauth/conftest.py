@@ -23,12 +23,15 @@ A failing test's report carries the IdP logs (the relay and upstream logs come f
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from idp_glewlwyd import GlewlwydIdP, Registration
 from idp_idpyoidc import IdpyoidcIdP
 from idp_processes import DjangoIdP, DPoPResourceServer, ProtectedResource, StubIdP
 from idp_relay import SensitiveValues, find_leaks, relay_logs
+from redis_server import RedisServer
 
 _IDPS = pytest.StashKey[list]()
 
@@ -160,6 +163,18 @@ def start_idpyoidc(request, tmp_path, sensitive):
             except (OSError, AssertionError):
                 pass  # the tokens read at the last ask stand
         idp.kill()
+
+
+@pytest.fixture
+def redis(tmp_path):
+    """A redis-server of the test's own, resumed before it is killed in case the test stopped it
+    (SIGSTOP: a store that hangs)."""
+    workdir = tmp_path / "redis"
+    workdir.mkdir()
+    server = RedisServer(workdir).start()
+    yield server
+    server.send_signal(signal.SIGCONT)
+    server.kill()
 
 
 @pytest.fixture

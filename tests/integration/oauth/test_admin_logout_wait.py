@@ -18,19 +18,8 @@ from admin_client import start_with_admin
 from deadlines import scaled, wait_until
 from idp_relay import oauth_route
 from processes import STORE_KEY
-from redis_server import RedisServer
 
 pytestmark = pytest.mark.oauth
-
-
-@pytest.fixture
-def redis(tmp_path):
-    workdir = tmp_path / "redis"
-    workdir.mkdir()
-    server = RedisServer(workdir).start()
-    yield server
-    server.send_signal(signal.SIGCONT)
-    server.kill()
 
 
 def store(redis, timeout_ms: int) -> dict:

@@ -35,7 +35,6 @@ from deadlines import wait_until
 from http_client import assert_problem
 from login_relay import CALLBACK_PATH, RawBrowser, get, identity_view
 from processes import LOOPBACK, STORE_KEY, can_connect, free_port, relay_config, run_cli, write_config
-from redis_server import RedisServer
 
 pytestmark = pytest.mark.oauth
 
@@ -502,15 +501,6 @@ def test_a_step_up_scope_is_kept_with_the_registration_and_a_restart_finds_its_l
     assert resp.json() == {"token": "wide-access-token-2"}
     assert len(received(stub, "POST", "/register")) == 1
     assert len(received(stub, "POST", "/token")) == 2, "the restart asked for a token instead of reading the login kept"
-
-
-@pytest.fixture
-def redis(tmp_path):
-    workdir = tmp_path / "redis"
-    workdir.mkdir()
-    server = RedisServer(workdir).start()
-    yield server
-    server.kill()
 
 
 def assert_device_requests(stub: AutoStub, client_ids: list[str]) -> None:

@@ -16,19 +16,8 @@ import pytest
 from deadlines import scaled
 from idp_relay import bearer, oauth_route
 from processes import STORE_KEY, run_check, relay_config
-from redis_server import RedisServer
 
 pytestmark = pytest.mark.oauth
-
-
-@pytest.fixture
-def redis(tmp_path):
-    workdir = tmp_path / "redis"
-    workdir.mkdir()
-    server = RedisServer(workdir).start()
-    yield server
-    server.send_signal(signal.SIGCONT)
-    server.kill()
 
 
 def store(redis, timeout_ms: int) -> dict:

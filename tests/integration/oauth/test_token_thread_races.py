@@ -22,7 +22,6 @@ from idp_processes import sha256
 from idp_relay import bearer, oauth_route
 from login_relay import (ID_TOKEN_OK, RawBrowser, at_stub, browse, get, identity_view, start_login_relay, store_entries,
                          wait_for_state)
-from redis_server import RedisServer
 from key_files import key_file
 
 pytestmark = pytest.mark.oauth
@@ -30,15 +29,6 @@ pytestmark = pytest.mark.oauth
 KEY = base64.b64encode(bytes(range(64, 96))).decode()
 HELD_MS = 30_000  # an IdP request the stub holds for longer than any stop may take
 STOPS_WITHIN = 3  # seconds from SIGTERM to the exit, at most
-
-
-@pytest.fixture
-def redis(tmp_path):
-    workdir = tmp_path / "redis"
-    workdir.mkdir()
-    server = RedisServer(workdir).start()
-    yield server
-    server.kill()
 
 
 def log_in(relay, stub, sensitive) -> None:
