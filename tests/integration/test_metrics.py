@@ -276,6 +276,7 @@ EXPECTED_TYPES = {
     "oauth_relay_refused_requests": "counter",
     "oauth_relay_config_reloads": "counter",
     "oauth_relay_config_last_reload_success_timestamp_seconds": "gauge",
+    "oauth_relay_token_queue_depth": "gauge",
 }
 
 
