@@ -81,34 +81,7 @@ config() {
 # Sends `count` GETs for `host` and `path` one after another on one connection (the first waits
 # for the token).
 send() {
-  python3 - "$@" <<'PY'
-import socket, sys, time
-port, count, host, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-deadline = time.time() + 300
-while True:
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=60); break
-    except OSError:
-        if time.time() > deadline: raise
-        time.sleep(0.2)
-request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n".encode()
-buffer = b""
-for _ in range(count):
-    s.sendall(request)
-    while True:
-        end = buffer.find(b"\r\n\r\n")
-        if end >= 0:
-            head = buffer[:end].decode("latin-1")
-            assert head.startswith("HTTP/1.1 200"), head
-            length = int(next(l.split(":")[1] for l in head.split("\r\n") if l.lower().startswith("content-length")))
-            if len(buffer) >= end + 4 + length:
-                buffer = buffer[end + 4 + length:]
-                break
-        chunk = s.recv(65536)
-        assert chunk, "the relay closed the connection"
-        buffer += chunk
-s.close()
-PY
+  python3 bench/keepalive_gets.py "$1" "$2" "$3" "$4" 300 60
 }
 
 # "total lookup" instructions of a callgrind run of `routes` routes serving `count` requests for

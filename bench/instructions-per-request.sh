@@ -53,34 +53,7 @@ sleep 0.5
 
 # Sends `count` GETs one after another on one connection (the first waits for the token).
 send() {
-  python3 - "$PORT" "$1" <<'PY'
-import socket, sys, time
-port, count = int(sys.argv[1]), int(sys.argv[2])
-deadline = time.time() + 120
-while True:
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=30); break
-    except OSError:
-        if time.time() > deadline: raise
-        time.sleep(0.2)
-request = f"GET /bench HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n".encode()
-buffer = b""
-for _ in range(count):
-    s.sendall(request)
-    while True:
-        end = buffer.find(b"\r\n\r\n")
-        if end >= 0:
-            head = buffer[:end].decode("latin-1")
-            assert head.startswith("HTTP/1.1 200"), head
-            length = int(next(l.split(":")[1] for l in head.split("\r\n") if l.lower().startswith("content-length")))
-            if len(buffer) >= end + 4 + length:
-                buffer = buffer[end + 4 + length:]
-                break
-        chunk = s.recv(65536)
-        assert chunk, "the relay closed the connection"
-        buffer += chunk
-s.close()
-PY
+  python3 bench/keepalive_gets.py "$PORT" "$1" "127.0.0.1:$PORT" /bench 120 30
 }
 
 # Total instructions of a relay run serving `count` requests. Valgrind cannot read the DWARF 5
