@@ -10,17 +10,27 @@ import Synchronization
 /// it with the caller's empty buffer, so sending costs no copy and, once both buffers have
 /// grown, no allocation.
 ///
+/// Ciphertext just read from the transport can be lent instead of fed (`lend`, for the length
+/// of one `TLSEngine.read(fed:into:_:)`): OpenSSL then reads it where it lies, after what
+/// `incoming` holds, and only what it leaves unread (the start of a record) is copied into
+/// `incoming` (`keepUnreadLent`). A body then costs one copy fewer per byte (callgrind, a
+/// download from a TLS upstream: each copy about one instruction per byte, a sixth of the relay's).
+///
 /// Lifetime: the BIO holds one retained reference to its `CiphertextBuffers` (taken in
 /// `makeBIO`, released in `destroyBIO` when `SSL_free` frees the BIO); the engine holds another.
 final class CiphertextBuffers {
     var incoming = ByteBuffer()
     /// How many bytes at the front of `incoming` OpenSSL has read already.
     var incomingConsumed = 0
+    /// Ciphertext after `incoming`, owned by the caller of `lend`; empty outside its read.
+    private(set) var lent = UnsafeRawBufferPointer(start: nil, count: 0)
+    /// How many bytes at the front of `lent` OpenSSL has read already.
+    private(set) var lentConsumed = 0
     /// The transport ended: once `incoming` is drained, reads report end of file, not "retry".
     var incomingEnded = false
     var outgoing = ByteBuffer()
 
-    var incomingAvailable: Int { incoming.count - incomingConsumed }
+    var incomingAvailable: Int { incoming.count - incomingConsumed + lent.count - lentConsumed }
 
     /// How many exist: each lives as long as both its engine and its BIO, so this counts
     /// engines with anything left to free (`TLSEngine.liveEngines`).
@@ -35,11 +45,52 @@ final class CiphertextBuffers {
     }
 
     func feed(_ ciphertext: UnsafeRawBufferPointer) {
+        // Bytes fed while some are lent come after them.
+        keepUnreadLent()
         if incomingConsumed > 0 {
             incoming.removeFirst(incomingConsumed)
             incomingConsumed = 0
         }
         incoming.append(ciphertext)
+    }
+
+    /// Lets OpenSSL read `ciphertext` in place, after `incoming`, until `keepUnreadLent`.
+    func lend(_ ciphertext: UnsafeRawBufferPointer) {
+        keepUnreadLent()
+        lent = ciphertext
+        lentConsumed = 0
+    }
+
+    /// Ends a `lend`: what OpenSSL has not read of the lent bytes is copied to `incoming`.
+    func keepUnreadLent() {
+        guard lent.count > 0 else { return }
+        let unread = UnsafeRawBufferPointer(rebasing: lent[lentConsumed...])
+        lent = UnsafeRawBufferPointer(start: nil, count: 0)
+        lentConsumed = 0
+        if !unread.isEmpty { feed(unread) }
+    }
+
+    /// Copies up to `count` bytes of ciphertext, `incoming`'s first then the lent ones, to
+    /// `destination`; returns how many.
+    fileprivate func read(into destination: UnsafeMutableRawPointer, count: Int) -> Int {
+        var copied = 0
+        let fromIncoming = min(count, incoming.count - incomingConsumed)
+        if fromIncoming > 0, let start = incoming.baseAddress {
+            destination.copyMemory(from: start + incomingConsumed, byteCount: fromIncoming)
+            incomingConsumed += fromIncoming
+            if incomingConsumed == incoming.count {
+                incoming.clear()
+                incomingConsumed = 0
+            }
+            copied = fromIncoming
+        }
+        let fromLent = min(count - copied, lent.count - lentConsumed)
+        if fromLent > 0, let start = lent.baseAddress {
+            (destination + copied).copyMemory(from: start + lentConsumed, byteCount: fromLent)
+            lentConsumed += fromLent
+            copied += fromLent
+        }
+        return copied
     }
 
     /// A BIO reading `incoming` and writing `outgoing` of `buffers`, for both sides of one `SSL`.
@@ -81,23 +132,18 @@ private func writeToOutgoing(bio: OpaquePointer?, data: UnsafePointer<CChar>?, l
     return 1
 }
 
-/// OpenSSL wants up to `length` bytes of ciphertext: copy what `incoming` holds. With nothing
-/// there, "retry" (OpenSSL reports WANT_READ), or end of file once the transport ended.
+/// OpenSSL wants up to `length` bytes of ciphertext: copy what `incoming` and the lent bytes
+/// hold. With nothing there, "retry" (OpenSSL reports WANT_READ), or end of file once the
+/// transport ended.
 private func readFromIncoming(bio: OpaquePointer?, data: UnsafeMutablePointer<CChar>?, length: Int,
                               read: UnsafeMutablePointer<Int>?) -> Int32 {
     shim_BIO_clear_retry_flags(bio)
     let buffers = buffers(of: bio)
-    let count = min(length, buffers.incomingAvailable)
-    guard count > 0, let data, let start = buffers.incoming.baseAddress else {
+    let count = data.map { buffers.read(into: UnsafeMutableRawPointer($0), count: length) } ?? 0
+    guard count > 0 else {
         if !buffers.incomingEnded { shim_BIO_set_retry_read(bio) }
         read?.pointee = 0
         return 0
-    }
-    UnsafeMutableRawPointer(data).copyMemory(from: start + buffers.incomingConsumed, byteCount: count)
-    buffers.incomingConsumed += count
-    if buffers.incomingConsumed == buffers.incoming.count {
-        buffers.incoming.clear()
-        buffers.incomingConsumed = 0
     }
     read?.pointee = count
     return 1

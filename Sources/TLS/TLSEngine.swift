@@ -6,9 +6,9 @@
 //
 // Driving it from a libuv stream:
 //   - after creating a client engine: send `takeOutgoing` (the ClientHello);
-//   - on every read callback: `feed(bytes)` (or `feedEndOfStream()` on EOF), then
-//     `read(into:)`, deliver the plaintext, send `takeOutgoing` (handshake records, alerts,
-//     key-update answers), then act on the status;
+//   - on every read callback: `read(fed: bytes, into: space)` (or `feedEndOfStream()` on EOF,
+//     then `read(into: space)`), which decrypts into `space` and hands its plaintext on, then
+//     send `takeOutgoing` (handshake records, alerts, key-update answers), then act on the status;
 //   - to send: `write(plaintext)`, then send `takeOutgoing`. Plaintext written during the
 //     handshake is kept and encrypted as soon as it completes.
 //   - to end: `close()` (close_notify), send `takeOutgoing`, shut the socket down.
@@ -16,8 +16,9 @@
 // and "want read" is the status `.handshaking` or `.wantsRead`.
 //
 // One engine per connection, used by one thread at a time. Steady state allocates nothing:
-// `incoming` and the plaintext scratch keep their storage, and `outgoing` trades storage with
-// the caller's buffer.
+// `incoming` keeps its storage, the plaintext goes into the caller's space (or a scratch record
+// the engine allocates at its first `read(_:)`), and `outgoing` trades storage with the
+// caller's buffer.
 //
 // The engine only: keys, signatures, digests and AES-GCM are the Crypto module's, which the
 // engine uses for nothing but OpenSSL's error queue (`OpenSSLErrors`).
@@ -59,9 +60,11 @@ public final class TLSEngine {
     /// forgets it if the connection fails (see `ClientSessionCache`).
     private var cachedSession: CachedSession?
     private var closeNotifySent = false
-    /// One TLS record of plaintext at most; SSL_read decrypts into it.
-    private let scratch = UnsafeMutableRawPointer.allocate(byteCount: TLSEngine.maxRecordPlaintext, alignment: 16)
-    private static let maxRecordPlaintext = 16384
+    /// One TLS record of plaintext, for `read(_:)`, whose caller gives no space; allocated at
+    /// its first call.
+    private var scratch: UnsafeMutableRawBufferPointer?
+    /// The most plaintext one record carries (TLS 1.2 and 1.3): the least space `read` takes.
+    public static let maxRecordPlaintext = 16384
 
     /// An engine for a connection to `host` (the URL's host: a name, or an IP literal, with or
     /// without brackets). SNI and the checked name are `configuration.serverName ?? host`;
@@ -117,7 +120,7 @@ public final class TLSEngine {
         // connection) leaves the cache as it was, and a failed one has made it forget its
         // session already (`fail`).
         SSL_free(ssl)
-        scratch.deallocate()
+        scratch?.deallocate()
     }
 
     /// Engines whose OpenSSL state (SSL, BIO, buffers) is not yet freed, in this process: for
@@ -163,6 +166,10 @@ public final class TLSEngine {
 
     public var hasOutgoing: Bool { !buffers.outgoing.isEmpty }
 
+    /// Bytes of storage held for ciphertext fed and not yet read (none when whole records were
+    /// lent to `read(fed:into:_:)`).
+    public var heldCiphertextCapacity: Int { buffers.incoming.capacity }
+
     // MARK: - Application side
 
     /// Decrypts everything fed so far (driving the handshake first if needed) and appends the
@@ -176,41 +183,103 @@ public final class TLSEngine {
     /// consumes in place); the bytes are valid only during the call. `deliver` may `write` and
     /// `close`, but must not drop the last reference to the engine.
     public func read(_ deliver: (UnsafeRawBufferPointer) -> Void) -> TLSStatus {
+        let space = scratch ?? UnsafeMutableRawBufferPointer.allocate(byteCount: TLSEngine.maxRecordPlaintext, alignment: 16)
+        scratch = space
+        return read(into: space, deliver)
+    }
+
+    /// As `feed(ciphertext)` then `read(into: space, deliver)`, without copying `ciphertext`
+    /// first: OpenSSL reads it where it lies, and what it leaves unread (the start of a record)
+    /// is copied and kept for the next read. `ciphertext` is not used once this returns.
+    public func read(fed ciphertext: UnsafeRawBufferPointer, into space: UnsafeMutableRawBufferPointer,
+                     _ deliver: (UnsafeRawBufferPointer) -> Void) -> TLSStatus {
+        switch state {
+        case .handshaking, .established: buffers.lend(ciphertext)
+        default: return state
+        }
+        defer { buffers.keepUnreadLent() }
+        return read(into: space, deliver)
+    }
+
+    /// Decrypts everything fed so far (driving the handshake first if needed) into `space` (at
+    /// least `maxRecordPlaintext` bytes), and hands the plaintext to `deliver` as it fills: when
+    /// another record might not fit, and at the end. One call for the records of one transport
+    /// read, as plain TCP would give them, rather than one per record: the consumer writes them
+    /// onward in one system call. The bytes are valid only during the call. `deliver` may
+    /// `write` and `close`, but must not drop the last reference to the engine. Returns
+    /// `.wantsRead` when open and drained, `.handshaking`, `.closed` (close_notify) or `.failed`.
+    public func read(into space: UnsafeMutableRawBufferPointer, _ deliver: (UnsafeRawBufferPointer) -> Void) -> TLSStatus {
+        precondition(space.count >= TLSEngine.maxRecordPlaintext, "less space than a record")
         if case .handshaking = state {
             guard case .established = advanceHandshake() else { return state }
         }
         guard case .established = state else { return state }
+        let base = space.baseAddress!
+        var filled = 0
         OpenSSLErrors.clear()
         while true {
             var count = 0
-            if SSL_read_ex(ssl, scratch, TLSEngine.maxRecordPlaintext, &count) == 1 {
-                deliver(UnsafeRawBufferPointer(start: scratch, count: count))
+            if SSL_read_ex(ssl, base + filled, space.count - filled, &count) == 1 {
+                filled += count
                 // Nothing fed is left, in `incoming` or inside OpenSSL: another SSL_read_ex could
                 // only say WANT_READ. Skipping it (and its SSL_get_error) saves about 800
                 // instructions per response (callgrind, keep-alive requests to an https upstream:
                 // TLS costs the relay about 16,700 instructions per request, 14,100 of them
                 // OpenSSL's SSL_write_ex and SSL_read_ex).
                 if buffers.incomingAvailable == 0, !buffers.incomingEnded, SSL_has_pending(ssl) == 0 {
+                    deliver(UnsafeRawBufferPointer(start: base, count: filled))
                     return .wantsRead
                 }
+                if space.count - filled >= TLSEngine.maxRecordPlaintext { continue }
+                deliver(UnsafeRawBufferPointer(start: base, count: filled))
+                filled = 0
                 // `deliver` may have written (SSL_write_ex runs without a clear first, see
                 // `encrypt`): the next SSL_get_error must see only this read's errors.
                 OpenSSLErrors.clear()
                 continue
             }
-            switch SSL_get_error(ssl, 0) {
-            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+            // What ended the reading is read off OpenSSL before the plaintext before it is handed
+            // on (`deliver` may write, and add to the error queue), and takes effect after: the
+            // consumer sees the connection still open, as it was when those records came.
+            let ending = readEnding()
+            if filled > 0 {
+                deliver(UnsafeRawBufferPointer(start: base, count: filled))
+                // A write `deliver` made may have failed the connection.
+                guard case .established = state else { return state }
+            }
+            switch ending {
+            case .drained:
                 return .wantsRead
-            case SSL_ERROR_ZERO_RETURN:
+            case .closeNotify:
                 state = .closed
                 return state
-            default:
-                if buffers.incomingEnded && buffers.incomingAvailable == 0 {
-                    OpenSSLErrors.clear()
-                    return fail(closeNotifySent ? nil : .truncated)
-                }
-                return fail(.protocolError(reason: OpenSSLErrors.takeReason(fallback: "the connection failed")))
+            case .failure(let error):
+                return fail(error)
             }
+        }
+    }
+
+    /// Why SSL_read_ex returned no plaintext.
+    private enum ReadEnding {
+        /// Every complete record fed has been read.
+        case drained
+        case closeNotify
+        /// `fail`'s argument: nil for an end of stream after this side's own close_notify.
+        case failure(TLSError?)
+    }
+
+    private func readEnding() -> ReadEnding {
+        switch SSL_get_error(ssl, 0) {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+            return .drained
+        case SSL_ERROR_ZERO_RETURN:
+            return .closeNotify
+        default:
+            if buffers.incomingEnded && buffers.incomingAvailable == 0 {
+                OpenSSLErrors.clear()
+                return .failure(closeNotifySent ? nil : .truncated)
+            }
+            return .failure(.protocolError(reason: OpenSSLErrors.takeReason(fallback: "the connection failed")))
         }
     }
 

@@ -139,8 +139,7 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
     }
 
     public func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
-        engine.feed(bytes)
-        deliverPlaintext()
+        deliverPlaintext(fed: bytes)
     }
 
     public func stream(_ stream: any ByteStream, didEndWith error: UVError?) {
@@ -173,10 +172,19 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
         delegate = nil
     }
 
-    /// Decrypts what was fed, hands the plaintext on, sends what the engine has to send, and
-    /// reports the handshake's end or the stream's failure.
-    private func deliverPlaintext() {
-        let status = engine.read { plaintext in
+    /// Decrypts what was fed, and `ciphertext` (just read), hands the plaintext on, sends what
+    /// the engine has to send, and reports the handshake's end or the stream's failure.
+    ///
+    /// The plaintext of one TCP read goes to the delegate in one piece, as plain TCP's would
+    /// (up to `plaintextSpace`), not record by record: a body then leaves in one write per read
+    /// instead of one per 16 KiB record. The space is lent by the loop's buffer pool for the
+    /// length of the call, so an idle connection holds none.
+    private func deliverPlaintext(fed ciphertext: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
+        var space = ByteBuffer()
+        space.borrowStorage(from: loop.buffers)
+        space.reserveCapacity(Self.plaintextSpace)
+        defer { space.returnStorage(to: loop.buffers) }
+        let status = engine.read(fed: ciphertext, into: UnsafeMutableRawBufferPointer(start: space.baseAddress, count: space.capacity)) { plaintext in
             reportHandshakeIfDone()
             delegate?.stream(self, didRead: plaintext)
         }
@@ -206,6 +214,9 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
         handshakeReported = true
         if !accepted { delegate?.stream(self, didConnectWith: nil) }
     }
+
+    /// Plaintext handed to the delegate at once, at most: a TCP read's worth.
+    static let plaintextSpace = 64 * 1024
 
     /// What the delegate's UVError-typed callbacks get for a TLS failure (`failureReason` says why).
     static let protocolError = UVError.protocolError

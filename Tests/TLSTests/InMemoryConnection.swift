@@ -16,10 +16,13 @@ final class InMemoryConnection {
     private(set) var serverStatus: TLSStatus = .handshaking
     /// How many separate pieces of ciphertext have been fed, both ways.
     private(set) var feeds = 0
+    /// Pieces go to `read(fed:into:_:)` (as TLSStream's reads do), not to `feed` then `read(into:)`.
+    private let lendsCiphertext: Bool
 
-    init(client: TLSConfiguration, server: TLSConfiguration, host: String = "localhost") {
+    init(client: TLSConfiguration, server: TLSConfiguration, host: String = "localhost", lendsCiphertext: Bool = false) {
         self.client = TLSEngine(client: client, host: host)
         self.server = TLSEngine(server: server)
+        self.lendsCiphertext = lendsCiphertext
     }
 
     /// Moves ciphertext both ways until neither side has anything to send, in pieces of at most
@@ -33,6 +36,13 @@ final class InMemoryConnection {
             if let status = toClient.status { clientStatus = status }
             moved = toServer.moved || toClient.moved
         }
+    }
+
+    /// A TCP read's worth of space for plaintext, as TLSStream gives the engine.
+    static func withPlaintextSpace<Result>(_ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result {
+        let space = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+        defer { space.deallocate() }
+        return body(space)
     }
 
     /// Ciphertext `from` would send now, taken out of it.
@@ -49,9 +59,15 @@ final class InMemoryConnection {
         var start = 0
         while start < bytes.count {
             let end = start + min(pieceSize, bytes.count - start)
-            receiver.feed(Array(bytes[start..<end]))
+            if lendsCiphertext {
+                status = bytes[start..<end].withUnsafeBytes { piece in
+                    Self.withPlaintextSpace { space in receiver.read(fed: piece, into: space) { plaintext.append($0) } }
+                }
+            } else {
+                receiver.feed(Array(bytes[start..<end]))
+                status = receiver.read(into: &plaintext)
+            }
             feeds += 1
-            status = receiver.read(into: &plaintext)
             start = end
         }
         return (!bytes.isEmpty, status)
