@@ -149,6 +149,9 @@ public final class HTTPHead {
         for field in fields where field.known == .connection {
             ASCII.forEachListElement(value(field)) { token in
                 let listed = KnownHeader(name: token)
+                // `keep-alive`, `upgrade` and the like name fields that are dropped anyway (and
+                // none of them frames the message): nothing to mark.
+                if listed.isHopByHop && listed != .transferEncoding { return }
                 for i in fields.indices where !fields[i].listedInConnection
                     && (listed == .other ? (fields[i].known == .other || fields[i].known == .underscoredLookalike)
                                            && ASCII.equalsIgnoringCase(name(fields[i]), token)
