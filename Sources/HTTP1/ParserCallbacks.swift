@@ -256,7 +256,7 @@ enum ParserCallbacks {
     static func messageComplete(_ parser: HTTP1Parser) -> Int32 {
         parser.isInMessage = false
         // The trailers, for the delegate.
-        parser.copyHeadPieces()
+        if parser.uncopiedFrom != nil { parser.copyHeadPieces() }
         // The empty line after the last chunk (and its trailers): checked in `feed`.
         if parser.head.isChunked {
             parser.deferred = .message
