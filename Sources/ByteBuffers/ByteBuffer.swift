@@ -123,12 +123,23 @@ public struct ByteBuffer: ~Copyable {
     /// Appends `value` in decimal.
     @inlinable
     public mutating func appendDecimal(_ value: Int) {
-        appendInteger(UInt64(max(0, value)), radix: 10)
+        appendDecimal(UInt64(max(0, value)))
     }
 
+    /// Numbers below 1000 (every status code, most Content-Lengths of small answers) are
+    /// written inline with constant divisions; larger ones by `appendInteger`.
     @inlinable
     public mutating func appendDecimal(_ value: UInt64) {
-        appendInteger(value, radix: 10)
+        guard value < 1000 else { return appendInteger(value, radix: 10) }
+        let hundreds = UInt8(truncatingIfNeeded: value / 100), tens = UInt8(truncatingIfNeeded: value / 10 % 10)
+        let ones = UInt8(truncatingIfNeeded: value % 10)
+        let digits = value >= 100 ? 3 : value >= 10 ? 2 : 1
+        reserveCapacity(used + digits)
+        let end = storage! + used + digits
+        end.storeBytes(of: 0x30 + ones, toByteOffset: -1, as: UInt8.self)
+        if digits >= 2 { end.storeBytes(of: 0x30 + tens, toByteOffset: -2, as: UInt8.self) }
+        if digits == 3 { end.storeBytes(of: 0x30 + hundreds, toByteOffset: -3, as: UInt8.self) }
+        used += digits
     }
 
     /// Appends `value` in lower-case hexadecimal (chunk sizes).

@@ -5,7 +5,10 @@
 // this type adds what llhttp leaves to its user — head size and field count limits, Host rules,
 // forbidden bytes in values, extra spaces in the request line and the bare LFs llhttp 8 takes
 // (llhttp 9 refuses those itself) — and collects the head into one reused buffer as offsets (see
-// HTTPHead), so a warm connection parses without allocating. Body bytes are not copied: the
+// HTTPHead), so a warm connection parses without allocating. The pieces llhttp reports (target,
+// names, values) are not copied one by one: each is noted as the offset it will have, and the
+// bytes from a read's first piece to its last are copied in one go (`copyHeadPieces`), when
+// the head is complete or the read ends. Body bytes are not copied: the
 // delegate sees slices of the caller's input buffer and forwards them.
 //
 // llhttp callbacks (`ParserCallbacks`, routed by `ParserSettings`) are non-capturing closures
@@ -56,10 +59,19 @@ public final class HTTP1Parser {
     let state: UnsafeMutablePointer<llhttp_t>
     var headBytesSeen = 0
     var inTrailers = false
-    var fieldStart = 0
     var inFieldName = false
-    /// The field whose name is complete and whose value is arriving: appended to the head when
-    /// the value completes (one write per field, not an append and then an update).
+    /// Where the pieces of the head llhttp reported in this read begin, while they are not yet
+    /// copied into `head.bytes` (nil: none). The head is copied a read's worth at a time rather
+    /// than piece by piece: a piece's offset is where it will land, `head.bytes.count` plus its
+    /// distance from here; `copyHeadPieces()` copies up to `piecesEnd`, the end of the last one.
+    var uncopiedFrom: UnsafePointer<CChar>?
+    var piecesEnd: UnsafePointer<CChar>?
+    /// The most bytes between two pieces of one read that are copied with them (the white
+    /// space around a value, a line break): past this the pieces are copied apart, so bytes
+    /// that are not part of the head (long runs of white space) never fill its buffer.
+    static let maxCopiedGap = 64
+    /// The field being read: its name's place once the name is complete, its value's as the
+    /// value arrives; appended to the head when the value completes (one write per field).
     var pendingField = FieldSlot(nameStart: 0, nameLength: 0, valueStart: 0, valueLength: 0, known: .other, listedInConnection: false)
     // Bounds of the bytes given to the current `feed`, and what is known of the value being
     // read, for telling a value split between reads from a folded one.
@@ -114,7 +126,11 @@ public final class HTTP1Parser {
         feedStart = start
         feedEnd = end
         lastValueEnd = nil
-        defer { rememberTail(of: bytes) }
+        defer {
+            // Pieces of a head this read did not complete, before the read's bytes go away.
+            if uncopiedFrom != nil { copyHeadPieces() }
+            rememberTail(of: bytes)
+        }
         if targetSpaceEndedRead {
             targetSpaceEndedRead = false
             if bytes[0] == 0x20 { return .failed(HTTP1Error(.malformed, "more than one space in the request line")) }
@@ -163,6 +179,39 @@ public final class HTTP1Parser {
         default:
             return .failed(takeError(rc))
         }
+    }
+
+    /// Where the piece of `length` bytes at `at` lies in `head.bytes` (once copied).
+    @inline(__always)
+    func headOffset(of at: UnsafePointer<CChar>, length: Int) -> Int {
+        if let from = uncopiedFrom, let end = piecesEnd {
+            if at - end <= Self.maxCopiedGap {
+                piecesEnd = at + length
+                return head.bytes.count + (at - from)
+            }
+            copyHeadPieces()
+        }
+        uncopiedFrom = at
+        piecesEnd = at + length
+        return head.bytes.count
+    }
+
+    /// The bytes of the head from `offset` on, contiguous up to the end of the last piece:
+    /// in this read while they are not copied yet, else (copying the rest now) in `head.bytes`.
+    @inline(__always)
+    func headBytes(at offset: Int) -> UnsafeRawPointer? {
+        let copied = head.bytes.count
+        if offset >= copied, let from = uncopiedFrom { return UnsafeRawPointer(from + (offset - copied)) }
+        copyHeadPieces()
+        return head.bytes.baseAddress.map { UnsafeRawPointer($0 + offset) }
+    }
+
+    /// Copies the pieces not yet in `head.bytes` (and what lies between them) into it.
+    func copyHeadPieces() {
+        guard let from = uncopiedFrom, let end = piecesEnd else { return }
+        head.bytes.append(UnsafeRawBufferPointer(start: from, count: from.distance(to: end)))
+        uncopiedFrom = nil
+        piecesEnd = nil
     }
 
     /// Keeps what the next read's checks look back at: the last four bytes, and the last one
@@ -275,6 +324,8 @@ public final class HTTP1Parser {
         head.reset()
         headBytesSeen = 0
         inTrailers = false
+        uncopiedFrom = nil
+        piecesEnd = nil
         targetSpaceEndedRead = false
         bytesBeforeFeed = 0
         lastNonBlankBeforeFeed = 0

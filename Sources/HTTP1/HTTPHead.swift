@@ -84,6 +84,24 @@ public final class HTTPHead {
         slice(Int(field.valueStart), Int(field.valueLength))
     }
 
+    /// The field's line as it arrived, `name: value` CRLF, when it arrived in exactly the
+    /// spelling `appendField` writes (one space after the colon, none after the value); nil
+    /// otherwise. The head keeps the bytes between a field's pieces as they came (see
+    /// `HTTP1Parser.headOffset`), and nothing but that run of bytes puts `: ` right before a
+    /// value and CRLF right after it: neither a name nor a value holds CR or LF.
+    @inline(__always)
+    public func receivedLine(_ field: FieldSlot) -> UnsafeRawBufferPointer? {
+        let start = Int(field.nameStart)
+        let valueStart = Int(field.valueStart)
+        let lineEnd = valueStart + Int(field.valueLength) + 2
+        guard valueStart == start + Int(field.nameLength) + 2, lineEnd <= bytes.count, let base = bytes.baseAddress,
+              base.load(fromByteOffset: valueStart - 2, as: UInt8.self) == 0x3A,
+              base.load(fromByteOffset: valueStart - 1, as: UInt8.self) == 0x20,
+              base.load(fromByteOffset: lineEnd - 2, as: UInt8.self) == 0x0D,
+              base.load(fromByteOffset: lineEnd - 1, as: UInt8.self) == 0x0A else { return nil }
+        return UnsafeRawBufferPointer(start: base + start, count: lineEnd - start)
+    }
+
     /// The request-target exactly as received.
     public var target: UnsafeRawBufferPointer { slice(targetStart, targetLength) }
     public var reason: UnsafeRawBufferPointer { slice(reasonStart, reasonLength) }
@@ -149,6 +167,9 @@ public final class HTTPHead {
         for field in fields where field.known == .connection {
             ASCII.forEachListElement(value(field)) { token in
                 let listed = KnownHeader(name: token)
+                // `keep-alive`, `upgrade` and the like name fields that are dropped anyway (and
+                // none of them frames the message): nothing to mark.
+                if listed.isHopByHop && listed != .transferEncoding { return }
                 for i in fields.indices where !fields[i].listedInConnection
                     && (listed == .other ? (fields[i].known == .other || fields[i].known == .underscoredLookalike)
                                            && ASCII.equalsIgnoringCase(name(fields[i]), token)

@@ -50,6 +50,16 @@ extension ByteBuffer {
         append("\r\n")
     }
 
+    /// A parsed field, `name: value` CRLF: copied in one piece when it arrived spelled so
+    /// (`HTTPHead.receivedLine`), as most fields do.
+    public mutating func appendField(_ field: FieldSlot, of head: HTTPHead) {
+        if let line = head.receivedLine(field) {
+            append(line)
+        } else {
+            appendField(head.name(field), head.value(field))
+        }
+    }
+
     public mutating func appendField(_ name: String, _ value: String) {
         append(utf8: name)
         append(": ")

@@ -24,64 +24,75 @@ enum ParserCallbacks {
         parser.lastValueEnd = nil
         parser.chunkExtensionBytes = 0
         parser.startLineChecked = false
+        parser.uncopiedFrom = nil
         return 0
     }
 
-    /// Appends a piece of the head and enforces the size limit. Returns an llhttp status.
-    static func appendHeadBytes(_ parser: HTTP1Parser, _ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
+    /// Counts a piece of the head against the size limit and returns where it lies in the
+    /// head's bytes (see `HTTP1Parser.headOffset(of:length:)`), or nil after `fail`.
+    @inline(__always)
+    static func notePiece(_ parser: HTTP1Parser, _ at: UnsafePointer<CChar>, _ length: Int) -> Int? {
         parser.headBytesSeen += length
         if parser.headBytesSeen > parser.limits.maxHeadBytes {
-            return parser.fail(.headTooLarge, parser.inTrailers ? "trailers exceed maxHeaderBytes" : "header block exceeds maxHeaderBytes")
+            _ = parser.fail(.headTooLarge, parser.inTrailers ? "trailers exceed maxHeaderBytes" : "header block exceeds maxHeaderBytes")
+            return nil
         }
-        parser.head.bytes.append(UnsafeRawBufferPointer(start: at, count: length))
-        return 0
+        return parser.headOffset(of: at, length: length)
     }
 
     static func url(_ parser: HTTP1Parser, _ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
-        if parser.head.targetLength == 0 {
-            parser.head.targetStart = parser.head.bytes.count
-            // `method SP target`: one space, not two (llhttp 8 skips extra ones).
-            if let at, parser.byte(at: at - 2) == 0x20 { return parser.fail(.malformed, "more than one space in the request line") }
-        }
+        guard let at else { return 0 }
+        let first = parser.head.targetLength == 0
+        // `method SP target`: one space, not two (llhttp 8 skips extra ones).
+        if first && parser.byte(at: at - 2) == 0x20 { return parser.fail(.malformed, "more than one space in the request line") }
         // `target SP HTTP/`: the byte after the space, in this read or first in the next.
-        if let at, let feedEnd = parser.feedEnd, at + length < feedEnd {
+        if let feedEnd = parser.feedEnd, at + length < feedEnd {
             if at + length + 1 < feedEnd {
                 if (at + length + 1).pointee == 0x20 { return parser.fail(.malformed, "more than one space in the request line") }
             } else {
                 parser.targetSpaceEndedRead = true
             }
         }
+        guard let offset = notePiece(parser, at, length) else { return Int32(HPE_USER.rawValue) }
+        if first { parser.head.targetStart = offset }
         parser.head.targetLength += length
-        return appendHeadBytes(parser, at, length)
+        return 0
     }
 
     static func status(_ parser: HTTP1Parser, _ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
-        if parser.head.reasonLength == 0 { parser.head.reasonStart = parser.head.bytes.count }
+        guard let at else { return 0 }
+        guard let offset = notePiece(parser, at, length) else { return Int32(HPE_USER.rawValue) }
+        if parser.head.reasonLength == 0 { parser.head.reasonStart = offset }
         parser.head.reasonLength += length
-        return appendHeadBytes(parser, at, length)
+        return 0
     }
 
     static func headerField(_ parser: HTTP1Parser, _ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
+        guard let at else { return 0 }
         // A name may arrive in several pieces when it straddles two reads.
-        if !parser.inFieldName {
+        let first = !parser.inFieldName
+        if first {
             parser.inFieldName = true
-            parser.fieldStart = parser.head.bytes.count
+            parser.pendingField.nameLength = 0
             // The start line ends in CRLF: llhttp 8 takes a bare LF after a request line.
             if !parser.startLineChecked {
                 parser.startLineChecked = true
-                if let at, parser.byte(at: at - 2) != 0x0D { return parser.fail(.malformed, "a bare LF ends the start line") }
+                if parser.byte(at: at - 2) != 0x0D { return parser.fail(.malformed, "a bare LF ends the start line") }
             }
         }
-        return appendHeadBytes(parser, at, length)
+        guard let offset = notePiece(parser, at, length) else { return Int32(HPE_USER.rawValue) }
+        if first { parser.pendingField.nameStart = Int32(truncatingIfNeeded: offset) }
+        parser.pendingField.nameLength &+= Int32(truncatingIfNeeded: length)
+        return 0
     }
 
     static func headerFieldComplete(_ parser: HTTP1Parser) -> Int32 {
         // llhttp 8 reports a line that starts with ':' as a field whose name is empty (no name
         // callback at all); RFC 9110 §5.1 requires at least one token character.
-        guard parser.inFieldName && parser.head.bytes.count > parser.fieldStart else {
+        guard parser.inFieldName && parser.pendingField.nameLength > 0 else {
             return parser.fail(.malformed, parser.inTrailers ? "a trailer field with an empty name" : "a header field with an empty name")
         }
-        let count = parser.inTrailers ? parser.head.trailers.count : parser.head.fields.count
+        let count = parser.inTrailers ? parser.head.trailerList.count : parser.head.fieldList.count
         if count >= parser.limits.maxFieldCount {
             return parser.fail(.tooManyHeaders,
                                parser.inTrailers ? "more than maxHeaderCount trailer fields" : "more than maxHeaderCount header fields")
@@ -91,10 +102,13 @@ enum ParserCallbacks {
         parser.lastValueEnd = nil
         // Each line also costs its ": " and CRLF on the wire.
         parser.headBytesSeen += 4
-        let nameLength = parser.head.bytes.count - parser.fieldStart
-        let known = KnownHeader(name: parser.head.slice(parser.fieldStart, nameLength), lookalikes: parser.kind == .request)
-        parser.pendingField = FieldSlot(nameStart: Int32(parser.fieldStart), nameLength: Int32(nameLength),
-                                        valueStart: Int32(parser.head.bytes.count), valueLength: 0, known: known, listedInConnection: false)
+        let nameStart = Int(parser.pendingField.nameStart)
+        let nameLength = Int(parser.pendingField.nameLength)
+        let name = UnsafeRawBufferPointer(start: parser.headBytes(at: nameStart), count: nameLength)
+        parser.pendingField.known = KnownHeader(name: name, lookalikes: parser.kind == .request)
+        // An empty value has no piece: it is empty where the name ends.
+        parser.pendingField.valueStart = Int32(nameStart + nameLength)
+        parser.pendingField.valueLength = 0
         return 0
     }
 
@@ -112,10 +126,14 @@ enum ParserCallbacks {
         if parser.valuePieces == 0, length > 0, let at, followsLineBreak(parser, at) {
             return parser.fail(.malformed, "obsolete line folding in a header value")
         }
+        guard let at else { return 0 }
+        guard let offset = notePiece(parser, at, length) else { return Int32(HPE_USER.rawValue) }
+        if parser.valuePieces == 0 { parser.pendingField.valueStart = Int32(truncatingIfNeeded: offset) }
+        parser.pendingField.valueLength &+= Int32(truncatingIfNeeded: length)
         parser.valuePieces += 1
-        parser.previousValuePieceEndedRead = at.map { $0 + length == parser.feedEnd } ?? false
-        if length > 0, let at { parser.lastValueEnd = at + length }
-        return appendHeadBytes(parser, at, length)
+        parser.previousValuePieceEndedRead = at + length == parser.feedEnd
+        if length > 0 { parser.lastValueEnd = at + length }
+        return 0
     }
 
     /// Whether only SP or HTAB stand between the last line break and `at`.
@@ -138,20 +156,19 @@ enum ParserCallbacks {
         // llhttp completes every value, an empty one too, after its name: the field goes into
         // the head now, its value filled in.
         var field = parser.pendingField
-        let start = Int(field.valueStart)
-        var end = parser.head.bytes.count
-        if let base = parser.head.bytes.baseAddress {
+        var length = Int(field.valueLength)
+        if length > 0, let value = parser.headBytes(at: Int(field.valueStart)) {
             // llhttp leaves trailing white space in the value; it is not part of it (RFC 9110 §5.5).
-            while end > start {
-                let byte = base.load(fromByteOffset: end - 1, as: UInt8.self)
+            while length > 0 {
+                let byte = value.load(fromByteOffset: length - 1, as: UInt8.self)
                 guard byte == 0x20 || byte == 0x09 else { break }
-                end -= 1
+                length -= 1
             }
-            if HTTP1Parser.containsNULOrLineBreak(UnsafeRawPointer(base + start), count: end - start) {
+            if HTTP1Parser.containsNULOrLineBreak(value, count: length) {
                 return parser.fail(.invalidHeaderValue, "header value contains a NUL, CR or LF byte")
             }
         }
-        field.valueLength = Int32(end - start)
+        field.valueLength = Int32(length)
         if parser.inTrailers {
             // RFC 9110 §6.5.1: framing fields have no business in trailers, and llhttp would
             // take a Content-Length there as the length of the message it is ending.
@@ -181,6 +198,8 @@ enum ParserCallbacks {
     }
 
     static func headersComplete(_ parser: HTTP1Parser) -> Int32 {
+        // Everything after reads the head from its bytes.
+        parser.copyHeadPieces()
         parser.head.method = llhttp_get_method(parser.state)
         parser.head.statusCode = Int(llhttp_get_status_code(parser.state))
         parser.head.versionMajor = llhttp_get_http_major(parser.state)
@@ -236,6 +255,8 @@ enum ParserCallbacks {
 
     static func messageComplete(_ parser: HTTP1Parser) -> Int32 {
         parser.isInMessage = false
+        // The trailers, for the delegate.
+        if parser.uncopiedFrom != nil { parser.copyHeadPieces() }
         // The empty line after the last chunk (and its trailers): checked in `feed`.
         if parser.head.isChunked {
             parser.deferred = .message

@@ -68,9 +68,8 @@ enum ForwardedHead {
             default:
                 break
             }
-            let name = head.name(field)
-            if !plan.replacedNames.isEmpty && plan.replaces(name) { continue }
-            out.appendField(name, head.value(field))
+            if !plan.replacedNames.isEmpty && plan.replaces(head.name(field)) { continue }
+            out.appendField(field, of: head)
         }
         if framing == .chunked { out.append("Transfer-Encoding: chunked\r\n") }
         if let upgrade {
@@ -145,7 +144,7 @@ enum ForwardedHead {
                 if framing == .contentLength || framing == .none { appendContentLength(head, into: &out) }
                 continue
             }
-            out.appendField(head.name(field), head.value(field))
+            out.appendField(field, of: head)
         }
         if framing == .chunked { out.append("Transfer-Encoding: chunked\r\n") }
         if let cors { out.append(cors) }
@@ -164,7 +163,7 @@ enum ForwardedHead {
     static func writeInterim(_ head: HTTPHead, into out: inout ByteBuffer) {
         out.appendStatusLine(head.statusCode, reason: head.reason)
         for field in head.fields where !head.isHopByHop(field) {
-            out.appendField(head.name(field), head.value(field))
+            out.appendField(field, of: head)
         }
         out.appendEndOfHead()
     }
@@ -176,9 +175,8 @@ enum ForwardedHead {
     static func writeLastChunk(trailersOf head: HTTPHead, plan: RoutePlan? = nil, into out: inout ByteBuffer) {
         out.append("0\r\n")
         for field in head.trailers where !field.known.isForbiddenInTrailers && !field.listedInConnection {
-            let name = head.name(field)
-            if let plan, !plan.replacedNames.isEmpty, plan.replaces(name) { continue }
-            out.appendField(name, head.value(field))
+            if let plan, !plan.replacedNames.isEmpty, plan.replaces(head.name(field)) { continue }
+            out.appendField(field, of: head)
         }
         out.appendEndOfHead()
     }
@@ -186,7 +184,7 @@ enum ForwardedHead {
     private static func appendUpgrade(_ head: HTTPHead, into out: inout ByteBuffer) {
         out.append("Connection: upgrade\r\n")
         for field in head.fields where field.known == .upgrade {
-            out.appendField(head.name(field), head.value(field))
+            out.appendField(field, of: head)
         }
     }
 

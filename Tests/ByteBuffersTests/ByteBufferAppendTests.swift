@@ -28,4 +28,17 @@ final class ByteBufferAppendTests: XCTestCase {
         XCTAssertEqual(Array(buffer.readableBytes), expected)
         XCTAssertGreaterThan(buffer.capacity, 256, "the pieces outgrew the first allocation")
     }
+
+    func testDecimalsAreWrittenExactlyBelowAndAbove1000() {
+        for value: UInt64 in [0, 1, 9, 10, 11, 99, 100, 101, 200, 404, 999, 1000, 1001, 65_536, UInt64.max] {
+            var buffer = ByteBuffer()
+            buffer.append(UInt8(ascii: "x"))
+            buffer.appendDecimal(value)
+            XCTAssertEqual(String(decoding: buffer.readableBytes, as: UTF8.self), "x\(value)")
+        }
+        var buffer = ByteBuffer()
+        buffer.appendDecimal(-5)
+        buffer.appendDecimal(503)
+        XCTAssertEqual(String(decoding: buffer.readableBytes, as: UTF8.self), "0503")
+    }
 }

@@ -29,6 +29,20 @@ final class HeadWriterTests: XCTestCase {
         XCTAssertEqual(written { $0.appendContentLength(UInt64.max) }, "Content-Length: 18446744073709551615\r\n")
     }
 
+    func testAParsedFieldIsWrittenInTheOneSpellingHoweverItArrived() {
+        // Lines that arrived as `name: value` CRLF are copied whole; any other spelling is
+        // written from the name and value. Whole and split at every byte: the same lines.
+        let text = "GET / HTTP/1.1\r\nHost: x\r\nA:b\r\nB:  c\r\nC: d \t\r\nD: e\r\nE:\r\nF: \r\nG:\t\tg\r\nH: h\r\n\r\n"
+        let expected = "GET / HTTP/1.1\r\nHost: x\r\nA: b\r\nB: c\r\nC: d\r\nD: e\r\nE: \r\nF: \r\nG: g\r\nH: h\r\n\r\n"
+        for cut in 0..<text.utf8.count {
+            let parser = HTTP1Parser(kind: .request, limits: defaultLimits)
+            let heads = RecordingDelegate()
+            parser.delegate = heads
+            XCTAssertEqual(feed(parser, text, cuts: cut == 0 ? [] : [cut]), .consumed, "split at \(cut)")
+            XCTAssertEqual(heads.writtenHeads.map { String(decoding: $0, as: UTF8.self) }, [expected], "split at \(cut)")
+        }
+    }
+
     func testViaNamesTheMessagesVersion() {
         let suffix = Array(" oauth-relay\r\n".utf8)
         XCTAssertEqual(written { $0.appendVia(versionMinor: 0, suffix: suffix) }, "Via: 1.0 oauth-relay\r\n")

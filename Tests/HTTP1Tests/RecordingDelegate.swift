@@ -31,7 +31,7 @@ final class RecordingDelegate: HTTP1ParserDelegate {
             line += "|\(string(name)): \(string(value))"
             if name.isEmpty { fieldProblems.append("an empty name") }
             if value.contains(where: { $0 == 0 || $0 == 0x0D || $0 == 0x0A }) { fieldProblems.append("NUL, CR or LF in \(string(name))") }
-            written.appendField(name, value)
+            written.appendField(field, of: head)
         }
         written.appendEndOfHead()
         writtenHeads.append(Array(written.readableBytes))
