@@ -36,6 +36,10 @@ final class ClientConnection: ByteStreamDelegate {
     /// The settings of the current exchange (a reload applies from the next request on).
     var settings: ProxySettings
     var forwarding: ForwardedHead.Forwarding
+    /// The parser stopped at the end of a request (or an upgrade) and must be resumed. Declared
+    /// here, after `forwarding`, to sit in the padding that follows it: Swift lays fields out in
+    /// the order written, and an idle connection's size is the relay's memory per connection.
+    var parserPaused = false
     /// The decisions: the state of the connection and of its current exchange.
     var exchange = Exchange()
     /// The parser and buffers of the request under way, lent by the worker (nil while idle).
@@ -48,8 +52,6 @@ final class ClientConnection: ByteStreamDelegate {
     /// The request as it arrives, the parser's delegate (RequestLeg.swift): made with this
     /// connection and dropped when its socket closes, for the same reason as `upstreamLeg`.
     var requestLeg: RequestLeg?
-    /// The parser stopped at the end of a request (or an upgrade) and must be resumed.
-    var parserPaused = false
     /// On the forward-proxy listener, or inside an intercepted `CONNECT` (ClientConnection+Forward.swift);
     /// nil on the reverse listeners.
     let forwardSide: ForwardSide?

@@ -16,27 +16,47 @@ import Tokens
 /// `headParsed` builds it with the memberwise initializer: a field added here starts from its
 /// default for every request.
 struct CurrentExchange {
+    // Every client connection holds this state, an idle one too (CurrentExchange stays until the
+    // next head), so it is kept small: the fields are ordered so that Swift, which lays them out
+    // in the order written, leaves little padding, and what few requests need is boxed.
+
     /// The request half: what the head said, how far the body got, what of it is kept.
     var request = ExchangeRequest()
+    /// The request may start a person's device login (`BrowserRequest.loginStartRefusal`):
+    /// asked again when a parked request looks its token up anew.
+    var startsLogin = false
     /// The caller's token, on a route with `inbound` (CallerCheck.swift).
     var caller = CallerCheck.notRequired
     /// The route identity's token for this request.
     var credential = RequestCredential.none
-    /// On a route without `inbound` whose identity exchanges the caller's token (`Grant.caller`):
-    /// the request's bearer token taken as it is, for the token endpoint to judge
-    /// (RequestLeg+CallerToken.swift). On a route with `inbound`, `caller` holds the checked one.
-    var uncheckedCaller: CallerToken?
+    /// `uncheckedCaller`'s storage: a reference, not the 34 bytes of a `CallerToken?`.
+    var uncheckedCallerBox: UncheckedCaller?
     /// The response half: how far the upstream's answer got, and what it decides.
     var response = ExchangeResponse()
     /// The route of the exchange (nil before the head, when none matched, or once the
     /// exchange finished: `nextRequest` lets go of it).
     var plan: RoutePlan?
+    /// For the metrics and the access log.
+    var record = ExchangeRecord()
     /// The listed origin (`browser.allowOrigins`) whose page sent the request: its answers
     /// carry that origin's CORS fields.
     var cors: Int?
-    /// The request may start a person's device login (`BrowserRequest.loginStartRefusal`):
-    /// asked again when a parked request looks its token up anew.
-    var startsLogin = false
-    /// For the metrics and the access log.
-    var record = ExchangeRecord()
+
+    /// On a route without `inbound` whose identity exchanges the caller's token (`Grant.caller`):
+    /// the request's bearer token taken as it is, for the token endpoint to judge
+    /// (RequestLeg+CallerToken.swift). On a route with `inbound`, `caller` holds the checked one.
+    var uncheckedCaller: CallerToken? {
+        get { uncheckedCallerBox?.token }
+        set { uncheckedCallerBox = newValue.map(UncheckedCaller.init) }
+    }
+}
+
+/// A caller's token taken unchecked (`CurrentExchange.uncheckedCaller`), boxed: only requests on
+/// routes that exchange the caller's token have one.
+final class UncheckedCaller {
+    let token: CallerToken
+
+    init(_ token: CallerToken) {
+        self.token = token
+    }
 }

@@ -57,14 +57,16 @@ struct Exchange {
     // The state below is changed only by the events (the methods in Exchange*.swift); the
     // connection reads it. The connection's own state outlives its requests; `current` is the
     // request under way's, replaced whole by each head (CurrentExchange.swift).
+    // The one-byte fields first: Swift lays fields out in the order written, and every
+    // connection holds this state.
     var phase = Phase.awaitingRequest
-    /// Requests whose head arrived on this connection.
-    var exchangesStarted = 0
     /// Whether the connection stays open after this exchange (each head decides anew; an
     /// answer may end the connection after it).
     var keepAlive = true
     /// Which reads the write backlogs stopped: a backlog is the socket's, not the request's.
     var backpressure: Backpressure = []
+    /// Requests whose head arrived on this connection.
+    var exchangesStarted = 0
     /// The request under way (or, until the next head, the last one).
     var current = CurrentExchange()
 
