@@ -7,8 +7,13 @@
 // over to the next. What outlives a request stays on `Exchange`: the connection's phase, the
 // count of its requests, whether it stays open, and which reads the write backlogs stopped.
 // Between a finished exchange and the next head it still holds the last request's state (its
-// route let go), until the next head replaces it; a request the parser rejects before its head,
-// or whose head does not arrive in time, starts from an empty one.
+// route let go), until the next head replaces it or the connection goes idle; a request the
+// parser rejects before its head, or whose head does not arrive in time, starts from an empty
+// one.
+//
+// It is kept outside the connection, in a `CurrentExchangeSlot` lent with the connection's
+// workspace and given back blank with it: every connection holds an `Exchange`, an idle one
+// too, and an idle connection's memory is the relay's memory per connection (issue 25).
 
 import Tokens
 
@@ -48,6 +53,29 @@ struct CurrentExchange {
     var uncheckedCaller: CallerToken? {
         get { uncheckedCallerBox?.token }
         set { uncheckedCallerBox = newValue.map(UncheckedCaller.init) }
+    }
+}
+
+/// A `CurrentExchange` at a stable address, for `Exchange` to reach through a pointer. A client
+/// connection's is lent with its workspace (`ExchangeWorkspace.current`) and given back with it,
+/// so an idle connection holds none of it; while it has no workspace, its exchange reads its
+/// worker's blank one (`WorkspacePool.blank`), which nothing writes.
+final class CurrentExchangeSlot {
+    let pointer: UnsafeMutablePointer<CurrentExchange>
+
+    init() {
+        pointer = .allocate(capacity: 1)
+        pointer.initialize(to: CurrentExchange())
+    }
+
+    /// Blank again: what the last request held is let go.
+    func reset() {
+        pointer.pointee = CurrentExchange()
+    }
+
+    deinit {
+        pointer.deinitialize(count: 1)
+        pointer.deallocate()
     }
 }
 
