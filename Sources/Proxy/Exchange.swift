@@ -56,9 +56,9 @@ struct Exchange {
 
     // The state below is changed only by the events (the methods in Exchange*.swift); the
     // connection reads it. The connection's own state outlives its requests; `current` is the
-    // request under way's, replaced whole by each head (CurrentExchange.swift).
-    // The one-byte fields first: Swift lays fields out in the order written, and every
-    // connection holds this state.
+    // request under way's, replaced whole by each head (CurrentExchange.swift). The one-byte
+    // fields come first: Swift lays fields out in the order written, and every connection holds
+    // this value.
     var phase = Phase.awaitingRequest
     /// Whether the connection stays open after this exchange (each head decides anew; an
     /// answer may end the connection after it).
@@ -110,7 +110,7 @@ struct Exchange {
         currentIsWritable = false
     }
 
-    /// `current` is now `slot`'s (a workspace's, for its request; blank when lent), or, not
+    /// `current` is now `slot`'s: a workspace's, for the requests while it is lent, or, not
     /// `writable`, a blank that outlives the exchange (while the connection has no workspace).
     @inline(__always)
     mutating func keepCurrent(in slot: UnsafeMutablePointer<CurrentExchange>, writable: Bool) {
