@@ -100,6 +100,9 @@ extension ClientConnection {
         case .idle:
             close()
         case .header:
+            // The answer's state is the workspace's, as its bytes are: a connection that sent
+            // nothing has none yet.
+            _ = work
             let problem = exchange.headerTimedOut()
             worker.countRejected(status: problem.status)
             answerLocally(problem)

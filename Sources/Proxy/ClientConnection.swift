@@ -36,8 +36,13 @@ final class ClientConnection: ByteStreamDelegate {
     /// The settings of the current exchange (a reload applies from the next request on).
     var settings: ProxySettings
     var forwarding: ForwardedHead.Forwarding
-    /// The decisions: the state of the connection and of its current exchange.
-    var exchange = Exchange()
+    /// The parser stopped at the end of a request (or an upgrade) and must be resumed. Declared
+    /// here, after `forwarding`, to sit in the padding that follows it: Swift lays fields out in
+    /// the order written, and an idle connection's size is the relay's memory per connection.
+    var parserPaused = false
+    /// The decisions: the state of the connection and of its current exchange (the latter kept
+    /// in the workspace: `Exchange.current`).
+    var exchange: Exchange
     /// The parser and buffers of the request under way, lent by the worker (nil while idle).
     private(set) var workspace: ExchangeWorkspace?
     /// The side facing the upstream (UpstreamLeg.swift), made with this connection and dropped
@@ -48,8 +53,6 @@ final class ClientConnection: ByteStreamDelegate {
     /// The request as it arrives, the parser's delegate (RequestLeg.swift): made with this
     /// connection and dropped when its socket closes, for the same reason as `upstreamLeg`.
     var requestLeg: RequestLeg?
-    /// The parser stopped at the end of a request (or an upgrade) and must be resumed.
-    var parserPaused = false
     /// On the forward-proxy listener, or inside an intercepted `CONNECT` (ClientConnection+Forward.swift);
     /// nil on the reverse listeners.
     let forwardSide: ForwardSide?
@@ -59,6 +62,7 @@ final class ClientConnection: ByteStreamDelegate {
         self.stream = stream
         forwardSide = forwardRole.map { ForwardSide(role: $0) }
         settings = worker.currentSettings
+        exchange = Exchange(blank: worker.workspaces.blank)
         let address = stream.peerAddress()?.ipString ?? "unknown"
         forwarding = ForwardedHead.Forwarding(clientAddress: worker.sharedClientAddress(Array(address.utf8)),
                                               trustForwardedHeaders: settings.trustForwardedHeaders,
@@ -84,6 +88,7 @@ final class ClientConnection: ByteStreamDelegate {
         // Set here, not passed to `lend`: a stored reference passed as an argument is retained
         // around the call (once per request); assigned to the parser's unowned field, it is not.
         lent.parser.delegate = requestLeg
+        exchange.keepCurrent(in: lent.current.pointer, writable: true)
         workspace = lent
         return lent
     }
@@ -97,15 +102,23 @@ final class ClientConnection: ByteStreamDelegate {
     func returnWorkspaceIfIdle() {
         guard let workspace, exchange.phase == .awaitingRequest, workspace.leftover.isEmpty, !parserPaused,
               !workspace.response.isHolding, upstreamLeg?.isConnected != true else { return }
-        self.workspace = nil
-        worker.workspaces.takeBack(workspace)
+        giveBack(workspace)
     }
 
-    /// The connection is closed: its workspace goes back whatever state it was in.
+    /// The connection is closed: its workspace goes back whatever state it was in, its
+    /// exchange's blank (it may have ended mid-exchange, waiting for a token, say).
     func returnWorkspace() {
         guard let workspace else { return }
+        workspace.current.reset()
+        giveBack(workspace)
+    }
+
+    /// The exchange reads the blank state before the workspace, which held its state, goes.
+    private func giveBack(_ workspace: ExchangeWorkspace) {
+        let pool = worker.workspaces
+        exchange.keepCurrent(in: pool.blank.pointer, writable: false)
         self.workspace = nil
-        worker.workspaces.takeBack(workspace)
+        pool.takeBack(workspace)
     }
 
     /// Exchanges are timed for the metrics or the access log (a reload may switch the log).

@@ -14,23 +14,40 @@ extension Exchange {
 
     static var maxInterimResponses: Int { ExchangeResponse.maxInterimResponses }
 
+    // A response event changes the response half and the record while it reads the request
+    // half: one access to `current` (`changingCurrent`), so that what it reads is borrowed, not
+    // copied.
+
     @inline(__always)
     mutating func responseHead(_ head: HTTPHead) -> ResponseHeadAction {
-        current.response.head(head, to: current.request, credential: current.credential, plan: current.plan,
-                              status: &current.record.status, keepAlive: &keepAlive)
+        var keepAlive = self.keepAlive
+        defer { self.keepAlive = keepAlive }
+        return changingCurrent {
+            $0.response.head(head, to: $0.request, credential: $0.credential, plan: $0.plan, status: &$0.record.status, keepAlive: &keepAlive)
+        }
     }
 
     mutating func refusalReported(kept: Bool, head: HTTPHead) -> ResponseHeadAction {
-        current.response.refusalReported(kept: kept, head: head, of: current.request, status: &current.record.status, keepAlive: &keepAlive)
+        var keepAlive = self.keepAlive
+        defer { self.keepAlive = keepAlive }
+        return changingCurrent {
+            $0.response.refusalReported(kept: kept, head: head, of: $0.request, status: &$0.record.status, keepAlive: &keepAlive)
+        }
     }
 
     mutating func stepUpReported(_ outcome: StepUpOutcome, head: HTTPHead) -> ResponseHeadAction {
-        current.response.stepUpReported(outcome, head: head, of: current.request, credential: current.credential, plan: current.plan,
-                                        status: &current.record.status, keepAlive: &keepAlive)
+        var keepAlive = self.keepAlive
+        defer { self.keepAlive = keepAlive }
+        return changingCurrent {
+            $0.response.stepUpReported(outcome, head: head, of: $0.request, credential: $0.credential, plan: $0.plan,
+                                       status: &$0.record.status, keepAlive: &keepAlive)
+        }
     }
 
     mutating func releaseHead() -> Bool { current.response.releaseHead() }
-    mutating func responseBody(_ count: Int) -> ResponseBytes { current.response.body(count, sent: &current.record.bodyBytesSent) }
+    mutating func responseBody(_ count: Int) -> ResponseBytes {
+        changingCurrent { $0.response.body(count, sent: &$0.record.bodyBytesSent) }
+    }
     var relaysChunks: Bool { current.response.relaysChunks }
     mutating func responseMessageEnded() -> ResponseEnd { current.response.messageEnded() }
 
@@ -38,9 +55,11 @@ extension Exchange {
     /// for the next one.
     @inline(__always)
     mutating func responseFinished() -> ResponseFinish {
-        let finish = current.response.finished(requestComplete: current.request.upload == .complete)
-        if case .replay = finish { current.credential = .waiting(.beforeReplay) }
-        return finish
+        changingCurrent {
+            let finish = $0.response.finished(requestComplete: $0.request.upload == .complete)
+            if case .replay = finish { $0.credential = .waiting(.beforeReplay) }
+            return finish
+        }
     }
 
     /// Nothing of the response reached the client after all: the connection held what the

@@ -56,17 +56,67 @@ struct Exchange {
 
     // The state below is changed only by the events (the methods in Exchange*.swift); the
     // connection reads it. The connection's own state outlives its requests; `current` is the
-    // request under way's, replaced whole by each head (CurrentExchange.swift).
+    // request under way's, replaced whole by each head (CurrentExchange.swift). The one-byte
+    // fields come first: Swift lays fields out in the order written, and every connection holds
+    // this value.
     var phase = Phase.awaitingRequest
-    /// Requests whose head arrived on this connection.
-    var exchangesStarted = 0
     /// Whether the connection stays open after this exchange (each head decides anew; an
     /// answer may end the connection after it).
     var keepAlive = true
     /// Which reads the write backlogs stopped: a backlog is the socket's, not the request's.
     var backpressure: Backpressure = []
-    /// The request under way (or, until the next head, the last one).
-    var current = CurrentExchange()
+    /// Whether `current` may change: false while it is a worker's blank (debug builds check).
+    private var currentIsWritable = true
+    /// Requests whose head arrived on this connection.
+    var exchangesStarted = 0
+    /// Where `current` is kept (CurrentExchange.swift): not in this value, which every client
+    /// connection holds, idle or not, but in a `CurrentExchangeSlot` lent with the connection's
+    /// workspace. A trivial pointer: reaching `current` costs no reference counting.
+    private var currentSlot: UnsafeMutablePointer<CurrentExchange>
+    /// Keeps the slot of an exchange made on its own (`init()`, socket-free tests); nil on a
+    /// connection, whose slots its workspaces and its worker's pool keep.
+    private let ownSlot: CurrentExchangeSlot?
+
+    /// The request under way (or, until the connection goes idle, the last one; an idle
+    /// connection's reads as a blank one).
+    var current: CurrentExchange {
+        unsafeAddress { UnsafePointer(currentSlot) }
+        unsafeMutableAddress { writableCurrent }
+    }
+
+    private var writableCurrent: UnsafeMutablePointer<CurrentExchange> {
+        assert(currentIsWritable, "an exchange's state changed while its connection has no workspace")
+        return currentSlot
+    }
+
+    /// Runs `body` on `current` as one access: each `current.x` is an access of its own, so a
+    /// part read while another changes would be copied first (Exchange+Response.swift).
+    @inline(__always)
+    func changingCurrent<Result>(_ body: (inout CurrentExchange) -> Result) -> Result {
+        body(&writableCurrent.pointee)
+    }
+
+    /// An exchange that keeps its own state (a copy shares it).
+    init() {
+        let slot = CurrentExchangeSlot()
+        ownSlot = slot
+        currentSlot = slot.pointer
+    }
+
+    /// A connection's exchange, reading `blank` until `keepCurrent(in:)` (`blank` outlives it).
+    init(blank: CurrentExchangeSlot) {
+        ownSlot = nil
+        currentSlot = blank.pointer
+        currentIsWritable = false
+    }
+
+    /// `current` is now `slot`'s: a workspace's, for the requests while it is lent, or, not
+    /// `writable`, a blank that outlives the exchange (while the connection has no workspace).
+    @inline(__always)
+    mutating func keepCurrent(in slot: UnsafeMutablePointer<CurrentExchange>, writable: Bool) {
+        currentSlot = slot
+        currentIsWritable = writable
+    }
 
     // MARK: The request head
 

@@ -23,10 +23,12 @@ struct ExchangeRequest {
     var expectsContinue = false
     /// No declared length over `maxReplayBodyBytes` (a chunked body is kept until it passes it).
     var lengthFitsReplay = true
+    // The one-byte fields come first, then the wider ones: Swift lays fields out in the order
+    // written, and every connection holds this state (an idle one too).
+    var upload = Upload.pending
     /// The `Upgrade` value forwarded (the protocols the route allows), nil for none: an
     /// upstream's 101 is accepted only when there is one.
     var upgrade: [UInt8]?
-    var upload = Upload.pending
     var bodyReplay = BodyReplay.withoutBody
     var bodyClock: BodyClock?
 

@@ -49,16 +49,18 @@ struct ExchangeResponse {
         var upstreamChunked: Bool
     }
 
+    // The narrow fields come first, then the wide ones: Swift lays fields out in the order
+    // written, and every connection holds this state (an idle one too).
     var progress = Progress.awaited
-    var interimResponses = 0
     /// The request went again after an upstream's `use_dpop_nonce` answer (once per request).
     var dpopNonceReplayed = false
+    /// The request went again on a fresh connection after a reused one turned out closed.
+    var retriedOnFreshConnection = false
+    var interimResponses = 0
     /// The nonce that `use_dpop_nonce` answer asked for: the replay's proof carries it, whatever
     /// the shared nonce holds by then (another worker may have moved it to a nonce this upstream,
     /// or this backend of it, does not take).
     var dpopChallengeNonce: [UInt8]?
-    /// The request went again on a fresh connection after a reused one turned out closed.
-    var retriedOnFreshConnection = false
 
     // MARK: The head
 

@@ -1,15 +1,22 @@
 import ByteBuffers
 import HTTP1
 
-/// What a client connection needs only while a request is under way: the request parser (which
-/// holds the head it collected) and the buffers for pipelined bytes, the heads it writes, and the
-/// request it may send again. A worker lends one to a connection when a request's first bytes
-/// arrive and takes it back when the connection goes idle (`WorkspacePool`), so an idle keep-alive
-/// connection holds none of it — nginx frees a keep-alive connection's buffers for the same
-/// reason, and h2o pools them per loop. A busy connection keeps its workspace, so the capacity
-/// its buffers grew to serves its next requests without allocating.
+/// What a client connection needs only while a request is under way: the state of its exchange,
+/// the request parser (which holds the head it collected) and the buffers for pipelined bytes,
+/// the heads it writes, and the request it may send again. A worker lends one to a connection
+/// when a request's first bytes arrive and takes it back when the connection goes idle
+/// (`WorkspacePool`), so an idle keep-alive connection holds none of it — nginx frees a
+/// keep-alive connection's buffers for the same reason, and h2o pools them per loop. A busy
+/// connection keeps its workspace, so the capacity its buffers grew to serves its next requests
+/// without allocating.
 final class ExchangeWorkspace {
     let parser: HTTP1Parser
+    /// The state of the connection's request under way (`Exchange.current`). Lent as the last
+    /// exchange left it, finished (a head replaces it whole, and nothing decided before one
+    /// depends on it: a request rejected or timed out before its head starts from a blank one),
+    /// or blank after a connection that closed mid-exchange (`ClientConnection.returnWorkspace`).
+    /// Not reset on the way back otherwise: that was ~100 instructions per request.
+    let current = CurrentExchangeSlot()
     /// Bytes received after the request being handled (pipelined), not parsed yet.
     var leftover = ByteBuffer()
     /// What `parseLeftover` is parsing from `leftover`.
@@ -61,6 +68,9 @@ final class ExchangeWorkspace {
 /// way. Most recently returned first: its memory is still warm in the cache.
 final class WorkspacePool {
     private var spare: [ExchangeWorkspace] = []
+    /// What the exchange of a connection without a workspace reads as its current state: blank,
+    /// never written (`Exchange.init(blank:)`).
+    let blank = CurrentExchangeSlot()
     /// Spare workspaces kept; more are freed (a burst of busy connections does not pin memory).
     static let maxSpare = 128
     /// Spare workspaces kept once a burst is over (`trimAfterBurst`): a steady load with this many

@@ -310,9 +310,9 @@ final class ProxyWorker {
 
     private func logAccess(_ exchange: ExchangeRecord, now: UInt64, upstreamTimed: Bool) {
         var metadata: Logger.Metadata = [
-            "method": .string(exchange.method),
-            "path": .string(exchange.path),
-            "route": .string(exchange.routeName.isEmpty ? "-" : exchange.routeName),
+            "method": .string(exchange.logged?.method ?? ""),
+            "path": .string(exchange.logged?.path ?? ""),
+            "route": .string(exchange.logged.map { $0.routeName.isEmpty ? "-" : $0.routeName } ?? "-"),
             "status": .stringConvertible(exchange.status),
             "bytes": .stringConvertible(exchange.bodyBytesSent),
             "duration_ms": .string(Self.milliseconds(now - exchange.startedAt)),

@@ -75,7 +75,7 @@ final class RequestLeg: HTTP1ParserDelegate {
     private func place(_ head: HTTPHead, work: ExchangeWorkspace) -> Exchange.HeadAction {
         let connection = self.connection
         let logging = connection.settings.accessLog
-        if logging { connection.exchange.current.record.method = String(decoding: head.methodName, as: UTF8.self) }
+        if logging { connection.exchange.current.record.logged = LoggedRequest(method: String(decoding: head.methodName, as: UTF8.self)) }
         // The reverse listeners' requests pay one test of an optional for the forward proxy.
         let forwardSide = connection.forwardSide
         if let forwardSide, let action = placeOnForwardProxy(head, side: forwardSide) { return action }

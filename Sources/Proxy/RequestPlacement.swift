@@ -61,7 +61,7 @@ struct RequestPlacement {
         guard let target = RequestTarget(head.target) else {
             return .answer(.badRequest("the request-target is not origin-form, absolute-form (without userinfo) or *"), closing: true, refusal: nil)
         }
-        if logging { record.path = String(decoding: target.path, as: UTF8.self) }
+        if logging { record.logged?.path = String(decoding: target.path, as: UTF8.self) }
         if target.isAsterisk && !ASCII.equalsIgnoringCase(head.methodName, Self.options) {
             return .answer(.badRequest("the asterisk-form request-target is for OPTIONS only"), closing: false, refusal: nil)
         }
@@ -88,7 +88,7 @@ struct RequestPlacement {
             hostVouched ? settings.planNamingHost(host: host, path: $0) : settings.plan(host: host, path: $0)
         }
         guard let plan else { return .answer(.noRoute(), closing: false, refusal: nil) }
-        if logging { record.routeName = plan.route.name }
+        if logging { record.logged?.routeName = plan.route.name }
         if hostVouched && !overTLS && plan.guardsCredential, let authority = target.authority, Self.isPlainHTTP(head.target) {
             return .answer(.upgradeToHTTPS(authority: authority, path: target.path, queryWithMark: target.queryWithMark, route: plan.route.name),
                            closing: false, refusal: nil)

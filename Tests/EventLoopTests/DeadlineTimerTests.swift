@@ -61,6 +61,15 @@ final class DeadlineTimerTests: XCTestCase {
         test.closeAndCheckForLeaks()
     }
 
+    /// Every client connection holds a timer: it stays in malloc's 80-byte size class (issue 25).
+    func testATimerTakesAtMost80BytesOfHeap() throws {
+        let test = try LeakCheckedLoop()
+        let timer = DeadlineTimer(loop: test.loop)
+        XCTAssertLessThanOrEqual(heapBytes(of: timer), 80)
+        timer.close()
+        test.closeAndCheckForLeaks()
+    }
+
     /// A closed timer leaves the queue at once: the loop does not run on until its deadline.
     func testClosingTheLastTimerLeavesNoHandleOpen() throws {
         let test = try LeakCheckedLoop()

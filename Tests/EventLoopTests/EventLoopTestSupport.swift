@@ -1,6 +1,18 @@
 import ByteBuffers
 @testable import EventLoop
+#if canImport(Glibc)
+import Glibc
+#endif
 import XCTest
+
+/// The heap `object` takes: its malloc chunk, the usable size and the 8 bytes of glibc's size
+/// field (objects the relay holds per connection are sized against malloc's 16-byte classes).
+/// (`malloc_usable_size` is glibc's, declared in a header the Glibc module does not import.)
+func heapBytes(of object: AnyObject) -> Int {
+    typealias UsableSize = @convention(c) (UnsafeMutableRawPointer?) -> Int
+    guard let symbol = dlsym(nil, "malloc_usable_size") else { preconditionFailure("no malloc_usable_size") }
+    return unsafeBitCast(symbol, to: UsableSize.self)(Unmanaged.passUnretained(object).toOpaque()) + 8
+}
 
 /// Records what a `TCPStream` reports to its delegate.
 final class StreamRecorder: ByteStreamDelegate {

@@ -51,6 +51,14 @@ private final class LoopbackConnection {
 }
 
 final class TCPStreamTests: XCTestCase {
+    /// Every client connection holds an accepted stream: it stays in malloc's 160-byte size class
+    /// (issue 25: memory per idle connection).
+    func testAnAcceptedStreamTakesAtMost160BytesOfHeap() throws {
+        let connection = try LoopbackConnection()
+        XCTAssertLessThanOrEqual(heapBytes(of: connection.server), 160)
+        connection.closeAndCheckForLeaks()
+    }
+
     func testStreamsExchangeBytesBothWaysAndBothClose() throws {
         // The server echoes from inside its read callback.
         let connection = try LoopbackConnection { stream, bytes in stream.write(bytes) }

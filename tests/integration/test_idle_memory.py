@@ -1,8 +1,9 @@
 """What a burst leaves behind: 2,000 clients send one request each, all at once, then stay idle. Once
 the answers are in, the relay holds no more upstream connections than its idle pool keeps
 (`limits.maxIdleUpstreamConnections`), and its memory comes back to what the idle connections
-themselves need: the workspaces, buffers and upstream connections of the burst are freed, and the
-free heap pages returned to the system (`BurstRelease`: once the frees stop for a second)."""
+themselves need: the workspaces (with the state of each request), buffers and upstream connections
+of the burst are freed, and the free heap pages returned to the system (`BurstRelease`: once the
+frees stop for a second)."""
 
 import resource
 import selectors
@@ -16,10 +17,11 @@ from processes import route
 
 CLIENTS = 2000
 IDLE_POOL = 16
-# Measured 2026-11-27 with 2,000 clients: 1.3 KiB per idle connection once the burst's memory went
-# back, 4.5 KiB before the relay returned it. 2.5 KiB leaves room for a noisy host and fails
-# whenever most of the burst's memory stays.
-MAX_BYTES_PER_IDLE_CONNECTION = 2.5 * 1024
+# Measured 2026-11-27 with 2,000 clients: 1.0 KiB per idle connection once the burst's memory went
+# back (1,020-1,040 bytes; 1,310-1,320 while every connection held its exchange's state, issue 25),
+# 4.5 KiB before the relay returned it. 1.2 KiB leaves room for the heap's scatter and fails when
+# the burst's memory stays, or when idle connections hold their request state again.
+MAX_BYTES_PER_IDLE_CONNECTION = 1.2 * 1024
 
 
 def rss_bytes(pid: int) -> int:

@@ -1,0 +1,49 @@
+@testable import Proxy
+import XCTest
+
+/// Where a client connection's exchange keeps the state of its request: in a slot lent with its
+/// workspace, so that an idle connection holds none of it (issue 25).
+final class ExchangeSlotTests: XCTestCase {
+    func testARequestsStateGoesToTheLentSlotAndTheBlankStaysBlank() {
+        let blank = CurrentExchangeSlot()
+        let lent = CurrentExchangeSlot()
+        var exchange = Exchange(blank: blank)
+        exchange.keepCurrent(in: lent.pointer, writable: true)
+        exchange.headParsed(parsedHead("HEAD /a HTTP/1.1\r\nHost: a\r\n\r\n"), keepAlive: true, startedAt: 7)
+
+        XCTAssertEqual(lent.pointer.pointee.record.startedAt, 7)
+        XCTAssertTrue(lent.pointer.pointee.request.isHead)
+        XCTAssertEqual(blank.pointer.pointee.record.startedAt, 0, "the blank stays blank")
+        XCTAssertFalse(blank.pointer.pointee.request.isHead)
+    }
+
+    func testWithoutItsWorkspaceAConnectionReadsTheBlankAndKeepsItsOwnState() {
+        let blank = CurrentExchangeSlot()
+        let lent = CurrentExchangeSlot()
+        var exchange = Exchange(blank: blank)
+        exchange.keepCurrent(in: lent.pointer, writable: true)
+        exchange.headParsed(parsedHead("HEAD /a HTTP/1.1\r\nHost: a\r\n\r\n"), keepAlive: false, startedAt: 7)
+        exchange.keepCurrent(in: blank.pointer, writable: false)
+
+        XCTAssertEqual(exchange.current.record.startedAt, 0)
+        XCTAssertFalse(exchange.current.request.isHead)
+        XCTAssertEqual(exchange.phase, .exchanging, "the connection's own state stays with it")
+        XCTAssertEqual(exchange.exchangesStarted, 1)
+        XCTAssertFalse(exchange.keepAlive)
+    }
+
+    /// Every client connection holds an `Exchange`, idle or not: without the request's state it
+    /// is a few words (it was 304 bytes with it).
+    func testAnExchangeWithoutItsRequestStateIsFourWords() {
+        XCTAssertLessThanOrEqual(MemoryLayout<Exchange>.size, 32)
+    }
+
+    func testASlotResetIsBlankAgain() {
+        let slot = CurrentExchangeSlot()
+        var exchange = Exchange(blank: CurrentExchangeSlot())
+        exchange.keepCurrent(in: slot.pointer, writable: true)
+        exchange.headParsed(parsedHead("GET /a HTTP/1.1\r\nHost: a\r\n\r\n"), keepAlive: true, startedAt: 7)
+        slot.reset()
+        XCTAssertEqual(slot.pointer.pointee.record.startedAt, 0)
+    }
+}
