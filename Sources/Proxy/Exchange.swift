@@ -65,7 +65,7 @@ struct Exchange {
     var keepAlive = true
     /// Which reads the write backlogs stopped: a backlog is the socket's, not the request's.
     var backpressure: Backpressure = []
-    /// Whether `current` may change: false while it is a worker's blank (debug builds check).
+    /// Whether `current` may change: false while it is a worker's blank (checked at each write).
     private var currentIsWritable = true
     /// Requests whose head arrived on this connection.
     var exchangesStarted = 0
@@ -84,8 +84,11 @@ struct Exchange {
         unsafeMutableAddress { writableCurrent }
     }
 
+    /// A write to a worker's blank would reach every idle connection of that worker (one
+    /// client's route or token seen by another's next request): a precondition, not an assert,
+    /// so a release build stops rather than share it.
     private var writableCurrent: UnsafeMutablePointer<CurrentExchange> {
-        assert(currentIsWritable, "an exchange's state changed while its connection has no workspace")
+        precondition(currentIsWritable, "an exchange's state changed while its connection has no workspace")
         return currentSlot
     }
 
