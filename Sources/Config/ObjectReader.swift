@@ -37,11 +37,11 @@ struct ObjectReader {
             let repeated = if seen != nil {
                 !seen!.insert(member.key).inserted
             } else {
-                members[..<position].contains { $0.key == member.key }
+                members[..<position].contains { $0.key.utf8.count == member.key.utf8.count && $0.key == member.key }
             }
             if repeated {
                 context.report("duplicate key \"\(member.key)\"", at: memberPath, offset: member.keyOffset)
-            } else if let knownKeys, !knownKeys.contains(member.key) {
+            } else if let knownKeys, !knownKeys.contains(where: { $0.utf8.count == member.key.utf8.count && $0 == member.key }) {
                 context.report("unknown key \"\(member.key)\"" + didYouMean(member.key, among: knownKeys),
                                at: memberPath, offset: member.keyOffset)
             } else {
@@ -59,7 +59,10 @@ struct ObjectReader {
     }
 
     func field(_ key: String) -> Field? {
-        fields.first { $0.key == key }?.field
+        // Lengths first: most keys asked for are absent, and comparing two different Strings
+        // costs far more than comparing their lengths (a route asks for 13 keys).
+        let length = key.utf8.count
+        return fields.first { $0.key.utf8.count == length && $0.key == key }?.field
     }
 
     /// True when the key, or its `…File` form, is set.
