@@ -29,16 +29,17 @@ struct RouteDecoding {
         for (index, element) in elements.enumerated() {
             guard let route = decodeRoute(element, index: index, identityNames: identityNames, defined: defined,
                                           upstreams: &upstreams, autoRoutes: &autoRoutes) else { continue }
-            if let other = firstByName[route.name] {
+            // Each name and match hashed once: put in, and the first one put back when there was one.
+            if let other = firstByName.updateValue(route.index, forKey: route.name) {
+                firstByName[route.name] = other
                 context.report("route name \"\(route.name)\" is already used by routes[\(other)]",
                                at: element.path.key("name"), offset: memberOffset("name", in: element))
             }
-            if let other = firstByMatch[route.match] {
+            if let other = firstByMatch.updateValue(route.index, forKey: route.match) {
+                firstByMatch[route.match] = other
                 context.report("routes[\(other)] has the same match, so this route would never be used",
                                at: element.path.key("match"), offset: memberOffset("match", in: element))
             }
-            firstByName[route.name] = firstByName[route.name] ?? route.index
-            firstByMatch[route.match] = firstByMatch[route.match] ?? route.index
             routes.append(route)
         }
         return (routes, autoRoutes)

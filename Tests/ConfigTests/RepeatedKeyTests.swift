@@ -67,3 +67,29 @@ final class UpstreamURLMemoTests: XCTestCase {
         XCTAssertEqual(Set(errors.map { $0.drop(while: { $0 != ":" }) }).count, 1)
     }
 }
+
+/// A name or a match used by several routes names the first route that used it, every time.
+final class RepeatedRouteTests: XCTestCase {
+    func testEveryLaterRouteWithTheSameMatchNamesTheFirst() {
+        let json = #"{ "routes": [ { "upstream": "http://a" }, { "upstream": "http://b", "match": { "pathPrefix": "/" } }, "#
+            + #"{ "upstream": "http://c", "match": { "pathPrefix": "/" } } ] }"#
+        XCTAssertEqual(describe(configErrors(json)), ["$.routes[1].match: routes[0] has the same match, so this route would never be used",
+                                                      "$.routes[2].match: routes[0] has the same match, so this route would never be used"])
+    }
+
+    func testEveryLaterRouteWithTheSameNameNamesTheFirst() {
+        let routes = (0..<3).map { #"{ "name": "api", "upstream": "http://a", "match": { "pathPrefix": "/\#($0)/" } }"# }
+        XCTAssertEqual(describe(configErrors(#"{ "routes": [ \#(routes.joined(separator: ", ")) ] }"#)),
+                       [#"$.routes[1].name: route name "api" is already used by routes[0]"#,
+                        #"$.routes[2].name: route name "api" is already used by routes[0]"#])
+    }
+}
+
+/// A grant's keys set on an identity of another grant are named, in either form (`…File`).
+final class RejectedGrantKeyTests: XCTestCase {
+    func testAPasswordFileOnAClientCredentialsIdentityIsRejected() {
+        let errors = describe(configErrors(identityJSON(#""grant": "client_credentials", "clientId": "c", "clientSecret": "s", "passwordFile": "/p""#)))
+        XCTAssertTrue(errors.contains("$.identities.x.passwordFile: passwordFile is only used by the password grant, not by the client_credentials grant"),
+                      "\(errors)")
+    }
+}
