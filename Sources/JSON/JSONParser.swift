@@ -78,7 +78,9 @@ public struct JSONParser {
     }
 
     private mutating func parseObject() throws(JSONSyntaxError) -> [JSONNode.Member] {
+        // Room for a config object's few members at once, rather than grown one, two, four.
         var members: [JSONNode.Member] = []
+        members.reserveCapacity(4)
         try parseContainer(closing: UInt8(ascii: "}"), element: "object member") { parser throws(JSONSyntaxError) in
             guard parser.current == UInt8(ascii: "\"") else {
                 throw parser.failure("expected a string key, found \(parser.describeCurrent())")
