@@ -1,5 +1,5 @@
 /// The upstream URLs of one file's routes, each distinct text parsed once: the routes of a
-/// large file mostly share a few upstreams, and parsing each route's anew was a tenth of
+/// large file mostly share a few upstreams, and parsing each route's anew was a fifth of
 /// decoding 10,000 routes (callgrind). The same text gives the same URL or the same error.
 struct UpstreamURLMemo {
     private var parsed: [String: Result<UpstreamURL, InvalidValue>] = [:]
