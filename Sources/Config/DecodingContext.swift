@@ -175,12 +175,12 @@ final class DecodingContext {
     func stringMembers(_ field: Field) -> [(key: String, value: String, field: Field)]? {
         guard let object = ObjectReader(field, knownKeys: nil, in: self) else { return nil }
         var all = true
-        let members = object.fields.compactMap { key, member -> (String, String, Field)? in
-            guard let value = string(member) else {
+        let members = object.fields.compactMap { member -> (String, String, Field)? in
+            guard let value = string(member.field) else {
                 all = false
                 return nil
             }
-            return (key, value, member)
+            return (member.key, value, member.field)
         }
         return all ? members : nil
     }

@@ -45,7 +45,7 @@ struct IdentityDecoding {
     func decodeIdentities(_ field: Field) -> [String: Identity] {
         guard let object = ObjectReader(field, knownKeys: nil, in: context) else { return [:] }
         var identities: [String: Identity] = [:]
-        for (name, member) in object.fields {
+        for (name, member) in object.fields.lazy.map({ ($0.key, $0.field) }) {
             let validName = !name.isEmpty && name.utf8.allSatisfy {
                 ASCII.isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
             }

@@ -16,12 +16,16 @@ extension RelayConfig {
     /// LAN, a port forwarded to a laptop) can be made to send it requests under a name an
     /// attacker controls (DNS rebinding); `hosts` closes that.
     public var hostCheckWarnings: [String] {
-        let credentialRoutes = routes.filter(\.carriesCredential).map(\.name)
-        guard !credentialRoutes.isEmpty else { return [] }
         var listeners: [(key: String, address: HostPort, hosts: [HostPattern]?)] = [("listen", listen, nil)]
         if let listenTls { listeners.append(("listenTls.address", listenTls.address, listenTls.hosts)) }
-        return listeners.compactMap { listener in
-            guard servesAnyHostName(on: listener.address, listenerHosts: listener.hosts) else { return nil }
+        // The routes are looked at only for a listener that serves any name (most listen on
+        // loopback): copying every route to filter them was 1% of each start-up and reload.
+        let exposed = listeners.filter { servesAnyHostName(on: $0.address, listenerHosts: $0.hosts) }
+        guard !exposed.isEmpty else { return [] }
+        var credentialRoutes: [String] = []
+        for route in routes where route.carriesCredential { credentialRoutes.append(route.name) }
+        guard !credentialRoutes.isEmpty else { return [] }
+        return exposed.map { listener in
             let named = credentialRoutes.prefix(3).joined(separator: ", ") + (credentialRoutes.count > 3 ? ", …" : "")
             return "\(listener.key) \(listener.address) is not a loopback address and serves routes with credentials (\(named)) "
                 + "under any Host name: set \"hosts\" to the names clients use, so that a web page cannot reach them by DNS rebinding"

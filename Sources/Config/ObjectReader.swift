@@ -11,7 +11,14 @@ struct ObjectReader {
     let offset: Int
     let lastOffset: Int
     /// The members in document order, first occurrence of each key only.
-    let fields: [(key: String, field: Field)]
+    let fields: [Member]
+
+    /// One member: a struct, not a tuple, so that an array of them is destroyed by its own
+    /// code, not the runtime's generic tuple destruction (5% of decoding 10,000 routes).
+    struct Member {
+        let key: String
+        let field: Field
+    }
 
     /// Nil (after reporting a type mismatch) when the value is not an object. With
     /// `knownKeys` nil, any key is allowed (maps like `params`).
@@ -24,30 +31,43 @@ struct ObjectReader {
         self.path = field.path
         self.offset = field.value.offset
         self.lastOffset = field.value.lastOffset
-        var seen = Set<String>()
-        // Declared with the labels of `self.fields`: an unlabelled array would be copied into
-        // it element by element (a cast measured at 5% of decoding a 10,000-route file).
-        var fields: [(key: String, field: Field)] = []
-        for member in members {
+        var fields: [Member] = []
+        fields.reserveCapacity(members.count)
+        // A key is looked for among the keys before it: most objects have a handful, where
+        // hashing each into a set was half the cost of reading an object (callgrind, a file of
+        // 10,000 routes). A large map (`identities`) is hashed.
+        var seen: Set<String>? = members.count > Self.keysComparedInPlace ? Set(minimumCapacity: members.count) : nil
+        for (position, member) in members.enumerated() {
             let memberPath = field.path.key(member.key)
-            if !seen.insert(member.key).inserted {
+            let repeated = if seen != nil {
+                !seen!.insert(member.key).inserted
+            } else {
+                members[..<position].contains { $0.key.utf8.count == member.key.utf8.count && $0.key == member.key }
+            }
+            if repeated {
                 context.report("duplicate key \"\(member.key)\"", at: memberPath, offset: member.keyOffset)
-            } else if let knownKeys, !knownKeys.contains(member.key) {
+            } else if let knownKeys, !knownKeys.contains(where: { $0.utf8.count == member.key.utf8.count && $0 == member.key }) {
                 context.report("unknown key \"\(member.key)\"" + didYouMean(member.key, among: knownKeys),
                                at: memberPath, offset: member.keyOffset)
             } else {
-                fields.append((member.key, Field(value: member.value, path: memberPath)))
+                fields.append(Member(key: member.key, field: Field(value: member.value, path: memberPath)))
             }
         }
         self.fields = fields
     }
+
+    /// Up to this many members, a repeated key is found by comparing each key with those before it.
+    static let keysComparedInPlace = 16
 
     init?(_ value: JSONNode, at path: JSONPath, knownKeys: [String]?, in context: DecodingContext) {
         self.init(Field(value: value, path: path), knownKeys: knownKeys, in: context)
     }
 
     func field(_ key: String) -> Field? {
-        fields.first { $0.key == key }?.field
+        // Lengths first: most keys asked for are absent, and comparing two different Strings
+        // costs far more than comparing their lengths (a route asks for 13 keys).
+        let length = key.utf8.count
+        return fields.first { $0.key.utf8.count == length && $0.key == key }?.field
     }
 
     /// True when the key, or its `…File` form, is set.

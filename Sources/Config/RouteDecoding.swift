@@ -25,19 +25,21 @@ struct RouteDecoding {
         firstByName.reserveCapacity(elements.count)
         firstByMatch.reserveCapacity(elements.count)
         let defined = Set(identityNames)
+        var upstreams = UpstreamURLMemo()
         for (index, element) in elements.enumerated() {
             guard let route = decodeRoute(element, index: index, identityNames: identityNames, defined: defined,
-                                          autoRoutes: &autoRoutes) else { continue }
-            if let other = firstByName[route.name] {
+                                          upstreams: &upstreams, autoRoutes: &autoRoutes) else { continue }
+            // Each name and match hashed once: put in, and the first one put back when there was one.
+            if let other = firstByName.updateValue(route.index, forKey: route.name) {
+                firstByName[route.name] = other
                 context.report("route name \"\(route.name)\" is already used by routes[\(other)]",
                                at: element.path.key("name"), offset: memberOffset("name", in: element))
             }
-            if let other = firstByMatch[route.match] {
+            if let other = firstByMatch.updateValue(route.index, forKey: route.match) {
+                firstByMatch[route.match] = other
                 context.report("routes[\(other)] has the same match, so this route would never be used",
                                at: element.path.key("match"), offset: memberOffset("match", in: element))
             }
-            firstByName[route.name] = firstByName[route.name] ?? route.index
-            firstByMatch[route.match] = firstByMatch[route.match] ?? route.index
             routes.append(route)
         }
         return (routes, autoRoutes)
@@ -51,11 +53,14 @@ struct RouteDecoding {
         return member.value.offset
     }
 
-    /// `defined`: `identityNames` as a set, asked once per route.
+    /// `defined`: `identityNames` as a set, asked once per route. `upstreams`: the upstream
+    /// URLs parsed so far.
     private func decodeRoute(_ field: Field, index: Int, identityNames: [String], defined: Set<String>,
-                             autoRoutes: inout [AutoRoute]) -> Route? {
+                             upstreams: inout UpstreamURLMemo, autoRoutes: inout [AutoRoute]) -> Route? {
         guard let object = ObjectReader(field, knownKeys: Self.routeKeys, in: context) else { return nil }
-        let upstream = object.required("upstream").flatMap { context.parsed($0, UpstreamURL.parse) }
+        let upstream = object.required("upstream").flatMap { field in
+            context.parsed(field) { text throws(InvalidValue) in try upstreams.parse(text) }
+        }
         var route = Route(index: index, name: object.nonEmptyString("name"),
                           upstream: upstream ?? UpstreamURL(scheme: .http, host: ""))
         route.match = object.field("match").flatMap(decodeRouteMatch) ?? route.match

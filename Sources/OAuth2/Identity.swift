@@ -50,7 +50,7 @@ public struct Identity: Sendable, Equatable {
     /// The least time before expiry at which a token is refreshed.
     public var refreshSkewSeconds: Double = 10
     /// The names of the token response's fields, for IdPs that do not use the standard ones.
-    public var responseFields = ResponseFields()
+    public var responseFields = ResponseFields.standard
     /// Extra query parameters of the authorization request (authorization code grant): what an
     /// IdP needs beyond the standard ones, such as Google's `access_type=offline`. Never one the
     /// relay sets itself (`AuthorizationRequest` lists them).

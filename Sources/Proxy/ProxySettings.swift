@@ -109,10 +109,12 @@ public final class ProxySettings: Sendable {
         maxUpstreamConnections = config.limits.maxUpstreamConnections > 0 ? config.limits.maxUpstreamConnections : .max
         upstreamQueueTimeoutMilliseconds = milliseconds(config.limits.upstreamQueueTimeoutSeconds)
         logins = LoginEndpoints(config: config, identities: identities, desk: tokens?.logins)
-        plainHosts = ListenerHosts(address: config.listen, listenerHosts: nil, config: config)
+        // The plain and the admin listener serve the same names: gathered and indexed once.
+        let plainAndAdmin = ListenerHosts.forListeners(on: [config.listen] + (config.admin.map { [$0] } ?? []), config: config)
+        plainHosts = plainAndAdmin[0]
         tlsHosts = config.listenTls.map { ListenerHosts(address: $0.address, listenerHosts: $0.hosts, config: config) }
             ?? ListenerHosts(servesAnyName: true)
-        adminHosts = config.admin.map { ListenerHosts(address: $0, listenerHosts: nil, config: config) } ?? ListenerHosts(servesAnyName: true)
+        adminHosts = config.admin == nil ? ListenerHosts(servesAnyName: true) : plainAndAdmin[1]
         forward = config.forward.map { ForwardSettings(listener: $0, routes: config.routes, interceptedHosts: config.interceptedHosts,
                                                        leaves: interceptionLeaves) }
     }

@@ -112,7 +112,7 @@ public final class RoutePlan: Sendable {
             tokenQueryPrefix = nil
             tokenQueryName = nil
         }
-        usesDPoP = self.identity?.identity.dpop != nil
+        usesDPoP = self.identity?.bindsDPoP ?? false
         if usesDPoP, case .header(let name, _) = route.inject, name.lowercased() == "authorization" {
             dpopTokenHeaderPrefix = Array("Authorization: DPoP ".utf8)
             // The client's own proof never reaches the upstream beside the relay's.

@@ -26,6 +26,7 @@ public struct RouteTable: Sendable {
     /// `matches` in file order; `matchIndex` answers positions in this array.
     public init(_ matches: [RouteMatch]) {
         var groupByHost: [HostPattern?: Int] = [:]
+        groupByHost.reserveCapacity(matches.count)
         var groups: [[(prefix: [UInt8], value: Int)]] = []
         var exactKeys: [(String, Int)] = []
         var wildcardKeys: [(String, Int)] = []

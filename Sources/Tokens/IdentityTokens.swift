@@ -31,6 +31,11 @@ public final class IdentityTokens: Sendable {
     public var identity: Identity {
         configured.auto == nil ? configured : state.withLock { $0.lifecycle.identity }
     }
+    /// Whether `identity` binds its tokens to a DPoP key, read without copying the identity (a
+    /// reload asks it for each of 10,000 routes).
+    public var bindsDPoP: Bool {
+        configured.auto == nil ? configured.dpop != nil : state.withLock { $0.lifecycle.identity.dpop != nil }
+    }
     /// Unique for the life of the process (never reused after a reload), so per-worker tables
     /// indexed by it never mistake a replaced identity for its successor.
     public let slot: Int
