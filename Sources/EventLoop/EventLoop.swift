@@ -44,6 +44,11 @@ public final class EventLoop {
     lazy var deadlines = DeadlineQueue(loop: self)
     /// Storage for the write backlogs of this loop's streams, lent while bytes wait.
     public let buffers = BufferPool()
+    /// The 64 KiB spaces a TLS stream decrypts one read into, lent for the call (`TLSStream`):
+    /// apart from `buffers`, so a small write backlog is never lent a 64 KiB block, and a TLS
+    /// read never frees and allocates because a backlog holds the large one. Two kept at most
+    /// (a read inside a read is the deepest the delivery nests).
+    public let plaintextSpaces = BufferPool(maxSpare: 2)
 
     public init() throws(UVError) {
         uv = .allocate(capacity: 1)

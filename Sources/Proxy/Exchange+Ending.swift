@@ -14,6 +14,11 @@ extension Exchange {
     /// parser resumes, the idle deadline runs), false when it closes after the response.
     mutating func nextRequest(draining: Bool) -> Bool {
         current.plan = nil
+        // The workspace holding this state may be lent to another client's connection before
+        // a head replaces it: the upstream token and the caller's go now, whatever reads it.
+        current.credential = .none
+        current.caller = .notRequired
+        current.uncheckedCallerBox = nil
         guard keepAlive && !draining else { return false }
         // The request's state is replaced by the next head (`headParsed`).
         phase = .awaitingRequest

@@ -81,11 +81,9 @@ extension UpstreamLeg: UpstreamExchangeOwner {
     @discardableResult @inline(__always)
     func releaseHeldResponse() -> Bool {
         let connection = self.connection
-        // No workspace, nothing held; the exchange's head still counts as sent.
-        guard let workspace = connection.workspace else {
-            _ = connection.exchange.releaseHead()
-            return false
-        }
+        // No workspace, no exchange under way and nothing held: the connection reads its
+        // worker's blank state, which nothing may write.
+        guard let workspace = connection.workspace else { return false }
         return workspace.response.release(to: connection.stream, exchange: &connection.exchange)
     }
 

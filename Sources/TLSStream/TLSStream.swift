@@ -177,13 +177,13 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
     ///
     /// The plaintext of one TCP read goes to the delegate in one piece, as plain TCP's would
     /// (up to `plaintextSpace`), not record by record: a body then leaves in one write per read
-    /// instead of one per 16 KiB record. The space is lent by the loop's buffer pool for the
-    /// length of the call, so an idle connection holds none.
+    /// instead of one per 16 KiB record. The space is lent by the loop's pool of plaintext spaces
+    /// for the length of the call, so an idle connection holds none.
     private func deliverPlaintext(fed ciphertext: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
         var space = ByteBuffer()
-        space.borrowStorage(from: loop.buffers)
+        space.borrowStorage(from: loop.plaintextSpaces)
         space.reserveCapacity(Self.plaintextSpace)
-        defer { space.returnStorage(to: loop.buffers) }
+        defer { space.returnStorage(to: loop.plaintextSpaces) }
         let status = engine.read(fed: ciphertext, into: UnsafeMutableRawBufferPointer(start: space.baseAddress, count: space.capacity)) { plaintext in
             reportHandshakeIfDone()
             delegate?.stream(self, didRead: plaintext)

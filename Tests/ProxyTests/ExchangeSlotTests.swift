@@ -1,4 +1,6 @@
+import Crypto
 @testable import Proxy
+import Tokens
 import XCTest
 
 /// Where a client connection's exchange keeps the state of its request: in a slot lent with its
@@ -45,5 +47,22 @@ final class ExchangeSlotTests: XCTestCase {
         exchange.headParsed(parsedHead("GET /a HTTP/1.1\r\nHost: a\r\n\r\n"), keepAlive: true, startedAt: 7)
         slot.reset()
         XCTAssertEqual(slot.pointer.pointee.record.startedAt, 0)
+    }
+
+    /// A finished exchange's slot goes back with its workspace, which the next client's
+    /// connection may be lent before a head replaces the state: the tokens go at the end.
+    func testAFinishedExchangeLetsGoOfItsTokens() {
+        let slot = CurrentExchangeSlot()
+        var exchange = Exchange(blank: CurrentExchangeSlot())
+        exchange.keepCurrent(in: slot.pointer, writable: true)
+        exchange.headParsed(parsedHead("GET /a HTTP/1.1\r\nHost: a\r\n\r\n"), keepAlive: true, startedAt: 7)
+        exchange.current.credential = .carried(ExchangeDriver.token("upstream-token"))
+        exchange.current.uncheckedCaller = CallerToken(value: "caller-token", digest: SHA256.hash(Array("caller-token".utf8)), expiresAt: nil)
+
+        XCTAssertTrue(exchange.nextRequest(draining: false))
+
+        guard case .none = slot.pointer.pointee.credential else { return XCTFail("the upstream token is still held") }
+        XCTAssertNil(slot.pointer.pointee.uncheckedCallerBox, "the caller's token is still held")
+        guard case .notRequired = slot.pointer.pointee.caller else { return XCTFail("the caller check is still held") }
     }
 }
