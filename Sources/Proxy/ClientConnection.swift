@@ -140,6 +140,7 @@ final class ClientConnection: ByteStreamDelegate {
             }
             feedParser(bytes)
             drive()
+            offerRequestBodySplice()
         }
     }
 

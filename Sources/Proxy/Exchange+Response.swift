@@ -32,6 +32,7 @@ extension Exchange {
     mutating func releaseHead() -> Bool { current.response.releaseHead() }
     mutating func responseBody(_ count: Int) -> ResponseBytes { current.response.body(count, sent: &current.record.bodyBytesSent) }
     var relaysChunks: Bool { current.response.relaysChunks }
+    var relaysResponseBodyAsIs: Bool { current.response.relaysBodyAsIs }
     mutating func responseMessageEnded() -> ResponseEnd { current.response.messageEnded() }
 
     /// The read that completed the response is parsed; after a refused token the request waits
