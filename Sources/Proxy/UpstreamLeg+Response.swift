@@ -168,7 +168,8 @@ extension UpstreamLeg: UpstreamExchangeOwner {
         guard upstream === self.upstream, let client = connection.stream as? TCPStream else { return nil }
         let facts = BodySplice.Facts(clientTLS: false, upstreamTLS: !(upstream.stream is TCPStream), remaining: remaining,
                                      relayedAsIs: connection.exchange.relaysResponseBodyAsIs,
-                                     headHeld: connection.workspace?.response.isHolding ?? false)
+                                     headHeld: connection.workspace?.response.isHolding ?? false,
+                                     forwardProxy: connection.forwardSide != nil)
         return BodySplice(facts) == .splice ? client : nil
     }
 
