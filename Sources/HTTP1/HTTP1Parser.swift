@@ -273,11 +273,15 @@ public final class HTTP1Parser {
         return state.pointee.content_length
     }
 
+    /// The most `skipBody` takes now: all of the body but its last byte, which the parser must
+    /// see to end the message.
+    public var skippableBodyBytes: Int { Int(clamping: max(lengthFramedBodyRemaining, 1) - 1) }
+
     /// `count` body bytes went past the parser (spliced between sockets): they count as parsed.
-    /// Fewer than `lengthFramedBodyRemaining`, so the message still ends in `feed`, with its
-    /// callbacks, when its last bytes arrive.
+    /// At most `skippableBodyBytes`, so the message still ends in `feed`, with its callbacks,
+    /// when its last bytes arrive.
     public func skipBody(_ count: Int) {
-        precondition(UInt64(count) < lengthFramedBodyRemaining, "skipping past the body's end")
+        precondition(count <= skippableBodyBytes, "skipping the body's last byte")
         state.pointee.content_length -= UInt64(count)
     }
 

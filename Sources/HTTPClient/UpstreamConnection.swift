@@ -371,7 +371,7 @@ extension UpstreamConnection: SpliceAdvisor {
             stream.spliceAdvisor = nil
             return nil
         }
-        return SpliceTarget(sink: sink, maxBytes: Int(clamping: remaining - 1))
+        return SpliceTarget(sink: sink, maxBytes: parser.skippableBodyBytes)
     }
 
     /// Spliced body bytes count as read and parsed: the same progress, deadline and count as a read.

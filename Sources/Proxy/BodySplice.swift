@@ -60,10 +60,4 @@ enum BodySplice: Equatable {
         if facts.remaining < Self.minimumRemaining { self = .refused(.small); return }
         self = .splice
     }
-
-    /// At most this many bytes go by one splice: never the body's last byte, which the parser
-    /// must see to end the message.
-    static func budget(remaining: UInt64) -> Int {
-        Int(clamping: remaining - 1)
-    }
 }

@@ -14,9 +14,8 @@ extension ClientConnection: SpliceAdvisor {
         client.spliceAdvisor = self
     }
 
-    /// The upstream's socket and the body bytes still due, when the rest of the request body may
-    /// be spliced there.
-    private func requestBodySplice() -> (sink: TCPStream, remaining: UInt64)? {
+    /// The upstream's socket, when the rest of the request body may be spliced there.
+    private func requestBodySplice() -> TCPStream? {
         guard exchange.phase == .exchanging, !parserPaused, let work = workspace, work.leftover.isEmpty else { return nil }
         let remaining = work.parser.lengthFramedBodyRemaining
         guard remaining > 0, let upstreamStream = upstreamLeg?.upstream?.stream else { return nil }
@@ -25,16 +24,16 @@ extension ClientConnection: SpliceAdvisor {
                                      relayedAsIs: exchange.forwardsRequestBody, keptForReplay: exchange.keepsRequestBody,
                                      forwardProxy: forwardSide != nil)
         guard BodySplice(facts) == .splice, let sink else { return nil }
-        return (sink, remaining)
+        return sink
     }
 
     func spliceTarget(for stream: TCPStream) -> SpliceTarget? {
-        guard let (sink, remaining) = requestBodySplice() else {
+        guard let sink = requestBodySplice() else {
             // libuv reads again; the next parsed read may offer a splice anew.
             stream.spliceAdvisor = nil
             return nil
         }
-        return SpliceTarget(sink: sink, maxBytes: BodySplice.budget(remaining: remaining))
+        return SpliceTarget(sink: sink, maxBytes: work.parser.skippableBodyBytes)
     }
 
     /// Spliced body bytes count as parsed.

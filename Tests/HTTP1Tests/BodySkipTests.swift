@@ -29,6 +29,7 @@ final class BodySkipTests: XCTestCase {
         let (parser, delegate) = parser()
         delegate.pauseAfterMessage = true
         XCTAssertEqual(feed(parser, "POST /u HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nab"), .consumed)
+        XCTAssertEqual(parser.skippableBodyBytes, 99_997, "all but the last byte")
         parser.skipBody(99_995)
         XCTAssertEqual(parser.lengthFramedBodyRemaining, 3)
         let next = "GET /next HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -36,6 +37,7 @@ final class BodySkipTests: XCTestCase {
         XCTAssertEqual(String(decoding: delegate.body, as: UTF8.self), "abxyz", "only the bytes fed reach the delegate")
         XCTAssertEqual(delegate.events, ["head", "end"])
         XCTAssertEqual(parser.lengthFramedBodyRemaining, 0, "between messages")
+        XCTAssertEqual(parser.skippableBodyBytes, 0)
     }
 
     func testAChunkedBodyIsNotLengthFramed() {

@@ -26,11 +26,6 @@ final class BodySpliceTests: XCTestCase {
         }
     }
 
-    func testTheBodysLastByteIsNeverSpliced() {
-        XCTAssertEqual(BodySplice.budget(remaining: large), Int(large) - 1)
-        XCTAssertEqual(BodySplice.budget(remaining: 1), 0)
-    }
-
     func testOnlyAStreamingContentLengthResponseIsRelayedAsItIs() {
         var response = ExchangeResponse()
         XCTAssertFalse(response.relaysBodyAsIs, "awaited")
