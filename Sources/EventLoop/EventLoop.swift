@@ -40,6 +40,8 @@ public final class EventLoop {
     /// a copy would make `removeAll(keepingCapacity:)` allocate a new buffer at every read.
     private var flushingStreams: [TCPStream] = []
     var isBatchingWrites = false
+    /// The pipe for splicing between sockets (SpliceRelay.swift), made on first use.
+    var splicePipeStorage: SplicePipe?
     /// The `DeadlineTimer`s of this loop, behind one libuv timer.
     lazy var deadlines = DeadlineQueue(loop: self)
     /// Storage for the write backlogs of this loop's streams, lent while bytes wait.

@@ -89,6 +89,9 @@ public final class TCPStream: LoopHandle, ByteStream {
     /// Strong on purpose: the owner holds the stream, the stream holds the owner, and the cycle
     /// is broken in `handleDidClose` (rule 3 of EventLoop.swift).
     public var delegate: (any ByteStreamDelegate)?
+    /// Set: readable bytes may bypass user space (SpliceRelay.swift). Strong, like `delegate`,
+    /// and dropped with it in `handleDidClose`.
+    public var spliceAdvisor: (any SpliceAdvisor)?
 
     /// Bytes waiting behind the write in flight.
     private var pending = ByteBuffer()
@@ -188,6 +191,14 @@ public final class TCPStream: LoopHandle, ByteStream {
     }
 
     fileprivate func didRead(_ count: Int) {
+        if count == Int(UV_ENOBUFS.rawValue), let spliceAdvisor {
+            readableWithoutRead(advisor: spliceAdvisor)
+            return
+        }
+        deliverRead(count)
+    }
+
+    func deliverRead(_ count: Int) {
         if count > 0 {
             let bytes = UnsafeRawBufferPointer(start: loop.readBuffer, count: count)
             if lingering { return }
@@ -201,6 +212,9 @@ public final class TCPStream: LoopHandle, ByteStream {
     }
 
     // MARK: Writing
+
+    /// Open, connected and not ending: a write now goes out after what was queued before.
+    var isWritable: Bool { connected && !isClosed && !shutdownAfterWrites && !finishingWrites }
 
     /// Sends `bytes`, copying whatever the kernel does not take at once. Never blocks.
     /// During a read callback the bytes are gathered and sent when it returns (rule 6).
@@ -438,6 +452,7 @@ public final class TCPStream: LoopHandle, ByteStream {
         // libuv has called every pending write/connect/shutdown callback (with ECANCELED) by now.
         delegate?.streamDidClose(self)
         delegate = nil
+        spliceAdvisor = nil
         pending.clear()
         inFlight.clear()
         pending.returnStorage(to: loop.buffers)
@@ -463,6 +478,11 @@ private func withStream(_ data: UnsafeMutableRawPointer?, _ body: (TCPStream) ->
 
 private let allocateReadBuffer: uv_alloc_cb = { handle, _, buffer in
     withStream(handle!.pointee.data) { owner in
+        // An empty buffer: libuv reports the socket readable (UV_ENOBUFS) without reading.
+        if owner.spliceAdvisor != nil {
+            buffer!.pointee = uv_buf_t(base: nil, len: 0)
+            return
+        }
         buffer!.pointee = uv_buf_t(base: owner.loop.readBuffer.assumingMemoryBound(to: CChar.self), len: EventLoop.readBufferSize)
     }
 }

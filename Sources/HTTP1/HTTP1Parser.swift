@@ -312,6 +312,28 @@ public final class HTTP1Parser {
     public var messageNeedsEOF: Bool { isInMessage && headComplete && llhttp_message_needs_eof(state) != 0 }
     var headComplete = false
 
+    /// Bytes still due of a body framed by Content-Length, while the parser is inside it and
+    /// running (not paused, not failed); 0 otherwise (no body, a chunked or close-delimited one,
+    /// a body skipped for HEAD or a 304, between messages).
+    public var lengthFramedBodyRemaining: UInt64 {
+        guard isInMessage, headComplete, !paused, llhttp_get_errno(state) == HPE_OK else { return 0 }
+        let flags = UInt32(state.pointee.flags)
+        guard flags & F_CONTENT_LENGTH.rawValue != 0, flags & (F_CHUNKED.rawValue | F_SKIPBODY.rawValue) == 0 else { return 0 }
+        return state.pointee.content_length
+    }
+
+    /// The most `skipBody` takes now: all of the body but its last byte, which the parser must
+    /// see to end the message.
+    public var skippableBodyBytes: Int { Int(clamping: max(lengthFramedBodyRemaining, 1) - 1) }
+
+    /// `count` body bytes went past the parser (spliced between sockets): they count as parsed.
+    /// At most `skippableBodyBytes`, so the message still ends in `feed`, with its callbacks,
+    /// when its last bytes arrive.
+    public func skipBody(_ count: Int) {
+        precondition(count <= skippableBodyBytes, "skipping the body's last byte")
+        state.pointee.content_length -= UInt64(count)
+    }
+
     /// Forgets everything, for a connection reused for a new exchange, or a parser lent to
     /// another connection: nothing of the bytes fed before is looked back at.
     public func reset() {

@@ -144,6 +144,7 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         state = .closed
         owner = nil
         timer.close()
+        (stream as? TCPStream)?.spliceAdvisor = nil
         defer { stream = nil }
         return stream
     }
@@ -281,7 +282,9 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         switch parser.feed(bytes) {
         case .consumed:
             owner?.upstreamDidParseRead(self)
+            offerSplice()
         case .paused(let consumed):
+            (stream as? TCPStream)?.spliceAdvisor = nil
             if consumed < bytes.count {
                 // Bytes after a complete response that nobody asked for: never reuse this one;
                 // and if they came in the read that carried the response, it is a 502.
@@ -346,5 +349,36 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     public func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
         owner?.upstreamDidFinishMessage(self) ?? true
+    }
+}
+
+// MARK: Splicing the response body (SpliceRelay.swift)
+
+extension UpstreamConnection: SpliceAdvisor {
+    /// After a parsed read: when the owner would take the rest of a Content-Length body by
+    /// splice, the socket's next readable bytes are offered to `spliceTarget` before any read.
+    func offerSplice() {
+        let remaining = parser.lengthFramedBodyRemaining
+        guard remaining > 0, let tcp = stream as? TCPStream, tcp.spliceAdvisor == nil,
+              owner?.upstream(self, spliceSinkForBody: remaining) != nil else { return }
+        tcp.spliceAdvisor = self
+    }
+
+    public func spliceTarget(for stream: TCPStream) -> SpliceTarget? {
+        let remaining = parser.lengthFramedBodyRemaining
+        guard state == .active, remaining > 0, let sink = owner?.upstream(self, spliceSinkForBody: remaining) else {
+            // For the rest of this body, or this exchange: libuv reads again.
+            stream.spliceAdvisor = nil
+            return nil
+        }
+        return SpliceTarget(sink: sink, maxBytes: parser.skippableBodyBytes)
+    }
+
+    /// Spliced body bytes count as read and parsed: the same progress, deadline and count as a read.
+    public func stream(_ stream: TCPStream, didSplice count: Int) {
+        receivedResponseBytes = true
+        if deadlines.restartsOnProgress { setTimer(deadlines.startResponse(now: loop.nowMilliseconds)) }
+        parser.skipBody(count)
+        owner?.upstream(self, didSpliceBody: count)
     }
 }

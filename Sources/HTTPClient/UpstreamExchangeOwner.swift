@@ -35,4 +35,16 @@ public protocol UpstreamExchangeOwner: AnyObject {
     func upstream(_ upstream: UpstreamConnection, didUpgradeWith bytes: UnsafeRawBufferPointer)
     func upstreamTunnel(_ upstream: UpstreamConnection, didRead bytes: UnsafeRawBufferPointer)
     func upstreamTunnelDidEnd(_ upstream: UpstreamConnection)
+
+    /// The response body's next bytes (`remaining` of a body framed by Content-Length are due)
+    /// may be spliced from the upstream's socket to the returned one, bypassing the parser and
+    /// the owner's `didReceiveBody`; nil while they must be read (SpliceRelay.swift).
+    func upstream(_ upstream: UpstreamConnection, spliceSinkForBody remaining: UInt64) -> TCPStream?
+    /// `count` body bytes were spliced to the sink the owner named (sent or queued there).
+    func upstream(_ upstream: UpstreamConnection, didSpliceBody count: Int)
+}
+
+extension UpstreamExchangeOwner {
+    public func upstream(_ upstream: UpstreamConnection, spliceSinkForBody remaining: UInt64) -> TCPStream? { nil }
+    public func upstream(_ upstream: UpstreamConnection, didSpliceBody count: Int) {}
 }

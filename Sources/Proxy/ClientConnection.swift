@@ -153,6 +153,7 @@ final class ClientConnection: ByteStreamDelegate {
             }
             feedParser(bytes)
             drive()
+            offerRequestBodySplice()
         }
     }
 

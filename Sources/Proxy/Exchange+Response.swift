@@ -49,6 +49,7 @@ extension Exchange {
         changingCurrent { $0.response.body(count, sent: &$0.record.bodyBytesSent) }
     }
     var relaysChunks: Bool { current.response.relaysChunks }
+    var relaysResponseBodyAsIs: Bool { current.response.relaysBodyAsIs }
     mutating func responseMessageEnded() -> ResponseEnd { current.response.messageEnded() }
 
     /// The read that completed the response is parsed; after a refused token the request waits

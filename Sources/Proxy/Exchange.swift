@@ -227,6 +227,11 @@ struct Exchange {
 
     /// Request body bytes go upstream unless the relay answered itself.
     var forwardsRequestBody: Bool { current.response.progress != .answeredLocally }
+    /// Request body bytes sent upstream are kept for a replay (`sentRequestBody` answers `.keep`).
+    var keepsRequestBody: Bool {
+        if case .keeping = current.request.bodyReplay { return true }
+        return false
+    }
     mutating func sentRequestBody(_ count: Int) -> BodyKeeping { current.request.sentBody(count) }
     /// The request is complete. Returns also whether its body clock ran (its timer is disarmed).
     mutating func requestEnded() -> (end: RequestEnd, bodyClockRan: Bool) {

@@ -222,6 +222,13 @@ struct ExchangeResponse {
     }
 
     /// The client's body is chunked: the upstream's chunk boundaries are written anew.
+    /// Body bytes go to the client now, unchanged (`body` would answer `.write` for a body
+    /// framed by Content-Length).
+    var relaysBodyAsIs: Bool {
+        guard case .streaming(let body) = progress else { return false }
+        return body.framing == .contentLength
+    }
+
     var relaysChunks: Bool {
         switch progress {
         case .held(let body), .streaming(let body): return body.framing == .chunked

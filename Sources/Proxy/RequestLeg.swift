@@ -112,6 +112,18 @@ final class RequestLeg: HTTP1ParserDelegate {
         if upstreamLeg.isAboveHighWater { connection.blockReadsForUpstream() }
     }
 
+    /// `count` body bytes went from the client's socket to the upstream's by splice
+    /// (ClientConnection+Splice.swift): the body's clock, the count and the upstream's progress as
+    /// for bytes parsed, and its backlog checked. Nothing is kept for a replay (`BodySplice`).
+    func bodySpliced(_ count: Int) {
+        let connection = self.connection
+        guard let upstreamLeg = connection.upstreamLeg else { return }
+        bodyBytesArrived(count)
+        _ = connection.exchange.sentRequestBody(count)
+        upstreamLeg.noteRequestProgress()
+        if upstreamLeg.isAboveHighWater { connection.blockReadsForUpstream() }
+    }
+
     func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {
         let connection = self.connection
         guard connection.exchange.forwardsRequestBody, let upstreamLeg = connection.upstreamLeg, upstreamLeg.isConnected, size > 0 else { return }

@@ -159,6 +159,25 @@ extension UpstreamLeg: UpstreamExchangeOwner {
         }
     }
 
+    // MARK: The body by splice (BodySplice.swift)
+
+    func upstream(_ upstream: UpstreamConnection, spliceSinkForBody remaining: UInt64) -> TCPStream? {
+        let connection = self.connection
+        guard upstream === self.upstream, let client = connection.stream as? TCPStream else { return nil }
+        let facts = BodySplice.Facts(clientTLS: false, upstreamTLS: !(upstream.stream is TCPStream), remaining: remaining,
+                                     relayedAsIs: connection.exchange.relaysResponseBodyAsIs,
+                                     headHeld: connection.workspace?.response.isHolding ?? false,
+                                     forwardProxy: connection.forwardSide != nil)
+        return BodySplice(facts) == .splice ? client : nil
+    }
+
+    /// Spliced body bytes: counted as sent, and the client's backlog checked, as for bytes read.
+    func upstream(_ upstream: UpstreamConnection, didSpliceBody count: Int) {
+        let connection = self.connection
+        _ = connection.exchange.responseBody(count)
+        if connection.stream.isAboveHighWater { blockUpstreamReads(upstream) }
+    }
+
     /// The client's write backlog is full: the upstream's response waits.
     func blockUpstreamReads(_ upstream: UpstreamConnection) {
         connection.exchange.clientBacklogFull()
