@@ -51,6 +51,9 @@ public final class EventLoop {
     /// read never frees and allocates because a backlog holds the large one. Two kept at most
     /// (a read inside a read is the deepest the delivery nests).
     public let plaintextSpaces = BufferPool(maxSpare: 2)
+    /// The splice advisors of this loop's streams (`TCPStream.spliceAdvisor`), by stream: only
+    /// streams moving a large plain body have one.
+    var spliceAdvisors: [ObjectIdentifier: any SpliceAdvisor] = [:]
 
     public init() throws(UVError) {
         uv = .allocate(capacity: 1)

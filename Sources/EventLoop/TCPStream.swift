@@ -90,8 +90,17 @@ public final class TCPStream: LoopHandle, ByteStream {
     /// is broken in `handleDidClose` (rule 3 of EventLoop.swift).
     public var delegate: (any ByteStreamDelegate)?
     /// Set: readable bytes may bypass user space (SpliceRelay.swift). Strong, like `delegate`,
-    /// and dropped with it in `handleDidClose`.
-    public var spliceAdvisor: (any SpliceAdvisor)?
+    /// and dropped with it in `handleDidClose`. Kept in the loop's table, not in the stream
+    /// (whose flag `splices` says it has one): every client connection holds a stream, and the
+    /// existential's two words would take it past 160 bytes of heap.
+    public var spliceAdvisor: (any SpliceAdvisor)? {
+        get { splices ? loop.spliceAdvisors[ObjectIdentifier(self)] : nil }
+        set {
+            guard newValue != nil || splices else { return }
+            loop.spliceAdvisors[ObjectIdentifier(self)] = newValue
+            splices = newValue != nil
+        }
+    }
 
     /// Bytes waiting behind the write in flight.
     private var pending = ByteBuffer()
@@ -99,6 +108,8 @@ public final class TCPStream: LoopHandle, ByteStream {
     private var inFlight = ByteBuffer()
     /// Listed in the loop's batch, waiting for `flushBatchedWrites`.
     private var batched = false
+    /// `spliceAdvisor` is set: reads are readiness reports (in the padding after `batched`).
+    fileprivate var splices = false
     /// `closeAfterWrites`' times, kept in 32 bits (49 days) to keep the stream within 160 bytes
     /// of heap (malloc's size class below 176), as the flags above do.
     private var lingerMilliseconds: UInt32 = 0
@@ -479,7 +490,7 @@ private func withStream(_ data: UnsafeMutableRawPointer?, _ body: (TCPStream) ->
 private let allocateReadBuffer: uv_alloc_cb = { handle, _, buffer in
     withStream(handle!.pointee.data) { owner in
         // An empty buffer: libuv reports the socket readable (UV_ENOBUFS) without reading.
-        if owner.spliceAdvisor != nil {
+        if owner.splices {
             buffer!.pointee = uv_buf_t(base: nil, len: 0)
             return
         }
