@@ -88,6 +88,12 @@ final class SplicePipe {
         return .moved(moved, stranded: moved - sent)
     }
 
+    /// Empties the pipe, its bytes dropped.
+    func discardAll() {
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        while scratch.withUnsafeMutableBytes({ Glibc.read(readEnd, $0.baseAddress!, $0.count) }) > 0 {}
+    }
+
     /// Reads `count` bytes of what stayed in the pipe into `buffer`.
     func drain(into buffer: UnsafeMutableRawPointer, count: Int) -> Int {
         var read = 0
@@ -140,6 +146,13 @@ extension TCPStream {
                     if count == 0 { break }
                     sink.write(UnsafeRawBufferPointer(start: loop.readBuffer, count: count))
                     left -= count
+                }
+                guard left == 0 else {
+                    // The pipe would not give back what it holds: the body cannot go on whole,
+                    // and the loop's next splice, whoever's, must not start behind stray bytes.
+                    pipe.discardAll()
+                    deliverRead(-Int(EIO))
+                    return
                 }
                 advisor.stream(self, didSplice: moved)
                 if stranded > 0 { return }
