@@ -28,6 +28,9 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     private(set) var completedExchanges = 0
     /// Any byte of a response arrived in the current exchange.
     public private(set) var receivedResponseBytes = false
+    /// This connection is its socket's splice advisor (`offerSplice`): what lets it go, at each
+    /// response's end, casts the stream only then.
+    private var advisesSplice = false
     /// The upstream allows another request after this response, and nothing went wrong.
     public var reusable = true
     /// Request bytes written before a connection exists (while queued or resolving).
@@ -144,7 +147,7 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         state = .closed
         owner = nil
         timer.close()
-        (stream as? TCPStream)?.spliceAdvisor = nil
+        stopAdvisingSplice()
         defer { stream = nil }
         return stream
     }
@@ -284,7 +287,7 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
             owner?.upstreamDidParseRead(self)
             offerSplice()
         case .paused(let consumed):
-            (stream as? TCPStream)?.spliceAdvisor = nil
+            stopAdvisingSplice()
             if consumed < bytes.count {
                 // Bytes after a complete response that nobody asked for: never reuse this one;
                 // and if they came in the read that carried the response, it is a 502.
@@ -359,9 +362,16 @@ extension UpstreamConnection: SpliceAdvisor {
     /// splice, the socket's next readable bytes are offered to `spliceTarget` before any read.
     func offerSplice() {
         let remaining = parser.lengthFramedBodyRemaining
-        guard remaining > 0, let tcp = stream as? TCPStream, tcp.spliceAdvisor == nil,
+        guard remaining > 0, !advisesSplice, let tcp = stream as? TCPStream,
               owner?.upstream(self, spliceSinkForBody: remaining) != nil else { return }
         tcp.spliceAdvisor = self
+        advisesSplice = true
+    }
+
+    private func stopAdvisingSplice() {
+        guard advisesSplice else { return }
+        advisesSplice = false
+        (stream as? TCPStream)?.spliceAdvisor = nil
     }
 
     public func spliceTarget(for stream: TCPStream) -> SpliceTarget? {
@@ -369,6 +379,7 @@ extension UpstreamConnection: SpliceAdvisor {
         guard state == .active, remaining > 0, let sink = owner?.upstream(self, spliceSinkForBody: remaining) else {
             // For the rest of this body, or this exchange: libuv reads again.
             stream.spliceAdvisor = nil
+            advisesSplice = false
             return nil
         }
         return SpliceTarget(sink: sink, maxBytes: parser.skippableBodyBytes)

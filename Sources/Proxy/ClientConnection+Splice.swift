@@ -10,7 +10,11 @@ extension ClientConnection: SpliceAdvisor {
     /// After a parsed read: when the rest of the request body may be spliced, the client socket's
     /// next readable bytes are offered to `spliceTarget` before any read.
     func offerRequestBodySplice() {
-        guard let client = stream as? TCPStream, client.spliceAdvisor == nil, requestBodySplice() != nil else { return }
+        // Most reads leave no body to come (a GET's whole request): answered from the exchange,
+        // before any reference is taken or the stream cast.
+        guard exchange.phase == .exchanging, exchange.current.request.upload == .pending,
+              let work = workspace, work.parser.lengthFramedBodyRemaining >= BodySplice.minimumRemaining,
+              let client = stream as? TCPStream, client.spliceAdvisor == nil, requestBodySplice() != nil else { return }
         client.spliceAdvisor = self
     }
 
