@@ -184,14 +184,22 @@ class Relay(_Process):
                                      stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         log.close()
         deadline = time.monotonic() + scaled(STARTUP_SECONDS)
-        while not can_connect(self.host, self.port):
-            if not self.running():
-                raise RelayExited(self.proc.returncode, self.log())
-            if time.monotonic() > deadline:
-                self.kill()
-                pytest.fail(f"relay did not listen on {host_port(self.host, self.port)} within "
-                            f"{scaled(STARTUP_SECONDS):.0f}s\n{self.log()}")
-            time.sleep(0.02)
+        # The admin listener opens after the proxy's: a test that talks to it right after start
+        # (a restart's /identities) must not find it closed.
+        listeners = [(self.host, self.port)]
+        admin = self.config.get("admin")
+        if isinstance(admin, str) and ":" in admin:
+            admin_host, _, admin_port = admin.rpartition(":")
+            listeners.append((admin_host.strip("[]"), int(admin_port)))
+        for host, port in listeners:
+            while not can_connect(host, port):
+                if not self.running():
+                    raise RelayExited(self.proc.returncode, self.log())
+                if time.monotonic() > deadline:
+                    self.kill()
+                    pytest.fail(f"relay did not listen on {host_port(host, port)} within "
+                                f"{scaled(STARTUP_SECONDS):.0f}s\n{self.log()}")
+                time.sleep(0.02)
         return self
 
     def peak_rss_bytes(self) -> int:
