@@ -43,7 +43,10 @@ class Pending:
 
 def fleet_of_one(redis, stub_idp, upstream, start_relay, timeout_ms: int):
     relay, admin = start_with_admin(start_relay, [oauth_route(upstream, "/echo/", "orders")],
-                                    identities={"orders": stub_idp.identity()}, store=store(redis, timeout_ms))
+                                    identities={"orders": stub_idp.identity()}, store=store(redis, timeout_ms),
+                                    # A slowed-down run scales the store's timeout; `check` wants the
+                                    # token wait at least twice it (30 s, the default, unscaled).
+                                    limits={"tokenWaitSeconds": max(30, 2 * timeout_ms // 1000 + 1)})
     assert relay.request("GET", "/echo/x").status == 200
     # The entry written (the token is handed to requests before it is): the logout has one to remove.
     wait_until(lambda: redis.cli("--scan").strip() != "", 5, "the shared entry written")
