@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from deadlines import scaled, wait_until
 from http_client import RawConnection, Response, assert_closed, assert_problem
-from processes import LOOPBACK, can_connect, free_port
+from processes import LOOPBACK, free_port
 
 RELOADED = "configuration reloaded"
 NOT_RELOADED = "configuration not reloaded; nothing changed"
@@ -140,9 +140,8 @@ class AdminClient:
 def start_with_admin(start_relay, routes: list, on_scrape=None, **top) -> tuple:
     """A relay with an admin listener on a free port; returns (relay, AdminClient)."""
     port = free_port()
+    # `Relay.start` waits for the admin listener too (it opens just after the data listener).
     relay = start_relay(routes, admin=f"{LOOPBACK}:{port}", **top)
-    # The relay binds its admin listener just after the data listener `start_relay` waits for.
-    wait_until(lambda: can_connect(LOOPBACK, port), 5, "the admin listener")
     return relay, AdminClient(port, on_scrape)
 
 
