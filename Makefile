@@ -94,7 +94,7 @@ test-checked: test-deps $(VENV)/.installed
 test-tsan: test-deps $(VENV)/.installed
 	swift build $(TSAN_FLAGS) --build-tests
 	TSAN_OPTIONS=halt_on_error=1 swift test $(TSAN_FLAGS) --skip-build --filter 'EventLoopTests|TokensTests|TokenHandOff|RelayMetricsTests'
-	OAUTH_RELAY_BIN=$(CURDIR)/$(TSAN_BUILD)/debug/oauth-relay OAUTH_RELAY_TEST_TIME_SCALE=5 TSAN_OPTIONS=halt_on_error=1 \
+	OAUTH_RELAY_BIN=$(CURDIR)/$(TSAN_BUILD)/debug/oauth-relay OAUTH_RELAY_TEST_TIME_SCALE=5 OAUTH_RELAY_TEST_SANITIZER=thread TSAN_OPTIONS=halt_on_error=1 \
 		$(VENV)/bin/python -m pytest -q -m "not slow" $(CHECKED_SKIP) $(CHECKED_TESTS)
 
 # AddressSanitizer over every unit test and the same integration tests: out-of-bounds reads and
@@ -111,7 +111,7 @@ test-tsan: test-deps $(VENV)/.installed
 ASAN_BUILD := .build-asan
 ASAN_FLAGS := --scratch-path $(ASAN_BUILD) -c debug --sanitize=address
 ASAN_LOGS := $(CURDIR)/$(ASAN_BUILD)/sanitizer-reports
-SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=$(1):log_path=$(ASAN_LOGS)/report \
+SANITIZER_ENV = OAUTH_RELAY_TEST_SANITIZER=address ASAN_OPTIONS=detect_leaks=$(1):log_path=$(ASAN_LOGS)/report \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0
 
 test-asan: test-deps $(VENV)/.installed

@@ -50,10 +50,10 @@ struct LoginCommand: ParsableCommand {
     func run() throws {
         let (loaded, identity) = try options.load(command: "login")
         guard identity.grant.isInteractive else {
-            fail("identity \"\(name)\" in \(options.config) is not one a person logs in to (it needs grant authorization_code or device_code)")
+            throw fail("identity \"\(name)\" in \(options.config) is not one a person logs in to (it needs grant authorization_code or device_code)")
         }
         if force, case .authorizationCode = identity.grant {
-            fail("--force starts a device login (grant device_code); identity \"\(name)\" logs in with a browser: open its login page "
+            throw fail("--force starts a device login (grant device_code); identity \"\(name)\" logs in with a browser: open its login page "
                  + "(/.oauth-relay/login/\(name) on the relay) to log in again, as anyone, while its token stays in use")
         }
         var watch = LoginWatch(name: name, timeoutSeconds: timeout ?? identity.loginTimeoutSeconds, openBrowser: !noBrowser,
@@ -69,17 +69,17 @@ struct LoginCommand: ParsableCommand {
         guard let before else { return false }
         watch.failureBefore = before["lastLoginFailure"]?.string
         guard let started = try admin.call("POST", "/identities/\(name)/login" + (force ? "?force=1" : "")) else {
-            fail("the running relay did not start the login")
+            throw fail("the running relay did not start the login")
         }
         guard started.status < 300 else {
-            fail("the running relay did not start the login: " + (started.json["detail"]?.string ?? "HTTP status \(started.status)"))
+            throw fail("the running relay did not start the login: " + (started.json["detail"]?.string ?? "HTTP status \(started.status)"))
         }
         // A device login that started cleared the last failure: any failure from now on is its own,
         // even one with the same text as before.
         if force { watch.failureBefore = nil }
         if let url = started.json["loginUrl"]?.string { watch.showLoginURL(url) }
         while true {
-            guard let entry = try admin.identity(name) else { fail("the relay stopped before the login ended") }
+            guard let entry = try admin.identity(name) else { throw fail("the relay stopped before the login ended") }
             if let code = watch.observe(LoginWatch.View(json: entry)) { throw ExitCode(code) }
             usleep(500_000)
         }
@@ -89,7 +89,7 @@ struct LoginCommand: ParsableCommand {
         let config = loaded.config
         guard config.store != nil
                 || (config.defaultStoreAllowed && DefaultStore.directory(environment: ProcessInfo.processInfo.environment) != nil) else {
-            fail("no relay runs with \(options.config) (its admin listener does not answer), and the configuration keeps no token store: "
+            throw fail("no relay runs with \(options.config) (its admin listener does not answer), and the configuration keeps no token store: "
                  + "a login made by this command would be lost when it exits. Start the relay, or add \"store\"")
         }
         var exitCode: Int32 = 1
@@ -120,9 +120,12 @@ struct LoginCommand: ParsableCommand {
         throw ExitCode(exitCode)
     }
 
-    private func fail(_ message: String) -> Never {
+    /// Prints why the command fails and gives the error that ends it with status 1. Thrown, not
+    /// an `exit` here: the command's values (the configuration read) are let go on the way out,
+    /// which LeakSanitizer checks at exit.
+    private func fail(_ message: String) -> ExitCode {
         FileHandleOutput.standardError("oauth-relay login: \(message)\n")
-        Self.exit(withError: ExitCode(1))
+        return ExitCode(1)
     }
 }
 

@@ -26,6 +26,7 @@ from http_client import RawConnection, assert_problem, build_request
 from idp_processes import HERE, _IdP, tricky_secret
 from idp_relay import bearer, bearer_in_echo, oauth_route, run_token_command, token_command_config
 from processes import LOOPBACK
+from relay_build import SANITIZER
 
 pytestmark = pytest.mark.oauth
 
@@ -257,7 +258,10 @@ def test_the_bound_of_callers_keeps_entries_and_memory_flat(exchange_idp, upstre
     warm = figures[1][2]
     growth = max(rss for _, _, rss in figures[2:]) - warm
     print(f"RSS after 500 callers {warm} KiB, growth over the next 1,500: {growth} KiB")
-    assert growth < 4096, f"RSS grew {growth} KiB past warm-up with maxCallers 100"
+    if SANITIZER is None:
+        assert growth < 4096, f"RSS grew {growth} KiB past warm-up with maxCallers 100"
+    else:
+        print(f"RSS not bounded under the {SANITIZER} sanitizer (freed memory stays in its quarantine)")
     metrics = admin.scrape()
     assert metrics.value("oauth_relay_caller_cache_evictions_total", identity="orders") == 1900
     assert exchange_idp.assert_verified()["exchanges"] == 2000
