@@ -73,27 +73,36 @@ public struct RouteTable: Sendable {
     // listener's lookup pays nothing for the forward proxy's mode.
     @inline(__always)
     private func lookup(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer, fallsBackToAnyHost: Bool) -> Int? {
-        let bounds = HostIndex.hostBounds(in: host)
-        if !bounds.isEmpty {
-            if let group = exactHosts.lookup(host, bounds), let route = firstMatch(in: group, path: path) {
-                return route
-            }
-            if !wildcardSuffixes.isEmpty {
-                // Each dot starts a shorter suffix: `a.b.example.com` tries `b.example.com`,
-                // then `example.com`, then `com`, so the longest wildcard wins.
-                var dot = bounds.lowerBound
-                while dot < bounds.upperBound - 1 {
-                    if host[dot] == UInt8(ascii: "."),
-                       let group = wildcardSuffixes.lookup(host, (dot + 1)..<bounds.upperBound),
-                       let route = firstMatch(in: group, path: path) {
-                        return route
-                    }
-                    dot += 1
-                }
-            }
+        // A table without `host` routes (a relay in front of one upstream) does not read the
+        // Host at all (its bounds were 90 instructions a request, callgrind).
+        if !(exactHosts.isEmpty && wildcardSuffixes.isEmpty), let route = hostGroupMatch(host: host, path: path) {
+            return route
         }
         guard fallsBackToAnyHost else { return nil }
         return anyHostGroup.flatMap { firstMatch(in: $0, path: path) }
+    }
+
+    /// The route of the exact host, or else of the longest wildcard suffix, that `host` names.
+    @inline(__always)
+    private func hostGroupMatch(host: UnsafeRawBufferPointer, path: UnsafeRawBufferPointer) -> Int? {
+        let bounds = HostIndex.hostBounds(in: host)
+        guard !bounds.isEmpty else { return nil }
+        if let group = exactHosts.lookup(host, bounds), let route = firstMatch(in: group, path: path) {
+            return route
+        }
+        guard !wildcardSuffixes.isEmpty else { return nil }
+        // Each dot starts a shorter suffix: `a.b.example.com` tries `b.example.com`,
+        // then `example.com`, then `com`, so the longest wildcard wins.
+        var dot = bounds.lowerBound
+        while dot < bounds.upperBound - 1 {
+            if host[dot] == UInt8(ascii: "."),
+               let group = wildcardSuffixes.lookup(host, (dot + 1)..<bounds.upperBound),
+               let route = firstMatch(in: group, path: path) {
+                return route
+            }
+            dot += 1
+        }
+        return nil
     }
 
     /// Convenience for tests and tools (copies the strings); `path` must be normalized.
