@@ -21,8 +21,18 @@ public enum RequestPath {
     ///   `..` above the root stays at the root. Empty segments (`//`) and a trailing slash
     ///   are kept.
     public static func normalize(_ target: UnsafeRawBufferPointer, into output: inout [UInt8]) -> Bool {
-        output.removeAll(keepingCapacity: true)
-        guard target.first == UInt8(ascii: "/") else { return false }
+        guard target.first == UInt8(ascii: "/"), isNormal(target) else {
+            output.removeAll(keepingCapacity: true)
+            return target.first == UInt8(ascii: "/") && walk(target, into: &output)
+        }
+        // One call that empties and fills: `removeAll` and `append` took twice the instructions.
+        output.replaceSubrange(output.startIndex..<output.endIndex, with: target)
+        return true
+    }
+
+    /// `normalize` segment by segment, escape by escape: for a path that is not its own normal
+    /// form (`isNormal`). `output` is empty, `target` starts with `/`.
+    static func walk(_ target: UnsafeRawBufferPointer, into output: inout [UInt8]) -> Bool {
         let count = target.count
         var index = 0
         var endsWithDotSegment = false
@@ -60,6 +70,45 @@ public enum RequestPath {
             output.append(UInt8(ascii: "/"))
         }
         return true
+    }
+
+    /// Whether `path` (starting with `/`) is its own normal form, as most requests' paths are:
+    /// path characters and slashes only, no `%` escape, no segment starting with `.` (a dot
+    /// segment, or a name like `.well-known`, which the full walk then reads). The walk would
+    /// copy it byte by byte unchanged; this reads one table entry a byte and copies it whole.
+    @inline(__always)
+    static func isNormal(_ path: UnsafeRawBufferPointer) -> Bool {
+        var afterSlash = false
+        for byte in path {
+            let kind = pathByteKinds.utf8Start[Int(byte)]
+            if kind == UInt8(ascii: "p") {
+                afterSlash = false
+            } else if kind == UInt8(ascii: "/") {
+                afterSlash = true
+            } else if kind != UInt8(ascii: ".") || afterSlash {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// What each of the 256 byte values is in a path, 32 a line: `p` a path character other
+    /// than `.` (RFC 3986 pchar without pct-encoded: unreserved, sub-delims, `:`, `@`), `.`,
+    /// `/`, `_` anything else (`%` and every byte from 128 included). RequestPathTests checks
+    /// them against those characters. A literal: its bytes are constant data, read without a
+    /// lazy global.
+    @inline(__always)
+    static var pathByteKinds: StaticString {
+        """
+        ________________________________\
+        _p__p_pppppppp./pppppppppppp_p__\
+        ppppppppppppppppppppppppppp____p\
+        _pppppppppppppppppppppppppp___p_\
+        ________________________________\
+        ________________________________\
+        ________________________________\
+        ________________________________
+        """
     }
 
     /// Appends `path` without its first `prefixLength` bytes (a matched `pathPrefix`) to

@@ -1,4 +1,4 @@
-import Endpoints
+@testable import Endpoints
 import Routing
 import XCTest
 
@@ -43,6 +43,48 @@ final class RequestPathTests: XCTestCase {
         ]
         for (input, expected) in table {
             XCTAssertEqual(RequestPath.normalize(input), expected, "normalize(\(input.debugDescription))")
+        }
+    }
+
+    /// Every path `isNormal` lets through whole is what the walk makes of it, byte for byte:
+    /// all paths of up to four bytes after the `/` over bytes of each kind.
+    func testAPathThatIsItsOwnNormalFormIsWhatTheWalkMakesOfIt() {
+        let alphabet: [UInt8] = Array("a.Z9~:@!/%|? ".utf8) + [0x7F, 0xC3, 0x00]
+        var normalFormsSeen = 0
+        func check(_ path: [UInt8]) {
+            path.withUnsafeBytes { raw in
+                var walked: [UInt8] = []
+                let walkedValid = RequestPath.walk(raw, into: &walked)
+                var normalized: [UInt8] = []
+                XCTAssertEqual(RequestPath.normalize(raw, into: &normalized), walkedValid, "\(path)")
+                XCTAssertEqual(normalized, walked, "\(path)")
+                if RequestPath.isNormal(raw) {
+                    normalFormsSeen += 1
+                    XCTAssertTrue(walkedValid, "\(path)")
+                    XCTAssertEqual(walked, path, "\(path)")
+                }
+            }
+        }
+        func extend(_ path: [UInt8], _ left: Int) {
+            check(path)
+            guard left > 0 else { return }
+            for byte in alphabet { extend(path + [byte], left - 1) }
+        }
+        extend([UInt8(ascii: "/")], 4)
+        XCTAssertGreaterThan(normalFormsSeen, 1000)
+    }
+
+    func testThePathByteKindsAreTheCharactersOfRFC3986() {
+        XCTAssertEqual(RequestPath.pathByteKinds.utf8CodeUnitCount, 256)
+        let pathCharacters = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_~!$&'()*+,;=:@".utf8)
+        for byte in UInt8(0)...UInt8(255) {
+            let expected: Unicode.Scalar = switch byte {
+            case UInt8(ascii: "."): "."
+            case UInt8(ascii: "/"): "/"
+            case _ where pathCharacters.contains(byte): "p"
+            default: "_"
+            }
+            XCTAssertEqual(RequestPath.pathByteKinds.utf8Start[Int(byte)], UInt8(ascii: expected), "byte \(byte)")
         }
     }
 
