@@ -81,11 +81,17 @@ final class RequestTargetTests: XCTestCase {
         }
     }
 
-    func testTheRegNameBitMapHoldsExactlyUnreservedPercentAndSubDelims() {
-        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~%!$&'()*+,;=".utf8)
-        for byte in UInt8(0)...UInt8(127) {
-            let bit = byte < 64 ? (RequestTarget.regNameLow >> UInt64(byte)) & 1 : (RequestTarget.regNameHigh >> UInt64(byte - 64)) & 1
-            XCTAssertEqual(bit == 1, allowed.contains(byte), "byte \(byte)")
+    func testTheHostByteKindsAreDigitsRegNameBytesAndTheColon() {
+        XCTAssertEqual(RequestTarget.hostByteKinds.utf8CodeUnitCount, 256)
+        let regName = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-._~%!$&'()*+,;=".utf8)
+        for byte in UInt8(0)...UInt8(255) {
+            let expected: Unicode.Scalar = switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): "d"
+            case UInt8(ascii: ":"): ":"
+            case _ where regName.contains(byte): "r"
+            default: "_"
+            }
+            XCTAssertEqual(RequestTarget.hostByteKind(byte), UInt8(ascii: expected), "byte \(byte)")
         }
     }
 }
