@@ -30,25 +30,40 @@ enum UpstreamRequestHead {
                       forwarding: ForwardedHead.Forwarding, proofs: WorkerProofs?, claimLines: [UInt8]? = nil,
                       challengedNonce: [UInt8]? = nil, in work: ExchangeWorkspace) -> Outcome {
         let head = work.parser.head
-        guard let target = RequestTarget(head.target) else { return .unreadableTarget }
-        work.scratch.clear()
-        let verbatim = plan.forwardsTargetVerbatim || target.isAsterisk ? target.originForm : nil
+        let raw = head.target
         // Routes without DPoP do not look at the token's proofing at all.
         let proofing = plan.usesDPoP ? token?.dpop : nil
+        // An origin-form target (`/path?query`, as nearly every request sends) on a route that
+        // forwards it verbatim goes as it came: its parts are not needed (the placement read them),
+        // and it has no authority. It is what `RequestTarget` would give (`originForm` is the whole
+        // target), without parsing it a second time.
+        if plan.forwardsTargetVerbatim, raw.first == UInt8(ascii: "/") {
+            work.scratch.clear()
+            let failure = withOptionalBytes(token?.bytes) { tokenBytes -> JOSEError? in
+                write(head, target: raw, authority: nil, isAsterisk: false, plan: plan, token: tokenBytes, proofing: proofing,
+                      proofs: proofs, framing: framing, upgrade: upgrade, forwarding: forwarding, claimLines: claimLines,
+                      challengedNonce: challengedNonce, into: work)
+            }
+            guard let failure else { return .written }
+            return .proofNotSigned(failure)
+        }
+        guard let target = RequestTarget(raw) else { return .unreadableTarget }
+        work.scratch.clear()
+        let verbatim = plan.forwardsTargetVerbatim || target.isAsterisk ? target.originForm : nil
         let failure = withOptionalBytes(token?.bytes) { tokenBytes -> JOSEError? in
             if let verbatim {
-                return write(head, target: verbatim, requestTarget: target, plan: plan, token: tokenBytes, proofing: proofing, proofs: proofs,
-                             framing: framing, upgrade: upgrade, forwarding: forwarding, claimLines: claimLines,
-                             challengedNonce: challengedNonce, into: work)
+                return write(head, target: verbatim, authority: target.authority, isAsterisk: target.isAsterisk, plan: plan,
+                             token: tokenBytes, proofing: proofing, proofs: proofs, framing: framing, upgrade: upgrade,
+                             forwarding: forwarding, claimLines: claimLines, challengedNonce: challengedNonce, into: work)
             }
             work.normalizedPath.withUnsafeBytes {
                 plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
                                          token: tokenBytes, into: &work.rewrittenTarget, scratch: &work.targetScratch)
             }
             return work.rewrittenTarget.withUnsafeBytes { rewritten in
-                write(head, target: rewritten, requestTarget: target, plan: plan, token: tokenBytes, proofing: proofing, proofs: proofs,
-                      framing: framing, upgrade: upgrade, forwarding: forwarding, claimLines: claimLines,
-                      challengedNonce: challengedNonce, into: work)
+                write(head, target: rewritten, authority: target.authority, isAsterisk: target.isAsterisk, plan: plan,
+                      token: tokenBytes, proofing: proofing, proofs: proofs, framing: framing, upgrade: upgrade,
+                      forwarding: forwarding, claimLines: claimLines, challengedNonce: challengedNonce, into: work)
             }
         }
         guard let failure else { return .written }
@@ -57,13 +72,15 @@ enum UpstreamRequestHead {
 
     /// Writes the head for `target` (as the upstream receives it) with the token; with a
     /// `proofing` (a `DPoP` token on a DPoP route), a fresh proof whose `htu` is the upstream's origin and `target`'s path. Returns the
-    /// signing failure, if any (nothing is written then).
+    /// signing failure, if any (nothing is written then). `authority` and `isAsterisk`: the
+    /// client's request-target's (`RequestTarget`).
     @inline(__always)
-    private static func write(_ head: HTTPHead, target: UnsafeRawBufferPointer, requestTarget: RequestTarget, plan: RoutePlan,
+    private static func write(_ head: HTTPHead, target: UnsafeRawBufferPointer, authority: UnsafeRawBufferPointer?, isAsterisk: Bool,
+                              plan: RoutePlan,
                               token: UnsafeRawBufferPointer?, proofing: DPoPProofing?, proofs: WorkerProofs?,
                               framing: ForwardedHead.Framing, upgrade: [UInt8]?, forwarding: ForwardedHead.Forwarding,
                               claimLines: [UInt8]?, challengedNonce: [UInt8]?, into work: ExchangeWorkspace) -> JOSEError? {
-        let clientHost = requestTarget.authority ?? head.host
+        let clientHost = authority ?? head.host
         guard let proofing, let proofs else {
             ForwardedHead.writeRequest(head, target: target, plan: plan, framing: framing, forwarding: forwarding,
                                        clientHost: clientHost, token: token, upgrade: upgrade, claimLines: claimLines,
@@ -71,7 +88,7 @@ enum UpstreamRequestHead {
             return nil
         }
         // The asterisk-form's target URI has no path (RFC 9110 §7.1).
-        let path = requestTarget.isAsterisk ? UnsafeRawBufferPointer(start: nil, count: 0) : target
+        let path = isAsterisk ? UnsafeRawBufferPointer(start: nil, count: 0) : target
         do throws(JOSEError) {
             try proofs.withProof(proofing, method: head.methodName, plan: plan, target: path,
                                  challengedNonce: challengedNonce, nonceVersion: &work.dpopNonceVersion) { proof in
