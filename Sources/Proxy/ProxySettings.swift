@@ -51,6 +51,9 @@ public final class ProxySettings: Sendable {
     let upstreamQueueTimeoutMilliseconds: UInt64
     /// The login pages, when an identity logs a person in.
     let logins: LoginEndpoints?
+    /// `logins` is there: a request's placement tests this, not the optional itself (binding
+    /// `logins` copies its 900 bytes, about a hundred instructions per request).
+    let servesLogins: Bool
     /// The Host names the plain, the TLS and the admin listener serve (the admin listener's
     /// for `AdminServer`, which reads them from the settings in force).
     let plainHosts: ListenerHosts
@@ -109,6 +112,7 @@ public final class ProxySettings: Sendable {
         maxUpstreamConnections = config.limits.maxUpstreamConnections > 0 ? config.limits.maxUpstreamConnections : .max
         upstreamQueueTimeoutMilliseconds = milliseconds(config.limits.upstreamQueueTimeoutSeconds)
         logins = LoginEndpoints(config: config, identities: identities, desk: tokens?.logins)
+        servesLogins = logins != nil
         // The plain and the admin listener serve the same names: gathered and indexed once.
         let plainAndAdmin = ListenerHosts.forListeners(on: [config.listen] + (config.admin.map { [$0] } ?? []), config: config)
         plainHosts = plainAndAdmin[0]

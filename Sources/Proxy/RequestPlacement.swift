@@ -75,11 +75,11 @@ struct RequestPlacement {
         let host = target.authority ?? head.host ?? UnsafeRawBufferPointer(start: nil, count: 0)
         guard hostVouched || (overTLS ? settings.tlsHosts : settings.plainHosts).serves(host) else {
             let name = String(decoding: host, as: UTF8.self)
-            let loginPage = settings.logins?.serves(path: normalizedPath) ?? false
+            let loginPage = settings.servesLogins && settings.logins!.serves(path: normalizedPath)
             return .answer(loginPage ? Problem(LoginEndpoints.wrongHost(name)) : .misdirected(host: name, overTLS: overTLS), closing: true,
                            refusal: .host)
         }
-        if let logins = settings.logins, !hostVouched, logins.serves(path: normalizedPath) {
+        if settings.servesLogins, !hostVouched, let logins = settings.logins, logins.serves(path: normalizedPath) {
             return .loginPage(normalizedPath.withUnsafeBytes {
                 LoginRequest(head: head, path: $0, queryWithMark: target.queryWithMark, authority: target.authority, overTLS: overTLS)
             })
