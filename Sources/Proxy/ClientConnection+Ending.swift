@@ -87,7 +87,7 @@ extension ClientConnection {
         guard exchange.current.record.startedAt != 0 else { return }
         // In place: passed by value, the record (a stored property) would be copied first, its
         // three strings retained and released.
-        worker.record(&exchange.current.record, plan: exchange.current.plan, settings: settings)
+        worker.record(&exchange.current.record, plan: exchange.current.plan, of: self)
         exchange.current.record.startedAt = 0
     }
 

@@ -133,8 +133,9 @@ struct ExchangeRequest {
 }
 
 extension ExchangeRequest {
-    /// What `head` says (its `upgrade` is the route's to set).
-    init(_ head: HTTPHead) {
+    /// What `head` says (its `upgrade` is the route's to set). Borrowed: an initializer takes its
+    /// arguments owned, and the head was retained and released around the call.
+    init(_ head: borrowing HTTPHead) {
         let hasBody = head.isChunked || (head.contentLength ?? 0) > 0
         self.init(versionMinor: head.versionMinor, isHead: head.isHead, isUpgrade: head.isUpgrade,
                   framing: head.isChunked ? .chunked : (head.contentLength != nil ? .contentLength : .none),

@@ -192,6 +192,15 @@ final class ProxyWorker {
         return settings
     }
 
+    /// Whether `connection` holds the settings a request that starts now takes (`currentSettings`),
+    /// compared without taking either reference: reading `currentSettings` to compare was a
+    /// retain and a release per request.
+    @inline(__always)
+    func settingsAreCurrent(for connection: ClientConnection) -> Bool {
+        if mailbox.generation != adoptedGeneration { adoptNewSettings() }
+        return settings === connection.settings
+    }
+
     private func adoptNewSettings() {
         (settings, adoptedGeneration) = mailbox.current
         // New routes may name other upstreams, TLS settings or limits: new exchanges get new
@@ -216,9 +225,11 @@ final class ProxyWorker {
     /// The pool of a route's upstream. Routes to the same upstream share one pool; the lookup
     /// per request is an array index, not a hash of the host name. A plan of earlier settings
     /// (its request began before a reload) gets a pool of its own, retired from the start.
-    func pool(for plan: RoutePlan, of planSettings: ProxySettings) -> UpstreamPool {
-        guard planSettings === settings else {
-            let pool = UpstreamPool(key: plan.upstreamKey, worker: self, settings: planSettings, tls: plan.tls)
+    /// `connection`: the client connection whose settings `plan` is of, its settings compared
+    /// in place (passing the settings themselves was a retain and a release per request).
+    func pool(for plan: RoutePlan, of connection: ClientConnection) -> UpstreamPool {
+        guard connection.settings === settings else {
+            let pool = UpstreamPool(key: plan.upstreamKey, worker: self, settings: connection.settings, tls: plan.tls)
             retiredPools[ObjectIdentifier(pool)] = pool
             pool.retire()
             return pool
@@ -275,16 +286,17 @@ final class ProxyWorker {
     // MARK: Metrics and logging
 
     /// Counts and logs a finished exchange. `inout` only so that the caller's stored record is
-    /// read in place, not copied: it is not changed here.
-    func record(_ exchange: inout ExchangeRecord, plan: RoutePlan?, settings: ProxySettings) {
+    /// read in place, not copied: it is not changed here. `connection`: the client connection
+    /// whose settings the exchange had, read in place as for `pool(for:of:)`.
+    func record(_ exchange: inout ExchangeRecord, plan: RoutePlan?, of connection: ClientConnection) {
         let now = exchange.endedAt != 0 ? exchange.endedAt : clock()
         let upstreamTimed = exchange.upstreamHeadAt > exchange.upstreamStartedAt && exchange.upstreamStartedAt > 0
         if let metrics {
-            let series = routeMetrics(metrics, plan, settings: settings)
+            let series = routeMetrics(metrics, plan, inForce: connection.settings === settings)
             series.countRequest(status: exchange.status, seconds: Double(now - exchange.startedAt) / 1_000_000_000)
             if upstreamTimed { series.recordUpstream(seconds: Double(exchange.upstreamHeadAt - exchange.upstreamStartedAt) / 1_000_000_000) }
         }
-        if settings.accessLog { logAccess(exchange, now: now, upstreamTimed: upstreamTimed) }
+        if connection.settings.accessLog { logAccess(exchange, now: now, upstreamTimed: upstreamTimed) }
     }
 
     /// Counts a request refused for what a browser could have been made to send (the request
@@ -298,10 +310,11 @@ final class ProxyWorker {
         metrics?.route("").countRequest(status: status, seconds: nil)
     }
 
-    /// The series of `plan`'s route (no plan: requests no route took).
-    private func routeMetrics(_ metrics: WorkerMetrics, _ plan: RoutePlan?, settings planSettings: ProxySettings) -> RouteMetrics {
+    /// The series of `plan`'s route (no plan: requests no route took). `inForce`: the plan is
+    /// of the settings in force (its position indexes `routeMetrics`).
+    private func routeMetrics(_ metrics: WorkerMetrics, _ plan: RoutePlan?, inForce: Bool) -> RouteMetrics {
         guard let plan else { return metrics.route("") }
-        guard planSettings === settings else { return metrics.route(plan.route.name) }
+        guard inForce else { return metrics.route(plan.route.name) }
         if let series = routeMetrics[plan.position] { return series }
         let series = metrics.route(plan.route.name)
         routeMetrics[plan.position] = series
@@ -325,7 +338,7 @@ final class ProxyWorker {
 
     /// Counts and logs an upstream exchange that failed.
     func upstreamFailed(_ failure: UpstreamFailure, plan: RoutePlan?, settings: ProxySettings, midResponse: Bool) {
-        if let metrics { routeMetrics(metrics, plan, settings: settings).countUpstreamError(kind: failure.metricKind) }
+        if let metrics { routeMetrics(metrics, plan, inForce: settings === self.settings).countUpstreamError(kind: failure.metricKind) }
         logger.warning("upstream failure", metadata: [
             "route": .string(plan?.route.name ?? "-"),
             "error": .string("\(failure)"),

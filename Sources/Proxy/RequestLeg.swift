@@ -42,8 +42,7 @@ final class RequestLeg: HTTP1ParserDelegate {
         let work = connection.work
         work.replayBody.clear()
         work.replayBody.shrink(ifLargerThan: Exchange.maxReplayBodyBytes)
-        let current = connection.worker.currentSettings
-        if current !== connection.settings { connection.adopt(current) }
+        if !connection.worker.settingsAreCurrent(for: connection) { connection.adopt(connection.worker.currentSettings) }
         connection.exchange.headParsed(head, keepAlive: head.keepAlive && !connection.worker.isDraining,
                                        startedAt: connection.timesExchanges ? connection.worker.clock() : 0)
         switch place(head, work: work) {

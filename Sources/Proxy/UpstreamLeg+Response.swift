@@ -205,7 +205,7 @@ extension UpstreamLeg: UpstreamExchangeOwner {
                 connection.drive()
                 return
             }
-            let fresh = connection.worker.pool(for: plan, of: connection.settings).acquire(for: self, fresh: true)
+            let fresh = connection.worker.pool(for: plan, of: connection).acquire(for: self, fresh: true)
             self.upstream = fresh
             fresh.write(connection.work.replayableHead)
             if connection.exchange.requestComplete { fresh.noteRequestSent() }

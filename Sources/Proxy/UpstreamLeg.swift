@@ -61,7 +61,7 @@ final class UpstreamLeg {
         if connection.timesExchanges {
             connection.exchange.current.record.upstreamStartedAt = now != 0 ? now : connection.worker.clock()
         }
-        let upstream = connection.worker.pool(for: plan, of: connection.settings).acquire(for: self)
+        let upstream = connection.worker.pool(for: plan, of: connection).acquire(for: self)
         self.upstream = upstream
         upstream.write(work.scratch)
         // A replay (a new token, a DPoP nonce) sends the body the upstream already received.
