@@ -50,7 +50,7 @@ extension RequestLeg {
         switch action {
         case .forward(let resume):
             resumeParser = resume
-            connection.upstreamLeg?.forwardRequestHead()
+            connection.upstreamLeg?.forwardRequestHead(in: connection.work)
         case .answer(let problem, let resume):
             resumeParser = resume
             connection.answerLocally(problem)

@@ -50,7 +50,7 @@ final class RequestLeg: HTTP1ParserDelegate {
             // Forwarded in the same callback as the head arrived: the head's time serves (one
             // clock read less per request).
             let startedAt = connection.exchange.current.record.startedAt
-            connection.upstreamLeg?.forwardRequestHead(at: startedAt)
+            connection.upstreamLeg?.forwardRequestHead(at: startedAt, in: work)
             return .framed
         case .waitForToken(let pauseParser):
             // The head stays in the parser until the token thread wakes this worker

@@ -49,7 +49,7 @@ extension UpstreamLeg {
         connection.worker.logger.debug("upstream asked for a DPoP nonce; sending the request again with it",
                                        metadata: ["route": .string(plan.route.name)])
         if let identity = plan.identity { connection.worker.tokens?.service.upstreamAskedForDPoPNonce(identity) }
-        forwardRequestHead()
+        forwardRequestHead(in: connection.work)
         connection.finishExchangeIfDone()
         connection.drive()
     }

@@ -50,11 +50,10 @@ final class UpstreamLeg {
     /// connection. The head is read from the parser, where it stays until the next request, so
     /// this also serves a request that waited for its token or is replayed.
     /// `now`: the exchange clock if the caller just read it (0: read it here, when timing).
-    func forwardRequestHead(at now: UInt64 = 0) {
+    /// `work`: the connection's workspace, one reference for the head and what follows (each
+    /// read of `connection.work` is a retain and a release).
+    func forwardRequestHead(at now: UInt64 = 0, in work: ExchangeWorkspace) {
         let connection = self.connection
-        // One workspace reference for the head and what follows: each read of `connection.work`
-        // is a retain and a release.
-        let work = connection.work
         guard let plan = connection.exchange.current.plan, writeUpstreamRequestHead(for: plan, in: work) else { return }
         work.replayableHead.clear()
         if !connection.exchange.current.request.hasBody { work.replayableHead.append(work.scratch.readableBytes) }
