@@ -146,7 +146,12 @@ struct Exchange {
         self.keepAlive = keepAlive
         // The memberwise initializer sets each field once, the rest to its default; an init that
         // overwrote the defaults made the optimizer copy the whole value (~450 instructions).
-        current = CurrentExchange(request: ExchangeRequest(head), record: ExchangeRecord(startedAt: startedAt))
+        // The last request's state is ended where it lies and the new one built there: an
+        // assignment copied the old value out first (a 177-byte `memcpy`).
+        let next = CurrentExchange(request: ExchangeRequest(head), record: ExchangeRecord(startedAt: startedAt))
+        let slot = writableCurrent
+        slot.deinitialize(count: 1)
+        slot.initialize(to: next)
     }
 
     /// The connection's routing refused the head: it is answered here. `closing`: what follows
