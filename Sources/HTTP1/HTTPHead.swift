@@ -34,6 +34,8 @@ public final class HTTPHead {
     public internal(set) var isChunked = false
     /// A Transfer-Encoding field is present (whatever it lists).
     var hasTransferEncoding = false
+    /// A `Connection` field is present.
+    var hasConnectionField = false
     /// A `Connection` header lists Content-Length, Transfer-Encoding or Host (see HeadRules).
     var connectionListsFramingField = false
     public internal(set) var contentLength: UInt64?
@@ -63,6 +65,7 @@ public final class HTTPHead {
         versionMajor = 1; versionMinor = 1
         isChunked = false
         hasTransferEncoding = false
+        hasConnectionField = false
         connectionListsFramingField = false
         contentLength = nil
         keepAlive = true
@@ -86,9 +89,8 @@ public final class HTTPHead {
 
     /// The field's line as it arrived, `name: value` CRLF, when it arrived in exactly the
     /// spelling `appendField` writes (one space after the colon, none after the value); nil
-    /// otherwise. The head keeps the bytes between a field's pieces as they came (see
-    /// `HTTP1Parser.headOffset`), and nothing but that run of bytes puts `: ` right before a
-    /// value and CRLF right after it: neither a name nor a value holds CR or LF.
+    /// otherwise. The head keeps its bytes as they came, and nothing but that run of bytes puts
+    /// `: ` right before a value and CRLF right after it: neither a name nor a value holds CR or LF.
     @inline(__always)
     public func receivedLine(_ field: FieldSlot) -> UnsafeRawBufferPointer? {
         let start = Int(field.nameStart)
@@ -159,12 +161,19 @@ public final class HTTPHead {
 
 
     private static let chunked = Array("chunked".utf8)
+    private static let keepAlive = Array("keep-alive".utf8)
+    private static let close = Array("close".utf8)
 
     /// Marks every field named by a `Connection` header (RFC 9110 §7.6.1). A listed name that
     /// is a known header matches the fields classified as it (classification is exact); any
     /// other name is compared with the fields that are not known headers.
     func markConnectionListedFields() {
+        guard hasConnectionField else { return }
         for field in fields where field.known == .connection {
+            // Most say only `keep-alive` or `close`, which name no field.
+            let listed = value(field)
+            if listed.count == 10 && ASCII.equalsIgnoringCase(listed, Self.keepAlive)
+                || listed.count == 5 && ASCII.equalsIgnoringCase(listed, Self.close) { continue }
             ASCII.forEachListElement(value(field)) { token in
                 let listed = KnownHeader(name: token)
                 // `keep-alive`, `upgrade` and the like name fields that are dropped anyway (and
