@@ -55,16 +55,14 @@ extension HTTPHead {
             if first == 0x3A {
                 throw HTTP1Error(.malformed, trailers ? "a trailer field with an empty name" : "a header field with an empty name")
             }
-            // The line ends at its first LF, after a CR.
-            guard let lineFeedAt = memchr(start + position, 0x0A, count - position) else {
-                throw HTTP1Error(.malformed, "the head has no end")
-            }
-            let lineEnd = start.distance(to: UnsafeRawPointer(lineFeedAt)) - 1
-            guard byte(lineEnd) == 0x0D else { throw HTTP1Error(.malformed, "a bare LF ends a field line") }
-            let nameEnd = Self.firstColon(in: start, from: position + 1, before: lineEnd)
-            guard nameEnd < lineEnd else { throw HTTP1Error(.malformed, "a field line without a colon") }
-            // llhttp 8 in strict mode refuses these itself.
-            if Self.containsNULOrCR(start + nameEnd + 1, count: lineEnd - nameEnd - 1) {
+            let nameEnd = Self.firstColonOrLF(in: start, from: position &+ 1, count: count)
+            guard nameEnd < count, byte(nameEnd) == 0x3A else { throw HTTP1Error(.malformed, "a field line without a colon") }
+            // The value ends at the line's CR; a NUL, a CR not before LF, or a bare LF ends it
+            // otherwise (llhttp 8 in strict mode refuses all but the bare LF itself).
+            let lineEnd = Self.firstLineBreakOrNUL(in: start, from: nameEnd &+ 1, count: count)
+            guard lineEnd < count else { throw HTTP1Error(.malformed, "the head has no end") }
+            guard byte(lineEnd) == 0x0D, lineEnd &+ 1 < count, byte(lineEnd &+ 1) == 0x0A else {
+                if byte(lineEnd) == 0x0A { throw HTTP1Error(.malformed, "a bare LF ends a field line") }
                 throw HTTP1Error(.invalidHeaderValue, "header value contains a NUL, CR or LF byte")
             }
             if fieldCount >= limits.maxFieldCount {
@@ -83,7 +81,8 @@ extension HTTPHead {
                                   nameLength: Int32(truncatingIfNeeded: nameEnd - position),
                                   valueStart: Int32(truncatingIfNeeded: base + valueStart),
                                   valueLength: Int32(truncatingIfNeeded: valueEnd - valueStart),
-                                  known: known, listedInConnection: false)
+                                  known: known, listedInConnection: false,
+                                  arrivedAsWritten: valueStart == nameEnd &+ 2 && byte(nameEnd &+ 1) == 0x20 && valueEnd == lineEnd)
             position = lineEnd &+ 2
             if trailers {
                 // RFC 9110 §6.5.1: framing fields have no business in trailers, and llhttp would
@@ -115,48 +114,52 @@ extension HTTPHead {
         }
     }
 
+    /// The first byte from `offset` on (`count` if none) for which `matches` sets the high bit
+    /// of its lane: eight bytes a load while eight remain, then one at a time. The high bit of a
+    /// lane of `(w - 1…1) & ~w & 8…8` is set for a zero lane, exactly for the lowest one (a
+    /// borrow only runs upwards), which is all that is read.
+    @inline(__always)
+    private static func firstMatch(in start: UnsafeRawPointer, from offset: Int, count: Int,
+                                   _ matches: (UInt64) -> UInt64) -> Int {
+        var offset = offset
+        while offset &+ 8 <= count {
+            let hits = matches(start.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            if hits != 0 { return offset &+ hits.trailingZeroBitCount >> 3 }
+            offset &+= 8
+        }
+        while offset < count {
+            if matches(UInt64(start.load(fromByteOffset: offset, as: UInt8.self))) & 0x80 != 0 { return offset }
+            offset &+= 1
+        }
+        return count
+    }
+
     private static let ones: UInt64 = 0x0101_0101_0101_0101
     private static let highs: UInt64 = 0x8080_8080_8080_8080
 
-    /// The first ':' from `offset` on, before `end` (`end` if none): eight bytes a load while
-    /// eight remain in the line. The high bit of a lane of `(w - 1…1) & ~w & 8…8` is set for a
-    /// zero lane, exactly for the lowest one (a borrow only runs upwards).
+    /// High bits of the lanes of `word` that are zero (exact for the lowest one).
     @inline(__always)
-    static func firstColon(in start: UnsafeRawPointer, from offset: Int, before end: Int) -> Int {
+    private static func zeroLanes(_ word: UInt64) -> UInt64 { (word &- ones) & ~word & highs }
+
+    /// The first CR, LF or NUL from `offset` on. Searched as the first byte below 0x0E (one
+    /// subtraction a word), going on past any other such byte: HTAB may stand in a value, and
+    /// the other control bytes llhttp has refused.
+    @inline(__always)
+    static func firstLineBreakOrNUL(in start: UnsafeRawPointer, from offset: Int, count: Int) -> Int {
         var offset = offset
-        while offset + 8 <= end {
-            let word = start.loadUnaligned(fromByteOffset: offset, as: UInt64.self) ^ (ones &* 0x3A)
-            let zeros = (word &- ones) & ~word & highs
-            if zeros != 0 { return offset + zeros.trailingZeroBitCount >> 3 }
-            offset += 8
+        while true {
+            offset = firstMatch(in: start, from: offset, count: count) { ($0 &- ones &* 0x0E) & ~$0 & highs }
+            guard offset < count else { return count }
+            let byte = start.load(fromByteOffset: offset, as: UInt8.self)
+            if byte == 0x0D || byte == 0x0A || byte == 0 { return offset }
+            offset &+= 1
         }
-        while offset < end, start.load(fromByteOffset: offset, as: UInt8.self) != 0x3A { offset += 1 }
-        return offset
     }
 
-    /// Whether any of `count` bytes at `start` is NUL or CR: first whether any is below 0x0E,
-    /// eight bytes a load (the last load overlapping the one before), then, only if one is (HTAB
-    /// may stand in a value), byte by byte.
+    /// The first ':' or LF from `offset` on.
     @inline(__always)
-    static func containsNULOrCR(_ start: UnsafeRawPointer, count: Int) -> Bool {
-        @inline(__always) func hasLowByte(_ word: UInt64) -> Bool { (word &- ones &* 0x0E) & ~word & highs != 0 }
-        var low = false
-        if count >= 8 {
-            var offset = 0
-            while offset + 8 <= count, !low {
-                low = hasLowByte(start.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-                offset += 8
-            }
-            if !low && offset < count { low = hasLowByte(start.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)) }
-        } else {
-            for offset in 0..<count where start.load(fromByteOffset: offset, as: UInt8.self) < 0x0E { low = true }
-        }
-        guard low else { return false }
-        for offset in 0..<count {
-            let byte = start.load(fromByteOffset: offset, as: UInt8.self)
-            if byte == 0 || byte == 0x0D { return true }
-        }
-        return false
+    static func firstColonOrLF(in start: UnsafeRawPointer, from offset: Int, count: Int) -> Int {
+        firstMatch(in: start, from: offset, count: count) { zeroLanes($0 ^ (ones &* 0x3A)) | zeroLanes($0 ^ (ones &* 0x0A)) }
     }
 
     /// Where the target or the reason lies in the start line (`count` bytes, its CRLF not

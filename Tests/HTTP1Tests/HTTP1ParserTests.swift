@@ -211,6 +211,17 @@ final class HTTP1ParserTests: XCTestCase {
         XCTAssertTrue(parser.head.connectionHas(Array("close".utf8)))
     }
 
+    func testAConnectionFieldOfKeepAliveAloneNamesOnlyKeepAlive() {
+        // Read in two loads rather than as a list: what it names is hop-by-hop anyway.
+        let parser = HTTP1Parser(kind: .response, limits: defaultLimits)
+        feed(parser, "HTTP/1.1 200 OK\r\nConnection: KEEP-Alive\r\nKeep-Alive: timeout=5\r\nConnection: keep-alivE, x-a\r\nX-A: 1\r\nX-B: 2\r\n\r\n")
+        XCTAssertEqual(parser.head.fields.map { parser.head.isHopByHop($0) }, [true, true, true, true, false])
+        for (value, isKeepAlive) in [("keep-alive", true), ("Keep-Alive", true), ("keep-alivf", false), ("keep_alive", false),
+                                     ("keep-alive ", false), ("keep-aliv", false), ("kEEP-ALIVE", true)] {
+            Array(value.utf8).withUnsafeBytes { XCTAssertEqual(HTTPHead.isKeepAlive($0), isKeepAlive, value) }
+        }
+    }
+
     func testResponseFramingAndReason() {
         let (d, result) = parseAtEveryBoundary("HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nnop", kind: .response)
         XCTAssertEqual(result, .consumed)
