@@ -170,7 +170,10 @@ extension HTTPHead {
             guard offset < count, let found = memchr(start + offset, 0x20, count - offset) else { return nil }
             return start.distance(to: UnsafeRawPointer(found))
         }
-        guard let firstSpace = space(from: 0) else { throw HTTP1Error(.malformed, "a start line without a space") }
+        // A method is a few letters; a status line starts `HTTP/x.y ` (llhttp checked both).
+        var firstSpace = kind == .response && byte(8) == 0x20 ? 8 : 0
+        while firstSpace < count, byte(firstSpace) != 0x20 { firstSpace &+= 1 }
+        guard firstSpace < count else { throw HTTP1Error(.malformed, "a start line without a space") }
         if kind == .response {
             // llhttp reports everything after the space that follows the status code, up to the
             // line break, as the reason; none when the code is followed by the line break.

@@ -127,12 +127,18 @@ public enum KnownHeader: UInt8, Sendable {
         self = Self.classify(name, lookalikes: lookalikes)
     }
 
-    /// `init(name:lookalikes:)`, inlined where every field of every head is classified.
+    /// `init(name:lookalikes:)`, where every field of every head is classified: the candidate
+    /// by length and first letter first (most names have none), its spelling apart.
     @inline(__always)
     static func classify(_ name: UnsafeRawBufferPointer, lookalikes: Bool) -> KnownHeader {
         guard name.count >= 2, let base = name.baseAddress else { return .other }
         let header = candidate(length: name.count, first: base.load(as: UInt8.self) | 0x20, name: base)
-        guard header != .other else { return .other }
+        return header == .other ? .other : confirm(header, name, lookalikes: lookalikes)
+    }
+
+    /// `header` when `name` spells it, else `underscoredLookalike` or `other`.
+    @inline(never)
+    private static func confirm(_ header: KnownHeader, _ name: UnsafeRawBufferPointer, lookalikes: Bool) -> KnownHeader {
         let known = header.lowercaseName
         let knownBytes = UnsafeRawBufferPointer(start: known.utf8Start, count: known.utf8CodeUnitCount)
         if spells(name, knownBytes) { return header }
@@ -140,7 +146,8 @@ public enum KnownHeader: UInt8, Sendable {
     }
 
     /// Whether `name` (any case) is `lowercase`, of the same length: eight bytes at a time, the
-    /// last word overlapping the one before (known names are 2 to 19 bytes long).
+    /// last word overlapping the one before (known names are 2 to 19 bytes long; below eight,
+    /// the first and last four bytes make one word).
     @inline(__always)
     private static func spells(_ name: UnsafeRawBufferPointer, _ lowercase: UnsafeRawBufferPointer) -> Bool {
         guard let a = name.baseAddress, let b = lowercase.baseAddress else { return false }
@@ -149,10 +156,17 @@ public enum KnownHeader: UInt8, Sendable {
             lowercased(a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
         }
         guard count >= 8 else {
-            for offset in 0..<count where ASCII.lowercased(a.load(fromByteOffset: offset, as: UInt8.self)) != b.load(fromByteOffset: offset, as: UInt8.self) {
-                return false
+            guard count >= 4 else {
+                for offset in 0..<count where ASCII.lowercased(a.load(fromByteOffset: offset, as: UInt8.self)) != b.load(fromByteOffset: offset, as: UInt8.self) {
+                    return false
+                }
+                return true
             }
-            return true
+            // Four to seven bytes: the first four and the last four (overlapping) in one word.
+            @inline(__always) func ends(_ bytes: UnsafeRawPointer) -> UInt64 {
+                UInt64(bytes.loadUnaligned(as: UInt32.self)) | UInt64(bytes.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)) << 32
+            }
+            return lowercased(ends(a)) == ends(b)
         }
         var offset = 0
         while offset + 8 <= count {
