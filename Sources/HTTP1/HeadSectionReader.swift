@@ -36,24 +36,28 @@ extension HTTPHead {
         var fieldCount = 0
         while true {
             guard position < count else { throw HTTP1Error(.malformed, "the head has no end") }
+            // A name most often starts with a letter: one comparison for it. Below `A` are CR
+            // (the empty line), LF, SP, HTAB, ':' and a few token characters.
             let first = byte(position)
-            if first == 0x0D {
-                guard position + 1 < count, byte(position + 1) == 0x0A else { throw HTTP1Error(.malformed, "the head has no end") }
-                guard position <= limits.maxHeadBytes else {
-                    throw HTTP1Error(.headTooLarge, trailers ? "trailers exceed maxHeaderBytes" : "header block exceeds maxHeaderBytes")
+            if first < 0x41 {
+                if first == 0x0D {
+                    guard position &+ 1 < count, byte(position &+ 1) == 0x0A else { throw HTTP1Error(.malformed, "the head has no end") }
+                    guard position <= limits.maxHeadBytes else {
+                        throw HTTP1Error(.headTooLarge, trailers ? "trailers exceed maxHeaderBytes" : "header block exceeds maxHeaderBytes")
+                    }
+                    return position &+ 2
                 }
-                return position + 2
-            }
-            if first == 0x0A {
-                throw HTTP1Error(.malformed, trailers ? "a bare LF ends the chunked body" : "a bare LF ends the head")
-            }
-            // llhttp 8 takes a line that starts with white space as the previous value's fold;
-            // RFC 9112 §5.2 lets a server reject it with 400.
-            if first == 0x20 || first == 0x09 { throw HTTP1Error(.malformed, "obsolete line folding in a header value") }
-            // llhttp 8 takes a line that starts with ':' as a field whose name is empty; RFC 9110
-            // §5.1 requires at least one token character.
-            if first == 0x3A {
-                throw HTTP1Error(.malformed, trailers ? "a trailer field with an empty name" : "a header field with an empty name")
+                if first == 0x0A {
+                    throw HTTP1Error(.malformed, trailers ? "a bare LF ends the chunked body" : "a bare LF ends the head")
+                }
+                // llhttp 8 takes a line that starts with white space as the previous value's fold;
+                // RFC 9112 §5.2 lets a server reject it with 400.
+                if first == 0x20 || first == 0x09 { throw HTTP1Error(.malformed, "obsolete line folding in a header value") }
+                // llhttp 8 takes a line that starts with ':' as a field whose name is empty; RFC
+                // 9110 §5.1 requires at least one token character.
+                if first == 0x3A {
+                    throw HTTP1Error(.malformed, trailers ? "a trailer field with an empty name" : "a header field with an empty name")
+                }
             }
             let nameEnd = Self.firstColonOrLF(in: start, from: position &+ 1, count: count)
             guard nameEnd < count, byte(nameEnd) == 0x3A else { throw HTTP1Error(.malformed, "a field line without a colon") }
@@ -72,6 +76,7 @@ extension HTTPHead {
             // White space around the value is not part of it (RFC 9110 §5.5). Usually one
             // space before it and none after: two comparisons.
             var valueStart = nameEnd &+ 1
+            if valueStart < lineEnd && byte(valueStart) == 0x20 { valueStart &+= 1 }
             while valueStart < lineEnd, byte(valueStart) == 0x20 || byte(valueStart) == 0x09 { valueStart &+= 1 }
             var valueEnd = lineEnd
             while valueEnd > valueStart, byte(valueEnd &- 1) == 0x20 || byte(valueEnd &- 1) == 0x09 { valueEnd &-= 1 }
