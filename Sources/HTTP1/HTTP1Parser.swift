@@ -345,31 +345,4 @@ public final class HTTP1Parser {
 
     /// The last chunk (size 0) was read: its completion ends the trailers, not a chunk.
     var lastChunkSeen: Bool { (UInt32(state.pointee.flags) & F_TRAILING.rawValue) != 0 }
-
-    /// Whether any of `count` bytes at `start` is NUL, CR or LF: eight bytes at a time (a word
-    /// has a byte equal to `b` when `word ^ b…b` has a zero byte), since every value of every
-    /// head passes here.
-    @inline(__always)
-    static func containsNULOrLineBreak(_ start: UnsafeRawPointer, count: Int) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        @inline(__always) func hasZeroByte(_ word: UInt64) -> Bool { (word &- ones) & ~word & highs != 0 }
-        @inline(__always) func hasNULOrLineBreak(_ word: UInt64) -> Bool {
-            hasZeroByte(word) || hasZeroByte(word ^ (ones &* 0x0A)) || hasZeroByte(word ^ (ones &* 0x0D))
-        }
-        guard count >= 8 else {
-            for offset in 0..<count {
-                let byte = start.load(fromByteOffset: offset, as: UInt8.self)
-                if byte == 0 || byte == 0x0A || byte == 0x0D { return true }
-            }
-            return false
-        }
-        var offset = 0
-        while offset + 8 <= count {
-            if hasNULOrLineBreak(start.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) { return true }
-            offset += 8
-        }
-        // The last bytes in one more word, overlapping the one before.
-        return offset < count && hasNULOrLineBreak(start.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
-    }
 }
