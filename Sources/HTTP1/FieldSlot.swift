@@ -10,4 +10,7 @@ public struct FieldSlot: Sendable {
     public var known: KnownHeader
     /// Named by a `Connection` header of the same message, so hop-by-hop too.
     public var listedInConnection: Bool
+    /// The line arrived spelled as `appendField` writes it, `name: value` CRLF (one space after
+    /// the colon, none after the value), so it is copied as it came (`HTTPHead.receivedLine`).
+    public var arrivedAsWritten: Bool
 }

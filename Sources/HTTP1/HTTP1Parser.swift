@@ -3,13 +3,20 @@
 // Design: llhttp does the tokenising and framing in strict mode (no lenient flag is ever set;
 // llhttp 8, Debian 12's, built with LLHTTP_STRICT_MODE, llhttp 9, Debian 13's, strict as built);
 // this type adds what llhttp leaves to its user — head size and field count limits, Host rules,
-// forbidden bytes in values, extra spaces in the request line and the bare LFs llhttp 8 takes
-// (llhttp 9 refuses those itself) — and collects the head into one reused buffer as offsets (see
-// HTTPHead), so a warm connection parses without allocating. The pieces llhttp reports (target,
-// names, values) are not copied one by one: each is noted as the offset it will have, and the
-// bytes from a read's first piece to its last are copied in one go (`copyHeadPieces`), when
-// the head is complete or the read ends. Body bytes are not copied: the
-// delegate sees slices of the caller's input buffer and forwards them.
+// forbidden bytes in values, extra spaces in the request line, folded values and the bare LFs
+// llhttp 8 takes (llhttp 9 refuses those itself) — and collects the head into one reused buffer
+// as offsets (see HTTPHead), so a warm connection parses without allocating.
+//
+// A head is read in one pass once llhttp has accepted all of it (`HTTPHead.read`), not piece by
+// piece as llhttp reports names and values: llhttp is given no callback for the pieces of a head
+// at all. The parser only needs to know where a head (or a trailer section) begins and ends.
+// It begins at the read's first byte that is not CR or LF when the read starts between messages
+// (llhttp skips those, and nothing else, before a message), else where llhttp pauses at
+// on_message_begin (or, for trailers, at the last chunk's header); it ends where llhttp calls
+// on_headers_complete (or ends a chunked message), which is in the same read in the usual case
+// (the head is read where it lies, then copied), else where llhttp pauses there. Until it ends,
+// each read's part of it is copied into the head's buffer, bounded by the size limit. Body bytes
+// are not copied: the delegate sees slices of the caller's input buffer and forwards them.
 //
 // llhttp callbacks (`ParserCallbacks`, routed by `ParserSettings`) are non-capturing closures
 // that recover the parser from `llhttp_t.data`.
@@ -57,46 +64,26 @@ public final class HTTP1Parser {
     /// Heap-allocated, not a stored struct: llhttp calls back into the parser during
     /// `llhttp_execute`, and `&storedProperty` would then be an overlapping access.
     let state: UnsafeMutablePointer<llhttp_t>
-    var headBytesSeen = 0
     var inTrailers = false
-    var inFieldName = false
-    /// Where the pieces of the head llhttp reported in this read begin, while they are not yet
-    /// copied into `head.bytes` (nil: none). The head is copied a read's worth at a time rather
-    /// than piece by piece: a piece's offset is where it will land, `head.bytes.count` plus its
-    /// distance from here; `copyHeadPieces()` copies up to `piecesEnd`, the end of the last one.
-    var uncopiedFrom: UnsafePointer<CChar>?
-    var piecesEnd: UnsafePointer<CChar>?
-    /// The most bytes between two pieces of one read that are copied with them (the white
-    /// space around a value, a line break): past this the pieces are copied apart, so bytes
-    /// that are not part of the head (long runs of white space) never fill its buffer.
-    static let maxCopiedGap = 64
-    /// The field being read: its name's place once the name is complete, its value's as the
-    /// value arrives; appended to the head when the value completes (one write per field).
-    var pendingField = FieldSlot(nameStart: 0, nameLength: 0, valueStart: 0, valueLength: 0, known: .other, listedInConnection: false)
-    // Bounds of the bytes given to the current `feed`, and what is known of the value being
-    // read, for telling a value split between reads from a folded one.
+    /// The section (head or trailers) being collected, begun but not yet complete (nil: none).
+    var collecting: HTTPHead.Section?
+    /// Where the section being collected begins in this read; nil when it began in an earlier
+    /// read (its bytes so far are in `head.bytes`, from `sectionBase`).
+    var sectionFrom: UnsafePointer<CChar>?
+    var sectionBase = 0
+    /// The read began between messages and no message ended in it yet: a message that begins
+    /// in it begins at its first byte other than CR or LF.
+    var messageMayBeginAtFeedStart = false
+    // Bounds of the bytes given to the current `feed`.
     var feedStart: UnsafePointer<CChar>?
     var feedEnd: UnsafePointer<CChar>?
-    var valuePieces = 0
-    var previousValuePieceEndedRead = false
-    /// The last byte other than SP or HTAB of the bytes fed before this `feed`, for telling a
-    /// value that is the fold of an empty one (`X:` CRLF SP `value`) when it starts a read.
-    var lastNonBlankBeforeFeed: UInt8 = 0
-    /// The last four bytes fed before this `feed`, the latest in the low byte: line breaks are
-    /// checked a few bytes back from where llhttp reports, which may be in the previous read.
-    var bytesBeforeFeed: UInt32 = 0
-    /// The line break ending the start line was checked (at the first field name).
-    var startLineChecked = false
-    /// The space after the request target was the last byte of the previous read.
-    var targetSpaceEndedRead = false
     /// Chunk-extension bytes of the current message (llhttp sets no bound on them).
     var chunkExtensionBytes = 0
     static let maxChunkExtensionBytes = 16 * 1024
-    /// Where the last header value of this `feed` ended (nil: none yet, or empty).
-    var lastValueEnd: UnsafePointer<CChar>?
-    /// A message boundary whose empty line is checked in `feed`, where llhttp says where it
-    /// ended, before the delegate hears of it.
-    enum DeferredBoundary { case none, head, message }
+    /// Where llhttp was paused for `feed` to go on with a position only it knows: a message's
+    /// first byte, the end of a head that began in an earlier read, the first byte of a trailer
+    /// section, the end of a chunked message (its trailers).
+    enum DeferredBoundary { case none, messageBegin, head, trailers, message }
     var deferred = DeferredBoundary.none
     var pendingError: HTTP1Error?
     var paused = false
@@ -125,32 +112,35 @@ public final class HTTP1Parser {
         let end = start + bytes.count
         feedStart = start
         feedEnd = end
-        lastValueEnd = nil
-        defer {
-            // Pieces of a head this read did not complete, before the read's bytes go away.
-            if uncopiedFrom != nil { copyHeadPieces() }
-            rememberTail(of: bytes)
-        }
-        if targetSpaceEndedRead {
-            targetSpaceEndedRead = false
-            if bytes[0] == 0x20 { return .failed(HTTP1Error(.malformed, "more than one space in the request line")) }
-        }
+        sectionFrom = nil
+        messageMayBeginAtFeedStart = !isInMessage
         var rc = llhttp_execute(state, start, bytes.count)
         while rc == HPE_PAUSED && deferred != .none, let boundary = llhttp_get_error_pos(state) {
             let check = deferred
             deferred = .none
-            guard lineBreakIsCRLF(before: boundary) else {
-                return .failed(HTTP1Error(.malformed, check == .head ? "a bare LF ends the head" : "a bare LF ends the chunked body"))
-            }
-            // A head without fields: the start line's break comes right before the empty line.
-            if check == .head && head.fields.isEmpty && !lineBreakIsCRLF(before: boundary - 2) {
-                return .failed(HTTP1Error(.malformed, "a bare LF ends the start line"))
-            }
-            let answer: Int32
-            if check == .head {
-                answer = headDelegateAnswer()
-            } else {
+            var answer: Int32 = 0
+            switch check {
+            case .messageBegin:
+                begin(.head, at: boundary)
+            case .trailers:
+                begin(.trailers, at: boundary)
+            case .head:
+                keepSectionBytes(upTo: boundary)
+                answer = completeHead(at: UnsafeRawPointer(head.bytes.baseAddress! + sectionBase), count: head.bytes.count - sectionBase)
+            case .message:
+                if collecting == .trailers {
+                    keepSectionBytes(upTo: boundary)
+                    do {
+                        _ = try head.read(.trailers, of: kind, at: UnsafeRawPointer(head.bytes.baseAddress! + sectionBase),
+                                          count: head.bytes.count - sectionBase, base: sectionBase, limits: limits)
+                    } catch {
+                        return .failed(error)
+                    }
+                    collecting = nil
+                }
                 answer = delegate?.parserDidFinishMessage(self) == true ? Int32(HPE_PAUSED.rawValue) : 0
+            case .none:
+                break
             }
             switch answer {
             case 0:
@@ -169,6 +159,16 @@ public final class HTTP1Parser {
         }
         switch rc {
         case HPE_OK:
+            // A head (or trailers) this read did not complete: its bytes, before they go away.
+            if collecting != nil {
+                let received = head.bytes.count - sectionBase + (sectionFrom ?? start).distance(to: end)
+                // Incomplete, the section is longer than what came of it, and all but its last
+                // CRLF counts: one byte more than the limit may have come of a head that fits.
+                guard received <= limits.maxHeadBytes + 1 else {
+                    return .failed(HTTP1Error(.headTooLarge, inTrailers ? "trailers exceed maxHeaderBytes" : "header block exceeds maxHeaderBytes"))
+                }
+                keepSectionBytes(upTo: end)
+            }
             return .consumed
         case HPE_PAUSED:
             paused = true
@@ -181,59 +181,53 @@ public final class HTTP1Parser {
         }
     }
 
-    /// Where the piece of `length` bytes at `at` lies in `head.bytes` (once copied).
+    /// A head or a trailer section begins at `at`, in this read.
     @inline(__always)
-    func headOffset(of at: UnsafePointer<CChar>, length: Int) -> Int {
-        if let from = uncopiedFrom, let end = piecesEnd {
-            if at - end <= Self.maxCopiedGap {
-                piecesEnd = at + length
-                return head.bytes.count + (at - from)
-            }
-            copyHeadPieces()
-        }
-        uncopiedFrom = at
-        piecesEnd = at + length
-        return head.bytes.count
+    func begin(_ section: HTTPHead.Section, at: UnsafePointer<CChar>) {
+        collecting = section
+        sectionFrom = at
+        sectionBase = head.bytes.count
     }
 
-    /// The bytes of the head from `offset` on, contiguous up to the end of the last piece:
-    /// in this read while they are not copied yet, else (copying the rest now) in `head.bytes`.
-    @inline(__always)
-    func headBytes(at offset: Int) -> UnsafeRawPointer? {
-        let copied = head.bytes.count
-        if offset >= copied, let from = uncopiedFrom { return UnsafeRawPointer(from + (offset - copied)) }
-        copyHeadPieces()
-        return head.bytes.baseAddress.map { UnsafeRawPointer($0 + offset) }
-    }
-
-    /// Copies the pieces not yet in `head.bytes` (and what lies between them) into it.
-    func copyHeadPieces() {
-        guard let from = uncopiedFrom, let end = piecesEnd else { return }
+    /// Copies the bytes of the section being collected that this read holds, up to `end`.
+    func keepSectionBytes(upTo end: UnsafePointer<CChar>) {
+        guard let from = sectionFrom ?? feedStart, from < end else { return }
         head.bytes.append(UnsafeRawBufferPointer(start: from, count: from.distance(to: end)))
-        uncopiedFrom = nil
-        piecesEnd = nil
+        sectionFrom = nil
     }
 
-    /// Keeps what the next read's checks look back at: the last four bytes, and the last one
-    /// that is not SP or HTAB. Loops written out: this runs for every read.
-    @inline(__always)
-    func rememberTail(of bytes: UnsafeRawBufferPointer) {
-        let count = bytes.count
-        if count >= 4 {
-            bytesBeforeFeed = UInt32(bytes[count - 4]) << 24 | UInt32(bytes[count - 3]) << 16
-                | UInt32(bytes[count - 2]) << 8 | UInt32(bytes[count - 1])
-        } else {
-            for index in 0..<count { bytesBeforeFeed = bytesBeforeFeed << 8 | UInt32(bytes[index]) }
+    /// The head is complete and lies at `start` (in this read, or in `head.bytes` at
+    /// `sectionBase`) within `count` bytes: reads it, checks it and asks the delegate; returns an
+    /// llhttp status for on_headers_complete.
+    func completeHead(at start: UnsafeRawPointer, count: Int) -> Int32 {
+        // Read from llhttp's state as its accessors do, without a call each.
+        head.method = state.pointee.method
+        head.statusCode = Int(state.pointee.status_code)
+        head.versionMajor = state.pointee.http_major
+        head.versionMinor = state.pointee.http_minor
+        // An HTTP/0.9 request line has no version and the request no fields: nothing to read.
+        if head.versionMajor == 0 { return fail(.malformed, "HTTP/0.9 is not supported") }
+        let length: Int
+        do {
+            length = try head.read(.head, of: kind, at: start, count: count, base: sectionBase, limits: limits)
+        } catch {
+            return fail(error.kind, error.reason)
         }
-        var index = count - 1
-        while index >= 0 {
-            let byte = bytes[index]
-            if byte != 0x20 && byte != 0x09 {
-                lastNonBlankBeforeFeed = byte
-                return
-            }
-            index -= 1
+        if sectionFrom != nil {
+            head.bytes.append(UnsafeRawBufferPointer(start: start, count: length))
+            sectionFrom = nil
         }
+        collecting = nil
+        let flags = UInt32(state.pointee.flags)
+        head.isChunked = flags & F_CHUNKED.rawValue != 0
+        head.contentLength = flags & F_CONTENT_LENGTH.rawValue != 0 ? state.pointee.content_length : nil
+        head.keepAlive = llhttp_should_keep_alive(state) != 0
+        head.isUpgrade = state.pointee.upgrade != 0
+        head.markConnectionListedFields()
+        if let problem = head.framingProblem(of: kind) { return fail(problem.kind, problem.reason) }
+        inTrailers = true
+        headComplete = true
+        return headDelegateAnswer()
     }
 
     /// The method llhttp did not know, when its line is a request line (a token of up to 32
@@ -252,22 +246,6 @@ public final class HTTP1Parser {
         guard afterTarget > end + 1, feedEnd - afterTarget >= 6,
               Array(UnsafeRawBufferPointer(start: afterTarget, count: 6)) == Array(" HTTP/".utf8) else { return nil }
         return String(decoding: UnsafeRawBufferPointer(start: start, count: end - start), as: UTF8.self)
-    }
-
-    /// Whether the line break that ends at `boundary` (just after its LF) is CRLF. RFC 9112
-    /// §2.2 lets a recipient accept a bare LF; the relay does not, since its upstream might
-    /// not, and llhttp 8 takes one as the empty line that ends a head or chunked body.
-    func lineBreakIsCRLF(before boundary: UnsafePointer<CChar>) -> Bool {
-        byte(at: boundary - 2) == 0x0D
-    }
-
-    /// The byte at `position`, in this read or up to four bytes before it (0 before that).
-    @inline(__always)
-    func byte(at position: UnsafePointer<CChar>) -> UInt8 {
-        guard let feedStart else { return 0 }
-        if position >= feedStart { return UInt8(bitPattern: position.pointee) }
-        let back = feedStart - position
-        return back <= 4 ? UInt8(truncatingIfNeeded: bytesBeforeFeed >> (8 * UInt32(back - 1))) : 0
     }
 
     func consumedCount(from start: UnsafePointer<CChar>) -> Int {
@@ -344,13 +322,9 @@ public final class HTTP1Parser {
         pendingError = nil
         deferred = .none
         head.reset()
-        headBytesSeen = 0
         inTrailers = false
-        uncopiedFrom = nil
-        piecesEnd = nil
-        targetSpaceEndedRead = false
-        bytesBeforeFeed = 0
-        lastNonBlankBeforeFeed = 0
+        collecting = nil
+        sectionFrom = nil
     }
 
     /// The delegate's answer to the head, as llhttp's on_headers_complete status.
@@ -371,31 +345,4 @@ public final class HTTP1Parser {
 
     /// The last chunk (size 0) was read: its completion ends the trailers, not a chunk.
     var lastChunkSeen: Bool { (UInt32(state.pointee.flags) & F_TRAILING.rawValue) != 0 }
-
-    /// Whether any of `count` bytes at `start` is NUL, CR or LF: eight bytes at a time (a word
-    /// has a byte equal to `b` when `word ^ b…b` has a zero byte), since every value of every
-    /// head passes here.
-    @inline(__always)
-    static func containsNULOrLineBreak(_ start: UnsafeRawPointer, count: Int) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        @inline(__always) func hasZeroByte(_ word: UInt64) -> Bool { (word &- ones) & ~word & highs != 0 }
-        @inline(__always) func hasNULOrLineBreak(_ word: UInt64) -> Bool {
-            hasZeroByte(word) || hasZeroByte(word ^ (ones &* 0x0A)) || hasZeroByte(word ^ (ones &* 0x0D))
-        }
-        guard count >= 8 else {
-            for offset in 0..<count {
-                let byte = start.load(fromByteOffset: offset, as: UInt8.self)
-                if byte == 0 || byte == 0x0A || byte == 0x0D { return true }
-            }
-            return false
-        }
-        var offset = 0
-        while offset + 8 <= count {
-            if hasNULOrLineBreak(start.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) { return true }
-            offset += 8
-        }
-        // The last bytes in one more word, overlapping the one before.
-        return offset < count && hasNULOrLineBreak(start.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
-    }
 }

@@ -34,6 +34,8 @@ public final class HTTPHead {
     public internal(set) var isChunked = false
     /// A Transfer-Encoding field is present (whatever it lists).
     var hasTransferEncoding = false
+    /// A `Connection` field is present.
+    var hasConnectionField = false
     /// A `Connection` header lists Content-Length, Transfer-Encoding or Host (see HeadRules).
     var connectionListsFramingField = false
     public internal(set) var contentLength: UInt64?
@@ -63,6 +65,7 @@ public final class HTTPHead {
         versionMajor = 1; versionMinor = 1
         isChunked = false
         hasTransferEncoding = false
+        hasConnectionField = false
         connectionListsFramingField = false
         contentLength = nil
         keepAlive = true
@@ -86,20 +89,11 @@ public final class HTTPHead {
 
     /// The field's line as it arrived, `name: value` CRLF, when it arrived in exactly the
     /// spelling `appendField` writes (one space after the colon, none after the value); nil
-    /// otherwise. The head keeps the bytes between a field's pieces as they came (see
-    /// `HTTP1Parser.headOffset`), and nothing but that run of bytes puts `: ` right before a
-    /// value and CRLF right after it: neither a name nor a value holds CR or LF.
-    @inline(__always)
+    /// otherwise. The head keeps its bytes as they came, and the reader noted the spelling.
+    @inlinable @inline(__always)
     public func receivedLine(_ field: FieldSlot) -> UnsafeRawBufferPointer? {
-        let start = Int(field.nameStart)
-        let valueStart = Int(field.valueStart)
-        let lineEnd = valueStart + Int(field.valueLength) + 2
-        guard valueStart == start + Int(field.nameLength) + 2, lineEnd <= bytes.count, let base = bytes.baseAddress,
-              base.load(fromByteOffset: valueStart - 2, as: UInt8.self) == 0x3A,
-              base.load(fromByteOffset: valueStart - 1, as: UInt8.self) == 0x20,
-              base.load(fromByteOffset: lineEnd - 2, as: UInt8.self) == 0x0D,
-              base.load(fromByteOffset: lineEnd - 1, as: UInt8.self) == 0x0A else { return nil }
-        return UnsafeRawBufferPointer(start: base + start, count: lineEnd - start)
+        guard field.arrivedAsWritten, let base = bytes.baseAddress else { return nil }
+        return UnsafeRawBufferPointer(start: base + Int(field.nameStart), count: Int(field.nameLength) + Int(field.valueLength) + 4)
     }
 
     /// The request-target exactly as received.
@@ -160,11 +154,24 @@ public final class HTTPHead {
 
     private static let chunked = Array("chunked".utf8)
 
+    /// Whether `value` is `keep-alive` in any case, in two loads: setting bit 0x20 lowers a
+    /// letter and keeps `-`, and of the other bytes only CR would become `-`, which no value holds.
+    @inline(__always)
+    static func isKeepAlive(_ value: UnsafeRawBufferPointer) -> Bool {
+        guard value.count == 10, let base = value.baseAddress else { return false }
+        // "keep-ali" and "ve", little-endian.
+        return base.loadUnaligned(as: UInt64.self) | 0x2020_2020_2020_2020 == 0x696C_612D_7065_656B
+            && base.loadUnaligned(fromByteOffset: 8, as: UInt16.self) | 0x2020 == 0x6576
+    }
+
     /// Marks every field named by a `Connection` header (RFC 9110 §7.6.1). A listed name that
     /// is a known header matches the fields classified as it (classification is exact); any
     /// other name is compared with the fields that are not known headers.
     func markConnectionListedFields() {
+        guard hasConnectionField else { return }
         for field in fields where field.known == .connection {
+            // Most responses say only `keep-alive`, which names a field dropped anyway.
+            if Self.isKeepAlive(value(field)) { continue }
             ASCII.forEachListElement(value(field)) { token in
                 let listed = KnownHeader(name: token)
                 // `keep-alive`, `upgrade` and the like name fields that are dropped anyway (and

@@ -52,6 +52,7 @@ extension ByteBuffer {
 
     /// A parsed field, `name: value` CRLF: copied in one piece when it arrived spelled so
     /// (`HTTPHead.receivedLine`), as most fields do.
+    @inlinable
     public mutating func appendField(_ field: FieldSlot, of head: HTTPHead) {
         if let line = head.receivedLine(field) {
             append(line)

@@ -54,37 +54,69 @@ public enum KnownHeader: UInt8, Sendable {
 
     /// The one known name a raw name can be, by its length and first letter (no two known
     /// names share both, but the three `sec-fetch-*` names, told apart by their eleventh byte):
-    /// classifying a field costs a jump and one comparison, not a search.
+    /// classifying a field costs a jump and a comparison or two, not a search. `first` is the
+    /// name's first byte with bit 0x20 set: lower case for a letter, and no other byte becomes
+    /// one (the spelling is compared in full after).
     @inline(__always)
-    private static func candidate(length: Int, first: UInt8, name: UnsafeRawBufferPointer) -> (name: StaticString, header: KnownHeader)? {
-        // On the length first (a jump table), then the letter.
+    private static func candidate(length: Int, first: UInt8, name: UnsafeRawPointer) -> KnownHeader {
         switch length {
-        case 2: first == 0x74 ? ("te", .te) : nil
-        case 3: first == 0x76 ? ("via", .via) : nil
-        case 4: first == 0x68 ? ("host", .host) : nil
-        case 6: first == 0x63 ? ("cookie", .cookie) : first == 0x65 ? ("expect", .expect) : first == 0x6F ? ("origin", .origin) : nil
-        case 7: first == 0x74 ? ("trailer", .trailer) : first == 0x75 ? ("upgrade", .upgrade) : nil
-        case 9: first == 0x66 ? ("forwarded", .forwarded) : nil
-        case 10: first == 0x63 ? ("connection", .connection) : first == 0x6B ? ("keep-alive", .keepAlive) : nil
-        case 12: first == 0x6D ? ("max-forwards", .maxForwards) : nil
-        case 13: first == 0x61 ? ("authorization", .authorization) : nil
-        case 14: first == 0x63 ? ("content-length", .contentLength) : first == 0x73 ? secFetchCandidate(name[10]) : nil
-        case 15: first == 0x78 ? ("x-forwarded-for", .xForwardedFor) : nil
-        case 16: first == 0x70 ? ("proxy-connection", .proxyConnection) : first == 0x78 ? ("x-forwarded-host", .xForwardedHost) : nil
-        case 17: first == 0x74 ? ("transfer-encoding", .transferEncoding) : first == 0x78 ? ("x-forwarded-proto", .xForwardedProto) : nil
-        case 19: first == 0x70 ? ("proxy-authorization", .proxyAuthorization) : nil
-        default: nil
+        case 2: first == 0x74 ? .te : .other
+        case 3: first == 0x76 ? .via : .other
+        case 4: first == 0x68 ? .host : .other
+        case 6: first == 0x63 ? .cookie : first == 0x65 ? .expect : first == 0x6F ? .origin : .other
+        case 7: first == 0x74 ? .trailer : first == 0x75 ? .upgrade : .other
+        case 9: first == 0x66 ? .forwarded : .other
+        case 10: first == 0x63 ? .connection : first == 0x6B ? .keepAlive : .other
+        case 12: first == 0x6D ? .maxForwards : .other
+        case 13: first == 0x61 ? .authorization : .other
+        case 14: first == 0x63 ? .contentLength : first == 0x73 ? secFetchCandidate(name.load(fromByteOffset: 10, as: UInt8.self)) : .other
+        case 15: first == 0x78 ? .xForwardedFor : .other
+        case 16: first == 0x70 ? .proxyConnection : first == 0x78 ? .xForwardedHost : .other
+        case 17: first == 0x74 ? .transferEncoding : first == 0x78 ? .xForwardedProto : .other
+        case 19: first == 0x70 ? .proxyAuthorization : .other
+        default: .other
         }
     }
 
     /// `sec-fetch-site`, `-mode` or `-dest`, by the first letter after `sec-fetch-`.
     @inline(__always)
-    private static func secFetchCandidate(_ letter: UInt8) -> (name: StaticString, header: KnownHeader)? {
-        switch ASCII.lowercased(letter) {
-        case 0x73: ("sec-fetch-site", .secFetchSite)
-        case 0x6D: ("sec-fetch-mode", .secFetchMode)
-        case 0x64: ("sec-fetch-dest", .secFetchDest)
-        default: nil
+    private static func secFetchCandidate(_ letter: UInt8) -> KnownHeader {
+        switch letter | 0x20 {
+        case 0x73: .secFetchSite
+        case 0x6D: .secFetchMode
+        case 0x64: .secFetchDest
+        default: .other
+        }
+    }
+
+    /// The name in lower case, as `candidate` proposes it.
+    @inline(__always)
+    private var lowercaseName: StaticString {
+        switch self {
+        case .other, .underscoredLookalike: ""
+        case .host: "host"
+        case .connection: "connection"
+        case .keepAlive: "keep-alive"
+        case .proxyConnection: "proxy-connection"
+        case .transferEncoding: "transfer-encoding"
+        case .contentLength: "content-length"
+        case .te: "te"
+        case .trailer: "trailer"
+        case .upgrade: "upgrade"
+        case .proxyAuthorization: "proxy-authorization"
+        case .expect: "expect"
+        case .via: "via"
+        case .xForwardedFor: "x-forwarded-for"
+        case .xForwardedProto: "x-forwarded-proto"
+        case .xForwardedHost: "x-forwarded-host"
+        case .authorization: "authorization"
+        case .forwarded: "forwarded"
+        case .cookie: "cookie"
+        case .maxForwards: "max-forwards"
+        case .origin: "origin"
+        case .secFetchSite: "sec-fetch-site"
+        case .secFetchMode: "sec-fetch-mode"
+        case .secFetchDest: "sec-fetch-dest"
         }
     }
 
@@ -92,21 +124,30 @@ public enum KnownHeader: UInt8, Sendable {
     /// of the known ones with `_` for `-` (requests only: what a server might misread). No known
     /// name starts with `-`, so a lookalike has the same length and first letter as its name.
     public init(name: UnsafeRawBufferPointer, lookalikes: Bool = false) {
-        self = .other
-        guard let first = name.first,
-              let (known, header) = Self.candidate(length: name.count, first: ASCII.lowercased(first), name: name) else {
-            return
-        }
+        self = Self.classify(name, lookalikes: lookalikes)
+    }
+
+    /// `init(name:lookalikes:)`, where every field of every head is classified: the candidate
+    /// by length and first letter first (most names have none), its spelling apart.
+    @inline(__always)
+    static func classify(_ name: UnsafeRawBufferPointer, lookalikes: Bool) -> KnownHeader {
+        guard name.count >= 2, let base = name.baseAddress else { return .other }
+        let header = candidate(length: name.count, first: base.load(as: UInt8.self) | 0x20, name: base)
+        return header == .other ? .other : confirm(header, name, lookalikes: lookalikes)
+    }
+
+    /// `header` when `name` spells it, else `underscoredLookalike` or `other`.
+    @inline(never)
+    private static func confirm(_ header: KnownHeader, _ name: UnsafeRawBufferPointer, lookalikes: Bool) -> KnownHeader {
+        let known = header.lowercaseName
         let knownBytes = UnsafeRawBufferPointer(start: known.utf8Start, count: known.utf8CodeUnitCount)
-        if Self.spells(name, knownBytes) {
-            self = header
-        } else if lookalikes && Self.equalsReadingUnderscoreAsHyphen(name, knownBytes) {
-            self = .underscoredLookalike
-        }
+        if spells(name, knownBytes) { return header }
+        return lookalikes && equalsReadingUnderscoreAsHyphen(name, knownBytes) ? .underscoredLookalike : .other
     }
 
     /// Whether `name` (any case) is `lowercase`, of the same length: eight bytes at a time, the
-    /// last word overlapping the one before (known names are 2 to 19 bytes long).
+    /// last word overlapping the one before (known names are 2 to 19 bytes long; below eight,
+    /// the first and last four bytes make one word).
     @inline(__always)
     private static func spells(_ name: UnsafeRawBufferPointer, _ lowercase: UnsafeRawBufferPointer) -> Bool {
         guard let a = name.baseAddress, let b = lowercase.baseAddress else { return false }
@@ -115,10 +156,17 @@ public enum KnownHeader: UInt8, Sendable {
             lowercased(a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
         }
         guard count >= 8 else {
-            for offset in 0..<count where ASCII.lowercased(a.load(fromByteOffset: offset, as: UInt8.self)) != b.load(fromByteOffset: offset, as: UInt8.self) {
-                return false
+            guard count >= 4 else {
+                for offset in 0..<count where ASCII.lowercased(a.load(fromByteOffset: offset, as: UInt8.self)) != b.load(fromByteOffset: offset, as: UInt8.self) {
+                    return false
+                }
+                return true
             }
-            return true
+            // Four to seven bytes: the first four and the last four (overlapping) in one word.
+            @inline(__always) func ends(_ bytes: UnsafeRawPointer) -> UInt64 {
+                UInt64(bytes.loadUnaligned(as: UInt32.self)) | UInt64(bytes.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)) << 32
+            }
+            return lowercased(ends(a)) == ends(b)
         }
         var offset = 0
         while offset + 8 <= count {

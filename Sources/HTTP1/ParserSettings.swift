@@ -1,5 +1,6 @@
 // The llhttp settings every HTTP1Parser hands `llhttp_init`: the table of C callbacks, each a
-// non-capturing closure that recovers its parser and calls `ParserCallbacks`.
+// non-capturing closure that recovers its parser and calls `ParserCallbacks`. None for the
+// pieces of a head (target, status, names, values): a complete head is read in one pass.
 
 internal import CLLHTTP
 
@@ -25,12 +26,6 @@ struct ParserSettings: @unchecked Sendable {
         settings.initialize(to: llhttp_settings_t())
         llhttp_settings_init(settings)
         settings.pointee.on_message_begin = { withParser($0) { ParserCallbacks.messageBegin($0) } }
-        settings.pointee.on_url = { state, at, length in withParser(state) { ParserCallbacks.url($0, at, length) } }
-        settings.pointee.on_status = { state, at, length in withParser(state) { ParserCallbacks.status($0, at, length) } }
-        settings.pointee.on_header_field = { state, at, length in withParser(state) { ParserCallbacks.headerField($0, at, length) } }
-        settings.pointee.on_header_field_complete = { withParser($0) { ParserCallbacks.headerFieldComplete($0) } }
-        settings.pointee.on_header_value = { state, at, length in withParser(state) { ParserCallbacks.headerValue($0, at, length) } }
-        settings.pointee.on_header_value_complete = { withParser($0) { ParserCallbacks.headerValueComplete($0) } }
         settings.pointee.on_headers_complete = { withParser($0) { ParserCallbacks.headersComplete($0) } }
         settings.pointee.on_body = { state, at, length in withParser(state) { ParserCallbacks.body($0, at, length) } }
         settings.pointee.on_chunk_header = { withParser($0) { ParserCallbacks.chunkHeader($0) } }

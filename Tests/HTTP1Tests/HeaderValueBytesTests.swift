@@ -1,10 +1,21 @@
 @testable import HTTP1
 import XCTest
 
-/// The word-at-a-time search for the bytes a header value must not contain.
+/// The word-at-a-time search for the bytes that end a header value or that it must not contain
+/// (`HTTPHead.firstLineBreakOrNUL`, which the head reader runs over every field line).
 final class HeaderValueBytesTests: XCTestCase {
     private func contains(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { HTTP1Parser.containsNULOrLineBreak($0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, count: $0.count) }
+        bytes.withUnsafeBytes {
+            HTTPHead.firstLineBreakOrNUL(in: $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, from: 0, count: $0.count) < $0.count
+        }
+    }
+
+    func testTheFirstIsFoundPastHTABAndOtherLowBytes() {
+        let bytes: [UInt8] = [0x41, 0x09, 0x0B, 0x0C, 0x01, 0x42, 0x43, 0x09, 0x44, 0x0D, 0x0A, 0x00]
+        for from in 0..<bytes.count {
+            let found = bytes.withUnsafeBytes { HTTPHead.firstLineBreakOrNUL(in: $0.baseAddress!, from: from, count: $0.count) }
+            XCTAssertEqual(found, from <= 9 ? 9 : from, "from \(from)")
+        }
     }
 
     func testEachForbiddenByteIsFoundAtEveryPositionOfLongAndShortValues() {
