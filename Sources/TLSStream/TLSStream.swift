@@ -32,6 +32,9 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
     /// Ciphertext fed before the owner started reading (bytes that came with a `CONNECT` head),
     /// decrypted at the first `startReading`.
     private var fedBeforeReading = false
+    /// The stream's end (close_notify, or a failure) was reported: whatever the TCP stream
+    /// reports afterwards (its own end, once reading resumed) is not reported again.
+    private var endReported = false
 
     private init(loop: EventLoop, configuration: TLSConfiguration, host: String) {
         self.loop = loop
@@ -143,7 +146,9 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
     }
 
     public func stream(_ stream: any ByteStream, didEndWith error: UVError?) {
+        guard !endReported else { return }
         if let error {
+            endReported = true
             if handshakeReported || accepted {
                 delegate?.stream(self, didEndWith: error)
             } else {
@@ -152,9 +157,10 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
             return
         }
         // A TCP end: clean only after close_notify; otherwise the stream was cut short.
+        // An end the engine's state reports (close_notify seen, or a failure) is reported once.
         engine.feedEndOfStream()
-        deliverPlaintext()
-        if case .failed = engine.state { return }
+        if deliverPlaintext() { return }
+        endReported = true
         if handshakeReported || accepted {
             delegate?.stream(self, didEndWith: nil)
         } else {
@@ -173,13 +179,15 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
     }
 
     /// Decrypts what was fed, and `ciphertext` (just read), hands the plaintext on, sends what
-    /// the engine has to send, and reports the handshake's end or the stream's failure.
+    /// the engine has to send, and reports the handshake's end, or the stream's end or failure;
+    /// returns true when it reported an end (close_notify or a failure).
     ///
     /// The plaintext of one TCP read goes to the delegate in one piece, as plain TCP's would
     /// (up to `plaintextSpace`), not record by record: a body then leaves in one write per read
     /// instead of one per 16 KiB record. The space is lent by the loop's pool of plaintext spaces
     /// for the length of the call, so an idle connection holds none.
-    private func deliverPlaintext(fed ciphertext: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
+    @discardableResult
+    private func deliverPlaintext(fed ciphertext: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) -> Bool {
         var space = ByteBuffer()
         space.borrowStorage(from: loop.plaintextSpaces)
         space.reserveCapacity(Self.plaintextSpace)
@@ -192,20 +200,27 @@ public final class TLSStream: ByteStream, ByteStreamDelegate {
         switch status {
         case .wantsRead, .established:
             reportHandshakeIfDone()
+            return false
         case .handshaking:
-            break
+            return false
         case .closed:
             reportHandshakeIfDone()
             tcp.stopReading()
+            guard !endReported else { return true }
+            endReported = true
             delegate?.stream(self, didEndWith: nil)
+            return true
         case .failed(let error):
-            failureReason = "\(error)"
             tcp.stopReading()
+            guard !endReported else { return true }
+            endReported = true
+            failureReason = "\(error)"
             if handshakeReported || accepted {
                 delegate?.stream(self, didEndWith: Self.protocolError)
             } else {
                 delegate?.stream(self, didConnectWith: Self.protocolError)
             }
+            return true
         }
     }
 
