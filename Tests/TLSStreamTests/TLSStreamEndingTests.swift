@@ -87,9 +87,9 @@ private final class ClientEvents: ByteStreamDelegate {
     }
 }
 
-/// A TLS stream reading from a scripted TLS server: bodies arrive whole, a stopped stream
-/// receives nothing, and the ways a connection ends are reported as the TCP stream reported
-/// them, each once.
+/// A TLS stream's reading through OpenSSL's own receives (the TCP stream reports readiness, see
+/// TLSStream.swift): bodies arrive whole, a stopped stream receives nothing, and the ways a
+/// connection ends are reported as the TCP stream reported them, each once.
 final class TLSStreamEndingTests: XCTestCase {
     // Written only by the class set-up and tear-down, which XCTest runs outside any test.
     nonisolated(unsafe) private static var directory: String?
