@@ -171,6 +171,7 @@ let package = Package(
                                                         "CertificateTestSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CertificateTestSupport"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Crypto"]),
+        .testTarget(name: "TLSStreamTests", dependencies: ["TLSStream", "TLS", "EventLoop", "LoopTestSupport", "CertificateTestSupport"]),
         // COpenSSL: the certificates read back and verified by OpenSSL itself, not by the code under test.
         .testTarget(name: "LocalCATests", dependencies: ["LocalCA", "Crypto", "TLS", "Routing", "COpenSSL", "ByteBuffers", "FileTestSupport"]),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "Crypto", "Endpoints", "CertificateTestSupport"]),

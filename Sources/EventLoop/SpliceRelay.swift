@@ -172,7 +172,7 @@ extension TCPStream {
     static let splicesPerWakeup = 16
 
     /// One read into the loop's buffer, delivered as libuv delivers its reads.
-    private func readDirectly() {
+    func readDirectly() {
         let n = Glibc.read(fileDescriptor, loop.readBuffer, EventLoop.readBufferSize)
         if n > 0 {
             deliverRead(n)

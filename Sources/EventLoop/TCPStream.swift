@@ -50,12 +50,17 @@ public protocol ByteStreamDelegate: AnyObject {
     func streamDidDrain(_ stream: any ByteStream)
     /// The handle is closed (after `close()` or a lingering close); the last call a delegate gets.
     func streamDidClose(_ stream: any ByteStream)
+    /// The socket of a stream that `reportsReadiness` is readable, and nothing was read: the
+    /// delegate receives with `receive(into:)`. Writes it makes are batched, as in `didRead`.
+    func streamIsReadable(_ stream: TCPStream)
 }
 
 extension ByteStreamDelegate {
     public func stream(_ stream: any ByteStream, didConnectWith error: UVError?) {}
     public func streamDidDrain(_ stream: any ByteStream) {}
     public func streamDidClose(_ stream: any ByteStream) {}
+    /// Reads and delivers as libuv would have (for a delegate that does not receive itself).
+    public func streamIsReadable(_ stream: TCPStream) { stream.readDirectly() }
 }
 
 /// A TCP connection on one loop: reads into the loop's buffer, writes through a double buffer
@@ -76,7 +81,7 @@ public final class TCPStream: LoopHandle, ByteStream {
     private var connected: Bool
     private var reading = false
     private var shutdownAfterWrites = false
-    private var lingering = false
+    private(set) var lingering = false
     /// `finishWriting`: FIN once the queue is empty, reading goes on.
     private var finishingWrites = false
 
@@ -110,6 +115,11 @@ public final class TCPStream: LoopHandle, ByteStream {
     private var batched = false
     /// `spliceAdvisor` is set: reads are readiness reports (in the padding after `batched`).
     fileprivate var splices = false
+    /// Set: libuv does not read the socket, it only reports it readable, to the delegate
+    /// (`streamIsReadable`), which receives itself (`receive(into:)`): a TLS stream lets
+    /// OpenSSL receive into its record buffer, so ciphertext is not copied from the loop's
+    /// read buffer. During a lingering close the stream reads and discards as usual.
+    public var reportsReadiness = false
     /// `closeAfterWrites`' times, kept in 32 bits (49 days) to keep the stream within 160 bytes
     /// of heap (malloc's size class below 176), as the flags above do.
     private var lingerMilliseconds: UInt32 = 0
@@ -202,9 +212,19 @@ public final class TCPStream: LoopHandle, ByteStream {
     }
 
     fileprivate func didRead(_ count: Int) {
-        if count == Int(UV_ENOBUFS.rawValue), let spliceAdvisor {
-            readableWithoutRead(advisor: spliceAdvisor)
-            return
+        if count == Int(UV_ENOBUFS.rawValue) {
+            if let spliceAdvisor {
+                readableWithoutRead(advisor: spliceAdvisor)
+                return
+            }
+            if reportsReadiness {
+                if lingering {
+                    readDirectly()
+                } else {
+                    loop.batchingWrites { delegate?.streamIsReadable(self) }
+                }
+                return
+            }
         }
         deliverRead(count)
     }
@@ -490,7 +510,7 @@ private func withStream(_ data: UnsafeMutableRawPointer?, _ body: (TCPStream) ->
 private let allocateReadBuffer: uv_alloc_cb = { handle, _, buffer in
     withStream(handle!.pointee.data) { owner in
         // An empty buffer: libuv reports the socket readable (UV_ENOBUFS) without reading.
-        if owner.splices {
+        if owner.splices || owner.reportsReadiness {
             buffer!.pointee = uv_buf_t(base: nil, len: 0)
             return
         }

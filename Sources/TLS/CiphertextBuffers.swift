@@ -16,6 +16,11 @@ import Synchronization
 /// `incoming` (`keepUnreadLent`). A body then costs one copy fewer per byte (callgrind, a
 /// download from a TLS upstream: each copy about one instruction per byte, a sixth of the relay's).
 ///
+/// Or OpenSSL reads the transport itself (`source`, for the length of one
+/// `TLSEngine.read(from:into:_:)`): once `incoming` and the lent bytes are drained, its reads go
+/// to the source, which receives from the socket straight into OpenSSL's record buffer, so
+/// ciphertext is never copied in user space.
+///
 /// Lifetime: the BIO holds one retained reference to its `CiphertextBuffers` (taken in
 /// `makeBIO`, released in `destroyBIO` when `SSL_free` frees the BIO); the engine holds another.
 final class CiphertextBuffers {
@@ -29,6 +34,12 @@ final class CiphertextBuffers {
     /// The transport ended: once `incoming` is drained, reads report end of file, not "retry".
     var incomingEnded = false
     var outgoing = ByteBuffer()
+    /// Where reads go once `incoming` and the lent bytes are drained; nil outside
+    /// `TLSEngine.read(from:into:_:)`.
+    var source: (any CiphertextSource)?
+    /// The source may hold more ciphertext: it filled every read asked of it so far (set when a
+    /// source is given, cleared by a short or empty receive).
+    var sourceMayHaveMore = false
 
     var incomingAvailable: Int { incoming.count - incomingConsumed + lent.count - lentConsumed }
 
@@ -90,6 +101,10 @@ final class CiphertextBuffers {
             lentConsumed += fromLent
             copied += fromLent
         }
+        if copied == 0, sourceMayHaveMore, let source {
+            copied = source.receiveCiphertext(into: UnsafeMutableRawBufferPointer(start: destination, count: count))
+            if copied < count { sourceMayHaveMore = false }
+        }
         return copied
     }
 
@@ -133,8 +148,8 @@ private func writeToOutgoing(bio: OpaquePointer?, data: UnsafePointer<CChar>?, l
 }
 
 /// OpenSSL wants up to `length` bytes of ciphertext: copy what `incoming` and the lent bytes
-/// hold. With nothing there, "retry" (OpenSSL reports WANT_READ), or end of file once the
-/// transport ended.
+/// hold, or receive them from the source. With nothing there, "retry" (OpenSSL reports
+/// WANT_READ), or end of file once the transport ended.
 private func readFromIncoming(bio: OpaquePointer?, data: UnsafeMutablePointer<CChar>?, length: Int,
                               read: UnsafeMutablePointer<Int>?) -> Int32 {
     shim_BIO_clear_retry_flags(bio)
