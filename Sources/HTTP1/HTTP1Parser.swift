@@ -342,7 +342,4 @@ public final class HTTP1Parser {
         pendingError = HTTP1Error(kind, reason)
         return Int32(HPE_USER.rawValue)
     }
-
-    /// The last chunk (size 0) was read: its completion ends the trailers, not a chunk.
-    var lastChunkSeen: Bool { (UInt32(state.pointee.flags) & F_TRAILING.rawValue) != 0 }
 }

@@ -66,8 +66,9 @@ enum ParserCallbacks {
 
     static func chunkComplete(_ parser: HTTP1Parser) -> Int32 {
         // The last chunk's completion comes after the trailers; the delegate ends the body with
-        // the message instead.
-        if parser.inTrailers && parser.state.pointee.content_length == 0 && parser.head.isChunked && parser.lastChunkSeen { return 0 }
+        // the message instead. Told by the section being read, not by llhttp's length, which a
+        // trailer's Content-Length sets (refused then, with nothing told after the last chunk).
+        if parser.collecting == .trailers { return 0 }
         parser.delegate?.parserDidFinishChunk(parser)
         return 0
     }
