@@ -58,7 +58,7 @@ public enum KnownHeader: UInt8, Sendable {
     /// name's first byte with bit 0x20 set: lower case for a letter, and no other byte becomes
     /// one (the spelling is compared in full after).
     @inline(__always)
-    private static func candidate(length: Int, first: UInt8, name: UnsafeRawPointer) -> KnownHeader {
+    static func candidate(length: Int, first: UInt8, name: UnsafeRawPointer) -> KnownHeader {
         switch length {
         case 2: first == 0x74 ? .te : .other
         case 3: first == 0x76 ? .via : .other
@@ -138,7 +138,7 @@ public enum KnownHeader: UInt8, Sendable {
 
     /// `header` when `name` spells it, else `underscoredLookalike` or `other`.
     @inline(never)
-    private static func confirm(_ header: KnownHeader, _ name: UnsafeRawBufferPointer, lookalikes: Bool) -> KnownHeader {
+    static func confirm(_ header: KnownHeader, _ name: UnsafeRawBufferPointer, lookalikes: Bool) -> KnownHeader {
         let known = header.lowercaseName
         let knownBytes = UnsafeRawBufferPointer(start: known.utf8Start, count: known.utf8CodeUnitCount)
         if spells(name, knownBytes) { return header }
