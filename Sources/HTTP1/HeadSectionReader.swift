@@ -64,12 +64,12 @@ extension HTTPHead {
             let nameEnd = Self.firstColonOrLF(in: start, from: position &+ 1, count: count)
             guard nameEnd < count, byte(nameEnd) == 0x3A else { throw HTTP1Error(.malformed, "a field line without a colon") }
             // Classified before the rest of the line is read (it has no effect and cannot fail):
-            // fewer values are then live across a call. `KnownHeader.classify`, spelled out: the
-            // candidate by length and first letter here, a call only to confirm one.
-            var known = KnownHeader.candidate(length: nameEnd &- position, first: first | 0x20, name: start + position)
-            if known != .other {
-                known = KnownHeader.confirm(known, UnsafeRawBufferPointer(start: start + position, count: nameEnd &- position),
-                                            lookalikes: lookalikes)
+            // fewer values are then live across the call, which most names (none the relay
+            // knows, told by their length and first letter) do not need.
+            var known = KnownHeader.other
+            if KnownHeader.mayBeKnown(length: nameEnd &- position, first: first) {
+                known = KnownHeader.classify(UnsafeRawBufferPointer(start: start + position, count: nameEnd &- position),
+                                             lookalikes: lookalikes)
             }
             // The value ends at the line's CR; a NUL, a CR not before LF, or a bare LF ends it
             // otherwise (llhttp 8 in strict mode refuses all but the bare LF itself).
