@@ -35,8 +35,9 @@ extension ByteBuffer {
     }
 
     /// The status line of a relayed response, with the reason as the upstream sent it. A
-    /// three-digit status (every one llhttp accepts) goes with `HTTP/1.1 ` and the spaces around
-    /// it in two stores, after one capacity check for the line.
+    /// three-digit status (every relayed one: `framingProblem` refuses a head with another) goes
+    /// with `HTTP/1.1 ` and the spaces around it in two stores, after one capacity check for the
+    /// line.
     @inlinable @inline(__always)
     public mutating func appendStatusLine(_ status: Int, reason: UnsafeRawBufferPointer) {
         guard status >= 100 && status <= 999 else {
