@@ -63,17 +63,38 @@ public struct ByteBuffer: ~Copyable {
     @inlinable @inline(__always)
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
-        reserveCapacity(used + bytes.count)
-        Self.copy(bytes.count, from: source, to: storage! + used)
-        used += bytes.count
+        reserveCapacity(used &+ bytes.count)
+        Self.copy(bytes.count, from: source, to: end)
+        used &+= bytes.count
     }
 
-    /// Copies without a call for the short pieces heads are made of (names, values, `: `),
-    /// where calling memcpy costs more than the copy: two overlapping words for 4 to 16 bytes.
+    /// The first byte past the ones in use, once capacity for at least one more was reserved
+    /// (storage then exists: no unwrapping check per append).
+    @inlinable @inline(__always)
+    var end: UnsafeMutableRawPointer { storage.unsafelyUnwrapped + used }
+
+    /// Copies without a call for the short pieces heads are made of (names, values, `: `,
+    /// whole field lines), where calling memcpy costs more than the copy: two overlapping words
+    /// for 2 to 32 bytes (of 16 bytes from 17 on), four for 33 to 64.
     /// `source` and `destination` may not overlap.
     @inlinable @inline(__always)
     static func copy(_ count: Int, from source: UnsafeRawPointer, to destination: UnsafeMutableRawPointer) {
         switch count {
+        case 33...64:
+            // Two overlapping halves of 32 bytes, each two overlapping words of 16.
+            let a = source.loadUnaligned(as: SIMD16<UInt8>.self)
+            let b = source.loadUnaligned(fromByteOffset: 16, as: SIMD16<UInt8>.self)
+            let c = source.loadUnaligned(fromByteOffset: count &- 32, as: SIMD16<UInt8>.self)
+            let d = source.loadUnaligned(fromByteOffset: count &- 16, as: SIMD16<UInt8>.self)
+            destination.storeBytes(of: a, as: SIMD16<UInt8>.self)
+            destination.storeBytes(of: b, toByteOffset: 16, as: SIMD16<UInt8>.self)
+            destination.storeBytes(of: c, toByteOffset: count &- 32, as: SIMD16<UInt8>.self)
+            destination.storeBytes(of: d, toByteOffset: count &- 16, as: SIMD16<UInt8>.self)
+        case 17...32:
+            let first = source.loadUnaligned(as: SIMD16<UInt8>.self)
+            let last = source.loadUnaligned(fromByteOffset: count &- 16, as: SIMD16<UInt8>.self)
+            destination.storeBytes(of: first, as: SIMD16<UInt8>.self)
+            destination.storeBytes(of: last, toByteOffset: count &- 16, as: SIMD16<UInt8>.self)
         case 8...16:
             let first = source.loadUnaligned(as: UInt64.self)
             let last = source.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
@@ -84,20 +105,59 @@ public struct ByteBuffer: ~Copyable {
             let last = source.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
             destination.storeBytes(of: first, as: UInt32.self)
             destination.storeBytes(of: last, toByteOffset: count - 4, as: UInt32.self)
-        case 0..<4:
-            for offset in 0..<count {
-                destination.storeBytes(of: source.load(fromByteOffset: offset, as: UInt8.self), toByteOffset: offset, as: UInt8.self)
-            }
+        case 2..<4:
+            let first = source.loadUnaligned(as: UInt16.self)
+            let last = source.loadUnaligned(fromByteOffset: count &- 2, as: UInt16.self)
+            destination.storeBytes(of: first, as: UInt16.self)
+            destination.storeBytes(of: last, toByteOffset: count &- 2, as: UInt16.self)
+        case 1:
+            destination.storeBytes(of: source.load(as: UInt8.self), as: UInt8.self)
+        case 0:
+            break
         default:
             destination.copyMemory(from: source, byteCount: count)
         }
     }
 
+    /// `append(_:)` of bytes that a `reserveCapacity(count + n)` made room for, with no capacity
+    /// check: a writer of several pieces (a head's line) reserves once for all of them.
+    @inlinable @inline(__always)
+    public mutating func appendReserved(_ bytes: UnsafeRawBufferPointer) {
+        assert(used + bytes.count <= storageCapacity, "appendReserved past the reserved capacity")
+        guard let source = bytes.baseAddress else { return }
+        Self.copy(bytes.count, from: source, to: end)
+        used &+= bytes.count
+    }
+
+    /// `appendReserved` of a literal.
+    @inlinable @inline(__always)
+    public mutating func appendReserved(_ string: StaticString) {
+        appendReserved(UnsafeRawBufferPointer(start: string.utf8Start, count: string.utf8CodeUnitCount))
+    }
+
+    /// `appendReserved` of one byte.
+    @inlinable @inline(__always)
+    public mutating func appendReserved(_ byte: UInt8) {
+        assert(used < storageCapacity, "appendReserved past the reserved capacity")
+        end.storeBytes(of: byte, as: UInt8.self)
+        used &+= 1
+    }
+
+    /// Stores `word`'s eight bytes (little-endian) at the end and counts the first `count` of
+    /// them as appended: up to eight bytes of a line in one store, the rest of the word to be
+    /// overwritten by what follows. Room for all eight must be reserved.
+    @inlinable @inline(__always)
+    public mutating func appendReserved(_ word: UInt64, count: Int) {
+        assert(used + 8 <= storageCapacity && count <= 8, "appendReserved past the reserved capacity")
+        end.storeBytes(of: word.littleEndian, as: UInt64.self)
+        used &+= count
+    }
+
     @inlinable @inline(__always)
     public mutating func append(_ byte: UInt8) {
-        reserveCapacity(used + 1)
-        storage!.storeBytes(of: byte, toByteOffset: used, as: UInt8.self)
-        used += 1
+        reserveCapacity(used &+ 1)
+        end.storeBytes(of: byte, as: UInt8.self)
+        used &+= 1
     }
 
     /// Inlined always: the literal's address and length are then constants at the call site
@@ -107,7 +167,9 @@ public struct ByteBuffer: ~Copyable {
         append(UnsafeRawBufferPointer(start: string.utf8Start, count: string.utf8CodeUnitCount))
     }
 
-    @inlinable
+    /// Inlined always: heads are written with a few prepared lines (`[UInt8]`) each, and a call
+    /// per line cost more than its copy.
+    @inlinable @inline(__always)
     public mutating func append(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { append($0) }
     }
@@ -134,12 +196,12 @@ public struct ByteBuffer: ~Copyable {
         let hundreds = UInt8(truncatingIfNeeded: value / 100), tens = UInt8(truncatingIfNeeded: value / 10 % 10)
         let ones = UInt8(truncatingIfNeeded: value % 10)
         let digits = value >= 100 ? 3 : value >= 10 ? 2 : 1
-        reserveCapacity(used + digits)
-        let end = storage! + used + digits
-        end.storeBytes(of: 0x30 + ones, toByteOffset: -1, as: UInt8.self)
-        if digits >= 2 { end.storeBytes(of: 0x30 + tens, toByteOffset: -2, as: UInt8.self) }
-        if digits == 3 { end.storeBytes(of: 0x30 + hundreds, toByteOffset: -3, as: UInt8.self) }
-        used += digits
+        reserveCapacity(used &+ digits)
+        let last = end + digits
+        last.storeBytes(of: 0x30 + ones, toByteOffset: -1, as: UInt8.self)
+        if digits >= 2 { last.storeBytes(of: 0x30 + tens, toByteOffset: -2, as: UInt8.self) }
+        if digits == 3 { last.storeBytes(of: 0x30 + hundreds, toByteOffset: -3, as: UInt8.self) }
+        used &+= digits
     }
 
     /// Appends `value` in lower-case hexadecimal (chunk sizes).

@@ -101,10 +101,20 @@ public final class HTTPHead {
     public var reason: UnsafeRawBufferPointer { slice(reasonStart, reasonLength) }
     public var host: UnsafeRawBufferPointer? { hostIndex.map { value(fields[$0]) } }
 
-    /// The method's name as llhttp spells it (`GET`, `M-SEARCH`, ...).
+    /// The method's name as llhttp spells it (`GET`, `M-SEARCH`, ...). The usual ones from the
+    /// binary's literals: every forwarded request writes its method, and llhttp's name costs a
+    /// call and a `strlen`.
     public var methodName: UnsafeRawBufferPointer {
-        let name = llhttp_method_name(llhttp_method_t(UInt32(method)))!
-        return UnsafeRawBufferPointer(start: name, count: strlen(name))
+        switch UInt32(method) {
+        case HTTP_GET.rawValue: return staticBytes("GET")
+        case HTTP_POST.rawValue: return staticBytes("POST")
+        case HTTP_HEAD.rawValue: return staticBytes("HEAD")
+        case HTTP_PUT.rawValue: return staticBytes("PUT")
+        case HTTP_DELETE.rawValue: return staticBytes("DELETE")
+        default:
+            let name = llhttp_method_name(llhttp_method_t(UInt32(method)))!
+            return UnsafeRawBufferPointer(start: name, count: strlen(name))
+        }
     }
 
     public var isHead: Bool { method == UInt8(HTTP_HEAD.rawValue) }

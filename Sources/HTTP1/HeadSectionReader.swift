@@ -33,6 +33,8 @@ extension HTTPHead {
             position = lineEnd + 2
         }
         let trailers = section == .trailers
+        let lookalikes = kind == .request
+        let maxFieldCount = limits.maxFieldCount
         var fieldCount = 0
         while true {
             guard position < count else { throw HTTP1Error(.malformed, "the head has no end") }
@@ -61,6 +63,14 @@ extension HTTPHead {
             }
             let nameEnd = Self.firstColonOrLF(in: start, from: position &+ 1, count: count)
             guard nameEnd < count, byte(nameEnd) == 0x3A else { throw HTTP1Error(.malformed, "a field line without a colon") }
+            // Classified before the rest of the line is read (it has no effect and cannot fail):
+            // fewer values are then live across the call, which most names (none the relay
+            // knows, told by their length and first letter) do not need.
+            var known = KnownHeader.other
+            if KnownHeader.mayBeKnown(length: nameEnd &- position, first: first) {
+                known = KnownHeader.classify(UnsafeRawBufferPointer(start: start + position, count: nameEnd &- position),
+                                             lookalikes: lookalikes)
+            }
             // The value ends at the line's CR; a NUL, a CR not before LF, or a bare LF ends it
             // otherwise (llhttp 8 in strict mode refuses all but the bare LF itself).
             let lineEnd = Self.firstLineBreakOrNUL(in: start, from: nameEnd &+ 1, count: count)
@@ -69,10 +79,10 @@ extension HTTPHead {
                 if byte(lineEnd) == 0x0A { throw HTTP1Error(.malformed, "a bare LF ends a field line") }
                 throw HTTP1Error(.invalidHeaderValue, "header value contains a NUL, CR or LF byte")
             }
-            if fieldCount >= limits.maxFieldCount {
+            if fieldCount >= maxFieldCount {
                 throw HTTP1Error(.tooManyHeaders, trailers ? "more than maxHeaderCount trailer fields" : "more than maxHeaderCount header fields")
             }
-            fieldCount += 1
+            fieldCount &+= 1
             // White space around the value is not part of it (RFC 9110 §5.5). Usually one
             // space before it and none after: two comparisons.
             var valueStart = nameEnd &+ 1
@@ -80,12 +90,10 @@ extension HTTPHead {
             while valueStart < lineEnd, byte(valueStart) == 0x20 || byte(valueStart) == 0x09 { valueStart &+= 1 }
             var valueEnd = lineEnd
             while valueEnd > valueStart, byte(valueEnd &- 1) == 0x20 || byte(valueEnd &- 1) == 0x09 { valueEnd &-= 1 }
-            let known = KnownHeader.classify(UnsafeRawBufferPointer(start: start + position, count: nameEnd &- position),
-                                             lookalikes: kind == .request)
-            let field = FieldSlot(nameStart: Int32(truncatingIfNeeded: base + position),
-                                  nameLength: Int32(truncatingIfNeeded: nameEnd - position),
-                                  valueStart: Int32(truncatingIfNeeded: base + valueStart),
-                                  valueLength: Int32(truncatingIfNeeded: valueEnd - valueStart),
+            let field = FieldSlot(nameStart: Int32(truncatingIfNeeded: base &+ position),
+                                  nameLength: Int32(truncatingIfNeeded: nameEnd &- position),
+                                  valueStart: Int32(truncatingIfNeeded: base &+ valueStart),
+                                  valueLength: Int32(truncatingIfNeeded: valueEnd &- valueStart),
                                   known: known, listedInConnection: false,
                                   arrivedAsWritten: valueStart == nameEnd &+ 2 && byte(nameEnd &+ 1) == 0x20 && valueEnd == lineEnd)
             position = lineEnd &+ 2

@@ -127,6 +127,19 @@ public enum KnownHeader: UInt8, Sendable {
         self = Self.classify(name, lookalikes: lookalikes)
     }
 
+    /// One bit for each known name's length and first letter (either case), at
+    /// `(length * 61 + first & 0x1F) & 63`: a name whose bit is clear is none of them, nor an
+    /// underscored lookalike (same length, same first letter). Most names are told so at once
+    /// (`User-Agent`, `Accept`, `Server`, `Date`, `Content-Type`, ...), without a call to
+    /// `classify`; a test checks every known name's bit.
+    static let candidateFilter: UInt64 = 0xB00A_2B23_0680_6001
+
+    /// Whether a name of `length` bytes starting with `first` may be a known one (see `candidateFilter`).
+    @inline(__always)
+    static func mayBeKnown(length: Int, first: UInt8) -> Bool {
+        candidateFilter >> UInt64(truncatingIfNeeded: (length &* 61 &+ Int(first & 0x1F)) & 63) & 1 != 0
+    }
+
     /// `init(name:lookalikes:)`, where every field of every head is classified: the candidate
     /// by length and first letter first (most names have none), its spelling apart.
     @inline(__always)

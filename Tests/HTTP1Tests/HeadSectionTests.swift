@@ -228,6 +228,33 @@ final class HeadSectionTests: XCTestCase {
         XCTAssertEqual(head.hostIndex, 0)
     }
 
+    /// The reader classifies names itself (a candidate by length and first letter, then a call to
+    /// confirm it): what it notes for every name is what `KnownHeader(name:)` says, lookalikes in
+    /// requests only.
+    func testTheReaderClassifiesEachNameAsKnownHeaderDoes() throws {
+        var names = ["host", "Connection", "KEEP-ALIVE", "proxy-connection", "Transfer-Encoding", "content-length", "TE", "trailer",
+                     "Upgrade", "proxy-authorization", "Expect", "via", "X-Forwarded-For", "x-forwarded-proto", "X-Forwarded-Host",
+                     "authorization", "forwarded", "Cookie", "max-forwards", "origin", "Sec-Fetch-Site", "sec-fetch-mode",
+                     "sec-fetch-dest", "X_Forwarded_For", "content_length", "keep_alive", "x_forwarded_fox", "hose", "connexion",
+                     "tx", "t", "4e", "vie", "cookies", "Content-Lengths", "sec-fetch-user", "sec-fetch-", "User-Agent", "Accept", "Date"]
+        // Every name a known one's length and first letter would propose, and a few more.
+        for length in 1...20 { for first in ["t", "T", "4", "v", "h", "c", "C", "k", "x", "s", "p", "a", "m", "o", "e", "f", "u"] {
+            names.append(first + String(repeating: "-", count: length - 1))
+        } }
+        for kind in [HTTP1Parser.Kind.request, .response] {
+            for name in names {
+                let head = HTTPHead()
+                let start = kind == .request ? "GET / HTTP/1.1" : "HTTP/1.1 200 OK"
+                let text = Array("\(start)\r\n\(name): v\r\n\r\n".utf8)
+                _ = try text.withUnsafeBytes {
+                    try head.read(.head, of: kind, at: $0.baseAddress!, count: $0.count, base: 0, limits: defaultLimits)
+                }
+                let expected = Array(name.utf8).withUnsafeBytes { KnownHeader(name: $0, lookalikes: kind == .request) }
+                XCTAssertEqual(head.fields.map(\.known), [expected], "\(name) in a \(kind)")
+            }
+        }
+    }
+
     func testTheReaderRefusesASectionWithoutItsEnd() {
         let head = HTTPHead()
         let text = Array("HTTP/1.1 200 OK\r\nServer: x\r\n".utf8)

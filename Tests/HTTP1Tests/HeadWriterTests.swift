@@ -24,6 +24,36 @@ final class HeadWriterTests: XCTestCase {
         XCTAssertEqual(written { $0.appendStatusLine(200, reason: "Fine") }, "HTTP/1.1 200 Fine\r\n")
     }
 
+    func testEveryRelayedStatusLineIsTheStatusAndReasonAsReceived() {
+        // Written in two stores for three digits, piece by piece otherwise: the same text, at
+        // any fill of the buffer (250 and 255 bytes in: the line makes it grow).
+        for prefix in [0, 3, 250, 255] {
+            for status in [0, 1, 42, 99, 1000, 12_345] + Array(100...999) {
+                for reason in ["", "OK", "Not Found", "A reason well past sixteen bytes long"] {
+                    var out = ByteBuffer()
+                    out.append([UInt8](repeating: 0x2E, count: prefix))
+                    Array(reason.utf8).withUnsafeBytes { out.appendStatusLine(status, reason: $0) }
+                    let expected = String(repeating: ".", count: prefix) + "HTTP/1.1 \(status) \(reason)\r\n"
+                    XCTAssertEqual(String(decoding: out.readableBytes, as: UTF8.self), expected)
+                }
+            }
+        }
+    }
+
+    func testRequestLinesAndFieldsAtAnyFillOfTheBuffer() {
+        for prefix in [0, 3, 240, 250, 255] {
+            for (method, target) in [("GET", "/"), ("OPTIONS", "*"), ("M-SEARCH", "/a/much/longer/target?with=a&query=string")] {
+                var out = ByteBuffer()
+                out.append([UInt8](repeating: 0x2E, count: prefix))
+                Array(method.utf8).withUnsafeBytes { m in Array(target.utf8).withUnsafeBytes { out.appendRequestLine(method: m, target: $0) } }
+                Array(method.utf8).withUnsafeBytes { n in Array(target.utf8).withUnsafeBytes { out.appendField(n, $0) } }
+                out.appendVia(versionMinor: 1, suffix: Array(" relay\r\n".utf8))
+                let expected = String(repeating: ".", count: prefix) + "\(method) \(target) HTTP/1.1\r\n\(method): \(target)\r\nVia: 1.1 relay\r\n"
+                XCTAssertEqual(String(decoding: out.readableBytes, as: UTF8.self), expected)
+            }
+        }
+    }
+
     func testContentLengthIsCanonical() {
         XCTAssertEqual(written { $0.appendContentLength(0) }, "Content-Length: 0\r\n")
         XCTAssertEqual(written { $0.appendContentLength(UInt64.max) }, "Content-Length: 18446744073709551615\r\n")

@@ -24,6 +24,22 @@ final class KnownHeaderTests: XCTestCase {
         }
     }
 
+    /// The reader classifies only the names the filter lets through: it must let through every
+    /// known name in either case (and so its underscored lookalikes, of the same length and first
+    /// letter), and it lets through none of a few common names.
+    func testTheCandidateFilterLetsEveryKnownNameThrough() {
+        for (name, _) in known {
+            for spelling in [name, name.uppercased()] {
+                let bytes = Array(spelling.utf8)
+                XCTAssertTrue(KnownHeader.mayBeKnown(length: bytes.count, first: bytes[0]), spelling)
+            }
+        }
+        for name in ["User-Agent", "Accept", "Server", "Date", "Content-Type", "Cache-Control", "Accept-Encoding", "ETag"] {
+            let bytes = Array(name.utf8)
+            XCTAssertFalse(KnownHeader.mayBeKnown(length: bytes.count, first: bytes[0]), name)
+        }
+    }
+
     func testNamesThatOnlyShareLengthAndFirstLetterAreOther() {
         for name in ["hose", "connexion", "keep_alive!", "tx", "vie", "cookies", "Content-Lengths", "x-forwarded-fox", "", "-", "a",
                      "origins", "orogin", "sec-fetch-user", "sec-fetch-sitx", "sec-fetch-xode", "sec-fetch-", "sec-fetch-dests"] {

@@ -1,3 +1,4 @@
+import CLLHTTP
 import XCTest
 @testable import HTTP1
 
@@ -83,5 +84,17 @@ final class StartLineTests: XCTestCase {
         }
         let fine = String(repeating: "x", count: 1000)
         XCTAssertEqual(feed(HTTP1Parser(kind: .request, limits: defaultLimits), head + "1;a=\(fine)\r\nz\r\n0\r\n\r\n"), .consumed)
+    }
+
+    /// The usual methods' names come from literals, the rest from llhttp: each is spelled as
+    /// llhttp spells it (which aborts on a number it does not know: only llhttp's own are tried).
+    func testMethodsAreNamedAsLlhttpNamesThem() {
+        let head = HTTPHead()
+        for method in [HTTP_DELETE, HTTP_GET, HTTP_HEAD, HTTP_POST, HTTP_PUT, HTTP_CONNECT, HTTP_OPTIONS, HTTP_TRACE, HTTP_PATCH,
+                       HTTP_PROPFIND, HTTP_MKCALENDAR].map({ UInt8($0.rawValue) }) {
+            head.method = method
+            let llhttpName = String(cString: llhttp_method_name(llhttp_method_t(UInt32(method))))
+            XCTAssertEqual(String(decoding: head.methodName, as: UTF8.self), llhttpName, "method \(method)")
+        }
     }
 }
