@@ -222,6 +222,15 @@ final class HTTP1ParserTests: XCTestCase {
         }
     }
 
+    func testAConnectionValueAsLongAsKeepAliveStillNamesItsField() {
+        // Ten bytes, like `keep-alive`, whose two-load check must not skip it.
+        for value in ["x-internal", "X-Internal", "keep-alivx"] {
+            let parser = HTTP1Parser(kind: .request, limits: defaultLimits)
+            feed(parser, "GET / HTTP/1.1\r\nHost: a\r\nConnection: \(value)\r\n\(value): 1\r\nX-Kept: 2\r\n\r\n")
+            XCTAssertEqual(parser.head.fields.map { parser.head.isHopByHop($0) }, [false, true, true, false], value)
+        }
+    }
+
     func testResponseFramingAndReason() {
         let (d, result) = parseAtEveryBoundary("HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nnop", kind: .response)
         XCTAssertEqual(result, .consumed)

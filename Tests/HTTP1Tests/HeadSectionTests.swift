@@ -111,6 +111,7 @@ final class HeadSectionTests: XCTestCase {
             ("GET / HTTP/1.1\r\nHost: a\r\n\n", .malformed, nil),
             ("GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", .malformed, "obsolete line folding in a header value"),
             ("GET / HTTP/1.1\r\nHost: a\r\n: a\r\n\r\n", .malformed, nil),
+            ("GET / HTTP/1.1\r\nHost: a\r\n: a:b\r\n\r\n", .malformed, nil),
             ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", .badHost, "more than one Host header"),
             ("GET / HTTP/1.1\r\nX: a\r\n\r\n", .badHost, "HTTP/1.1 request without a Host header"),
             ("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", .tooManyHeaders, "more than maxHeaderCount header fields"),

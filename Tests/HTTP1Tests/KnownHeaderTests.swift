@@ -55,17 +55,20 @@ final class KnownHeaderTests: XCTestCase {
         XCTAssertEqual(classify("x_forwarded_fox", lookalikes: true), .other)
     }
 
-    /// Every byte value at every position of a name long enough for the word-at-a-time compare:
-    /// it matches only when it is the name's own byte in either case.
+    /// Every byte value at every position of every known name (the short ones are compared a
+    /// word at a time too, bytes 4 to 6 included): it matches only when it is the name's own byte
+    /// in either case.
     func testOnlyTheSameLetterInEitherCaseMatchesAtAnyPosition() {
-        let name = Array("x-forwarded-host".utf8)
-        for position in name.indices {
-            for byte in UInt8.min...UInt8.max {
-                var candidate = name
-                candidate[position] = byte
-                let same = byte == name[position] || (name[position] >= 0x61 && name[position] <= 0x7A && byte == name[position] - 0x20)
-                let classified = candidate.withUnsafeBytes { KnownHeader(name: $0) }
-                XCTAssertEqual(classified == .xForwardedHost, same, "byte \(byte) at \(position)")
+        for (spelling, header) in known {
+            let name = Array(spelling.utf8)
+            for position in name.indices {
+                for byte in UInt8.min...UInt8.max {
+                    var candidate = name
+                    candidate[position] = byte
+                    let same = byte == name[position] || (name[position] >= 0x61 && name[position] <= 0x7A && byte == name[position] - 0x20)
+                    let classified = candidate.withUnsafeBytes { KnownHeader(name: $0) }
+                    XCTAssertEqual(classified == header, same, "\(spelling): byte \(byte) at \(position)")
+                }
             }
         }
     }
