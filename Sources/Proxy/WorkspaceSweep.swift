@@ -95,13 +95,14 @@ extension ClientConnection {
     }
 
     /// A connection that is idle keeps its workspace if its worker's sweep lets it, or gives
-    /// it back (when nothing of a request is left: no exchange, no pipelined bytes, no held
-    /// response, no upstream connection).
+    /// it back (once nothing of a request is left: no exchange, no pipelined bytes, no held
+    /// response, no upstream connection). Keeping needs no more than the phase: the sweep asks
+    /// the rest before it takes a kept workspace back.
     func keepOrReturnWorkspaceIfIdle() {
-        guard keptWorkspace == .none, let workspace, isDone(with: workspace) else { return }
+        guard keptWorkspace == .none, exchange.phase == .awaitingRequest, workspace != nil else { return }
         if worker.workspaceSweep.keep(lent: worker.workspaces.lentCount, burstEnding: worker.burstMemory.burstEnding) {
             keptWorkspace = .kept
-        } else {
+        } else if let workspace, isDone(with: workspace) {
             giveBack(workspace)
         }
     }
