@@ -43,6 +43,10 @@ final class BurstMemoryReturn: BurstReleasing {
         workspaces.release = self
     }
 
+    /// The pools freed objects lately and the trim that follows is still to come: a burst is
+    /// ending (idle connections then keep no workspace: WorkspaceSweep.swift).
+    var burstEnding: Bool { decision.timerArmed }
+
     func poolFreed() {
         if decision.freed(now: loop.nowMilliseconds) { timer.arm(afterMilliseconds: BurstRelease.settleMilliseconds) }
     }

@@ -40,10 +40,14 @@ final class ClientConnection: ByteStreamDelegate {
     /// here, after `forwarding`, to sit in the padding that follows it: Swift lays fields out in
     /// the order written, and an idle connection's size is the relay's memory per connection.
     var parserPaused = false
+    /// The connection is idle and keeps its workspace for its next request, until its worker's
+    /// `WorkspaceSweep` takes it back (WorkspaceSweep.swift). In the same padding as `parserPaused`.
+    var keptWorkspace = KeptWorkspace.none
     /// The decisions: the state of the connection and of its current exchange (the latter kept
     /// in the workspace: `Exchange.current`).
     var exchange: Exchange
-    /// The parser and buffers of the request under way, lent by the worker (nil while idle).
+    /// The parser and buffers of the request under way, lent by the worker (nil while idle, but
+    /// for a while after a request: `keptWorkspace`).
     private(set) var workspace: ExchangeWorkspace?
     /// The side facing the upstream (UpstreamLeg.swift), made with this connection and dropped
     /// when its socket closes (`streamDidClose`), which ends the cycle with the leg's strong
@@ -97,14 +101,6 @@ final class ClientConnection: ByteStreamDelegate {
     @inline(__always)
     var parser: HTTP1Parser { work.parser }
 
-    /// Gives the workspace back once nothing of a request is left: no exchange, no pipelined
-    /// bytes, no held response, no upstream connection.
-    func returnWorkspaceIfIdle() {
-        guard let workspace, exchange.phase == .awaitingRequest, workspace.leftover.isEmpty, !parserPaused,
-              !workspace.response.isHolding, upstreamLeg?.isConnected != true else { return }
-        giveBack(workspace)
-    }
-
     /// The connection is closed: its workspace goes back whatever state it was in, its
     /// exchange's blank (it may have ended mid-exchange, waiting for a token, say).
     func returnWorkspace() {
@@ -114,7 +110,8 @@ final class ClientConnection: ByteStreamDelegate {
     }
 
     /// The exchange reads the blank state before the workspace, which held its state, goes.
-    private func giveBack(_ workspace: ExchangeWorkspace) {
+    func giveBack(_ workspace: ExchangeWorkspace) {
+        useKeptWorkspace()
         let pool = worker.workspaces
         exchange.keepCurrent(in: pool.blank.pointer, writable: false)
         self.workspace = nil
@@ -144,6 +141,7 @@ final class ClientConnection: ByteStreamDelegate {
         case .closing:
             break
         default:
+            useKeptWorkspace()
             if parserPaused {
                 // The next request came before this one's response (pipelining): keep it for later.
                 let work = self.work
@@ -185,14 +183,15 @@ final class ClientConnection: ByteStreamDelegate {
         finishExchangeIfDone()
     }
 
-    /// Parses pipelined bytes kept in `leftover` while no exchange is running; once none are
-    /// left, the connection is idle and gives its workspace back.
+    /// Parses pipelined bytes kept in `leftover` while no exchange is running. Once none are
+    /// left the connection is idle, and keeps its workspace for a while or gives it back
+    /// (`keepOrReturnWorkspaceIfIdle`).
     func drive() {
         while exchange.phase == .awaitingRequest, let work = workspace, !work.leftover.isEmpty {
             parseLeftover(of: work)
         }
         if exchange.readsClient(pipelinedBytes: workspace?.leftover.count ?? 0) { stream.startReading() }
-        returnWorkspaceIfIdle()
+        keepOrReturnWorkspaceIfIdle()
     }
 
     /// Parses the pipelined bytes kept in `leftover`. They move to `parsing` first: the parser

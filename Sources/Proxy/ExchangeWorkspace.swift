@@ -5,8 +5,9 @@ import HTTP1
 /// the request parser (which holds the head it collected) and the buffers for pipelined bytes,
 /// the heads it writes, and the request it may send again. A worker lends one to a connection
 /// when a request's first bytes arrive and takes it back when the connection goes idle
-/// (`WorkspacePool`), so an idle keep-alive connection holds none of it — nginx frees a
-/// keep-alive connection's buffers for the same reason, and h2o pools them per loop. A busy
+/// (`WorkspacePool`; unless a burst ends, a connection keeps its own for half a second in case its
+/// next request comes: WorkspaceSweep.swift), so an idle keep-alive connection holds none of it —
+/// nginx frees a keep-alive connection's buffers for the same reason, and h2o pools them per loop. A busy
 /// connection keeps its workspace, so the capacity its buffers grew to serves its next requests
 /// without allocating.
 final class ExchangeWorkspace {
@@ -68,6 +69,8 @@ final class ExchangeWorkspace {
 /// way. Most recently returned first: its memory is still warm in the cache.
 final class WorkspacePool {
     private var spare: [ExchangeWorkspace] = []
+    /// Workspaces lent and not taken back yet.
+    private(set) var lentCount = 0
     /// What the exchange of a connection without a workspace reads as its current state: blank,
     /// never written (`Exchange.init(blank:)`).
     let blank = CurrentExchangeSlot()
@@ -86,6 +89,7 @@ final class WorkspacePool {
     /// (the connection owns the workspace until it gives it back). Nil: the caller sets the
     /// parser's delegate itself (`ClientConnection.work` does, to spare a retain per request).
     func lend(to delegate: (any HTTP1ParserDelegate)?, limits: HeaderLimits) -> ExchangeWorkspace {
+        lentCount += 1
         let workspace = spare.popLast() ?? ExchangeWorkspace(limits: limits)
         workspace.parser.limits = limits
         workspace.parser.delegate = delegate
@@ -93,6 +97,7 @@ final class WorkspacePool {
     }
 
     func takeBack(_ workspace: ExchangeWorkspace) {
+        lentCount -= 1
         workspace.reset(keptCapacity: Self.keptCapacity)
         if spare.count < Self.maxSpare {
             spare.append(workspace)

@@ -35,9 +35,11 @@ enum ForwardedHead {
     /// `upgrade`: the `Upgrade` value to forward (`RoutePlan.allowedUpgrade`), nil for none.
     /// `proof`: the DPoP proof of a `DPoP` token, which then goes as `Authorization: DPoP`.
     /// `claimLines`: the caller's claims as header lines (`inbound.claimHeaders`), written after
-    /// the route's own fields.
+    /// the route's own fields. `forwarding` is `inout` only so that the caller's (a connection's
+    /// stored property) is read in place: passed by value, its two arrays were retained and
+    /// released around the call. It is not changed here.
     static func writeRequest(_ head: HTTPHead, target: UnsafeRawBufferPointer, plan: RoutePlan,
-                             framing: Framing, forwarding: Forwarding,
+                             framing: Framing, forwarding: inout Forwarding,
                              clientHost: UnsafeRawBufferPointer?, token: UnsafeRawBufferPointer?,
                              proof: UnsafeRawBufferPointer? = nil, upgrade: [UInt8]? = nil, claimLines: [UInt8]? = nil,
                              into out: inout ByteBuffer) {

@@ -34,6 +34,8 @@ final class ProxyWorker {
     /// Gives back what a burst of requests left (spare workspaces, buffers, free heap pages) once
     /// it is over; the pools report what they free beyond their bounds.
     let burstMemory: BurstMemoryReturn
+    /// Takes back the workspaces of connections that went idle (WorkspaceSweep.swift).
+    let workspaceSweep: WorkspaceSweep
     /// The text of the last client address seen, shared by the connections from it.
     private var lastClientAddress: [UInt8] = []
     private var pools: [UpstreamKey: UpstreamPool] = [:]
@@ -69,6 +71,7 @@ final class ProxyWorker {
         self.logger = logger
         self.metrics = metrics
         burstMemory = BurstMemoryReturn(loop: loop, logger: logger, workspaces: workspaces)
+        workspaceSweep = WorkspaceSweep(loop: loop)
         poolByRoute = Array(repeating: nil, count: settings.plans.count)
         routeMetrics = Array(repeating: nil, count: settings.plans.count)
         do throws(UVError) {
@@ -104,6 +107,8 @@ final class ProxyWorker {
             }
         }
         stopWakeup = LoopWakeup(loop: loop) { [unowned self] in self.beginDrain() }
+        // Unowned: the sweep, which keeps this closure, is the worker's own.
+        workspaceSweep.whenDue { [unowned self] in self.sweepWorkspaces() }
         tokens = settings.tokens.map { WorkerTokens(service: $0, loop: loop) }
     }
 
@@ -144,6 +149,11 @@ final class ProxyWorker {
         if text == lastClientAddress { return lastClientAddress }
         lastClientAddress = text
         return text
+    }
+
+    /// A pass of `workspaceSweep` over the client connections.
+    func sweepWorkspaces() {
+        for connection in clients.values { connection.sweepWorkspace() }
     }
 
     func connectionDidClose(_ connection: ClientConnection) {
@@ -278,6 +288,7 @@ final class ProxyWorker {
         graceTimer?.close()
         graceTimer = nil
         burstMemory.close()
+        workspaceSweep.close()
         for pool in pools.values { pool.closeIdle() }
         tokens?.close()
         stopWakeup?.close()

@@ -76,7 +76,7 @@ final class UpstreamLeg {
     func writeUpstreamRequestHead(for plan: RoutePlan, in work: ExchangeWorkspace) -> Bool {
         let connection = self.connection
         switch UpstreamRequestHead.write(for: plan, token: connection.exchange.token, framing: connection.exchange.current.request.framing,
-                                         upgrade: connection.exchange.current.request.upgrade, forwarding: connection.forwarding,
+                                         upgrade: connection.exchange.current.request.upgrade, forwarding: &connection.forwarding,
                                          proofs: plan.usesDPoP ? connection.worker.tokens?.proofs : nil,
                                          claimLines: connection.exchange.caller?.claimLines,
                                          challengedNonce: connection.exchange.current.response.dpopChallengeNonce, in: work) {

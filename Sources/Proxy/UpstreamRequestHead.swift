@@ -24,10 +24,11 @@ enum UpstreamRequestHead {
     /// request's framing and `Upgrade` value rather than the request, and `proofs` only for a
     /// DPoP route: copying the request and looking the proofs up cost 100 instructions a request.
     /// `challengedNonce`: the nonce of the `use_dpop_nonce` answer this head replays the request
-    /// after, for its proof (`WorkerProofs.withProof`).
+    /// after, for its proof (`WorkerProofs.withProof`). `forwarding`: `inout` only to be read in
+    /// place (`ForwardedHead.writeRequest`).
     @inline(__always)
     static func write(for plan: RoutePlan, token: WorkerTokens.CachedToken?, framing: ForwardedHead.Framing, upgrade: [UInt8]?,
-                      forwarding: ForwardedHead.Forwarding, proofs: WorkerProofs?, claimLines: [UInt8]? = nil,
+                      forwarding: inout ForwardedHead.Forwarding, proofs: WorkerProofs?, claimLines: [UInt8]? = nil,
                       challengedNonce: [UInt8]? = nil, in work: ExchangeWorkspace) -> Outcome {
         let head = work.parser.head
         let raw = head.target
@@ -41,7 +42,7 @@ enum UpstreamRequestHead {
             work.scratch.clear()
             let failure = withOptionalBytes(token?.bytes) { tokenBytes -> JOSEError? in
                 write(head, target: raw, authority: nil, isAsterisk: false, plan: plan, token: tokenBytes, proofing: proofing,
-                      proofs: proofs, framing: framing, upgrade: upgrade, forwarding: forwarding, claimLines: claimLines,
+                      proofs: proofs, framing: framing, upgrade: upgrade, forwarding: &forwarding, claimLines: claimLines,
                       challengedNonce: challengedNonce, into: work)
             }
             guard let failure else { return .written }
@@ -54,7 +55,7 @@ enum UpstreamRequestHead {
             if let verbatim {
                 return write(head, target: verbatim, authority: target.authority, isAsterisk: target.isAsterisk, plan: plan,
                              token: tokenBytes, proofing: proofing, proofs: proofs, framing: framing, upgrade: upgrade,
-                             forwarding: forwarding, claimLines: claimLines, challengedNonce: challengedNonce, into: work)
+                             forwarding: &forwarding, claimLines: claimLines, challengedNonce: challengedNonce, into: work)
             }
             work.normalizedPath.withUnsafeBytes {
                 plan.writeUpstreamTarget(rawPath: target.path, normalizedPath: $0, queryWithMark: target.queryWithMark,
@@ -63,7 +64,7 @@ enum UpstreamRequestHead {
             return work.rewrittenTarget.withUnsafeBytes { rewritten in
                 write(head, target: rewritten, authority: target.authority, isAsterisk: target.isAsterisk, plan: plan,
                       token: tokenBytes, proofing: proofing, proofs: proofs, framing: framing, upgrade: upgrade,
-                      forwarding: forwarding, claimLines: claimLines, challengedNonce: challengedNonce, into: work)
+                      forwarding: &forwarding, claimLines: claimLines, challengedNonce: challengedNonce, into: work)
             }
         }
         guard let failure else { return .written }
@@ -78,11 +79,11 @@ enum UpstreamRequestHead {
     private static func write(_ head: HTTPHead, target: UnsafeRawBufferPointer, authority: UnsafeRawBufferPointer?, isAsterisk: Bool,
                               plan: RoutePlan,
                               token: UnsafeRawBufferPointer?, proofing: DPoPProofing?, proofs: WorkerProofs?,
-                              framing: ForwardedHead.Framing, upgrade: [UInt8]?, forwarding: ForwardedHead.Forwarding,
+                              framing: ForwardedHead.Framing, upgrade: [UInt8]?, forwarding: inout ForwardedHead.Forwarding,
                               claimLines: [UInt8]?, challengedNonce: [UInt8]?, into work: ExchangeWorkspace) -> JOSEError? {
         let clientHost = authority ?? head.host
         guard let proofing, let proofs else {
-            ForwardedHead.writeRequest(head, target: target, plan: plan, framing: framing, forwarding: forwarding,
+            ForwardedHead.writeRequest(head, target: target, plan: plan, framing: framing, forwarding: &forwarding,
                                        clientHost: clientHost, token: token, upgrade: upgrade, claimLines: claimLines,
                                        into: &work.scratch)
             return nil
@@ -92,7 +93,7 @@ enum UpstreamRequestHead {
         do throws(JOSEError) {
             try proofs.withProof(proofing, method: head.methodName, plan: plan, target: path,
                                  challengedNonce: challengedNonce, nonceVersion: &work.dpopNonceVersion) { proof in
-                ForwardedHead.writeRequest(head, target: target, plan: plan, framing: framing, forwarding: forwarding,
+                ForwardedHead.writeRequest(head, target: target, plan: plan, framing: framing, forwarding: &forwarding,
                                            clientHost: clientHost, token: token, proof: proof, upgrade: upgrade,
                                            claimLines: claimLines, into: &work.scratch)
             }

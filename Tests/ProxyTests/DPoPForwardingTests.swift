@@ -11,7 +11,7 @@ import XCTest
 /// What goes upstream with a `DPoP` token: `Authorization: DPoP` and a proof per request whose
 /// `htu` is the URL the upstream receives, with `ath` and the upstream's latest nonce.
 final class DPoPForwardingTests: XCTestCase {
-    private let forwarding = ForwardedHead.Forwarding(clientAddress: Array("192.0.2.7".utf8), trustForwardedHeaders: false,
+    private var forwarding = ForwardedHead.Forwarding(clientAddress: Array("192.0.2.7".utf8), trustForwardedHeaders: false,
                                                       viaSuffix: viaSuffix)
 
     /// The target `plan` sends upstream for the client's `target` (as ClientConnection does).
@@ -195,7 +195,7 @@ final class DPoPForwardingTests: XCTestCase {
             withBytes("tok") { token in
                 withBytes("the.proof.jws") { proof in
                     written {
-                        ForwardedHead.writeRequest(request, target: target, plan: plan, framing: .none, forwarding: forwarding,
+                        ForwardedHead.writeRequest(request, target: target, plan: plan, framing: .none, forwarding: &forwarding,
                                                    clientHost: request.host, token: token, proof: proof, into: &$0)
                     }
                 }
@@ -212,7 +212,7 @@ final class DPoPForwardingTests: XCTestCase {
         let text = withBytes("/a") { target in
             withBytes("tok") { token in
                 written {
-                    ForwardedHead.writeRequest(request, target: target, plan: plan, framing: .none, forwarding: forwarding,
+                    ForwardedHead.writeRequest(request, target: target, plan: plan, framing: .none, forwarding: &forwarding,
                                                clientHost: request.host, token: token, into: &$0)
                 }
             }

@@ -23,12 +23,12 @@ private func assertForwarded(_ request: [String], body: String = "", as expected
                              file: StaticString = #filePath, line: UInt = #line) {
     let parsed = parsedHead(head(request) + body, file: file, line: line)
     let framing: ForwardedHead.Framing = parsed.isChunked ? .chunked : parsed.contentLength != nil ? .contentLength : .none
-    let forwarding = ForwardedHead.Forwarding(clientAddress: Array(clientAddress.utf8),
+    var forwarding = ForwardedHead.Forwarding(clientAddress: Array(clientAddress.utf8),
                                               trustForwardedHeaders: trustForwardedHeaders, viaSuffix: viaSuffix)
     let plan = RoutePlan(route: route)
     let forwarded = withBytes(target ?? String(decoding: parsed.target, as: UTF8.self)) { target in
         written {
-            ForwardedHead.writeRequest(parsed, target: target, plan: plan, framing: framing, forwarding: forwarding,
+            ForwardedHead.writeRequest(parsed, target: target, plan: plan, framing: framing, forwarding: &forwarding,
                                        clientHost: parsed.host, token: nil,
                                        upgrade: parsed.isUpgrade ? plan.allowedUpgrade(parsed) : nil, into: &$0)
         }

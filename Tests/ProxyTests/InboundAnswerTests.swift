@@ -159,10 +159,10 @@ final class InboundAnswerTests: XCTestCase {
 
     private func forwarded(_ request: [String], plan: RoutePlan, claimLines: String?) -> String {
         let parsed = parsedHead(head(request))
-        let forwarding = ForwardedHead.Forwarding(clientAddress: Array("192.0.2.7".utf8), trustForwardedHeaders: false, viaSuffix: viaSuffix)
+        var forwarding = ForwardedHead.Forwarding(clientAddress: Array("192.0.2.7".utf8), trustForwardedHeaders: false, viaSuffix: viaSuffix)
         return withBytes("/") { target in
             written {
-                ForwardedHead.writeRequest(parsed, target: target, plan: plan, framing: .none, forwarding: forwarding, clientHost: nil,
+                ForwardedHead.writeRequest(parsed, target: target, plan: plan, framing: .none, forwarding: &forwarding, clientHost: nil,
                                            token: nil, claimLines: claimLines.map { Array($0.utf8) }, into: &$0)
             }
         }

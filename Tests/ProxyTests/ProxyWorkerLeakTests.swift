@@ -76,6 +76,40 @@ final class ProxyWorkerLeakTests: XCTestCase {
         stopAndCheckForLeaks(worker, on: test, closing: nil)
     }
 
+    func testAKeepAliveConnectionKeepsItsWorkspaceUntilItStaysIdleThroughASweep() throws {
+        let test = try LeakCheckedLoop()
+        let upstream = try AnsweringUpstream(on: test.loop)
+        let worker = try startWorker(on: test, routeTo: upstream.address)
+        let client = try TestClient(on: test, to: worker)
+        func answers() -> Int { client.receivedText.components(separatedBy: "HTTP/1.1 200 OK\r\n").count - 1 }
+
+        client.send(head("GET /orders/1 HTTP/1.1", "Host: 127.0.0.1"))
+        test.run(until: "the first answer reached the client") { answers() == 1 && client.hasWholeResponse }
+        XCTAssertEqual(worker.workspaces.spareCount, 0, "the idle connection keeps its workspace for its next request")
+        client.send(head("GET /orders/2 HTTP/1.1", "Host: 127.0.0.1"))
+        test.run(until: "the second answer reached the client") { answers() == 2 && client.receivedText.hasSuffix("ok") }
+        XCTAssertEqual(worker.workspaces.spareCount, 0)
+
+        XCTAssertEqual(worker.workspaceSweep.kept, 1)
+        worker.sweepWorkspaces()
+        XCTAssertEqual(worker.workspaces.spareCount, 0, "a connection that went idle since the last pass keeps its workspace")
+        worker.sweepWorkspaces()
+        XCTAssertEqual(worker.workspaces.spareCount, 1, "idle through a whole pass, it gives it back")
+        XCTAssertEqual(worker.workspaceSweep.kept, 0)
+
+        client.send(head("GET /orders/3 HTTP/1.1", "Host: 127.0.0.1"))
+        test.run(until: "the third answer reached the client") { answers() == 3 && client.receivedText.hasSuffix("ok") }
+        XCTAssertEqual(worker.workspaces.spareCount, 0, "the next request took a workspace from the pool")
+        XCTAssertEqual(upstream.requestCount, 3)
+        XCTAssertEqual(worker.workspaceSweep.kept, 1)
+        test.run(until: "the worker's sweep took the idle connection's workspace back",
+                 seconds: 5 * WorkspaceSweep.intervalMilliseconds / 1000 + 2) { worker.workspaces.spareCount == 1 }
+        XCTAssertEqual(worker.workspaceSweep.kept, 0)
+
+        client.close()
+        stopAndCheckForLeaks(worker, on: test, closing: upstream)
+    }
+
     // MARK: The worker
 
     /// A worker on `test`'s loop listening on a loopback port, with one route to `upstream`.

@@ -65,7 +65,9 @@ final class WorkspacePoolTests: XCTestCase {
         let pool = WorkspacePool()
         let delegate = CountingDelegate()
         let lent = (0..<(WorkspacePool.maxSpare + 10)).map { _ in pool.lend(to: delegate, limits: limits) }
+        XCTAssertEqual(pool.lentCount, WorkspacePool.maxSpare + 10)
         for workspace in lent { pool.takeBack(workspace) }
         XCTAssertEqual(pool.spareCount, WorkspacePool.maxSpare)
+        XCTAssertEqual(pool.lentCount, 0)
     }
 }
