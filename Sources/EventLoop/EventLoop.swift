@@ -35,10 +35,14 @@ public final class EventLoop {
     static let readBufferSize = 64 * 1024
     private var closed = false
     /// Streams written to during the current read callback, flushed when it returns (rule 6).
-    var batchedStreams: [TCPStream] = []
+    /// Unretained: a stream is listed only while open (`write` refuses a closed one), so its
+    /// handle holds it (rule 2) until libuv's close callback, which runs from `uv_run`'s close
+    /// phase, never inside the callback that lists and flushes it. Retaining would cost a
+    /// retain and a release per batched write and another pair per flush.
+    var batchedStreams: [Unmanaged<TCPStream>] = []
     /// The batch being flushed, swapped with `batchedStreams` so that neither array is copied:
     /// a copy would make `removeAll(keepingCapacity:)` allocate a new buffer at every read.
-    private var flushingStreams: [TCPStream] = []
+    private var flushingStreams: [Unmanaged<TCPStream>] = []
     var isBatchingWrites = false
     /// The pipe for splicing between sockets (SpliceRelay.swift), made on first use.
     var splicePipeStorage: SplicePipe?
@@ -78,7 +82,9 @@ public final class EventLoop {
         // A flush can run a delegate (drain), which may write again: loop until quiet.
         while !batchedStreams.isEmpty {
             swap(&batchedStreams, &flushingStreams)
-            for index in flushingStreams.indices { flushingStreams[index].flushBatchedWrites() }
+            for index in flushingStreams.indices {
+                flushingStreams[index]._withUnsafeGuaranteedRef { $0.flushBatchedWrites() }
+            }
             flushingStreams.removeAll(keepingCapacity: true)
         }
     }

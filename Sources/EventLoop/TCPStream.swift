@@ -259,7 +259,7 @@ public final class TCPStream: LoopHandle, ByteStream {
             }
             if !batched {
                 batched = true
-                loop.batchedStreams.append(self)
+                loop.batchedStreams.append(Unmanaged.passUnretained(self))
             }
             pending.borrowStorage(from: loop.buffers)
             pending.append(rest)
