@@ -39,10 +39,7 @@ public final class EventLoop {
     /// handle holds it (rule 2) until libuv's close callback, which runs from `uv_run`'s close
     /// phase, never inside the callback that lists and flushes it. Retaining would cost a
     /// retain and a release per batched write and another pair per flush.
-    var batchedStreams: [Unmanaged<TCPStream>] = []
-    /// The batch being flushed, swapped with `batchedStreams` so that neither array is copied:
-    /// a copy would make `removeAll(keepingCapacity:)` allocate a new buffer at every read.
-    private var flushingStreams: [Unmanaged<TCPStream>] = []
+    var batchedStreams = UnretainedList<TCPStream>()
     var isBatchingWrites = false
     /// The pipe for splicing between sockets (SpliceRelay.swift), made on first use.
     var splicePipeStorage: SplicePipe?
@@ -79,14 +76,15 @@ public final class EventLoop {
         isBatchingWrites = true
         body()
         isBatchingWrites = false
-        // A flush can run a delegate (drain), which may write again: loop until quiet.
-        while !batchedStreams.isEmpty {
-            swap(&batchedStreams, &flushingStreams)
-            for index in flushingStreams.indices {
-                flushingStreams[index]._withUnsafeGuaranteedRef { $0.flushBatchedWrites() }
-            }
-            flushingStreams.removeAll(keepingCapacity: true)
+        // A flush can run a delegate (drain), which may write again: the count is read anew
+        // each time, so a stream listed during the flush is flushed too. (A batch nested in a
+        // flush flushes the whole list and empties it, which ends this loop.)
+        var index = 0
+        while index < batchedStreams.count {
+            batchedStreams[index]._withUnsafeGuaranteedRef { $0.flushBatchedWrites() }
+            index += 1
         }
+        batchedStreams.removeAll()
     }
 
     /// Runs until no handle is active (or `stop()` is called).

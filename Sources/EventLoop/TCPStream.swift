@@ -259,7 +259,7 @@ public final class TCPStream: LoopHandle, ByteStream {
             }
             if !batched {
                 batched = true
-                loop.batchedStreams.append(Unmanaged.passUnretained(self))
+                loop.batchedStreams.append(self)
             }
             pending.borrowStorage(from: loop.buffers)
             pending.append(rest)
