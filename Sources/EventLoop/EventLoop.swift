@@ -15,7 +15,7 @@
 //  5. Reads land in one buffer per loop (`readBuffer`), valid only during the read callback:
 //     a delegate that wants to keep bytes copies them. No allocation per read.
 //  6. Writes issued while a read callback runs are gathered per stream and sent when the
-//     callback returns (`WriteBatch`): a response head, its body and chunk framing produced
+//     callback returns (`batchedStreams`): a response head, its body and chunk framing produced
 //     by one read leave in one system call. A large write (a body's read-sized piece,
 //     `TCPStream.uncopiedWriteMinimum`) goes out at once with what was gathered before it, in
 //     one `writev`, rather than be copied into the batch.
@@ -76,9 +76,10 @@ public final class EventLoop {
         isBatchingWrites = true
         body()
         isBatchingWrites = false
-        // A flush can run a delegate (drain), which may write again: the count is read anew
-        // each time, so a stream listed during the flush is flushed too. (A batch nested in a
-        // flush flushes the whole list and empties it, which ends this loop.)
+        // A flush can run a delegate (drain), which may write again: not batched any more, so
+        // such a write goes out directly. The count is read anew each time all the same: a
+        // stream listed during the flush (by a batch nested in it, which flushes the whole list
+        // and empties it, ending this loop) is never left behind.
         var index = 0
         while index < batchedStreams.count {
             batchedStreams[index]._withUnsafeGuaranteedRef { $0.flushBatchedWrites() }
