@@ -15,7 +15,7 @@
 //  5. Reads land in one buffer per loop (`readBuffer`), valid only during the read callback:
 //     a delegate that wants to keep bytes copies them. No allocation per read.
 //  6. Writes issued while a read callback runs are gathered per stream and sent when the
-//     callback returns (`WriteBatch`): a response head, its body and chunk framing produced
+//     callback returns (`batchedStreams`): a response head, its body and chunk framing produced
 //     by one read leave in one system call. A large write (a body's read-sized piece,
 //     `TCPStream.uncopiedWriteMinimum`) goes out at once with what was gathered before it, in
 //     one `writev`, rather than be copied into the batch.
@@ -35,10 +35,11 @@ public final class EventLoop {
     static let readBufferSize = 64 * 1024
     private var closed = false
     /// Streams written to during the current read callback, flushed when it returns (rule 6).
-    var batchedStreams: [TCPStream] = []
-    /// The batch being flushed, swapped with `batchedStreams` so that neither array is copied:
-    /// a copy would make `removeAll(keepingCapacity:)` allocate a new buffer at every read.
-    private var flushingStreams: [TCPStream] = []
+    /// Unretained: a stream is listed only while open (`write` refuses a closed one), so its
+    /// handle holds it (rule 2) until libuv's close callback, which runs from `uv_run`'s close
+    /// phase, never inside the callback that lists and flushes it. Retaining would cost a
+    /// retain and a release per batched write and another pair per flush.
+    var batchedStreams = UnretainedList<TCPStream>()
     var isBatchingWrites = false
     /// The pipe for splicing between sockets (SpliceRelay.swift), made on first use.
     var splicePipeStorage: SplicePipe?
@@ -75,12 +76,16 @@ public final class EventLoop {
         isBatchingWrites = true
         body()
         isBatchingWrites = false
-        // A flush can run a delegate (drain), which may write again: loop until quiet.
-        while !batchedStreams.isEmpty {
-            swap(&batchedStreams, &flushingStreams)
-            for index in flushingStreams.indices { flushingStreams[index].flushBatchedWrites() }
-            flushingStreams.removeAll(keepingCapacity: true)
+        // A flush can run a delegate (drain), which may write again: not batched any more, so
+        // such a write goes out directly. The count is read anew each time all the same: a
+        // stream listed during the flush (by a batch nested in it, which flushes the whole list
+        // and empties it, ending this loop) is never left behind.
+        var index = 0
+        while index < batchedStreams.count {
+            batchedStreams[index]._withUnsafeGuaranteedRef { $0.flushBatchedWrites() }
+            index += 1
         }
+        batchedStreams.removeAll()
     }
 
     /// Runs until no handle is active (or `stop()` is called).

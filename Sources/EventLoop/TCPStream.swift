@@ -322,12 +322,20 @@ public final class TCPStream: LoopHandle, ByteStream {
         let written = Int(uv_try_write(streamHandle, &buffer, 1))
         if written == pending.count {
             pending.clear()
-            pending.returnStorage(to: loop.buffers)
+            withBufferPool { pending.returnStorage(to: $0) }
             queueDidShrink()
             return
         }
         if written > 0 { pending.removeFirst(written) }
         startWriteIfIdle()
+    }
+
+    /// The loop's `buffers` for one call, without the retain and release the compiler puts
+    /// around a call through `loop.buffers` (one pair per read callback, in the batch flush):
+    /// the stream holds its loop, which holds the pool in a `let`, so the pool outlives the call.
+    @inline(__always)
+    private func withBufferPool(_ body: (BufferPool) -> Void) {
+        Unmanaged.passUnretained(loop.buffers)._withUnsafeGuaranteedRef(body)
     }
 
     private func startWriteIfIdle() {
