@@ -106,24 +106,27 @@ extension HTTPHead {
                 trailerList.append(field)
                 continue
             }
+            // Appended before the known fields are noted (at the index it then has): the field's
+            // values are dead by then, so the rare known field keeps nothing live but the loop's.
+            fieldList.append(field)
             // Most fields are none the relay acts on: one comparison for them.
             if known != .other {
+                let index = fieldList.count &- 1
                 switch known {
                 case .transferEncoding:
                     // Noted here, not from llhttp's flag, which an empty value does not set.
                     hasTransferEncoding = true
                 case .host:
                     if hostIndex != nil { throw HTTP1Error(.badHost, "more than one Host header") }
-                    hostIndex = fieldList.count
+                    hostIndex = index
                 case .connection:
                     hasConnectionField = true
                 case .origin, .secFetchSite, .secFetchMode, .secFetchDest:
-                    fetchMetadata.note(known, at: fieldList.count)
+                    fetchMetadata.note(known, at: index)
                 default:
                     break
                 }
             }
-            fieldList.append(field)
         }
     }
 
