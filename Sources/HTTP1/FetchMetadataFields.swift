@@ -17,6 +17,7 @@ public struct FetchMetadataFields: Sendable {
     @inline(__always)
     public var isEmpty: Bool { (origin & site & mode & dest) < 0 && !repeated }
 
+    @inline(__always)
     mutating func note(_ known: KnownHeader, at index: Int) {
         func set(_ slot: inout Int32) {
             if slot >= 0 { repeated = true } else { slot = Int32(index) }

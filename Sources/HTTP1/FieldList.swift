@@ -19,8 +19,9 @@ struct FieldList: ~Copyable {
     @inline(__always)
     mutating func append(_ field: FieldSlot) {
         if count == capacity { grow() }
-        (storage! + count).initialize(to: field)
-        count += 1
+        // Below capacity, so the storage exists; the count is below it, so adding one cannot overflow.
+        (storage.unsafelyUnwrapped + count).initialize(to: field)
+        count &+= 1
     }
 
     /// Forgets the fields; the storage stays for the next message unless it grew past

@@ -34,8 +34,8 @@ extension HTTPHead {
         }
         let trailers = section == .trailers
         let lookalikes = kind == .request
-        let maxFieldCount = limits.maxFieldCount
-        var fieldCount = 0
+        // Counted down: one value live across the loop, not a count and its limit.
+        var fieldsLeft = max(limits.maxFieldCount, 0)
         while true {
             guard position < count else { throw HTTP1Error(.malformed, "the head has no end") }
             // A name most often starts with a letter: one comparison for it. Below `A` are CR
@@ -79,10 +79,10 @@ extension HTTPHead {
                 if byte(lineEnd) == 0x0A { throw HTTP1Error(.malformed, "a bare LF ends a field line") }
                 throw HTTP1Error(.invalidHeaderValue, "header value contains a NUL, CR or LF byte")
             }
-            if fieldCount >= maxFieldCount {
+            if fieldsLeft == 0 {
                 throw HTTP1Error(.tooManyHeaders, trailers ? "more than maxHeaderCount trailer fields" : "more than maxHeaderCount header fields")
             }
-            fieldCount &+= 1
+            fieldsLeft &-= 1
             // White space around the value is not part of it (RFC 9110 §5.5). Usually one
             // space before it and none after: two comparisons.
             var valueStart = nameEnd &+ 1
@@ -106,24 +106,27 @@ extension HTTPHead {
                 trailerList.append(field)
                 continue
             }
+            // Appended before the known fields are noted (at the index it then has): the field's
+            // values are dead by then, so the rare known field keeps nothing live but the loop's.
+            fieldList.append(field)
             // Most fields are none the relay acts on: one comparison for them.
             if known != .other {
+                let index = fieldList.count &- 1
                 switch known {
                 case .transferEncoding:
                     // Noted here, not from llhttp's flag, which an empty value does not set.
                     hasTransferEncoding = true
                 case .host:
                     if hostIndex != nil { throw HTTP1Error(.badHost, "more than one Host header") }
-                    hostIndex = fieldList.count
+                    hostIndex = index
                 case .connection:
                     hasConnectionField = true
                 case .origin, .secFetchSite, .secFetchMode, .secFetchDest:
-                    fetchMetadata.note(known, at: fieldList.count)
+                    fetchMetadata.note(known, at: index)
                 default:
                     break
                 }
             }
-            fieldList.append(field)
         }
     }
 
@@ -135,6 +138,14 @@ extension HTTPHead {
     private static func firstMatch(in start: UnsafeRawPointer, from offset: Int, count: Int,
                                    _ matches: (UInt64) -> UInt64) -> Int {
         var offset = offset
+        // Two words a turn while sixteen bytes remain (one test of the end for both).
+        while offset &+ 16 <= count {
+            let hits = matches(start.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            if hits != 0 { return offset &+ hits.trailingZeroBitCount >> 3 }
+            let next = matches(start.loadUnaligned(fromByteOffset: offset &+ 8, as: UInt64.self))
+            if next != 0 { return offset &+ 8 &+ next.trailingZeroBitCount >> 3 }
+            offset &+= 16
+        }
         while offset &+ 8 <= count {
             let hits = matches(start.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
             if hits != 0 { return offset &+ hits.trailingZeroBitCount >> 3 }
