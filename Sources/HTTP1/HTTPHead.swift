@@ -21,12 +21,12 @@ public final class HTTPHead {
 
     // Request line.
     public internal(set) var method: UInt8 = 0
-    var targetStart = 0
-    var targetLength = 0
+    @usableFromInline var targetStart = 0
+    @usableFromInline var targetLength = 0
     // Status line.
     public internal(set) var statusCode = 0
-    var reasonStart = 0
-    var reasonLength = 0
+    @usableFromInline var reasonStart = 0
+    @usableFromInline var reasonLength = 0
 
     public internal(set) var versionMajor: UInt8 = 1
     public internal(set) var versionMinor: UInt8 = 1
@@ -45,6 +45,9 @@ public final class HTTPHead {
     public internal(set) var isUpgrade = false
     /// Index into `fields` of the Host header, if any.
     public internal(set) var hostIndex: Int?
+    /// Where the Host field's value lies in `bytes` (with `hostIndex`), for the inlinable `host`.
+    @usableFromInline var hostStart = 0
+    @usableFromInline var hostLength = 0
     /// Where `Origin` and the `Sec-Fetch-*` fields are (a request's).
     public internal(set) var fetchMetadata = FetchMetadataFields()
 
@@ -74,15 +77,19 @@ public final class HTTPHead {
         fetchMetadata = FetchMetadataFields()
     }
 
-    @inline(__always)
+    // The accessors the proxy reads on every request (`target`, `host`, `name`, `value`, `reason`)
+    // are inlinable: a call each across the module boundary cost more than the read.
+    @inlinable @inline(__always)
     func slice(_ start: Int, _ count: Int) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: bytes.baseAddress.map { UnsafeRawPointer($0 + start) }, count: count)
     }
 
+    @inlinable
     public func name(_ field: FieldSlot) -> UnsafeRawBufferPointer {
         slice(Int(field.nameStart), Int(field.nameLength))
     }
 
+    @inlinable
     public func value(_ field: FieldSlot) -> UnsafeRawBufferPointer {
         slice(Int(field.valueStart), Int(field.valueLength))
     }
@@ -97,9 +104,9 @@ public final class HTTPHead {
     }
 
     /// The request-target exactly as received.
-    public var target: UnsafeRawBufferPointer { slice(targetStart, targetLength) }
-    public var reason: UnsafeRawBufferPointer { slice(reasonStart, reasonLength) }
-    public var host: UnsafeRawBufferPointer? { hostIndex.map { value(fields[$0]) } }
+    @inlinable public var target: UnsafeRawBufferPointer { slice(targetStart, targetLength) }
+    @inlinable public var reason: UnsafeRawBufferPointer { slice(reasonStart, reasonLength) }
+    @inlinable public var host: UnsafeRawBufferPointer? { hostIndex == nil ? nil : slice(hostStart, hostLength) }
 
     /// The method's name as llhttp spells it (`GET`, `M-SEARCH`, ...). The usual ones from the
     /// binary's literals: every forwarded request writes its method, and llhttp's name costs a

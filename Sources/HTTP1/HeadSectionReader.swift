@@ -119,6 +119,8 @@ extension HTTPHead {
                 case .host:
                     if hostIndex != nil { throw HTTP1Error(.badHost, "more than one Host header") }
                     hostIndex = index
+                    hostStart = Int(field.valueStart)
+                    hostLength = Int(field.valueLength)
                 case .connection:
                     hasConnectionField = true
                 case .origin, .secFetchSite, .secFetchMode, .secFetchDest:

@@ -227,6 +227,25 @@ final class HeadSectionTests: XCTestCase {
         XCTAssertEqual(head.fields.map { String(decoding: head.value($0), as: UTF8.self) }, ["a.example", ""])
         XCTAssertEqual(head.fields.map(\.known), [.host, .other])
         XCTAssertEqual(head.hostIndex, 0)
+        XCTAssertEqual(head.host.map { String(decoding: $0, as: UTF8.self) }, "a.example")
+    }
+
+    /// `host` is the Host field's value wherever the field stands, after a head whose Host stood
+    /// elsewhere, and nil once the head is reset.
+    func testHostIsTheHostFieldsValueWhereverItStands() throws {
+        let head = HTTPHead()
+        for (text, host) in [("GET / HTTP/1.1\r\nA: 1\r\nBB: 22\r\nhOsT:\t b.example:8080\t\r\nC: 3\r\n\r\n", "b.example:8080"),
+                             ("GET / HTTP/1.1\r\nHost: [::1]\r\n\r\n", "[::1]"),
+                             ("GET / HTTP/1.1\r\nX: y\r\nHost:\r\n\r\n", "")] {
+            head.reset()
+            XCTAssertNil(head.host)
+            let bytes = Array(text.utf8)
+            _ = try bytes.withUnsafeBytes {
+                try head.read(.head, of: .request, at: $0.baseAddress!, count: $0.count, base: 0, limits: defaultLimits)
+            }
+            head.bytes.append(bytes)
+            XCTAssertEqual(head.host.map { String(decoding: $0, as: UTF8.self) }, host, text)
+        }
     }
 
     /// The reader classifies names itself (a candidate by length and first letter, then a call to
