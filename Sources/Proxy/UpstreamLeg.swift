@@ -114,13 +114,20 @@ final class UpstreamLeg {
     /// Request body bytes went out: the upstream is not late.
     @inline(__always)
     func noteRequestProgress() {
-        upstream?.noteRequestProgress()
+        withUpstream { $0.noteRequestProgress() }
     }
 
     /// The whole request went out: the response's total deadline starts.
     @inline(__always)
     func noteRequestSent() {
-        upstream?.noteRequestSent()
+        withUpstream { $0.noteRequestSent() }
+    }
+
+    /// `upstream` for a call that only sets its deadline, without a retain: setting a timer calls
+    /// nothing back, so nothing can let go of the connection during the call.
+    @inline(__always)
+    private func withUpstream(_ body: (UpstreamConnection) -> Void) {
+        upstream.map(Unmanaged.passUnretained)?._withUnsafeGuaranteedRef(body)
     }
 
     // MARK: Reads and endings
