@@ -325,7 +325,7 @@ final class ProxyWorker {
                 series.countRequest(status: status, seconds: seconds)
                 if let upstreamSeconds { series.recordUpstream(seconds: upstreamSeconds) }
             }
-            if inForce, let plan, let series = routeMetrics[plan.position].map(Unmanaged.passUnretained) {
+            if inForce, let position = plan?.position, let series = routeMetrics[position].map(Unmanaged.passUnretained) {
                 series._withUnsafeGuaranteedRef(count)
             } else {
                 metrics._withUnsafeGuaranteedRef { count(routeMetrics($0, plan, inForce: inForce)) }
