@@ -32,6 +32,11 @@ enum CallerCheck {
         if case .waitingForCheck = self { return true }
         return false
     }
+
+    var isNotRequired: Bool {
+        if case .notRequired = self { return true }
+        return false
+    }
 }
 
 /// What a parked request keeps of its caller to check it again when woken: the token (a copy:

@@ -52,12 +52,15 @@ extension ClientConnection {
     func finishExchangeIfDone() {
         guard exchange.isFinished else { return }
         recordExchange()
-        upstreamLeg?.finishExchange()
+        withUpstreamLeg { $0.finishExchange() }
         guard exchange.nextRequest(draining: worker.isDraining) else {
             closeAfterResponse()
             return
         }
-        workspace?.parser.resume()
+        if let workspace = workspace.map(Unmanaged.passUnretained) {
+            // Lent without a retain: resuming the parser calls nothing back.
+            workspace._withUnsafeGuaranteedRef { $0.parser.resume() }
+        }
         parserPaused = false
         timer.arm(afterMilliseconds: settings.idleTimeoutMilliseconds)
     }
@@ -86,8 +89,13 @@ extension ClientConnection {
     func recordExchange() {
         guard exchange.current.record.startedAt != 0 else { return }
         // In place: passed by value, the record (a stored property) would be copied first, its
-        // three strings retained and released.
-        worker.record(&exchange.current.record, plan: exchange.current.plan, of: self)
+        // three strings retained and released. The plan is lent without a retain: recording
+        // changes nothing of the exchange, whose `current` holds the plan until `nextRequest`.
+        if let plan = exchange.current.plan.map(Unmanaged.passUnretained) {
+            plan._withUnsafeGuaranteedRef { worker.record(&exchange.current.record, plan: $0, of: self) }
+        } else {
+            worker.record(&exchange.current.record, plan: nil, of: self)
+        }
         exchange.current.record.startedAt = 0
     }
 

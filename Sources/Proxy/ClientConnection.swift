@@ -101,6 +101,34 @@ final class ClientConnection: ByteStreamDelegate {
     @inline(__always)
     var parser: HTTP1Parser { work.parser }
 
+    // Reading a stored reference (`work`, `upstreamLeg`) gives the caller its own: a retain, and
+    // a release once it is done, a pair per read. The two below lend the reference for one call
+    // instead, for the places where it cannot go away during that call; each says why.
+
+    /// `work` (lent now if the connection has none) for one call, without a retain. A workspace
+    /// goes back only in `giveBack`: from `keepOrReturnWorkspaceIfIdle` (`drive()`, after the
+    /// parser returned), the worker's sweep and the socket's close callback (both from the loop).
+    /// So it outlives a `body` that does not call `drive()`: the parser's `feed` and its callbacks
+    /// (nothing may reset a parser inside its own callback), or writing a response's bytes (a
+    /// stream's `write` never calls its delegate back).
+    @inline(__always)
+    func withWork<Result>(_ body: (ExchangeWorkspace) -> Result) -> Result {
+        // Not `work` itself: the optimizer keeps a retain and release of it where its two paths meet.
+        if workspace == nil { _ = work }
+        return Unmanaged.passUnretained(workspace.unsafelyUnwrapped)._withUnsafeGuaranteedRef(body)
+    }
+
+    /// `upstreamLeg` for one call, without a retain; nothing when the connection closed. The leg
+    /// outlives the call: the connection lets go of it only in `releaseExchangeParts`, from the
+    /// socket's close callback (which libuv makes from the loop, never inside a read, a parser's
+    /// callback or an upstream event) or from `handOff` once the parser returned, and the
+    /// connection itself is held by whoever calls in (its stream, its legs).
+    @inline(__always)
+    func withUpstreamLeg(_ body: (UpstreamLeg) -> Void) {
+        guard let leg = upstreamLeg.map(Unmanaged.passUnretained) else { return }
+        leg._withUnsafeGuaranteedRef(body)
+    }
+
     /// The connection is closed: its workspace goes back whatever state it was in, its
     /// exchange's blank (it may have ended mid-exchange, waiting for a token, say).
     func returnWorkspace() {
@@ -157,7 +185,7 @@ final class ClientConnection: ByteStreamDelegate {
 
     func feedParser(_ bytes: UnsafeRawBufferPointer) {
         let headStarts = exchange.readingStarts()
-        let result = parser.feed(bytes)
+        let result = withWork { $0.parser.feed(bytes) }
         if exchange.needsHeaderDeadline(headStarted: headStarts) {
             timer.arm(afterMilliseconds: settings.headerTimeoutMilliseconds)
         }

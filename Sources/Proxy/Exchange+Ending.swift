@@ -17,8 +17,10 @@ extension Exchange {
         // The workspace holding this state may be lent to another client's connection before
         // a head replaces it: the upstream token and the caller's go now, whatever reads it.
         current.credential = .none
-        current.caller = .notRequired
-        current.uncheckedCallerBox = nil
+        // Tested first: most requests have neither, and clearing an empty one is still a call
+        // into the runtime to release nothing.
+        if !current.caller.isNotRequired { current.caller = .notRequired }
+        if current.uncheckedCallerBox != nil { current.uncheckedCallerBox = nil }
         guard keepAlive && !draining else { return false }
         // The request's state is replaced by the next head (`headParsed`).
         phase = .awaitingRequest

@@ -27,10 +27,12 @@ struct HeldResponse: ~Copyable {
     }
 
     /// Holds the upstream's response `head` as the client gets it (`ForwardedHead.writeResponse`);
-    /// `cors`: the route's CORS fields, which replace the upstream's own, or nil.
+    /// `cors`: the route's CORS fields, which replace the upstream's own, or nil. `viaSuffix` is
+    /// `inout` only to be read in place (a connection's stored one): passed by value, it was
+    /// retained and released around the call. It is not changed here.
     @inline(__always)
     mutating func holdHead(_ head: HTTPHead, framing: ForwardedHead.Framing, keepAlive: Bool, clientVersionMinor: UInt8,
-                           viaSuffix: [UInt8], cors: [UInt8]?) {
+                           viaSuffix: inout [UInt8], cors: [UInt8]?) {
         hold { out in
             if let cors {
                 ForwardedHead.writeResponse(head, framing: framing, keepAlive: keepAlive, clientVersionMinor: clientVersionMinor,

@@ -251,6 +251,17 @@ final class ProxyWorker {
         return pool
     }
 
+    /// `pool(for:of:)` for one call, lent without a retain when the route's pool is at hand:
+    /// `poolByRoute` changes only in `pool(for:of:)` and when a reload's settings are adopted (at
+    /// a request's head), neither of which a pool's `acquire` reaches.
+    @inline(__always)
+    func withPool<Result>(for plan: RoutePlan, of connection: ClientConnection, _ body: (UpstreamPool) -> Result) -> Result {
+        if connection.settings === settings, let pool = poolByRoute[plan.position].map(Unmanaged.passUnretained) {
+            return pool._withUnsafeGuaranteedRef(body)
+        }
+        return body(pool(for: plan, of: connection))
+    }
+
     /// Nanoseconds since the worker started (monotonic), for timing exchanges.
     func clock() -> UInt64 { EventLoop.monotonicNanoseconds() - startNanoseconds + 1 }
 
@@ -302,10 +313,23 @@ final class ProxyWorker {
     func record(_ exchange: inout ExchangeRecord, plan: RoutePlan?, of connection: ClientConnection) {
         let now = exchange.endedAt != 0 ? exchange.endedAt : clock()
         let upstreamTimed = exchange.upstreamHeadAt > exchange.upstreamStartedAt && exchange.upstreamStartedAt > 0
-        if let metrics {
-            let series = routeMetrics(metrics, plan, inForce: connection.settings === settings)
-            series.countRequest(status: exchange.status, seconds: Double(now - exchange.startedAt) / 1_000_000_000)
-            if upstreamTimed { series.recordUpstream(seconds: Double(exchange.upstreamHeadAt - exchange.upstreamStartedAt) / 1_000_000_000) }
+        // The metrics and the route's series lent without a retain: `metrics` is a `let`, and
+        // counting changes none of this worker's series (only `routeMetrics` and a reload's
+        // adoption of new settings do).
+        if let metrics = metrics.map(Unmanaged.passUnretained) {
+            let inForce = connection.settings === settings
+            let seconds = Double(now - exchange.startedAt) / 1_000_000_000
+            let upstreamSeconds = upstreamTimed ? Double(exchange.upstreamHeadAt - exchange.upstreamStartedAt) / 1_000_000_000 : nil
+            let status = exchange.status
+            let count = { (series: RouteMetrics) in
+                series.countRequest(status: status, seconds: seconds)
+                if let upstreamSeconds { series.recordUpstream(seconds: upstreamSeconds) }
+            }
+            if inForce, let position = plan?.position, let series = routeMetrics[position].map(Unmanaged.passUnretained) {
+                series._withUnsafeGuaranteedRef(count)
+            } else {
+                metrics._withUnsafeGuaranteedRef { count(routeMetrics($0, plan, inForce: inForce)) }
+            }
         }
         if connection.settings.accessLog { logAccess(exchange, now: now, upstreamTimed: upstreamTimed) }
     }

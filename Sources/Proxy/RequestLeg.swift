@@ -37,9 +37,14 @@ final class RequestLeg: HTTP1ParserDelegate {
 
     func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
         let connection = self.connection
-        let head = parser.head
+        return connection.withWork { work in headParsed(parser.head, work: work) }
+    }
+
+    /// The head arrived, `work`: the connection's workspace (lent without a retain).
+    @inline(__always)
+    private func headParsed(_ head: HTTPHead, work: ExchangeWorkspace) -> HTTP1Parser.BodyExpectation {
+        let connection = self.connection
         connection.timer.disarm()
-        let work = connection.work
         work.replayBody.clear()
         work.replayBody.shrink(ifLargerThan: Exchange.maxReplayBodyBytes)
         if !connection.worker.settingsAreCurrent(for: connection) { connection.adopt(connection.worker.currentSettings) }
@@ -50,7 +55,7 @@ final class RequestLeg: HTTP1ParserDelegate {
             // Forwarded in the same callback as the head arrived: the head's time serves (one
             // clock read less per request).
             let startedAt = connection.exchange.current.record.startedAt
-            connection.upstreamLeg?.forwardRequestHead(at: startedAt, in: work)
+            connection.withUpstreamLeg { $0.forwardRequestHead(at: startedAt, in: work) }
             return .framed
         case .waitForToken(let pauseParser):
             // The head stays in the parser until the token thread wakes this worker
@@ -86,12 +91,21 @@ final class RequestLeg: HTTP1ParserDelegate {
             connection.exchange.current.cors = cors
             connection.exchange.current.startsLogin = startsLogin
             if let gate = plan.inbound, let action = checkCaller(head, at: gate, plan: plan, upgrade: upgrade) { return action }
-            guard let identity = plan.identity, let tokens = connection.worker.tokens else {
+            // Lent to the lookup without a retain each: the identity is the plan's (a `let`, and
+            // `plan` is held to the end of the placement), the tokens the worker's (set once, at
+            // its start, for its whole life).
+            guard let identity = plan.identity.map(Unmanaged.passUnretained),
+                  let tokens = connection.worker.tokens.map(Unmanaged.passUnretained) else {
                 return connection.exchange.routed(plan, upgrade: upgrade, token: nil)
             }
-            if identity.callers != nil, plan.inbound == nil, let action = takeCallerToken(head, plan: plan) { return action }
-            return connection.exchange.routed(plan, upgrade: upgrade, token: tokens.lookup(identity, caller: connection.exchange.callerToken,
-                                                                                          startsDeviceLogin: startsLogin))
+            if identity._withUnsafeGuaranteedRef({ $0.callers != nil }), plan.inbound == nil,
+               let action = takeCallerToken(head, plan: plan) { return action }
+            let token = tokens._withUnsafeGuaranteedRef { tokens in
+                identity._withUnsafeGuaranteedRef {
+                    tokens.lookup($0, caller: connection.exchange.callerToken, startsDeviceLogin: startsLogin)
+                }
+            }
+            return connection.exchange.routed(plan, upgrade: upgrade, token: token)
         case .loginPage(let request):
             return connection.exchange.refused(Problem(connection.settings.logins!.answer(request, at: monotonicSeconds())), closing: false)
         case .answer(let problem, let closing, let refusal):
@@ -142,13 +156,16 @@ final class RequestLeg: HTTP1ParserDelegate {
         let connection = self.connection
         let (end, bodyClockRan) = connection.exchange.requestEnded()
         if case .forwarded(let lastChunk) = end {
-            if lastChunk, connection.upstreamLeg?.isConnected == true {
-                let work = connection.work
-                work.scratch.clear()
-                ForwardedHead.writeLastChunk(trailersOf: work.parser.head, plan: connection.exchange.current.plan, into: &work.scratch)
-                connection.upstreamLeg?.sendRequestBody(work.scratch.readableBytes)
+            connection.withUpstreamLeg { upstreamLeg in
+                if lastChunk, upstreamLeg.isConnected {
+                    connection.withWork { work in
+                        work.scratch.clear()
+                        ForwardedHead.writeLastChunk(trailersOf: work.parser.head, plan: connection.exchange.current.plan, into: &work.scratch)
+                        upstreamLeg.sendRequestBody(work.scratch.readableBytes)
+                    }
+                }
+                upstreamLeg.noteRequestSent()
             }
-            connection.upstreamLeg?.noteRequestSent()
         }
         if bodyClockRan { connection.timer.disarm() }
         return connection.exchange.pausesParserAtRequestEnd

@@ -26,8 +26,8 @@ struct ResponseRelay: ~Copyable {
     /// `HeldResponse.holdHead`, with the route's CORS fields `cors` in place of the upstream's.
     @inline(__always)
     mutating func holdHead(_ head: HTTPHead, framing: ForwardedHead.Framing, keepAlive: Bool, clientVersionMinor: UInt8,
-                           viaSuffix: [UInt8], cors: [UInt8]?) {
-        held.holdHead(head, framing: framing, keepAlive: keepAlive, clientVersionMinor: clientVersionMinor, viaSuffix: viaSuffix,
+                           viaSuffix: inout [UInt8], cors: [UInt8]?) {
+        held.holdHead(head, framing: framing, keepAlive: keepAlive, clientVersionMinor: clientVersionMinor, viaSuffix: &viaSuffix,
                       cors: cors)
     }
 

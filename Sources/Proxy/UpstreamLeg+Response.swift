@@ -39,9 +39,13 @@ extension UpstreamLeg: UpstreamExchangeOwner {
             let cors = connection.exchange.current.plan?.cors.map { rules in
                 connection.exchange.current.cors.map { rules.responseLines[$0] } ?? rules.withoutOrigin
             }
-            connection.work.response.holdHead(head, framing: framing, keepAlive: connection.exchange.keepAlive,
-                                              clientVersionMinor: connection.exchange.current.request.versionMinor,
-                                              viaSuffix: connection.settings.viaSuffix, cors: cors)
+            // The connection's `forwarding` holds the settings' `Via` suffix: read in place there, it
+            // is not retained around the call as the settings' own would be.
+            let keepAlive = connection.exchange.keepAlive, versionMinor = connection.exchange.current.request.versionMinor
+            connection.withWork { work in
+                work.response.holdHead(head, framing: framing, keepAlive: keepAlive, clientVersionMinor: versionMinor,
+                                       viaSuffix: &connection.forwarding.viaSuffix, cors: cors)
+            }
             return framing == .none ? .none : .framed
         }
     }
@@ -83,8 +87,9 @@ extension UpstreamLeg: UpstreamExchangeOwner {
         let connection = self.connection
         // No workspace, no exchange under way and nothing held: the connection reads its
         // worker's blank state, which nothing may write.
-        guard let workspace = connection.workspace else { return false }
-        return workspace.response.release(to: connection.stream, exchange: &connection.exchange)
+        guard let workspace = connection.workspace.map(Unmanaged.passUnretained) else { return false }
+        // Lent without a retain: writing to the client calls nothing back (`withWork`).
+        return workspace._withUnsafeGuaranteedRef { $0.response.release(to: connection.stream, exchange: &connection.exchange) }
     }
 
     func upstreamDidParseRead(_ upstream: UpstreamConnection) {
@@ -101,8 +106,7 @@ extension UpstreamLeg: UpstreamExchangeOwner {
         _ = connection.exchange.releaseHead()
         let how = connection.exchange.responseBody(bytes.count)
         guard how != .drop else { return }
-        let work = connection.work
-        work.response.body(bytes, as: how, to: connection.stream, scratch: &work.scratch)
+        connection.withWork { work in work.response.body(bytes, as: how, to: connection.stream, scratch: &work.scratch) }
         if connection.stream.isAboveHighWater { blockUpstreamReads(upstream) }
     }
 

@@ -53,21 +53,32 @@ final class UpstreamLeg {
     /// `work`: the connection's workspace, one reference for the head and what follows (each
     /// read of `connection.work` is a retain and a release).
     func forwardRequestHead(at now: UInt64 = 0, in work: ExchangeWorkspace) {
+        // The plan lent without a retain: it is one of the `plans` of the connection's settings,
+        // which the connection holds until its next head adopts others.
+        guard let plan = connection.exchange.current.plan.map(Unmanaged.passUnretained) else { return }
+        plan._withUnsafeGuaranteedRef { forwardRequestHead(on: $0, at: now, in: work) }
+    }
+
+    @inline(__always)
+    private func forwardRequestHead(on plan: RoutePlan, at now: UInt64, in work: ExchangeWorkspace) {
         let connection = self.connection
-        guard let plan = connection.exchange.current.plan, writeUpstreamRequestHead(for: plan, in: work) else { return }
+        guard writeUpstreamRequestHead(for: plan, in: work) else { return }
         work.replayableHead.clear()
         if !connection.exchange.current.request.hasBody { work.replayableHead.append(work.scratch.readableBytes) }
         if connection.timesExchanges {
             connection.exchange.current.record.upstreamStartedAt = now != 0 ? now : connection.worker.clock()
         }
-        let upstream = connection.worker.pool(for: plan, of: connection).acquire(for: self)
-        self.upstream = upstream
-        upstream.write(work.scratch)
-        // A replay (a new token, a DPoP nonce) sends the body the upstream already received.
-        if !work.replayBody.isEmpty && connection.exchange.resendsKeptBody { upstream.write(work.replayBody) }
-        if connection.exchange.startsBodyClockWithHead { connection.requestLeg?.startBodyClock() }
-        // A request that waited for its token, or is sent again, is complete as it goes out.
-        if connection.exchange.requestComplete { upstream.noteRequestSent() }
+        // Kept in `upstream` at once, and lent from there to what follows: a local reference
+        // beside it would be a retain and a release more.
+        upstream = connection.worker.withPool(for: plan, of: connection) { $0.acquire(for: self) }
+        withUpstream { upstream in
+            upstream.write(work.scratch)
+            // A replay (a new token, a DPoP nonce) sends the body the upstream already received.
+            if !work.replayBody.isEmpty && connection.exchange.resendsKeptBody { upstream.write(work.replayBody) }
+            if connection.exchange.startsBodyClockWithHead { connection.requestLeg?.startBodyClock() }
+            // A request that waited for its token, or is sent again, is complete as it goes out.
+            if connection.exchange.requestComplete { upstream.noteRequestSent() }
+        }
     }
 
     /// Writes the request head as it goes upstream into `scratch` (`UpstreamRequestHead`), with
@@ -114,13 +125,21 @@ final class UpstreamLeg {
     /// Request body bytes went out: the upstream is not late.
     @inline(__always)
     func noteRequestProgress() {
-        upstream?.noteRequestProgress()
+        withUpstream { $0.noteRequestProgress() }
     }
 
     /// The whole request went out: the response's total deadline starts.
     @inline(__always)
     func noteRequestSent() {
-        upstream?.noteRequestSent()
+        withUpstream { $0.noteRequestSent() }
+    }
+
+    /// `upstream` for calls that write to it or set its deadline, without a retain: neither calls
+    /// this leg back (a failed write is reported later, from the loop), so nothing lets go of the
+    /// connection during them.
+    @inline(__always)
+    private func withUpstream(_ body: (UpstreamConnection) -> Void) {
+        upstream.map(Unmanaged.passUnretained)?._withUnsafeGuaranteedRef(body)
     }
 
     // MARK: Reads and endings

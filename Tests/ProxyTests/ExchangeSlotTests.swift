@@ -65,4 +65,25 @@ final class ExchangeSlotTests: XCTestCase {
         XCTAssertNil(slot.pointer.pointee.uncheckedCallerBox, "the caller's token is still held")
         guard case .notRequired = slot.pointer.pointee.caller else { return XCTFail("the caller check is still held") }
     }
+
+    /// On a route with `inbound`, the caller the route admitted goes at the end too: the slot
+    /// no longer refers to it, and nothing else keeps it.
+    func testAFinishedExchangeLetsGoOfItsCheckedCaller() {
+        let slot = CurrentExchangeSlot()
+        var exchange = Exchange(blank: CurrentExchangeSlot())
+        exchange.keepCurrent(in: slot.pointer, writable: true)
+        exchange.headParsed(parsedHead("GET /a HTTP/1.1\r\nHost: a\r\n\r\n"), keepAlive: true, startedAt: 7)
+        weak var admitted: CheckedCaller?
+        do {
+            let caller = CheckedCaller(token: CallerToken(value: "t", digest: SHA256.hash(Array("t".utf8)), expiresAt: 2_000),
+                                       standing: .admitted, claimLines: [], validUntil: 2_060)
+            admitted = caller
+            exchange.current.caller = .admitted(caller)
+        }
+
+        XCTAssertTrue(exchange.nextRequest(draining: false))
+
+        guard case .notRequired = slot.pointer.pointee.caller else { return XCTFail("the caller check is still held") }
+        XCTAssertNil(admitted, "the admitted caller is still referred to")
+    }
 }
