@@ -23,7 +23,14 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     public let parser: HTTP1Parser
     public private(set) var state: State = .resolving
     /// Whose exchange this is; strong only during the exchange.
-    public var owner: (any UpstreamExchangeOwner)?
+    public var owner: (any UpstreamExchangeOwner)? {
+        // A read's calls without a retain are for the owner it holds, not for a new one.
+        didSet { ownerHeldByRead = nil }
+    }
+    /// The owner as the read being parsed holds it (`holdingOwner`): its address and type, through
+    /// which the read's calls reach it without a retain each (`callOwner`). Nil outside a read,
+    /// and from the moment `owner` changes in one.
+    private var ownerHeldByRead: (object: UnsafeMutableRawPointer, type: any UpstreamExchangeOwner.Type)?
     /// Exchanges completed on this connection before the current one.
     private(set) var completedExchanges = 0
     /// Any byte of a response arrived in the current exchange.
@@ -272,19 +279,43 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         switch state {
         case .tunnelling:
             owner?.upstreamTunnel(self, didRead: bytes)
-            return
         case .active:
-            break
+            holdingOwner { parseResponse(bytes) }
         default:
             // Bytes on an idle connection: the upstream is not speaking HTTP with us any more.
             close()
-            return
         }
+    }
+
+    /// Runs `body`, the parsing of a read, with the owner held by one retain, so that the read's
+    /// calls to it (head, body, message end, the read's end: four or more) need none
+    /// (`callOwner`). Held, not only referenced: a call may end the exchange, which lets `owner`
+    /// go, and nothing else need hold the owner then (`HTTPClientExchange` lets itself go as it
+    /// completes). Calls after `owner` changed, and calls from a nested read once it ended, are
+    /// retained each as before.
+    private func holdingOwner(_ body: () -> Void) {
+        guard let owner else { return body() }
+        ownerHeldByRead = (Unmanaged.passUnretained(owner as AnyObject).toOpaque(), type(of: owner))
+        body()
+        ownerHeldByRead = nil
+        withExtendedLifetime(owner) {}
+    }
+
+    /// Calls the owner, if any: without a retain while the read being parsed holds it
+    /// (`holdingOwner`), else through a copy of `owner`, which keeps it alive should the call
+    /// end the exchange.
+    @inline(__always)
+    private func callOwner<Result>(_ call: (any UpstreamExchangeOwner) -> Result) -> Result? {
+        if let held = ownerHeldByRead { return held.type.withUnretained(held.object, call) }
+        return owner.map(call)
+    }
+
+    private func parseResponse(_ bytes: UnsafeRawBufferPointer) {
         receivedResponseBytes = true
         if deadlines.restartsOnProgress { setTimer(deadlines.startResponse(now: loop.nowMilliseconds)) }
         switch parser.feed(bytes) {
         case .consumed:
-            owner?.upstreamDidParseRead(self)
+            callOwner { $0.upstreamDidParseRead(self) }
             offerSplice()
         case .paused(let consumed):
             stopAdvisingSplice()
@@ -292,12 +323,12 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                 // Bytes after a complete response that nobody asked for: never reuse this one;
                 // and if they came in the read that carried the response, it is a 502.
                 reusable = false
-                if owner?.upstreamReadOverran(self) == true {
+                if callOwner({ $0.upstreamReadOverran(self) }) == true {
                     return fail(.badResponse(HTTP1Error(.malformed, "bytes past the end of the response (its Content-Length or last chunk)")))
                 }
             }
             disarm()
-            owner?.upstreamDidFinishResponse(self)
+            callOwner { $0.upstreamDidFinishResponse(self) }
         case .upgraded(let consumed):
             owner?.upstream(self, didUpgradeWith: UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
         case .failed(let error):
@@ -335,23 +366,23 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     public func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
         if !parser.head.keepAlive { reusable = false }
-        return owner?.upstream(self, didReceiveHead: parser.head) ?? .none
+        return callOwner { $0.upstream(self, didReceiveHead: parser.head) } ?? .none
     }
 
     public func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
-        owner?.upstream(self, didReceiveBody: bytes)
+        callOwner { $0.upstream(self, didReceiveBody: bytes) }
     }
 
     public func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {
-        owner?.upstream(self, didStartChunkOfSize: size)
+        callOwner { $0.upstream(self, didStartChunkOfSize: size) }
     }
 
     public func parserDidFinishChunk(_ parser: HTTP1Parser) {
-        owner?.upstreamDidFinishChunk(self)
+        callOwner { $0.upstreamDidFinishChunk(self) }
     }
 
     public func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
-        owner?.upstreamDidFinishMessage(self) ?? true
+        callOwner { $0.upstreamDidFinishMessage(self) } ?? true
     }
 }
 
