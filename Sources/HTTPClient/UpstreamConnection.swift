@@ -19,7 +19,11 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// The pool that keeps it between exchanges; nil for a connection of its own, closed by its
     /// owner after its one exchange.
     private unowned let pool: (any UpstreamConnectionPool)?
-    public private(set) var stream: (any ByteStream)?
+    public private(set) var stream: (any ByteStream)? {
+        didSet { unretainedStream = stream.map { (Unmanaged.passUnretained($0 as AnyObject).toOpaque(), type(of: $0)) } }
+    }
+    /// `stream` as its address and type, for the calls of every exchange (`withStream`).
+    private var unretainedStream: (object: UnsafeMutableRawPointer, type: any ByteStream.Type)?
     public let parser: HTTP1Parser
     public private(set) var state: State = .resolving
     /// Whose exchange this is; strong only during the exchange.
@@ -72,11 +76,21 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) {
-        if let stream {
-            stream.write(bytes)
-        } else {
-            beforeConnect.append(bytes)
-        }
+        if withStream({ $0.write(bytes) }) == nil { beforeConnect.append(bytes) }
+    }
+
+    /// Calls the stream, if any, without the retain and release a call through `stream` costs.
+    /// Only for `write` and `startReading`: whatever becomes of `stream` during them, the stream
+    /// outlives the call. While its handle is open a stream holds itself (rule 2 of
+    /// EventLoop.swift; a TLS stream is held by its TCP stream, as its delegate, till then), and
+    /// a handle closes only in the loop's close phase, never inside a call; once closed, a stream
+    /// writes nothing and starts no reading, so it reports nothing that could let it go (a TLS
+    /// stream delivers bytes on `startReading` only when it was accepted with bytes, which an
+    /// upstream connection's, connected, never is).
+    @inline(__always)
+    private func withStream<Result>(_ call: (any ByteStream) -> Result) -> Result? {
+        guard let unretainedStream else { return nil }
+        return unretainedStream.type.withUnretained(unretainedStream.object, call)
     }
 
     public func write(_ buffer: borrowing ByteBuffer) {
@@ -182,7 +196,7 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         state = .idle
         setTimer(deadlines.startIdle(now: loop.nowMilliseconds))
         // Keep reading while idle: an upstream that closes is noticed and dropped at once.
-        stream?.startReading()
+        withStream { $0.startReading() }
         pool.park(self)
     }
 
