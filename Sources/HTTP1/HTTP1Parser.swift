@@ -330,7 +330,9 @@ public final class HTTP1Parser {
         paused = false
         isInMessage = false
         headComplete = false
-        pendingError = nil
+        // Tested first: assigning nil releases the old value's reason even when there is none,
+        // a runtime call per reset (one per exchange on a reused upstream connection).
+        if pendingError != nil { pendingError = nil }
         deferred = .none
         head.reset()
         inTrailers = false
