@@ -35,6 +35,14 @@ extension ByteStream {
     public func write(_ buffer: borrowing ByteBuffer) {
         write(buffer.readableBytes)
     }
+
+    /// Calls `call` with the stream at `object`, an instance of this type, without retaining it:
+    /// for an owner that calls its stream through its address and type, where the call cannot
+    /// end the stream's life (`UpstreamConnection.withStream` says why its calls cannot).
+    @inlinable
+    public static func withUnretained<Result>(_ object: UnsafeMutableRawPointer, _ call: (any ByteStream) -> Result) -> Result {
+        Unmanaged<Self>.fromOpaque(object)._withUnsafeGuaranteedRef { call($0) }
+    }
 }
 
 /// What a byte stream reports to its owner. All calls happen on the loop's thread.

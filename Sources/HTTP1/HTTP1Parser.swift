@@ -58,8 +58,19 @@ public final class HTTP1Parser {
     public let kind: Kind
     public let head = HTTPHead()
     public var limits: HeaderLimits
-    /// Unowned: the delegate owns the parser and outlives it.
-    public unowned(unsafe) var delegate: (any HTTP1ParserDelegate)?
+    /// Unowned, and called without a retain: see the lifetime rule of `HTTP1ParserDelegate`.
+    public var delegate: (any HTTP1ParserDelegate)? {
+        get { delegateObject.flatMap { object in delegateType?.instance(at: object) } }
+        set {
+            delegateObject = newValue.map { Unmanaged.passUnretained($0 as AnyObject).toOpaque() }
+            delegateType = newValue.map { type(of: $0) }
+        }
+    }
+    /// The delegate as its address and its dynamic type: loading them copies no reference, so a
+    /// call through them (`withDelegate`) needs no retain, where a call through an
+    /// `unowned(unsafe)` existential copies it first (a retain and a release per call).
+    private var delegateObject: UnsafeMutableRawPointer?
+    private var delegateType: (any HTTP1ParserDelegate.Type)?
 
     /// Heap-allocated, not a stored struct: llhttp calls back into the parser during
     /// `llhttp_execute`, and `&storedProperty` would then be an overlapping access.
@@ -138,7 +149,7 @@ public final class HTTP1Parser {
                     }
                     collecting = nil
                 }
-                answer = delegate?.parserDidFinishMessage(self) == true ? Int32(HPE_PAUSED.rawValue) : 0
+                answer = withDelegate { $0.parserDidFinishMessage(self) } == true ? Int32(HPE_PAUSED.rawValue) : 0
             case .none:
                 break
             }
@@ -319,7 +330,9 @@ public final class HTTP1Parser {
         paused = false
         isInMessage = false
         headComplete = false
-        pendingError = nil
+        // Tested first: assigning nil releases the old value's reason even when there is none,
+        // a runtime call per reset (one per exchange on a reused upstream connection).
+        if pendingError != nil { pendingError = nil }
         deferred = .none
         head.reset()
         inTrailers = false
@@ -329,12 +342,20 @@ public final class HTTP1Parser {
 
     /// The delegate's answer to the head, as llhttp's on_headers_complete status.
     func headDelegateAnswer() -> Int32 {
-        switch delegate?.parserDidParseHead(self) ?? .framed {
+        switch withDelegate({ $0.parserDidParseHead(self) }) ?? .framed {
         case .framed: return 0
         case .none: return 1
         case .pauseAfterHead: return Int32(HPE_PAUSED.rawValue)
         case .reject(let error): return fail(error.kind, error.reason)
         }
+    }
+
+    /// Calls the delegate, if there is one, without retaining it for the call: its lifetime rule
+    /// (`HTTP1ParserDelegate`) keeps it alive, even should the call unset it.
+    @inline(__always)
+    func withDelegate<Result>(_ call: (any HTTP1ParserDelegate) -> Result) -> Result? {
+        guard let delegateObject, let delegateType else { return nil }
+        return delegateType.withUnretained(delegateObject, call)
     }
 
     /// Records why the message is refused, for `feed` to report, and tells llhttp to stop.

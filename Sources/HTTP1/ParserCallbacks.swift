@@ -43,7 +43,7 @@ enum ParserCallbacks {
     }
 
     static func body(_ parser: HTTP1Parser, _ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
-        parser.delegate?.parser(parser, didParseBody: UnsafeRawBufferPointer(start: at, count: length))
+        parser.withDelegate { $0.parser(parser, didParseBody: UnsafeRawBufferPointer(start: at, count: length)) }
         return 0
     }
 
@@ -57,7 +57,7 @@ enum ParserCallbacks {
 
     static func chunkHeader(_ parser: HTTP1Parser) -> Int32 {
         let size = parser.state.pointee.content_length
-        parser.delegate?.parser(parser, didStartChunkOfSize: size)
+        parser.withDelegate { $0.parser(parser, didStartChunkOfSize: size) }
         // The last chunk: the trailer section begins after its line, where llhttp pauses.
         guard size == 0 else { return 0 }
         parser.deferred = .trailers
@@ -69,7 +69,7 @@ enum ParserCallbacks {
         // the message instead. Told by the section being read, not by llhttp's length, which a
         // trailer's Content-Length sets (refused then, with nothing told after the last chunk).
         if parser.collecting == .trailers { return 0 }
-        parser.delegate?.parserDidFinishChunk(parser)
+        parser.withDelegate { $0.parserDidFinishChunk(parser) }
         return 0
     }
 
@@ -82,7 +82,7 @@ enum ParserCallbacks {
             parser.deferred = .message
             return Int32(HPE_PAUSED.rawValue)
         }
-        let pause = parser.delegate?.parserDidFinishMessage(parser) ?? false
+        let pause = parser.withDelegate { $0.parserDidFinishMessage(parser) } ?? false
         return pause ? Int32(HPE_PAUSED.rawValue) : 0
     }
 }

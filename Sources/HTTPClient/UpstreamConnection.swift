@@ -19,11 +19,22 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     /// The pool that keeps it between exchanges; nil for a connection of its own, closed by its
     /// owner after its one exchange.
     private unowned let pool: (any UpstreamConnectionPool)?
-    public private(set) var stream: (any ByteStream)?
+    public private(set) var stream: (any ByteStream)? {
+        didSet { unretainedStream = stream.map { (Unmanaged.passUnretained($0 as AnyObject).toOpaque(), type(of: $0)) } }
+    }
+    /// `stream` as its address and type, for the calls of every exchange (`withStream`).
+    private var unretainedStream: (object: UnsafeMutableRawPointer, type: any ByteStream.Type)?
     public let parser: HTTP1Parser
     public private(set) var state: State = .resolving
     /// Whose exchange this is; strong only during the exchange.
-    public var owner: (any UpstreamExchangeOwner)?
+    public var owner: (any UpstreamExchangeOwner)? {
+        // A read's calls without a retain are for the owner it holds, not for a new one.
+        didSet { ownerHeldByRead = nil }
+    }
+    /// The owner as the read being parsed holds it (`holdingOwner`): its address and type, through
+    /// which the read's calls reach it without a retain each (`callOwner`). Nil outside a read,
+    /// and from the moment `owner` changes in one.
+    private var ownerHeldByRead: (object: UnsafeMutableRawPointer, type: any UpstreamExchangeOwner.Type)?
     /// Exchanges completed on this connection before the current one.
     private(set) var completedExchanges = 0
     /// Any byte of a response arrived in the current exchange.
@@ -65,11 +76,21 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) {
-        if let stream {
-            stream.write(bytes)
-        } else {
-            beforeConnect.append(bytes)
-        }
+        if withStream({ $0.write(bytes) }) == nil { beforeConnect.append(bytes) }
+    }
+
+    /// Calls the stream, if any, without the retain and release a call through `stream` costs.
+    /// Only for `write` and `startReading`: whatever becomes of `stream` during them, the stream
+    /// outlives the call. While its handle is open a stream holds itself (rule 2 of
+    /// EventLoop.swift; a TLS stream is held by its TCP stream, as its delegate, till then), and
+    /// a handle closes only in the loop's close phase, never inside a call; once closed, a stream
+    /// writes nothing and starts no reading, so it reports nothing that could let it go (a TLS
+    /// stream delivers bytes on `startReading` only when it was accepted with bytes, which an
+    /// upstream connection's, connected, never is).
+    @inline(__always)
+    private func withStream<Result>(_ call: (any ByteStream) -> Result) -> Result? {
+        guard let unretainedStream else { return nil }
+        return unretainedStream.type.withUnretained(unretainedStream.object, call)
     }
 
     public func write(_ buffer: borrowing ByteBuffer) {
@@ -175,7 +196,7 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         state = .idle
         setTimer(deadlines.startIdle(now: loop.nowMilliseconds))
         // Keep reading while idle: an upstream that closes is noticed and dropped at once.
-        stream?.startReading()
+        withStream { $0.startReading() }
         pool.park(self)
     }
 
@@ -272,19 +293,43 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
         switch state {
         case .tunnelling:
             owner?.upstreamTunnel(self, didRead: bytes)
-            return
         case .active:
-            break
+            holdingOwner { parseResponse(bytes) }
         default:
             // Bytes on an idle connection: the upstream is not speaking HTTP with us any more.
             close()
-            return
         }
+    }
+
+    /// Runs `body`, the parsing of a read, with the owner held by one retain, so that the read's
+    /// calls to it (head, body, message end, the read's end: four or more) need none
+    /// (`callOwner`). Held, not only referenced: a call may end the exchange, which lets `owner`
+    /// go, and nothing else need hold the owner then (`HTTPClientExchange` lets itself go as it
+    /// completes). Calls after `owner` changed, and calls from a nested read once it ended, are
+    /// retained each as before.
+    private func holdingOwner(_ body: () -> Void) {
+        guard let owner else { return body() }
+        ownerHeldByRead = (Unmanaged.passUnretained(owner as AnyObject).toOpaque(), type(of: owner))
+        body()
+        ownerHeldByRead = nil
+        withExtendedLifetime(owner) {}
+    }
+
+    /// Calls the owner, if any: without a retain while the read being parsed holds it
+    /// (`holdingOwner`), else through a copy of `owner`, which keeps it alive should the call
+    /// end the exchange.
+    @inline(__always)
+    private func callOwner<Result>(_ call: (any UpstreamExchangeOwner) -> Result) -> Result? {
+        if let held = ownerHeldByRead { return held.type.withUnretained(held.object, call) }
+        return owner.map(call)
+    }
+
+    private func parseResponse(_ bytes: UnsafeRawBufferPointer) {
         receivedResponseBytes = true
         if deadlines.restartsOnProgress { setTimer(deadlines.startResponse(now: loop.nowMilliseconds)) }
         switch parser.feed(bytes) {
         case .consumed:
-            owner?.upstreamDidParseRead(self)
+            callOwner { $0.upstreamDidParseRead(self) }
             offerSplice()
         case .paused(let consumed):
             stopAdvisingSplice()
@@ -292,12 +337,12 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
                 // Bytes after a complete response that nobody asked for: never reuse this one;
                 // and if they came in the read that carried the response, it is a 502.
                 reusable = false
-                if owner?.upstreamReadOverran(self) == true {
+                if callOwner({ $0.upstreamReadOverran(self) }) == true {
                     return fail(.badResponse(HTTP1Error(.malformed, "bytes past the end of the response (its Content-Length or last chunk)")))
                 }
             }
             disarm()
-            owner?.upstreamDidFinishResponse(self)
+            callOwner { $0.upstreamDidFinishResponse(self) }
         case .upgraded(let consumed):
             owner?.upstream(self, didUpgradeWith: UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
         case .failed(let error):
@@ -335,23 +380,23 @@ public final class UpstreamConnection: ByteStreamDelegate, HTTP1ParserDelegate {
 
     public func parserDidParseHead(_ parser: HTTP1Parser) -> HTTP1Parser.BodyExpectation {
         if !parser.head.keepAlive { reusable = false }
-        return owner?.upstream(self, didReceiveHead: parser.head) ?? .none
+        return callOwner { $0.upstream(self, didReceiveHead: parser.head) } ?? .none
     }
 
     public func parser(_ parser: HTTP1Parser, didParseBody bytes: UnsafeRawBufferPointer) {
-        owner?.upstream(self, didReceiveBody: bytes)
+        callOwner { $0.upstream(self, didReceiveBody: bytes) }
     }
 
     public func parser(_ parser: HTTP1Parser, didStartChunkOfSize size: UInt64) {
-        owner?.upstream(self, didStartChunkOfSize: size)
+        callOwner { $0.upstream(self, didStartChunkOfSize: size) }
     }
 
     public func parserDidFinishChunk(_ parser: HTTP1Parser) {
-        owner?.upstreamDidFinishChunk(self)
+        callOwner { $0.upstreamDidFinishChunk(self) }
     }
 
     public func parserDidFinishMessage(_ parser: HTTP1Parser) -> Bool {
-        owner?.upstreamDidFinishMessage(self) ?? true
+        callOwner { $0.upstreamDidFinishMessage(self) } ?? true
     }
 }
 

@@ -48,3 +48,12 @@ extension UpstreamExchangeOwner {
     public func upstream(_ upstream: UpstreamConnection, spliceSinkForBody remaining: UInt64) -> TCPStream? { nil }
     public func upstream(_ upstream: UpstreamConnection, didSpliceBody count: Int) {}
 }
+
+extension UpstreamExchangeOwner {
+    /// Calls `call` with the owner at `object`, an instance of this type, without retaining it:
+    /// for `UpstreamConnection.callOwner`, while a read holds the owner.
+    @inline(__always)
+    static func withUnretained<Result>(_ object: UnsafeMutableRawPointer, _ call: (any UpstreamExchangeOwner) -> Result) -> Result {
+        Unmanaged<Self>.fromOpaque(object)._withUnsafeGuaranteedRef { call($0) }
+    }
+}
