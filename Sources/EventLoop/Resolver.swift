@@ -21,8 +21,23 @@ public enum Resolver {
             loop.openHandles -= 1
             request.deallocate()
             box.release()
-            completion(.failure(UVError(rc)))
+            reportLater(.failure(UVError(rc)), on: loop, to: completion)
         }
+    }
+
+    /// A lookup libuv refused at once (a name too long to convert, say) is reported on the next
+    /// loop turn, as one that fails on the thread pool is: a caller may not yet hold what the
+    /// answer is about. The upstream pool hands a connection to its exchange only when `acquire`
+    /// returns; a failure reported inside it reached nobody, and the request waited forever.
+    private static func reportLater(_ result: Result<[SocketAddress], UVError>, on loop: EventLoop,
+                                    to completion: @escaping (Result<[SocketAddress], UVError>) -> Void) {
+        var timer: LoopTimer?
+        timer = LoopTimer(loop: loop) {
+            timer?.close()
+            timer = nil
+            completion(result)
+        }
+        timer?.start(afterMilliseconds: 0)
     }
 }
 

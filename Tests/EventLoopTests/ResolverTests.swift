@@ -30,4 +30,16 @@ final class ResolverTests: XCTestCase {
         XCTAssertEqual(test.loop.openHandles, 0)
         test.closeAndCheckForLeaks()
     }
+
+    /// libuv refuses a name longer than it converts (255 bytes) inside `uv_getaddrinfo`: the
+    /// failure still arrives from the loop, after `resolve` returned, as any other failure does.
+    func testANameLibuvRefusesAtOnceFailsOnTheNextLoopTurn() throws {
+        let test = try LeakCheckedLoop()
+        var result: Result<[SocketAddress], UVError>?
+        Resolver.resolve(on: test.loop, host: String(repeating: "a", count: 300) + ".example", port: 8080) { result = $0 }
+        XCTAssertNil(result, "reported inside resolve")
+        test.run(until: "the failure reported") { result != nil }
+        XCTAssertThrowsError(try XCTUnwrap(result).get())
+        test.closeAndCheckForLeaks()
+    }
 }
