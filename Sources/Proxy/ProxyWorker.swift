@@ -253,7 +253,11 @@ final class ProxyWorker {
 
     /// `pool(for:of:)` for one call, lent without a retain when the route's pool is at hand:
     /// `poolByRoute` changes only in `pool(for:of:)` and when a reload's settings are adopted (at
-    /// a request's head), neither of which a pool's `acquire` reaches.
+    /// a request's head), neither of which a pool's `acquire` reaches. That holds for
+    /// `acquire(for:)` only, which takes an idle connection when there is one and so never closes
+    /// one. `acquire(for:fresh: true)` may close an idle connection, whose slot may then start
+    /// another client's queued exchange, which may adopt new settings and drop this pool: keep
+    /// it off this path (`retryOnFreshConnection` holds its pool).
     @inline(__always)
     func withPool<Result>(for plan: RoutePlan, of connection: ClientConnection, _ body: (UpstreamPool) -> Result) -> Result {
         if connection.settings === settings, let pool = poolByRoute[plan.position].map(Unmanaged.passUnretained) {
