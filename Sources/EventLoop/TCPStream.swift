@@ -40,7 +40,7 @@ extension ByteStream {
     /// for an owner that calls its stream through its address and type, where the call cannot
     /// end the stream's life (`UpstreamConnection.withStream` says why its calls cannot).
     @inlinable
-    public static func withUnretained<Result>(_ object: UnsafeMutableRawPointer, _ call: (any ByteStream) -> Result) -> Result {
+    package static func withUnretained<Result>(_ object: UnsafeMutableRawPointer, _ call: (any ByteStream) -> Result) -> Result {
         Unmanaged<Self>.fromOpaque(object)._withUnsafeGuaranteedRef { call($0) }
     }
 }
@@ -100,7 +100,10 @@ public final class TCPStream: LoopHandle, ByteStream {
     private var lingerTimer: LoopTimer?
 
     /// Strong on purpose: the owner holds the stream, the stream holds the owner, and the cycle
-    /// is broken in `handleDidClose` (rule 3 of EventLoop.swift).
+    /// is broken in `handleDidClose` (rule 3 of EventLoop.swift). Each call to it is made on a
+    /// strong copy taken for the call (`deliverRead` and the like), so a delegate lives to the end
+    /// of its callback even when the callback replaces it: the delegates that call their parsers
+    /// and owners without a retain (`UpstreamConnection`, `HTTP1ParserDelegate`) rely on it.
     public var delegate: (any ByteStreamDelegate)?
     /// Set: readable bytes may bypass user space (SpliceRelay.swift). Strong, like `delegate`,
     /// and dropped with it in `handleDidClose`. Kept in the loop's table, not in the stream

@@ -355,6 +355,12 @@ public final class HTTP1Parser {
     @inline(__always)
     func withDelegate<Result>(_ call: (any HTTP1ParserDelegate) -> Result) -> Result? {
         guard let delegateObject, let delegateType else { return nil }
+        #if DEBUG
+        // The rule checked where the tests run (debug builds, the sanitizers'): a delegate whose
+        // last strong reference went during its own call would be used after it was freed.
+        weak let held = delegateType.instance(at: delegateObject)
+        defer { assert(held != nil, "the parser's delegate lost its last strong reference during its own call") }
+        #endif
         return delegateType.withUnretained(delegateObject, call)
     }
 

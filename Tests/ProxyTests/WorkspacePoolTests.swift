@@ -51,7 +51,9 @@ final class WorkspacePoolTests: XCTestCase {
 
     func testBuffersThatGrewLargeAreFreedWhenTheWorkspaceComesBack() {
         let pool = WorkspacePool()
-        let workspace = pool.lend(to: CountingDelegate(), limits: limits)
+        // Kept in a local: the parser holds its delegate unowned.
+        let delegate = CountingDelegate()
+        let workspace = pool.lend(to: delegate, limits: limits)
         let large = [UInt8](repeating: 0x61, count: WorkspacePool.keptCapacity + 1)
         workspace.replayBody.append(large)
         workspace.scratch.append("small")
