@@ -69,7 +69,7 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         // The TLS engine over memory buffers; from Crypto OpenSSL's error queue, and the
         // certificates and keys a server configuration is built from in memory.
-        .target(name: "TLS", dependencies: ["COpenSSL", "Crypto", "ByteBuffers", "Locking"]),
+        .target(name: "TLS", dependencies: ["COpenSSL", "Crypto", "ByteBuffers", "Locking"], swiftSettings: hotPath),
         // The forward proxy's CA (ca.pem, ca.key in a 0700 directory), name-constrained to the
         // intercepted hosts, and the leaves it mints for them (TLS server configurations).
         .target(name: "LocalCA", dependencies: ["Crypto", "TLS", "Routing", "Endpoints", "Locking"]),
@@ -81,7 +81,7 @@ let package = Package(
         .target(name: "OAuth2", dependencies: ["SafeText", "HTTPFields", "Endpoints", "JOSE", "JSON", "Crypto"], swiftSettings: hotPath),
         .target(name: "Config", dependencies: ["SafeText", "HTTPFields", "Endpoints", "Routing", "OAuth2", "JOSE", "JSON", "Crypto", "RedisProtocol",
                                               "WatchedFiles"], swiftSettings: hotPath),
-        .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"]),
+        .target(name: "TLSStream", dependencies: ["EventLoop", "TLS", "ByteBuffers"], swiftSettings: hotPath),
         // One HTTP/1 client connection (`UpstreamConnection`) for the proxy's upstream pool and the
         // token thread's `sendHTTPRequest`: on the request path, so built like it.
         .target(name: "HTTPClient", dependencies: ["EventLoop", "HTTP1", "HTTPFields", "ByteBuffers", "TLS", "TLSStream"],
