@@ -70,7 +70,10 @@ extension ClientConnection {
         guard exchange.closesAfterResponse() else { return }
         timer.disarm()
         upstreamLeg?.abandon()
-        stream.closeAfterWrites()
+        switch exchange.socketEnding(pipelined: !(workspace?.leftover.isEmpty ?? true)) {
+        case .lingering: stream.closeAfterWrites()
+        case .atOnceUnlessClientSends: stream.closeAfterWritesUnlessPeerSends()
+        }
     }
 
     /// Closes at once (queued writes dropped).

@@ -35,6 +35,27 @@ extension Exchange {
         return true
     }
 
+    /// How the client's socket ends after the response (`ClientConnection.closeAfterResponse`).
+    enum SocketEnding: Equatable {
+        /// FIN, then what the client still sends is read and discarded for a while before the
+        /// close: bytes left unread would make the kernel answer with a reset, which can destroy
+        /// the response before the client reads it.
+        case lingering
+        /// The client asked for the close and its request was read to its end: the socket
+        /// closes once the response is written, and lingers only if the client sent more.
+        case atOnceUnlessClientSends
+    }
+
+    /// How the socket ends; `pipelined`: bytes after the request wait in the connection's
+    /// buffer. The relay's own reasons to close (a refusal, an upstream's unframed answer,
+    /// draining) keep the linger: the client may have sent its next request already.
+    func socketEnding(pipelined: Bool) -> SocketEnding {
+        guard current.request.clientCloses, !current.request.isUpgrade, current.request.upload == .complete, !pipelined else {
+            return .lingering
+        }
+        return .atOnceUnlessClientSends
+    }
+
     /// Whether a closing exchange is still to be recorded (its response is complete).
     var recordsOnClose: Bool { phase == .exchanging && responseComplete }
 

@@ -23,6 +23,9 @@ struct ExchangeRequest {
     var expectsContinue = false
     /// No declared length over `maxReplayBodyBytes` (a chunked body is kept until it passes it).
     var lengthFitsReplay = true
+    /// The client asked for the connection to end after this exchange (`Connection: close`, or
+    /// HTTP/1.0 without keep-alive): it sends nothing after the request.
+    var clientCloses = false
     // The one-byte fields come first, then the wider ones: Swift lays fields out in the order
     // written, and every connection holds this state (an idle one too).
     var upload = Upload.pending
@@ -141,6 +144,7 @@ extension ExchangeRequest {
                   framing: head.isChunked ? .chunked : (head.contentLength != nil ? .contentLength : .none),
                   hasBody: hasBody,
                   expectsContinue: hasBody && head.fields.contains(where: { $0.known == .expect }),
-                  lengthFitsReplay: (head.contentLength ?? 0) <= UInt64(Self.maxReplayBodyBytes), upgrade: nil)
+                  lengthFitsReplay: (head.contentLength ?? 0) <= UInt64(Self.maxReplayBodyBytes),
+                  clientCloses: !head.keepAlive, upgrade: nil)
     }
 }

@@ -183,6 +183,75 @@ final class TCPStreamTests: XCTestCase {
         connection.closeAndCheckForLeaks()
     }
 
+    // MARK: Closing unless the peer sends
+
+    /// Bytes waiting unread in a socket (FIONREAD).
+    private func unreadBytes(_ fd: Int32) -> Int32 {
+        var count: Int32 = 0
+        XCTAssertEqual(ioctl(fd, UInt(FIONREAD), &count), 0)
+        return count
+    }
+
+    /// The peer sent nothing: the stream closes as soon as its writes are out, not after the
+    /// peer's FIN or the linger, and the peer still gets every byte, then a clean end.
+    func testCloseUnlessPeerSendsClosesOnceWrittenWhenThePeerSentNothing() throws {
+        let connection = try LoopbackConnection()
+        let payload = patternBytes(LoopbackConnection.farAboveHighWater)
+        payload.withUnsafeBytes { connection.server.write($0) }
+        connection.server.closeAfterWritesUnlessPeerSends()
+        XCTAssertFalse(connection.server.isClosed, "closed with \(connection.server.queuedBytes) bytes queued")
+        connection.client.startReading()
+        connection.test.run(until: "the client read to the end", seconds: 30) { connection.clientEvents.endResult != nil }
+        XCTAssertEqual(connection.clientEvents.endResult, .some(nil), "a clean end, not a reset")
+        XCTAssertTrue(connection.clientEvents.received(payload), "the bytes that arrived differ from those written")
+        XCTAssertTrue(connection.server.isClosed, "the server lingers after its FIN")
+        connection.closeAndCheckForLeaks()
+    }
+
+    /// The peer's bytes wait unread (a next request): the stream sends its FIN and lingers,
+    /// reading and discarding them, until the peer ends too.
+    func testCloseUnlessPeerSendsLingersWhenThePeersBytesWaitUnread() throws {
+        let connection = try LoopbackConnection(serverReads: false)
+        let fd = try XCTUnwrap(connection.server.socketDescriptor)
+        connection.client.write("GET /next HTTP/1.1\r\n\r\n")
+        connection.test.run(until: "the peer's bytes arrived") { unreadBytes(fd) > 0 }
+        connection.server.write("the response")
+        connection.server.closeAfterWritesUnlessPeerSends()
+        connection.client.startReading()
+        connection.test.run(until: "the client saw the FIN") { connection.clientEvents.endResult != nil }
+        XCTAssertEqual(connection.clientEvents.receivedText, "the response")
+        XCTAssertFalse(connection.server.isClosed, "closed with the peer's bytes unread: the kernel would reset")
+        connection.test.run(until: "the lingering server read the peer's bytes") { unreadBytes(fd) == 0 }
+        XCTAssertEqual(connection.serverEvents.receivedText, "", "what a lingering stream reads is not delivered")
+
+        connection.client.close()
+        connection.test.run(until: "the server closed at the client's end") { connection.serverEvents.isClosed }
+        connection.closeAndCheckForLeaks()
+    }
+
+    /// The peer sends while the writes are still queued: the stream reads and discards it, and
+    /// lingers after its FIN instead of closing at once.
+    func testCloseUnlessPeerSendsLingersWhenThePeerSendsWhileTheWritesFlush() throws {
+        let connection = try LoopbackConnection()
+        let fd = try XCTUnwrap(connection.server.socketDescriptor)
+        let payload = patternBytes(LoopbackConnection.farAboveHighWater)
+        payload.withUnsafeBytes { connection.server.write($0) }
+        connection.server.closeAfterWritesUnlessPeerSends()
+        XCTAssertGreaterThan(connection.server.queuedBytes, 0)
+        connection.client.write("more")
+        connection.test.run(until: "the peer's bytes arrived") { unreadBytes(fd) > 0 }
+        connection.test.run(until: "the server read the peer's bytes") { unreadBytes(fd) == 0 }
+        XCTAssertGreaterThan(connection.server.queuedBytes, 0, "the writes flushed before the peer's bytes came")
+
+        connection.client.startReading()
+        connection.test.run(until: "the client read to the end", seconds: 30) { connection.clientEvents.endResult != nil }
+        XCTAssertTrue(connection.clientEvents.received(payload), "the bytes that arrived differ from those written")
+        XCTAssertFalse(connection.server.isClosed, "closed at once although the peer sent more")
+        connection.client.close()
+        connection.test.run(until: "the server closed at the client's end") { connection.serverEvents.isClosed }
+        connection.closeAndCheckForLeaks()
+    }
+
     /// The socket's keepalive options as the kernel holds them: on, idle, interval, probes.
     private func keepAliveOptions(_ stream: TCPStream) throws -> [Int32] {
         let fd = try XCTUnwrap(stream.socketDescriptor)

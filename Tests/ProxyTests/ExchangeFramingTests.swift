@@ -108,6 +108,45 @@ final class ExchangeFramingTests: XCTestCase {
         }
     }
 
+    /// The socket closes without its linger only when the client said it sends nothing more
+    /// and nothing of it is left to read.
+    func testTheSocketLingersUnlessTheClientAskedForTheCloseAndSentAllOfItsRequest() {
+        struct Case {
+            let name: String
+            let request: String
+            let draining: Bool
+            let requestEnds: Bool
+            let pipelined: Bool
+            let ending: Exchange.SocketEnding
+        }
+        let close = head("GET / HTTP/1.1", "Host: a", "Connection: close")
+        let cases = [
+            Case(name: "Connection: close, read to its end", request: close, draining: false, requestEnds: true,
+                 pipelined: false, ending: .atOnceUnlessClientSends),
+            Case(name: "HTTP/1.0 without keep-alive", request: head("GET / HTTP/1.0"), draining: false, requestEnds: true,
+                 pipelined: false, ending: .atOnceUnlessClientSends),
+            Case(name: "a body sent whole", request: head("POST / HTTP/1.1", "Host: a", "Connection: close", "Content-Length: 3"),
+                 draining: false, requestEnds: true, pipelined: false, ending: .atOnceUnlessClientSends),
+            Case(name: "a body still to come", request: head("POST / HTTP/1.1", "Host: a", "Connection: close", "Content-Length: 100"),
+                 draining: false, requestEnds: false, pipelined: false, ending: .lingering),
+            Case(name: "bytes after the request", request: close, draining: false, requestEnds: true, pipelined: true,
+                 ending: .lingering),
+            Case(name: "the relay drains a keep-alive client", request: get, draining: true, requestEnds: true,
+                 pipelined: false, ending: .lingering),
+            Case(name: "HTTP/1.0 with keep-alive", request: head("GET / HTTP/1.0", "Connection: keep-alive"), draining: true,
+                 requestEnds: true, pipelined: false, ending: .lingering),
+            Case(name: "a protocol switch", request: head("GET / HTTP/1.1", "Host: a", "Connection: close, upgrade", "Upgrade: websocket"),
+                 draining: false, requestEnds: true, pipelined: false, ending: .lingering),
+        ]
+        for test in cases {
+            var driver = ExchangeDriver()
+            _ = driver.request(test.request, draining: test.draining)
+            if test.requestEnds { driver.requestEnds() }
+            XCTAssertEqual(driver.exchange.socketEnding(pipelined: test.pipelined), test.ending, test.name)
+        }
+        XCTAssertEqual(Exchange().socketEnding(pipelined: false), .lingering, "before any head (a refused first head)")
+    }
+
     func testResponseBeforeTheWholeRequestEndsTheConnection() {
         var driver = ExchangeDriver()
         _ = driver.request(head("POST / HTTP/1.1", "Host: a", "Content-Length: 100"))

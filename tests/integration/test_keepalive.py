@@ -1,8 +1,11 @@
 """Persistent connections on both sides: client keep-alive, an upstream connection pool, pipelining,
 Connection: close and HTTP/1.0, the idle timeout, upstream connections that go away while pooled."""
 
+import select
 import threading
 import time
+
+import pytest
 
 from deadlines import scaled, wait_until
 from http_client import assert_closed, build_request
@@ -65,6 +68,50 @@ def test_http10_request_without_keep_alive_closes_after_the_response(relay):
         assert resp.status == 200
         assert resp.json()["target"] == "/old"
         assert_closed(conn)
+
+
+def late_bytes_reset(conn, seconds: float = 1.0) -> bool:
+    """After the relay's FIN: sends a byte and waits up to `seconds` (scaled) for the relay's
+    kernel to reset the connection, as it does once the relay's socket is closed. A relay that
+    lingers reads and discards the byte, and nothing answers it."""
+    conn.sock.sendall(b"x")
+    poller = select.poll()
+    poller.register(conn.sock, 0)  # only an error or a hang-up wakes it
+    return bool(poller.poll(int(scaled(seconds) * 1000)))
+
+
+@pytest.mark.parametrize("method, raw", [
+    ("GET", build_request("GET", "/close", headers=[("Connection", "close")])),
+    ("GET", build_request("GET", "/old", host=None, version="HTTP/1.0")),
+    ("POST", build_request("POST", "/upload", headers=[("Connection", "close")], body=b"abc")),
+], ids=["connection-close", "http10", "body-read-whole"])
+def test_client_that_asked_for_the_close_is_closed_without_a_linger(relay, method, raw):
+    """The client asked for the close and its request was read to its end: the relay closes its
+    socket as soon as the response is out, without sending a FIN and waiting for the client's
+    (as nginx does), so a byte sent after all meets the kernel's reset."""
+    with relay.connect() as conn:
+        conn.send(raw)
+        assert conn.read_final_response(method).status == 200
+        assert_closed(conn)
+        assert late_bytes_reset(conn), "the relay still holds its socket: it lingered"
+
+
+@pytest.mark.parametrize("raw", [
+    build_request("GET", "/a", headers=[("Connection", "close")]) + build_request("GET", "/b"),
+    build_request("POST", "/upload", host="evil.example", headers=[("Connection", "close"), ("Content-Length", "100000")],
+                  body=b"0123456789"),
+    build_request("GET", "/", host="evil.example"),
+], ids=["pipelined-request", "body-unread", "relay-closes-a-keep-alive-client"])
+def test_relay_lingers_when_the_client_may_still_send(relay, raw):
+    """Refusals of the quick close: bytes after the request, a body the relay did not read (a
+    421 answered from the head), a close the client did not ask for. The relay sends its FIN
+    and reads and discards what still comes, so the client's late bytes cannot make the kernel
+    reset the connection (and destroy a response the client has not read yet)."""
+    with relay.connect() as conn:
+        conn.send(raw)
+        assert conn.read_final_response().status in (200, 421)
+        assert_closed(conn)
+        assert not late_bytes_reset(conn), "the relay closed its socket with the client's bytes still to come"
 
 
 def test_idle_client_connection_is_closed_after_the_idle_timeout(start_relay, upstream):
