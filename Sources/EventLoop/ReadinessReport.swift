@@ -38,4 +38,16 @@ extension TCPStream {
             return .failed(UVError(-error))
         }
     }
+
+    /// Nothing of the peer's waits in the socket: it is empty, ended, or failed (a peek that
+    /// takes nothing; for `closeAfterWritesUnlessPeerSends`).
+    func nothingWaitsToBeRead() -> Bool {
+        var byte: UInt8 = 0
+        while true {
+            let count = Glibc.recv(fileDescriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+            if count > 0 { return false }
+            if count < 0 && errno == EINTR { continue }
+            return true
+        }
+    }
 }

@@ -132,7 +132,8 @@ extension TCPStream {
     /// advisor before each (one readiness report costs more than a splice that finds nothing).
     func readableWithoutRead(advisor: any SpliceAdvisor) {
         for round in 0..<Self.splicesPerWakeup {
-            guard isReading, !isClosed, let target = advisor.spliceTarget(for: self), target.maxBytes > 0,
+            // A lingering stream reads and discards (and so learns that the peer sent more).
+            guard isReading, !isClosed, !lingering, let target = advisor.spliceTarget(for: self), target.maxBytes > 0,
                   target.sink.takesSplicedBytes, let pipe = loop.splicePipe else {
                 if round == 0 { readDirectly() }
                 return

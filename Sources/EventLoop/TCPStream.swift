@@ -1,6 +1,5 @@
 internal import CLibUV
 import ByteBuffers
-import Glibc
 
 /// A connected byte stream on one loop: plain TCP (`TCPStream`) or TLS over TCP. The proxy's
 /// upstream side and the HTTP client work with either.
@@ -18,8 +17,8 @@ public protocol ByteStream: AnyObject {
     /// Flushes, ends the stream (FIN, or close_notify then FIN), and closes after a linger.
     func closeAfterWrites(lingerMilliseconds: UInt64, stallMilliseconds: UInt64)
     /// As `closeAfterWrites()`, for a peer that asked for the close and has nothing more to
-    /// send: once the writes are flushed, the stream closes at once if nothing of the peer's
-    /// arrived, and lingers as `closeAfterWrites()` does if something did.
+    /// send: once the writes are flushed, a `TCPStream` closes at once if nothing of the peer's
+    /// arrived, and lingers as `closeAfterWrites()` does if something did. Other streams linger.
     func closeAfterWritesUnlessPeerSends()
     /// Closes now; queued writes are dropped. Idempotent.
     func close()
@@ -265,7 +264,13 @@ public final class TCPStream: LoopHandle, ByteStream {
         } else if count < 0 {
             stopReading()
             let error = count == Int(UV_EOF.rawValue) ? nil : UVError(Int32(count))
-            if lingering { close(); return }
+            if lingering {
+                // The peer ended its side (a client may half-close after its request): what is
+                // queued still goes, and `beginShutdown` closes once it is out.
+                if error == nil && queuedBytes > 0 { return }
+                close()
+                return
+            }
             delegate?.stream(self, didEndWith: error)
         }
     }
@@ -472,17 +477,6 @@ public final class TCPStream: LoopHandle, ByteStream {
         closeAfterWrites()
     }
 
-    /// Nothing of the peer's waits in the socket: it is empty (EAGAIN), ended (0), or failed.
-    private var peerSentNothing: Bool {
-        var byte: UInt8 = 0
-        while true {
-            let count = Glibc.recv(fileDescriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
-            if count > 0 { return false }
-            if count < 0 && errno == EINTR { continue }
-            return true
-        }
-    }
-
     /// Half-closes: sends FIN once the queued bytes are written (on a stream still connecting,
     /// once connected), and keeps delivering what the peer sends until it ends too (a tunnel
     /// whose other side ended). What is written after it is dropped.
@@ -506,7 +500,7 @@ public final class TCPStream: LoopHandle, ByteStream {
 
     private func beginShutdown() {
         guard shutdownRequest == nil || finishingWrites, !isClosed else { return }
-        if closesUnlessPeerSends && !finishingWrites && peerSentNothing {
+        if closesUnlessPeerSends && !finishingWrites && nothingWaitsToBeRead() {
             close()
             return
         }

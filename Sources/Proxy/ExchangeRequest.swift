@@ -23,9 +23,6 @@ struct ExchangeRequest {
     var expectsContinue = false
     /// No declared length over `maxReplayBodyBytes` (a chunked body is kept until it passes it).
     var lengthFitsReplay = true
-    /// The client asked for the connection to end after this exchange (`Connection: close`, or
-    /// HTTP/1.0 without keep-alive): it sends nothing after the request.
-    var clientCloses = false
     // The one-byte fields come first, then the wider ones: Swift lays fields out in the order
     // written, and every connection holds this state (an idle one too).
     var upload = Upload.pending
@@ -33,6 +30,10 @@ struct ExchangeRequest {
     /// upstream's 101 is accepted only when there is one.
     var upgrade: [UInt8]?
     var bodyReplay = BodyReplay.withoutBody
+    /// The client asked for the connection to end after this exchange (`Connection: close`, or
+    /// HTTP/1.0 without keep-alive): it sends nothing after the request. After `bodyReplay`,
+    /// in its padding: with the one-byte fields above it would push the wider ones 8 bytes on.
+    var clientCloses = false
     var bodyClock: BodyClock?
 
     /// How far the request got from the client.
@@ -144,7 +145,7 @@ extension ExchangeRequest {
                   framing: head.isChunked ? .chunked : (head.contentLength != nil ? .contentLength : .none),
                   hasBody: hasBody,
                   expectsContinue: hasBody && head.fields.contains(where: { $0.known == .expect }),
-                  lengthFitsReplay: (head.contentLength ?? 0) <= UInt64(Self.maxReplayBodyBytes),
-                  clientCloses: !head.keepAlive, upgrade: nil)
+                  lengthFitsReplay: (head.contentLength ?? 0) <= UInt64(Self.maxReplayBodyBytes), upgrade: nil,
+                  clientCloses: !head.keepAlive)
     }
 }

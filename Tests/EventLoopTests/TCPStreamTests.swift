@@ -238,8 +238,12 @@ final class TCPStreamTests: XCTestCase {
         payload.withUnsafeBytes { connection.server.write($0) }
         connection.server.closeAfterWritesUnlessPeerSends()
         XCTAssertGreaterThan(connection.server.queuedBytes, 0)
+        // Not read until they are seen to wait: the test does not rely on loopback delivering
+        // them within the client's send.
+        connection.server.stopReading()
         connection.client.write("more")
         connection.test.run(until: "the peer's bytes arrived") { unreadBytes(fd) > 0 }
+        connection.server.startReading()
         connection.test.run(until: "the server read the peer's bytes") { unreadBytes(fd) == 0 }
         XCTAssertGreaterThan(connection.server.queuedBytes, 0, "the writes flushed before the peer's bytes came")
 
@@ -250,6 +254,26 @@ final class TCPStreamTests: XCTestCase {
         connection.client.close()
         connection.test.run(until: "the server closed at the client's end") { connection.serverEvents.isClosed }
         connection.closeAndCheckForLeaks()
+    }
+
+    /// The peer ends its side while the response is still queued (a client may half-close
+    /// after its request): a closing stream sends all of it before it closes, lingering or not.
+    func testAClosingStreamSendsWhatIsQueuedAfterThePeersFIN() throws {
+        for lingers in [true, false] {
+            let connection = try LoopbackConnection()
+            let payload = patternBytes(LoopbackConnection.farAboveHighWater)
+            payload.withUnsafeBytes { connection.server.write($0) }
+            if lingers { connection.server.closeAfterWrites() } else { connection.server.closeAfterWritesUnlessPeerSends() }
+            connection.client.finishWriting()
+            connection.test.run(until: "the server read the client's FIN") { !connection.server.isReading || connection.server.isClosed }
+            connection.client.startReading()
+            connection.test.run(until: "the client read to the end", seconds: 30) { connection.clientEvents.endResult != nil }
+            XCTAssertEqual(connection.clientEvents.endResult, .some(nil), "lingers: \(lingers)")
+            XCTAssertTrue(connection.clientEvents.received(payload),
+                          "lingers: \(lingers): \(connection.clientEvents.received.count) of \(payload.count) bytes arrived")
+            connection.test.run(until: "the server closed") { connection.serverEvents.isClosed }
+            connection.closeAndCheckForLeaks()
+        }
     }
 
     /// The socket's keepalive options as the kernel holds them: on, idle, interval, probes.

@@ -127,6 +127,9 @@ final class ExchangeFramingTests: XCTestCase {
                  pipelined: false, ending: .atOnceUnlessClientSends),
             Case(name: "a body sent whole", request: head("POST / HTTP/1.1", "Host: a", "Connection: close", "Content-Length: 3"),
                  draining: false, requestEnds: true, pipelined: false, ending: .atOnceUnlessClientSends),
+            Case(name: "a chunked body sent whole",
+                 request: head("POST / HTTP/1.1", "Host: a", "Connection: close", "Transfer-Encoding: chunked"),
+                 draining: false, requestEnds: true, pipelined: false, ending: .atOnceUnlessClientSends),
             Case(name: "a body still to come", request: head("POST / HTTP/1.1", "Host: a", "Connection: close", "Content-Length: 100"),
                  draining: false, requestEnds: false, pipelined: false, ending: .lingering),
             Case(name: "bytes after the request", request: close, draining: false, requestEnds: true, pipelined: true,
@@ -145,6 +148,19 @@ final class ExchangeFramingTests: XCTestCase {
             XCTAssertEqual(driver.exchange.socketEnding(pipelined: test.pipelined), test.ending, test.name)
         }
         XCTAssertEqual(Exchange().socketEnding(pipelined: false), .lingering, "before any head (a refused first head)")
+
+        var refused = ExchangeDriver()
+        _ = refused.refusedRequest(get, .badRequest("bad target"), closing: true)
+        XCTAssertFalse(refused.exchange.keepAlive)
+        XCTAssertEqual(refused.exchange.socketEnding(pipelined: false), .lingering, "the relay's refusal closes a keep-alive client")
+
+        var kept = ExchangeDriver()
+        _ = kept.request(get)
+        kept.requestEnds()
+        _ = kept.response(ok)
+        _ = kept.responseEnds()
+        XCTAssertTrue(kept.exchange.nextRequest(draining: false))
+        XCTAssertEqual(kept.exchange.socketEnding(pipelined: false), .lingering, "after a keep-alive exchange (an idle close)")
     }
 
     func testResponseBeforeTheWholeRequestEndsTheConnection() {

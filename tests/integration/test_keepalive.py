@@ -96,20 +96,20 @@ def test_client_that_asked_for_the_close_is_closed_without_a_linger(relay, metho
         assert late_bytes_reset(conn), "the relay still holds its socket: it lingered"
 
 
-@pytest.mark.parametrize("raw", [
-    build_request("GET", "/a", headers=[("Connection", "close")]) + build_request("GET", "/b"),
-    build_request("POST", "/upload", host="evil.example", headers=[("Connection", "close"), ("Content-Length", "100000")],
-                  body=b"0123456789"),
-    build_request("GET", "/", host="evil.example"),
+@pytest.mark.parametrize("raw, status", [
+    (build_request("GET", "/a", headers=[("Connection", "close")]) + build_request("GET", "/b"), 200),
+    (build_request("POST", "/upload", host="evil.example", headers=[("Connection", "close"), ("Content-Length", "100000")],
+                   body=b"0123456789"), 421),
+    (build_request("GET", "/", host="evil.example"), 421),
 ], ids=["pipelined-request", "body-unread", "relay-closes-a-keep-alive-client"])
-def test_relay_lingers_when_the_client_may_still_send(relay, raw):
+def test_relay_lingers_when_the_client_may_still_send(relay, raw, status):
     """Refusals of the quick close: bytes after the request, a body the relay did not read (a
     421 answered from the head), a close the client did not ask for. The relay sends its FIN
     and reads and discards what still comes, so the client's late bytes cannot make the kernel
     reset the connection (and destroy a response the client has not read yet)."""
     with relay.connect() as conn:
         conn.send(raw)
-        assert conn.read_final_response().status in (200, 421)
+        assert conn.read_final_response().status == status
         assert_closed(conn)
         assert not late_bytes_reset(conn), "the relay closed its socket with the client's bytes still to come"
 
