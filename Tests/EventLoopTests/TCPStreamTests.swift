@@ -33,10 +33,10 @@ private final class LoopbackConnection {
         (server, serverEvents) = try XCTUnwrap(listening.accepted.first, file: file, line: line)
     }
 
-    /// Writes `farAboveHighWater` bytes from the client and returns them.
-    func writeFarAboveHighWater() -> [UInt8] {
+    /// Writes `farAboveHighWater` bytes from `stream` (the client unless given) and returns them.
+    func writeFarAboveHighWater(from stream: TCPStream? = nil) -> [UInt8] {
         let payload = patternBytes(Self.farAboveHighWater)
-        payload.withUnsafeBytes { client.write($0) }
+        payload.withUnsafeBytes { (stream ?? client).write($0) }
         return payload
     }
 
@@ -196,8 +196,7 @@ final class TCPStreamTests: XCTestCase {
     /// peer's FIN or the linger, and the peer still gets every byte, then a clean end.
     func testCloseUnlessPeerSendsClosesOnceWrittenWhenThePeerSentNothing() throws {
         let connection = try LoopbackConnection()
-        let payload = patternBytes(LoopbackConnection.farAboveHighWater)
-        payload.withUnsafeBytes { connection.server.write($0) }
+        let payload = connection.writeFarAboveHighWater(from: connection.server)
         connection.server.closeAfterWritesUnlessPeerSends()
         XCTAssertFalse(connection.server.isClosed, "closed with \(connection.server.queuedBytes) bytes queued")
         connection.client.startReading()
@@ -234,8 +233,7 @@ final class TCPStreamTests: XCTestCase {
     func testCloseUnlessPeerSendsLingersWhenThePeerSendsWhileTheWritesFlush() throws {
         let connection = try LoopbackConnection()
         let fd = try XCTUnwrap(connection.server.socketDescriptor)
-        let payload = patternBytes(LoopbackConnection.farAboveHighWater)
-        payload.withUnsafeBytes { connection.server.write($0) }
+        let payload = connection.writeFarAboveHighWater(from: connection.server)
         connection.server.closeAfterWritesUnlessPeerSends()
         XCTAssertGreaterThan(connection.server.queuedBytes, 0)
         // Not read until they are seen to wait: the test does not rely on loopback delivering
@@ -261,8 +259,7 @@ final class TCPStreamTests: XCTestCase {
     func testAClosingStreamSendsWhatIsQueuedAfterThePeersFIN() throws {
         for lingers in [true, false] {
             let connection = try LoopbackConnection()
-            let payload = patternBytes(LoopbackConnection.farAboveHighWater)
-            payload.withUnsafeBytes { connection.server.write($0) }
+            let payload = connection.writeFarAboveHighWater(from: connection.server)
             if lingers { connection.server.closeAfterWrites() } else { connection.server.closeAfterWritesUnlessPeerSends() }
             connection.client.finishWriting()
             connection.test.run(until: "the server read the client's FIN") { !connection.server.isReading || connection.server.isClosed }

@@ -87,8 +87,8 @@ def late_bytes_reset(conn, seconds: float = 1.0) -> bool:
 ], ids=["connection-close", "http10", "body-read-whole"])
 def test_client_that_asked_for_the_close_is_closed_without_a_linger(relay, method, raw):
     """The client asked for the close and its request was read to its end: the relay closes its
-    socket as soon as the response is out, without sending a FIN and waiting for the client's
-    (as nginx does), so a byte sent after all meets the kernel's reset."""
+    socket as soon as the response is out, instead of sending its FIN and waiting for the
+    client's (nginx, too, closes at once), so a byte sent after all meets the kernel's reset."""
     with relay.connect() as conn:
         conn.send(raw)
         assert conn.read_final_response(method).status == 200
