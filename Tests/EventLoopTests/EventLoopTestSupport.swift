@@ -98,3 +98,10 @@ extension TCPStream {
         Array(text.utf8).withUnsafeBytes { write($0) }
     }
 }
+
+/// Bytes waiting unread in a socket (FIONREAD).
+func unreadBytes(_ fd: Int32) -> Int32 {
+    var count: Int32 = 0
+    XCTAssertEqual(ioctl(fd, UInt(FIONREAD), &count), 0)
+    return count
+}

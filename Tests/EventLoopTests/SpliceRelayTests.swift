@@ -86,6 +86,31 @@ final class SpliceRelayTests: XCTestCase {
         relay.close()
     }
 
+    /// A stream closing unless its peer sends, whose advisor would still splice: what the peer
+    /// sends after all is read and discarded, not spliced, so the stream lingers.
+    func testAClosingStreamReadsWhatArrivesInsteadOfSplicingIt() throws {
+        let relay = try relay()
+        let advisor = BudgetAdvisor(sink: relay.sink, budget: 1 << 30)
+        relay.source.spliceAdvisor = advisor
+        let fd = try XCTUnwrap(relay.source.socketDescriptor)
+        let payload = patternBytes(8 << 20)
+        payload.withUnsafeBytes { relay.source.write($0) }
+        relay.source.closeAfterWritesUnlessPeerSends()
+        XCTAssertGreaterThan(relay.source.queuedBytes, 0)
+        relay.source.stopReading()
+        relay.sender.write("more")
+        relay.test.run(until: "the peer's bytes arrived") { unreadBytes(fd) > 0 }
+        relay.source.startReading()
+        relay.test.run(until: "the source took the peer's bytes") { unreadBytes(fd) == 0 }
+        XCTAssertEqual(advisor.spliced, 0, "a closing stream spliced")
+
+        relay.sender.startReading()
+        relay.test.run(until: "the sender read to the end", seconds: 30) { relay.senderEvents.endResult != nil }
+        XCTAssertTrue(relay.senderEvents.received(payload))
+        XCTAssertFalse(relay.source.isClosed, "closed at once although the peer sent more")
+        relay.close()
+    }
+
     func testThePeersFINDuringASpliceEndsTheStreamAsARead() throws {
         let relay = try relay()
         let advisor = BudgetAdvisor(sink: relay.sink, budget: 1 << 30)

@@ -185,13 +185,6 @@ final class TCPStreamTests: XCTestCase {
 
     // MARK: Closing unless the peer sends
 
-    /// Bytes waiting unread in a socket (FIONREAD).
-    private func unreadBytes(_ fd: Int32) -> Int32 {
-        var count: Int32 = 0
-        XCTAssertEqual(ioctl(fd, UInt(FIONREAD), &count), 0)
-        return count
-    }
-
     /// The peer sent nothing: the stream closes as soon as its writes are out, not after the
     /// peer's FIN or the linger, and the peer still gets every byte, then a clean end.
     func testCloseUnlessPeerSendsClosesOnceWrittenWhenThePeerSentNothing() throws {
