@@ -3,6 +3,7 @@ import ByteBuffers
 #if canImport(Glibc)
 import Glibc
 #endif
+import LoopTestSupport
 import XCTest
 
 /// The heap `object` takes: its malloc chunk, the usable size and the 8 bytes of glibc's size
@@ -104,4 +105,17 @@ func unreadBytes(_ fd: Int32) -> Int32 {
     var count: Int32 = 0
     XCTAssertEqual(ioctl(fd, UInt(FIONREAD), &count), 0)
     return count
+}
+
+/// `peer` sends `text` to `stream`, which reads it (a closing stream: reads and discards).
+/// `stream` reads only once the bytes are seen waiting in its socket, so a test does not rely
+/// on loopback delivering them within the peer's send.
+func sendAndWaitUntilRead(_ text: String, from peer: TCPStream, to stream: TCPStream, on test: LeakCheckedLoop,
+                          file: StaticString = #filePath, line: UInt = #line) throws {
+    let fd = try XCTUnwrap(stream.socketDescriptor, file: file, line: line)
+    stream.stopReading()
+    peer.write(text)
+    test.run(until: "the peer's bytes arrived", file: file, line: line) { unreadBytes(fd) > 0 }
+    stream.startReading()
+    test.run(until: "the stream read the peer's bytes", file: file, line: line) { unreadBytes(fd) == 0 }
 }

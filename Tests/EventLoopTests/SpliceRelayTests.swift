@@ -92,16 +92,11 @@ final class SpliceRelayTests: XCTestCase {
         let relay = try relay()
         let advisor = BudgetAdvisor(sink: relay.sink, budget: 1 << 30)
         relay.source.spliceAdvisor = advisor
-        let fd = try XCTUnwrap(relay.source.socketDescriptor)
         let payload = patternBytes(8 << 20)
         payload.withUnsafeBytes { relay.source.write($0) }
         relay.source.closeAfterWritesUnlessPeerSends()
         XCTAssertGreaterThan(relay.source.queuedBytes, 0)
-        relay.source.stopReading()
-        relay.sender.write("more")
-        relay.test.run(until: "the peer's bytes arrived") { unreadBytes(fd) > 0 }
-        relay.source.startReading()
-        relay.test.run(until: "the source took the peer's bytes") { unreadBytes(fd) == 0 }
+        try sendAndWaitUntilRead("more", from: relay.sender, to: relay.source, on: relay.test)
         XCTAssertEqual(advisor.spliced, 0, "a closing stream spliced")
 
         relay.sender.startReading()

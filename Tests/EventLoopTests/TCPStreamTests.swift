@@ -225,17 +225,10 @@ final class TCPStreamTests: XCTestCase {
     /// lingers after its FIN instead of closing at once.
     func testCloseUnlessPeerSendsLingersWhenThePeerSendsWhileTheWritesFlush() throws {
         let connection = try LoopbackConnection()
-        let fd = try XCTUnwrap(connection.server.socketDescriptor)
         let payload = connection.writeFarAboveHighWater(from: connection.server)
         connection.server.closeAfterWritesUnlessPeerSends()
         XCTAssertGreaterThan(connection.server.queuedBytes, 0)
-        // Not read until they are seen to wait: the test does not rely on loopback delivering
-        // them within the client's send.
-        connection.server.stopReading()
-        connection.client.write("more")
-        connection.test.run(until: "the peer's bytes arrived") { unreadBytes(fd) > 0 }
-        connection.server.startReading()
-        connection.test.run(until: "the server read the peer's bytes") { unreadBytes(fd) == 0 }
+        try sendAndWaitUntilRead("more", from: connection.client, to: connection.server, on: connection.test)
         XCTAssertGreaterThan(connection.server.queuedBytes, 0, "the writes flushed before the peer's bytes came")
 
         connection.client.startReading()
